@@ -1,0 +1,34 @@
+# Two set-up commands: `make demo` and `make test`. Both create .venv on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_TEST := $(VENV)/.installed-test
+
+.PHONY: demo test venv clean bench
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP_BASE): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev,web,torch]'
+	touch $@ $(STAMP_BASE)
+
+venv: $(STAMP_BASE)
+
+demo: $(STAMP_BASE)
+	$(BIN)/tokenomy demo
+
+test: $(STAMP_TEST)
+	$(BIN)/python -m pytest -q -n 2
+
+bench: $(STAMP_TEST)
+	$(BIN)/python benchmarks/sweep.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

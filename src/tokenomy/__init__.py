@@ -1,0 +1,1 @@
+"""tokenomy: the blackboard math of LLM training and serving, checkable against reality."""

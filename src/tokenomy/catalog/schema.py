@@ -1,0 +1,151 @@
+"""Pydantic schemas for the TOML catalog files (chips, systems, storage tiers, prices).
+
+Every section that carries numbers also carries ``source`` (a URL, or ``"measured: ..."``,
+or ``"derived: <formula> from <other fields>"``) and ``as_of`` (an ISO date). Values are plain
+SI floats: bytes, bytes/s, FLOP/s, seconds, watts, USD.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4")
+
+
+class Sourced(BaseModel):
+    """A group of numbers that share one citation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    note: str = ""
+
+
+class Flops(Sourced):
+    """Peak FLOP/s per dtype (a multiply-add counts 2 FLOPs). Dense unless the table says sparse."""
+
+    fp32: PositiveFloat | None = None
+    tf32: PositiveFloat | None = None
+    bf16: PositiveFloat | None = None
+    fp16: PositiveFloat | None = None
+    fp8: PositiveFloat | None = None
+    int8: PositiveFloat | None = None
+    fp6: PositiveFloat | None = None
+    fp4: PositiveFloat | None = None
+    int4: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> "Flops":
+        if not self.by_dtype():
+            raise ValueError("needs at least one dtype with a FLOP/s figure")
+        return self
+
+    def by_dtype(self) -> dict[str, float]:
+        return {d: getattr(self, d) for d in DTYPES if getattr(self, d) is not None}
+
+
+class Hbm(Sourced):
+    bytes: PositiveFloat
+    bytes_per_s: PositiveFloat
+
+
+class Link(Sourced):
+    """One level of interconnect as seen from one chip: bytes/s per direction, and latency."""
+
+    bytes_per_s_per_direction: PositiveFloat
+    latency_s: PositiveFloat
+    domain_size: PositiveInt = 1  # chips reachable at this bandwidth (scale-up only)
+    technology: str = ""
+
+
+class Power(Sourced):
+    tdp_w: PositiveFloat
+
+
+class Price(Sourced):
+    usd_per_hour: PositiveFloat
+
+
+class ChipFile(BaseModel):
+    """``catalog/chips/<name>.toml``: one accelerator."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    display_name: str
+    vendor: str
+    kind: Literal["gpu", "tpu", "accelerator", "cpu"]
+    preliminary: bool = False
+    peak_flops_per_s: Flops
+    sparse_flops_per_s: Flops | None = None
+    hbm: Hbm
+    scale_up: Link
+    scale_out: Link
+    power: Power
+    price: Price
+
+
+class SystemFile(BaseModel):
+    """``catalog/systems/<name>.toml``: chips wired into one scale-up domain (node, rack, slice)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    display_name: str
+    chip: str  # name of a file in catalog/chips
+    num_chips: PositiveInt
+    scale_up_domain_size: PositiveInt  # chips per scale-up domain in this system
+    preliminary: bool = False
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    note: str = ""
+    price: Price | None = None  # per chip-hour; defaults to the chip's price
+    scale_up: Link | None = None  # overrides the chip's scale-up link inside this system
+    scale_out: Link | None = None
+
+
+class StorageFile(BaseModel):
+    """``catalog/storage/<name>.toml``: one device of a memory/storage tier that could hold a KV cache.
+
+    ``usd_per_hour`` is the all-in rental (or amortised purchase) cost of one device; the $ per
+    byte-hour is derived as ``usd_per_hour / capacity_bytes``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    display_name: str
+    tier: Literal["hbm", "ddr", "cxl", "local_flash", "network_flash", "hdd", "object"]
+    capacity_bytes: PositiveFloat
+    read_bytes_per_s: PositiveFloat
+    latency_s: PositiveFloat
+    usd_per_hour: PositiveFloat
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    price_source: str = Field(min_length=4)
+    note: str = ""
+
+
+class LongContextStep(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    above_tokens: PositiveInt
+    input_usd_per_mtok: PositiveFloat
+    output_usd_per_mtok: PositiveFloat
+
+
+class ApiPriceFile(BaseModel):
+    """``catalog/prices/<name>.toml``: one model's public API price sheet (USD per million tokens)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    provider: str
+    model: str
+    input_usd_per_mtok: PositiveFloat
+    output_usd_per_mtok: PositiveFloat
+    cache_write_5m_usd_per_mtok: PositiveFloat | None = None
+    cache_write_1h_usd_per_mtok: PositiveFloat | None = None
+    cache_read_usd_per_mtok: PositiveFloat | None = None
+    long_context: list[LongContextStep] = []
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    note: str = ""
