@@ -1,0 +1,142 @@
+"""The canonical per-layer description every adapter produces and every formula consumes.
+
+Notation (docs/notation.md): D = hidden_size, H = num_attention_heads, K = num_key_value_heads,
+d = head_dim, F = intermediate_size, E = routed experts, k = experts per token, V = vocab_size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+MlpKind = Literal["dense", "moe"]
+
+
+@dataclass(frozen=True)
+class Attention:
+    """One attention layer. ``window`` caps the cached length (sliding window); None = global.
+
+    KV elements per token per layer: GQA/MHA/MQA 2·K·d (K and V), MLA kv_lora_rank + qk_rope_head_dim
+    (DeepSeek-V2 paper, arXiv 2405.04434, eq. 9-10: only the compressed latent and the shared rope key are cached).
+    """
+
+    kind: AttentionKind
+    num_heads: int  # H
+    num_kv_heads: int  # K (1 for MQA; for MLA the number of heads, kept for reference)
+    head_dim: int  # d of q·k (for MLA: qk_nope_head_dim + qk_rope_head_dim)
+    v_head_dim: int
+    window: int | None = None
+    bias: bool = False
+    q_lora_rank: int | None = None  # MLA only
+    kv_lora_rank: int = 0  # MLA only
+    qk_rope_head_dim: int = 0  # MLA only
+    qk_norm: bool = False  # Qwen3 / Gemma3 per-head RMSNorm on q and k
+
+    def kv_elements_per_token(self) -> int:
+        if self.kind == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.num_kv_heads * (self.head_dim + self.v_head_dim)
+
+    def params(self, D: int) -> int:
+        """Weight count of the projections (and their biases / norms)."""
+        H, K, d, dv = self.num_heads, self.num_kv_heads, self.head_dim, self.v_head_dim
+        if self.kind == "mla":
+            r, c, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
+            nope = d - rope
+            q = D * H * d if r is None else D * r + r + r * H * d  # down, norm, up
+            kv = D * (c + rope) + c + c * H * (nope + dv)  # joint down, norm, up to K_nope and V
+            return q + kv + H * dv * D
+        p = D * H * d + D * K * d + D * K * dv + H * dv * D
+        if self.bias:
+            p += H * d + K * d + K * dv + D
+        if self.qk_norm:
+            p += 2 * d
+        return p
+
+    def score_dims(self, absorbed: bool) -> int:
+        """Per head and per context token, multiply-adds of q·k plus p·v.
+
+        MLA decode runs "absorbed" (W_UK folded into q, W_UV after attention; DeepSeek-V2 §2.1.3),
+        attending in the latent space: (c + rope) + c. Prefill runs un-absorbed: d + dv.
+        """
+        if self.kind == "mla" and absorbed:
+            return 2 * self.kv_lora_rank + self.qk_rope_head_dim
+        return self.head_dim + self.v_head_dim
+
+
+@dataclass(frozen=True)
+class Mlp:
+    """Dense MLP or MoE. Gated (SwiGLU/GeGLU) MLPs have 3 matrices, ungated 2.
+
+    MoE: ``num_experts`` routed experts of width ``expert_intermediate_size``, ``experts_per_tok`` chosen per
+    token, plus ``num_shared_experts`` always-on experts of width ``shared_intermediate_size``.
+    """
+
+    kind: MlpKind
+    intermediate_size: int = 0  # F of the dense MLP
+    gated: bool = True
+    bias: bool = False
+    num_experts: int = 0
+    experts_per_tok: int = 0
+    expert_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    shared_intermediate_size: int = 0
+    router_bias: bool = False
+
+    def _matrices(self) -> int:
+        return 3 if self.gated else 2
+
+    def dense_params(self, D: int) -> int:
+        """Parameters every token uses: dense MLP, or router + shared experts of an MoE."""
+        m = self._matrices()
+        if self.kind == "dense":
+            return m * D * self.intermediate_size + (m - 1) * self.intermediate_size * self.bias + D * self.bias
+        router = D * self.num_experts + self.num_experts * self.router_bias
+        return router + self.num_shared_experts * m * D * self.shared_intermediate_size
+
+    def expert_params(self, D: int) -> int:
+        """Parameters of one routed expert."""
+        if self.kind == "dense":
+            return 0
+        F = self.expert_intermediate_size
+        m = self._matrices()
+        return m * D * F + ((m - 1) * F + D) * self.bias
+
+
+@dataclass(frozen=True)
+class Layer:
+    attention: Attention
+    mlp: Mlp
+    norms: int = 2  # RMSNorm/LayerNorm weight vectors of width D
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Bytes per parameter for each category of weights, as the checkpoint stores them."""
+
+    dense: str = "bf16"  # attention, dense MLP, router, shared experts
+    expert: str = "bf16"  # routed experts
+    embed: str = "bf16"  # embedding and LM head
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """A model as a list of layers plus embeddings. Built by ``arch.hf`` from a config.json."""
+
+    name: str
+    model_type: str
+    hidden_size: int
+    vocab_size: int
+    layers: tuple[Layer, ...]
+    tie_word_embeddings: bool = False
+    parallel_block: bool = False  # PaLM/GPT-J: attention and MLP read the same normed input
+    quantization: Quantization = field(default_factory=Quantization)
+    source: str = ""
+    max_position_embeddings: int | None = None
+    extra_params: int = 0  # documented extras outside the layers (e.g. attention sinks)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)

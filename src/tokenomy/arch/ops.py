@@ -1,0 +1,72 @@
+"""Lower a ModelArch, once, to a flat list of ops. Everything downstream is a generic sum over it.
+
+Each op states its cost as coefficients of the pass shape, so one list serves every batch, context and
+pass length: for T = B·len_pass new tokens attending over a context of C positions,
+    matmul     FLOPs = 2·params·T                         bytes = params·w   (read once per pass)
+    expert     FLOPs = 2·k·params·T                       bytes = params·w·E·(1-(1-k/E)^T) (distinct experts touched)
+    attention  FLOPs = 2·H·score_dims·C_eff·T             bytes = B·C_eff·kv_elems·kv_b (read) + T·kv_elems·kv_b (write)
+    embed      FLOPs = 0 (a gather)                       bytes = T rows (negligible), capacity = params·w
+with C_eff = min(C, window). Activations: act_elems·T elements read or written between ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tokenomy.arch.model import ModelArch
+from tokenomy.arch.params import count_params
+
+OpKind = Literal["matmul", "expert", "attention", "embed"]
+Category = Literal["dense", "expert", "embed"]
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: OpKind
+    layer: int  # -1 for embedding/head/final norm
+    params: int = 0  # for "expert": parameters of ONE expert
+    category: Category = "dense"  # which quantization applies to its weights
+    num_experts: int = 0
+    experts_per_tok: int = 0
+    # attention only: FLOPs per new token per attended position, decode (absorbed MLA) and prefill forms
+    score_flops_decode: float = 0.0
+    score_flops_prefill: float = 0.0
+    kv_elems_per_token: int = 0
+    window: int | None = None
+    act_elems_per_token: float = 0.0  # activation elements read + written by this op per token
+
+
+def _layer_ops(m: ModelArch, i: int) -> list[Op]:
+    layer, D = m.layers[i], m.hidden_size
+    a, mlp = layer.attention, layer.mlp
+    qkv_width = a.num_heads * a.head_dim + a.kv_elements_per_token()
+    ops = [
+        Op(f"L{i}.attn.proj", "matmul", i, a.params(D) + layer.norms * D,
+           act_elems_per_token=2 * D + qkv_width + a.num_heads * a.v_head_dim),
+        Op(f"L{i}.attn.scores", "attention", i, score_flops_decode=2 * a.num_heads * a.score_dims(True),
+           score_flops_prefill=2 * a.num_heads * a.score_dims(False), kv_elems_per_token=a.kv_elements_per_token(),
+           window=a.window, act_elems_per_token=qkv_width + a.num_heads * a.v_head_dim),
+    ]
+    width = mlp.intermediate_size if mlp.kind == "dense" else mlp.num_shared_experts * mlp.shared_intermediate_size
+    dense = mlp.dense_params(D)
+    if dense:
+        ops.append(Op(f"L{i}.mlp", "matmul", i, dense, act_elems_per_token=2 * D + 2 * width))
+    if mlp.kind == "moe":
+        ops.append(Op(f"L{i}.experts", "expert", i, mlp.expert_params(D), "expert", mlp.num_experts,
+                      mlp.experts_per_tok, act_elems_per_token=mlp.experts_per_tok * 3 * mlp.expert_intermediate_size))
+    return ops
+
+
+def lower(m: ModelArch) -> list[Op]:
+    """The op list of one forward pass: embedding, per-layer ops, final norm + LM head."""
+    p = count_params(m)
+    ops = [Op("embed", "embed", -1, p.embed, "embed", act_elems_per_token=m.hidden_size)]
+    for i in range(m.num_layers):
+        ops.extend(_layer_ops(m, i))
+    ops.append(Op("final_norm", "matmul", -1, m.hidden_size + p.extra, "dense"))
+    # A tied head multiplies by the embedding matrix: FLOPs and bytes read each pass, no extra capacity.
+    ops.append(Op("lm_head", "matmul", -1, p.embed if m.tie_word_embeddings else p.head, "embed",
+                  act_elems_per_token=m.hidden_size + m.vocab_size))
+    return ops

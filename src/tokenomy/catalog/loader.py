@@ -1,0 +1,174 @@
+"""Catalog access: a name, a path to a config.json, or a directory holding one -> a validated spec.
+
+Errors are ``CatalogError`` with one line naming the file and the field (or the allowed names).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tokenomy.arch.hf import ConfigError, from_config
+from tokenomy.arch.model import ModelArch
+from tokenomy.catalog.schema import ApiPriceFile, ChipFile, StorageFile, SystemFile
+from tokenomy.specs import Chip, Hardware, LinkSpec
+
+ROOT = Path(__file__).parent
+M = TypeVar("M", bound=BaseModel)
+MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
+
+
+class CatalogError(ValueError):
+    """Unknown name or invalid catalog file; the message is one line for the user."""
+
+
+def _validate(path: Path, schema: type[M]) -> M:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{path.name}: not valid TOML ({e})") from None
+    try:
+        return schema.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise CatalogError(f"{path.name}: field '{field}': {err['msg']}") from None
+
+
+def _names(kind: str, ext: str = "toml") -> list[str]:
+    return sorted(p.stem for p in (ROOT / kind).glob(f"*.{ext}"))
+
+
+def _pick(kind: str, name: str) -> Path:
+    path = ROOT / kind / f"{name.lower()}.toml"
+    if not path.is_file():
+        raise CatalogError(f"unknown {kind[:-1]} {name!r}; allowed: {', '.join(_names(kind))}")
+    return path
+
+
+@lru_cache(maxsize=None)
+def chip_file(name: str) -> ChipFile:
+    return _validate(_pick("chips", name), ChipFile)
+
+
+@lru_cache(maxsize=None)
+def system_file(name: str) -> SystemFile:
+    return _validate(_pick("systems", name), SystemFile)
+
+
+@lru_cache(maxsize=None)
+def storage_file(name: str) -> StorageFile:
+    return _validate(_pick("storage", name), StorageFile)
+
+
+@lru_cache(maxsize=None)
+def price_file(name: str) -> ApiPriceFile:
+    return _validate(_pick("prices", name), ApiPriceFile)
+
+
+def chip_names() -> list[str]:
+    return _names("chips")
+
+
+def system_names() -> list[str]:
+    return _names("systems")
+
+
+def storage_names() -> list[str]:
+    return _names("storage")
+
+
+def price_names() -> list[str]:
+    return _names("prices")
+
+
+def _chip(f: ChipFile) -> Chip:
+    link = lambda s: LinkSpec(s.bytes_per_s_per_direction, s.latency_s, s.domain_size)  # noqa: E731
+    return Chip(f.name, f.display_name, f.peak_flops_per_s.by_dtype(), f.hbm.bytes, f.hbm.bytes_per_s,
+                link(f.scale_up), link(f.scale_out), f.power.tdp_w, f.price.usd_per_hour, f.preliminary)
+
+
+@lru_cache(maxsize=None)
+def hardware(name: str) -> Hardware:
+    """A chip name (one chip) or a system name (its chip count and scale-up domain)."""
+    key = name.lower()
+    if (ROOT / "systems" / f"{key}.toml").is_file():
+        s = system_file(key)
+        chip = _chip(chip_file(s.chip))
+        usd = s.price.usd_per_hour if s.price else chip.usd_per_hour
+        return Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary)
+    if (ROOT / "chips" / f"{key}.toml").is_file():
+        chip = _chip(chip_file(key))
+        return Hardware(chip.name, chip, 1, chip.scale_up.domain_size, chip.usd_per_hour, chip.preliminary)
+    raise CatalogError(f"unknown hardware {name!r}; allowed chips: {', '.join(chip_names())}; "
+                       f"systems: {', '.join(system_names())}")
+
+
+# ---- models ---------------------------------------------------------------------------------------------
+
+
+def _aliases(stem: str) -> set[str]:
+    """'meta-llama--Llama-3.1-70B' -> {'meta-llama/llama-3.1-70b', 'llama-3.1-70b'}; '-instruct'/'-it' dropped too."""
+    org, _, repo = stem.partition("--")
+    repo = repo.lower()
+    out = {f"{org.lower()}/{repo}", repo, stem.lower()}
+    for suffix in ("-instruct", "-it", "-base", "-pt", "-v0.1"):
+        if repo.endswith(suffix):
+            out.add(repo[: -len(suffix)])
+    return out
+
+
+@lru_cache(maxsize=1)
+def _model_index() -> dict[str, Path]:
+    index: dict[str, Path] = {}
+    for p in sorted((ROOT / "models").glob("*.json")):
+        for a in _aliases(p.stem):
+            index.setdefault(a, p)
+    return index
+
+
+def model_names() -> list[str]:
+    """Short catalog names (the repo part, lower-cased)."""
+    return sorted({p.stem.partition("--")[2].lower() for p in (ROOT / "models").glob("*.json")})
+
+
+def _read_config(path: Path, label: str) -> ModelArch:
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise CatalogError(f"{label}: config.json larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CatalogError(f"{label}: not valid JSON ({e})") from None
+    try:
+        return from_config(data, label)
+    except ConfigError as e:
+        raise CatalogError(str(e)) from None
+
+
+def model_from_dict(data: object, label: str = "uploaded config.json") -> ModelArch:
+    try:
+        return from_config(data, label)
+    except ConfigError as e:
+        raise CatalogError(str(e)) from None
+
+
+@lru_cache(maxsize=None)
+def model(name: str) -> ModelArch:
+    """A catalog name ('deepseek-v3', 'meta-llama/Llama-3.1-70B'), a config.json path, or a directory with one."""
+    hit = _model_index().get(name.lower())
+    if hit is not None:
+        return _read_config(hit, hit.stem.partition("--")[2].lower())
+    path = Path(name)
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise CatalogError(f"model directory {name!r} holds no config.json")
+    if path.is_file():
+        return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
+    raise CatalogError(f"unknown model {name!r}; allowed: a catalog name ({', '.join(model_names())}), "
+                       "a path to a config.json, or a directory holding one")

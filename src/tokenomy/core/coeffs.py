@@ -1,0 +1,92 @@
+"""Sum a model's op list into the dozen coefficients the vectorised engine needs.
+
+Stacking the coefficients of many models gives arrays, so a grid of models x hardware x batch x context
+is one broadcast expression (core/roofline.py). The sums are generic over ops (DESIGN.md rule 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from tokenomy.arch.model import ModelArch
+from tokenomy.arch.ops import lower
+from tokenomy.arch.params import count_params
+from tokenomy.units import dtype_bytes
+
+
+@dataclass(frozen=True)
+class ModelCoeffs:
+    """Per-pass cost coefficients (floats, or arrays when stacked). Params by weight category."""
+
+    dense_params: object  # read every pass: attention, dense MLP, router, shared experts, norms
+    head_params: object  # LM head read every pass (the embedding when tied)
+    dense_w: object  # native bytes/param of dense weights
+    embed_w: object  # native bytes/param of embedding/head
+    expert_w: object  # native bytes/param of routed experts
+    capacity_dense_params: object  # resident parameters, by category
+    capacity_embed_params: object
+    capacity_expert_params: object
+    matmul_flops_per_token: object  # 2·(dense + head + k·expert) per MoE layer
+    moe_layers: object  # number of MoE layers (all alike)
+    num_experts: object  # E (1 for dense models: the formulas then add nothing)
+    experts_per_tok: object  # k
+    expert_params: object  # one expert
+    kv_global: object  # KV elements per token summed over global-attention layers
+    kv_local: object  # ... over sliding-window layers
+    window: object  # the sliding window (inf when none)
+    score_global_decode: object  # attention FLOPs per token per position, summed over global layers
+    score_global_prefill: object
+    score_local_decode: object
+    score_local_prefill: object
+    act_elems_per_token: object
+    act_peak_elems_per_token: object  # widest single op: the live activation working set per token
+
+    def stack(self: "ModelCoeffs", *others: "ModelCoeffs") -> "ModelCoeffs":
+        return stack([self, *others])
+
+
+def coefficients(m: ModelArch) -> ModelCoeffs:
+    ops, p, q = lower(m), count_params(m), m.quantization
+    experts = [o for o in ops if o.kind == "expert"]
+    if len({(o.num_experts, o.experts_per_tok, o.params) for o in experts}) > 1:
+        raise ValueError(f"model {m.name}: MoE layers differ in shape; the engine assumes one expert shape")
+    att = [o for o in ops if o.kind == "attention"]
+    windows = {o.window for o in att if o.window is not None}
+    if len(windows) > 1:
+        raise ValueError(f"model {m.name}: more than one sliding-window size ({sorted(windows)})")
+    e = experts[0] if experts else None
+    glob = [o for o in att if o.window is None]
+    loc = [o for o in att if o.window is not None]
+    dense = sum(o.params for o in ops if o.kind == "matmul" and o.category == "dense")
+    head = sum(o.params for o in ops if o.kind == "matmul" and o.category == "embed")
+    return ModelCoeffs(
+        dense_params=float(dense), head_params=float(head),
+        dense_w=dtype_bytes(q.dense), embed_w=dtype_bytes(q.embed), expert_w=dtype_bytes(q.expert),
+        capacity_dense_params=float(p.dense + p.extra), capacity_embed_params=float(p.embed + p.head),
+        capacity_expert_params=float(p.expert_total),
+        matmul_flops_per_token=2.0 * (dense + head + p.expert_active),
+        moe_layers=float(len(experts)), num_experts=float(e.num_experts if e else 1),
+        experts_per_tok=float(e.experts_per_tok if e else 0), expert_params=float(e.params if e else 0),
+        kv_global=float(sum(o.kv_elems_per_token for o in glob)),
+        kv_local=float(sum(o.kv_elems_per_token for o in loc)),
+        window=float(windows.pop()) if windows else float("inf"),
+        score_global_decode=float(sum(o.score_flops_decode for o in glob)),
+        score_global_prefill=float(sum(o.score_flops_prefill for o in glob)),
+        score_local_decode=float(sum(o.score_flops_decode for o in loc)),
+        score_local_prefill=float(sum(o.score_flops_prefill for o in loc)),
+        act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
+        act_peak_elems_per_token=float(max(o.act_elems_per_token for o in ops)),
+    )
+
+
+def stack(items: list[ModelCoeffs]) -> ModelCoeffs:
+    """Coefficients of several models as 1-D arrays (one entry per model)."""
+    return ModelCoeffs(**{f.name: np.array([getattr(c, f.name) for c in items], dtype=float)
+                          for f in fields(ModelCoeffs)})
+
+
+def reshape(c: ModelCoeffs, shape: tuple[int, ...]) -> ModelCoeffs:
+    """Give every coefficient array ``shape`` so it broadcasts against a grid."""
+    return ModelCoeffs(**{f.name: np.reshape(getattr(c, f.name), shape) for f in fields(ModelCoeffs)})

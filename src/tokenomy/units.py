@@ -1,0 +1,77 @@
+"""Constants and dtype widths. The library works in plain SI floats; formatting lives at the edges.
+
+Units convention (DESIGN.md): bytes, bytes/s, FLOP/s (a multiply-add is 2 FLOPs), seconds, USD.
+"""
+
+from __future__ import annotations
+
+KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
+KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+
+# Bytes per element. mxfp4 stores 4-bit values with one 8-bit scale per 32 elements
+# (OCP Microscaling spec v1.0): (32*4 + 8) / 32 / 8 = 0.53125 bytes.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp6": 0.75,
+    "fp4": 0.5,
+    "int4": 0.5,
+    "mxfp4": 0.53125,
+}
+
+# The compute dtype a weight dtype multiplies in, and what to fall back to when a chip
+# has no peak for it (e.g. fp4 weights on an H100 run fp8 tensor-core math).
+COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp32": ("fp32", "tf32", "bf16"),
+    "tf32": ("tf32", "bf16"),
+    "bf16": ("bf16", "fp16"),
+    "fp16": ("fp16", "bf16"),
+    "fp8": ("fp8", "int8", "bf16"),
+    "int8": ("int8", "fp8", "bf16"),
+    "fp6": ("fp6", "fp8", "bf16"),
+    "fp4": ("fp4", "int4", "fp8", "int8", "bf16"),
+    "int4": ("int4", "fp4", "int8", "fp8", "bf16"),
+    "mxfp4": ("fp4", "fp8", "int8", "bf16"),
+}
+
+
+def dtype_bytes(name: str) -> float:
+    """Bytes per element of a dtype name; raises ValueError naming the allowed values."""
+    try:
+        return DTYPE_BYTES[name]
+    except KeyError:
+        allowed = ", ".join(DTYPE_BYTES)
+        raise ValueError(f"unknown dtype {name!r}; allowed: {allowed}") from None
+
+
+def fmt_bytes(n: float) -> str:
+    """Decimal bytes for humans: 327680 -> '327.7 kB'."""
+    for unit, scale in (("PB", PB), ("TB", TB), ("GB", GB), ("MB", MB), ("kB", KB)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n:.4g} B"
+
+
+def fmt_seconds(s: float) -> str:
+    if s != s:  # NaN
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(s) >= scale:
+            return f"{s / scale:.4g} {unit}"
+    return f"{s:.3g} s"
+
+
+def fmt_si(x: float, unit: str = "") -> str:
+    """Engineering notation: 1.5e12 -> '1.5 T'."""
+    if x != x:
+        return "-"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {prefix}{unit}"
+    return f"{x:.4g} {unit}".rstrip()
