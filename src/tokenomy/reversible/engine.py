@@ -1,0 +1,171 @@
+"""Backward pass that rebuilds activations from outputs, one autograd node per block.
+
+Design. Each coupling block of a stack is one ``torch.autograd.Function`` node whose
+inputs are the two streams *and that block's parameters* (as flat extra arguments).
+The nodes are chained: block k's outputs are block k+1's inputs. Only the last node
+saves anything, its own outputs (``save_for_backward``, so in-place edits by the caller
+are detected by autograd's version counters). Every other node keeps no tensor; a small
+per-block *hand-off slot* carries values backwards instead:
+
+    backward of node k:  (y1, y2) <- saved outputs (last node) or slot k
+                         x2 = y2 - G(y1),  x1 = y1 - F(x2)   recomputed with grad enabled
+                         grads of F, G w.r.t. their inputs and this block's parameters
+                         slot k-1 <- (x1, x2);  slot k emptied
+
+Why this layout, against the alternatives:
+* One Function for the whole stack would have to return the gradients of *all*
+  parameters at once from a single ``backward`` -- a second O(depth) copy of them held
+  until it returns. Per-block nodes return only their own block's gradients, which the
+  engine accumulates (``AccumulateGrad``, DDP's reducer hooks) before the next node runs.
+* Parameters are Function inputs, so ``torch.autograd.grad(loss, params)`` reaches them
+  like any other leaf, ``loss.backward()`` accumulates into ``.grad``, and DDP's graph
+  traversal (``find_unused_parameters=True``) finds them. Manual ``p.grad +=`` would
+  be invisible to ``autograd.grad`` and to DDP's hooks.
+* The engine runs node k before node k-1 because k-1's outputs feed k, so the slot is
+  always filled before it is read. The caller's tensors are never resized, freed or
+  written: reconstructed values are new tensors.
+* Recomputation replays the forward's RNG state (only when F or G drew random numbers)
+  and the forward's autocast policy, so the rebuilt graph is the forward's graph.
+Cost: F and G run twice (forward, then once more in backward): ~1 extra forward, like
+activation checkpointing (Chen et al. 2016), but the stored state is O(1) in depth
+instead of one block input per block (Gomez et al. 2017, sec. 3.1-3.2).
+Not supported: double backward (``create_graph=True``), modules that update buffers in
+their forward (they would update twice), randomness from private ``torch.Generator``s.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from tokenomy.reversible._replay import (
+    AutocastState,
+    RngState,
+    device_types_of,
+    forked_rng,
+    used_state,
+)
+from tokenomy.reversible.coupling import AdditiveCoupling
+
+
+class _Slot:
+    """Hand-off box: node k+1's backward puts node k's outputs here."""
+
+    __slots__ = ("tensors",)
+
+    def __init__(self) -> None:
+        self.tensors: tuple[torch.Tensor, torch.Tensor] | None = None
+
+
+def _grad(output: torch.Tensor, wrt: list[torch.Tensor], grad_out: torch.Tensor):
+    """d<output, grad_out>/d wrt, with None where unused (grad_out cast like autograd's add)."""
+    if not output.requires_grad:
+        return [None] * len(wrt)
+    return torch.autograd.grad(output, wrt, grad_out.to(output.dtype), allow_unused=True)
+
+
+class _CouplingNode(torch.autograd.Function):
+    """One reversible block: (x1, x2, *params_F, *params_G) -> (y1, y2)."""
+
+    @staticmethod
+    def forward(ctx, block: AdditiveCoupling, out_slot: _Slot | None, in_slot: _Slot | None,
+                n_f: int, x1: torch.Tensor, x2: torch.Tensor, *params: torch.Tensor):
+        devices = RngState.devices_of((x1, x2))
+        ctx.autocast = AutocastState.capture(device_types_of((x1, x2)))
+        before_f = RngState.capture(devices)
+        f_out = block.f(x2)
+        before_g = RngState.capture(devices)
+        y1 = x1 + f_out
+        del f_out
+        g_out = block.g(y1)
+        after_g = RngState.capture(devices)
+        y2 = x2 + g_out
+        ctx.rng_f = used_state(before_f, before_g)
+        ctx.rng_g = used_state(before_g, after_g)
+        ctx.devices = devices
+        ctx.block, ctx.out_slot, ctx.in_slot = block, out_slot, in_slot
+        ctx.params_f, ctx.params_g = params[:n_f], params[n_f:]
+        if out_slot is None:  # last block of the stack: the only stored activations
+            ctx.save_for_backward(y1, y2)
+        return y1, y2
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dy1: torch.Tensor, dy2: torch.Tensor):
+        if ctx.out_slot is None:
+            y1, y2 = ctx.saved_tensors
+        else:
+            if ctx.out_slot.tensors is None:
+                raise RuntimeError("reversible stack: backward reached a block whose "
+                                   "outputs were not rebuilt (was the graph freed?)")
+            y1, y2 = ctx.out_slot.tensors
+            ctx.out_slot.tensors = None
+        block = ctx.block
+        pf = [p for p in ctx.params_f if p.requires_grad]
+        pg = [p for p in ctx.params_g if p.requires_grad]
+        needed = ctx.rng_f is not None or ctx.rng_g is not None
+        with torch.enable_grad(), ctx.autocast.replay(), forked_rng(ctx.devices, needed):
+            # y2 = x2 + G(y1): G's input y1 is known, so undo this half first.
+            if ctx.rng_g is not None:
+                ctx.rng_g.restore()
+            y1_leaf = y1.detach().requires_grad_(True)
+            g_out = block.g(y1_leaf)
+            grads_g = _grad(g_out, [y1_leaf, *pg], dy2)
+            with torch.no_grad():
+                x2 = y2 - g_out
+            del g_out, y1_leaf
+            dy1_total = dy1 if grads_g[0] is None else dy1 + grads_g[0]
+            # y1 = x1 + F(x2): x2 is now known.
+            if ctx.rng_f is not None:
+                ctx.rng_f.restore()
+            x2_leaf = x2.detach().requires_grad_(True)
+            f_out = block.f(x2_leaf)
+            grads_f = _grad(f_out, [x2_leaf, *pf], dy1_total)
+            with torch.no_grad():
+                x1 = y1 - f_out
+            del f_out, x2_leaf
+        dx2 = dy2 if grads_f[0] is None else dy2 + grads_f[0]
+        if ctx.in_slot is not None:
+            ctx.in_slot.tensors = (x1, x2)
+        it_f, it_g = iter(grads_f[1:]), iter(grads_g[1:])
+        param_grads = [next(it_f) if p.requires_grad else None for p in ctx.params_f]
+        param_grads += [next(it_g) if p.requires_grad else None for p in ctx.params_g]
+        return (None, None, None, None,
+                dy1_total if ctx.needs_input_grad[4] else None,
+                dx2 if ctx.needs_input_grad[5] else None,
+                *param_grads)
+
+
+def _needs_graph(x1: torch.Tensor, x2: torch.Tensor, blocks: Sequence[AdditiveCoupling]) -> bool:
+    if not torch.is_grad_enabled():
+        return False
+    if x1.requires_grad or x2.requires_grad:
+        return True
+    return any(p.requires_grad for b in blocks for p in b.parameters())
+
+
+def reversible_forward(blocks: Sequence[AdditiveCoupling], x1: torch.Tensor,
+                       x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run ``blocks`` in order; the backward rebuilds each block's input from its output.
+
+    Activation memory kept for backward: the two final output streams, whatever the
+    depth L (vs. L block inputs for per-block checkpointing, L full block activation
+    sets for plain autograd).
+    """
+    blocks = list(blocks)
+    if not blocks:
+        return x1, x2
+    if not _needs_graph(x1, x2, blocks):
+        for block in blocks:
+            x1, x2 = block(x1, x2)
+        return x1, x2
+    slots = [_Slot() for _ in blocks[:-1]]
+    for k, block in enumerate(blocks):
+        params_f, params_g = block.parameter_groups()
+        out_slot = slots[k] if k < len(slots) else None
+        in_slot = slots[k - 1] if k > 0 else None
+        x1, x2 = _CouplingNode.apply(block, out_slot, in_slot, len(params_f), x1, x2,
+                                     *params_f, *params_g)
+    return x1, x2
