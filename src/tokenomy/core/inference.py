@@ -27,6 +27,7 @@ class PassResult:
     kv_dtype: str
     compute_dtype: str
     peak_flops_per_s: float
+    hbm_bytes_per_s: float
     usd_per_chip_hour: float
     step: Step
 
@@ -96,4 +97,4 @@ def run_pass(m: ModelArch, hw: Hardware, *, batch, context, len_pass=1, chips: i
     st = step(coeffs or coefficients(m), hwc, B, C, S, n, weight_bytes_per_param=wb,
               kv_bytes_per_elem=dtype_bytes(kv_dtype), eff=eff)
     return PassResult(m.name, hw.name, n, weight_dtype or "native", kv_dtype, used, hwc.peak_flops_per_s,
-                      hw.usd_per_chip_hour, st)
+                      hw.hbm_bytes_per_s, hw.usd_per_chip_hour, st)
