@@ -75,10 +75,20 @@ class Step:
     fits: object
 
 
+def _count(x):
+    """The bare number of a count (tokens as an exponent); keeps floats and arrays as they are."""
+    return getattr(x, "magnitude", x)
+
+
+def _num(x):
+    """Arrays of floats, but unit-carrying quantities (pint, in the dimensional tests) pass through."""
+    return x if hasattr(x, "units") else np.asarray(x, dtype=float)
+
+
 def experts_touched(tokens, num_experts, experts_per_tok):
     """Expected distinct experts one MoE layer reads when ``tokens`` tokens each pick k of E uniformly:
     E·(1 − (1 − k/E)^T). T=1 gives k; T→∞ gives E. (Balls-in-bins; real routers are less uniform.)"""
-    return num_experts * (1.0 - (1.0 - experts_per_tok / num_experts) ** tokens)
+    return num_experts * (1.0 - (1.0 - experts_per_tok / num_experts) ** _count(tokens))
 
 
 def kv_positions(m: ModelCoeffs, context, ctx_cap):
@@ -91,13 +101,13 @@ def step(m: ModelCoeffs, hw: HwCoeffs, batch, context, len_pass=1, chips=1, *,
          eff: Efficiency = Efficiency(), comms_s=0.0) -> Step:
     """Roofline of a pass of ``len_pass`` new tokens per sequence for ``batch`` sequences whose context
     (cached + new) is ``context`` positions. len_pass = 1 is decode; len_pass = context is a fresh prefill."""
-    B, C, S, n = (np.asarray(x, dtype=float) for x in (batch, context, len_pass, chips))
+    B, C, S, n = (_num(x) for x in (batch, context, len_pass, chips))
     T = B * S
     wd, we, wx = ((m.dense_w, m.embed_w, m.expert_w) if weight_bytes_per_param is None
                   else (weight_bytes_per_param,) * 3)
     # Causal attention: the j-th new token sees C - S + j positions; on average C - (S - 1)/2.
-    c_avg = C - (S - 1.0) / 2.0
-    decode = S <= 1.0
+    c_avg = C - (S - S / _count(S)) / 2.0  # = C - (S - 1)/2 in tokens
+    decode = _count(S) <= 1.0
     score_g = np.where(decode, m.score_global_decode, m.score_global_prefill)
     score_l = np.where(decode, m.score_local_decode, m.score_local_prefill)
     flops = T * (m.matmul_flops_per_token + score_g * c_avg + score_l * np.minimum(c_avg, m.window))

@@ -1,0 +1,119 @@
+"""Every catalog file loads and validates; bad files fail with the file and the field named."""
+
+import json
+import tomllib
+
+import pytest
+
+from tokenomy.catalog import loader
+from tokenomy.catalog.loader import ROOT, CatalogError, _validate
+from tokenomy.catalog.schema import ChipFile
+
+TOML_KINDS = ["chips", "systems", "storage", "prices"]
+
+
+@pytest.mark.parametrize("kind", TOML_KINDS)
+def test_every_toml_file_validates_and_cites(kind):
+    files = sorted((ROOT / kind).glob("*.toml"))
+    assert files, f"no {kind} files"
+    get = {"chips": loader.chip_file, "systems": loader.system_file, "storage": loader.storage_file,
+           "prices": loader.price_file}[kind]
+    for f in files:
+        obj = get(f.stem)
+        assert obj.name == f.stem
+        assert "source" in f.read_text()
+
+
+def test_required_chips_and_systems_exist():
+    need_chips = {"a100-80gb-sxm", "h100-sxm", "h200", "b200", "b300", "gb200", "gb300", "rubin", "mi300x", "mi355x",
+                  "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"}
+    assert need_chips <= set(loader.chip_names())
+    assert {"hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "gb300-nvl72", "vr200-nvl144"} <= set(
+        loader.system_names())
+    assert loader.chip_file("rubin").preliminary
+
+
+def test_sparse_figures_kept_apart_from_dense():
+    # H100 SXM datasheet: bf16 989.4 TFLOPS dense, 1,979 with 2:4 sparsity (nvidia.com/en-us/data-center/h100).
+    h = loader.chip_file("h100-sxm")
+    assert h.peak_flops_per_s.bf16 == pytest.approx(989.4e12, rel=0.01)
+    assert h.sparse_flops_per_s.bf16 == pytest.approx(2 * h.peak_flops_per_s.bf16, rel=0.01)
+
+
+def test_every_system_chip_exists():
+    for s in loader.system_names():
+        hw = loader.hardware(s)
+        assert hw.num_chips >= hw.scale_up_domain_size >= 1 or hw.num_chips >= 1
+
+
+def test_every_model_config_loads_and_is_json():
+    for p in sorted((ROOT / "models").glob("*.json")):
+        json.loads(p.read_text())
+    for n in loader.model_names():
+        m = loader.model(n)
+        assert m.num_layers > 0
+
+
+def test_bad_chip_file_names_file_and_field(tmp_path):
+    good = tomllib.loads((ROOT / "chips" / "h100-sxm.toml").read_text())
+    good["hbm"]["bytes_per_s"] = -1
+    bad = tmp_path / "broken.toml"
+    bad.write_text(_toml(good))
+    with pytest.raises(CatalogError, match=r"broken.toml: field 'hbm.bytes_per_s'"):
+        _validate(bad, ChipFile)
+
+
+def test_unknown_names_list_the_allowed_ones():
+    with pytest.raises(CatalogError, match="allowed chips: .*h100-sxm"):
+        loader.hardware("h1000")
+    with pytest.raises(CatalogError, match="allowed: a catalog name"):
+        loader.model("no-such-model")
+
+
+def test_model_path_and_directory(tmp_path):
+    src = ROOT / "models" / "meta-llama--Llama-3.1-8B.json"
+    (tmp_path / "config.json").write_text(src.read_text())
+    assert loader.model(str(tmp_path)).num_layers == 32
+    assert loader.model(str(tmp_path / "config.json")).num_layers == 32
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda d: d.pop("hidden_size"), "missing field 'hidden_size'"),
+    (lambda d: d.update(num_hidden_layers=-2), "'num_hidden_layers' must be"),
+    (lambda d: d.update(model_type="mamba"), "model_type 'mamba' not supported"),
+])
+def test_malformed_configs(tmp_path, mutate, msg):
+    d = json.loads((ROOT / "models" / "meta-llama--Llama-3.1-8B.json").read_text())
+    mutate(d)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(CatalogError, match=msg):
+        loader.model(str(p))
+
+
+def test_not_json(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("{not json")
+    with pytest.raises(CatalogError, match="not valid JSON"):
+        loader.model(str(p))
+
+
+def _toml(d: dict, prefix: str = "") -> str:
+    """A minimal TOML writer for the chip tables (scalars, dates and nested tables)."""
+    import datetime as dt
+    lines, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif isinstance(v, str):
+            lines.append(f"{k} = {json.dumps(v)}")
+        elif isinstance(v, bool):
+            lines.append(f"{k} = {str(v).lower()}")
+        elif isinstance(v, dt.date):
+            lines.append(f"{k} = {v.isoformat()}")
+        else:
+            lines.append(f"{k} = {v!r}")
+    out = "\n".join(lines) + "\n"
+    for k, v in tables:
+        out += f"\n[{prefix}{k}]\n" + _toml(v, f"{prefix}{k}.")
+    return out

@@ -1,0 +1,100 @@
+"""The CLI through its real entry point: JSON keys, formats, and the bad-input contract (exit 2, one line)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent / "tokenomy"
+
+
+def run(*args):
+    return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_model_json_keys():
+    r = run("model", "llama-3.1-70b", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["kv_bytes_per_token"] == 327_680 and d["num_layers"] == 80
+    assert d["total_params"] == d["active_params"] > 70e9
+    d8 = json.loads(run("model", "deepseek-v3", "--json", "--kv-dtype", "fp8").stdout)
+    assert d8["kv_bytes_per_token"] == 61 * 576
+
+
+def test_hardware_json_keys():
+    d = json.loads(run("hardware", "h100-sxm", "--json").stdout)
+    assert set(d["peak_flops_per_s"]) >= {"bf16", "fp8", "int8"}
+    assert d["hbm_bytes"] == 80e9 and d["hbm_bytes_per_s"] == pytest.approx(3.35e12)
+    rack = json.loads(run("hardware", "gb200-nvl72", "--json").stdout)
+    assert rack["num_chips"] == 72 and "fp4" in rack["peak_flops_per_s"]
+
+
+def test_decode_json_rows():
+    r = run("decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1,64,2048",
+            "--context", "2048,32768", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) == 6
+    keys = {"batch", "context", "compute_s", "memory_s", "comms_s", "overhead_s", "step_s", "bound", "tokens_per_s",
+            "mfu", "memory_per_chip_bytes", "fits"}
+    assert keys <= set(rows[0])
+    for row in rows:
+        assert row["bound"] in ("compute", "memory", "comms", "overhead")
+        assert row["step_s"] >= max(row["compute_s"], row["memory_s"])
+    b1 = [r for r in rows if r["batch"] == 1 and r["context"] == 2048][0]
+    assert b1["bound"] == "memory"
+
+
+def test_prefill_is_compute_bound_at_long_prompts():
+    rows = json.loads(run("prefill", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "4",
+                          "--context", "8192", "--json").stdout)
+    assert rows[0]["bound"] == "compute" and rows[0]["len_pass"] == 8192
+
+
+def test_csv_and_table_and_explain():
+    r = run("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "1,8", "--csv")
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("batch,context") and len(lines) == 3
+    e = run("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "8", "--explain")
+    assert "compute_s = FLOPs / (n*peak_bf16)" in e.stdout and "memory_s" in e.stdout
+
+
+def test_does_not_fit_is_said():
+    r = run("decode", "--model", "llama-3.1-405b", "--hardware", "h100-sxm", "--batch", "1", "--json")
+    row = json.loads(r.stdout)[0]
+    assert row["fits"] is False and row["step_s"] is None and "HBM" in row["why"]
+    t = run("decode", "--model", "llama-3.1-405b", "--hardware", "h100-sxm", "--batch", "1")
+    assert "does not fit" in t.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("decode", "--model", "gpt-9", "--hardware", "h100-sxm"), "unknown model 'gpt-9'"),
+    (("decode", "--model", "llama-3.1-8b", "--hardware", "h999"), "unknown hardware 'h999'"),
+    (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "-4"), "--batch"),
+    (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "abc"), "--batch"),
+    (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--chips", "0"), "--chips"),
+    (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--kv-dtype", "fp7"), "--kv-dtype"),
+    (("model", "/nonexistent/config.json"), "unknown model"),
+])
+def test_bad_input_one_line_exit_2(args, needle):
+    r = run(*args)
+    assert r.returncode == 2
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_malformed_config_exit_2(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "llama", "hidden_size": 4096}')
+    r = run("model", str(tmp_path))
+    assert r.returncode == 2 and "missing field" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_import_is_light():
+    code = ("import sys, tokenomy.cli.commands; "
+            "bad = [m for m in ('torch', 'plotly', 'fastapi') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
