@@ -1,0 +1,81 @@
+"""Layout-search speed: the vectorised search vs the same plan engine called one candidate at a time.
+
+Problem: DeepSeek-V3 (fp8 weights, bf16 KV) on GB200 NVL72 racks, a budget of 1,152 chips (16 racks), context
+8,192, min 20 tokens/s per user, TTFT <= 2 s; every candidate plan (tp x ep x pp x dp x attention/KV layout)
+crossed with 128 batch sizes in 1..65,536. Both measurements run in this process on one core; we print the
+median of repeated runs and the ratio. The loop evaluates a random sample of the same candidates (decode and the
+plan's TTFT prefill, exactly as the search does) and is timed per candidate.
+Run: .venv/bin/python benchmarks/search.py
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: the target is per core
+    os.environ.setdefault(_v, "1")
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from tokenomy.catalog import loader  # noqa: E402
+from tokenomy.core.inference import hw_coeffs  # noqa: E402
+from tokenomy.parallel.plan import Plans, evaluate, shape_of  # noqa: E402
+from tokenomy.parallel.search import Constraints, candidate_plans, search  # noqa: E402
+from tokenomy.parallel.topology import topology  # noqa: E402
+
+MODEL, HARDWARE, DTYPE, CHIPS = "deepseek-v3", "gb200-nvl72", "fp8", 1152
+CONS = Constraints(context=8192, min_tokens_per_s_per_user=20, max_ttft_s=2.0)
+
+
+def setup():
+    sh = shape_of(loader.model(MODEL))
+    topo = topology(HARDWARE)
+    hw = hw_coeffs(loader.hardware(HARDWARE), DTYPE)[0]
+    batches = np.unique(np.geomspace(1, 65536, 128).round())
+    return sh, topo, hw, batches
+
+
+def vectorised(sh, topo, hw, batches):
+    r = search(sh, topo, hw, chips=CHIPS, constraints=CONS, batches=batches)
+    return r.candidates
+
+
+def one_at_a_time(sh, topo, hw, batches, samples=2000):
+    plans = candidate_plans(sh, CHIPS, topo.domain_size)
+    rng = np.random.default_rng(0)
+    C = CONS.context
+    for _ in range(samples):
+        i, B = rng.integers(np.size(plans.tp)), float(batches[rng.integers(batches.size)])
+        p = Plans(*(np.asarray(getattr(plans, k))[i].item() for k in ("tp", "ep", "pp", "dp", "attn_dp", "kv_batch")))
+        d = evaluate(sh, topo, hw, p, B, C, 1.0)
+        one = Plans(p.tp, p.ep, p.pp, p.dp, p.attn_dp, p.kv_batch, microbatches=1)
+        t = evaluate(sh, topo, hw, one, float(p.dp), C, C)
+        _ = (d.reason == 0) & (d.tokens_per_s_per_user >= CONS.min_tokens_per_s_per_user) & (t.step_s <= 2.0)
+    return samples
+
+
+def timed(fn, *args, repeats=5):
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        n = fn(*args)
+        rates.append(n / (time.perf_counter() - t0))
+    return statistics.median(rates), n
+
+
+def main() -> None:
+    sh, topo, hw, batches = setup()
+    vec_rate, n = timed(vectorised, sh, topo, hw, batches)
+    loop_rate, m = timed(one_at_a_time, sh, topo, hw, batches, repeats=3)
+    print(f"search: {MODEL} on <= {CHIPS} x {topo.chip.name} ({HARDWARE}), context {CONS.context:g}, "
+          f"{batches.size} batches: {n:,} candidate configurations (plan x batch)")
+    print(f"vectorised search:  {vec_rate:,.0f} configs/s (median of 5, Pareto front and TTFT included)")
+    print(f"one at a time:      {loop_rate:,.0f} configs/s (median of 3 x {m} configs)")
+    print(f"ratio:              {vec_rate / loop_rate:,.0f}x")
+
+
+if __name__ == "__main__":
+    main()
