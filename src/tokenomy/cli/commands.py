@@ -1,3 +1,4 @@
 """Importing this module registers every CLI command. Add one import per command module."""
 
 from tokenomy.cli import foundation  # noqa: F401
+from tokenomy.cli import web  # noqa: F401

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import typer
 
+from tokenomy.arch.model import ModelArch
 from tokenomy.arch.params import count_params, kv_bytes_per_token, weight_bytes
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
@@ -22,8 +23,9 @@ PASS_COLUMNS = ("batch", "context", "compute_s", "memory_s", "step_s", "bound", 
                 "memory_per_chip_bytes", "fits")
 
 
-def model_summary(name: str, kv_dtype: str = "bf16") -> dict:
-    m = loader.model(name)
+def model_summary(name: str | ModelArch, kv_dtype: str = "bf16") -> dict:
+    """What ``tokenomy model`` prints; ``name`` may also be an already-built ModelArch (the web's uploads)."""
+    m = name if isinstance(name, ModelArch) else loader.model(name)
     p = count_params(m)
     kinds = sorted({layer.attention.kind for layer in m.layers})
     windows = sorted({layer.attention.window for layer in m.layers if layer.attention.window})

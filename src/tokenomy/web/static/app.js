@@ -1,0 +1,111 @@
+// tokenomy pages: draw Plotly figures, keep log2 sliders and number inputs in step, upload a config.json,
+// drop empty parameters so links stay short, and point "as JSON" at the API URL of the same question.
+(function () {
+  "use strict";
+
+  function drawFigures(root) {
+    root.querySelectorAll("script[type='application/json'][data-figure]").forEach(function (s) {
+      var el = document.getElementById(s.dataset.figure);
+      if (!el || !window.Plotly) return;
+      var fig = JSON.parse(s.textContent);
+      Plotly.react(el, fig.data, fig.layout, {responsive: true, displaylogo: false});
+      el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
+    });
+  }
+
+  function syncSliders(form) {
+    form.querySelectorAll("input[type=range][data-log2-for]").forEach(function (r) {
+      var n = form.querySelector("input[name='" + r.dataset.log2For + "']");
+      var v = Number(n && n.value);
+      if (v > 0) r.value = String(Math.round(Math.log2(v)));
+    });
+  }
+
+  function markInvalid(form) {
+    form.querySelectorAll(".invalid").forEach(function (el) { el.classList.remove("invalid"); });
+    var err = document.querySelector("#results .error[data-field]");
+    if (!err) return;
+    var el = form.querySelector("[name='" + err.dataset.field + "']");
+    if (el) el.classList.add("invalid");
+  }
+
+  function apiLink(form) {
+    var a = document.getElementById("api-link");
+    if (!a) return;
+    var p = new URLSearchParams(window.location.search);
+    var kind = p.get("kind") || "decode";
+    p.delete("kind");
+    if (kind === "decode") p.delete("len_pass");
+    a.href = "/api/" + kind + "?" + p.toString();
+  }
+
+  function prefillOnly(form) {
+    var kind = form.querySelector("[name=kind]");
+    form.querySelectorAll(".prefill-only").forEach(function (el) {
+      el.hidden = !kind || kind.value !== "prefill";
+    });
+  }
+
+  function upload(form, file) {
+    var box = document.getElementById("upload-error");
+    file.text().then(function (text) {
+      return fetch("/api/upload", {method: "POST", headers: {"Content-Type": "application/json"}, body: text});
+    }).then(function (resp) {
+      return resp.json().then(function (body) { return {ok: resp.ok, body: body}; });
+    }).then(function (res) {
+      if (!res.ok) {
+        var d = (res.body.detail || [{}])[0];
+        box.textContent = (d.loc ? d.loc[d.loc.length - 1] + ": " : "") + (d.msg || "upload failed");
+        box.hidden = false;
+        return;
+      }
+      var p = new URLSearchParams(window.location.search);
+      p.delete("model");
+      p.set("config", res.body.config);
+      window.location.search = p.toString();
+    });
+  }
+
+  function setup() {
+    drawFigures(document);
+    var form = document.querySelector("form[hx-get]");
+    if (!form) return;
+    syncSliders(form);
+    prefillOnly(form);
+    apiLink(form);
+    markInvalid(form);
+    form.querySelectorAll("input[type=range][data-log2-for]").forEach(function (r) {
+      r.addEventListener("input", function () {
+        var n = form.querySelector("input[name='" + r.dataset.log2For + "']");
+        n.value = String(Math.pow(2, Number(r.value)));
+      });
+    });
+    form.addEventListener("input", function (e) {
+      if (e.target.name === "kind") prefillOnly(form);
+      if (e.target.type === "number") syncSliders(form);
+    });
+    var file = document.getElementById("config-file");
+    if (file) file.addEventListener("change", function () { if (file.files[0]) upload(form, file.files[0]); });
+    var clear = document.getElementById("config-clear");
+    if (clear) clear.addEventListener("click", function () {
+      var p = new URLSearchParams(window.location.search);
+      p.delete("config");
+      window.location.search = p.toString();
+    });
+    document.body.addEventListener("htmx:configRequest", function (e) {
+      var p = e.detail.parameters;
+      Object.keys(Object.fromEntries(p.entries ? p.entries() : Object.entries(p))).forEach(function (k) {
+        var v = p.get ? p.get(k) : p[k];
+        if (v === "" || v === null) { if (p.delete) p.delete(k); else delete p[k]; }
+      });
+    });
+    document.body.addEventListener("htmx:afterSwap", function (e) {
+      drawFigures(e.detail.target);
+      markInvalid(form);
+    });
+    document.body.addEventListener("htmx:pushedIntoHistory", function () { apiLink(form); });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
+  else setup();
+})();

@@ -1,0 +1,91 @@
+"""Fixtures for the web tests: an in-process TestClient, a live uvicorn server on a free loopback port, and
+Debian's chromium driven by Playwright (never ``playwright install``; a missing chromium is a failure)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def app():
+    from tokenomy.web.app import create_app
+
+    return create_app()
+
+
+@pytest.fixture(scope="session")
+def client(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as c:
+        yield c
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live_server(app):
+    """uvicorn in a thread on 127.0.0.1:<free port>; stopped after the session."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get)"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A fresh page; JavaScript errors and failed requests fail the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    problems: list[str] = []
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    # htmx aborts a superseded request (hx-sync replace): that is not a failure
+    pg.on("requestfailed", lambda r: None if "ABORTED" in (r.failure or "") else problems.append(f"failed: {r.url}"))
+    pg.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 500 else None)
+    pg.problems = problems
+    yield pg
+    context.close()
+    assert not problems, problems
+
+
+def screenshot(pg, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"web-{name}.png"
+    pg.screenshot(path=str(path), full_page=True)
+    return path

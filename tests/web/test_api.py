@@ -1,0 +1,155 @@
+"""The JSON API answers exactly what the CLI's --json prints, bounds its inputs, and names bad fields (422)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tokenomy.catalog import loader
+from tokenomy.cli import commands  # noqa: F401  (registers the commands)
+from tokenomy.cli.app import app as cli_app
+
+CONFIGS = Path(loader.ROOT) / "models"
+
+
+def cli_json(*args: str) -> str:
+    r = CliRunner().invoke(cli_app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def field_of(resp) -> str:
+    assert resp.status_code == 422, resp.text
+    d = resp.json()["detail"][0]
+    assert d["msg"]
+    return d["loc"][-1]
+
+
+@pytest.mark.parametrize("url, args", [
+    ("/api/models", ["models"]),
+    ("/api/model?model=deepseek-v3&kv_dtype=fp8", ["model", "deepseek-v3", "--kv-dtype", "fp8"]),
+    ("/api/hardware", ["hardware"]),
+    ("/api/hardware?hardware=gb200-nvl72", ["hardware", "gb200-nvl72"]),
+    ("/api/decode?model=deepseek-v3&hardware=gb200-nvl72&batch=1,64,4096&context=2048,131072",
+     ["decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1,64,4096",
+      "--context", "2048,131072"]),
+    ("/api/decode?model=llama-3.1-70b&hardware=h100-sxm&chips=4&batch=1..256&weight_dtype=fp8&kv_dtype=fp8"
+     "&flops_fraction=0.7&hbm_fraction=0.8&overhead_s=0.002",
+     ["decode", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "4", "--batch", "1..256",
+      "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--flops-fraction", "0.7", "--hbm-fraction", "0.8",
+      "--overhead-s", "0.002"]),
+    ("/api/prefill?model=gemma-3-27b-it&hardware=hgx-h100-8&batch=1,8&context=8192",
+     ["prefill", "--model", "gemma-3-27b-it", "--hardware", "hgx-h100-8", "--batch", "1,8", "--context", "8192"]),
+    ("/api/prefill?model=qwen3-30b-a3b&hardware=b200&batch=4&context=32768&len_pass=512",
+     ["prefill", "--model", "qwen3-30b-a3b", "--hardware", "b200", "--batch", "4", "--context", "32768",
+      "--len-pass", "512"]),
+])
+def test_api_equals_cli_json(client, url, args):
+    resp = client.get(url)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["content-type"].startswith("application/json")
+    assert resp.text.strip() == cli_json(*args).strip()  # byte for byte, not just the same numbers
+
+
+def test_non_fitting_rows_carry_no_times(client):
+    rows = client.get("/api/decode?model=llama-3.1-405b&hardware=h100-sxm&batch=1").json()
+    assert rows[0]["fits"] is False and rows[0]["step_s"] is None and rows[0]["tokens_per_s"] is None
+    assert "usable HBM" in rows[0]["why"]
+
+
+def test_upload_round_trip_equals_cli_with_the_file(client, tmp_path):
+    raw = (CONFIGS / "mistralai--Mixtral-8x7B-v0.1.json").read_bytes()
+    up = client.post("/api/upload", content=raw, headers={"content-type": "application/json"})
+    assert up.status_code == 200, up.text
+    token = up.json()["config"]
+    cli_model = json.loads(cli_json("model", str(CONFIGS / "mistralai--Mixtral-8x7B-v0.1.json")))
+    assert {**up.json()["model"], "name": None} == {**cli_model, "name": None}
+    assert up.json()["model"]["name"].startswith("uploaded:")
+    api = client.get(f"/api/decode?config={token}&hardware=hgx-h100-8&batch=1,32&context=4096").json()
+    cli = json.loads(cli_json("decode", "--model", str(CONFIGS / "mistralai--Mixtral-8x7B-v0.1.json"),
+                              "--hardware", "hgx-h100-8", "--batch", "1,32", "--context", "4096"))
+    assert api == cli
+    assert client.get(f"/api/model?config={token}").json()["total_params"] == cli_model["total_params"]
+
+
+@pytest.mark.parametrize("url, field", [
+    ("/api/decode?model=nope&hardware=h100-sxm", "model"),
+    ("/api/decode?hardware=h100-sxm", "model"),
+    ("/api/decode?model=llama-3.1-8b", "hardware"),
+    ("/api/decode?model=/etc/passwd&hardware=h100-sxm", "model"),  # a path is never opened
+    ("/api/decode?model=llama-3.1-8b&hardware=../../etc/passwd", "hardware"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=abc", "batch"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=0", "batch"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=1.5", "batch"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=" + ",".join(["1"] * 65), "batch"),  # > 64 values
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=" + ",".join(map(str, range(1, 65)))
+     + "&context=1..65536", "batch"),  # 64 x 17 grid points > 1024
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=2097152", "batch"),  # > 2^20
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&context=99999999", "context"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&chips=0", "chips"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&kv_dtype=fp3", "kv_dtype"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&flops_fraction=0", "flops_fraction"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&hbm_fraction=1.5", "hbm_fraction"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&overhead_s=nan", "overhead_s"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&len_pass=3", "len_pass"),  # decode has no len_pass
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&bacth=3", "bacth"),  # typos are errors, not ignored
+    ("/api/prefill?model=llama-3.1-8b&hardware=h100-sxm&context=100&len_pass=200", "len_pass"),
+    ("/api/model?model=llama-3.1-8b&kv_dtype=x", "kv_dtype"),
+    ("/api/hardware?hardware=tpu-v99", "hardware"),
+    ("/api/decode?config=!!!&hardware=h100-sxm", "config"),
+    ("/api/decode?config=" + "A" * 24001 + "&hardware=h100-sxm", "config"),
+    ("/api/decode?model=" + "x" * 300 + "&hardware=h100-sxm", "model"),
+])
+def test_bad_input_is_422_naming_the_field(client, url, field):
+    assert field_of(client.get(url)) == field
+
+
+def token_of(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+
+
+def test_config_token_is_bounded_after_decompression(client):
+    bomb = token_of(b'{"a":"' + b"x" * 10_000_000 + b'"}')  # ~10 kB of token, 10 MB of JSON
+    assert len(bomb) < 24_000
+    r = client.get(f"/api/model?config={bomb}")
+    assert field_of(r) == "config" and "more than" in r.json()["detail"][0]["msg"]
+
+
+@pytest.mark.parametrize("body, needle", [
+    (b"not json", "not valid JSON"),
+    (b"[1, 2]", "JSON object"),
+    (b'{"model_type": "gpt9"}', "not supported"),
+    (b"[" * 100_000 + b"]" * 100_000, "larger than"),
+    (b"[" * 20_000 + b"]" * 20_000, "not valid JSON"),  # too deep: refused, not a crash
+    (b'{"model_type": "llama"}', "config"),
+])
+def test_upload_refuses_bad_configs(client, body, needle):
+    r = client.post("/api/upload", content=body)
+    assert field_of(r) == "config"
+    assert needle in r.json()["detail"][0]["msg"]
+
+
+def test_upload_is_parsed_never_executed(client):
+    evil = {"model_type": "llama", "auto_map": {"AutoConfig": "evil.Config"}, "trust_remote_code": True,
+            "hidden_size": "__import__('os').system('touch /tmp/tokenomy-pwned')"}
+    r = client.post("/api/upload", content=json.dumps(evil).encode())
+    assert field_of(r) == "config"
+    assert not Path("/tmp/tokenomy-pwned").exists()
+
+
+def test_static_files_are_a_fixed_set(client):
+    assert client.get("/static/plotly.min.js").status_code == 200
+    assert b"htmx" in client.get("/static/htmx.min.js").content
+    for bad in ("/static/README.md", "/static/..%2Fapp.py", "/static/%2e%2e/%2e%2e/catalog/loader.py"):
+        assert client.get(bad).status_code == 404, bad
+
+
+def test_openapi_lists_the_api_and_no_cdn_docs(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/models", "/api/model", "/api/hardware", "/api/decode", "/api/prefill", "/api/upload"} <= set(paths)
+    assert client.get("/docs").status_code == 404  # the Swagger UI would load scripts from a CDN

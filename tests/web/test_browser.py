@@ -1,0 +1,86 @@
+"""The pages in Debian's chromium through Playwright: load, change an input, see the numbers and plots change,
+follow links; a screenshot of each page goes to test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tokenomy.catalog import loader
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+SERVE = "/serve?model=llama-3.1-70b&hardware=hgx-h100-8&batch=64&context=8192"
+
+
+def plot_state(pg, div: str) -> dict:
+    """What plotly drew in ``div``: trace names and point counts, and how many times it was drawn."""
+    return pg.evaluate("""(id) => { const el = document.getElementById(id);
+        return {drawn: Number(el.dataset.drawn || 0), traces: (el.data || []).map(t => t.name),
+                points: (el.data || []).map(t => (t.x || []).length),
+                svg: el.querySelectorAll('svg.main-svg').length,
+                star: (el.data || []).filter(t => t.name === 'this pass').map(t => Array.from(t.x)[0])}; }""", div)
+
+
+def test_serve_page_updates_on_input(page, live_server):
+    page.goto(live_server + SERVE)
+    before = plot_state(page, "fig-roofline")
+    assert before["svg"] >= 1 and before["traces"] == ["roof", "ridge", "ops", "this pass"]
+    step = page.inner_text("#step-time")
+    screenshot(page, "serve")
+    page.fill("input[name=batch]", "8")
+    page.wait_for_function("document.querySelector('#step-time') && "
+                           f"document.querySelector('#step-time').innerText !== {step!r}")
+    assert re.search(r"batch=8(&|$)", page.url)  # the state is in the URL
+    after = plot_state(page, "fig-roofline")
+    assert after["svg"] >= 1 and after["star"] != before["star"]  # the pass moved on the roofline
+    page.reload()  # the link reproduces the page
+    assert page.input_value("input[name=batch]") == "8"
+
+
+def test_serve_slider_and_bad_input_inline(page, live_server):
+    page.goto(live_server + SERVE)
+    page.locator("input[data-log2-for=context]").fill("12")  # the log2 slider: 2^12
+    page.wait_for_url(re.compile(r"context=4096"))
+    assert page.input_value("input[name=context]") == "4096"
+    page.fill("input[name=batch]", "-3")
+    page.wait_for_selector("#results .error[data-field=batch]")
+    assert "batch" in page.inner_text("#results .error")
+    assert "invalid" in page.get_attribute("input[name=batch]", "class")
+    page.fill("input[name=batch]", "2")
+    page.wait_for_selector("#step-time")
+
+
+def test_serve_does_not_fit_and_upload(page, live_server, tmp_path):
+    page.goto(live_server + "/serve?model=llama-3.1-405b&hardware=h100-sxm&batch=1")
+    assert "DOES NOT FIT" in page.inner_text("#verdict")
+    page.set_input_files("#config-file", str(loader.ROOT / "models" / "meta-llama--Llama-3.1-8B.json"))
+    page.wait_for_url(re.compile(r"config="))
+    page.wait_for_selector("#step-time")
+    assert "uploaded:" in page.inner_text("#summary h2")
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "nonesuch"}')
+    page.set_input_files("#config-file", str(bad))
+    page.wait_for_selector("#upload-error:not([hidden])")
+    assert "not supported" in page.inner_text("#upload-error")
+
+
+def test_serve_json_link_matches_the_page(page, live_server):
+    page.goto(live_server + SERVE)
+    href = page.get_attribute("#api-link", "href")
+    assert href.startswith("/api/decode?") and "kind=" not in href
+    rows = page.request.get(live_server + href).json()
+    assert page.get_attribute("#summary", "data-step-s") == repr(rows[0]["step_s"])
+
+
+def test_catalog_page(page, live_server):
+    page.goto(live_server + "/catalog")
+    assert page.locator("#chips tbody tr").count() == len(loader.chip_names())
+    assert page.locator("#models tbody tr").count() == len(loader.model_names())
+    screenshot(page, "catalog")
+    page.click("#models a[href='/serve?model=deepseek-v3']")
+    page.wait_for_selector("#step-time, #verdict")
+    assert page.input_value("select[name=model]") == "deepseek-v3"

@@ -1,0 +1,74 @@
+"""Figure dictionaries: log axes, trace names, point counts; and the per-op costs the roofline plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tokenomy.catalog import loader
+from tokenomy.core.inference import run_pass
+from tokenomy.core.op_costs import op_costs
+from tokenomy.plots.roofline import roofline_figure
+
+from .figs import arr, trace
+
+
+@pytest.mark.parametrize("name, B, C, S", [("deepseek-v3", 64, 8192, 1), ("gemma-3-27b-it", 1, 32768, 1),
+                                           ("gpt-oss-120b", 4, 4096, 4096), ("llama-3.1-8b", 3, 4096, 100)])
+def test_op_costs_sum_to_the_engine_pass(name, B, C, S):
+    m = loader.model(name)
+    s = run_pass(m, loader.hardware("hgx-h100-8"), batch=B, context=C, len_pass=S, chips=64).step
+    ops = op_costs(m, batch=B, context=C, len_pass=S)
+    assert sum(o.flops for o in ops) == pytest.approx(float(s.flops), rel=1e-12)
+    total = float(s.weight_bytes + s.kv_read_bytes + s.kv_write_bytes + s.act_bytes)
+    assert sum(o.bytes for o in ops) == pytest.approx(total, rel=1e-12)
+    assert sum(o.count for o in ops) == len(__import__("tokenomy.arch.ops", fromlist=["lower"]).lower(m))
+
+
+def test_op_costs_group_layers_and_split_windows():
+    ops = {o.name: o for o in op_costs(loader.model("gemma-3-27b-it"), batch=1, context=100_000)}
+    assert ops["attn.proj"].count == 62
+    assert ops["attn.scores (window 1024)"].count + ops["attn.scores"].count == 62
+    # a sliding-window layer reads at most 1024 positions of KV; a global one all 100k
+    w, g = ops["attn.scores (window 1024)"], ops["attn.scores"]
+    assert w.bytes / w.count < g.bytes / g.count / 50
+
+
+def test_decode_matmul_intensity_grows_with_batch():
+    m = loader.model("llama-3.1-70b")
+    i = [next(o for o in op_costs(m, batch=b, context=2048) if o.name == "mlp").intensity for b in (1, 16, 256)]
+    assert i[0] < i[1] < i[2] and i[1] / i[0] == pytest.approx(16, rel=0.05)  # ≈ B FLOP/B at bf16
+
+
+def _fig(model="deepseek-v3", hw="gb200-nvl72", B=64, C=8192):
+    m, h = loader.model(model), loader.hardware(hw)
+    r = run_pass(m, h, batch=B, context=C)
+    s = r.step
+    ops = op_costs(m, batch=B, context=C)
+    by = float(s.weight_bytes + s.kv_read_bytes + s.kv_write_bytes + s.act_bytes)
+    return ops, r, roofline_figure(ops, peak_flops_per_s=r.peak_flops_per_s, hbm_bytes_per_s=r.hbm_bytes_per_s,
+                                   pass_flops=float(s.flops), pass_bytes=by, pass_step_s=float(s.step_s),
+                                   chips=r.chips).to_dict()
+
+
+def test_roofline_figure_is_log_log_with_named_traces():
+    ops, r, fig = _fig()
+    assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
+    names = [t["name"] for t in fig["data"]]
+    assert names == ["roof", "ridge", "ops", "this pass"]
+    shown = [o for o in ops if o.flops > 0]
+    assert len(arr(trace(fig, "ops")["x"])) == len(shown) == len(ops) - 1  # the embedding gather has no FLOPs
+    assert "embed" in fig["layout"]["legend"]["title"]["text"]
+
+
+def test_roofline_points_sit_on_or_under_the_roof():
+    ops, r, fig = _fig("llama-3.1-70b", "hgx-h100-8", B=32, C=4096)
+    roof = lambda x: np.minimum(r.peak_flops_per_s, np.asarray(x) * r.hbm_bytes_per_s)  # noqa: E731
+    pts = trace(fig, "ops")
+    assert np.allclose(arr(pts["y"]), roof(arr(pts["x"])))
+    star = trace(fig, "this pass")
+    x, y = arr(star["x"])[0], arr(star["y"])[0]
+    assert y <= roof(x) * (1 + 1e-9)  # the pass never beats its roof (per chip)
+    assert y > roof(x) / 2  # and with no overhead it sits near it
+    assert arr(trace(fig, "ridge")["x"])[0] == pytest.approx(r.peak_flops_per_s / r.hbm_bytes_per_s)
+    assert arr(trace(fig, "roof")["y"]).max() == pytest.approx(r.peak_flops_per_s)
