@@ -25,6 +25,13 @@ demo: $(STAMP_BASE)
 	$(BIN)/tokenomy demo
 
 test: $(STAMP_TEST)
+	@# The browser tests drive Debian's chromium (never `playwright install`); install it when missing.
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+		echo "installing Debian's chromium for the browser tests"; \
+		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; } \
+			|| echo "warning: could not install chromium (no root/sudo?); the browser tests will fail"; \
+	fi
 	$(BIN)/python -m pytest -q -n 2
 
 bench: $(STAMP_TEST)
