@@ -105,7 +105,15 @@ def _dtype(opt: str, v: str | None) -> str | None:
 
 def run_pass_cmd(kind: str, model: str, hardware: str, chips: int | None, batch: str, context: str,
                  len_pass: int | None, weight_dtype: str | None, kv_dtype: str, flops_fraction: float,
-                 hbm_fraction: float, overhead_s: float, as_json: bool, as_csv: bool, show: bool) -> None:
+                 hbm_fraction: float, overhead_s: float, as_json: bool, as_csv: bool, show: bool, *,
+                 tp: int | None = None, ep: int | None = None, pp: int | None = None, dp: int | None = None,
+                 hop_latency_s: float | None = None) -> None:
+    if (tp, ep, pp, dp, hop_latency_s) != (None,) * 5:  # an explicit parallel layout (tokenomy.parallel)
+        from tokenomy.cli.parallel import plan_pass_cmd
+
+        return plan_pass_cmd(kind, model, hardware, chips, batch, context, len_pass, weight_dtype, kv_dtype,
+                             Efficiency(flops_fraction, hbm_fraction, overhead_s), as_json, as_csv, show,
+                             tp=tp, ep=ep, pp=pp, dp=dp, hop_latency_s=hop_latency_s)
     m, hw = loader.model(model), loader.hardware(hardware)
     if chips is not None and chips <= 0:
         raise UsageError(f"--chips must be a positive integer, got {chips}")
@@ -131,7 +139,8 @@ def run_pass_cmd(kind: str, model: str, hardware: str, chips: int | None, batch:
 
 def _pass_command(kind: str):
     doc = {"decode": "One decode step (1 new token per sequence) vs batch and context.\n\n"
-                     "Example: tokenomy decode --model deepseek-v3 --hardware gb200-nvl72 --batch 1,64,2048",
+                     "Example: tokenomy decode --model deepseek-v3 --hardware gb200-nvl72 --batch 1,64,2048\n\n"
+                     "With a layout: tokenomy decode --model deepseek-v3 --hardware gb200-nvl72 --ep 64 --pp 4",
            "prefill": "A prefill pass of the whole context (or --len-pass new tokens over a cached prefix).\n\n"
                       "Example: tokenomy prefill --model llama-3.1-70b --hardware hgx-h100-8 --batch 1,8 --context 8192"}
 
@@ -147,9 +156,15 @@ def _pass_command(kind: str):
             flops_fraction: float = typer.Option(1.0, help="Achievable fraction of peak FLOP/s."),
             hbm_fraction: float = typer.Option(1.0, help="Achievable fraction of HBM bandwidth."),
             overhead_s: float = typer.Option(0.0, help="Fixed per-step overhead in seconds."),
+            tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (with --ep/--pp/--dp: a real layout)."),
+            ep: int = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel)."),
+            pp: int = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages)."),
+            dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
+            hop_latency: float = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link)."),
             as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
         run_pass_cmd(kind, model, hardware, chips, batch, context, len_pass if kind == "prefill" else None,
-                     weight_dtype, kv_dtype, flops_fraction, hbm_fraction, overhead_s, as_json, as_csv, show)
+                     weight_dtype, kv_dtype, flops_fraction, hbm_fraction, overhead_s, as_json, as_csv, show,
+                     tp=tp, ep=ep, pp=pp, dp=dp, hop_latency_s=hop_latency)
 
     cmd.__doc__ = doc[kind]
     app.command(kind)(cmd)

@@ -1,0 +1,94 @@
+"""`tokenomy plan` and decode/prefill with --tp --ep --pp --dp, through typer's CliRunner."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import tokenomy.cli.commands  # noqa: F401  (registers every command)
+from tokenomy.cli.app import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_plan_json():
+    r = invoke("plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--min-tokens-per-user", "20",
+               "--max-ttft", "2", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["chips_budget"] == 72 and d["candidates"] > 10_000 and 0 < d["feasible"] < d["candidates"]
+    front = d["front"]
+    users = [row["tokens_per_s_per_user"] for row in front]
+    chips = [row["tokens_per_s_per_chip"] for row in front]
+    assert users == sorted(users, reverse=True) and chips == sorted(chips)  # a Pareto front
+    assert min(users) >= 20 and all(row["ttft_s"] <= 2 for row in front)
+    assert d["best"]["tokens_per_s_per_chip"] == max(chips)
+    assert "does not fit in HBM" in d["rejected"]
+
+
+def test_plan_table_csv_and_explain():
+    r = invoke("plan", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--top", "5", "--explain")
+    assert r.exit_code == 0, r.output
+    assert "Pareto front" in r.stdout and "best tokens/s per chip" in r.stdout and "TPOT = max(" in r.stdout
+    c = invoke("plan", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--csv")
+    assert c.exit_code == 0 and c.stdout.splitlines()[0].startswith("plan,tp,ep,pp,dp")
+
+
+def test_plan_with_no_feasible_plan_says_why():
+    r = invoke("plan", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--min-tokens-per-user", "1e6")
+    assert r.exit_code == 0
+    assert "no plan meets the constraints" in r.stdout and "below the minimum tokens/s per user" in r.stdout
+
+
+def test_decode_with_a_layout():
+    r = invoke("decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--ep", "64", "--pp", "4",
+               "--batch", "1024", "--context", "8192", "--hop-latency", "2.5e-3", "--json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["plan"] == "tp1 ep64 pp4 dp1 attn-dp" and row["chips"] == 256 and row["fits"]
+    assert row["hop_s"] == pytest.approx(2.5e-3, rel=0.01) and row["ep_comm_s"] > 0
+    assert row["step_s"] > 4 * row["hop_s"]
+
+
+def test_decode_layout_that_does_not_fit_says_why():
+    r = invoke("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "1", "--batch", "64",
+               "--json")
+    (row,) = json.loads(r.stdout)
+    assert not row["fits"] and row["step_s"] is None and "usable HBM" in row["why"]
+    r = invoke("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--ep", "2", "--json")
+    assert all("needs an MoE model" in row["why"] for row in json.loads(r.stdout))
+
+
+def test_decode_without_layout_flags_is_unchanged():
+    r = invoke("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "8", "--json")
+    (row,) = json.loads(r.stdout)
+    assert "plan" not in row and row["comms_s"] == 0
+
+
+def test_prefill_with_tp_explain():
+    r = invoke("prefill", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "8", "--batch", "1",
+               "--context", "4096", "--explain")
+    assert r.exit_code == 0, r.output
+    assert "pass latency = (M+pp-1)*t_stage" in r.stdout
+
+
+@pytest.mark.parametrize("args, field", [
+    (("plan", "--model", "nope", "--hardware", "gb200-nvl72"), "unknown model"),
+    (("plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--chips", "0"), "--chips"),
+    (("plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--max-ttft", "-1"), "--max-ttft"),
+    (("plan", "--model", "palm-540b", "--hardware", "tpu-v4-pod-slice-64", "--torus", "4x4"), "torus"),
+    (("plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "x"), "--batch"),
+    (("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "0"), "--tp"),
+    (("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "8", "--chips", "4"), "--chips"),
+    (("prefill", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "8", "--kv-dtype", "x"),
+     "--kv-dtype"),
+])
+def test_bad_input_exits_2_with_one_line(args, field):
+    r = invoke(*args)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in r.output
