@@ -3,3 +3,4 @@
 from tokenomy.cli import foundation  # noqa: F401
 from tokenomy.cli import web  # noqa: F401
 from tokenomy.cli import parallel  # noqa: F401
+from tokenomy.cli import training  # noqa: F401

@@ -1,0 +1,201 @@
+"""Training memory per chip: weights, gradients, optimizer state and activations, and which term overflows.
+
+Model states (Rajbhandari et al. 2020, ZeRO, arXiv 1910.02054 §3.1): per parameter w + g + o bytes, with
+o = master copy + Adam's two moments (4 + 4 + 4 = 12 in fp32: "16 bytes per parameter" with bf16 w and g).
+ZeRO-1 shards o, ZeRO-2 also g, ZeRO-3 (= FSDP) also w, over the data-parallel group (dp·cp; experts:
+dp·cp/ep). TP shards every layer weight, PP holds ceil(L/p) layers, EP holds E/ep experts.
+
+Activations per layer, generalising Korthikanti et al. 2022 (arXiv 2205.05198, §4): per token of a layer,
+    norms·e·D/r + e·D/r (attention input) + e·(q + k + v widths)/t + (2e + m | e)·H·s/t (scores)
+    + e·H·dv/t (projection input) + m·D/r + e·D/r (MLP input) + e·(3F gated | 2F)/t + m·D/r (+ MoE: k routed
+    copies of the token and their expert intermediates)
+e = activation bytes, m = dropout-mask bytes (1 with dropout, else 0), t = tensor parallel, r = t with
+sequence parallelism else 1. For a GPT layer (MHA, F = 4D, ungated, dropout, e = 2) this is Korthikanti's
+sbh(34 + 5as/h) at t = 1, sbh(10 + 24/t + 5as/(ht)) with TP, and sbh/t·(34 + 5as/h) with TP + SP.
+Strategies (stored from forward to backward): none = all of it; selective = without the s² score terms
+(Korthikanti §5; FlashAttention has the same effect); full = the layer input only; reversible = nothing
+per layer (Gomez et al. 2017, arXiv 1707.04585) plus the two output streams once. full and reversible add a
+working set of one layer being recomputed. Pure functions over numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.arch.model import Layer, ModelArch
+from tokenomy.arch.params import count_params
+from tokenomy.units import fmt_bytes
+
+STRATEGIES = ("none", "selective", "full", "reversible")
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations")
+
+
+def check_strategy(strategy: str) -> str:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"recompute: {strategy!r} is not a strategy; allowed: {', '.join(STRATEGIES)}")
+    return strategy
+
+
+def check_schedule(schedule: str) -> str:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule: {schedule!r} is not a pipeline schedule; allowed: {', '.join(SCHEDULES)}")
+    return schedule
+
+
+def _a(x):
+    return np.asarray(x, dtype=float)
+
+
+def in_flight_microbatches(pp, microbatches, schedule="1f1b", virtual_stages=1):
+    """Micro-batches whose activations the first stage holds at the peak, in units of its L/p layers.
+
+    GPipe: all m forwards run before any backward (Huang et al. 2019). 1F1B: min(p, m) (PipeDream-Flush,
+    Narayanan et al. 2021). Interleaved: p·(1 + (p-1)/(p·v)) = p + (p-1)/v, as Korthikanti et al. 2022 §4.2.3
+    state it (L·(1 + (p-1)/(p·v)) layers' worth), capped at m.
+    """
+    check_schedule(schedule)
+    p, m = _a(pp), _a(microbatches)
+    if schedule == "gpipe":
+        return m
+    if schedule == "1f1b":
+        return np.minimum(p, m)
+    return np.minimum(p + (p - 1) / _a(virtual_stages), m)
+
+
+def _mlp_inner(F, gated: bool):
+    """Elements stored inside an MLP per token: gate, up and their product (gated) or act in/out (ungated)."""
+    return (3 if gated else 2) * F
+
+
+def layer_bytes_per_token(layer: Layer, D: int, seq_len, *, tp=1, sp=False, act_bytes=2.0, dropout=False,
+                          parallel_block=False, strategy="none", flash=False, window_cap=True):
+    """Activation bytes one layer stores per local token (see the module docstring for the terms)."""
+    check_strategy(strategy)
+    t = _a(tp)
+    r = t if sp else 1.0
+    e, m = act_bytes, (1.0 if dropout else 0.0)
+    a, mlp = layer.attention, layer.mlp
+    if strategy == "full":
+        return e * D / r + 0 * t
+    if strategy == "reversible":
+        return 0 * t
+    s_kv = _a(seq_len) if (a.window is None or not window_cap) else np.minimum(_a(seq_len), a.window)
+    if a.kind == "mla":
+        qkv = a.num_heads * (2 * a.head_dim + a.v_head_dim)
+        latent = (a.q_lora_rank or 0) + a.kv_lora_rank + a.qk_rope_head_dim
+    else:
+        qkv = a.num_heads * a.head_dim + a.num_kv_heads * (a.head_dim + a.v_head_dim)
+        latent = 0
+    score = 0.0 if (strategy == "selective" or flash) else ((2 * e + m) if dropout else e) * a.num_heads * s_kv
+    replicated = layer.norms * e * D + e * D + m * D + e * latent + m * D + (0 if parallel_block else e * D)
+    sharded = e * qkv + score + e * a.num_heads * a.v_head_dim
+    if mlp.kind == "dense":
+        sharded = sharded + e * _mlp_inner(mlp.intermediate_size, mlp.gated)
+    else:
+        shared = mlp.num_shared_experts * mlp.shared_intermediate_size
+        replicated = replicated + e * mlp.num_experts  # router logits
+        sharded = sharded + e * _mlp_inner(shared, mlp.gated) + mlp.experts_per_tok * e * (
+            D + _mlp_inner(mlp.expert_intermediate_size, mlp.gated))
+    return replicated / r + sharded / t
+
+
+def layer_activation_bytes(layer: Layer, D: int, seq_len, micro_batch, **kw):
+    """Bytes of one layer for one micro-batch of b sequences of s tokens: s·b·(bytes per token)."""
+    return _a(seq_len) * _a(micro_batch) * layer_bytes_per_token(layer, D, seq_len, **kw)
+
+
+@dataclass(frozen=True)
+class TrainMemory:
+    """Bytes per chip (of the fullest pipeline stage), by term. ``largest`` indexes MEMORY_TERMS."""
+
+    params_per_chip: object
+    dense_params_per_chip: object  # the rest are routed experts (their gradients reduce over dp·cp/ep chips)
+    weights_bytes: object
+    gradients_bytes: object
+    optimizer_bytes: object
+    activations_bytes: object
+    act_stored_bytes: object  # kept from forward to backward, all in-flight micro-batches
+    act_working_bytes: object  # one layer being recomputed (full / reversible)
+    logits_bytes: object  # fp32 logits of one micro-batch on the last stage
+    total_bytes: object
+    hbm_bytes: object  # usable HBM per chip
+    fits: object
+    largest: object
+    strategy: str
+
+
+def params_per_chip(m: ModelArch, *, tp=1, pp=1, ep=1):
+    """(dense, expert) parameters held by one chip of the fullest stage: ceil(L/p) layers of weights split
+    by TP (experts also by EP), plus the embedding or head (both when not pipelined), split by TP."""
+    p = count_params(m)
+    L = m.num_layers
+    tp, pp, ep = _a(tp), _a(pp), _a(ep)
+    frac = np.ceil(L / pp) / L
+    layers_dense = p.dense - m.hidden_size  # final norm sits with the head
+    emb = np.where(pp > 1, max(p.embed, p.head), p.embed + p.head)
+    dense = (layers_dense * frac + emb + m.hidden_size + p.extra) / tp
+    expert = p.expert_total * frac / (ep * tp)
+    return dense, expert
+
+
+def train_memory(m: ModelArch, *, seq_len, micro_batch, microbatches, hbm_bytes, tp=1, pp=1, dp=1, cp=1, ep=1,
+                 zero=1, sp=True, schedule="1f1b", virtual_stages=1, strategy="selective", weight_bytes=2.0,
+                 grad_bytes=2.0, optimizer_bytes=12.0, act_bytes=2.0, dropout=False, flash=False,
+                 hbm_usable_fraction=1.0) -> TrainMemory:
+    """Peak memory per chip of a training step (module docstring); every numeric argument broadcasts.
+
+    ``optimizer_bytes`` per parameter: fp32 master + 2 fp32 Adam moments = 12 (ZeRO paper's K = 12).
+    """
+    check_strategy(strategy)
+    tp, pp, dp, cp, ep, zero = (_a(x) for x in (tp, pp, dp, cp, ep, zero))
+    if np.any((zero < 0) | (zero > 3)):
+        raise ValueError(f"zero: {zero} is not a ZeRO stage; allowed: 0, 1, 2, 3 (3 = FSDP)")
+    dense, expert = params_per_chip(m, tp=tp, pp=pp, ep=ep)
+    shard_d, shard_e = dp * cp, np.maximum(dp * cp / ep, 1.0)
+
+    def state(bytes_per_param, sharded):
+        return bytes_per_param * (dense / np.where(sharded, shard_d, 1.0) + expert / np.where(sharded, shard_e, 1.0))
+
+    weights, grads, opt = state(weight_bytes, zero >= 3), state(grad_bytes, zero >= 2), state(optimizer_bytes, zero >= 1)
+
+    D, L = m.hidden_size, m.num_layers
+    tokens = _a(micro_batch) * _a(seq_len) / cp
+    kw = dict(tp=tp, sp=sp, act_bytes=act_bytes, dropout=dropout, parallel_block=m.parallel_block, flash=flash)
+    counts = Counter(m.layers)
+    per_tok = sum(n * layer_bytes_per_token(ly, D, seq_len, strategy=strategy, **kw) for ly, n in counts.items()) / L
+    widest = max(np.max(layer_bytes_per_token(ly, D, seq_len, strategy="none", **kw)) for ly in counts)
+    per_stage = per_tok * tokens * np.ceil(L / pp)  # one micro-batch through the stage's layers
+    in_flight = np.where(pp > 1, in_flight_microbatches(pp, microbatches, schedule, virtual_stages), 1.0)
+    r = tp if sp else 1.0
+    stored = per_stage * in_flight
+    if strategy == "reversible":
+        stored = stored + 2 * act_bytes * D / r * tokens * in_flight  # the two output streams per micro-batch
+    working = (widest * tokens) if strategy in ("full", "reversible") else 0.0 * tokens
+    logits = 4.0 * tokens * m.vocab_size / tp
+    first = stored + working
+    last = per_stage + working + logits  # the last stage holds one micro-batch in flight, plus the logits
+    acts = np.where(pp > 1, np.maximum(first, last), stored + working + logits)
+    total = weights + grads + opt + acts
+    usable = hbm_bytes * hbm_usable_fraction
+    largest = np.argmax(np.stack(np.broadcast_arrays(weights, grads, opt, acts)), axis=0)
+    return TrainMemory(dense + expert, dense, weights, grads, opt, acts, stored, working, logits, total, usable,
+                       total <= usable, largest, strategy)
+
+
+def overflow_message(mem: TrainMemory, i=None) -> str:
+    """'activations 112 GB (of 131 GB) > 80 GB usable HBM' for point i (flat index) that does not fit."""
+    def pick(x):
+        a = np.ravel(np.broadcast_to(_a(x), np.shape(mem.total_bytes)))
+        return float(a[0 if i is None else i])
+
+    terms = {t: pick(getattr(mem, f"{t}_bytes")) for t in MEMORY_TERMS}
+    total, hbm = pick(mem.total_bytes), pick(mem.hbm_bytes)
+    worst = max(terms, key=terms.get)
+    alone = " alone exceeds HBM" if terms[worst] > hbm else ""
+    parts = " + ".join(f"{t} {fmt_bytes(v)}" for t, v in terms.items())
+    return (f"does not fit: {worst} is the largest term ({fmt_bytes(terms[worst])}{alone}; recompute "
+            f"{mem.strategy}): {parts} = {fmt_bytes(total)} > {fmt_bytes(hbm)} usable HBM per chip")

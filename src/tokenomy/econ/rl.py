@@ -1,0 +1,79 @@
+"""An RL step: rollouts priced with the serving engine, then training on them.
+
+Lecture §2.10 ([T][FC]):  C_RL = (2..6) · N_active · D_RL / efficiency
+    2 = rollouts only scored (forward, e.g. log-probs for a reward or KL term), 6 = every rollout token trained
+    (forward + backward); the efficiency (~30%) is separate: rollouts are decode, which runs far below peak.
+Here the efficiency is not assumed but computed: rollout time comes from core.inference.run_pass
+(one prefill of the prompts, then output_len decode steps at the mean context prompt + output/2, the midpoint
+of a step time that grows linearly with context), and
+    effective MFU = flops_factor · N_active · tokens / (chip-seconds · peak);  penalty = train_mfu / effective MFU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.arch.model import ModelArch
+from tokenomy.core.coeffs import coefficients
+from tokenomy.core.inference import run_pass
+from tokenomy.specs import Hardware
+from tokenomy.units import SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class RlStep:
+    """One RL step of ``rollouts`` sequences; times in s, money in USD. NaN where rollouts do not fit."""
+
+    rollouts: object
+    tokens_per_step: object  # prompt + output tokens of all rollouts
+    generated_tokens: object
+    rollout_s: object  # prefill + decode of all rollout batches on the serving chips
+    rollout_tokens_per_s: object  # generated tokens per second
+    rollout_usd: object
+    train_flops: object  # flops_factor · N_active · tokens_per_step
+    train_s: object
+    train_usd: object
+    usd: object
+    usd_per_generated_mtok: object
+    effective_mfu: object  # (rollout + training) useful FLOPs over chip-seconds at peak
+    efficiency_penalty: object  # train_mfu / effective_mfu
+    fits: object
+
+
+def check_flops_factor(f) -> float:
+    f = float(f)
+    if not 2 <= f <= 6:
+        raise ValueError(f"flops_factor: {f:g} is outside 2..6 (2 = forward only, 6 = forward + backward of all)")
+    return f
+
+
+def rl_step(m: ModelArch, hw: Hardware, *, rollouts, prompt_len, output_len, batch, chips=None, flops_factor=6.0,
+            train_mfu=0.4, compute_dtype="bf16", weight_dtype=None, kv_dtype="bf16") -> RlStep:
+    """Rollouts in batches of ``batch`` on ``chips`` serving chips, then training on the same chips at train_mfu."""
+    f = check_flops_factor(flops_factor)
+    n = hw.num_chips if chips is None else int(chips)
+    R, P, O, B = (np.asarray(x, dtype=float) for x in (rollouts, prompt_len, output_len, batch))
+    c = coefficients(m)
+    pre = run_pass(m, hw, batch=B, context=P, len_pass=P, chips=n, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                   coeffs=c).step
+    dec = run_pass(m, hw, batch=B, context=P + O / 2, len_pass=1, chips=n, weight_dtype=weight_dtype,
+                   kv_dtype=kv_dtype, coeffs=c).step
+    # The batch must also fit at its longest context, P + O.
+    end = run_pass(m, hw, batch=B, context=P + O, len_pass=1, chips=n, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                   coeffs=c).step
+    fits = np.asarray(pre.fits) & np.asarray(dec.fits) & np.asarray(end.fits)
+    rollout_s = np.ceil(R / B) * (pre.step_s + O * dec.step_s)
+    usd_per_s = n * hw.usd_per_chip_hour / SECONDS_PER_HOUR
+    n_active = float(c.matmul_flops_per_token) / 2
+    tokens = R * (P + O)
+    _, peak = hw.chip.flops_for(compute_dtype)
+    train_flops = f * n_active * tokens
+    train_s = train_flops / (n * peak * train_mfu)
+    usd = (rollout_s + train_s) * usd_per_s
+    # Useful work: the forward that generated the tokens (2N) is already inside the factor f's count.
+    eff = train_flops / ((rollout_s + train_s) * n * peak)
+    w = lambda x: np.where(fits, x, np.nan)  # noqa: E731
+    return RlStep(R, tokens, R * O, w(rollout_s), w(R * O / rollout_s), w(rollout_s * usd_per_s), train_flops,
+                  train_s, train_s * usd_per_s, w(usd), w(usd / (R * O) * 1e6), w(eff), w(train_mfu / eff), fits)

@@ -1,0 +1,99 @@
+"""tokenomy train / lifecycle / rl through typer's CliRunner: JSON/CSV/explain, does-not-fit, bad input."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import tokenomy.cli.commands  # noqa: F401  (registers every command)
+from tokenomy.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+TRAIN = ("train", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "1024", "--tp", "8", "--pp", "4",
+         "--seq-len", "4096", "--global-batch", "512,1024", "--recompute", "full", "--tokens", "15e12")
+
+
+def test_train_json_rows():
+    r = run(*TRAIN, "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [x["global_batch"] for x in rows] == [512, 1024]
+    keys = {"flops_per_token", "compute_s", "bubble_fraction", "tp_s", "dp_s", "pp_s", "comm_exposed_s", "step_s",
+            "mfu", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "fits", "chip_hours",
+            "usd", "days"}
+    assert keys <= set(rows[0])
+    for x in rows:
+        assert x["fits"] and x["dp"] == 32 and x["step_s"] >= x["compute_s"]
+        assert x["usd"] == pytest.approx(x["chip_hours"] * 2.69)
+    assert rows[1]["bubble_fraction"] < rows[0]["bubble_fraction"]  # more micro-batches, smaller bubble
+
+
+def test_train_csv_table_and_explain():
+    lines = run(*TRAIN, "--csv").stdout.strip().splitlines()
+    assert lines[0].startswith("global_batch,chips,dp") and len(lines) == 3
+    e = run(*TRAIN, "--explain").stdout
+    assert "FLOPs/token = 6*N_active + attention" in e and "bubble = (p-1)/(v*m + p-1)" in e and "chip-hours" in e
+    assert "train: llama-3.1-70b on 1024 x h100-sxm" in run(*TRAIN).stdout
+
+
+def test_a_plan_that_does_not_fit_says_which_term():
+    args = ("train", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "8", "--global-batch", "8",
+            "--recompute", "none")
+    row = json.loads(run(*args, "--json").stdout)[0]
+    assert row["fits"] is False and row["step_s"] is None and row["mfu"] is None
+    assert row["why"].startswith("does not fit: activations is the largest term")
+    text = run(*args).stdout
+    assert "does not fit" in text and "activations" in text
+
+
+def test_given_mfu_and_published_runs():
+    rows = json.loads(run(*TRAIN, "--mfu", "0.4", "--json").stdout)
+    assert all(x["mfu"] == pytest.approx(0.4) and x["mfu_given"] for x in rows)
+    pub = json.loads(run("train", "--published", "all", "--json").stdout)
+    assert {p["run"] for p in pub} == {"llama-3.1-405b", "deepseek-v3", "palm-540b"}
+    assert abs([p for p in pub if p["run"] == "llama-3.1-405b"][0]["error_fraction"]) < 0.10
+
+
+def test_lifecycle_forward_and_inverse():
+    d = json.loads(run("lifecycle", "--demand-tokens-per-s", "5e7", "--target-params", "1e12", "--json").stdout)
+    assert d["pretraining_fraction"] + d["rl_fraction"] + d["inference_fraction"] == pytest.approx(1)
+    assert d["overtraining"] > 1 and d["d_inf"] == pytest.approx(5e7 * 60 * 86400)
+    inv = json.loads(run("lifecycle", "--infer", "--demand-tokens-per-s", "5e8", "--models-per-family", "10",
+                         "--json").stdout)
+    assert inv["overtraining"] == pytest.approx(129.6) and inv["ratio_pre_rl_inf"] == pytest.approx([1, 2 / 3, 1])
+    assert "over-training = D_pre/D_Chinchilla = 129.6x" in run("lifecycle", "--infer", "--explain").stdout
+    assert run("lifecycle", "--csv").stdout.startswith("target_loss,n_active_params")
+
+
+def test_rl_json():
+    rows = json.loads(run("rl", "--model", "llama-3.1-8b", "--hardware", "hgx-h100-8", "--batch", "8,64",
+                          "--json").stdout)
+    assert len(rows) == 2 and rows[1]["rollout_s"] < rows[0]["rollout_s"] and rows[0]["efficiency_penalty"] > 1
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("train", "--model", "llama-3.1-70b", "--schedule", "zigzag"), "--schedule"),
+    (("train", "--model", "llama-3.1-70b", "--recompute", "some"), "--recompute"),
+    (("train", "--model", "llama-3.1-70b", "--tp", "3", "--chips", "3", "--global-batch", "8"), "tp 3 does not divide"),
+    (("train", "--model", "llama-3.1-70b", "--chips", "10", "--tp", "4"), "--chips"),
+    (("train", "--model", "llama-3.1-70b", "--mfu", "1.5"), "--mfu"),
+    (("train", "--model", "llama-3.1-70b", "--global-batch", "abc"), "--global-batch"),
+    (("train", "--model", "nope-1b"), "unknown model"),
+    (("train",), "--model"),
+    (("train", "--published", "gpt-5"), "--published"),
+    (("lifecycle", "--target-loss", "1.5"), "target_loss"),
+    (("lifecycle", "--period-days", "-1"), "--period-days"),
+    (("lifecycle", "--rl-flops-factor", "9"), "rl_flops_factor"),
+    (("rl", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--flops-factor", "1"), "flops_factor"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle):
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and needle in err and "Traceback" not in r.output

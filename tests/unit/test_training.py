@@ -1,0 +1,110 @@
+"""Training step: FLOPs per token vs closed forms, bubbles, communication, and invariants (hypothesis)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenomy.catalog.loader import hardware, model
+from tokenomy.core.coeffs import coefficients
+from tokenomy.core.training import TrainPlan, attention_positions, train_flops_per_token, train_run, train_step
+
+PALM = model("palm-540b")
+L8 = model("llama-3.1-8b")
+H100 = hardware("h100-sxm")
+
+
+def test_palm_flops_per_token_is_6n_plus_12lhqt():
+    # PaLM App. B (arXiv 2204.02311): model FLOPs per token = 6N + 12·L·H·Q·T, written from the paper's
+    # Table 1 shapes: MQA (one K and one V head of 256), SwiGLU (3 matrices), parallel block (one norm), tied.
+    L, D, H, Q, F, V, T = 118, 18432, 48, 256, 73728, 256000, 2048
+    per_layer = D * H * Q + 2 * D * Q + H * Q * D + 3 * D * F + D
+    N = L * per_layer + V * D + D  # + final norm; the tied embedding multiplies once, as the head
+    f = train_flops_per_token(coefficients(PALM), T, "full")
+    assert float(f.model) == pytest.approx(6 * N + 12 * L * H * Q * T, rel=1e-12)
+    assert float(train_flops_per_token(coefficients(PALM), T, "none").model) == pytest.approx(6 * N, rel=1e-12)
+
+
+def test_causal_positions_match_brute_force():
+    for s, w in ((1, np.inf), (7, np.inf), (1000, np.inf), (1000, 128), (4096, 4096), (10, 3)):
+        j = np.arange(1, s + 1)
+        brute = np.mean(np.minimum(j, w))
+        assert float(attention_positions(s, w, "causal")) == pytest.approx(brute, rel=1e-12)
+    assert float(attention_positions(1000, 128, "full")) == 128
+    assert float(attention_positions(1000, np.inf, "none")) == 0
+
+
+def test_recompute_adds_forward_flops():
+    c = coefficients(L8)
+    base = train_flops_per_token(c, 4096, strategy="none")
+    sel = train_flops_per_token(c, 4096, strategy="selective")
+    full = train_flops_per_token(c, 4096, strategy="full")
+    assert float(sel.hardware - base.hardware) == pytest.approx(float(base.attention) / 3)  # one attention forward
+    assert float(full.hardware - base.hardware) == pytest.approx(float(base.model) / 3)  # one whole forward (2N+att)
+    assert float(full.model) == float(base.model)  # MFU's numerator never counts recompute
+
+
+def test_ddp_all_reduce_matches_ring_closed_form():
+    # 8 H100 in one NVLink domain, plain data parallel: ring all-reduce of bf16 gradients,
+    # 2(n-1)/n · bytes / bw with bw = 450 GB/s per direction (catalog), plus a few µs of latency.
+    st_ = train_step(L8, H100, TrainPlan(dp=8, micro_batch=1, seq_len=1024, global_batch=64, zero=1,
+                                         recompute="full"))
+    n_params = float(st_.memory.params_per_chip)
+    assert float(st_.dp_s) == pytest.approx(2 * 7 / 8 * n_params * 2 / 450e9, abs=100e-6)
+    # Only the last micro-batch's backward (2/3 of 1/8 of the compute) hides it: ~20 ms stays exposed.
+    hide = 2 / 3 * float(st_.compute_s) / 8
+    assert float(st_.dp_exposed_s) == pytest.approx(float(st_.dp_s) - hide) and 0 < float(st_.dp_exposed_s) < 0.03
+
+
+def test_given_mfu_sets_the_step_and_the_run():
+    plan = TrainPlan(dp=8, seq_len=2048, global_batch=256, recompute="full")
+    st_ = train_step(L8, H100, plan, mfu=0.4)
+    f = float(train_flops_per_token(coefficients(L8), 2048).model)
+    assert float(st_.step_s) == pytest.approx(256 * 2048 * f / (8 * 989.4e12 * 0.4))
+    assert float(st_.mfu) == pytest.approx(0.4)
+    run = train_run(st_, 1e12, 2.0)
+    hours = 1e12 * f / (989.4e12 * 0.4) / 3600
+    assert float(run.chip_hours) == pytest.approx(hours) and float(run.usd) == pytest.approx(2 * hours)
+
+
+def test_invalid_plan_is_an_error_naming_the_field():
+    with pytest.raises(ValueError, match="tp 3 does not divide"):
+        train_step(L8, H100, TrainPlan(dp=1, tp=3, global_batch=8))
+    with pytest.raises(ValueError, match="not a multiple of dp"):
+        train_step(L8, H100, TrainPlan(dp=3, global_batch=8))
+    with pytest.raises(ValueError, match="schedule"):
+        TrainPlan(schedule="zigzag")
+
+
+@settings(max_examples=40, deadline=None)
+@given(pp=st.sampled_from([1, 2, 4, 8]), tp=st.sampled_from([1, 2, 4, 8]), dp=st.sampled_from([1, 2, 16]),
+       m=st.integers(1, 64), sched=st.sampled_from(["gpipe", "1f1b", "interleaved"]), v=st.sampled_from([1, 2, 4]))
+def test_step_invariants(pp, tp, dp, m, sched, v):
+    if sched == "interleaved":
+        m = pp * max(1, m // pp)
+    plan = TrainPlan(dp=dp, tp=tp, pp=pp, schedule=sched, virtual_stages=v, recompute="full", seq_len=1024,
+                     global_batch=dp * m)
+    s = train_step(L8, H100, plan, flops_fraction=0.7)
+    b = float(s.bubble_fraction)
+    assert 0 <= b < 1 and (pp > 1 or b == 0)
+    if s.fits:
+        assert float(s.step_s) >= float(s.compute_s) + float(s.tp_s)
+        assert float(s.mfu) <= 0.7 + 1e-12
+        # Exposed <= this chip's sends, except the fill/drain hops, which are the other stages' sends.
+        assert float(s.comm_exposed_s) <= float(s.comm_s) + float(s.pp_exposed_s) + 1e-12
+    # FLOPs are conserved under the parallel split: the same tokens cost the same model FLOPs.
+    ref = train_step(L8, H100, TrainPlan(dp=1, recompute="full", seq_len=1024, global_batch=dp * m))
+    assert float(s.model_flops) == pytest.approx(float(ref.model_flops), rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(pp=st.integers(2, 16), m=st.integers(1, 100), v=st.integers(1, 2))
+def test_bubble_in_unit_interval_and_decreasing_in_microbatches(pp, m, v):
+    def bubble(mb, sched="1f1b"):
+        plan = TrainPlan(pp=pp, schedule=sched, virtual_stages=v, global_batch=mb, seq_len=256, recompute="full")
+        return float(train_step(L8, H100, plan).bubble_fraction)
+
+    b, b2 = bubble(m), bubble(m + 1)
+    assert 0 <= b2 < b < 1
+    assert bubble(pp * m, "interleaved") <= bubble(pp * m) + 1e-15
+    assert bubble(m, "gpipe") == b  # GPipe and 1F1B idle the same; 1F1B only holds fewer activations
