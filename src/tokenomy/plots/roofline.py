@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from tokenomy.plots.style import LAYOUT
 from tokenomy.units import fmt_bytes, fmt_si
 
 ROOF = "roof"
@@ -37,17 +38,16 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
     xs = [o.flops / o.bytes for o in shown] + [ridge, pass_flops / pass_bytes if pass_bytes else ridge]
     lo, hi = 10 ** np.floor(np.log10(min(xs) / 4)), 10 ** np.ceil(np.log10(max(xs) * 4))
     grid = np.geomspace(lo, hi, 64)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=grid, y=_roof(peak_flops_per_s, hbm_bytes_per_s, grid), mode="lines", name=ROOF,
-                             line=dict(color="#444"),
-                             hovertemplate="I=%{x:.3g} FLOP/B<br>roof %{y:.3s}FLOP/s<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[ridge, ridge], y=[peak_flops_per_s / 1e3, peak_flops_per_s], mode="lines",
-                             name=RIDGE, line=dict(dash="dot", color="#999"),
-                             hovertemplate=f"ridge I* = peak/BW = {ridge:.3g} FLOP/B<extra></extra>"))
+    traces = [go.Scatter(x=grid, y=_roof(peak_flops_per_s, hbm_bytes_per_s, grid), mode="lines", name=ROOF,
+                         line=dict(color="#444"),
+                         hovertemplate="I=%{x:.3g} FLOP/B<br>roof %{y:.3s}FLOP/s<extra></extra>"),
+              go.Scatter(x=[ridge, ridge], y=[peak_flops_per_s / 1e3, peak_flops_per_s], mode="lines",
+                         name=RIDGE, line=dict(dash="dot", color="#999"),
+                         hovertemplate=f"ridge I* = peak/BW = {ridge:.3g} FLOP/B<extra></extra>")]
     intensity = np.array([o.flops / o.bytes for o in shown])
     time_s = np.maximum([o.flops / (chips * peak_flops_per_s) for o in shown],
                         [o.bytes / (chips * hbm_bytes_per_s) for o in shown])
-    fig.add_trace(go.Scatter(
+    traces.append(go.Scatter(
         x=intensity, y=_roof(peak_flops_per_s, hbm_bytes_per_s, intensity), mode="markers", name=OPS,
         text=[o.name for o in shown], marker=dict(size=11, color=[KIND_COLORS.get(o.kind, "#1f77b4") for o in shown],
                                                   line=dict(width=1, color="#fff")),
@@ -56,13 +56,12 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
         hovertemplate=("%{text} ×%{customdata[0]}<br>I=%{x:.3g} FLOP/B<br>%{customdata[1]}, %{customdata[2]}"
                        "<br>%{customdata[3]} (%{customdata[4]}-bound)<extra></extra>")))
     if pass_step_s and pass_bytes:
-        fig.add_trace(go.Scatter(
+        traces.append(go.Scatter(
             x=[pass_flops / pass_bytes], y=[pass_flops / (pass_step_s * chips)], mode="markers", name=PASS,
             marker=dict(size=16, symbol="star", color="#d62728"),
             hovertemplate="whole pass<br>I=%{x:.3g} FLOP/B<br>achieved %{y:.3s}FLOP/s<extra></extra>"))
-    fig.update_layout(
-        title=title, template="plotly_white", margin=dict(l=60, r=20, t=50, b=50), height=420,
+    return go.Figure(data=traces, layout=dict(
+        **LAYOUT, title=title,
         xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)"),
         yaxis=dict(type="log", title="FLOP/s per chip"),
-        legend=dict(title=dict(text=f"not shown (no FLOPs): {', '.join(hidden)}" if hidden else "")))
-    return fig
+        legend=dict(title=dict(text=f"not shown (no FLOPs): {', '.join(hidden)}" if hidden else ""))))
