@@ -131,15 +131,15 @@ CLAIMS: tuple[Claim, ...] = (
           "D_inf / (20 N), with D = L12's tokens",
           note=lambda i: "With the lecture's rounded 200 T: {:.0f}x.".format(float(local.overtraining(2e14, 100e9)))),
     Claim("L15", "Token split pre-training : RL : inference", "§2.10", [1, 0.667, 1], "6 D_pre = 3*3 D_RL = 2*3 D_inf",
-          Tol("abs", 5e-4), {"pre_flops": 6, "rl_flops": 3, "rl_penalty": 3, "inf_flops": 2, "inf_penalty": 3},
-          lambda i: [float(x) for x in local.token_split(i["pre_flops"], i["rl_flops"], i["rl_penalty"],
-                                                         i["inf_flops"], i["inf_penalty"])], "D ∝ 1/(flops * penalty)",
+          Tol("abs", 5e-4), {"rl_flops": 3, "rl_penalty": 3, "inf_penalty": 3},
+          lambda i: [float(x) for x in local.token_split(i["rl_flops"], i["rl_penalty"], i["inf_penalty"])],
+          "D ∝ 1/(flops * penalty): pre 6, RL 3*3, inference 2*3",
           seed="Seed: 'RL 2-6x less efficient'. Lecture: 2-6 is RL's FLOPs-per-token factor (vs 6 for pre-training); "
                "the inefficiency is a separate ~30% MFU (~3x)."),
     Claim("L16", "Scale-up/scale-out ratio per pipeline stage, (k, layers) = (8,1), (2,1), (2,2)", "§2.8",
           [2.0, 0.5, 1.0], '"the product of these three things to be bigger than 8"', Tol("exact"),
-          {"cases": [[8, 1], [2, 1], [2, 2]], "bandwidth_ratio": 8, "dispatch_combine": 2},
-          lambda i: [float(local.scaleup_over_scaleout(k, ell, i["bandwidth_ratio"], i["dispatch_combine"]))
+          {"cases": [[8, 1], [2, 1], [2, 2]], "bandwidth_ratio": 8},
+          lambda i: [float(local.scaleup_over_scaleout(k, ell, i["bandwidth_ratio"]))
                      for k, ell in i["cases"]], "2 k l / 8 (>= 1: the rack hop is not the bottleneck)"),
     Claim("L17", "Pipelining: weight memory/GPU x 1/P, KV memory/GPU unchanged (P = 4 vs 1)", "§2.8", [0.25, 1.0],
           '"Those exactly cancel"', Tol("exact"),
