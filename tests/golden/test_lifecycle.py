@@ -1,4 +1,5 @@
-"""Lecture cases L11-L15 (reference/lecture.md §2.10, §4.1): inference volume -> pre-training tokens -> over-training."""
+"""Lecture cases L11-L15 (reference/lecture.md §2.10, §4.1): inference volume -> pre-training tokens ->
+over-training."""
 
 import pytest
 

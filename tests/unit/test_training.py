@@ -108,3 +108,13 @@ def test_bubble_in_unit_interval_and_decreasing_in_microbatches(pp, m, v):
     assert 0 <= b2 < b < 1
     assert bubble(pp * m, "interleaved") <= bubble(pp * m) + 1e-15
     assert bubble(m, "gpipe") == b  # GPipe and 1F1B idle the same; 1F1B only holds fewer activations
+
+
+def test_calibration_round_trip():
+    # Model a plan at eta = 0.7, hand its MFU back as "measured": the implied matmul efficiency is 0.7 again.
+    plan = TrainPlan(dp=16, tp=4, pp=4, seq_len=2048, global_batch=512, recompute="selective")
+    m70 = model("llama-3.1-70b")
+    modelled = train_step(m70, H100, plan, flops_fraction=0.7)
+    given = train_step(m70, H100, plan, mfu=float(modelled.mfu))
+    assert float(given.implied_flops_fraction) == pytest.approx(0.7, rel=1e-9)
+    assert float(given.step_s) == pytest.approx(float(modelled.step_s), rel=1e-9)

@@ -7,6 +7,7 @@ import typer
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.foundation import CSV, EXPLAIN, JSON
 from tokenomy.cli.render import emit, explain
 from tokenomy.cli.training_explain import explain_inverse, explain_lifecycle
 from tokenomy.econ import lifecycle as lc
@@ -14,14 +15,12 @@ from tokenomy.econ.rl import rl_step
 from tokenomy.econ.scaling import chinchilla_tokens, loss
 from tokenomy.units import SECONDS_PER_DAY
 
-JSON = typer.Option(False, "--json", help="Print JSON.")
-CSV = typer.Option(False, "--csv", help="Print CSV.")
-EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")
 
 
-def _positive(opt: str, v: float | None) -> None:
-    if v is not None and not (v > 0 and np.isfinite(v)):
-        raise UsageError(f"--{opt}: must be a positive number, got {v}")
+def positive(opt: str, v: float | None, upper: float | None = None) -> None:
+    """--opt must be a finite number > 0 (and <= upper); else a one-line usage error."""
+    if v is not None and not (v > 0 and np.isfinite(v) and (upper is None or v <= upper)):
+        raise UsageError(f"--{opt}: must be a positive number{f' <= {upper:g}' if upper else ''}, got {v}")
 
 
 @app.command("lifecycle")
@@ -30,8 +29,8 @@ def lifecycle_cmd(
         demand: float = typer.Option(50e6, "--demand-tokens-per-s", help="Expected inference tokens/s."),
         period_days: float = typer.Option(60.0, "--period-days", help="Deployment period in days."),
         target_loss: float = typer.Option(None, "--target-loss", help="Quality: Chinchilla loss (nats/token)."),
-        target_params: float = typer.Option(1e11, "--target-params",
-                                            help="Quality: as good as a Chinchilla-trained (20 tok/param) model this size."),
+        target_params: float = typer.Option(
+            1e11, "--target-params", help="Quality: as good as a Chinchilla-trained (20 tok/param) model this size."),
         hardware: str = typer.Option("h100-sxm", "--hardware", help="Chip or system that prices a FLOP."),
         mfu: float = typer.Option(0.4, "--mfu", help="Pre-training MFU (RL and inference: divided by the penalties)."),
         rl_ratio: float = typer.Option(2 / 3, "--rl-tokens-ratio", help="RL tokens per pre-training token."),
@@ -50,9 +49,8 @@ def lifecycle_cmd(
     for opt, v in (("demand-tokens-per-s", demand), ("period-days", period_days), ("target-loss", target_loss),
                    ("target-params", target_params), ("mfu", mfu), ("rl-tokens-ratio", rl_ratio),
                    ("active-params", active_params), ("models-per-family", models_per_family)):
-        _positive(opt, v)
-    if mfu > 1:
-        raise UsageError(f"--mfu: must be <= 1, got {mfu}")
+        positive(opt, v)
+    positive("mfu", mfu, 1.0)
     pen = lc.Penalties(rl_flops_factor, rl_penalty, inference_penalty)
     if infer:
         r = lc.infer_from_inference(demand, period_days, active_params, pen, models_per_family)
@@ -70,22 +68,27 @@ def lifecycle_cmd(
     _, peak = hw.chip.flops_for("bf16")
     u = float(lc.usd_per_flop(hw.usd_per_chip_hour, peak, mfu))
     L = float(target_loss if target_loss is not None else loss(target_params, chinchilla_tokens(target_params)))
-    p, _ = lc.optimise(demand, period_days * SECONDS_PER_DAY, L, u, rl_tokens_per_pretrain_token=rl_ratio, pen=pen)
-    shares = p.shares()
+    p, curve = lc.optimise(demand, period_days * SECONDS_PER_DAY, L, u, rl_tokens_per_pretrain_token=rl_ratio,
+                           pen=pen)
+    shares, naive = p.shares(), lc.ignoring_inference(curve)
     row = {"target_loss": L, "n_active_params": p.n_active, "d_pre": p.d_pre, "d_rl": p.d_rl, "d_inf": p.d_inf,
            "tokens_per_param": p.d_pre / p.n_active, "overtraining": p.overtraining,
            "pretraining_usd": p.usd_pre, "rl_usd": p.usd_rl, "inference_usd": p.usd_inf, "total_usd": p.usd_total,
            "pretraining_fraction": shares[0], "rl_fraction": shares[1], "inference_fraction": shares[2],
            "pretraining_flops": p.flops_pre, "rl_flops": p.flops_rl, "inference_flops": p.flops_inf,
-           "usd_per_pretraining_flop": u, "hardware": hw.name}
+           "usd_per_pretraining_flop": u, "hardware": hw.name,
+           "ignoring_inference_n_active_params": naive.n_active, "ignoring_inference_total_usd": naive.usd_total,
+           "saving_fraction": 1 - p.usd_total / naive.usd_total}
     row = {k: (float(v) if isinstance(v, np.generic) else v) for k, v in row.items()}
     if show and not (as_json or as_csv):
         explain(explain_lifecycle(p, pen, L, u))
-    emit(row, as_json=as_json, as_csv=as_csv, title="lifecycle: the size that minimises pre-training + RL + inference $",
+    emit(row, as_json=as_json, as_csv=as_csv,
+         title="lifecycle: the size that minimises pre-training + RL + inference $",
          columns=("n_active_params", "d_pre", "tokens_per_param", "overtraining", "pretraining_fraction",
-                  "rl_fraction", "inference_fraction", "total_usd"),
+                  "rl_fraction", "inference_fraction", "total_usd", "saving_fraction"),
          notes=[f"quality target: Chinchilla loss {L:.4f}; D_inf = {p.d_inf:.3g} tokens; priced on {hw.name} at "
-                f"MFU {mfu:g} (--json for every term)"])
+                f"MFU {mfu:g}; ignoring inference would pick N = {naive.n_active:.3g} and cost "
+                f"${naive.usd_total:.3g} (--json for every term)"])
 
 
 @app.command("rl")
@@ -107,7 +110,7 @@ def rl_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.
     """
     for opt, v in (("rollouts", rollouts), ("prompt-len", prompt_len), ("output-len", output_len),
                    ("train-mfu", train_mfu)):
-        _positive(opt, v)
+        positive(opt, v)
     if chips is not None and chips < 1:
         raise UsageError(f"--chips: must be a positive integer, got {chips}")
     m, hw = loader.model(model), loader.hardware(hardware)

@@ -7,7 +7,8 @@ import typer
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli import lifecycle  # noqa: F401  (registers lifecycle and rl)
+from tokenomy.cli.foundation import CSV, EXPLAIN, JSON
+from tokenomy.cli.lifecycle import positive  # importing it also registers lifecycle and rl
 from tokenomy.cli.render import emit, explain
 from tokenomy.cli.training_explain import explain_train
 from tokenomy.core.memory import SCHEDULES, STRATEGIES, overflow_message
@@ -15,9 +16,6 @@ from tokenomy.core.training import ATTENTION_CONVENTIONS, STEP_TERMS, TrainPlan,
 from tokenomy.econ.published import check_rows, run_names
 from tokenomy.units import DTYPE_BYTES, SECONDS_PER_DAY, dtype_bytes
 
-JSON = typer.Option(False, "--json", help="Print JSON.")
-CSV = typer.Option(False, "--csv", help="Print CSV.")
-EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")
 TRAIN_COLUMNS = ("global_batch", "chips", "step_s", "bound", "mfu", "bubble_fraction", "comm_exposed_s",
                  "memory_per_chip_bytes", "fits", "days", "chip_hours", "usd")
 
@@ -26,11 +24,6 @@ def _choice(opt: str, v: str, allowed) -> str:
     if v not in allowed:
         raise UsageError(f"--{opt}: {v!r}; allowed: {', '.join(allowed)}")
     return v
-
-
-def _positive(opt: str, v: float | None, upper: float | None = None) -> None:
-    if v is not None and (not v > 0 or (upper is not None and v > upper)):
-        raise UsageError(f"--{opt}: must be > 0{f' and <= {upper:g}' if upper else ''}, got {v}")
 
 
 def _pick(x, i):
@@ -56,7 +49,8 @@ def train_rows(st, run, plan: TrainPlan) -> list[dict]:
                "tp_s": g(st.tp_s), "ep_s": g(st.ep_s), "cp_s": g(st.cp_s), "dp_s": g(st.dp_s), "pp_s": g(st.pp_s),
                "comm_s": g(st.comm_s), "comm_exposed_s": g(st.comm_exposed_s),
                "comm_overlapped_s": g(st.comm_s) - g(st.comm_exposed_s) if fits else None,
-               "modelled_step_s": g(st.modelled_step_s), "step_s": g(st.step_s),
+               "modelled_step_s": g(st.modelled_step_s), "implied_flops_fraction": g(st.implied_flops_fraction),
+               "step_s": g(st.step_s),
                "bound": STEP_TERMS[int(g(st.bound))] if fits else None, "mfu_given": st.mfu_given,
                "tokens_per_s": g(st.tokens_per_s), "mfu": g(st.mfu)}
         mem = st.memory
@@ -123,9 +117,9 @@ def train_cmd(
     _choice("schedule", schedule, SCHEDULES)
     _choice("recompute", recompute, STRATEGIES)
     _choice("attention", attention, ATTENTION_CONVENTIONS)
-    _positive("mfu", mfu, 1.0)
-    _positive("flops-fraction", flops_fraction, 1.0)
-    _positive("tokens", tokens)
+    positive("mfu", mfu, 1.0)
+    positive("flops-fraction", flops_fraction, 1.0)
+    positive("tokens", tokens)
     for opt, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual-stages", virtual_stages),
                    ("micro-batch", micro_batch), ("seq-len", seq_len)):
         if v < 1:

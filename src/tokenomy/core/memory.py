@@ -160,7 +160,8 @@ def train_memory(m: ModelArch, *, seq_len, micro_batch, microbatches, hbm_bytes,
     def state(bytes_per_param, sharded):
         return bytes_per_param * (dense / np.where(sharded, shard_d, 1.0) + expert / np.where(sharded, shard_e, 1.0))
 
-    weights, grads, opt = state(weight_bytes, zero >= 3), state(grad_bytes, zero >= 2), state(optimizer_bytes, zero >= 1)
+    weights, grads = state(weight_bytes, zero >= 3), state(grad_bytes, zero >= 2)
+    opt = state(optimizer_bytes, zero >= 1)
 
     D, L = m.hidden_size, m.num_layers
     tokens = _a(micro_batch) * _a(seq_len) / cp

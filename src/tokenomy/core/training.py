@@ -149,6 +149,7 @@ class TrainStep:
     comm_s: object  # this chip's collectives and sends
     comm_exposed_s: object  # on the critical path (PP fill/drain hops are the other stages' sends)
     modelled_step_s: object
+    implied_flops_fraction: object  # with an MFU given: the matmul efficiency the modelled terms need to match it
     step_s: object
     tokens_per_s: object
     mfu: object
@@ -159,7 +160,7 @@ class TrainStep:
 
 
 def _comms(m: ModelArch, c: ModelCoeffs, topo: Topology, p: TrainPlan, mem: TrainMemory, e: float, grad_bytes,
-           compute_s, att_share, strategy: str) -> dict:
+           strategy: str) -> dict:
     """Per-chip communication seconds of one step, by parallel dimension (tokenomy.parallel.collectives).
 
     Rank order, innermost first: TP, CP, DP (EP ranks within DP·CP), PP; a group's stride is the product of
@@ -180,7 +181,6 @@ def _comms(m: ModelArch, c: ModelCoeffs, topo: Topology, p: TrainPlan, mem: Trai
     kv = tokens * (float(c.kv_global) + float(c.kv_local)) / L * e
     hop_cp = p2p(topo, kv, topo.chips_in_domain(cp, tp) < cp)
     cp_s = np.where(cp > 1, 3 * (cp - 1) * layers * mb * hop_cp, 0.0)
-    cp_exposed = np.maximum(cp_s - att_share * compute_s, 0.0)
     hop = p2p(topo, tokens * D * e / (tp if p.sp else 1.0), topo.chips_in_domain(2, tp * cp * dp) < 2)
     pp_s = np.where(pp > 1, 2 * mb * np.asarray(p.virtual_stages, dtype=float) * hop, 0.0)
     pp_exposed = np.where(pp > 1, 2 * (pp - 1) * hop, 0.0)  # pipeline fill and drain wait on the hops
@@ -194,9 +194,30 @@ def _comms(m: ModelArch, c: ModelCoeffs, topo: Topology, p: TrainPlan, mem: Trai
                      + np.where(moe, reduce_scatter(topo, edp, g_expert, tp * ep), 0))
     dp_s = np.where(zero >= 3, fsdp, ddp)
     # DDP overlaps the last micro-batch's backward; FSDP prefetches its gathers under all the compute.
-    hide = np.where(zero >= 3, compute_s, (2 / 3) * compute_s / mb)
-    return dict(tp_s=tp_s, ep_s=ep_s, cp_s=cp_s, cp_exposed_s=cp_exposed, dp_s=dp_s,
-                dp_exposed_s=np.maximum(dp_s - hide, 0.0), pp_s=pp_s, pp_exposed_s=pp_exposed)
+    dp_hide = np.where(zero >= 3, 1.0, (2 / 3) / mb)  # share of the compute time that hides DP traffic
+    return dict(tp_s=tp_s, ep_s=ep_s, cp_s=cp_s, dp_s=dp_s, dp_hide=dp_hide, pp_s=pp_s, pp_exposed_s=pp_exposed)
+
+
+def _timeline(compute_s, cm: dict, att_share, bubble) -> dict:
+    """Exposed terms and the step for a given compute time: CP hides under the attention forward, DP under
+    ``dp_hide`` of the compute; TP and EP sit on the critical path; the bubble stretches the pipelined chain."""
+    cp_x = np.maximum(cm["cp_s"] - att_share * compute_s, 0.0)
+    dp_x = np.maximum(cm["dp_s"] - cm["dp_hide"] * compute_s, 0.0)
+    chain = compute_s + cm["tp_s"] + cm["ep_s"] + cp_x
+    bubble_s = chain * bubble / (1 - bubble)
+    return dict(compute_s=compute_s, cp_exposed_s=cp_x, dp_exposed_s=dp_x, bubble_s=bubble_s,
+                step_s=chain + bubble_s + dp_x + cm["pp_exposed_s"])
+
+
+def _calibrate(compute_at_1, cm, att_share, bubble, step_s):
+    """The matmul efficiency eta at which the modelled step equals ``step_s`` (bisection in log eta; the
+    modelled step falls monotonically in eta); inf where even infinitely fast matmuls are too slow."""
+    lo, hi = np.full(np.shape(step_s), 1e-4), np.full(np.shape(step_s), 1e4)
+    for _ in range(80):
+        mid = np.sqrt(lo * hi)
+        slow = _timeline(compute_at_1 / mid, cm, att_share, bubble)["step_s"] > step_s
+        lo, hi = np.where(slow, mid, lo), np.where(slow, hi, mid)
+    return np.where(_timeline(compute_at_1 / 1e4, cm, att_share, bubble)["step_s"] > step_s, np.inf, hi)
 
 
 def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_fraction=1.0, attention="causal",
@@ -213,20 +234,21 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
     fl = train_flops_per_token(c, p.seq_len, attention, p.recompute)
     tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
     model_flops, hw_flops = tokens * fl.model, tokens * fl.hardware
-    compute_s = hw_flops / (chips * peak * flops_fraction)
+    compute_1 = hw_flops / (chips * peak)  # at eta = 1
     att_share = (fl.attention / 3) / fl.hardware  # the attention forward hides ring-attention (CP) sends
     mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb, hbm_bytes=hw.hbm_bytes,
                        tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, zero=p.zero, sp=p.sp, schedule=p.schedule,
                        virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
                        grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,
                        dropout=dropout, flash=flash, hbm_usable_fraction=hbm_usable_fraction)
-    cm = _comms(m, c, topology(hw.name), p, mem, act_bytes, grad_bytes, compute_s, att_share, p.recompute)
+    cm = _comms(m, c, topology(hw.name), p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step; v = 1 unless interleaved.
     bubble = bubble_fraction(p.pp, mb, p.virtual_stages if p.schedule == "interleaved" else 1)
-    chain = compute_s + cm["tp_s"] + cm["ep_s"] + cm["cp_exposed_s"]
-    bubble_s = chain * bubble / (1 - bubble)
-    modelled = chain + bubble_s + cm["dp_exposed_s"] + cm["pp_exposed_s"]
+    cm.update(_timeline(compute_1 / flops_fraction, cm, att_share, bubble))
+    compute_s, bubble_s, modelled = cm["compute_s"], cm["bubble_s"], cm["step_s"]
     step_s = modelled if mfu is None else model_flops / (chips * peak * np.asarray(mfu, dtype=float))
+    implied = (_calibrate(compute_1, cm, att_share, bubble, step_s) if mfu is not None
+               else np.full(np.shape(step_s), np.nan))
     comm = cm["tp_s"] + cm["ep_s"] + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     exposed = cm["tp_s"] + cm["ep_s"] + cm["cp_exposed_s"] + cm["dp_exposed_s"] + cm["pp_exposed_s"]
     terms = np.broadcast_arrays(compute_s, bubble_s, cm["tp_s"], cm["ep_s"], cm["cp_exposed_s"],
@@ -236,7 +258,8 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
     return TrainStep(chips, tokens, mb, fl, model_flops, hw_flops, peak, nan(compute_s), bubble, nan(bubble_s),
                      nan(cm["tp_s"]), nan(cm["ep_s"]), nan(cm["cp_s"]), nan(cm["cp_exposed_s"]), nan(cm["dp_s"]),
                      nan(cm["dp_exposed_s"]), nan(cm["pp_s"]), nan(cm["pp_exposed_s"]), nan(comm), nan(exposed),
-                     nan(modelled), nan(step_s), nan(tokens / step_s), nan(model_flops / (step_s * chips * peak)),
+                     nan(modelled), nan(implied), nan(step_s), nan(tokens / step_s),
+                     nan(model_flops / (step_s * chips * peak)),
                      mem, fits, np.argmax(np.stack(terms), axis=0), mfu is not None)
 
 

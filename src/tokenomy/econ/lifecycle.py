@@ -82,8 +82,9 @@ def lifecycle_costs(n_active, d_pre, d_rl, d_inf, usd_per_pretraining_flop, pen:
                      overtraining_factor(Dp, N), loss(N, Dp, law))
 
 
-def optimise(demand_tokens_per_s, period_s, target_loss, usd_per_pretraining_flop, *, rl_tokens_per_pretrain_token=2 / 3,
-             pen: Penalties = Penalties(), law: LossLaw = CHINCHILLA, n_grid=None) -> tuple[Lifecycle, Lifecycle]:
+def optimise(demand_tokens_per_s, period_s, target_loss, usd_per_pretraining_flop, *,
+             rl_tokens_per_pretrain_token=2 / 3, pen: Penalties = Penalties(), law: LossLaw = CHINCHILLA,
+             n_grid=None) -> tuple[Lifecycle, Lifecycle]:
     """(optimum, curve): the N on a log grid (1e8..1e14 by default) minimising total $ at loss L*, and the curve."""
     L = check_loss_target(target_loss, law)
     N = np.logspace(8, 14, 1201) if n_grid is None else np.asarray(n_grid, dtype=float)
@@ -98,6 +99,13 @@ def optimise(demand_tokens_per_s, period_s, target_loss, usd_per_pretraining_flo
     i = int(np.argmin(total))
     pick = Lifecycle(**{k: np.ravel(v)[i] for k, v in curve.__dict__.items()})
     return pick, curve
+
+
+def ignoring_inference(curve: Lifecycle) -> Lifecycle:
+    """The point of ``curve`` a lab that ignored inference would pick (least pre-training + RL $), priced in full."""
+    train = np.where(np.isfinite(curve.usd_pre), curve.usd_pre + curve.usd_rl, np.inf)
+    i = int(np.argmin(train))
+    return Lifecycle(**{k: np.ravel(v)[i] for k, v in curve.__dict__.items()})
 
 
 @dataclass(frozen=True)

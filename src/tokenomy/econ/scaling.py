@@ -5,9 +5,11 @@ Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models", arXiv 22
     fitted law (§3.3, Approach 3, eq. 2)
                       L(N, D) = E + A / N^α + B / D^β,  E = 1.69, A = 406.4, B = 410.7, α = 0.34, β = 0.28
     compute optimum under C = 6·N·D (eq. 4)
-                      N_opt = G·(C/6)^a,  D_opt = (C/6)^b / G,  G = (αA / (βB))^(1/(α+β)),  a = β/(α+β), b = α/(α+β)
-The fitted law's optimum is not 20 tokens/parameter (it gives ~93 at Chinchilla's 5.76e23 FLOPs, ~122 at 1e25; Besiroglu et al. 2024,
-arXiv 2404.10102, show the published fit disagrees with the paper's own Approaches 1-2); both are offered.
+                      N_opt = G·(C/6)^a,  D_opt = (C/6)^b / G,  G = (αA / (βB))^(1/(α+β)),
+                      a = β/(α+β), b = α/(α+β)
+The fitted law's optimum is not 20 tokens/parameter (it gives ~93 at Chinchilla's 5.76e23 FLOPs, ~122 at 1e25;
+Besiroglu et al. 2024, arXiv 2404.10102, show the published fit disagrees with the paper's own Approaches 1-2);
+both are offered.
 N is what the law was fitted on (dense models); for MoE the lecture uses active parameters (§2.10).
 Pure functions over numpy arrays.
 """
