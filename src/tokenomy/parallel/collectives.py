@@ -17,6 +17,8 @@ Every function broadcasts over numpy arrays of ``group``, ``nbytes`` and ``strid
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tokenomy.parallel.topology import Topology
@@ -26,11 +28,33 @@ def _f(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def ring(g, nbytes, bytes_per_s, latency_s, phases: float = 1.0):
-    """``phases`` passes at one level (1 = all-gather or reduce-scatter, 2 = all-reduce)."""
+@dataclass(frozen=True)
+class Cost:
+    """A collective's time as pieces alpha_i + beta_i·nbytes that run concurrently: t = max_i(...).
+    Built once per group (plan-shaped arrays) and applied to many byte counts (plan x batch)."""
+
+    pieces: tuple[tuple[np.ndarray, np.ndarray], ...]  # (seconds, seconds per byte)
+
+    def __call__(self, nbytes):
+        b = _f(nbytes)
+        t = None
+        for alpha, beta in self.pieces:
+            x = alpha + beta * b
+            t = x if t is None else np.maximum(t, x)
+        return t
+
+
+def ring_terms(g, bytes_per_s, latency_s, phases: float = 1.0):
+    """``phases`` passes at one level (1 = all-gather or reduce-scatter, 2 = all-reduce): (alpha, beta)."""
     g = _f(g)
+    on = g > 1
     steps = np.ceil(np.log2(np.maximum(g, 1.0)))
-    return np.where(g > 1, phases * (steps * latency_s + (g - 1) / np.maximum(g, 1) * _f(nbytes) / bytes_per_s), 0.0)
+    return (np.where(on, phases * steps * latency_s, 0.0),
+            np.where(on, phases * (g - 1) / np.maximum(g, 1.0) / bytes_per_s, 0.0))
+
+
+def ring(g, nbytes, bytes_per_s, latency_s, phases: float = 1.0):
+    return Cost((ring_terms(g, bytes_per_s, latency_s, phases),))(nbytes)
 
 
 def _levels(topo: Topology, group, stride):
@@ -39,34 +63,45 @@ def _levels(topo: Topology, group, stride):
     return g, g_in, np.ceil(g / g_in), topo.up_bytes_per_s(g_in)
 
 
-def all_reduce(topo: Topology, group, nbytes, stride=1):
+def _hierarchical(topo: Topology, group, stride, phases: float) -> Cost:
+    g, g_in, g_out, bw_up = _levels(topo, group, stride)
+    a1, b1 = ring_terms(g_in, bw_up, topo.scale_up.latency_s, phases)
+    a2, b2 = ring_terms(g_out, topo.scale_out.bytes_per_s, topo.scale_out.latency_s, phases)
+    return Cost(((a1 + a2, b1 + b2 / g_in),))  # the outer ring carries nbytes/g_in
+
+
+def all_reduce_cost(topo: Topology, group, stride=1) -> Cost:
+    return _hierarchical(topo, group, stride, 2.0)
+
+
+def all_gather_cost(topo: Topology, group, stride=1) -> Cost:
+    return _hierarchical(topo, group, stride, 1.0)
+
+
+def all_to_all_cost(topo: Topology, group, stride=1) -> Cost:
     g, g_in, g_out, bw_up = _levels(topo, group, stride)
     up, out = topo.scale_up, topo.scale_out
-    return (ring(g_in, nbytes, bw_up, up.latency_s, 2.0)
-            + ring(g_out, _f(nbytes) / g_in, out.bytes_per_s, out.latency_s, 2.0))
+    return Cost(((np.where(g_in > 1, up.latency_s, 0.0), (g_in - 1) / g / bw_up),
+                 (np.where(g_out > 1, out.latency_s, 0.0), (g - g_in) / g / out.bytes_per_s)))
+
+
+def all_reduce(topo: Topology, group, nbytes, stride=1):
+    return all_reduce_cost(topo, group, stride)(nbytes)
 
 
 def all_gather(topo: Topology, group, nbytes, stride=1):
     """``nbytes`` is the gathered (full) buffer on each chip."""
-    g, g_in, g_out, bw_up = _levels(topo, group, stride)
-    up, out = topo.scale_up, topo.scale_out
-    return (ring(g_in, nbytes, bw_up, up.latency_s)
-            + ring(g_out, _f(nbytes) / g_in, out.bytes_per_s, out.latency_s))
+    return all_gather_cost(topo, group, stride)(nbytes)
 
 
 def reduce_scatter(topo: Topology, group, nbytes, stride=1):
     """``nbytes`` is the full buffer each chip starts with; the mirror of all-gather, same cost."""
-    return all_gather(topo, group, nbytes, stride)
+    return all_gather_cost(topo, group, stride)(nbytes)
 
 
 def all_to_all(topo: Topology, group, nbytes, stride=1):
     """``nbytes``: what one chip sends in total, an equal share to every member (its own share stays)."""
-    g, g_in, g_out, bw_up = _levels(topo, group, stride)
-    up, out = topo.scale_up, topo.scale_out
-    b = _f(nbytes)
-    t_up = np.where(g_in > 1, up.latency_s + (g_in - 1) / g * b / bw_up, 0.0)
-    t_out = np.where(g_out > 1, out.latency_s + (g - g_in) / g * b / out.bytes_per_s, 0.0)
-    return np.maximum(t_up, t_out)
+    return all_to_all_cost(topo, group, stride)(nbytes)
 
 
 def p2p(topo: Topology, nbytes, crosses_domain, latency_s=None):

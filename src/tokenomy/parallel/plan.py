@@ -23,7 +23,7 @@ import numpy as np
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.core.coeffs import ModelCoeffs, coefficients
-from tokenomy.core.roofline import Efficiency, HwCoeffs, experts_touched, kv_positions
+from tokenomy.core.roofline import Efficiency, HwCoeffs, kv_positions
 from tokenomy.parallel import collectives as col
 from tokenomy.parallel.pipeline import rack_hop_ratio
 from tokenomy.parallel.topology import Topology
@@ -131,7 +131,10 @@ class PlanResult:
 def evaluate(shape: ModelShape, topo: Topology, hw: HwCoeffs, plans: Plans, batch, context, len_pass=1, *,
              weight_bytes_per_param=None, kv_bytes_per_elem=2.0, act_bytes_per_elem=2.0,
              eff: Efficiency = Efficiency(), hop_latency_s=None) -> PlanResult:
-    """Evaluate ``plans`` (arrays broadcast against batch, context, len_pass) on ``topo``; see module doc."""
+    """Evaluate ``plans`` (arrays broadcast against batch, context, len_pass) on ``topo``; see module doc.
+
+    Everything that depends on the plan alone (splits, collective alpha/beta terms) is computed on the plans'
+    own shape first, so the plan x batch grid costs a few dozen array operations per point."""
     m, f64 = shape.coeffs, np.float64
     tp, ep, pp, dp = (np.asarray(x, dtype=f64) for x in (plans.tp, plans.ep, plans.pp, plans.dp))
     B, C, S = (np.asarray(x, dtype=f64) for x in (batch, context, len_pass))
@@ -141,81 +144,87 @@ def evaluate(shape: ModelShape, topo: Topology, hw: HwCoeffs, plans: Plans, batc
     wd, we, wx = ((m.dense_w, m.embed_w, m.expert_w) if weight_bytes_per_param is None
                   else (weight_bytes_per_param,) * 3)
     L, D, ab, kvb = float(shape.num_layers), float(shape.hidden_size), act_bytes_per_elem, kv_bytes_per_elem
+    moe, k = float(m.moe_layers), float(m.experts_per_tok)
+
+    # plan-shaped: splits, stage share, collective terms
     g, n = tp * ep, tp * ep * pp * dp
     f = np.maximum(np.ceil(L / pp), 1.0) / L  # largest stage's share of the layers
-    b = B / (dp * M)
-    T = b * S
-    ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)  # attention replicas that hold a sequence
     a = np.where(ad, tp, g)  # attention tensor-parallel group
-    b_a = b / ep_eff
     kvs = np.minimum(a, shape.kv_heads)
-    kv_split = ep_eff * np.where(kvb_mode, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs)
-    dense_split = a * ep_eff  # chips sharing the attention/dense work
+    ar = col.all_reduce_cost(topo, a)
+    n_ar = f * (L + (moe if shape.parallel_block else L))  # attention (+ MLP unless fused) reductions per stage
+    (qa1, qb1), (qa2, qb2) = col.all_to_all_cost(topo, a).pieces
+    (ea1, eb1), (ea2, eb2) = col.all_to_all_cost(topo, ep, stride=tp).pieces
+    on_q, on_e = np.where(kvb_mode, f * L, 0.0), np.where(ad, 2.0 * f * moe, 0.0)
+    q_bytes = 2.0 * shape.num_heads * shape.head_dim * ab / a  # per attention token: Q in, output back
+    e_bytes = k * D * ab / g  # per micro-batch token: its k copies, spread over the stage
+    crosses = pp * g > topo.domain_size
+    up, out = topo.scale_up, topo.scale_out
+    hop_a = np.where(crosses, out.latency_s, up.latency_s) if hop_latency_s is None else float(hop_latency_s)
+    hop_a = np.where(pp > 1, hop_a, 0.0)
+    hop_b = np.where(pp > 1, D * ab / g / np.where(crosses, out.bytes_per_s, up.bytes_per_s), 0.0)
+    w_chip = f * ((m.capacity_dense_params * wd + m.capacity_embed_params * we) / a + m.capacity_expert_params * wx / g)
+    w_read = f * (m.dense_params * wd + m.head_params * we) / a
+    E = float(m.num_experts)
+    struct = np.select([(ep > 1) & (moe == 0), np.mod(E, ep) != 0, np.mod(shape.num_heads, a) != 0, pp > L],
+                       [1, 2, 3, 4], 0)
 
-    # compute and HBM traffic per chip, one stage, one micro-batch
+    # context-shaped: FLOPs and KV per token and sequence
     decode = S <= 1.0
     c_avg = C - (S - 1.0) / 2.0
     attn_tok = (np.where(decode, m.score_global_decode, m.score_global_prefill) * c_avg
                 + np.where(decode, m.score_local_decode, m.score_local_prefill) * np.minimum(c_avg, m.window))
     dense_ftok = shape.dense_flops_per_token + attn_tok
     exp_ftok = m.matmul_flops_per_token - shape.dense_flops_per_token
-    flops_chip = T * f * (dense_ftok / dense_split + exp_ftok / g)
-    compute_s = flops_chip / (hw.peak_flops_per_s * eff.flops_fraction)
     kv_pos = kv_positions(m, C, C) * kvb
-    w_read = (m.dense_params * wd + m.head_params * we) / a
-    if m.moe_layers:
-        w_read = w_read + m.moe_layers * experts_touched(T, m.num_experts, m.experts_per_tok) * m.expert_params * wx / g
-    kv_rw = (b * kv_pos + T * (m.kv_global + m.kv_local) * kvb) / kv_split
-    mem_bytes = f * (w_read + kv_rw + T * m.act_elems_per_token * ab / g)
+    kv_seq = kv_pos + S * (m.kv_global + m.kv_local) * kvb  # read + written per sequence per pass
+
+    # the grid: per stage and micro-batch of b sequences (T tokens)
+    b = B / (dp * M)
+    T = b * S
+    ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)  # attention replicas that hold a sequence
+    kv_split = ep_eff * np.where(kvb_mode, np.maximum(kvs, np.minimum(a, np.maximum(b / ep_eff, 1.0))), kvs)
+    compute_s = T * (f * dense_ftok / a / ep_eff + f * exp_ftok / g) / (hw.peak_flops_per_s * eff.flops_fraction)
+    mem_bytes = w_read + b * (f * kv_seq) / kv_split + T * (f * m.act_elems_per_token * ab / g)
+    if moe:  # distinct experts read: E·(1 - (1 - k/E)^T)
+        mem_bytes = mem_bytes + (f * moe * E * m.expert_params * wx / g) * -np.expm1(T * np.log1p(-k / E))
     memory_s = mem_bytes / (hw.hbm_bytes_per_s * eff.hbm_fraction)
-
-    # communication per stage and micro-batch
     tok_a = T / ep_eff
-    n_ar = f * (L + (m.moe_layers if shape.parallel_block else L))
-    tp_comm = n_ar * col.all_reduce(topo, a, tok_a * D * ab)
-    qkv = 2.0 * tok_a * shape.num_heads * shape.head_dim * ab / a  # Q in, attention out, re-sharded by sequence
-    tp_comm = tp_comm + np.where(kvb_mode, f * L * col.all_to_all(topo, a, qkv), 0.0)
-    ep_comm = 0.0
-    if m.moe_layers:
-        ep_comm = np.where(ad, 2.0 * f * m.moe_layers * col.all_to_all(topo, ep, T * m.experts_per_tok * D * ab / g,
-                                                                       stride=tp), 0.0)
-    comms_s = tp_comm + ep_comm
-    stage_s = np.maximum(compute_s, memory_s) + comms_s + eff.overhead_s
-    crosses = pp * g > topo.domain_size
-    hop_s = np.where(pp > 1, col.p2p(topo, T * D * ab / g, crosses, hop_latency_s), 0.0)
-    hops = np.where(pp > 1, np.where(decode, pp, pp - 1.0), 0.0)
-    period = np.where(decode, np.maximum(M * stage_s, pp * stage_s + hops * hop_s),
-                      (M + pp - 1.0) * stage_s + hops * hop_s)
-
-    # memory per chip (resident)
-    w_chip = f * ((m.capacity_dense_params * wd + m.capacity_embed_params * we) / a
-                  + m.capacity_expert_params * wx / g)
-    kv_chip = f * (B / dp) * kv_pos / kv_split
-    act_chip = T * m.act_peak_elems_per_token * ab / g
+    tp_comm = n_ar * ar(tok_a * D * ab)
+    x = tok_a * q_bytes
+    tp_comm = tp_comm + on_q * np.maximum(qa1 + qb1 * x, qa2 + qb2 * x)
+    x = T * e_bytes
+    ep_comm = on_e * np.maximum(ea1 + eb1 * x, ea2 + eb2 * x)
+    kv_chip = (f * B / dp) * kv_pos / kv_split
+    act_chip = T * (m.act_peak_elems_per_token * ab / g)
     mem_chip = w_chip + kv_chip + act_chip
     hbm = hw.hbm_bytes * eff.hbm_usable_fraction
-    E = float(m.num_experts)
-    reason = np.select(
-        [(ep > 1) & (m.moe_layers == 0), np.mod(E, ep) != 0, np.mod(shape.num_heads, a) != 0, pp > L, b < 1.0,
-         decode & (M < pp), mem_chip > hbm],
-        [1, 2, 3, 4, 5, 6, 7], 0)
-    ok = reason == 0
-    nan = np.nan
-    rate = np.where(ok, B * S / period, nan)
+    reason = np.where(struct != 0, struct, np.where(b < 1.0, 5, np.where(decode & (M < pp), 6,
+                                                                         np.where(mem_chip > hbm, 7, 0))))
+    nan = np.where(reason == 0, 0.0, np.nan)  # added to every time: NaN where invalid or not fitting
+    compute_s, memory_s, tp_comm, ep_comm = compute_s + nan, memory_s + nan, tp_comm + nan, ep_comm + nan
+    comms_s = tp_comm + ep_comm
+    stage_s = np.maximum(compute_s, memory_s) + comms_s + eff.overhead_s
+    hop_s = hop_a + hop_b * T + nan
+    hops = np.where(pp > 1, np.where(decode, pp, pp - 1.0), 0.0)
+    hop_total = hops * hop_s
+    period = np.where(decode, np.maximum(M * stage_s, pp * stage_s + hop_total), (M + pp - 1.0) * stage_s + hop_total)
     flops = B * S * (dense_ftok + exp_ftok)
-    hop_share = hops * hop_s / pp
-    bound = np.argmax(np.stack(np.broadcast_arrays(compute_s, memory_s, comms_s, eff.overhead_s, hop_share)), axis=0)
-    ratio = rack_hop_ratio(m.experts_per_tok, np.ceil(f * m.moe_layers), topo.scale_up.bytes_per_s,
-                           topo.scale_out.bytes_per_s)
-    w = lambda x: np.where(ok, x, nan)  # noqa: E731
+    rate = B * S / period
+    bound = np.where(compute_s >= memory_s, 0, 1)
+    top = np.maximum(compute_s, memory_s)
+    for i, t in ((2, comms_s), (3, eff.overhead_s), (4, hop_total / pp)):
+        bound = np.where(t > top, i, bound)
+        top = np.maximum(top, t)
     return PlanResult(
-        chips=n, batch=B, context=C, len_pass=S, micro_batch=b, flops=flops, compute_s=w(compute_s),
-        memory_s=w(memory_s), tp_comm_s=w(tp_comm), ep_comm_s=w(ep_comm), comms_s=w(comms_s),
-        overhead_s=w(np.broadcast_to(eff.overhead_s, np.shape(stage_s))), stage_s=w(stage_s), hop_s=w(hop_s),
-        hops=hops, step_s=w(period), tokens_per_s=rate, tokens_per_s_per_chip=rate / n,
-        tokens_per_s_per_user=np.where(ok, S / period, nan), mfu=w(flops / (period * n * hw.peak_flops_per_s)),
-        weight_bytes_per_chip=w_chip, kv_bytes_per_chip=kv_chip, act_bytes_per_chip=act_chip,
-        memory_per_chip_bytes=mem_chip, hbm_bytes=hbm, rack_hop_ratio=ratio, bound=bound, reason=reason)
+        chips=n, batch=B, context=C, len_pass=S, micro_batch=b, flops=flops, compute_s=compute_s,
+        memory_s=memory_s, tp_comm_s=tp_comm, ep_comm_s=ep_comm, comms_s=comms_s,
+        overhead_s=eff.overhead_s + nan, stage_s=stage_s, hop_s=hop_s, hops=hops, step_s=period, tokens_per_s=rate,
+        tokens_per_s_per_chip=rate / n, tokens_per_s_per_user=S / period,
+        mfu=flops / (period * n * hw.peak_flops_per_s), weight_bytes_per_chip=w_chip, kv_bytes_per_chip=kv_chip,
+        act_bytes_per_chip=act_chip, memory_per_chip_bytes=mem_chip, hbm_bytes=hbm,
+        rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s), bound=bound,
+        reason=reason)
 
 
 def at(x, i: int) -> float:

@@ -105,6 +105,14 @@ def pareto(per_chip: np.ndarray, per_user: np.ndarray, mask: np.ndarray) -> np.n
     if idx.size == 0:
         return idx
     x, y = per_chip.ravel()[idx], per_user.ravel()[idx]
+    if idx.size > 4096:  # drop, in O(n), points beaten on x by a point in a strictly higher bin of log(y)
+        lb = np.floor(np.log2(y) * 16.0)
+        lb = (lb - lb.min()).astype(np.int64)
+        best = np.full(int(lb.max()) + 2, -np.inf)
+        np.maximum.at(best, lb, x)
+        above = np.maximum.accumulate(best[::-1])[::-1][1:]  # max x over the bins above each bin
+        keep = x >= above[lb]
+        idx, x, y = idx[keep], x[keep], y[keep]
     order = np.lexsort((-x, -y))
     x_sorted = x[order]
     prev_best = np.concatenate([[-np.inf], np.maximum.accumulate(x_sorted)[:-1]])
