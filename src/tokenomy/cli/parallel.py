@@ -9,7 +9,7 @@ import typer
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.foundation import CSV, JSON, _dtype
+from tokenomy.cli.foundation import CSV, EXPLAIN, JSON, _dtype
 from tokenomy.cli.render import emit, explain
 from tokenomy.core.inference import compute_dtype_for, hw_coeffs
 from tokenomy.core.roofline import Efficiency
@@ -97,11 +97,12 @@ def plan_cmd(model: str = typer.Option(..., "--model", help="Catalog name, confi
              hop_latency: float = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link)."),
              torus: str = typer.Option(None, "--torus", help="TPU ICI torus shape of the domain, e.g. 4x4x4."),
              top: int = typer.Option(0, "--top", help="Show only this many front points (0: all)."),
-             as_json: bool = JSON, as_csv: bool = CSV,
-             show: bool = typer.Option(False, "--explain", help="Derive the best plan step by step.")) -> None:
+             as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """Search every tp x ep x pp x dp layout and batch; print the Pareto front of tokens/s per chip vs per user.
 
     Example: tokenomy plan --model deepseek-v3 --hardware gb200-nvl72 --chips 288 --min-tokens-per-user 20
+
+    --explain derives the best plan (most tokens/s per chip on the front) step by step.
     """
     for name, v in (("chips", chips), ("context", context), ("max-ttft", max_ttft), ("hop-latency", hop_latency)):
         _positive(name, v)
