@@ -85,6 +85,7 @@ def test_rl_json():
     (("train", "--model", "llama-3.1-70b", "--mfu", "1.5"), "--mfu"),
     (("train", "--model", "llama-3.1-70b", "--global-batch", "abc"), "--global-batch"),
     (("train", "--model", "nope-1b"), "unknown model"),
+    (("train", "--model", "llama-3.1-8b", "--ep-overlap", "2"), "ep_overlap"),
     (("train",), "--model"),
     (("train", "--published", "gpt-5"), "--published"),
     (("lifecycle", "--target-loss", "1.5"), "target_loss"),

@@ -46,7 +46,7 @@ def train_rows(st, run, plan: TrainPlan) -> list[dict]:
                "flops_per_token": g(st.flops.model), "n_active_params": g(st.flops.n_active),
                "model_flops": g(st.model_flops), "hardware_flops": g(st.hardware_flops),
                "compute_s": g(st.compute_s), "bubble_fraction": g(st.bubble_fraction), "bubble_s": g(st.bubble_s),
-               "tp_s": g(st.tp_s), "ep_s": g(st.ep_s), "cp_s": g(st.cp_s), "dp_s": g(st.dp_s), "pp_s": g(st.pp_s),
+               "tp_s": g(st.tp_s), "ep_s": g(st.ep_s), "ep_exposed_s": g(st.ep_exposed_s), "cp_s": g(st.cp_s), "dp_s": g(st.dp_s), "pp_s": g(st.pp_s),
                "comm_s": g(st.comm_s), "comm_exposed_s": g(st.comm_exposed_s),
                "comm_overlapped_s": g(st.comm_s) - g(st.comm_exposed_s) if fits else None,
                "modelled_step_s": g(st.modelled_step_s), "implied_flops_fraction": g(st.implied_flops_fraction),
@@ -76,6 +76,7 @@ def train_cmd(
         pp: int = typer.Option(1, "--pp", help="Pipeline stages."),
         cp: int = typer.Option(1, "--cp", help="Context parallel (ring attention)."),
         ep: int = typer.Option(1, "--ep", help="Expert parallel (ranks drawn from dp*cp)."),
+        ep_overlap: float = typer.Option(0.0, "--ep-overlap", help="Share of compute hiding EP all-to-alls (0-1)."),
         zero: int = typer.Option(1, "--zero", help="ZeRO stage 0-3 (3 = FSDP)."),
         fsdp: bool = typer.Option(False, "--fsdp", help="Shorthand for --zero 3."),
         no_sp: bool = typer.Option(False, "--no-sp", help="Tensor parallel without sequence parallelism."),
@@ -138,7 +139,7 @@ def train_cmd(
     if dp < 1:
         raise UsageError(f"--dp: must be a positive integer, got {dp}")
     plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
-                     virtual_stages=virtual_stages, recompute=recompute, micro_batch=micro_batch, seq_len=seq_len,
+                     virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, micro_batch=micro_batch, seq_len=seq_len,
                      global_batch=np.array(int_list("global-batch", global_batch)))
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     st = train_step(m, hw, plan, mfu=mfu, flops_fraction=flops_fraction, attention=attention,

@@ -33,8 +33,9 @@ def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
            f"  comms per step: TP {fmt_seconds(g(st.tp_s))}, EP {fmt_seconds(g(st.ep_s))}, "
            f"CP {fmt_seconds(g(st.cp_s))},"
            f" DP {fmt_seconds(g(st.dp_s))}, PP {fmt_seconds(g(st.pp_s))}; exposed {fmt_seconds(g(st.comm_exposed_s))}"
-           f" (TP and EP on the critical path; DP hidden under the last backward, CP under attention)",
-           f"  step_s = (compute + TP + EP + CP_exposed)/(1 - bubble) + DP_exposed + PP_exposed = "
+           f" (TP on the critical path; DP hidden under the last backward, CP under attention, EP under "
+           f"--ep-overlap of the compute)",
+           f"  step_s = (compute + TP + EP_exposed + CP_exposed)/(1 - bubble) + DP_exposed + PP_exposed = "
            f"{fmt_seconds(g(st.modelled_step_s))}; binding term: "
            f"{STEP_TERMS[int(g(st.bound))] if g(st.fits) else '-'}"]
     if st.mfu_given:

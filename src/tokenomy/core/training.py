@@ -8,7 +8,7 @@ gather). Total parameters set the memory and the gradient traffic, never the FLO
 0 ("none": 6N only). Hardware FLOPs add recomputation: selective +1 attention forward, full / reversible
 +1 whole forward (Korthikanti et al. 2022 arXiv 2205.05198 §5).
 Step time (pipeline, Narayanan et al. 2021 arXiv 2104.04473):
-    t_step = (t_compute + t_TP + t_EP + t_CP,exposed) / (1 - bubble) + t_DP,exposed + t_PP,exposed
+    t_step = (t_compute + t_TP + t_EP,exposed + t_CP,exposed) / (1 - bubble) + t_DP,exposed + t_PP,exposed
     t_compute = hardware FLOPs / (chips · peak · flops_fraction);   MFU = model FLOPs / (t_step · chips · peak)
 With ``mfu`` given, t_step = model FLOPs / (chips · peak · mfu) and the modelled terms are shown beside it.
 """
@@ -86,6 +86,7 @@ class TrainPlan:
     micro_batch: object = 1  # sequences per micro-batch
     seq_len: object = 4096
     global_batch: object = 1024  # sequences per optimizer step
+    ep_overlap: object = 0.0  # share of the compute that hides EP all-to-alls (DualPipe-style overlap: 1)
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
@@ -94,6 +95,8 @@ class TrainPlan:
             v = np.asarray(getattr(self, f), dtype=float)
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 1) or np.any(v != np.round(v)):
                 raise ValueError(f"{f}: must be a positive integer, got {getattr(self, f)!r}")
+        if np.any(~((np.asarray(self.ep_overlap, dtype=float) >= 0) & (np.asarray(self.ep_overlap) <= 1))):
+            raise ValueError(f"ep_overlap: must be in [0, 1], got {self.ep_overlap!r}")
 
     @property
     def chips(self):
@@ -140,6 +143,7 @@ class TrainStep:
     bubble_s: object
     tp_s: object
     ep_s: object
+    ep_exposed_s: object
     cp_s: object
     cp_exposed_s: object
     dp_s: object
@@ -195,17 +199,20 @@ def _comms(m: ModelArch, c: ModelCoeffs, topo: Topology, p: TrainPlan, mem: Trai
     dp_s = np.where(zero >= 3, fsdp, ddp)
     # DDP overlaps the last micro-batch's backward; FSDP prefetches its gathers under all the compute.
     dp_hide = np.where(zero >= 3, 1.0, (2 / 3) / mb)  # share of the compute time that hides DP traffic
-    return dict(tp_s=tp_s, ep_s=ep_s, cp_s=cp_s, dp_s=dp_s, dp_hide=dp_hide, pp_s=pp_s, pp_exposed_s=pp_exposed)
+    return dict(tp_s=tp_s, ep_s=ep_s, cp_s=cp_s, dp_s=dp_s, dp_hide=dp_hide, pp_s=pp_s, pp_exposed_s=pp_exposed,
+                ep_overlap=np.clip(np.asarray(p.ep_overlap, dtype=float), 0.0, 1.0))
 
 
 def _timeline(compute_s, cm: dict, att_share, bubble) -> dict:
     """Exposed terms and the step for a given compute time: CP hides under the attention forward, DP under
-    ``dp_hide`` of the compute; TP and EP sit on the critical path; the bubble stretches the pipelined chain."""
+    ``dp_hide`` of the compute, EP under ``ep_overlap`` of it; TP sits on the critical path; the bubble
+    stretches the pipelined chain."""
     cp_x = np.maximum(cm["cp_s"] - att_share * compute_s, 0.0)
     dp_x = np.maximum(cm["dp_s"] - cm["dp_hide"] * compute_s, 0.0)
-    chain = compute_s + cm["tp_s"] + cm["ep_s"] + cp_x
+    ep_x = np.maximum(cm["ep_s"] - cm["ep_overlap"] * compute_s, 0.0)
+    chain = compute_s + cm["tp_s"] + ep_x + cp_x
     bubble_s = chain * bubble / (1 - bubble)
-    return dict(compute_s=compute_s, cp_exposed_s=cp_x, dp_exposed_s=dp_x, bubble_s=bubble_s,
+    return dict(compute_s=compute_s, cp_exposed_s=cp_x, dp_exposed_s=dp_x, ep_exposed_s=ep_x, bubble_s=bubble_s,
                 step_s=chain + bubble_s + dp_x + cm["pp_exposed_s"])
 
 
@@ -250,13 +257,13 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
     implied = (_calibrate(compute_1, cm, att_share, bubble, step_s) if mfu is not None
                else np.full(np.shape(step_s), np.nan))
     comm = cm["tp_s"] + cm["ep_s"] + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
-    exposed = cm["tp_s"] + cm["ep_s"] + cm["cp_exposed_s"] + cm["dp_exposed_s"] + cm["pp_exposed_s"]
-    terms = np.broadcast_arrays(compute_s, bubble_s, cm["tp_s"], cm["ep_s"], cm["cp_exposed_s"],
+    exposed = cm["tp_s"] + cm["ep_exposed_s"] + cm["cp_exposed_s"] + cm["dp_exposed_s"] + cm["pp_exposed_s"]
+    terms = np.broadcast_arrays(compute_s, bubble_s, cm["tp_s"], cm["ep_exposed_s"], cm["cp_exposed_s"],
                                 cm["dp_exposed_s"], cm["pp_exposed_s"])
     fits = mem.fits
     nan = lambda x: np.where(fits, x, np.nan)  # noqa: E731  (never a number for a plan that does not fit)
     return TrainStep(chips, tokens, mb, fl, model_flops, hw_flops, peak, nan(compute_s), bubble, nan(bubble_s),
-                     nan(cm["tp_s"]), nan(cm["ep_s"]), nan(cm["cp_s"]), nan(cm["cp_exposed_s"]), nan(cm["dp_s"]),
+                     nan(cm["tp_s"]), nan(cm["ep_s"]), nan(cm["ep_exposed_s"]), nan(cm["cp_s"]), nan(cm["cp_exposed_s"]), nan(cm["dp_s"]),
                      nan(cm["dp_exposed_s"]), nan(cm["pp_s"]), nan(cm["pp_exposed_s"]), nan(comm), nan(exposed),
                      nan(modelled), nan(implied), nan(step_s), nan(tokens / step_s),
                      nan(model_flops / (step_s * chips * peak)),
