@@ -1,0 +1,99 @@
+"""Read the validation catalog and the fitted efficiency files; the declared train/test split."""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tokenomy.catalog import loader
+from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
+                                        ValidationFile)
+
+CATALOG = Path(loader.__file__).parent
+CASES_DIR = CATALOG / "validation"
+EFF_DIR = CATALOG / "efficiency"
+SPLIT_FILE = EFF_DIR / "split.toml"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A case with its source, resolved split and whether its model and chip are in the catalog."""
+
+    case: ServingCase | TrainingCase
+    source: Source
+    split: str  # "train" or "test"
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def kind(self) -> str:
+        return "training" if isinstance(self.case, TrainingCase) else "serving"
+
+    @property
+    def metric(self) -> str:
+        return "train_step_s" if self.kind == "training" else self.case.metric
+
+
+def _read(path: Path, schema):
+    try:
+        return schema.model_validate(tomllib.loads(path.read_text()))
+    except (tomllib.TOMLDecodeError, ValidationError) as e:
+        first = str(e).splitlines()
+        raise loader.CatalogError(f"{path.name}: {' '.join(first[:3])}") from None
+
+
+@lru_cache(maxsize=1)
+def split_rule() -> SplitRule:
+    return _read(SPLIT_FILE, SplitRule)
+
+
+def split_of(case_id: str, rule: SplitRule | None = None) -> str:
+    """sha256 of the case id, first 8 hex digits as an integer, modulo the rule's modulus."""
+    r = rule or split_rule()
+    h = int(hashlib.sha256(case_id.encode()).hexdigest()[:8], 16)
+    return "train" if h % r.modulus < r.train_below else "test"
+
+
+@lru_cache(maxsize=1)
+def validation_files() -> tuple[ValidationFile, ...]:
+    return tuple(_read(p, ValidationFile) for p in sorted(CASES_DIR.glob("*.toml")))
+
+
+def cases(sources: tuple[str, ...] | None = None) -> list[Case]:
+    """Every case (serving and training), optionally only from the named source ids; ids must be unique."""
+    out: list[Case] = []
+    seen: set[str] = set()
+    for f in validation_files():
+        if sources and f.source.id not in sources:
+            continue
+        for c in (*f.serving, *f.training):
+            if c.id in seen:
+                raise loader.CatalogError(f"validation case id {c.id!r} appears twice")
+            seen.add(c.id)
+            out.append(Case(c, f.source, c.split or split_of(c.id)))
+    return out
+
+
+def skipped() -> list[tuple[Source, Skipped]]:
+    return [(f.source, s) for f in validation_files() for s in f.skipped]
+
+
+def efficiency_file(chip: str) -> EfficiencyFile | None:
+    p = EFF_DIR / f"{chip}.toml"
+    return _read(p, EfficiencyFile) if p.is_file() else None
+
+
+@lru_cache(maxsize=64)
+def efficiency_for(chip: str) -> EfficiencyFile:
+    """The chip's fitted terms, else the pooled fit (every chip's training split)."""
+    f = efficiency_file(chip) or efficiency_file("pooled")
+    if f is None:
+        raise loader.CatalogError("catalog/efficiency/pooled.toml is missing; run `tokenomy validate --refit`")
+    return f

@@ -1,0 +1,103 @@
+"""Predict every validation case (roofline bound and calibrated estimate), refit the terms, cross-validate by source."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.validation import calibrate_fit as cf
+from tokenomy.validation import load
+from tokenomy.validation.metrics import optimism, signed_error
+from tokenomy.validation.predict import (TRAIN_FIELDS, Theta, bound_names, gather, predict_serving,
+                                         predict_training)
+from tokenomy.validation.prepare import (METRIC_CODE, Serving, Training, prepare_serving,
+                                         prepare_training)
+from tokenomy.validation.schema import EfficiencyTerms
+from tokenomy.validation.terms import ROOFLINE
+
+METRIC_NAMES = {v: k for k, v in METRIC_CODE.items()}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    cases: list[load.Case]
+    serving: Serving
+    training: Training
+
+
+def prepare(sources: tuple[str, ...] | None = None) -> Prepared:
+    cs = load.cases(sources)
+    return Prepared(cs, prepare_serving(cs), prepare_training(cs))
+
+
+def stored_terms(chips) -> dict[str, EfficiencyTerms]:
+    return {c: load.efficiency_for(c).terms for c in set(chips)}
+
+
+def roofline_theta(s: Serving) -> Theta:
+    """The textbook bound: peak FLOP/s and HBM bandwidth, no communication, no overhead (a lower bound on time
+    for any layout, which a Megatron-style all-reduce term would not be)."""
+    th = gather(s.chip, {c: ROOFLINE for c in set(s.chip)})
+    return dataclasses.replace(th, link_fraction=np.inf)
+
+
+def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[dict]:
+    """One row per case: measured, roofline bound, calibrated estimate, errors, binding term, split."""
+    s, t = p.serving, p.training
+    terms = terms or stored_terms(list(s.chip) + list(t.chip))
+    roof = predict_serving(s, roofline_theta(s))
+    cal = predict_serving(s, gather(s.chip, terms))
+    out = []
+    for i, case in enumerate(s.cases):
+        c = case.case
+        tput = s.metric[i] == METRIC_CODE["throughput_per_chip"]
+        out.append(_row(case, c.model, c.hardware, METRIC_NAMES[int(s.metric[i])], c.scenario, s.measured[i],
+                        roof.value[i], cal.value[i], bool(tput), bound_names([cal.bound[i]])[0],
+                        bool(cal.capacity_limited[i]), float(cal.batch[i])))
+    if t.cases:
+        t_roof = t.roofline_s
+        t_cal = predict_training(t, *([getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS))
+        for i, case in enumerate(t.cases):
+            c = case.case
+            out.append(_row(case, c.model, c.hardware, "train_step_s", "pretraining", t.measured[i], t_roof[i],
+                            t_cal[i], False, "compute", False, float(c.global_batch)))
+    return out
+
+
+def _row(case, model, chip, metric, scenario, measured, roof, cal, tput, bound, cap, batch) -> dict:
+    e_roof = float(optimism(signed_error(roof, measured), tput))
+    e_cal = float(optimism(signed_error(cal, measured), tput))
+    return {"id": case.id, "source": case.source.id, "split": case.split, "chip": chip, "model": model,
+            "metric": metric, "scenario": scenario, "measured": float(measured), "roofline": float(roof),
+            "calibrated": float(cal), "roofline_error": e_roof, "calibrated_error": e_cal, "bound": bound,
+            "capacity_limited": cap, "batch": batch}
+
+
+def refit(p: Prepared, train_ids: set[str] | None = None) -> cf.Fit:
+    return cf.fit_all(p.serving, p.training, train_ids if train_ids is not None else cf.train_ids(p.cases))
+
+
+def in_sample(p: Prepared, fit: cf.Fit) -> dict[str, dict[str, float]]:
+    """Median |error| by metric on the cases each chip was fitted on (and pooled over all)."""
+    rs = [r for r in rows(p, fit.terms) if r["split"] == "train"]
+    out: dict[str, dict[str, float]] = {}
+    for chip in fit.terms:
+        sel = rs if chip == "pooled" else [r for r in rs if r["chip"] == chip]
+        by: dict[str, list[float]] = {}
+        for r in sel:
+            by.setdefault(r["metric"], []).append(abs(r["calibrated_error"]))
+        out[chip] = {m: float(np.nanmedian(v)) for m, v in sorted(by.items())}
+    return out
+
+
+def leave_one_source_out(p: Prepared) -> list[dict]:
+    """For each source: refit on the training split of every other source, predict all of this source's cases."""
+    out = []
+    train = cf.train_ids(p.cases)
+    for src in sorted({c.source.id for c in p.cases}):
+        ids = {i for i in train if next(c for c in p.cases if c.id == i).source.id != src}
+        fit = refit(p, ids)
+        out += [r for r in rows(p, fit.terms) if r["source"] == src]
+    return out

@@ -1,0 +1,170 @@
+"""Pydantic schema of the validation catalog (catalog/validation/*.toml) and of fitted efficiency files
+(catalog/efficiency/*.toml).
+
+A validation file is one published source: ``[source]`` (URL, date, framework), ``[defaults]`` (settings shared by
+its rows), ``serving = [...]`` or ``training = [...]`` (one published measurement per row, every setting needed to
+reproduce it) and ``skipped = [...]`` (rows of the source that were not used, and why). Values are SI: seconds,
+tokens/s per chip.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+AS_OF = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+SCENARIOS = ("static_batch", "prefill", "decode", "concurrency", "request_rate", "max_throughput")
+SERVING_METRICS = ("tpot_s", "ttft_s", "latency_s", "throughput_per_chip")
+METRICS = (*SERVING_METRICS, "train_step_s")
+Scenario = Literal["static_batch", "prefill", "decode", "concurrency", "request_rate", "max_throughput"]
+Metric = Literal["tpot_s", "ttft_s", "latency_s", "throughput_per_chip"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Strict):
+    id: str
+    title: str
+    url: str
+    as_of: str
+    kind: str
+    framework: str
+    note: str = ""
+
+    @field_validator("as_of")
+    @classmethod
+    def _date(cls, v: str) -> str:
+        if not AS_OF.match(v):
+            raise ValueError("as_of must be YYYY, YYYY-MM or YYYY-MM-DD")
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not v.startswith("https://"):
+            raise ValueError("url must be an https:// address")
+        return v
+
+
+class Skipped(_Strict):
+    what: str
+    why: str
+
+
+class ServingCase(_Strict):
+    """One published serving measurement. ``value`` is in the metric's SI unit (s, or output tokens/s per chip)."""
+
+    id: str
+    model: str
+    hardware: str
+    chips: int = Field(gt=0)  # chips serving one model instance
+    tp: int = Field(gt=0)
+    weight_dtype: str
+    kv_dtype: str
+    scenario: Scenario
+    metric: Metric
+    isl: int = Field(gt=0)  # input tokens per request
+    osl: int = Field(gt=0)  # output tokens per request
+    batch: int | None = Field(default=None, gt=0)  # static batch / decode batch
+    concurrency: int | None = Field(default=None, gt=0)  # closed-loop clients
+    request_rate: float | None = Field(default=None, gt=0)  # requests/s, Poisson
+    max_batch: int | None = Field(default=None, gt=0)  # scheduler cap when published
+    kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
+    value: float = Field(gt=0)
+    published: str  # the cell(s) as published
+    split: Literal["train", "test"] | None = None  # explicit override of the declared split rule
+
+    @model_validator(mode="after")
+    def _scenario_inputs(self) -> "ServingCase":
+        need = {"static_batch": "batch", "prefill": "batch", "decode": "batch", "concurrency": "concurrency",
+                "request_rate": "request_rate"}.get(self.scenario)
+        if need and getattr(self, need) is None:
+            raise ValueError(f"case {self.id}: scenario {self.scenario} needs '{need}'")
+        if self.chips % self.tp:
+            raise ValueError(f"case {self.id}: chips must be a multiple of tp")
+        return self
+
+
+class TrainingCase(_Strict):
+    """One published pre-training throughput; the metric is the step time GBS·seq / (tokens/s/chip · chips)."""
+
+    id: str
+    model: str
+    hardware: str
+    chips: int = Field(gt=0)
+    precision: str
+    global_batch: int = Field(gt=0)  # sequences per optimizer step
+    micro_batch: int = Field(gt=0)
+    seq_len: int = Field(gt=0)
+    tp: int = Field(default=1, gt=0)
+    pp: int = Field(default=1, gt=0)
+    cp: int = Field(default=1, gt=0)
+    vp: int = Field(default=1, gt=0)  # virtual pipeline stages per rank
+    ep: int = Field(default=1, gt=0)
+    fsdp: bool = False
+    grad_accum: int = Field(default=1, gt=0)  # micro-batches per pipeline per step
+    tokens_per_s_per_chip: float = Field(gt=0)
+    published: str
+    split: Literal["train", "test"] | None = None
+
+    @property
+    def value(self) -> float:
+        return self.global_batch * self.seq_len / (self.tokens_per_s_per_chip * self.chips)
+
+
+class ValidationFile(_Strict):
+    source: Source
+    defaults: dict = Field(default_factory=dict)
+    serving: list[ServingCase] = Field(default_factory=list)
+    training: list[TrainingCase] = Field(default_factory=list)
+    skipped: list[Skipped] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_defaults(cls, data: dict) -> dict:
+        d = dict(data.get("defaults", {}))
+        out = dict(data)
+        for kind in ("serving", "training"):
+            out[kind] = [{**d, **row} for row in data.get(kind, [])]
+        return out
+
+
+class EfficiencyTerms(_Strict):
+    """Named gap terms between the roofline and a real system, per chip (see tokenomy.validation.terms)."""
+
+    flops_fraction_max: float = Field(gt=0, le=1)  # achievable share of peak FLOP/s for large GEMMs
+    gemm_half_tokens: float = Field(ge=0)  # GEMM rows (tokens) at which half of flops_fraction_max is reached
+    hbm_fraction: float = Field(gt=0, le=1)  # achievable share of HBM bandwidth
+    step_overhead_s: float = Field(ge=0)  # fixed per forward step (launches, scheduling, sampling)
+    allreduce_latency_s: float = Field(ge=0)  # per ring hop of a tensor-parallel all-reduce (scale-up level)
+    link_fraction: float = Field(gt=0, le=1)  # achievable share of scale-up bandwidth in all-reduce
+    request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry)
+    train_flops_fraction: float = Field(gt=0, le=1)  # achievable share of peak for pre-training GEMMs
+    train_other_dense: float = Field(ge=0)  # non-GEMM time (norms, attention softmax, exposed comms, optimizer)
+    #                                        per unit of bf16-peak GEMM time, dense models; precision-independent
+    train_other_moe: float = Field(ge=0)  # the same for MoE models (adds token dispatch, imbalance, small GEMMs)
+
+
+class EfficiencyFile(_Strict):
+    chip: str  # chip name, or "pooled" for the fallback fitted on every chip
+    fitted: str  # date of the fit
+    split_rule: str
+    terms: EfficiencyTerms
+    fitted_on: list[str]  # case ids of the training split used
+    n_fitted: int
+    in_sample: dict[str, float] = Field(default_factory=dict)  # median |error| by metric on fitted_on
+    note: str = ""
+
+
+class SplitRule(_Strict):
+    """The declared train/test split: a case is in the fit set when hash(key) % modulus < train_below."""
+
+    rule: str
+    key: Literal["id"]
+    modulus: int = Field(gt=1)
+    train_below: int = Field(gt=0)
+    note: str = ""

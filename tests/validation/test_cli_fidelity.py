@@ -1,0 +1,53 @@
+"""tokenomy validate / calibrate through the CLI (a subset of sources keeps it fast)."""
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from tokenomy.cli import commands  # noqa: F401
+from tokenomy.cli.app import app
+
+RUN = CliRunner()
+
+
+def test_validate_subset_json():
+    r = RUN.invoke(app, ["validate", "--source", "pope2022-esti", "--source", "nim-1.8-llama33-70b", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["cases"] == 36
+    assert all(math.isfinite(row["median_abs_error"]) for row in out["held_out"])
+    assert out["headline_decode_time_per_token"]["cases"] > 0
+
+
+def test_validate_writes_the_report(tmp_path):
+    path = tmp_path / "validation.md"
+    r = RUN.invoke(app, ["validate", "--source", "rocm-vllm-0.10-mi300x", "--write", str(path)])
+    assert r.exit_code == 0, r.output
+    text = path.read_text()
+    assert "## Headline" in text and "held-out" in text and "mi300x" in text
+
+
+def test_validate_bad_grouping_is_one_line_exit_2():
+    r = RUN.invoke(app, ["validate", "--by", "colour"])
+    assert r.exit_code == 2 and r.output.strip().count("\n") == 0 and "--by" in r.output
+
+
+def test_validate_unknown_source():
+    r = RUN.invoke(app, ["validate", "--source", "nope"])
+    assert r.exit_code == 2 and "allowed" in r.output
+
+
+@pytest.mark.torch
+def test_calibrate_measures_and_predicts_on_cpu():
+    pytest.importorskip("torch")
+    r = RUN.invoke(app, ["calibrate", "--layers", "1", "--divisor", "8", "--vocab", "512", "--batch", "1,2,4",
+                         "--context", "16,32", "--steps", "2", "--matmul-size", "128", "--copy-mb", "8",
+                         "--device", "cpu", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["machine"]["matmul_flops_per_s"] > 0 and out["machine"]["copy_bytes_per_s"] > 0
+    assert len(out["points"]) == 6
+    for p in out["points"]:
+        assert p["measured_s"] > 0 and p["roofline_s"] > 0 and math.isfinite(p["error"])
