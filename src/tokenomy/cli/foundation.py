@@ -176,7 +176,9 @@ _pass_command("prefill")
 
 @app.command("demo")
 @guarded
-def demo_cmd() -> None:
-    """The main job on embedded defaults: a decode batch sweep of DeepSeek-V3 on a GB200 NVL72 rack."""
-    run_pass_cmd("decode", "deepseek-v3", "gb200-nvl72", None, "1..8192", "8192", None, "fp4", "fp8",
-                 1.0, 1.0, 0.0, False, False, False)
+def demo_cmd(out: str = typer.Option("out/report.html", "--out", help="Where to write the HTML report.")) -> None:
+    """The main job on embedded defaults: the lecture's claims L1-L28 regenerated, re-asked on today's hardware
+    (DeepSeek-V3 on GB200 NVL72 and 8 x H200), and an HTML report with plots."""
+    from tokenomy.cli.serving_econ import demo
+
+    demo(out)

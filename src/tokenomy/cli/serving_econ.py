@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import typer
+from rich.markup import escape
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
@@ -221,9 +222,12 @@ def lecture_cmd(real: bool = typer.Option(False, "--real", help="JSON/CSV: the r
     if as_csv:
         emit([{k: v for k, v in c.items() if k != "inputs"} for c in claims], as_json=False, as_csv=True)
         return
-    emit(claims, as_json=False, as_csv=False, title="lecture.md §4.1: claims regenerated from their stated inputs",
+    shown = [{**c, "lecture_value": _short(c["lecture_value"]), "computed_value": _short(c["computed_value"])}
+             for c in claims]
+    emit(shown, as_json=False, as_csv=False, title="lecture.md §4.1: claims regenerated from their stated inputs",
          columns=("id", "claim", "lecture_value", "computed_value", "tolerance", "ok"))
     print(f"{sum(c['ok'] for c in claims)}/{len(claims)} within the lecture's tolerance")
+    explain(escape(f"{c['id']}: {c['note']}") for c in claims if c["note"] and (not c["ok"] or c["id"] in NOTED))
     if show_explain:
         explain([f"{c['id']}: {c['formula']}; inputs {c['inputs']}" + (f"\n    {c['note']}" if c["note"] else "")
                  for c in claims])
@@ -232,4 +236,22 @@ def lecture_cmd(real: bool = typer.Option(False, "--real", help="JSON/CSV: the r
     emit([r.as_dict() for r in rr], as_json=False, as_csv=False, title="the same claims on today's hardware",
          columns=("id", "quantity", "setting", "lecture_value", "real_value", "ratio", "agrees"))
     explain(["[bold]Closing note: where today's hardware disagrees with the lecture[/bold]",
-             *("  " + line for line in closing_note(rr))])
+             *("  " + escape(line) for line in closing_note(rr))])
+
+
+NOTED = ("L1", "L4", "L14", "L22")  # claims whose note the table prints (context the lecture gives)
+
+
+def _short(v):
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_short(x) for x in v)
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def demo(out: str = "out/report.html") -> None:
+    """``tokenomy demo``: the lecture table (claims, seed corrections, real hardware, closing note), then the report."""
+    from tokenomy.report import write_report
+
+    lecture_cmd(real=False, ids=None, as_json=False, as_csv=False, show_explain=False)
+    path = write_report(out)
+    print(f"report written to {path.resolve()}")

@@ -183,3 +183,12 @@ def remat_usd(sv, prefix_tokens: float, batch: float = 1.0) -> float:
         raise ValueError(f"prefix_tokens: a prefill of {prefix_tokens:g} tokens x batch {batch:g} does not fit on "
                          f"{sv.label()}")
     return float(np.ravel(t.usd_per_mtok)[0]) * float(prefix_tokens) / 1e6
+
+
+def cost_curves(prefix_bytes, tiers: list[Tier], remat_usd: float, hold_s=None, gpu_usd_per_s=0.0,
+                stall=0.0) -> dict:
+    """Total cost per tier over hold times (for plots.serving.tier_costs_vs_hold)."""
+    h = np.geomspace(1e-3, 30 * 86400.0, 120) if hold_s is None else np.asarray(hold_s, float)
+    c = tier_costs(prefix_bytes, h, tiers, gpu_usd_per_s, stall)
+    return {"hold_s": h.tolist(), "tiers": {t.name: c[i].tolist() for i, t in enumerate(tiers)},
+            "remat_usd": float(remat_usd)}

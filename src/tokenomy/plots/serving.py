@@ -1,0 +1,111 @@
+"""Serving-economics figures as plain plotly figure dicts ({"data", "layout"}), built from the rows the econ
+functions and CLI return. No computation beyond unit scaling; no plotly import (plotly.js and
+``plotly.io.to_json(fig)`` both take these dicts), so the CLI never loads plotly.
+
+    batch rows (econ.batch.batch_rows)            -> latency_vs_batch, cost_vs_batch
+    schedule rows (econ.latency.schedule_rows)    -> pareto
+    context rows (econ.context.context_rows)      -> mfu_vs_context
+    cost curves (econ.kv_tiers.cost_curves)       -> tier_costs_vs_hold
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+from tokenomy.plots.style import LAYOUT
+
+LOG = {"type": "log"}
+
+
+def _layout(title: str, x: str, y: str, *, xlog=True, ylog=True, **extra) -> dict:
+    lay = copy.deepcopy(LAYOUT)
+    lay.update(title={"text": title}, xaxis={"title": {"text": x}, **(LOG if xlog else {})},
+               yaxis={"title": {"text": y}, **(LOG if ylog else {})}, **extra)
+    return lay
+
+
+def _line(x, y, name, **kw) -> dict:
+    return {"type": "scatter", "mode": "lines+markers", "x": list(x), "y": list(y), "name": name, **kw}
+
+
+def _vline(x, text, color="#888") -> tuple[dict, dict]:
+    """A dotted vertical line on a log x axis (shapes take data units there, annotations log10 units)."""
+    shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+             "line": {"dash": "dot", "color": color}}
+    note = {"x": math.log10(x), "xref": "x", "y": 0.98, "yref": "paper", "text": text, "showarrow": False, "yanchor": "top",
+            "xanchor": "right", "textangle": -90, "font": {"size": 10, "color": color}}
+    return shape, note
+
+
+def _marks(marks: dict | None) -> dict:
+    """Vertical dotted lines at named x positions on a log x axis (e.g. {"balance B*": 5725}); None skipped."""
+    pairs = [_vline(x, name) for name, x in (marks or {}).items() if x]
+    return {"shapes": [p[0] for p in pairs], "annotations": [p[1] for p in pairs]}
+
+
+def latency_vs_batch(rows: list[dict], title: str = "Step time vs batch", marks: dict | None = None) -> dict:
+    """The lecture's latency graph: compute rises linearly, weight fetch is flat, KV fetch rises; step = max."""
+    ok = [r for r in rows if r.get("step_s") is not None]
+    b = [r["batch"] for r in ok]
+    ms = lambda key: [1e3 * r[key] for r in ok]  # noqa: E731
+    data = [_line(b, ms("step_s"), "step", line={"width": 3}),
+            _line(b, ms("compute_s"), "compute", line={"dash": "dash"}),
+            _line(b, ms("weights_s"), "weight fetch", line={"dash": "dash"}),
+            _line(b, ms("kv_s"), "KV fetch", line={"dash": "dash"})]
+    return {"data": data, "layout": _layout(title, "batch (sequences)", "ms per step", **_marks(marks))}
+
+
+def cost_vs_batch(rows: list[dict], title: str = "Cost per token vs batch", marks: dict | None = None) -> dict:
+    """The lecture's cost graph: $ per M tokens at each batch, falling until memory binds (points that do not
+    fit are left out)."""
+    ok = [r for r in rows if r.get("usd_per_mtok") is not None]
+    data = [_line([r["batch"] for r in ok], [r["usd_per_mtok"] for r in ok], "$ / M output tokens",
+                  line={"width": 3}),
+            _line([r["batch"] for r in ok], [r["mfu"] for r in ok], "MFU", yaxis="y2", line={"dash": "dot"})]
+    lay = _layout(title, "batch (sequences)", "$ per million tokens", **_marks(marks))
+    lay["yaxis2"] = {"title": {"text": "MFU"}, "type": "linear", "overlaying": "y", "side": "right", "range": [0, 1],
+                     "tickmode": "linear", "tick0": 0, "dtick": 0.2,
+                     "showgrid": False}
+    return {"data": data, "layout": lay}
+
+
+def pareto(rows: list[dict], title: str = "Tokens/s per user vs per chip") -> dict:
+    """One point per batch (labelled), with the Pareto-optimal ones joined."""
+    ok = [r for r in rows if r.get("tokens_per_s_per_user") is not None]
+    front = sorted((r for r in ok if r.get("pareto", True)), key=lambda r: r["tokens_per_s_per_user"])
+    data = [{"type": "scatter", "mode": "markers+text", "name": "batch", "x": [r["tokens_per_s_per_user"] for r in ok],
+             "y": [r["tokens_per_s_per_chip"] for r in ok], "text": [str(r["batch"]) for r in ok],
+             "textposition": "top right"},
+            _line([r["tokens_per_s_per_user"] for r in front], [r["tokens_per_s_per_chip"] for r in front],
+                  "Pareto front", mode="lines")]
+    return {"data": data, "layout": _layout(title, "tokens/s per user", "tokens/s per chip")}
+
+
+def mfu_vs_context(rows: list[dict], title: str = "MFU vs context", summary: dict | None = None) -> dict:
+    """MFU over context at one batch; the Goldilocks zone shaded and the crossovers marked when ``summary``
+    (econ.context.ContextSummary.as_dict()) is given."""
+    ok = [r for r in rows if r.get("mfu") is not None]
+    data = [_line([r["context"] for r in ok], [r["mfu"] for r in ok], "MFU", line={"width": 3})]
+    s = summary or {}
+    extra = _marks({"crossover (this batch)": s.get("crossover_at_batch"),
+                    "crossover (large batch)": s.get("crossover_large_batch")})
+    ctx = [r["context"] for r in rows]
+    if s.get("goldilocks_lo") and s.get("goldilocks_hi") and ctx:
+        extra["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": max(s["goldilocks_lo"], min(ctx)),
+                                "x1": min(s["goldilocks_hi"], max(ctx)), "y0": 0, "y1": 1, "fillcolor": "#2ca02c", "opacity": 0.1,
+                                "line": {"width": 0}})
+    lay = _layout(title, "context (tokens)", "MFU", ylog=False, **extra)
+    lay["yaxis"]["range"] = [0, 1.05]
+    return {"data": data, "layout": lay}
+
+
+def tier_costs_vs_hold(curves: dict, title: str = "Holding a cached prefix: cost vs hold time") -> dict:
+    """One line per tier (hold + retrieve), the flat rematerialisation cost, and the lecture's 5-min/1-h marks.
+    ``curves``: {"hold_s": [...], "tiers": {name: [usd, ...]}, "remat_usd": float} (econ.kv_tiers.cost_curves)."""
+    h = curves["hold_s"]
+    data = [_line(h, ys, name, mode="lines") for name, ys in curves["tiers"].items()]
+    data.append(_line(h, [curves["remat_usd"]] * len(h), "rematerialise (prefill)", mode="lines",
+                      line={"dash": "dash", "color": "#000"}))
+    return {"data": data, "layout": _layout(title, "hold time (s)", "$ per prefix",
+                                            **_marks({"5 min": 300, "1 h": 3600}))}
