@@ -119,3 +119,11 @@ def test_entry_point_subprocess():
     bad = subprocess.run([str(BIN), "cache", *DS, "--prefix-tokens", "abc"], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_nothing_fits_is_said():
+    r = run("batch", "--model", "llama-3.1-405b", "--hardware", "h100-sxm", "--batch", "4")
+    assert r.exit_code == 0 and "nothing fits" in r.stdout
+    d = js("batch", "--model", "llama-3.1-405b", "--hardware", "h100-sxm", "--batch", "4")
+    assert d["summary"]["max_batch_fit"] == 0 and d["summary"]["operating_batch"] is None
+    assert d["rows"][0]["fits"] is False and d["rows"][0]["usd_per_mtok"] is None

@@ -81,8 +81,11 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
               weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE, flops_fraction: str = FF,
               hbm_fraction: str = HF, overhead_s: str = OH, as_json: bool = JSON, as_csv: bool = CSV,
               show_explain: bool = EXPLAIN) -> None:
-    """Decode cost and speed vs batch: step terms, tokens/s per chip and per user, $/Mtok, MFU, memory fit;
-    balance batches, unbatched penalty, operating point and the largest batch that fits.
+    """Decode cost and speed vs batch: balance batch, unbatched penalty, operating point, fit.
+
+    Per batch: step time and its terms, tokens/s per chip and per user, $/Mtok, MFU, memory per chip and fit.
+    Summary: balance batches (weights only, and with KV), unbatched penalty, the lecture's operating point
+    (2 x balance, capped by memory) and the largest batch that fits.
 
     Example: tokenomy batch --model deepseek-v3 --hardware gb200-nvl72 --kv-dtype fp8
     """
@@ -96,10 +99,14 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
     s = eb.summarize_batch(sv, C).as_dict()
     if show_explain and not (as_json or as_csv):
         explain(batch_explain(sv, s))
+    notes = [] if s["max_batch_fit"] else [
+        f"[red]nothing fits: one sequence at context {C} already needs {fmt_cell('bytes', float(sv.run(1.0, C).step.memory_per_chip_bytes))}"
+        f" per chip on {sv.label()}[/red]"]
     show({"summary": s, "rows": rows}, "rows", as_json=as_json, as_csv=as_csv,
          title=f"batch economics: {sv.label()}, context {C}, ${sv.price}/chip-h",
          columns=("batch", "step_s", "matmul_s", "weights_s", "kv_s", "bound", "tokens_per_s_per_chip",
-                  "tokens_per_s_per_user", "usd_per_mtok", "mfu", "memory_per_chip_bytes", "fits"), summary=s)
+                  "tokens_per_s_per_user", "usd_per_mtok", "mfu", "memory_per_chip_bytes", "fits"), summary=s,
+         notes=notes)
 
 
 def batch_explain(sv: Serving, s: dict) -> list[str]:
@@ -135,8 +142,10 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH, as_json: bool = JSON,
                 as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
-    """The train-departure schedule: HBM drain time per chip generation; with --model, worst-case latency,
-    one unit's throughput, its share of global traffic and the tokens/s-per-user vs per-chip Pareto curve.
+    """Train-departure schedule: HBM drain time per chip, worst-case latency, per-user vs per-chip Pareto.
+
+    Without --model: the drain time (capacity / bandwidth) of every chip. With --model: per batch, the step,
+    worst-case latency (wait + run), one unit's tokens/s, its share of global traffic and the Pareto flag.
 
     Example: tokenomy latency --model deepseek-v3 --hardware hgx-h200-8
     """
@@ -184,9 +193,10 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH, as_json: bool = JSON,
                 as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
-    """Context length: compute/memory crossover (large batch and at --batch), MFU vs context, the Goldilocks zone,
-    attention's quadratic term, sparse attention, the largest context that fits, and the KV bytes/token a price
-    step implies, checked against real architectures.
+    """Context length: compute/memory crossover, MFU vs context, Goldilocks zone, price-step inverse.
+
+    Crossover (large batch and at --batch), attention's quadratic term, sparse attention, the largest context
+    that fits, and the KV bytes/token a price step implies, checked against real architectures.
 
     Example: tokenomy context --model llama-3.1-70b --hardware hgx-h100-8 --batch 64 --kv-dtype fp8
     """

@@ -25,8 +25,10 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH, as_json: bool = JSON,
                 as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
-    """Cost per input token (prefill) vs per output token (decode) and the output/input ratio the roofline predicts,
-    against the 3-5x providers charge and the catalog's price sheets.
+    """Input (prefill) vs output (decode) token cost and the output/input ratio vs published prices.
+
+    The ratio the roofline predicts at each decode batch, against the 3-5x providers charge and the catalog's
+    price sheets.
 
     Example: tokenomy pricing --model deepseek-v3 --hardware hgx-h200-8 --kv-dtype fp8
     """
@@ -68,8 +70,9 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
                   weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                   flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH, as_json: bool = JSON,
                   as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
-    """Speculative decoding / multi-token prediction vs batch (speed-up and cost change in the memory- and
-    compute-bound regimes) and "fast mode": the price multiplier of a speed multiplier.
+    """Speculative decoding / multi-token prediction and "fast mode" (price multiplier of a speed-up).
+
+    Per batch: tokens per step, speed-up and cost change (memory- vs compute-bound), and fast-mode multipliers.
 
     Example: tokenomy speculate --model deepseek-v3 --hardware gb200-nvl72 --draft-tokens 1 --acceptance 0.85
     """
@@ -141,8 +144,10 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
               weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
               flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH, as_json: bool = JSON,
               as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
-    """Where a cached prefix should live: hold + retrieve cost per storage tier vs rematerialising it, the
-    cheapest tier vs hold time with break-even times, and the cache discounts that implies vs published prices.
+    """KV cache tiers: where a cached prefix should live, vs rematerialising it, and implied cache prices.
+
+    Hold + retrieve cost per storage tier, the cheapest tier vs hold time with break-even times, and the
+    cache-hit and write prices that implies, against published prompt-caching prices.
 
     Example: tokenomy cache --model deepseek-v3 --hardware hgx-h200-8 --kv-dtype fp8 --hold 300,3600
     """
@@ -200,7 +205,7 @@ def published_cache_rows() -> list[dict]:
 def lecture_cmd(real: bool = typer.Option(False, "--real", help="JSON/CSV: the real-hardware table instead."),
                 ids: str = typer.Option(None, "--ids", help="Only these claims, e.g. L1,L8."),
                 as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
-    """Every claim of lecture.md §4.1 (L1-L28) computed from its stated inputs, then re-asked on today's hardware.
+    """Lecture claims L1-L28 computed from their stated inputs, then re-asked on today's hardware.
 
     Example: tokenomy lecture --json
     """
