@@ -66,6 +66,23 @@ def _grad(output: torch.Tensor, wrt: list[torch.Tensor], grad_out: torch.Tensor)
     return torch.autograd.grad(output, wrt, grad_out.to(output.dtype), allow_unused=True)
 
 
+def _align(params, grads) -> list:
+    """One entry per parameter: its gradient, zeros if F/G did not use it, None if frozen.
+
+    Zeros rather than None for an unused parameter: it *is* an input of this node, so
+    DDP's graph traversal counts it as used and waits for its gradient.
+    """
+    it = iter(grads)
+    out = []
+    for p in params:
+        if not p.requires_grad:
+            out.append(None)
+            continue
+        g = next(it)
+        out.append(torch.zeros_like(p) if g is None else g)
+    return out
+
+
 class _CouplingNode(torch.autograd.Function):
     """One reversible block: (x1, x2, *params_F, *params_G) -> (y1, y2)."""
 
@@ -129,9 +146,7 @@ class _CouplingNode(torch.autograd.Function):
         dx2 = dy2 if grads_f[0] is None else dy2 + grads_f[0]
         if ctx.in_slot is not None:
             ctx.in_slot.tensors = (x1, x2)
-        it_f, it_g = iter(grads_f[1:]), iter(grads_g[1:])
-        param_grads = [next(it_f) if p.requires_grad else None for p in ctx.params_f]
-        param_grads += [next(it_g) if p.requires_grad else None for p in ctx.params_g]
+        param_grads = _align(ctx.params_f, grads_f[1:]) + _align(ctx.params_g, grads_g[1:])
         return (None, None, None, None,
                 dy1_total if ctx.needs_input_grad[4] else None,
                 dx2 if ctx.needs_input_grad[5] else None,
