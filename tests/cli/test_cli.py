@@ -26,7 +26,9 @@ def test_model_json_keys():
 
 def test_hardware_json_keys():
     d = json.loads(run("hardware", "h100-sxm", "--json").stdout)
-    assert set(d["peak_flops_per_s"]) >= {"bf16", "fp8", "int8"}
+    assert set(d["peak_flops_per_s"]) >= {"bf16", "fp8", "fp4", "int8"}
+    assert d["peak_flops_per_s"]["fp4"] is None  # Hopper has no fp4 tensor cores: said, not omitted
+    assert d["peak_flops_per_s"]["bf16"] == pytest.approx(989.4e12, rel=0.01)
     assert d["hbm_bytes"] == 80e9 and d["hbm_bytes_per_s"] == pytest.approx(3.35e12)
     rack = json.loads(run("hardware", "gb200-nvl72", "--json").stdout)
     assert rack["num_chips"] == 72 and "fp4" in rack["peak_flops_per_s"]

@@ -70,7 +70,8 @@ def hardware_summary(name: str) -> dict:
     hw = loader.hardware(name)
     c = hw.chip
     return {"name": hw.name, "chip": c.name, "display_name": c.display_name, "num_chips": hw.num_chips,
-            "scale_up_domain_size": hw.scale_up_domain_size, "peak_flops_per_s": dict(c.peak_flops_per_s),
+            "scale_up_domain_size": hw.scale_up_domain_size, "peak_flops_per_s": {
+                **{d: None for d in ("bf16", "fp8", "fp4", "int8")}, **c.peak_flops_per_s},
             "hbm_bytes": c.hbm_bytes, "hbm_bytes_per_s": c.hbm_bytes_per_s,
             "scale_up_bytes_per_s": c.scale_up.bytes_per_s, "scale_out_bytes_per_s": c.scale_out.bytes_per_s,
             "tdp_w": c.tdp_w, "usd_per_chip_hour": hw.usd_per_chip_hour, "preliminary": hw.preliminary}

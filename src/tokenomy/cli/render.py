@@ -51,16 +51,21 @@ def fmt_cell(key: str, v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
-        return "yes" if v else "NO"
+        return "yes" if v else ("NO" if key == "fits" else "no")
     if isinstance(v, (int, float)):
-        if key.endswith("per_s") or key.endswith("params") or key.endswith("flops"):
-            return fmt_si(v)
+        for part, unit in (("bytes_per_s", "B/s"), ("flops_per_s", "FLOP/s"), ("tokens_per_s", "tok/s")):
+            if part in key:
+                return fmt_si(v, unit)
+        if key.endswith("bytes_per_token"):
+            return f"{v:,.0f} B"
         if key.endswith("_s"):
             return fmt_seconds(v)
         if key.endswith("bytes"):
             return fmt_bytes(v)
         if key in ("mfu",) or key.endswith("_fraction"):
             return f"{100 * v:.1f}%"
+        if "params" in key or key.endswith("flops") or key.endswith("per_s"):
+            return fmt_si(v)
         if isinstance(v, float):
             return f"{v:.4g}"
     return str(v)
@@ -76,6 +81,27 @@ def table(rows: list[dict], title: str = "", columns: Iterable[str] | None = Non
     return t
 
 
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out: dict = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def record_table(record: dict, title: str = "") -> Table:
+    """One object as a two-column field/value table; nested objects become dotted field names."""
+    t = Table(title=title)
+    t.add_column("field")
+    t.add_column("value", justify="right")
+    for k, v in _flatten(record).items():
+        key = k.split(".")[0] if k.startswith("peak_flops_per_s") else k
+        t.add_row(k, fmt_cell(key, v if not isinstance(v, list) else ", ".join(map(str, v)) or "-"))
+    return t
+
+
 def emit(rows: list[dict] | dict, *, as_json: bool, as_csv: bool, title: str = "",
          columns: Iterable[str] | None = None, notes: Iterable[str] = ()) -> None:
     """Print rows in the requested format. JSON/CSV carry every key; the table shows ``columns``."""
@@ -87,7 +113,10 @@ def emit(rows: list[dict] | dict, *, as_json: bool, as_csv: bool, title: str = "
     if as_csv:
         print(to_csv(rows_list), end="")
         return
-    console.print(table(rows_list, title, columns))
+    if isinstance(rows, dict):
+        console.print(record_table(rows, title))
+    else:
+        console.print(table(rows_list, title, columns))
     for n in notes:
         console.print(n)
 
