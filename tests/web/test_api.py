@@ -153,3 +153,70 @@ def test_openapi_lists_the_api_and_no_cdn_docs(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/models", "/api/model", "/api/hardware", "/api/decode", "/api/prefill", "/api/upload"} <= set(paths)
     assert client.get("/docs").status_code == 404  # the Swagger UI would load scripts from a CDN
+
+
+# ---- commands answered through the CLI itself (web/cli_bridge.py) -----------------------------------------
+
+BRIDGED = [
+    ("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=5&min_tokens_per_user=20",
+     ["plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--top", "5", "--min-tokens-per-user", "20"]),
+    ("/api/train?model=llama-3.1-70b&hardware=h100-sxm&chips=1024&tp=8&pp=4&global_batch=256,512&tokens=15e12",
+     ["train", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "1024", "--tp", "8", "--pp", "4",
+      "--global-batch", "256,512", "--tokens", "15e12"]),
+    ("/api/lifecycle?demand_tokens_per_s=5e8&period_days=60", ["lifecycle", "--demand-tokens-per-s", "5e8",
+                                                               "--period-days", "60"]),
+    ("/api/lifecycle?infer=true&active_params=1e11", ["lifecycle", "--infer", "--active-params", "1e11"]),
+    ("/api/batch?model=deepseek-v3&hardware=gb200-nvl72&kv_dtype=fp8&batch=1..4096",
+     ["batch", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--kv-dtype", "fp8", "--batch", "1..4096"]),
+    ("/api/context?model=llama-3.1-70b&hardware=hgx-h100-8&batch=64",
+     ["context", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "64"]),
+    ("/api/cache?model=deepseek-v3&hardware=hgx-h200-8&kv_dtype=fp8&hold=300,3600",
+     ["cache", "--model", "deepseek-v3", "--hardware", "hgx-h200-8", "--kv-dtype", "fp8", "--hold", "300,3600"]),
+    ("/api/lecture", ["lecture"]),
+    ("/api/lecture?real=true&ids=L1,L2", ["lecture", "--real", "--ids", "L1,L2"]),
+    ("/api/decode?model=deepseek-v3&hardware=gb200-nvl72&ep=64&batch=256,1024&context=8192",
+     ["decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--ep", "64", "--batch", "256,1024",
+      "--context", "8192"]),
+    ("/api/prefill?model=llama-3.1-70b&hardware=hgx-h100-8&tp=8&batch=2&context=8192",
+     ["prefill", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "8", "--batch", "2",
+      "--context", "8192"]),
+]
+
+
+@pytest.mark.parametrize("url, args", BRIDGED)
+def test_bridged_api_equals_cli_json(client, url, args):
+    resp = client.get(url)
+    assert resp.status_code == 200, resp.text
+    assert resp.text.strip() == cli_json(*args).strip()
+
+
+@pytest.mark.parametrize("url, field", [
+    ("/api/plan?model=deepseek-v3&hardware=tpu-v7-pod", "chips"),  # a 9216-chip search: give a budget
+    ("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&chips=2048", "chips"),
+    ("/api/plan?hardware=gb200-nvl72", "model"),  # the CLI's own "missing option"
+    ("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&context=-5", "context"),  # the CLI's own check
+    ("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=x", "top"),
+    ("/api/cache?model=deepseek-v3&hardware=hgx-h200-8&hold=1,nan", "hold"),
+    ("/api/cache?model=deepseek-v3&hardware=hgx-h200-8&hold=" + ",".join(["1"] * 65), "hold"),
+    ("/api/train?model=llama-3.1-70b&global_batch=1..1e30", "global_batch"),
+    ("/api/train?model=llama-3.1-70b&published=../../../etc/passwd", "published"),  # no value can be a path
+    ("/api/train?model=llama-3.1-70b&tokens=inf", "tokens"),
+    ("/api/lifecycle?infer=maybe", "infer"),
+    ("/api/lifecycle?demand=5e7", "demand"),  # query keys are the flags' names, not the Python ones
+    ("/api/speculate?model=llama-3.1-8b&hardware=h100-sxm&draft_tokens=1e9", "draft_tokens"),
+    ("/api/decode?model=deepseek-v3&hardware=gb200-nvl72&ep=64&len_pass=3", "len_pass"),
+    ("/api/decode?config=abc&hardware=h100-sxm&tp=8", "tp"),  # layouts need a catalog model
+])
+def test_bridged_bad_input_is_422_naming_the_field(client, url, field):
+    assert field_of(client.get(url)) == field
+
+
+def test_bridged_output_never_mixes_between_concurrent_requests(client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    urls = ["/api/lecture?ids=L1", "/api/batch?model=llama-3.1-8b&hardware=h100-sxm&batch=1,2",
+            "/api/lifecycle", "/api/plan?model=llama-3.1-8b&hardware=hgx-h100-8&top=2"]
+    expected = {u: client.get(u).text for u in urls}
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda u: (u, client.get(u).text), urls * 6))
+    assert all(text == expected[u] for u, text in got)

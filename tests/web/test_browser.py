@@ -76,6 +76,38 @@ def test_serve_json_link_matches_the_page(page, live_server):
     assert page.get_attribute("#summary", "data-step-s") == repr(rows[0]["step_s"])
 
 
+def test_lecture_claim_link_opens_the_preset_serve_page(page, live_server):
+    page.goto(live_server + "/lecture")
+    assert page.locator("#claims tbody tr").count() >= 28
+    assert page.locator("#claims .verdict-pass, #claims .verdict-fail").count() >= 28
+    screenshot(page, "lecture")
+    page.click("#claim-L1 a.claim-link")
+    page.wait_for_selector("#step-time")
+    assert "/serve?" in page.url and page.input_value("input[name=batch]") == "2400"
+    assert page.input_value("select[name=model]") == "deepseek-v3"
+    assert plot_state(page, "fig-roofline")["svg"] >= 1
+
+
+@pytest.mark.parametrize("path, field, value, watch", [
+    ("/plan?top=6", "input[name=context]", "32768", "#summary"),
+    ("/train", "input[name=tp]", "4", "#train-rows tbody"),
+    ("/lifecycle", "input[name=demand_tokens_per_s]", "5e8", "#total-usd"),
+    ("/cache", "input[name=prefix_tokens]", "131072", "#summary p"),
+])
+def test_bridged_page_updates_on_input(page, live_server, path, field, value, watch):
+    page.goto(live_server + path)
+    div = page.locator(".plot").first.get_attribute("id")
+    assert plot_state(page, div)["svg"] >= 1
+    before, fig_before = page.inner_text(watch), page.inner_text(f"#{div}")
+    screenshot(page, path.strip("/").split("?")[0])
+    page.fill(field, value)
+    page.wait_for_function("([sel, old]) => document.querySelector(sel) && "
+                           "document.querySelector(sel).innerText !== old", arg=[watch, before])
+    name = field.split("name=")[1].rstrip("]")
+    assert f"{name}={value}" in page.url
+    assert plot_state(page, div)["svg"] >= 1 and page.inner_text(f"#{div}") != fig_before  # redrawn
+
+
 def test_catalog_page(page, live_server):
     page.goto(live_server + "/catalog")
     assert page.locator("#chips tbody tr").count() == len(loader.chip_names())

@@ -101,3 +101,74 @@ def test_cli_start_up_does_not_import_the_web_stack():
             "print(sorted(m for m in ('fastapi', 'uvicorn', 'plotly', 'jinja2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("path, marker, figs", [
+    ("/plan", 'id="best-plan"', {"front"}), ("/train", 'id="train-rows"', {"terms", "memory"}),
+    ("/lifecycle", 'id="total-usd"', {"split"}), ("/cache", 'id="envelope"', {"tiers"}),
+    ("/serve", 'id="step-time"', {"roofline", "latency", "cost", "mfu", "pareto"}),
+])
+def test_each_page_shows_its_data_and_figures(client, path, marker, figs):
+    r = client.get(path)
+    assert r.status_code == 200 and marker in r.text
+    assert set(figures(r.text)) == figs
+    fragment = client.get(path, headers=HX).text
+    assert "<html" not in fragment and marker in fragment
+
+
+@pytest.mark.parametrize("path, field", [("/plan?hardware=tpu-v7-pod", "chips"), ("/train?tp=abc", "tp"),
+                                         ("/lifecycle?infer=maybe", "infer"), ("/cache?stall=2", "stall"),
+                                         ("/lecture?x=1", "x")])
+def test_bridged_pages_show_bad_input_inline(client, path, field):
+    r = client.get(path)
+    assert r.status_code == 422 and f'data-field="{field}"' in r.text
+
+
+def test_plan_front_rows_open_on_the_serve_page_with_the_same_numbers(client):
+    plan = client.get("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=3").json()
+    best = plan["best"]
+    r = client.get(f"/serve?model=deepseek-v3&hardware=gb200-nvl72&batch={best['batch']}&context=8192"
+                   f"&tp={best['tp']}&ep={best['ep']}&pp={best['pp']}&dp={best['dp']}")
+    assert r.status_code == 200 and f"layout {best['plan']}" in r.text
+    assert f'data-step-s="{best["step_s"]}"' in r.text  # the page's point is the search's point
+    links = re.findall(r'<td><a href="(/serve\?[^"]+)">', client.get("/plan?top=3").text)
+    assert len(links) == 3 and all("tp=" in u and "ep=" in u for u in links)
+
+
+def test_serve_layout_mode_explains_the_layout(client):
+    r = client.get("/serve?model=deepseek-v3&hardware=gb200-nvl72&ep=64&batch=256&kv_dtype=fp8")
+    assert "ep dispatch+combine" in r.text.lower() or "EP dispatch" in r.text
+    assert "ep comm" in r.text and "(even split, no layout)" in r.text  # the sweeps say what they are
+
+
+def test_cache_lines_are_the_tiers_totals(client):
+    data = client.get("/api/cache?model=deepseek-v3&hardware=hgx-h200-8&kv_dtype=fp8&hold=300").json()
+    fig = figures(client.get("/cache?model=deepseek-v3&hardware=hgx-h200-8&kv_dtype=fp8&hold=300").text)["tiers"]
+    from tokenomy.web.views import PAGES
+
+    curves = PAGES["cache"].figures(data, {})["tiers"]
+    assert curves["data"] == fig["data"]
+    for t in data["tiers"]:
+        if t.get("capacity_bytes"):  # the line drawn through (hold 300 s) is the tier's own total there
+            line = t["retrieve_usd"] + t["hold_usd_per_s"] * 300
+            assert line == pytest.approx(t["total_usd"], rel=1e-9), t["tier"]
+
+
+def test_train_stack_is_the_step(client):
+    rows = client.get("/api/train?model=llama-3.1-70b&hardware=h100-sxm&chips=1024&tp=8&pp=4&global_batch=256,1024"
+                      ).json()
+    for r in rows:  # the figure stacks compute + bubble + exposed comms: they must make the step
+        assert r["compute_s"] + r["bubble_s"] + r["comm_exposed_s"] == pytest.approx(r["step_s"], rel=1e-9)
+
+
+def test_every_lecture_claim_links_to_a_page_that_loads(client):
+    from tokenomy.web.views import LECTURE_LINKS
+
+    claims = client.get("/api/lecture").json()
+    assert {c["id"] for c in claims} <= set(LECTURE_LINKS)  # a new claim without a preset fails here
+    html = client.get("/lecture").text
+    assert html.count('class="claim-link"') == len(claims)
+    assert f"{sum(c['ok'] for c in claims)} of {len(claims)}" in html
+    for link in sorted(set(re.findall(r'class="claim-link" href="([^"]+)"', html))):
+        r = client.get(link.replace("&amp;", "&"))
+        assert r.status_code == 200, (link, r.text[-300:])

@@ -48,7 +48,7 @@ def _fig(model="deepseek-v3", hw="gb200-nvl72", B=64, C=8192):
     by = float(s.weight_bytes + s.kv_read_bytes + s.kv_write_bytes + s.act_bytes)
     return ops, r, roofline_figure(ops, peak_flops_per_s=r.peak_flops_per_s, hbm_bytes_per_s=r.hbm_bytes_per_s,
                                    pass_flops=float(s.flops), pass_bytes=by, pass_step_s=float(s.step_s),
-                                   chips=r.chips).to_dict()
+                                   chips=r.chips)
 
 
 def test_roofline_figure_is_log_log_with_named_traces():
@@ -72,3 +72,35 @@ def test_roofline_points_sit_on_or_under_the_roof():
     assert y > roof(x) / 2  # and with no overhead it sits near it
     assert arr(trace(fig, "ridge")["x"])[0] == pytest.approx(r.peak_flops_per_s / r.hbm_bytes_per_s)
     assert arr(trace(fig, "roof")["y"]).max() == pytest.approx(r.peak_flops_per_s)
+
+
+TRAIN_ROWS = [{"global_batch": g, "compute_s": c, "bubble_s": b, "comm_exposed_s": e, "step_s": c + b + e,
+               "weights_bytes": 4e9, "gradients_bytes": 4e9, "optimizer_bytes": 1e9, "activations_bytes": a,
+               "hbm_bytes": 80e9} for g, c, b, e, a in ((256, 1.0, 0.5, 0.4, 10e9), (512, 2.0, 0.5, 0.8, 20e9))]
+
+
+def test_training_figures_stack_terms_per_global_batch():
+    from tokenomy.plots.training import memory_stack, step_terms
+
+    f = step_terms(TRAIN_ROWS)
+    assert f["layout"]["barmode"] == "stack" and f["layout"]["xaxis"]["type"] == "category"
+    assert [t["name"] for t in f["data"]] == ["compute", "pipeline bubble", "exposed communication", "step"]
+    assert all(len(t["x"]) == 2 for t in f["data"])
+    assert f["data"][3]["y"] == [r["step_s"] for r in TRAIN_ROWS]
+    m = memory_stack(TRAIN_ROWS)
+    assert [t["name"] for t in m["data"]] == ["weights", "gradients", "optimizer", "activations", "HBM"]
+    assert m["data"][3]["y"] == [10.0, 20.0] and m["data"][4]["y"] == [80.0, 80.0]  # GB
+
+
+def test_lifecycle_figure_both_directions():
+    from tokenomy.plots.training import lifecycle_split
+
+    inverse = {"d_pre": 2.6e14, "d_rl": 1.7e14, "d_inf": 2.6e14}
+    f = lifecycle_split(inverse)
+    assert [t["name"] for t in f["data"]] == ["tokens"] and f["layout"]["yaxis2"]["type"] == "log"
+    priced = {**inverse, **{f"{k}_usd": v for k, v in (("pretraining", 6e6), ("rl", 6e6), ("inference", 2.8e7))},
+              **{f"{k}_fraction": v for k, v in (("pretraining", 0.15), ("rl", 0.15), ("inference", 0.7))},
+              "total_usd": 4e7}
+    g = lifecycle_split(priced)
+    assert [t["name"] for t in g["data"]] == ["$ (millions)", "tokens"]
+    assert g["data"][0]["y"] == [6.0, 6.0, 28.0] and g["data"][0]["text"] == ["15.0%", "15.0%", "70.0%"]

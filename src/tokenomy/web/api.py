@@ -3,11 +3,13 @@
     /api/models                          tokenomy models --json
     /api/model?model=NAME|config=TOKEN   tokenomy model NAME --json   (kv_dtype)
     /api/hardware[?hardware=NAME]        tokenomy hardware [NAME] --json
-    /api/decode?model=..&hardware=..     tokenomy decode --json       (batch, context, chips, dtypes, fractions)
-    /api/prefill?...                     tokenomy prefill --json      (+ len_pass)
+    /api/decode?model=..&hardware=..     tokenomy decode --model .. --hardware .. --json   (every option, '-' -> '_')
+    /api/prefill, /api/plan, /api/train, /api/lifecycle, /api/rl, /api/batch, /api/latency, /api/context,
+    /api/pricing, /api/speculate, /api/cache, /api/lecture: likewise (web/cli_bridge.py runs the command)
     POST /api/upload  (body: config.json) -> {"config": TOKEN, "model": <tokenomy model --json>}
 
-The bodies are serialised by the CLI's own ``render.to_json``, so the bytes match too.
+models/model/hardware and decode/prefill of an uploaded config (``config=TOKEN``, which the CLI would read from
+a file) call the CLI's functions directly and serialise with its ``render.to_json``, so the bytes match too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tokenomy.core.coeffs import coefficients
 from tokenomy.core.inference import run_pass
 from tokenomy.core.roofline import Efficiency
 from tokenomy.web import params as P
+from tokenomy.web.cli_bridge import SPECS, run_json
 
 router = APIRouter(prefix="/api")
 
@@ -79,14 +82,35 @@ def pass_rows(kind: str, q: P.Query) -> list[dict]:
     return r.rows()
 
 
-@router.get("/decode")
-def decode(request: Request) -> Response:
-    return json_response(pass_rows("decode", query(request, tuple(f for f in P.PASS_FIELDS if f != "len_pass"))))
+def _pass_endpoint(kind: str):
+    def endpoint(request: Request) -> Response:
+        if "config" not in request.query_params:
+            return bridged(kind, request)
+        fields = P.PASS_FIELDS if kind == "prefill" else tuple(f for f in P.PASS_FIELDS if f != "len_pass")
+        return json_response(pass_rows(kind, query(request, fields)))
+
+    endpoint.__name__ = kind
+    endpoint.__doc__ = (f"tokenomy {kind} --json. With config=TOKEN (an uploaded config.json): the same rows, "
+                        "without parallel-layout options (tp, ep, pp, dp), which need a catalog model.")
+    return endpoint
 
 
-@router.get("/prefill")
-def prefill(request: Request) -> Response:
-    return json_response(pass_rows("prefill", query(request, P.PASS_FIELDS)))
+def bridged(command: str, request: Request) -> Response:
+    return Response(run_json(SPECS[command], request.query_params), media_type="application/json")
+
+
+def _bridged_endpoint(command: str):
+    def endpoint(request: Request) -> Response:
+        return bridged(command, request)
+
+    endpoint.__name__ = command
+    endpoint.__doc__ = f"What `tokenomy {command} --json` prints; query keys are its options with '-' -> '_'."
+    return endpoint
+
+
+for _name in SPECS:
+    router.add_api_route(f"/{_name}", _pass_endpoint(_name) if _name in ("decode", "prefill")
+                         else _bridged_endpoint(_name), methods=["GET"], summary=f"tokenomy {_name} --json")
 
 
 async def read_limited(request: Request, limit: int) -> bytes:

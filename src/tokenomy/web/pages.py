@@ -13,14 +13,16 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from tokenomy.cli.render import fmt_cell
-from tokenomy.web import catalog_view, serve
-from tokenomy.web.params import KNOWN_FIELDS, FieldError, field_of, hardware_names
+from tokenomy.web import catalog_view, serve, views
+from tokenomy.web.cli_bridge import SPECS
+from tokenomy.web.params import KNOWN_FIELDS, FieldError, field_of
 from tokenomy.catalog import loader
 from tokenomy.units import DTYPE_BYTES
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-NAV = [("/serve", "Serve"), ("/catalog", "Catalog")]
+NAV = [("/serve", "Serve"), ("/lecture", "Lecture"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
+       ("/lifecycle", "Lifecycle"), ("/catalog", "Catalog")]
 
 
 def fig_json(fig) -> Markup:
@@ -59,8 +61,8 @@ def index() -> RedirectResponse:
 
 
 def serve_choices(values: Mapping[str, str]) -> dict:
-    return {"models": loader.model_names(), "chips": loader.chip_names(), "systems": loader.system_names(),
-            "dtypes": list(DTYPE_BYTES), "values": values, "hardware_names": hardware_names()}
+    return {"models": loader.model_names(), "chip_names": loader.chip_names(), "system_names": loader.system_names(),
+            "dtypes": list(DTYPE_BYTES), "values": values}
 
 
 @router.get("/serve", response_class=HTMLResponse)
@@ -68,6 +70,28 @@ def serve_page(request: Request):
     values = serve.form_values(request.query_params)
     return render(request, "serve.html", "_serve_results.html", serve_choices(values),
                   lambda: serve.serve_view(serve.parse_serve(request.query_params)))
+
+
+def _bridged_page(name: str, page: views.Page):
+    def route(request: Request):
+        values = page.values(request.query_params)
+        form = {"page": page, "values": values, "options": SPECS[page.command].options(), "dtypes": list(DTYPE_BYTES),
+                "models": loader.model_names(), "chip_names": loader.chip_names(),
+                "system_names": loader.system_names()}
+        return render(request, "bridged.html", f"_{name}_results.html", form,
+                      lambda: page.view(request.query_params))
+
+    route.__name__ = f"{name}_page"
+    router.add_api_route(f"/{name}", route, methods=["GET"], response_class=HTMLResponse)
+
+
+for _name, _page in views.PAGES.items():
+    _bridged_page(_name, _page)
+
+
+@router.get("/lecture", response_class=HTMLResponse)
+def lecture_page(request: Request):
+    return render(request, "lecture.html", "lecture.html", {}, lambda: views.lecture_view(request.query_params))
 
 
 @router.get("/catalog", response_class=HTMLResponse)

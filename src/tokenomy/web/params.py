@@ -219,4 +219,4 @@ def pass_grid(q: Query) -> tuple[list[int], list[int], int | None]:
     return batch, context, q.integer("len_pass", None, 1, MAX_CONTEXT)
 
 
-KNOWN_FIELDS = PASS_FIELDS + ("kind",)  # for naming the field of a library ValueError
+KNOWN_FIELDS = PASS_FIELDS + ("kind", "usd_per_chip_hour", "tp", "ep", "pp", "dp", "hop_latency")  # naming fields

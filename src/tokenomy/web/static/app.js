@@ -30,13 +30,18 @@
   }
 
   function apiLink(form) {
+    // the API URL of the question on screen: the form's non-empty fields (the Serve page's pass kind is the path)
     var a = document.getElementById("api-link");
     if (!a) return;
-    var p = new URLSearchParams(window.location.search);
-    var kind = p.get("kind") || "decode";
-    p.delete("kind");
-    if (kind === "decode") p.delete("len_pass");
-    a.href = "/api/" + kind + "?" + p.toString();
+    var p = new URLSearchParams();
+    new FormData(form).forEach(function (v, k) { if (v !== "") p.append(k, v); });
+    var base = a.dataset.api;
+    if (!base) {
+      var kind = p.get("kind") || "decode";
+      base = "/api/" + kind;
+      ["kind", "usd_per_chip_hour"].concat(kind === "decode" ? ["len_pass"] : []).forEach(function (k) { p.delete(k); });
+    }
+    a.href = base + "?" + p.toString();
   }
 
   function prefillOnly(form) {
@@ -102,8 +107,8 @@
     document.body.addEventListener("htmx:afterSwap", function (e) {
       drawFigures(e.detail.target);
       markInvalid(form);
+      apiLink(form);
     });
-    document.body.addEventListener("htmx:pushedIntoHistory", function () { apiLink(form); });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
