@@ -29,6 +29,11 @@ URLS = [  # (path, headers): what a browser session and API clients ask for
     ("/api/models", {}),
     ("/api/hardware", {}),
     ("/catalog", {}),
+    ("/plan?model=deepseek-v3&hardware=gb200-nvl72&top=8", {"HX-Request": "true"}),
+    ("/api/train?model=llama-3.1-70b&hardware=h100-sxm&chips=1024&tp=8&pp=4&global_batch=256,512", {}),
+    ("/lifecycle?demand_tokens_per_s=5e8", {}),
+    ("/cache?model=deepseek-v3&hardware=hgx-h200-8&kv_dtype=fp8", {"HX-Request": "true"}),
+    ("/lecture", {}),
 ]
 
 

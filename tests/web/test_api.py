@@ -220,3 +220,8 @@ def test_bridged_output_never_mixes_between_concurrent_requests(client):
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda u: (u, client.get(u).text), urls * 6))
     assert all(text == expected[u] for u, text in got)
+
+
+def test_the_url_is_bounded(client):
+    r = client.get("/api/models?" + "x" * 40_000)
+    assert field_of(r) == "query"

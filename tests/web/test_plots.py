@@ -58,7 +58,7 @@ def test_roofline_figure_is_log_log_with_named_traces():
     assert names == ["roof", "ridge", "ops", "this pass"]
     shown = [o for o in ops if o.flops > 0]
     assert len(arr(trace(fig, "ops")["x"])) == len(shown) == len(ops) - 1  # the embedding gather has no FLOPs
-    assert "embed" in fig["layout"]["legend"]["title"]["text"]
+    assert "not shown (no FLOPs): embed" in fig["layout"]["title"]["text"]
 
 
 def test_roofline_points_sit_on_or_under_the_roof():

@@ -28,7 +28,7 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
     """Per chip: roof, ridge, one point per op shape (on the roof: the model is a roofline), and the whole
     pass at its achieved FLOP/s per chip (flops / (step_s·chips), so overheads and comms pull it below the
     roof). Intensities do not change when work is split evenly over chips. Ops without FLOPs (the embedding
-    gather) have no place on a log axis and are named in the legend title instead."""
+    gather) have no place on a log axis and are named under the title instead."""
     shown = [o for o in ops if o.flops > 0 and o.bytes > 0]
     hidden = [o.name for o in ops if not (o.flops > 0 and o.bytes > 0)]
     peak, bw = peak_flops_per_s, hbm_bytes_per_s
@@ -59,7 +59,7 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
                                                                            "color": "#d62728"},
                      "hovertemplate": "whole pass<br>I=%{x:.3g} FLOP/B<br>achieved %{y:.3s}FLOP/s<extra></extra>"})
     layout = copy.deepcopy(LAYOUT)
-    layout.update(title={"text": title}, xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}},
-                  yaxis={"type": "log", "title": {"text": "FLOP/s per chip"}},
-                  legend={"title": {"text": f"not shown (no FLOPs): {', '.join(hidden)}" if hidden else ""}})
+    note = f"<br><sub>not shown (no FLOPs): {', '.join(hidden)}</sub>" if hidden else ""
+    layout.update(title={"text": title + note}, xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}},
+                  yaxis={"type": "log", "title": {"text": "FLOP/s per chip"}}, margin={"l": 60, "r": 20, "t": 70, "b": 50})
     return {"data": data, "layout": layout}

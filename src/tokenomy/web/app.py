@@ -18,6 +18,7 @@ from tokenomy.web.params import KNOWN_FIELDS, FieldError, field_of
 HERE = Path(__file__).parent
 MEDIA = {".js": "application/javascript", ".css": "text/css"}
 STATIC_FILES = ("htmx.min.js", "app.js", "style.css")
+MAX_QUERY_CHARS = 32_000  # a config token (<= 24,000) and the rest of a page's inputs
 
 
 def _static_bundle() -> dict[str, tuple[bytes, str]]:
@@ -58,6 +59,8 @@ def create_app() -> FastAPI:
 
     @app.middleware("http")
     async def headers(request: Request, call_next):
+        if len(request.url.query) > MAX_QUERY_CHARS:  # every input is in the URL: bound the URL
+            return JSONResponse(error_body("query", f"longer than {MAX_QUERY_CHARS} characters"), status_code=422)
         response = await call_next(request)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")
