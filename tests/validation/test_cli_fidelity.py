@@ -51,3 +51,12 @@ def test_calibrate_measures_and_predicts_on_cpu():
     assert len(out["points"]) == 6
     for p in out["points"]:
         assert p["measured_s"] > 0 and p["roofline_s"] > 0 and math.isfinite(p["error"])
+
+
+def test_estimate_shows_calibrated_and_roofline():
+    r = RUN.invoke(app, ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "1,4096",
+                         "--context", "8192", "--json"])
+    assert r.exit_code == 0, r.output
+    small, huge = json.loads(r.output)
+    assert small["calibrated_step_s"] > small["roofline_step_s"] > 0
+    assert huge["fits"] is False and huge["calibrated_step_s"] is None and "HBM" in huge["why"]

@@ -90,3 +90,21 @@ def test_fit_recovers_terms_that_generated_the_data(prepared):
     fitted = cf.fit_serving(s, cf.START, 0.0)
     r = cf.log_residuals(s, fitted)
     assert np.median(np.abs(r)) < 0.01
+
+
+def test_estimate_agrees_with_the_validation_predictor(prepared):
+    """tokenomy estimate (what users see) and the validation predictor are the same model."""
+    from tokenomy.validation import load
+    from tokenomy.validation.estimate import calibrated_pass
+
+    s = prepared.serving
+    i = next(k for k, c in enumerate(s.cases) if c.source.id.startswith("rocm"))
+    c = s.cases[i].case
+    terms = load.efficiency_for(c.hardware).terms
+    b = float(c.batch)
+    ours = decode_step(s.take([i]), gather(s.chip[[i]], {c.hardware: terms}), np.array([b]),
+                       np.array([0.0])).time_s[0]
+    est = calibrated_pass(c.model, c.hardware, batch=b, context=c.isl + c.osl / 2, chips=c.chips, tp=c.tp,
+                          weight_dtype=c.weight_dtype, kv_dtype=c.kv_dtype)
+    assert abs(float(est["calibrated_step_s"]) / ours - 1) < 1e-9
+    assert float(est["roofline_step_s"]) < float(est["calibrated_step_s"])

@@ -1,5 +1,6 @@
-"""Fidelity commands: `tokenomy validate` (published measurements vs the model) and `tokenomy calibrate`
-(measure this machine with PyTorch and time real decode steps)."""
+"""Fidelity commands: `tokenomy validate` (published measurements vs the model), `tokenomy calibrate` (measure
+this machine with PyTorch and time real decode steps) and `tokenomy estimate` (the calibrated step time with the
+roofline bound beside it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.render import emit
+from tokenomy.units import fmt_bytes
 
 JSON = typer.Option(False, "--json", help="Print JSON.")
 CSV = typer.Option(False, "--csv", help="Print CSV.")
@@ -56,12 +58,13 @@ def validate_cmd(source: list[str] = typer.Option(None, "--source", help="Only c
             (load.EFF_DIR / f"{chip}.toml").write_text(calibrate_fit.to_toml(f))
         load.efficiency_for.cache_clear()
     rows = run.rows(p)
-    loso_rows = run.leave_one_source_out(p) if loso else None
     elapsed = time.perf_counter() - t0
+    loso_rows = run.leave_one_source_out(p) if loso else None
     if write:
         terms = {c: load.efficiency_for(c).terms for c in sorted({r["chip"] for r in rows})}
         terms["pooled"] = load.efficiency_for("pooled").terms
-        write.write_text(report.markdown(rows, terms, loso_rows, elapsed))
+        cmd = "tokenomy validate" + (" --loso" if loso else "") + f" --write {write}"
+        write.write_text(report.markdown(rows, terms, loso_rows, elapsed, cmd, time.perf_counter() - t0))
     if cases:
         emit(rows, as_json=as_json, as_csv=as_csv, title="validation cases",
              columns=("id", "split", "metric", "measured", "roofline", "calibrated", "calibrated_error", "bound"))
@@ -127,3 +130,49 @@ def calibrate_cmd(model: str = typer.Option("llama-3.2-1b", "--model", help="Den
          notes=[f"machine: {m.flops_per_s / 1e9:.1f} GFLOP/s matmul, {m.bytes_per_s / 1e9:.2f} GB/s copy; "
                 f"model: {model} scaled to {layers} layers, hidden {cfg['hidden_size']}; calibrated = "
                 "overhead + weight and KV streaming efficiencies fitted on the other points (held out)."])
+
+
+@app.command("estimate")
+@guarded
+def estimate_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.json path, or directory."),
+                 hardware: str = typer.Option(..., "--hardware", help="Chip or system name."),
+                 batch: str = typer.Option("1,8,64", "--batch", help="Sequences per step."),
+                 context: str = typer.Option("2048", "--context", help="Positions in context (cached + new)."),
+                 len_pass: int = typer.Option(1, "--len-pass", min=1, help="New tokens per sequence (1 = decode)."),
+                 chips: int = typer.Option(None, "--chips", min=1, help="Chips (default: the system's)."),
+                 tp: int = typer.Option(None, "--tp", min=1, help="Tensor-parallel group (default: all chips)."),
+                 weight_dtype: str = typer.Option(None, "--weight-dtype", help="Override the checkpoint's dtype."),
+                 kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype."),
+                 as_json: bool = JSON, as_csv: bool = CSV) -> None:
+    """Calibrated step time (fitted efficiency terms of the chip) with the roofline bound beside it.
+
+    Example: tokenomy estimate --model llama-3.1-70b --hardware h100-sxm --chips 2 --weight-dtype fp8 --batch 1,32
+    """
+    import numpy as np
+
+    from tokenomy.validation.estimate import calibrated_pass
+
+    bs, cs = int_list("batch", batch), int_list("context", context)
+    if len_pass > min(cs):
+        raise UsageError("--len-pass must be <= every --context")
+    B, C = np.meshgrid(np.array(bs, dtype=float), np.array(cs, dtype=float), indexing="ij")
+    r = calibrated_pass(model, hardware, batch=B, context=C, len_pass=len_pass, chips=chips, tp=tp,
+                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    rows, mem = [], np.broadcast_to(r["memory_per_chip_bytes"], B.shape)
+    for idx in np.ndindex(B.shape):
+        ok = bool(r["fits"][idx])
+        rows.append({"batch": int(B[idx]), "context": int(C[idx]),
+                     "calibrated_step_s": float(r["calibrated_step_s"][idx]) if ok else None,
+                     "roofline_step_s": float(r["roofline_step_s"][idx]) if ok else None,
+                     "compute_s": float(r["compute_s"][idx]) if ok else None,
+                     "memory_s": float(r["memory_s"][idx]) if ok else None,
+                     "comms_s": float(r["comms_s"][idx]) if ok else None,
+                     "overhead_s": float(r["overhead_s"][idx]) if ok else None,
+                     "bound": str(r["bound"][idx]) if ok else None, "fits": ok,
+                     "memory_per_chip_bytes": float(mem[idx]),
+                     "why": None if ok else f"needs {fmt_bytes(mem[idx])} per chip > {fmt_bytes(r['hbm_bytes'])} HBM"})
+    emit(rows, as_json=as_json, as_csv=as_csv, title=f"{model} on {hardware}: calibrated step (roofline beside)",
+         columns=("batch", "context", "calibrated_step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s",
+                  "overhead_s", "bound", "fits", "why"),
+         notes=[f"terms fitted for {r['terms_from']} on {r['fitted_on_cases']} published cases "
+                "(catalog/efficiency); held-out error by metric and chip: docs/validation.md"])

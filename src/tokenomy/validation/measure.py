@@ -48,7 +48,8 @@ def _best(fn, repeats: int) -> float:
     return min(times)
 
 
-def measure_machine(size: int = 1024, copy_bytes: float = 2.56e8, repeats: int = 5, device: str | None = None) -> Machine:
+def measure_machine(size: int = 1024, copy_bytes: float = 2.56e8, repeats: int = 5,
+                    device: str | None = None) -> Machine:
     import torch
 
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")

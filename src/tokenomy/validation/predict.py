@@ -22,12 +22,13 @@ import numpy as np
 from tokenomy.core.roofline import BOUND_NAMES
 from tokenomy.validation.prepare import GRID, METRIC_CODE, SCENARIO_CODE, Serving, Training
 from tokenomy.validation.schema import EfficiencyTerms
-from tokenomy.validation.terms import flops_fraction, tp_allreduce_s
+from tokenomy.validation.terms import gemm_time_s, tp_allreduce_s
 
 SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "step_overhead_s",
                   "allreduce_latency_s", "link_fraction", "request_overhead_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
-FIXED_POINT_ITERATIONS = 20
+FIXED_POINT_ITERATIONS = 30
+MAX_STEP_TOKENS = 8192.0  # scheduler token budget per step (TensorRT-LLM and vLLM default max_num_tokens)
 
 
 @dataclass(frozen=True)
@@ -78,22 +79,26 @@ class StepTerms:
                                                       self.overhead_s)), axis=0)
 
 
+def compute_s(s: Serving, th: Theta, flops, tokens):
+    return gemm_time_s(flops, tokens, s.expert_flops_tok, s.expert_rows, s.n * s.peak, th.flops_fraction_max,
+                       th.gemm_half_tokens)
+
+
 def decode_step(s: Serving, th: Theta, b, p) -> StepTerms:
     """One continuous-batching step: b decode sequences plus p interleaved prefill tokens."""
     t = b + p
     flops = _interp(s.dec_flops, b) + p * s.pf_flops_tok
     nbytes = _interp(s.dec_bytes, b) + p * s.pf_bytes_tok
-    eta = flops_fraction(t, th.flops_fraction_max, th.gemm_half_tokens)
     comm = tp_allreduce_s(s.tp, t, s.hidden, s.layers, s.link_bw, th.link_fraction, th.allreduce_latency_s)
-    return StepTerms(flops / (s.n * s.peak * eta), nbytes / (s.n * s.bw * th.hbm_fraction), comm,
+    return StepTerms(compute_s(s, th, flops, t), nbytes / (s.n * s.bw * th.hbm_fraction), comm,
                      np.broadcast_to(th.step_overhead_s, np.shape(flops)))
 
 
 def prefill_pass(s: Serving, th: Theta) -> StepTerms:
-    eta = flops_fraction(s.pass_tokens, th.flops_fraction_max, th.gemm_half_tokens)
     comm = tp_allreduce_s(s.tp, s.pass_tokens, s.hidden, s.layers, s.link_bw, th.link_fraction,
                           th.allreduce_latency_s)
-    return StepTerms(s.pass_flops / (s.n * s.peak * eta), s.pass_bytes / (s.n * s.bw * th.hbm_fraction), comm,
+    return StepTerms(compute_s(s, th, s.pass_flops, s.pass_tokens),
+                     s.pass_bytes / (s.n * s.bw * th.hbm_fraction), comm,
                      np.broadcast_to(th.step_overhead_s, s.pass_flops.shape))
 
 
@@ -113,14 +118,15 @@ def _little(s: Serving, th: Theta, t_pf: np.ndarray, mask: np.ndarray):
     if idx.size == 0:
         return b, p
     s, th, t_pf, lam = s.take(idx), th.take(idx), t_pf[idx], s.rate[idx]
-    n_sys = np.zeros(idx.size)
+    n_sys, pf = np.zeros(idx.size), np.zeros(idx.size)
     for _ in range(FIXED_POINT_ITERATIONS):
-        ts = decode_step(s, th, 1.0 + n_sys, 0.0).time_s
-        st = decode_step(s, th, 1.0 + n_sys, lam * s.isl * ts).time_s
+        # prefill tokens that arrive during one plain decode step ride along in the next step (first order:
+        # solving P = λ·ISL·t_step(P) self-consistently over-predicted the held-out TTFT and TPOT)
+        pf = np.minimum(lam * s.isl * decode_step(s, th, 1.0 + n_sys, 0.0).time_s, MAX_STEP_TOKENS)
+        st = decode_step(s, th, 1.0 + n_sys, pf).time_s
         life = t_pf + th.request_overhead_s + st / 2 + (s.osl - 1) * st
         n_sys = 0.5 * n_sys + 0.5 * np.minimum(lam * life, s.bmax)
-    b[idx] = 1.0 + n_sys
-    p[idx] = lam * s.isl * decode_step(s, th, b[idx], 0.0).time_s
+    b[idx], p[idx] = 1.0 + n_sys, pf
     return b, p
 
 

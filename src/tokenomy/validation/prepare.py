@@ -65,6 +65,8 @@ class Serving:
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
     dec_flops: np.ndarray  # [N, G]
     dec_bytes: np.ndarray  # [N, G]
+    expert_flops_tok: np.ndarray  # routed-expert GEMM FLOPs per token (0 for dense models)
+    expert_rows: np.ndarray  # k/E: the share of a step's tokens each expert GEMM sees
     pf_flops_tok: np.ndarray  # per interleaved prefill token
     pf_bytes_tok: np.ndarray  # KV written + activations per prefill token (weights are already read by the step)
     pass_tokens: np.ndarray  # tokens of the standalone prefill pass
@@ -95,7 +97,8 @@ def prepare_serving(cases: list[Case]) -> Serving:
     N = len(rows)
     out = {k: np.full(N, np.nan) for k in ("n", "tp", "peak", "bw", "link_bw", "layers", "hidden", "isl", "osl",
                                           "batch", "concurrency", "rate", "cap", "bmax", "pf_flops_tok",
-                                          "pf_bytes_tok", "pass_tokens", "pass_flops", "pass_bytes", "measured")}
+                                          "expert_flops_tok", "expert_rows", "pf_bytes_tok", "pass_tokens",
+                                          "pass_flops", "pass_bytes", "measured")}
     dec_flops, dec_bytes = np.zeros((N, GRID.size)), np.zeros((N, GRID.size))
     fits = np.ones(N, dtype=bool)
     for i, case in enumerate(rows):
@@ -124,6 +127,8 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax,
                     pf_flops_tok=float(one.flops) / c.isl,
+                    expert_flops_tok=2.0 * m.moe_layers * m.experts_per_tok * m.expert_params,
+                    expert_rows=m.experts_per_tok / m.num_experts if m.num_experts > 1 else 1.0,
                     pf_bytes_tok=float(one.kv_write_bytes + one.act_bytes) / c.isl,
                     pass_tokens=pf_b * c.isl, pass_flops=float(pf.flops),
                     pass_bytes=float(pf.weight_bytes + pf.kv_read_bytes + pf.kv_write_bytes + pf.act_bytes),

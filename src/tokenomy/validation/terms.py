@@ -6,9 +6,9 @@
                          2(g−1)·α + 2(g−1)/g · bytes/(link_bw·η_link)   (tokenomy.parallel.collectives.ring)
     per-step overhead  = o_step (launches, scheduling, sampling; CUDA graphs make it roughly constant)
     per-request        = o_req on time to first token (HTTP, tokenizer, queue entry)
-    training step      = [F/(n·peak_prec·η_train) + φ·F/(n·peak_bf16)]·(1 + (pp−1)/(vp·m)),  φ = φ_dense or φ_moe:
-                         only the GEMM part speeds up with fp8; the rest (norms, softmax, exposed comms, MoE
-                         dispatch) does not; (pp−1)/(vp·m) is the 1F1B pipeline bubble with m micro-batches
+    training step      = [F/(n·peak_prec·η_train) + φ·F/(n·peak_bf16)]·(1 + (pp−1)/(vp·m)), φ = φ_dense or
+                         φ_moe: only the GEMM part speeds up with fp8; the rest (norms, softmax, exposed comms,
+                         MoE dispatch) does not; (pp−1)/(vp·m) is the 1F1B pipeline bubble, m micro-batches
 The values are fitted per chip (catalog/efficiency/*.toml, calibrate_fit.py) and fed to core/roofline.step through
 its existing ``eff`` and ``comms_s`` arguments (``efficiency_at``, ``tp_allreduce_s``).
 """
@@ -31,6 +31,16 @@ def flops_fraction(tokens, eta_max, half_tokens):
     """Achievable share of peak FLOP/s for GEMMs with ``tokens`` rows: η_max·M/(M + M_½)."""
     m = np.asarray(tokens, dtype=float)
     return eta_max * m / (m + half_tokens)
+
+
+def gemm_time_s(flops, tokens, expert_flops_per_token, expert_rows, peak_flops_per_s, eta_max, half_tokens):
+    """GEMM time at the size-dependent efficiency: dense GEMMs see all ``tokens`` rows, each routed expert only
+    tokens·k/E of them (``expert_rows`` = k/E), so MoE expert GEMMs run smaller and less efficiently."""
+    t = np.asarray(tokens, dtype=float)
+    expert = np.minimum(t * expert_flops_per_token, flops)
+    dense_eta = flops_fraction(t, eta_max, half_tokens)
+    expert_eta = flops_fraction(t * expert_rows, eta_max, half_tokens)
+    return ((flops - expert) / dense_eta + expert / expert_eta) / peak_flops_per_s
 
 
 def tp_allreduce_s(tp, tokens, hidden, layers, link_bytes_per_s, link_fraction, latency_s):
