@@ -117,7 +117,7 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
     L += ["", "## By regime: which term binds in the calibrated prediction (held-out)", ""]
     L += _table(summary(rows, ("metric", "bound")), [("metric", "metric"), ("binding term", "bound")] + STAT_COLS)
     L += ["", "'compute' at small batch means GEMM-size-limited: the fitted η(M) = η_max·M/(M + M½) makes a GEMM "
-          "with few rows as slow as streaming its weights (at M = 8 on an H100 in fp8, η ≈ 2-3% of peak, which is the "
+          "with few rows as slow as streaming its weights (at M = 8 on an H100 in fp8, η ≈ 2-3% of peak, the "
           "weight-streaming rate), so the size term and the HBM term describe the same physics there and the "
           "label, not the time, is ambiguous."]
     L += ["", "Capacity-limited = the KV cache, not the offered load, sets the batch (queueing at high concurrency, "
