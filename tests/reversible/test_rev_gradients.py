@@ -11,8 +11,10 @@ pytestmark = pytest.mark.torch
 
 @pytest.mark.parametrize("via", ["grad", "backward"])
 @pytest.mark.parametrize("inputs_require_grad", [True, False])
-def test_gradients_equal_twin_float64(via, inputs_require_grad):
+@pytest.mark.parametrize("store_last", [True, False])
+def test_gradients_equal_twin_float64(via, inputs_require_grad, store_last):
     stack = transformer_stack(depth=4)
+    stack.store_last = store_last
     params = list(stack.parameters())
     x1, x2 = streams(requires_grad=inputs_require_grad)
     loss_r, g_r = grads_of(stack, x1, x2, params, via=via)
@@ -24,8 +26,10 @@ def test_gradients_equal_twin_float64(via, inputs_require_grad):
     assert all(g.abs().max() > 0 for g in g_r)  # every parameter got a real gradient
 
 
-def test_dropout_gradients_exact_and_rng_stream_untouched():
+@pytest.mark.parametrize("store_last", [True, False])
+def test_dropout_gradients_exact_and_rng_stream_untouched(store_last):
     stack = transformer_stack(depth=3, dropout=0.3)
+    stack.store_last = store_last
     params = list(stack.parameters())
     x1, x2 = streams()
 
@@ -70,8 +74,10 @@ def test_gradcheck_mlp_coupling_with_one_input_frozen():
                                     atol=1e-7)
 
 
-def test_retain_graph_second_backward_gives_same_gradients():
-    stack = transformer_stack(depth=3)
+@pytest.mark.parametrize("store_last", [True, False])
+def test_retain_graph_second_backward_gives_same_gradients(store_last):
+    stack = transformer_stack(depth=3, dropout=0.2)
+    stack.store_last = store_last
     x1, x2 = streams()
     loss = loss_of(*stack(x1, x2))
     first = torch.autograd.grad(loss, [x1, *stack.parameters()], retain_graph=True)

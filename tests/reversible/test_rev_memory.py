@@ -23,8 +23,10 @@ def _inputs():
     return tuple(torch.randn(SHAPE, generator=gen).requires_grad_(True) for _ in range(2))
 
 
-def _saved_bytes(depth: int, reversible: bool, dropout: float = 0.0) -> int:
+def _saved_bytes(depth: int, reversible: bool, dropout: float = 0.0,
+                 store_last: bool = True) -> int:
     stack = transformer_stack(depth, d=SHAPE[2], heads=2, dropout=dropout, dtype=torch.float32)
+    stack.store_last = store_last
     x1, x2 = _inputs()
     with SavedTensorBytes(exclude=list(stack.parameters())) as saved:
         y = stack(x1, x2, reversible=reversible)
@@ -47,12 +49,16 @@ def _peak_bytes(depth: int, reversible: bool, dropout: float = 0.0) -> int:
 
 def test_saved_tensor_bytes_constant_in_depth():
     rev = [_saved_bytes(L, True) for L in DEPTHS]
+    rev_all = [_saved_bytes(L, True, store_last=False) for L in DEPTHS]
     std = [_saved_bytes(L, False) for L in DEPTHS]
     stream_bytes = SHAPE[0] * SHAPE[1] * SHAPE[2] * 4
-    assert rev == [2 * stream_bytes] * len(DEPTHS)  # only the two final output streams
     per_block = (std[2] - std[1]) / (DEPTHS[2] - DEPTHS[1])
     assert per_block > 10 * stream_bytes  # the twin stores every block's activations
-    assert std[0] > rev[0]
+    # every block reversible: only the two final output streams are saved
+    assert rev_all == [2 * stream_bytes] * len(DEPTHS)
+    # final block stored: its own activations plus at most its input and output streams
+    assert rev == [rev[0]] * len(DEPTHS)
+    assert per_block <= rev[0] <= per_block + 2 * stream_bytes
 
 
 def test_profiler_peak_constant_in_depth():

@@ -24,23 +24,26 @@ class ReversibleSequence(nn.Module):
     """Sequence of :class:`AdditiveCoupling` blocks on two streams.
 
     ``forward(x1, x2, reversible=None)`` runs reversibly unless ``reversible`` (or the
-    constructor's default) is False. :meth:`twin` gives the standard twin sharing these
+    constructor's default) is False. ``store_last`` keeps the final block's ordinary
+    activations instead of recomputing them (same peak, one recomputation fewer). :meth:`twin` gives the standard twin sharing these
     very parameters; :meth:`inverse` rebuilds the inputs from the outputs.
     """
 
-    def __init__(self, blocks: Iterable[AdditiveCoupling], reversible: bool = True) -> None:
+    def __init__(self, blocks: Iterable[AdditiveCoupling], reversible: bool = True,
+                 store_last: bool = True) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(blocks)
         for block in self.blocks:
             if not isinstance(block, AdditiveCoupling):
                 raise TypeError(f"blocks must be AdditiveCoupling, got {type(block).__name__}")
         self.reversible = reversible
+        self.store_last = store_last
 
     def forward(self, x1: torch.Tensor, x2: torch.Tensor,
                 reversible: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Apply every block in order; see :func:`reversible_forward` for the memory."""
         if self.reversible if reversible is None else reversible:
-            return reversible_forward(self.blocks, x1, x2)
+            return reversible_forward(self.blocks, x1, x2, self.store_last)
         for block in self.blocks:
             x1, x2 = block(x1, x2)
         return x1, x2
