@@ -100,3 +100,13 @@ def test_cli_import_is_light():
             "bad = [m for m in ('torch', 'plotly', 'fastapi') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_calibrated_estimate_beside_the_roofline_bound():
+    # The calibrated estimate (fitted efficiency terms, tokenomy validate) can only add time to the roofline.
+    rows = json.loads(run("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "1,64,512",
+                          "--json").stdout)
+    for row in rows:
+        assert row["calibrated_step_s"] >= row["step_s"] > 0
+        assert row["calibrated_tokens_per_s"] == pytest.approx(row["batch"] / row["calibrated_step_s"])
+        assert row["calibrated_bound"] in ("compute", "memory", "comms", "overhead")

@@ -14,13 +14,14 @@ from tokenomy.core.coeffs import coefficients
 from tokenomy.core.explain import explain_pass
 from tokenomy.core.inference import run_pass
 from tokenomy.core.roofline import Efficiency
+from tokenomy.specs import Hardware
 from tokenomy.units import DTYPE_BYTES
 
 JSON = typer.Option(False, "--json", help="Print JSON.")
 CSV = typer.Option(False, "--csv", help="Print CSV.")
 EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")
-PASS_COLUMNS = ("batch", "context", "compute_s", "memory_s", "step_s", "bound", "tokens_per_s", "mfu",
-                "memory_per_chip_bytes", "fits")
+PASS_COLUMNS = ("batch", "context", "calibrated_step_s", "step_s", "compute_s", "memory_s", "bound",
+                "calibrated_tokens_per_s", "tokens_per_s", "mfu", "memory_per_chip_bytes", "fits")
 
 
 def model_summary(name: str | ModelArch, kv_dtype: str = "bf16") -> dict:
@@ -116,26 +117,54 @@ def run_pass_cmd(kind: str, model: str, hardware: str, chips: int | None, batch:
                              Efficiency(flops_fraction, hbm_fraction, overhead_s), as_json, as_csv, show,
                              tp=tp, ep=ep, pp=pp, dp=dp, hop_latency_s=hop_latency_s)
     m, hw = loader.model(model), loader.hardware(hardware)
-    if chips is not None and chips <= 0:
-        raise UsageError(f"--chips must be a positive integer, got {chips}")
-    B = np.array(int_list("batch", batch), dtype=float)[:, None]
-    C = np.array(int_list("context", context), dtype=float)[None, :]
-    S = 1 if kind == "decode" else (C if len_pass is None else len_pass)
-    if len_pass is not None and len_pass <= 0:
-        raise UsageError(f"--len-pass must be a positive integer, got {len_pass}")
-    eff = Efficiency(flops_fraction, hbm_fraction, overhead_s)
-    c = coefficients(m)
-    r = run_pass(m, hw, batch=B, context=C, len_pass=S, chips=chips, weight_dtype=_dtype("weight-dtype", weight_dtype),
-                 kv_dtype=_dtype("kv-dtype", kv_dtype), eff=eff, coeffs=c)
-    rows = r.rows()
+    r, c, rows, terms_from = pass_grid(kind, m, hw, int_list("batch", batch), int_list("context", context), len_pass,
+                                       chips, weight_dtype, kv_dtype, Efficiency(flops_fraction, hbm_fraction,
+                                                                                 overhead_s))
     if show and not (as_json or as_csv):
         for i in range(len(rows)):
             explain(explain_pass(r, c, i))
     title = (f"{kind}: {m.name} on {r.chips} x {hw.chip.name} (weights {r.weight_dtype}, KV {r.kv_dtype}, "
-             f"compute {r.compute_dtype})")
+             f"compute {r.compute_dtype}); step_s is the roofline bound, calibrated_step_s uses the efficiency "
+             f"terms fitted for {terms_from} (tokenomy validate)")
     notes = [f"[red]{row['batch']} x {row['context']}: does not fit: {row['why']}[/red]" for row in rows
              if not row["fits"]]
     emit(rows, as_json=as_json, as_csv=as_csv, title=title, columns=PASS_COLUMNS, notes=notes)
+
+
+def pass_grid(kind: str, m: ModelArch, hw: Hardware, batch: list[int], context: list[int], len_pass: int | None,
+              chips: int | None, weight_dtype: str | None, kv_dtype: str, eff: Efficiency):
+    """The rows ``tokenomy decode|prefill --json`` prints (batch rows x context columns), shared with the web API.
+
+    Returns (PassResult, coefficients, rows with the calibrated estimate beside the roofline, whose terms)."""
+    if chips is not None and chips <= 0:
+        raise UsageError(f"--chips must be a positive integer, got {chips}")
+    if len_pass is not None and len_pass <= 0:
+        raise UsageError(f"--len-pass must be a positive integer, got {len_pass}")
+    B = np.array(batch, dtype=float)[:, None]
+    C = np.array(context, dtype=float)[None, :]
+    S = 1 if kind == "decode" else (C if len_pass is None else len_pass)
+    c = coefficients(m)
+    r = run_pass(m, hw, batch=B, context=C, len_pass=S, chips=chips, weight_dtype=_dtype("weight-dtype", weight_dtype),
+                 kv_dtype=_dtype("kv-dtype", kv_dtype), eff=eff, coeffs=c)
+    rows = r.rows()
+    return r, c, rows, add_calibrated(rows, m, hw.name, B, C, S, chips, weight_dtype, kv_dtype)
+
+
+def add_calibrated(rows: list[dict], model: ModelArch, hardware: str, B, C, S, chips, weight_dtype, kv_dtype) -> str:
+    """Put the calibrated estimate (validation/estimate.py) beside each roofline row; returns whose terms."""
+    from tokenomy.validation.estimate import calibrated_pass
+
+    cal = calibrated_pass(model, hardware, batch=B, context=C, len_pass=S, chips=chips, weight_dtype=weight_dtype,
+                          kv_dtype=kv_dtype)
+    shape = np.broadcast(B, C, S).shape
+    step_s = np.ravel(np.broadcast_to(cal["calibrated_step_s"], shape))
+    bound = np.ravel(np.broadcast_to(cal["bound"], shape))
+    for row, t, b in zip(rows, step_s, bound):
+        ok = row["fits"] and np.isfinite(t)
+        row["calibrated_step_s"] = float(t) if ok else None
+        row["calibrated_tokens_per_s"] = row["batch"] * row["len_pass"] / float(t) if ok else None
+        row["calibrated_bound"] = str(b) if ok else None
+    return str(cal["terms_from"])
 
 
 def _pass_command(kind: str):

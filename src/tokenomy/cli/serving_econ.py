@@ -121,7 +121,7 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
                "published_fast_mode": f"{es.FAST_MODE_PRICE:g}x price for {es.FAST_MODE_SPEED:g}x speed"}
     if show_explain and not (as_json or as_csv):
         explain([f"[bold]{sv.label()}: k = {k}, alpha = {a}, draft cost d = {d}[/bold]",
-                 f"  closed forms: memory-bound E/(1+k*d); compute-bound E/(k+1+k*d)",
+                 "  closed forms: memory-bound E/(1+k*d); compute-bound E/(k+1+k*d)",
                  f"  E[tokens/step] = (1-a^(k+1))/(1-a) = {sp.tokens_per_step:.3f}",
                  "  round = verify pass of k+1 tokens (engine, len_pass = k+1) + k*d*plain step",
                  "  speed-up = E*step/round; cost ratio = 1/speed-up (same batch and chips)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.coeffs import coefficients
 from tokenomy.core.roofline import BOUND_NAMES, Efficiency, HwCoeffs, step
@@ -19,11 +20,11 @@ from tokenomy.validation.prepare import quantized
 from tokenomy.validation.terms import gemm_time_s, tp_allreduce_s
 
 
-def calibrated_pass(model: str, hardware: str, *, batch, context, len_pass=1, chips: int | None = None,
+def calibrated_pass(model: "str | ModelArch", hardware: str, *, batch, context, len_pass=1, chips: int | None = None,
                     tp: int | None = None, weight_dtype: str | None = None, kv_dtype: str = "bf16") -> dict:
     """Arrays (broadcast over batch, context, len_pass): roofline and calibrated step time, the terms, the bound."""
     hw = loader.hardware(hardware)
-    arch = loader.model(model)
+    arch = model if isinstance(model, ModelArch) else loader.model(model)
     n = int(chips or hw.num_chips)
     g = int(tp or n)
     c = coefficients(arch)

@@ -14,15 +14,12 @@ a file) call the CLI's functions directly and serialise with its ``render.to_jso
 
 from __future__ import annotations
 
-import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from tokenomy.catalog import loader
-from tokenomy.cli.foundation import hardware_summary, model_summary
+from tokenomy.cli.foundation import hardware_summary, model_summary, pass_grid
 from tokenomy.cli.render import to_json
-from tokenomy.core.coeffs import coefficients
-from tokenomy.core.inference import run_pass
 from tokenomy.core.roofline import Efficiency
 from tokenomy.web import params as P
 from tokenomy.web.cli_bridge import SPECS, run_json
@@ -73,13 +70,8 @@ def pass_rows(kind: str, q: P.Query) -> list[dict]:
     hw = P.hardware_by_name(hw_name)
     batch, context, len_pass = P.pass_grid(q)
     o = P.pass_options(q)
-    B = np.array(batch, dtype=float)[:, None]
-    C = np.array(context, dtype=float)[None, :]
-    S = 1 if kind == "decode" else (C if len_pass is None else len_pass)
     eff = Efficiency(o.flops_fraction, o.hbm_fraction, o.overhead_s)
-    r = run_pass(m, hw, batch=B, context=C, len_pass=S, chips=o.chips, weight_dtype=o.weight_dtype,
-                 kv_dtype=o.kv_dtype, eff=eff, coeffs=coefficients(m))
-    return r.rows()
+    return pass_grid(kind, m, hw, batch, context, len_pass, o.chips, o.weight_dtype, o.kv_dtype, eff)[2]
 
 
 def _pass_endpoint(kind: str):
