@@ -7,8 +7,9 @@ For every depth L in --depths and every method, a fresh process
   * peak activation memory: profiler allocation trace of one step, parameter gradients
     pre-allocated;
   * CPU time per step (process time, one intra-op thread, so other processes on a
-    shared machine do not inflate it): median of --steps timed steps after warm-up,
-    best of --rounds sweeps; wall time is recorded beside it.
+    shared machine inflate it less than wall time): the fastest of --steps timed steps
+    after warm-up, and the fastest over --rounds sweeps (each round rotates the order
+    of the methods); medians and wall times are recorded beside it.
 Then: memory slope in L (least squares, MiB per block), time ratio to plain per depth,
 and the analytical saving vs checkpointing, L x 2 x B x T x d_stream x bytes.
 
@@ -62,14 +63,14 @@ def slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 def summarise(results: list[dict], depths: list[int]) -> dict:
     ok = [r for r in results if r.get("installed") and "error" not in r]
-    plain = {r["depth"]: r["cpu_s"] for r in ok if r["method"] == "plain"}
+    plain = {r["depth"]: r["cpu_s_min"] for r in ok if r["method"] == "plain"}
     summary = {}
     for method in METHODS:
         rows = sorted((r for r in ok if r["method"] == method), key=lambda r: r["depth"])
         if len(rows) < 2:
             continue
         b, a = slope([r["depth"] for r in rows], [r["peak_bytes"] / MIB for r in rows])
-        ratios = [r["cpu_s"] / plain[r["depth"]] for r in rows if r["depth"] in plain]
+        ratios = [r["cpu_s_min"] / plain[r["depth"]] for r in rows if r["depth"] in plain]
         summary[method] = {"slope_mib_per_block": b, "intercept_mib": a,
                            "time_ratio_min": min(ratios, default=None),
                            "time_ratio_max": max(ratios, default=None)}
@@ -90,7 +91,7 @@ def markdown(results: list[dict], summary: dict, depths: list[int]) -> str:
             elif "error" in r or not r:
                 cells.append("error")
             else:
-                cells.append(f"{r['peak_bytes'] / MIB:.1f}, {r['cpu_s']:.2f}")
+                cells.append(f"{r['peak_bytes'] / MIB:.1f}, {r['cpu_s_min']:.2f}")
         s = summary.get(method)
         tail = ["-", "-"] if s is None else [
             f"{s['slope_mib_per_block']:.3f}",
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--rounds", type=int, default=1, help="sweeps; the fastest is kept")
+    ap.add_argument("--rounds", type=int, default=3, help="sweeps; the fastest is kept")
     ap.add_argument("--timeout-s", type=float, default=1800)
     ap.add_argument("--out", type=Path, default=HERE / "reversible_results.py",
                     help="where to write the results module ('-' for nowhere)")
@@ -118,14 +119,16 @@ def main(argv=None) -> int:
     best, t0 = {}, time.time()
     for rnd in range(args.rounds):
         for depth in args.depths:  # interleave methods so drifts in machine speed hit all
-            for method in args.methods:
+            shift = rnd % len(args.methods)
+            for method in args.methods[shift:] + args.methods[:shift]:
                 r = run_one(method, depth, args)
                 r["round"] = rnd
                 old = best.get((method, depth))
-                if old is None or "error" in old or r.get("cpu_s", 1e99) < old.get("cpu_s", 1e99):
+                if old is None or "error" in old or \
+                        r.get("cpu_s_min", 1e99) < old.get("cpu_s_min", 1e99):
                     best[(method, depth)] = r
                 print(json.dumps({k: r.get(k) for k in ("round", "method", "depth", "peak_bytes",
-                                                         "cpu_s", "step_s", "installed",
+                                                         "cpu_s_min", "cpu_s", "installed",
                                                          "error")}), flush=True)
     results = list(best.values())
     summary = summarise(results, args.depths)
