@@ -137,6 +137,11 @@ def main(argv=None) -> int:
     print("\n" + table + "\n")
     print(f"analytical saving vs checkpointing: L x 2 x B x T x d_stream x bytes = "
           f"L x {saving / MIB:.2f} MiB per block at this configuration")
+    # a 70B-class model (Llama-3.1-70B shape: 80 layers, hidden 8192) as a two-stream
+    # reversible transformer, one 8192-token micro-batch, bf16 activations
+    llm = reversible_saving_vs_checkpoint_bytes(80, 1, 8192, 8192, 2)
+    print(f"at LLM size (L=80, d_stream=8192, B x T = 1 x 8192, bf16): {llm / 2**30:.1f} GiB "
+          "per micro-batch in flight")
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "wall_s": round(time.time() - t0, 1), "argv": sys.argv[1:],
             "config": {"d_stream": args.d_stream, "heads": args.heads, "seq": args.seq,

@@ -109,7 +109,8 @@ def main(argv=None) -> int:
 
     def step():
         # fresh copies: memcnn frees its inputs' storage
-        x1, x2 = x1_ref.detach().clone().requires_grad_(True), x2_ref.detach().clone().requires_grad_(True)
+        x1 = x1_ref.detach().clone().requires_grad_(True)
+        x2 = x2_ref.detach().clone().requires_grad_(True)
         y1, y2 = run(x1, x2)
         loss = y1.sum() + y2.sum()
         loss.backward()

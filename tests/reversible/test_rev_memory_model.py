@@ -101,7 +101,7 @@ def _core_activation_bytes(num_layers, strategy, seq=1024, batch=2, act_bytes=4.
 
 
 def test_core_training_model_agrees_with_closed_form():
-    """Two derivations of Korthikanti eq. 2 (GPT layer, bf16, dropout, scores stored)."""
+    """Two derivations of Korthikanti sec. 4.1 (GPT layer, bf16, dropout, scores stored)."""
     s, b, h, a = 512, 2, 256, 4
     for strategy in ("none", "selective", "full"):
         core = (_core_activation_bytes(9, strategy, s, b, 2.0, True, False)

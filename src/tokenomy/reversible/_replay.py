@@ -3,9 +3,8 @@
 A reversible backward pass runs F and G a second time. To rebuild the same values it
 must see the same random numbers (dropout masks) and the same autocast policy (which
 ops run in bfloat16) as the first run, whatever state the caller is in when it calls
-``backward()``. Same idea as ``preserve_rng_state`` in activation checkpointing
-(Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), written here for a
-per-block replay.
+``backward()``. Same idea as ``preserve_rng_state`` of ``torch.utils.checkpoint``
+(activation checkpointing, Chen et al. 2016), written here for a per-block replay.
 
 RNG: the CPU generator state (mt19937, 5056 bytes) and, for every accelerator device a
 block's inputs live on, that device's generator state (Philox seed + offset, 16 bytes on

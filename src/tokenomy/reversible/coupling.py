@@ -6,7 +6,7 @@
 F and G are any functions (here ``nn.Module``s) and need not be invertible: the round is
 invertible because each half only ever has something *added* to it that can be
 recomputed from the other half. Source: Gomez et al. 2017, "The Reversible Residual
-Network", eqs. (1)-(2) and (3)-(4); the Feistel cipher structure (Feistel 1973) is the
+Network", sec. 3; the Feistel cipher structure (Feistel 1973) is the
 same construction over GF(2) (lecture section 2.15). In exact arithmetic the inverse is
 exact; in floating point x1 + F(x2) - F(x2) differs from x1 by at most one rounding of
 the sum, which is what the drift tests measure.

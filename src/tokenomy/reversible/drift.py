@@ -6,7 +6,7 @@ In exact arithmetic the drift is 0. In floating point each block adds one roundi
 x1 + F(x2) (and of x2 + G(y1)), which the subtraction cannot undo, so the drift is of
 order u * L * |F| / |x| with u the unit roundoff (2^-53, 2^-24, 2^-8 for float64,
 float32, bfloat16) -- growing with depth, and amplified where F and G are steep
-(Gomez et al. 2017, sec. 5; Behrmann et al. 2021, "Understanding and mitigating
+(Behrmann et al. 2021, "Understanding and mitigating
 exploding inverses in invertible neural networks").
 """
 

@@ -34,7 +34,7 @@ Why this layout, against the alternatives:
   autocast region the caller is in when calling ``backward()``.
 Cost: F and G of blocks 1..L-1 run twice: ~(L-1)/L extra forward, like activation
 checkpointing (Chen et al. 2016), but the stored state is O(1) in depth instead of one
-block input per block (Gomez et al. 2017, sec. 3.1-3.2).
+block input per block (Gomez et al. 2017, "The Reversible Residual Network").
 Not supported: double backward (``create_graph=True``), modules that update buffers in
 their forward (they would update twice), randomness from private ``torch.Generator``s.
 """
@@ -57,12 +57,17 @@ from tokenomy.reversible.coupling import AdditiveCoupling
 
 
 class _Slot:
-    """Hand-off box: node k+1's backward puts node k's outputs here."""
+    """Hand-off box: node k+1's backward puts node k's outputs here.
 
-    __slots__ = ("tensors",)
+    ``owned``: the tensors were made by a rebuild and nothing else refers to them, so
+    the receiving node may overwrite them (saves two allocations per block).
+    """
+
+    __slots__ = ("tensors", "owned")
 
     def __init__(self) -> None:
         self.tensors: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.owned = False
 
 
 def _grad(output: torch.Tensor, wrt: list[torch.Tensor], grad_out: torch.Tensor):
@@ -140,6 +145,7 @@ class _CouplingNode(torch.autograd.Function):
             x1, x2, dx1, dx2, grads_f, grads_g = _rebuild_and_grad(ctx, dy1, dy2, pf, pg)
         if ctx.in_slot is not None:
             ctx.in_slot.tensors = (x1, x2)
+            ctx.in_slot.owned = not ctx.store  # stored inputs are also saved tensors
         param_grads = _align(ctx.params_f, grads_f) + _align(ctx.params_g, grads_g)
         return (None, None, None, None, None,
                 dx1 if ctx.needs_input_grad[5] else None,
@@ -172,6 +178,7 @@ def _stored_grads(ctx, dy1, dy2, pf, pg):
 
 def _rebuild_and_grad(ctx, dy1, dy2, pf, pg):
     """Inputs from outputs (x2 = y2 - G(y1), x1 = y1 - F(x2)) and the block's gradients."""
+    owned = False  # saved outputs are the caller's: never overwritten
     if ctx.out_slot is None:
         y1, y2 = ctx.saved_tensors
     else:
@@ -179,6 +186,7 @@ def _rebuild_and_grad(ctx, dy1, dy2, pf, pg):
             raise RuntimeError("reversible stack: backward reached a block whose "
                                "outputs were not rebuilt (was the graph freed?)")
         y1, y2 = ctx.out_slot.tensors
+        owned = ctx.out_slot.owned
         ctx.out_slot.tensors = None
     block = ctx.block
     needed = ctx.rng_f is not None or ctx.rng_g is not None
@@ -190,7 +198,7 @@ def _rebuild_and_grad(ctx, dy1, dy2, pf, pg):
         g_out = block.g(y1_leaf)
         grads_g = _grad(g_out, [y1_leaf, *pg], dy2)
         with torch.no_grad():
-            x2 = y2 - g_out
+            x2 = y2.sub_(g_out) if owned else y2 - g_out
         del g_out, y1_leaf
         dx1 = dy1 if grads_g[0] is None else dy1 + grads_g[0]
         # y1 = x1 + F(x2): x2 is now known.
@@ -199,8 +207,8 @@ def _rebuild_and_grad(ctx, dy1, dy2, pf, pg):
         x2_leaf = x2.detach().requires_grad_(True)
         f_out = block.f(x2_leaf)
         grads_f = _grad(f_out, [x2_leaf, *pf], dx1)
-        with torch.no_grad():
-            x1 = y1 - f_out
+        with torch.no_grad():  # y1's only other user, G's graph, is freed by now
+            x1 = y1.sub_(f_out) if owned else y1 - f_out
         del f_out, x2_leaf
     dx2 = dy2 if grads_f[0] is None else dy2 + grads_f[0]
     return x1, x2, dx1, dx2, grads_f[1:], grads_g[1:]

@@ -4,9 +4,9 @@
     (y1, y2) = stack(x0, x0)                           two streams, each of width D
     logits = W_head LN((y1 + y2) / 2)                  (B, T, V)
 
-Both streams start from the embedding and are averaged at the end, as in RevViT
-(Mangalam et al. 2022). Activation memory of the stack is O(1) in n_layer; the
-embedding and head are ordinary layers.
+Both streams start from the embedding and are averaged at the end (so the twin and
+the reversible model see one residual width D). Activation memory of the stack is O(1)
+in num_hidden_layers; the embedding and head are ordinary layers.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Analytical activation memory of transformer training under four recompute strategies.
 
 Per layer, no recomputation (Korthikanti et al. 2022, "Reducing Activation
-Recomputation in Large Transformer Models", eq. 2, 16-bit activations, 1-byte dropout
+Recomputation in Large Transformer Models", sec. 4.1, 16-bit activations, 1-byte dropout
 masks, no tensor/sequence parallelism):
 
     A_layer = s b h (34 + 5 a s / h)                                    bytes
@@ -9,7 +9,7 @@ masks, no tensor/sequence parallelism):
 Written per element so other widths work: e = bytes per activation element, m = bytes
 per dropout-mask element (1 with dropout, 0 without),
 
-    A_layer = e (16 s b h + 2 a s^2 b) + m (2 s b h + a s^2 b)          (e=2, m=1: eq. 2)
+    A_layer = e (16 s b h + 2 a s^2 b) + m (2 s b h + a s^2 b)          (e=2, m=1: sec. 4.1)
 
 Strategies (stored = kept from forward to backward, grows with depth L; working = one
 layer's transient activations while it is recomputed in backward):
@@ -37,7 +37,7 @@ def _check(strategy: str) -> None:
 
 def layer_activation_bytes(seq_len, batch_size, hidden_size, num_attention_heads,
                            bytes_per_element=2, dropout=True):
-    """A_layer = e(16sbh + 2as^2 b) + m(2sbh + as^2 b); Korthikanti 2022 eq. 2 at e=2, m=1."""
+    """A_layer = e(16sbh + 2as^2 b) + m(2sbh + as^2 b); Korthikanti 2022 sec. 4.1 at e=2, m=1."""
     s, b, h, a = seq_len, batch_size, hidden_size, num_attention_heads
     m = 1 if dropout else 0
     return bytes_per_element * (16 * s * b * h + 2 * a * s * s * b) + m * (2 * s * b * h + a * s * s * b)

@@ -6,7 +6,7 @@ Both modes compute the same function with the same parameters,
 
 and differ only in what autograd keeps: the standard twin stores every block's
 activations (memory ~ L), the reversible mode stores the final two streams and rebuilds
-the rest in backward (memory ~ 1; Gomez et al. 2017, sec. 3.2).
+the rest in backward (memory ~ 1; Gomez et al. 2017).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ class ReversibleSequence(nn.Module):
 
     ``forward(x1, x2, reversible=None)`` runs reversibly unless ``reversible`` (or the
     constructor's default) is False. ``store_last`` keeps the final block's ordinary
-    activations instead of recomputing them (same peak, one recomputation fewer). :meth:`twin` gives the standard twin sharing these
-    very parameters; :meth:`inverse` rebuilds the inputs from the outputs.
+    activations instead of recomputing them (same peak, one recomputation fewer).
+    :meth:`twin` gives the standard twin sharing these very parameters; :meth:`inverse`
+    rebuilds the inputs from the outputs.
     """
 
     def __init__(self, blocks: Iterable[AdditiveCoupling], reversible: bool = True,
