@@ -6,3 +6,4 @@ from tokenomy.cli import parallel  # noqa: F401
 from tokenomy.cli import training  # noqa: F401
 from tokenomy.cli import serving, serving_econ  # noqa: F401
 from tokenomy.cli import fidelity  # noqa: F401
+from tokenomy.cli import reversible  # noqa: F401,E402
