@@ -170,7 +170,7 @@ def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[s
 
 def to_toml(f: EfficiencyFile) -> str:
     lines = ["# Fitted efficiency terms (data, not code). Regenerate with: tokenomy validate --refit",
-             f'chip = "{f.chip}"', f'fitted = "{f.fitted}"', f'split_rule = "{f.split_rule}"',
+             f'chip = "{f.chip}"', f'source = "{f.source}"', f'fitted = "{f.fitted}"', f'split_rule = "{f.split_rule}"',
              f"n_fitted = {f.n_fitted}", f'note = "{f.note}"', "fitted_on = ["]
     lines += [f'  "{i}",' for i in f.fitted_on] + ["]", "", "[terms]"]
     lines += [f"{k} = {v!r}" for k, v in f.terms.model_dump().items()]

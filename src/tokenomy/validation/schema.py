@@ -149,8 +149,13 @@ class EfficiencyTerms(_Strict):
     train_other_moe: float = Field(ge=0)  # the same for MoE models (adds token dispatch, imbalance, small GEMMs)
 
 
+FITTED_SOURCE = ("fitted: tokenomy validate --refit on the cases listed in fitted_on "
+                 "(each case's own source is in catalog/validation/*.toml)")
+
+
 class EfficiencyFile(_Strict):
     chip: str  # chip name, or "pooled" for the fallback fitted on every chip
+    source: str = FITTED_SOURCE  # these numbers are computed: say how
     fitted: str  # date of the fit
     split_rule: str
     terms: EfficiencyTerms
