@@ -10,11 +10,10 @@ from pathlib import Path
 import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.options import CSV, JSON
 from tokenomy.cli.render import emit
 from tokenomy.units import fmt_bytes
 
-JSON = typer.Option(False, "--json", help="Print JSON.")
-CSV = typer.Option(False, "--csv", help="Print CSV.")
 STAT_COLUMNS = ("n", "median_abs_error", "within_20pct", "signed_bias", "roofline_median_abs_error",
                 "roofline_signed_bias")
 

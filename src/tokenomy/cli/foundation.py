@@ -9,6 +9,8 @@ from tokenomy.arch.model import ModelArch
 from tokenomy.arch.params import count_params, kv_bytes_per_token, weight_bytes
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.options import (CSV, EXPLAIN, FLOPS_FRACTION, HBM_FRACTION, HOP_LATENCY, JSON, KV_DTYPE, MODEL,
+                                   WEIGHT_DTYPE)
 from tokenomy.cli.render import emit, explain
 from tokenomy.core.coeffs import coefficients
 from tokenomy.core.explain import explain_pass
@@ -17,9 +19,6 @@ from tokenomy.core.roofline import Efficiency
 from tokenomy.specs import Hardware
 from tokenomy.units import DTYPE_BYTES
 
-JSON = typer.Option(False, "--json", help="Print JSON.")
-CSV = typer.Option(False, "--csv", help="Print CSV.")
-EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")
 PASS_COLUMNS = ("batch", "context", "calibrated_step_s", "step_s", "compute_s", "memory_s", "bound",
                 "calibrated_tokens_per_s", "tokens_per_s", "mfu", "memory_per_chip_bytes", "fits")
 
@@ -175,23 +174,20 @@ def _pass_command(kind: str):
                       "Example: tokenomy prefill --model llama-3.1-70b --hardware hgx-h100-8 --batch 1,8 --context 8192"}
 
     @guarded
-    def cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.json path, or directory."),
+    def cmd(model: str = MODEL,
             hardware: str = typer.Option(..., "--hardware", help="Chip or system name (tokenomy hardware)."),
             chips: int = typer.Option(None, "--chips", help="Number of chips (default: the system's)."),
             batch: str = typer.Option("1,8,64", "--batch", help="Comma list or a..b powers of two."),
             context: str = typer.Option("2048", "--context", help="Context length(s) in tokens."),
             len_pass: int = typer.Option(None, "--len-pass", help="prefill: new tokens per sequence (default all)."),
-            weight_dtype: str = typer.Option(None, "--weight-dtype", help="Override the checkpoint's weight dtype."),
-            kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV cache dtype."),
-            flops_fraction: float = typer.Option(1.0, help="Achievable fraction of peak FLOP/s."),
-            hbm_fraction: float = typer.Option(1.0, help="Achievable fraction of HBM bandwidth."),
+            weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE,
+            flops_fraction: float = FLOPS_FRACTION, hbm_fraction: float = HBM_FRACTION,
             overhead_s: float = typer.Option(0.0, help="Fixed per-step overhead in seconds."),
             tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (with --ep/--pp/--dp: a real layout)."),
             ep: int = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel)."),
             pp: int = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages)."),
             dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
-            hop_latency: float = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link)."),
-            as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
+            hop_latency: float = HOP_LATENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
         run_pass_cmd(kind, model, hardware, chips, batch, context, len_pass if kind == "prefill" else None,
                      weight_dtype, kv_dtype, flops_fraction, hbm_fraction, overhead_s, as_json, as_csv, show,
                      tp=tp, ep=ep, pp=pp, dp=dp, hop_latency_s=hop_latency)

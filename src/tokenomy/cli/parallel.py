@@ -9,7 +9,9 @@ import typer
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.foundation import CSV, EXPLAIN, JSON, _dtype
+from tokenomy.cli.foundation import _dtype
+from tokenomy.cli.options import (CSV, EXPLAIN, FLOPS_FRACTION, HBM_FRACTION, HOP_LATENCY, JSON, KV_DTYPE, MODEL,
+                                  WEIGHT_DTYPE)
 from tokenomy.cli.render import emit, explain
 from tokenomy.core.inference import compute_dtype_for, hw_coeffs
 from tokenomy.core.roofline import Efficiency
@@ -81,7 +83,7 @@ def plan_pass_cmd(kind: str, model: str, hardware: str, chips: int | None, batch
 
 @app.command("plan")
 @guarded
-def plan_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.json path, or directory."),
+def plan_cmd(model: str = MODEL,
              hardware: str = typer.Option(..., "--hardware", help="Chip or system (its scale-up domain and links)."),
              chips: int = typer.Option(None, "--chips", help="Chip budget (default: the system's chips)."),
              context: int = typer.Option(8192, "--context", help="Context length in tokens (prompt for TTFT)."),
@@ -89,12 +91,10 @@ def plan_cmd(model: str = typer.Option(..., "--model", help="Catalog name, confi
                                                        help="Minimum decode tokens/s per user."),
              max_ttft: float = typer.Option(None, "--max-ttft", help="Maximum time to first token, seconds."),
              batch: str = typer.Option(None, "--batch", help="Batches to try (default 1..65536, 1.5x steps)."),
-             weight_dtype: str = typer.Option(None, "--weight-dtype", help="Override the checkpoint's weight dtype."),
-             kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV cache dtype."),
-             flops_fraction: float = typer.Option(1.0, help="Achievable fraction of peak FLOP/s."),
-             hbm_fraction: float = typer.Option(1.0, help="Achievable fraction of HBM bandwidth."),
+             weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE,
+             flops_fraction: float = FLOPS_FRACTION, hbm_fraction: float = HBM_FRACTION,
              overhead_s: float = typer.Option(0.0, help="Fixed per-stage overhead in seconds."),
-             hop_latency: float = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link)."),
+             hop_latency: float = HOP_LATENCY,
              torus: str = typer.Option(None, "--torus", help="TPU ICI torus shape of the domain, e.g. 4x4x4."),
              top: int = typer.Option(0, "--top", help="Show only this many front points (0: all)."),
              as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:

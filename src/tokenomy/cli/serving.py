@@ -10,7 +10,8 @@ import typer
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.foundation import CSV, EXPLAIN, JSON, _dtype
+from tokenomy.cli.foundation import _dtype
+from tokenomy.cli.options import CSV, EXPLAIN, JSON
 from tokenomy.cli.render import emit, explain, fmt_cell, to_json
 from tokenomy.core.roofline import Efficiency
 from tokenomy.econ.cost import Serving

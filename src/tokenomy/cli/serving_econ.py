@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.foundation import CSV, EXPLAIN, JSON
+from tokenomy.cli.options import CSV, EXPLAIN, JSON
 from tokenomy.cli.render import emit, explain, to_json
 from tokenomy.cli.serving import CHIPS, FF, HARDWARE, HF, KVDT, MODEL, OH, PRICE, WDT, float_list, num, serving, show
 

@@ -7,7 +7,7 @@ import typer
 
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.foundation import CSV, EXPLAIN, JSON
+from tokenomy.cli.options import CSV, EXPLAIN, JSON
 from tokenomy.cli.lifecycle import positive  # importing it also registers lifecycle and rl
 from tokenomy.cli.render import emit, explain
 from tokenomy.cli.training_explain import explain_train

@@ -1,0 +1,13 @@
+"""Option declarations shared by the pass commands (decode, prefill, plan, estimate, ...): one place for their help."""
+
+import typer
+
+JSON = typer.Option(False, "--json", help="Print JSON.")
+CSV = typer.Option(False, "--csv", help="Print CSV.")
+EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")
+MODEL = typer.Option(..., "--model", help="Catalog name, config.json path, or directory.")
+WEIGHT_DTYPE = typer.Option(None, "--weight-dtype", help="Override the checkpoint's weight dtype.")
+KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV cache dtype.")
+FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help="Achievable fraction of peak FLOP/s.")
+HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help="Achievable fraction of HBM bandwidth.")
+HOP_LATENCY = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link).")
