@@ -40,10 +40,14 @@ def test_sparse_figures_kept_apart_from_dense():
     assert h.sparse_flops_per_s.bf16 == pytest.approx(2 * h.peak_flops_per_s.bf16, rel=0.01)
 
 
-def test_every_system_chip_exists():
+def test_every_system_names_an_existing_chip_and_a_domain_that_fits():
     for s in loader.system_names():
+        f = loader.system_file(s)
+        assert f.chip in loader.chip_names(), s
         hw = loader.hardware(s)
-        assert hw.num_chips >= hw.scale_up_domain_size >= 1 or hw.num_chips >= 1
+        assert hw.chip.name == f.chip
+        assert 1 <= hw.scale_up_domain_size <= hw.num_chips, s
+        assert hw.num_chips % hw.scale_up_domain_size == 0, s  # whole scale-up domains
 
 
 def test_every_model_config_loads_and_is_json():
