@@ -143,12 +143,11 @@ def gemma3(c: _Cfg, name: str) -> ModelArch:
     The vision tower (SigLIP, ~0.4B) is not counted: it does not run per generated token.
     """
     outer = c
-    if "text_config" in c.d:
-        c = _Cfg({"vocab_size": 262208, "model_type": "gemma3", **c.d["text_config"]}, c.name)
+    text = c.d.get("text_config") or c.d  # a new dict below: the caller's config is never modified
+    c = _Cfg({"vocab_size": 262208, "head_dim": 256, "model_type": "gemma3", **text}, c.name)
     L, window = c.pos("num_hidden_layers"), c.pos("sliding_window", 4096)
     pattern = c.pos("sliding_window_pattern", 6)
     types = c.opt("layer_types", ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(L)])
-    c.d.setdefault("head_dim", 256)
     layers = [Layer(_gqa(c, window=window if t == "sliding_attention" else None, qk_norm=True), _dense_mlp(c), norms=4)
               for t in types]
     return replace(_base(c, name, layers), tie_word_embeddings=bool(outer.opt("tie_word_embeddings", True)),
