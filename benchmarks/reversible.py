@@ -13,6 +13,15 @@ For every depth L in --depths and every method, a fresh process
 Then: memory slope in L (least squares, MiB per block), time ratio to plain per depth,
 and the analytical saving vs checkpointing, L x 2 x B x T x d_stream x bytes.
 
+Allocator (--malloc, both by default, interleaved in every round, same for every
+method): ``keep`` runs each worker with glibc's malloc told to keep freed memory
+(GLIBC_TUNABLES below: no heap trimming, no mmap for blocks under 32 MiB); ``default``
+leaves glibc's dynamic thresholds alone. With the default, a method that frees and
+rebuilds one block's working set L times per step (reversible, checkpointing) can have
+that memory returned to the OS and page-faulted back on the next block -- ~1e5 minor
+faults per step at L = 32 -- so its time measures the allocator's heuristics as much as
+the method. Each worker reports its minor faults and system time per step.
+
 The anchors (revlib, memcnn) run when installed in the interpreter running this script;
 benchmarks/reversible_env.sh builds such an environment:
     bash benchmarks/reversible_env.sh && build/reversible-bench-venv/bin/python benchmarks/reversible.py
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import pprint
 import subprocess
@@ -37,19 +47,35 @@ from tokenomy.reversible.memory_model import reversible_saving_vs_checkpoint_byt
 
 METHODS = ("plain", "checkpoint", "tokenomy", "revlib", "memcnn")
 MIB = 2**20
+# trim_threshold 4 GiB: never give the top of the heap back; mmap_threshold 32 MiB: the
+# largest glibc allows (its dynamic threshold's ceiling), so tensors < 32 MiB come from
+# the heap and are reused instead of being mmapped, unmapped and faulted in again.
+MALLOC_ENV = {
+    "keep": "glibc.malloc.trim_threshold=4294967296:glibc.malloc.mmap_threshold=33554432",
+    "default": None,
+}
 
 
-def run_one(method: str, depth: int, args) -> dict:
+def worker_env(malloc: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    if MALLOC_ENV[malloc]:
+        env["GLIBC_TUNABLES"] = MALLOC_ENV[malloc]
+    return env
+
+
+def run_one(method: str, depth: int, malloc: str, args) -> dict:
     cmd = [sys.executable, str(HERE / "reversible_worker.py"), "--method", method,
            "--depth", str(depth), "--steps", str(args.steps), "--warmup", str(args.warmup),
            "--d-stream", str(args.d_stream), "--heads", str(args.heads),
            "--seq", str(args.seq), "--batch", str(args.batch), "--threads", str(args.threads)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s,
+                          env=worker_env(malloc))
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"method": method, "depth": depth, "installed": True, "error": tail[0][:200]}
-    return json.loads(lines[-1])
+        return {"method": method, "depth": depth, "malloc": malloc, "installed": True,
+                "error": tail[0][:200]}
+    return {**json.loads(lines[-1]), "malloc": malloc}
 
 
 def slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -100,10 +126,12 @@ def markdown(results: list[dict], summary: dict, depths: list[int]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--depths", type=int, nargs="+", default=[4, 8, 16, 32])
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    ap.add_argument("--malloc", nargs="+", choices=tuple(MALLOC_ENV), default=list(MALLOC_ENV),
+                    help="allocator settings to run (the first is the headline table)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--d-stream", type=int, default=256)
@@ -115,26 +143,57 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout-s", type=float, default=1800)
     ap.add_argument("--out", type=Path, default=HERE / "reversible_results.py",
                     help="where to write the results module ('-' for nowhere)")
-    args = ap.parse_args(argv)
-    best, t0 = {}, time.time()
+    return ap.parse_args(argv)
+
+
+def sweep(args) -> dict:
+    """Fastest run per (malloc, method, depth) over all rounds."""
+    best = {}
     for rnd in range(args.rounds):
-        for depth in args.depths:  # interleave methods so drifts in machine speed hit all
-            shift = rnd % len(args.methods)
-            for method in args.methods[shift:] + args.methods[:shift]:
-                r = run_one(method, depth, args)
-                r["round"] = rnd
-                old = best.get((method, depth))
-                if old is None or "error" in old or \
-                        r.get("cpu_s_min", 1e99) < old.get("cpu_s_min", 1e99):
-                    best[(method, depth)] = r
-                print(json.dumps({k: r.get(k) for k in ("round", "method", "depth", "peak_bytes",
-                                                         "cpu_s_min", "cpu_s", "installed",
-                                                         "error")}), flush=True)
-    results = list(best.values())
-    summary = summarise(results, args.depths)
-    table = markdown(results, summary, args.depths)
+        for depth in args.depths:  # interleave so drifts in machine speed hit every method
+            for malloc in args.malloc:
+                shift = rnd % len(args.methods)
+                for method in args.methods[shift:] + args.methods[:shift]:
+                    r = {**run_one(method, depth, malloc, args), "round": rnd}
+                    key = (malloc, method, depth)
+                    old = best.get(key)
+                    if old is None or "error" in old or \
+                            r.get("cpu_s_min", 1e99) < old.get("cpu_s_min", 1e99):
+                        best[key] = r
+                    print(json.dumps({k: r.get(k) for k in (
+                        "round", "malloc", "method", "depth", "peak_bytes", "cpu_s_min",
+                        "minor_faults_per_step", "installed", "error")}), flush=True)
+    return best
+
+
+def faults_table(results: list[dict], depth: int) -> str:
+    """Minor page faults and system seconds per step at one depth, per allocator setting."""
+    by = {(r["malloc"], r["method"]): r for r in results if r["depth"] == depth}
+    modes = list(dict.fromkeys(r["malloc"] for r in results))
+    lines = [f"| L={depth}: faults/step (sys s) | " + " | ".join(modes) + " |",
+             "|" + "---|" * (len(modes) + 1)]
+    for method in METHODS:
+        cells = [by.get((m, method), {}) for m in modes]
+        if not any("minor_faults_per_step" in c for c in cells):
+            continue
+        lines.append(f"| {method} | " + " | ".join(
+            f"{c['minor_faults_per_step']:,.0f} ({c['sys_s_per_step']:.2f})"
+            if "minor_faults_per_step" in c else "-" for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    t0 = time.time()
+    best = sweep(args)
+    by_malloc = {m: [r for (mm, _, _), r in best.items() if mm == m] for m in args.malloc}
+    summaries = {m: summarise(rs, args.depths) for m, rs in by_malloc.items()}
+    tables = {m: markdown(rs, summaries[m], args.depths) for m, rs in by_malloc.items()}
+    faults = faults_table(list(best.values()), max(args.depths))
+    for m in args.malloc:
+        print(f"\nmalloc={m} ({MALLOC_ENV[m] or 'glibc defaults'}):\n{tables[m]}")
+    print("\n" + faults + "\n")
     saving = reversible_saving_vs_checkpoint_bytes(1, args.batch, args.seq, args.d_stream, 4)
-    print("\n" + table + "\n")
     print(f"analytical saving vs checkpointing: L x 2 x B x T x d_stream x bytes = "
           f"L x {saving / MIB:.2f} MiB per block at this configuration")
     # a 70B-class model (Llama-3.1-70B shape: 80 layers, hidden 8192) as a two-stream
@@ -144,16 +203,24 @@ def main(argv=None) -> int:
           "per micro-batch in flight")
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "wall_s": round(time.time() - t0, 1), "argv": sys.argv[1:],
+            "malloc_env": {m: MALLOC_ENV[m] for m in args.malloc},
             "config": {"d_stream": args.d_stream, "heads": args.heads, "seq": args.seq,
                        "batch": args.batch, "dtype": "float32", "steps": args.steps,
                        "threads": args.threads, "rounds": args.rounds}}
     if str(args.out) != "-":
+        head = args.malloc[0]
         args.out.write_text(
-            '"""Measured by benchmarks/reversible.py (generated; do not edit)."""\n\n'
+            '"""Measured by benchmarks/reversible.py (generated; do not edit).\n\n'
+            f'SUMMARY, RESULTS and TABLE are for malloc={head!r}; *_BY_MALLOC hold every '
+            'setting run."""\n\n'
             f"META = {pprint.pformat(meta)}\n\n"
-            f"SUMMARY = {pprint.pformat(summary)}\n\n"
-            f"RESULTS = {pprint.pformat(results)}\n\n"
-            f"TABLE = {table!r}\n")
+            f"SUMMARY = {pprint.pformat(summaries[head])}\n\n"
+            f"SUMMARY_BY_MALLOC = {pprint.pformat(summaries)}\n\n"
+            f"RESULTS = {pprint.pformat(by_malloc[head])}\n\n"
+            f"RESULTS_BY_MALLOC = {pprint.pformat(by_malloc)}\n\n"
+            f"TABLE = {tables[head]!r}\n\n"
+            f"TABLES_BY_MALLOC = {pprint.pformat(tables)}\n\n"
+            f"FAULTS_TABLE = {faults!r}\n")
     return 0
 
 
