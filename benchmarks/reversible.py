@@ -182,6 +182,23 @@ def faults_table(results: list[dict], depth: int) -> str:
     return "\n".join(lines)
 
 
+def write_results(path: Path, meta: dict, summaries: dict, by_malloc: dict, tables: dict,
+                  faults: str, head: str) -> None:
+    """The results module; SUMMARY/RESULTS/TABLE name the headline allocator's entries."""
+    path.write_text(
+        '"""Measured by benchmarks/reversible.py (generated; do not edit).\n\n'
+        f'SUMMARY, RESULTS and TABLE are for malloc={head!r}; *_BY_MALLOC hold every '
+        'setting run."""\n\n'
+        f"META = {pprint.pformat(meta)}\n\n"
+        f"SUMMARY_BY_MALLOC = {pprint.pformat(summaries)}\n\n"
+        f"RESULTS_BY_MALLOC = {pprint.pformat(by_malloc)}\n\n"
+        f"TABLES_BY_MALLOC = {pprint.pformat(tables)}\n\n"
+        f"FAULTS_TABLE = {faults!r}\n\n"
+        f"SUMMARY = SUMMARY_BY_MALLOC[{head!r}]\n"
+        f"RESULTS = RESULTS_BY_MALLOC[{head!r}]\n"
+        f"TABLE = TABLES_BY_MALLOC[{head!r}]\n")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     t0 = time.time()
@@ -208,19 +225,7 @@ def main(argv=None) -> int:
                        "batch": args.batch, "dtype": "float32", "steps": args.steps,
                        "threads": args.threads, "rounds": args.rounds}}
     if str(args.out) != "-":
-        head = args.malloc[0]
-        args.out.write_text(
-            '"""Measured by benchmarks/reversible.py (generated; do not edit).\n\n'
-            f'SUMMARY, RESULTS and TABLE are for malloc={head!r}; *_BY_MALLOC hold every '
-            'setting run."""\n\n'
-            f"META = {pprint.pformat(meta)}\n\n"
-            f"SUMMARY = {pprint.pformat(summaries[head])}\n\n"
-            f"SUMMARY_BY_MALLOC = {pprint.pformat(summaries)}\n\n"
-            f"RESULTS = {pprint.pformat(by_malloc[head])}\n\n"
-            f"RESULTS_BY_MALLOC = {pprint.pformat(by_malloc)}\n\n"
-            f"TABLE = {tables[head]!r}\n\n"
-            f"TABLES_BY_MALLOC = {pprint.pformat(tables)}\n\n"
-            f"FAULTS_TABLE = {faults!r}\n")
+        write_results(args.out, meta, summaries, by_malloc, tables, faults, args.malloc[0])
     return 0
 
 
