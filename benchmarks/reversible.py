@@ -47,6 +47,8 @@ from tokenomy.reversible.memory_model import reversible_saving_vs_checkpoint_byt
 
 METHODS = ("plain", "checkpoint", "tokenomy", "revlib", "memcnn")
 MIB = 2**20
+RUN_KEYS = ("round", "malloc", "method", "depth", "peak_bytes", "cpu_s_min",
+            "minor_faults_per_step", "installed", "error")
 # trim_threshold 4 GiB: never give the top of the heap back; mmap_threshold 32 MiB: the
 # largest glibc allows (its dynamic threshold's ceiling), so tensors < 32 MiB come from
 # the heap and are reused instead of being mmapped, unmapped and faulted in again.
@@ -146,9 +148,9 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def sweep(args) -> dict:
-    """Fastest run per (malloc, method, depth) over all rounds."""
-    best = {}
+def sweep(args) -> tuple[dict, list[dict]]:
+    """Fastest run per (malloc, method, depth) over all rounds, and one line per run."""
+    best, runs = {}, []
     for rnd in range(args.rounds):
         for depth in args.depths:  # interleave so drifts in machine speed hit every method
             for malloc in args.malloc:
@@ -160,10 +162,9 @@ def sweep(args) -> dict:
                     if old is None or "error" in old or \
                             r.get("cpu_s_min", 1e99) < old.get("cpu_s_min", 1e99):
                         best[key] = r
-                    print(json.dumps({k: r.get(k) for k in (
-                        "round", "malloc", "method", "depth", "peak_bytes", "cpu_s_min",
-                        "minor_faults_per_step", "installed", "error")}), flush=True)
-    return best
+                    runs.append({k: r.get(k) for k in RUN_KEYS})
+                    print(json.dumps(runs[-1]), flush=True)
+    return best, runs
 
 
 def faults_table(results: list[dict], depth: int) -> str:
@@ -183,7 +184,7 @@ def faults_table(results: list[dict], depth: int) -> str:
 
 
 def write_results(path: Path, meta: dict, summaries: dict, by_malloc: dict, tables: dict,
-                  faults: str, head: str) -> None:
+                  faults: str, runs: list[dict], head: str) -> None:
     """The results module; SUMMARY/RESULTS/TABLE name the headline allocator's entries."""
     path.write_text(
         '"""Measured by benchmarks/reversible.py (generated; do not edit).\n\n'
@@ -194,6 +195,8 @@ def write_results(path: Path, meta: dict, summaries: dict, by_malloc: dict, tabl
         f"RESULTS_BY_MALLOC = {pprint.pformat(by_malloc)}\n\n"
         f"TABLES_BY_MALLOC = {pprint.pformat(tables)}\n\n"
         f"FAULTS_TABLE = {faults!r}\n\n"
+        "# every run of every round, in order (the spread behind the fastest kept above)\n"
+        f"RUNS = {pprint.pformat(runs)}\n\n"
         f"SUMMARY = SUMMARY_BY_MALLOC[{head!r}]\n"
         f"RESULTS = RESULTS_BY_MALLOC[{head!r}]\n"
         f"TABLE = TABLES_BY_MALLOC[{head!r}]\n")
@@ -202,7 +205,7 @@ def write_results(path: Path, meta: dict, summaries: dict, by_malloc: dict, tabl
 def main(argv=None) -> int:
     args = parse_args(argv)
     t0 = time.time()
-    best = sweep(args)
+    best, runs = sweep(args)
     by_malloc = {m: [r for (mm, _, _), r in best.items() if mm == m] for m in args.malloc}
     summaries = {m: summarise(rs, args.depths) for m, rs in by_malloc.items()}
     tables = {m: markdown(rs, summaries[m], args.depths) for m, rs in by_malloc.items()}
@@ -225,7 +228,8 @@ def main(argv=None) -> int:
                        "batch": args.batch, "dtype": "float32", "steps": args.steps,
                        "threads": args.threads, "rounds": args.rounds}}
     if str(args.out) != "-":
-        write_results(args.out, meta, summaries, by_malloc, tables, faults, args.malloc[0])
+        write_results(args.out, meta, summaries, by_malloc, tables, faults, runs,
+                      args.malloc[0])
     return 0
 
 

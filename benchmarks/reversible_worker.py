@@ -128,7 +128,8 @@ def main(argv=None) -> int:
         times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
         r1 = resource.getrusage(resource.RUSAGE_SELF)
-        # minor page faults: memory the allocator handed back to the OS and touched again
+        # minor page faults: pages touched for the first time since the allocator got
+        # them from the OS (after it handed them back, they fault again)
         faults.append(r1.ru_minflt - r0.ru_minflt)
         sys_times.append(r1.ru_stime - r0.ru_stime)
     for p in stack.parameters():

@@ -53,3 +53,10 @@ def test_tiny_sweep_writes_both_allocator_settings(tmp_path):
         assert summary["plain"]["slope_mib_per_block"] > 0.1
         assert summary["tokenomy"]["slope_mib_per_block"] < 0.01
     assert "faults/step" in res.FAULTS_TABLE
+    assert len(res.RUNS) == 2 * 2 * 2  # malloc x method x depth, one round
+    for malloc, rows in res.RESULTS_BY_MALLOC.items():
+        for r in rows:  # the kept result is that configuration's run
+            run, = [x for x in res.RUNS
+                    if (x["malloc"], x["method"], x["depth"]) == (malloc, r["method"], r["depth"])]
+            assert run["cpu_s_min"] == r["cpu_s_min"]
+            assert run["minor_faults_per_step"] == r["minor_faults_per_step"]
