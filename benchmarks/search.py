@@ -34,7 +34,7 @@ CONS = Constraints(context=8192, min_tokens_per_s_per_user=20, max_ttft_s=2.0)
 
 def setup():
     sh = shape_of(loader.model(MODEL))
-    topo = topology(HARDWARE)
+    topo = topology(loader.hardware(HARDWARE))
     hw = hw_coeffs(loader.hardware(HARDWARE), DTYPE)[0]
     batches = np.unique(np.geomspace(1, 65536, 128).round())
     return sh, topo, hw, batches

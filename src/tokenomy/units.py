@@ -25,19 +25,21 @@ DTYPE_BYTES: dict[str, float] = {
     "mxfp4": 0.53125,
 }
 
-# The compute dtype a weight dtype multiplies in, and what to fall back to when a chip
-# has no peak for it (e.g. fp4 weights on an H100 run fp8 tensor-core math).
+# The tensor-core dtypes a weight dtype can multiply in. A chip runs the fastest of them that it has: fp8 weights on
+# an A100 (no fp8 units) run bf16 math at 312 TF, never its int8 624 TOPS (int8 units cannot do fp8 arithmetic);
+# int8 weights on a B300 (int8 cut to ~0.15 PF) run fp8 or bf16. fp4/int4 weights dequantize to a wider dtype
+# (W4A8 / W4A16 kernels), never to each other's units.
 COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
     "fp32": ("fp32", "tf32", "bf16"),
     "tf32": ("tf32", "bf16"),
     "bf16": ("bf16", "fp16"),
     "fp16": ("fp16", "bf16"),
-    "fp8": ("fp8", "int8", "bf16"),
+    "fp8": ("fp8", "bf16"),
     "int8": ("int8", "fp8", "bf16"),
     "fp6": ("fp6", "fp8", "bf16"),
-    "fp4": ("fp4", "int4", "fp8", "int8", "bf16"),
-    "int4": ("int4", "fp4", "int8", "fp8", "bf16"),
-    "mxfp4": ("fp4", "fp8", "int8", "bf16"),
+    "fp4": ("fp4", "fp8", "bf16"),
+    "int4": ("int4", "int8", "fp8", "bf16"),
+    "mxfp4": ("fp4", "fp8", "bf16"),
 }
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from tokenomy.catalog import loader
 from tokenomy.core.inference import hw_coeffs
-from tokenomy.parallel import moe, pipeline
+from tokenomy.core import pipeline
+from tokenomy.parallel import moe
 from tokenomy.parallel.plan import Plans, evaluate, shape_of
 from tokenomy.parallel.topology import topology
 
@@ -19,7 +20,7 @@ def ds():
 
 @pytest.fixture(scope="module")
 def nvl72():
-    return topology("gb200-nvl72"), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
+    return topology(loader.hardware("gb200-nvl72")), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
 
 
 @pytest.mark.parametrize("k, layers, expected", [(8, 1, 2.0), (2, 1, 0.5), (2, 2, 1.0)])
@@ -30,7 +31,7 @@ def test_l16_rack_hop_ratio(k, layers, expected):
 
 def test_l16_scale_out_is_about_8x_slower_from_the_catalog():
     # §2.7 "typically about eight times slower": HGX H100 NVLink 450 GB/s vs one 400 Gb/s NIC per GPU = 9x.
-    assert topology("hgx-h100-8").scale_out_ratio == pytest.approx(8, rel=0.2)
+    assert topology(loader.hardware("hgx-h100-8")).scale_out_ratio == pytest.approx(8, rel=0.2)
 
 
 def test_l16_from_a_plan(ds, nvl72):
@@ -59,13 +60,13 @@ def test_l17_pipelining_shrinks_weights_not_kv(ds, nvl72):
 
 def test_l18_256_experts_on_a_72_gpu_rack():
     # L18: 256 experts on 64 of 72 GPUs -> 4 experts per GPU, 8 GPUs idle.
-    p = moe.placement(256, topology("gb200-nvl72").domain_size)
+    p = moe.placement(256, topology(loader.hardware("gb200-nvl72")).domain_size)
     assert (p.ep, p.experts_per_chip, p.idle_chips) == (64, 4, 8)
 
 
 def test_l19_hopper_scale_up_capacity():
     # L19: 8 x 80 GB Hopper = 640 GB.
-    assert topology("hgx-h100-8").domain_hbm_bytes == pytest.approx(640e9)
+    assert topology(loader.hardware("hgx-h100-8")).domain_hbm_bytes == pytest.approx(640e9)
 
 
 def test_l20_four_stages_add_ten_ms():
@@ -87,7 +88,7 @@ def test_l20_from_a_plan(ds, nvl72):
 
 def test_l26_bandwidth_not_capacity():
     # L26: 1 TB of weights: NVL72 (72 x 8 TB/s) -> 1.74 ms; 8 x H100 (8 x 3.35 TB/s) -> 37.3 ms (±5%).
-    nvl, hgx = topology("gb200-nvl72"), topology("hgx-h100-8")
+    nvl, hgx = topology(loader.hardware("gb200-nvl72")), topology(loader.hardware("hgx-h100-8"))
     assert moe.latency_floor_s(1e12, nvl.domain_size, nvl.chip.hbm_bytes_per_s) == pytest.approx(1.74e-3, rel=0.05)
     assert moe.latency_floor_s(1e12, hgx.domain_size, hgx.chip.hbm_bytes_per_s) == pytest.approx(37.3e-3, rel=0.05)
     # Pipelining over 4 nodes gives capacity (4 x 640 GB) but not bandwidth: the floor does not move.
@@ -96,7 +97,7 @@ def test_l26_bandwidth_not_capacity():
 
 def test_one_rack_bounds_an_expert_layer():
     # §2.7: spanning two racks sends half the tokens over scale-out, which then binds.
-    topo = topology("gb200-nvl72")
+    topo = topology(loader.hardware("gb200-nvl72"))
     span = moe.rack_span(topo, tokens_per_chip=1024, experts_per_tok=8, hidden_size=7168, ep_per_domain=64)
     assert span.scale_out_share == pytest.approx(0.5)
     # bandwidth-bound (1024 tokens per chip): 900/50 = 18x slower links carry half the bytes vs 63/64: ~9x

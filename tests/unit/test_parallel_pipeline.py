@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenomy.parallel import pipeline
+from tokenomy.core import pipeline
 
 
 def test_bubble_fraction_closed_form():

@@ -16,13 +16,13 @@ from tokenomy.parallel.topology import topology
 @pytest.fixture(scope="module")
 def llama():
     m = loader.model("llama-3.1-70b")
-    return m, shape_of(m), topology("hgx-h100-8"), hw_coeffs(loader.hardware("hgx-h100-8"), "bf16")[0]
+    return m, shape_of(m), topology(loader.hardware("hgx-h100-8")), hw_coeffs(loader.hardware("hgx-h100-8"), "bf16")[0]
 
 
 @pytest.fixture(scope="module")
 def ds():
     m = loader.model("deepseek-v3")
-    return m, shape_of(m), topology("gb200-nvl72"), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
+    return m, shape_of(m), topology(loader.hardware("gb200-nvl72")), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
 
 
 def test_tp_matches_the_even_split_roofline(llama):
@@ -45,7 +45,7 @@ def test_flops_conserved_under_splits(tp, ep, pp, dp, b, prefill):
     # Σ over chips and micro-batches of per-chip FLOPs = B·S·FLOPs/token whatever the split, when pp divides the
     # layers (Qwen3-30B-A3B: 48) and every attention replica holds a sequence (b >= ep).
     sh = shape_of(loader.model("qwen3-30b-a3b"))
-    topo, hw = topology("gb200-nvl72"), hw_coeffs(loader.hardware("gb200-nvl72"), "bf16")[0]
+    topo, hw = topology(loader.hardware("gb200-nvl72")), hw_coeffs(loader.hardware("gb200-nvl72"), "bf16")[0]
     C = 2048.0
     S = 64.0 if prefill else 1.0
     r = evaluate(sh, topo, hw, Plans(tp, ep, pp, dp), float(b * dp * pp), C, S)
@@ -61,7 +61,7 @@ def test_flops_conserved_under_splits(tp, ep, pp, dp, b, prefill):
        attn_dp=st.booleans())
 def test_memory_per_chip_non_increasing_in_chips(tp, ep, pp, dp, which, batch, attn_dp):
     sh = shape_of(loader.model("qwen3-30b-a3b"))
-    topo, hw = topology("hgx-h100-8"), hw_coeffs(loader.hardware("hgx-h100-8"), "bf16")[0]
+    topo, hw = topology(loader.hardware("hgx-h100-8")), hw_coeffs(loader.hardware("hgx-h100-8"), "bf16")[0]
     p = dict(tp=tp, ep=ep, pp=pp, dp=dp)
     more = dict(p, **{which: p[which] * 2})
     a = evaluate(sh, topo, hw, Plans(**p, attn_dp=attn_dp), batch, 8192.0)

@@ -36,7 +36,7 @@ def test_pareto_against_brute_force(pts):
 @pytest.fixture(scope="module")
 def ds_search():
     sh = shape_of(loader.model("deepseek-v3"))
-    topo, hw = topology("gb200-nvl72"), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
+    topo, hw = topology(loader.hardware("gb200-nvl72")), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
     cons = Constraints(context=8192, min_tokens_per_s_per_user=20, max_ttft_s=2.0)
     return sh, topo, hw, cons, search(sh, topo, hw, chips=144, constraints=cons)
 

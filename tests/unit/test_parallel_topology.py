@@ -5,16 +5,18 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+
+from tokenomy.catalog import loader
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenomy.parallel import collectives as col
+from tokenomy.core import collectives as col
 from tokenomy.parallel.topology import parse_torus, topology
 
 
 @pytest.fixture(scope="module")
 def hgx():
-    return topology("hgx-h100-8")
+    return topology(loader.hardware("hgx-h100-8"))
 
 
 def test_levels_from_the_catalog(hgx):
@@ -22,8 +24,8 @@ def test_levels_from_the_catalog(hgx):
     assert hgx.domain_size == 8 and hgx.num_chips == 8
     assert hgx.scale_up.bytes_per_s == 450e9 and hgx.scale_out.bytes_per_s == 50e9
     assert math.isinf(hgx.scale_out.chips)
-    assert topology("gb200-nvl72").domain_size == 72
-    assert topology("h100-sxm").domain_size == 8  # a bare chip: its own scale-up domain
+    assert topology(loader.hardware("gb200-nvl72")).domain_size == 72
+    assert topology(loader.hardware("h100-sxm")).domain_size == 8  # a bare chip: its own scale-up domain
 
 
 def test_chips_in_domain(hgx):
@@ -34,11 +36,11 @@ def test_chips_in_domain(hgx):
 
 def test_torus_bandwidth_by_axes():
     # TPU v4 4x4x4: 270 GB/s summed over 6 links; a group filling 1, 2 or 3 axes uses 1/3, 2/3, all of it.
-    t = topology("tpu-v4-pod-slice-64", torus=(4, 4, 4))
+    t = topology(loader.hardware("tpu-v4-pod-slice-64"), torus=(4, 4, 4))
     assert list(t.up_bytes_per_s(np.array([2, 4, 16, 64]))) == pytest.approx([90e9, 90e9, 180e9, 270e9])
     assert parse_torus("4x4x4") == (4, 4, 4) and parse_torus(None) is None
     with pytest.raises(ValueError, match="torus"):
-        topology("tpu-v4-pod-slice-64", torus=(4, 4, 2))
+        topology(loader.hardware("tpu-v4-pod-slice-64"), torus=(4, 4, 2))
     with pytest.raises(ValueError, match="torus"):
         parse_torus("4xx")
 

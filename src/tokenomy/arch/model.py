@@ -64,6 +64,13 @@ class Attention:
             return 2 * self.kv_lora_rank + self.qk_rope_head_dim
         return self.head_dim + self.v_head_dim
 
+    def unabsorb_flops_per_position(self) -> int:
+        """FLOPs to expand one cached position to per-head K and V for the un-absorbed form: 2·c·H·(d_nope + d_v)
+        for MLA (the W_UK, W_UV up-projections of the latent, DeepSeek-V2 eq. 10); 0 for caches that hold K, V."""
+        if self.kind != "mla":
+            return 0
+        return 2 * self.kv_lora_rank * self.num_heads * (self.head_dim - self.qk_rope_head_dim + self.v_head_dim)
+
 
 @dataclass(frozen=True)
 class Mlp:

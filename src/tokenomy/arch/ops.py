@@ -4,7 +4,10 @@ Each op states its cost as coefficients of the pass shape, so one list serves ev
 pass length: for T = B·len_pass new tokens attending over a context of C positions,
     matmul     FLOPs = 2·params·T                         bytes = params·w   (read once per pass)
     expert     FLOPs = 2·k·params·T                       bytes = params·w·E·(1-(1-k/E)^T) (distinct experts touched)
-    attention  FLOPs = 2·H·score_dims·C_eff·T             bytes = B·C_eff·kv_elems·kv_b (read) + T·kv_elems·kv_b (write)
+    attention  FLOPs = min(absorbed, plain + un-absorb)    bytes = B·C_eff·kv_elems·kv_b (read) + T·kv_elems·kv_b (write)
+               absorbed = 2·H·score_dims(absorbed)·C_eff·T, plain = 2·H·score_dims·C_eff·T,
+               un-absorb = B·(C − len_pass)·unabsorb_flops (MLA: expanding the cached latents to K and V once per
+               pass); a kernel picks the cheaper form, so decode and short passes run absorbed, prefill plain
     embed      FLOPs = 0 (a gather)                       bytes = T rows (negligible), capacity = params·w
 with C_eff = min(C, window). Activations: act_elems·T elements read or written between ops.
 """
@@ -33,6 +36,7 @@ class Op:
     # attention only: FLOPs per new token per attended position, decode (absorbed MLA) and prefill forms
     score_flops_decode: float = 0.0
     score_flops_prefill: float = 0.0
+    unabsorb_flops_per_position: float = 0.0  # per cached position per sequence, to run the plain form
     kv_elems_per_token: int = 0
     window: int | None = None
     act_elems_per_token: float = 0.0  # activation elements read + written by this op per token
@@ -46,7 +50,8 @@ def _layer_ops(m: ModelArch, i: int) -> list[Op]:
         Op(f"L{i}.attn.proj", "matmul", i, a.params(D) + layer.norms * D,
            act_elems_per_token=2 * D + qkv_width + a.num_heads * a.v_head_dim),
         Op(f"L{i}.attn.scores", "attention", i, score_flops_decode=2 * a.num_heads * a.score_dims(True),
-           score_flops_prefill=2 * a.num_heads * a.score_dims(False), kv_elems_per_token=a.kv_elements_per_token(),
+           score_flops_prefill=2 * a.num_heads * a.score_dims(False),
+           unabsorb_flops_per_position=a.unabsorb_flops_per_position(), kv_elems_per_token=a.kv_elements_per_token(),
            window=a.window, act_elems_per_token=qkv_width + a.num_heads * a.v_head_dim),
     ]
     width = mlp.intermediate_size if mlp.kind == "dense" else mlp.num_shared_experts * mlp.shared_intermediate_size

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog.schema import ApiPriceFile, ChipFile, StorageFile, SystemFile
-from tokenomy.specs import Chip, Hardware, LinkSpec
+from tokenomy.specs import Chip, Hardware, Level, LinkSpec, Topology
 
 ROOT = Path(__file__).parent
 M = TypeVar("M", bound=BaseModel)
@@ -93,18 +93,33 @@ def _chip(f: ChipFile) -> Chip:
                 link(f.scale_up), link(f.scale_out), f.power.tdp_w, f.price.usd_per_hour, f.preliminary)
 
 
+def _level(name: str, link, chips: float) -> Level:
+    return Level(name, chips, link.bytes_per_s_per_direction, link.latency_s, link.technology)
+
+
+def _topology(name: str, chip: Chip, cf: ChipFile, num_chips: int, domain: int, up=None, out=None) -> Topology:
+    """Scale-up domain and scale-out network of a chip or system; a system's own links override its chip's."""
+    return Topology(name, chip, _level("scale-up", up or cf.scale_up, float(domain)),
+                    _level("scale-out", out or cf.scale_out, float("inf")), max(num_chips, 1))
+
+
 @lru_cache(maxsize=None)
 def hardware(name: str) -> Hardware:
-    """A chip name (one chip) or a system name (its chip count and scale-up domain)."""
+    """A chip name (one chip) or a system name (its chip count, scale-up domain and links)."""
     key = name.lower()
     if (ROOT / "systems" / f"{key}.toml").is_file():
         s = system_file(key)
-        chip = _chip(chip_file(s.chip))
+        cf = chip_file(s.chip)
+        chip = _chip(cf)
         usd = s.price.usd_per_hour if s.price else chip.usd_per_hour
-        return Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary)
+        topo = _topology(s.name, chip, cf, s.num_chips, s.scale_up_domain_size, s.scale_up, s.scale_out)
+        return Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary,
+                        topo)
     if (ROOT / "chips" / f"{key}.toml").is_file():
-        chip = _chip(chip_file(key))
-        return Hardware(chip.name, chip, 1, chip.scale_up.domain_size, chip.usd_per_hour, chip.preliminary)
+        cf = chip_file(key)
+        chip = _chip(cf)
+        topo = _topology(chip.name, chip, cf, 1, chip.scale_up.domain_size)
+        return Hardware(chip.name, chip, 1, chip.scale_up.domain_size, chip.usd_per_hour, chip.preliminary, topo)
     raise CatalogError(f"unknown hardware {name!r}; allowed chips: {', '.join(chip_names())}; "
                        f"systems: {', '.join(system_names())}")
 

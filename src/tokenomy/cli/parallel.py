@@ -31,7 +31,7 @@ def _setup(model: str, hardware: str, weight_dtype: str | None, kv_dtype: str, t
     wd, kd = _dtype("weight-dtype", weight_dtype), _dtype("kv-dtype", kv_dtype)
     hwc, used = hw_coeffs(hw, compute_dtype_for(m, wd))
     kw = {"weight_bytes_per_param": None if wd is None else dtype_bytes(wd), "kv_bytes_per_elem": dtype_bytes(kd)}
-    return m, hw, topology(hardware, torus=parse_torus(torus)), hwc, used, kw
+    return m, hw, topology(hw, torus=parse_torus(torus)), hwc, used, kw
 
 
 def _positive(name: str, v) -> None:

@@ -40,6 +40,8 @@ class ModelCoeffs:
     score_global_prefill: object
     score_local_decode: object
     score_local_prefill: object
+    unabsorb_global: object  # FLOPs per cached position per sequence to run the plain (un-absorbed) form
+    unabsorb_local: object
     act_elems_per_token: object
     act_peak_elems_per_token: object  # widest single op: the live activation working set per token
 
@@ -76,9 +78,33 @@ def coefficients(m: ModelArch) -> ModelCoeffs:
         score_global_prefill=float(sum(o.score_flops_prefill for o in glob)),
         score_local_decode=float(sum(o.score_flops_decode for o in loc)),
         score_local_prefill=float(sum(o.score_flops_prefill for o in loc)),
+        unabsorb_global=float(sum(o.unabsorb_flops_per_position for o in glob)),
+        unabsorb_local=float(sum(o.unabsorb_flops_per_position for o in loc)),
         act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
         act_peak_elems_per_token=float(max(o.act_elems_per_token for o in ops)),
     )
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a layout needs beyond the coefficients: the dimensions that decide splits and collectives."""
+
+    name: str
+    coeffs: ModelCoeffs
+    hidden_size: int  # D
+    num_layers: int  # L
+    num_heads: int  # H (query heads)
+    kv_heads: int  # distinct K/V heads a head-split can spread: 1 for MQA and MLA (one shared latent)
+    head_dim: int
+    parallel_block: bool  # attention and MLP outputs reduced together (one all-reduce per layer)
+    dense_flops_per_token: float  # 2·(dense + head) params: the part attention-DP replicates
+
+
+def shape_of(m: ModelArch, coeffs: ModelCoeffs | None = None) -> ModelShape:
+    c = coeffs or coefficients(m)
+    a = m.layers[0].attention
+    return ModelShape(m.name, c, m.hidden_size, m.num_layers, a.num_heads, 1 if a.kind == "mla" else a.num_kv_heads,
+                      a.head_dim, m.parallel_block, 2.0 * (float(c.dense_params) + float(c.head_params)))
 
 
 def stack(items: list[ModelCoeffs]) -> ModelCoeffs:

@@ -22,9 +22,9 @@ import numpy as np
 from tokenomy.arch.model import ModelArch
 from tokenomy.core.coeffs import ModelCoeffs, coefficients
 from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
-from tokenomy.parallel.collectives import all_reduce, all_to_all, p2p, reduce_scatter
-from tokenomy.parallel.pipeline import bubble_fraction
-from tokenomy.parallel.topology import Topology, topology
+from tokenomy.core.collectives import all_reduce, all_to_all, p2p, reduce_scatter
+from tokenomy.core.pipeline import bubble_fraction
+from tokenomy.specs import Topology
 from tokenomy.specs import Hardware
 from tokenomy.units import SECONDS_PER_HOUR
 
@@ -248,7 +248,7 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
                        virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
                        grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,
                        dropout=dropout, flash=flash, hbm_usable_fraction=hbm_usable_fraction)
-    cm = _comms(m, c, topology(hw.name), p, mem, act_bytes, grad_bytes, p.recompute)
+    cm = _comms(m, c, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step; v = 1 unless interleaved.
     bubble = bubble_fraction(p.pp, mb, p.virtual_stages if p.schedule == "interleaved" else 1)
     cm.update(_timeline(compute_1 / flops_fraction, cm, att_share, bubble))

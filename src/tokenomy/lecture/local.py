@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.econ import lifecycle, scaling
-from tokenomy.parallel import moe, pipeline
+from tokenomy.core import pipeline
+from tokenomy.parallel import moe
 from tokenomy.units import SECONDS_PER_DAY
 
 

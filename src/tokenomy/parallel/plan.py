@@ -24,8 +24,8 @@ import numpy as np
 from tokenomy.arch.model import ModelArch
 from tokenomy.core.coeffs import ModelCoeffs, coefficients
 from tokenomy.core.roofline import Efficiency, HwCoeffs, kv_positions
-from tokenomy.parallel import collectives as col
-from tokenomy.parallel.pipeline import rack_hop_ratio
+from tokenomy.core import collectives as col
+from tokenomy.core.pipeline import rack_hop_ratio
 from tokenomy.parallel.topology import Topology
 from tokenomy.units import fmt_bytes
 

@@ -113,7 +113,7 @@ def max_context(m, plans: Plans, batch, hardware: str = "tpu-v4-pod-slice-64", k
                 kv_dtype_bytes: float = 2.0):
     """Longest context whose KV fits in ``kv_fraction`` of each chip's HBM under ``plans`` (KV linear in context)."""
     hw = loader.hardware(hardware)
-    r = evaluate(shape_of(m), topology(hardware), hw_coeffs(hw, "bf16")[0], plans, batch, 1.0,
+    r = evaluate(shape_of(m), topology(hw), hw_coeffs(hw, "bf16")[0], plans, batch, 1.0,
                  kv_bytes_per_elem=kv_dtype_bytes)
     return kv_fraction * hw.hbm_bytes / np.asarray(r.kv_bytes_per_chip)
 

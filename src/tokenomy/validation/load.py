@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tokenomy.catalog import loader
+from tokenomy.core.efficiency import Efficiency
 from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
                                         ValidationFile)
 
@@ -97,3 +98,13 @@ def efficiency_for(chip: str) -> EfficiencyFile:
     if f is None:
         raise loader.CatalogError("catalog/efficiency/pooled.toml is missing; run `tokenomy validate --refit`")
     return f
+
+
+def efficiency_set(chip: str) -> Efficiency:
+    """The chip's calibrated efficiency set for the engine (core.efficiency.Efficiency), from its fitted terms."""
+    f = efficiency_for(chip)
+    t = f.terms
+    return Efficiency(flops_fraction=t.flops_fraction_max, hbm_fraction=t.hbm_fraction, overhead_s=t.step_overhead_s,
+                      gemm_half_tokens=t.gemm_half_tokens, allreduce_latency_s=t.allreduce_latency_s,
+                      link_fraction=t.link_fraction, request_overhead_s=t.request_overhead_s, name="calibrated",
+                      terms_from=f.chip, fitted_on_cases=len(f.fitted_on))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.core.roofline import Efficiency
-from tokenomy.parallel.collectives import ring
+from tokenomy.core.collectives import ring
 from tokenomy.validation.schema import EfficiencyTerms
 
 ACT_BYTES = 2.0  # activations travel in bf16 in tensor-parallel all-reduces

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenomy.parallel.topology import Topology
+from tokenomy.specs import Topology
 
 
 def _f(x) -> np.ndarray:

@@ -1,0 +1,93 @@
+"""A deployment: one model on one hardware with a layout, dtypes and an efficiency set — the engine's input.
+
+Pure (no file I/O): the answer layer resolves names to a ``ModelArch`` and a ``Hardware`` (which carries its
+topology) and the calibrated efficiency set; every question then runs ``Deployment.run`` (core/engine.py).
+Precision: the checkpoint's own quantization, or ``weight_dtype`` for dense and expert weights with embeddings and
+LM head kept at >= 16 bits (quantized checkpoints keep them wide: ModelOpt, Quark, AQT). The matmuls run in the
+fastest tensor-core dtype the chip has for the dense weights (units.COMPUTE_FALLBACK).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from tokenomy.arch.model import ModelArch
+from tokenomy.core import engine
+from tokenomy.core.coeffs import ModelShape, shape_of
+from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.core.layout import Layout
+from tokenomy.specs import Hardware, Topology
+from tokenomy.units import dtype_bytes
+
+WIDE_EMBED_BYTES = 2.0
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: ModelArch
+    hardware: Hardware
+    layout: Layout = field(default_factory=Layout)
+    weight_dtype: str | None = None  # None: the checkpoint's own quantization
+    kv_dtype: str = "bf16"
+    eff: Efficiency = ROOFLINE
+    topology: Topology | None = None  # a variant (torus, domain size); default: the hardware's own
+    usd_per_chip_hour: float | None = None  # default: the catalog's rental price
+
+    def __post_init__(self) -> None:
+        dtype_bytes(self.kv_dtype)
+        if self.weight_dtype is not None:
+            dtype_bytes(self.weight_dtype)
+
+    @cached_property
+    def shape(self) -> ModelShape:
+        return shape_of(self.model)
+
+    @property
+    def topo(self) -> Topology:
+        t = self.topology or self.hardware.topology
+        if t is None:
+            raise ValueError(f"hardware {self.hardware.name}: no topology")
+        return t
+
+    @property
+    def chips(self) -> int:
+        return int(self.layout.chips)
+
+    @property
+    def price(self) -> float:
+        """$ per chip-hour: the override, else the catalog's."""
+        return self.hardware.usd_per_chip_hour if self.usd_per_chip_hour is None else float(self.usd_per_chip_hour)
+
+    @property
+    def compute(self) -> tuple[str, float]:
+        """(compute dtype, peak FLOP/s per chip)."""
+        return self.hardware.chip.flops_for(self.weight_dtype or self.model.quantization.dense)
+
+    @property
+    def precision(self) -> engine.Precision:
+        c = self.shape.coeffs
+        kv = dtype_bytes(self.kv_dtype)
+        if self.weight_dtype is None:
+            return engine.Precision(c.dense_w, c.embed_w, c.expert_w, kv)
+        w = dtype_bytes(self.weight_dtype)
+        return engine.Precision(w, max(w, WIDE_EMBED_BYTES), w, kv)
+
+    @property
+    def peaks(self) -> engine.Peaks:
+        chip = self.hardware.chip
+        return engine.Peaks(self.compute[1], chip.hbm_bytes_per_s, chip.hbm_bytes)
+
+    def work(self, batch, context, len_pass=1, **kw) -> engine.Work:
+        return engine.work(self.shape, self.topo, self.layout, batch, context, len_pass, precision=self.precision,
+                           **kw)
+
+    def run(self, batch, context, len_pass=1, *, eff: Efficiency | None = None, **kw) -> engine.PassTerms:
+        """The pass (engine.evaluate) under this deployment's efficiency set, or ``eff``."""
+        return engine.times(self.work(batch, context, len_pass, **kw), self.topo, self.peaks, eff or self.eff)
+
+    def with_(self, **kw) -> "Deployment":
+        return replace(self, **kw)
+
+    def label(self) -> str:
+        return f"{self.model.name} on {self.chips} x {self.hardware.chip.name} ({self.layout.label()})"

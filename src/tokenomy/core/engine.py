@@ -1,0 +1,349 @@
+"""THE pass engine: one pass of a lowered model on a topology, a layout and an efficiency set, vectorised.
+
+A pass runs len_pass = S new tokens for each of B sequences over a context of C positions (cached + new), plus
+optionally P prefill tokens of other requests riding in the same step (chunked prefill, mean context C_p).
+Layout (core/layout.py): n = tp·ep·pp·dp; each stage holds the share f = ceil(L/pp)/L of the layers.
+Per DP replica and micro-batch (M micro-batches, default pp) the busiest chip holds b = ceil(B/(dp·M)) sequences,
+and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per stage and micro-batch:
+    compute  = [F_dense / η(T_a) + F_expert / η(A/x)] / peak          η(M) = η_max·M/(M + M_½)  (efficiency.py)
+               F_dense = f·T_a·(2·N_dense + attention(C))/a,   F_expert = f·L_moe·A·2·N_expert/tp
+    memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + f·b_a·KV(C)/kv_split + acts] / (bw·η_hbm)
+    TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)      (+ batch-sharded KV all-to-all)      (core/collectives.py)
+    EP comm  = 2·f·L_moe · all-to-all(ep, A·D·2/tp bytes)      (dispatch + combine, with attention-DP)
+    stage    = max(compute, memory) + TP comm + EP comm + overhead
+with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
+rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
+of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
+p = 1 − (1 − k/(E + r))^T (balls in bins; the max of ep ranks by the Gaussian extreme-value approximation).
+Decode period (TPOT) = max(M·stage, pp·stage + pp·hop); a longer pass = (M + pp − 1)·stage + (pp − 1)·hop.
+The roofline is the efficiency set ROOFLINE; the ideal even split is Layout.even_split(n): no comms, every byte
+over n chips. Invalid layouts and points that do not fit get NaN times and a reason (``REASONS``, ``why_not``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tokenomy.core import collectives as col
+from tokenomy.core.coeffs import ModelShape
+from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.core.layout import Layout
+from tokenomy.core.pipeline import rack_hop_ratio
+from tokenomy.specs import Topology
+from tokenomy.units import fmt_bytes
+
+BOUNDS = ("compute", "memory", "comms", "overhead", "pipeline hop")
+REASONS = ("", "expert parallelism and redundant experts need an MoE model",
+           "ep does not divide the routed + redundant experts",
+           "the attention group (tp, or tp*ep without attn_dp) does not divide the attention heads",
+           "the attention group and the KV heads: neither divides the other",
+           "pp exceeds the number of layers", "batch must be a whole number of sequences",
+           "batch smaller than dp x micro-batches (under 1 sequence each)",
+           "fewer decode micro-batches than pipeline stages (stages idle)", "does not fit in HBM")
+FITS_REASON = len(REASONS) - 1
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Per-chip peaks the pass runs against (floats or arrays)."""
+
+    flops_per_s: object  # at the compute dtype
+    hbm_bytes_per_s: object
+    hbm_bytes: object
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per weight (by category), KV element and activation element."""
+
+    dense_w: object
+    embed_w: object
+    expert_w: object
+    kv: object = 2.0
+    act: object = 2.0
+
+
+@dataclass(frozen=True)
+class PassTerms:
+    """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid."""
+
+    chips: object
+    batch: object
+    context: object
+    len_pass: object
+    micro_batch: object  # sequences per micro-batch on the busiest replica
+    flops: object  # the whole pass, all chips (model FLOPs)
+    attention_flops: object  # the part spent in q·k and p·v, all chips
+    compute_s: object
+    memory_s: object
+    weights_read_s: object  # the memory term split by what is read
+    kv_s: object
+    act_s: object
+    tp_comm_s: object
+    ep_comm_s: object
+    comms_s: object
+    overhead_s: object
+    stage_s: object
+    hop_s: object  # one pipeline hop
+    hops: object
+    step_s: object  # TPOT in decode; the whole pass otherwise
+    tokens_per_s: object
+    tokens_per_s_per_chip: object
+    tokens_per_s_per_user: object
+    mfu: object
+    weight_bytes_per_chip: object  # resident
+    kv_bytes_per_chip: object
+    act_bytes_per_chip: object
+    memory_per_chip_bytes: object
+    hbm_bytes: object  # usable per chip
+    expert_rows: object  # GEMM rows per routed expert on the busiest rank
+    experts_read: object  # distinct routed experts read per MoE layer on the busiest rank
+    rack_hop_ratio: object
+    bound: object  # index into BOUNDS
+    reason: object  # index into REASONS; 0 = valid and fits
+
+    @property
+    def ok(self):
+        return np.asarray(self.reason) == 0
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self.reason)
+
+
+def _f(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+def _calibrated(topo: Topology, eff: Efficiency) -> Topology:
+    """The topology as the efficiency set sees it: scale-up α and achievable link bandwidth."""
+    if eff.allreduce_latency_s is None and np.all(_f(eff.link_fraction) == 1.0):
+        return topo
+    up = topo.scale_up
+    lat = up.latency_s if eff.allreduce_latency_s is None else eff.allreduce_latency_s
+    return replace(topo, scale_up=replace(up, latency_s=lat, bytes_per_s=up.bytes_per_s * _f(eff.link_fraction)))
+
+
+def _busiest(x, ranks):
+    """The busiest of ``ranks`` ranks for a load with mean ``x`` and variance ``x`` (Gaussian extreme value)."""
+    return x + np.sqrt(2.0 * x * np.log(np.maximum(ranks, 1.0)))
+
+
+def _attention_per_token(m, C, S):
+    """q·k + p·v FLOPs per new token: the cheaper of the absorbed and the plain form (+ expanding the cache)."""
+    c_avg = C - (S - 1.0) / 2.0
+    c_loc = np.minimum(c_avg, m.window)
+    cached, cached_loc = np.maximum(C - S, 0.0), np.maximum(np.minimum(C, m.window) - S, 0.0)
+    glob = np.minimum(m.score_global_decode * c_avg, m.score_global_prefill * c_avg + m.unabsorb_global * cached / S)
+    loc = np.minimum(m.score_local_decode * c_loc, m.score_local_prefill * c_loc + m.unabsorb_local * cached_loc / S)
+    return glob + loc
+
+
+def _structure(shape: ModelShape, lay: Layout, tp, ep, pp, a, ideal):
+    """Reason codes that depend on the layout alone."""
+    m = shape.coeffs
+    r = _f(lay.redundant_experts)
+    slots = _f(m.num_experts) + r
+    moe = _f(m.moe_layers) > 0
+    K = _f(shape.kv_heads)
+    kv_ok = (np.mod(K, a) == 0) | (np.mod(a, K) == 0)
+    code = np.select([((ep > 1) | (r > 0)) & ~moe, np.mod(slots, ep) != 0, np.mod(shape.num_heads, a) != 0,
+                      ~kv_ok, pp > shape.num_layers], [1, 2, 3, 4, 5], 0)
+    return np.where(ideal, 0, code)
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a pass asks of the busiest chip of a stage, per micro-batch, before any efficiency is applied.
+
+    Efficiency-independent, so a grid of passes is lowered once and timed under many efficiency sets (the fit in
+    tokenomy.validation does exactly that). Quantities that scale with interleaved prefill tokens are linear in
+    them, so a step with P extra tokens is ``work(P=0) + P·work_per_prefill_token`` field by field."""
+
+    n: object  # chips
+    batch: object
+    context: object
+    len_pass: object
+    micro_batch: object
+    pp: object
+    microbatches: object
+    decode: object
+    flops: object  # model FLOPs of the whole pass, all chips
+    attention_flops: object
+    dense_flops: object  # per chip: dense GEMMs + attention of the busiest attention replica
+    dense_rows: object  # GEMM rows (tokens) of those GEMMs
+    expert_flops: object  # per chip: routed experts of the busiest EP rank
+    expert_rows: object  # GEMM rows per routed expert there
+    experts_read: object  # distinct routed experts read per MoE layer there
+    weight_bytes: object  # read per micro-batch
+    kv_bytes: object  # KV read + written
+    act_bytes: object
+    ar_group: object  # TP all-reduce group and what it carries
+    ar_count: object
+    ar_bytes: object
+    q_count: object  # batch-sharded-KV all-to-alls (Q out, attention output back)
+    q_bytes: object
+    ep_group: object
+    ep_stride: object
+    ep_count: object  # dispatch + combine all-to-alls per stage (attention-DP with EP)
+    ep_bytes: object
+    hop_s: object  # one pipeline hop (link alpha-beta; no efficiency applies)
+    weight_bytes_per_chip: object  # resident
+    kv_bytes_per_chip: object
+    act_bytes_per_chip: object
+    ideal: object
+    structure: object  # reason code from the layout and batch alone (0: valid)
+    rack_hop_ratio: object
+
+
+def evaluate(shape: ModelShape, topo: Topology, peaks: Peaks, layout: Layout, batch, context, len_pass=1, *,
+             precision: Precision, eff: Efficiency = ROOFLINE, prefill_tokens=0.0, prefill_context=0.0,
+             kv_read_fraction=1.0, hop_latency_s=None) -> PassTerms:
+    """Evaluate a pass (see the module docstring); every argument broadcasts against the others."""
+    w = work(shape, topo, layout, batch, context, len_pass, precision=precision, prefill_tokens=prefill_tokens,
+             prefill_context=prefill_context, kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s)
+    return times(w, topo, peaks, eff)
+
+
+def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_pass=1, *, precision: Precision,
+         prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None) -> Work:
+    """Lower a pass on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
+    m, lay, pr = shape.coeffs, layout, precision
+    ideal = np.asarray(lay.ideal, dtype=bool)
+    tp, ep, pp, dp = (_f(x) for x in (lay.tp, lay.ep, lay.pp, lay.dp))
+    B, C, S, P = _f(batch), _f(context), _f(len_pass), _f(prefill_tokens)
+    M = pp if lay.microbatches is None else _f(lay.microbatches)
+    ad = (ep > 1) if lay.attn_dp is None else (np.asarray(lay.attn_dp, dtype=bool) & (ep > 1))
+    ab = _f(pr.act)
+    L, D, k = _f(shape.num_layers), _f(shape.hidden_size), _f(m.experts_per_tok)
+    moe, E = _f(m.moe_layers), _f(m.num_experts)
+
+    # layout-shaped: splits and stage share
+    g, n = tp * ep, tp * ep * pp * dp
+    f = np.maximum(np.ceil(L / pp), 1.0) / L
+    a = np.where(ad, tp, g)  # attention tensor-parallel group
+    kvs = np.where(ideal, a, np.minimum(a, shape.kv_heads))
+    slots = E + _f(lay.redundant_experts)
+    e_rank = slots / ep  # expert slots per EP rank
+    crosses = pp * g > topo.domain_size
+    up, out = topo.scale_up, topo.scale_out
+    hop_a = np.where(crosses, out.latency_s, up.latency_s) if hop_latency_s is None else _f(hop_latency_s)
+    hop_a = np.where(pp > 1, hop_a, 0.0)
+    hop_b = np.where(pp > 1, D * ab / g / np.where(crosses, out.bytes_per_s, up.bytes_per_s), 0.0)
+    w_chip = f * ((m.capacity_dense_params * pr.dense_w + m.capacity_embed_params * pr.embed_w) / a
+                  + m.capacity_expert_params * pr.expert_w * (slots / np.maximum(E, 1.0)) / g)
+
+    # context-shaped: FLOPs per token, KV per sequence
+    attn_tok = _attention_per_token(m, C, S) * kv_read_fraction
+    attn_pf = _attention_per_token(m, np.maximum(prefill_context, 1.0), 1.0)  # one chunk token
+    dense_ftok = shape.dense_flops_per_token
+    kv_tok = (m.kv_global + m.kv_local) * pr.kv
+    kv_pos = (m.kv_global * C + m.kv_local * np.minimum(C, m.window)) * pr.kv
+    kv_seq = kv_pos * kv_read_fraction + S * kv_tok  # read + written per sequence per pass
+
+    # the grid: the busiest chip of a stage, per micro-batch
+    b = np.ceil(B / (dp * M))
+    p_mb = P / (dp * M)  # prefill tokens per micro-batch
+    ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)
+    b_a = np.ceil(b / ep_eff)  # sequences of the busiest attention replica
+    T, T_a = b * S + p_mb, b_a * S + p_mb / ep_eff
+    kv_split = np.where(np.asarray(lay.kv_batch, dtype=bool), np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))),
+                        kvs)
+    A, x_read = _expert_load(T, k, slots, e_rank, ep, moe)
+    decode = S <= 1.0
+    structure = np.select([_structure(shape, lay, tp, ep, pp, a, ideal) != 0, B != np.round(B), B < dp * M,
+                           decode & (M < pp)], [_structure(shape, lay, tp, ep, pp, a, ideal), 6, 7, 8], 0)
+    return Work(
+        n=n, batch=B, context=C, len_pass=S, micro_batch=b, pp=pp, microbatches=M, decode=decode,
+        flops=B * S * (dense_ftok + attn_tok) + P * (dense_ftok + attn_pf)
+        + (B * S + P) * (m.matmul_flops_per_token - dense_ftok),
+        attention_flops=B * S * attn_tok,
+        dense_flops=f * (b_a * S * (dense_ftok + attn_tok) + (p_mb / ep_eff) * (dense_ftok + attn_pf)) / a,
+        dense_rows=T_a, expert_flops=f * moe * A * 2.0 * m.expert_params / tp,
+        expert_rows=np.where(x_read > 0, A / np.maximum(x_read, 1e-30), 1.0), experts_read=x_read,
+        weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a
+        + f * moe * x_read * m.expert_params * pr.expert_w / tp,
+        kv_bytes=f * (b_a * kv_seq + (p_mb / ep_eff) * kv_tok) / kv_split,
+        act_bytes=T * (f * m.act_elems_per_token * ab / g),
+        ar_group=np.where(ideal, 1.0, a), ar_count=f * (L + np.where(shape.parallel_block, moe, L)),
+        ar_bytes=T_a * D * ab, q_count=np.where(np.asarray(lay.kv_batch, dtype=bool), f * L, 0.0),
+        q_bytes=T_a * 2.0 * shape.num_heads * shape.head_dim * ab / a,
+        ep_group=np.where(ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
+        ep_bytes=A * D * ab / tp, hop_s=hop_a + hop_b * T,
+        weight_bytes_per_chip=w_chip, kv_bytes_per_chip=f * np.ceil(np.ceil(B / dp) / np.where(ad, ep, 1.0))
+        * kv_pos / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=ideal,
+        structure=structure, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
+
+
+def _expert_load(T, k, slots, e_rank, ep, moe):
+    """(A, x): token-expert assignments and distinct experts read on the busiest EP rank (module docstring)."""
+    A = np.where(moe > 0, np.minimum(_busiest(T * k / ep, ep), T * np.minimum(k, e_rank)), 0.0)
+    p_touch = np.where(moe > 0, -np.expm1(T * np.log1p(-np.minimum(k / np.maximum(slots, 1.0), 1.0 - 1e-12))), 0.0)
+    mu_x = e_rank * p_touch
+    x = np.clip(mu_x + np.sqrt(2.0 * mu_x * (1.0 - p_touch) * np.log(np.maximum(ep, 1.0))), mu_x, e_rank)
+    return A, np.where(moe > 0, x, 0.0)
+
+
+def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
+    """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit."""
+    topo_e = _calibrated(topo, eff)
+    compute_s = (w.dense_flops / eff.gemm_fraction(w.dense_rows)
+                 + w.expert_flops / eff.gemm_fraction(w.expert_rows)) / peaks.flops_per_s
+    bw = peaks.hbm_bytes_per_s * eff.hbm_fraction
+    weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / bw, w.act_bytes / bw
+    memory_s = weights_read_s + kv_s + act_s
+    tp_comm = w.ar_count * col.all_reduce_cost(topo_e, w.ar_group)(w.ar_bytes)
+    tp_comm = tp_comm + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo_e, w.ar_group)(w.q_bytes), 0.0)
+    ep_comm = np.where(w.ep_count > 0, w.ep_count * col.all_to_all_cost(topo_e, w.ep_group, w.ep_stride)(w.ep_bytes),
+                       0.0)
+    mem_chip = w.weight_bytes_per_chip + w.kv_bytes_per_chip + w.act_bytes_per_chip
+    hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
+    reason = np.where(w.structure != 0, w.structure, np.where(mem_chip > hbm, FITS_REASON, 0))
+    nan = np.where(reason == 0, 0.0, np.nan)  # added to every time: NaN where invalid or not fitting
+    compute_s, memory_s, tp_comm, ep_comm = compute_s + nan, memory_s + nan, tp_comm + nan, ep_comm + nan
+    comms_s = tp_comm + ep_comm
+    overhead = _f(eff.overhead_s) + nan
+    stage_s = np.maximum(compute_s, memory_s) + comms_s + overhead
+    hop_s = w.hop_s + nan
+    pp, M = w.pp, w.microbatches
+    hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)
+    hop_total = hops * hop_s
+    period = np.where(w.decode, np.maximum(M * stage_s, pp * stage_s + hop_total),
+                      (M + pp - 1.0) * stage_s + hop_total)
+    bound = np.where(compute_s >= memory_s, 0, 1)
+    top = np.maximum(compute_s, memory_s)
+    for i, t in ((2, comms_s), (3, overhead), (4, hop_total / pp)):
+        bound = np.where(t > top, i, bound)
+        top = np.maximum(top, t)
+    rate = w.batch * w.len_pass / period
+    return PassTerms(
+        chips=w.n, batch=w.batch, context=w.context, len_pass=w.len_pass, micro_batch=w.micro_batch, flops=w.flops,
+        attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s,
+        weights_read_s=weights_read_s + nan, kv_s=kv_s + nan, act_s=act_s + nan, tp_comm_s=tp_comm,
+        ep_comm_s=ep_comm, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hop_s=hop_s, hops=hops,
+        step_s=period, tokens_per_s=rate, tokens_per_s_per_chip=rate / w.n, tokens_per_s_per_user=w.len_pass / period,
+        mfu=w.flops / (period * w.n * peaks.flops_per_s), weight_bytes_per_chip=w.weight_bytes_per_chip,
+        kv_bytes_per_chip=w.kv_bytes_per_chip, act_bytes_per_chip=w.act_bytes_per_chip, memory_per_chip_bytes=mem_chip,
+        hbm_bytes=hbm, expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio,
+        bound=bound, reason=reason)
+
+
+def at(x, shape: tuple[int, ...], i: int) -> float:
+    """Element ``i`` (flat) of ``x`` broadcast to ``shape``."""
+    return float(np.ravel(np.broadcast_to(x, shape))[i])
+
+
+def why_not(r: PassTerms, layout: Layout, i: int) -> str | None:
+    """One sentence on why point ``i`` (flat index) is invalid or does not fit; None if it is fine."""
+    shape = r.shape
+    g = lambda x: at(x, shape, i)  # noqa: E731
+    code = int(g(r.reason))
+    if code == 0:
+        return None
+    if code == FITS_REASON:
+        return (f"needs {fmt_bytes(g(r.memory_per_chip_bytes))} per chip (weights {fmt_bytes(g(r.weight_bytes_per_chip))}"
+                f" + KV {fmt_bytes(g(r.kv_bytes_per_chip))} + activations {fmt_bytes(g(r.act_bytes_per_chip))}) > "
+                f"{fmt_bytes(g(r.hbm_bytes))} usable HBM")
+    return f"{REASONS[code]} ({layout.at(shape, i).label()}, batch {g(r.batch):g})"
