@@ -9,18 +9,12 @@ from tokenomy.arch.model import ModelArch
 from tokenomy.arch.params import count_params, kv_bytes_per_token, weight_bytes
 from tokenomy.catalog import loader
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.options import (CSV, EXPLAIN, FLOPS_FRACTION, HBM_FRACTION, HOP_LATENCY, JSON, KV_DTYPE, MODEL,
-                                   WEIGHT_DTYPE)
-from tokenomy.cli.render import emit, explain
-from tokenomy.core.coeffs import coefficients
-from tokenomy.core.explain import explain_pass
-from tokenomy.core.inference import run_pass
-from tokenomy.core.roofline import Efficiency
-from tokenomy.specs import Hardware
+from tokenomy.cli.options import (CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, LAYOUT, MODEL,
+                                   REDUNDANT_EXPERTS, WEIGHT_DTYPE)
+from tokenomy.cli.render import emit, explain, to_json
+from tokenomy.core.efficiency import Efficiency
 from tokenomy.units import DTYPE_BYTES
 
-PASS_COLUMNS = ("batch", "context", "calibrated_step_s", "step_s", "compute_s", "memory_s", "bound",
-                "calibrated_tokens_per_s", "tokens_per_s", "mfu", "memory_per_chip_bytes", "fits")
 
 
 def model_summary(name: str | ModelArch, kv_dtype: str = "bf16") -> dict:
@@ -104,72 +98,23 @@ def _dtype(opt: str, v: str | None) -> str | None:
     return v
 
 
-def run_pass_cmd(kind: str, model: str, hardware: str, chips: int | None, batch: str, context: str,
-                 len_pass: int | None, weight_dtype: str | None, kv_dtype: str, flops_fraction: float,
-                 hbm_fraction: float, overhead_s: float, as_json: bool, as_csv: bool, show: bool, *,
-                 tp: int | None = None, ep: int | None = None, pp: int | None = None, dp: int | None = None,
-                 hop_latency_s: float | None = None) -> None:
-    if (tp, ep, pp, dp, hop_latency_s) != (None,) * 5:  # an explicit parallel layout (tokenomy.parallel)
-        from tokenomy.cli.parallel import plan_pass_cmd
-
-        return plan_pass_cmd(kind, model, hardware, chips, batch, context, len_pass, weight_dtype, kv_dtype,
-                             Efficiency(flops_fraction, hbm_fraction, overhead_s), as_json, as_csv, show,
-                             tp=tp, ep=ep, pp=pp, dp=dp, hop_latency_s=hop_latency_s)
-    m, hw = loader.model(model), loader.hardware(hardware)
-    r, c, rows, terms_from = pass_grid(kind, m, hw, int_list("batch", batch), int_list("context", context), len_pass,
-                                       chips, weight_dtype, kv_dtype, Efficiency(flops_fraction, hbm_fraction,
-                                                                                 overhead_s))
-    if show and not (as_json or as_csv):
-        for i in range(len(rows)):
-            explain(explain_pass(r, c, i))
-    title = (f"{kind}: {m.name} on {r.chips} x {hw.chip.name} (weights {r.weight_dtype}, KV {r.kv_dtype}, "
-             f"compute {r.compute_dtype}); step_s is the roofline bound, calibrated_step_s uses the efficiency "
-             f"terms fitted for {terms_from} (tokenomy validate)")
-    notes = [f"[red]{row['batch']} x {row['context']}: does not fit: {row['why']}[/red]" for row in rows
-             if not row["fits"]]
-    emit(rows, as_json=as_json, as_csv=as_csv, title=title, columns=PASS_COLUMNS, notes=notes)
-
-
-def pass_grid(kind: str, m: ModelArch, hw: Hardware, batch: list[int], context: list[int], len_pass: int | None,
-              chips: int | None, weight_dtype: str | None, kv_dtype: str, eff: Efficiency):
-    """The rows ``tokenomy decode|prefill --json`` prints (batch rows x context columns), shared with the web API.
-
-    Returns (PassResult, coefficients, rows with the calibrated estimate beside the roofline, whose terms)."""
-    if chips is not None and chips <= 0:
-        raise UsageError(f"--chips must be a positive integer, got {chips}")
-    if len_pass is not None and len_pass <= 0:
-        raise UsageError(f"--len-pass must be a positive integer, got {len_pass}")
-    B = np.array(batch, dtype=float)[:, None]
-    C = np.array(context, dtype=float)[None, :]
-    S = 1 if kind == "decode" else (C if len_pass is None else len_pass)
-    c = coefficients(m)
-    r = run_pass(m, hw, batch=B, context=C, len_pass=S, chips=chips, weight_dtype=_dtype("weight-dtype", weight_dtype),
-                 kv_dtype=_dtype("kv-dtype", kv_dtype), eff=eff, coeffs=c)
-    rows = r.rows()
-    return r, c, rows, add_calibrated(rows, m, hw.name, B, C, S, chips, weight_dtype, kv_dtype)
-
-
-def add_calibrated(rows: list[dict], model: ModelArch, hardware: str, B, C, S, chips, weight_dtype, kv_dtype) -> str:
-    """Put the calibrated estimate (validation/estimate.py) beside each roofline row; returns whose terms."""
-    from tokenomy.validation.estimate import calibrated_pass
-
-    cal = calibrated_pass(model, hardware, batch=B, context=C, len_pass=S, chips=chips, weight_dtype=weight_dtype,
-                          kv_dtype=kv_dtype)
-    shape = np.broadcast(B, C, S).shape
-    step_s = np.ravel(np.broadcast_to(cal["calibrated_step_s"], shape))
-    bound = np.ravel(np.broadcast_to(cal["bound"], shape))
-    for row, t, b in zip(rows, step_s, bound):
-        ok = row["fits"] and np.isfinite(t)
-        row["calibrated_step_s"] = float(t) if ok else None
-        row["calibrated_tokens_per_s"] = row["batch"] * row["len_pass"] / float(t) if ok else None
-        row["calibrated_bound"] = str(b) if ok else None
-    return str(cal["terms_from"])
+def efficiency_option(efficiency: str, flops_fraction: float | None, hbm_fraction: float | None,
+                      overhead_s: float | None):
+    """--efficiency by name, or a custom set when any of --flops-fraction/--hbm-fraction/--overhead-s is given."""
+    if (flops_fraction, hbm_fraction, overhead_s) == (None, None, None):
+        return efficiency
+    return Efficiency(1.0 if flops_fraction is None else flops_fraction, 1.0 if hbm_fraction is None else hbm_fraction,
+                      0.0 if overhead_s is None else overhead_s, name="custom")
 
 
 def _pass_command(kind: str):
-    doc = {"decode": "One decode step (1 new token per sequence) vs batch and context.\n\n"
+    doc = {"decode": "One decode step (1 new token per sequence) vs batch and context, on a real layout.\n\n"
+                     "step_s is the calibrated estimate (the chip's fitted efficiency terms), roofline_step_s the bound "
+                     "on the same layout. Without --tp/--ep/--pp/--dp the best valid layout over all the chips is used "
+                     "(the rule is printed); --layout ideal asks for the even-split bound no layout reaches.\n\n"
                      "Example: tokenomy decode --model deepseek-v3 --hardware gb200-nvl72 --batch 1,64,2048\n\n"
-                     "With a layout: tokenomy decode --model deepseek-v3 --hardware gb200-nvl72 --ep 64 --pp 4",
+                     "With a layout: tokenomy decode --model deepseek-v3 --hardware hgx-h100-8 --chips 144 --ep 144 "
+                     "--redundant-experts 32",
            "prefill": "A prefill pass of the whole context (or --len-pass new tokens over a cached prefix).\n\n"
                       "Example: tokenomy prefill --model llama-3.1-70b --hardware hgx-h100-8 --batch 1,8 --context 8192"}
 
@@ -181,19 +126,41 @@ def _pass_command(kind: str):
             context: str = typer.Option("2048", "--context", help="Context length(s) in tokens."),
             len_pass: int = typer.Option(None, "--len-pass", help="prefill: new tokens per sequence (default all)."),
             weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE,
-            flops_fraction: float = FLOPS_FRACTION, hbm_fraction: float = HBM_FRACTION,
-            overhead_s: float = typer.Option(0.0, help="Fixed per-step overhead in seconds."),
-            tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (with --ep/--pp/--dp: a real layout)."),
+            efficiency: str = EFFICIENCY,
+            flops_fraction: float = typer.Option(None, "--flops-fraction", help="Custom set: fraction of peak FLOP/s."),
+            hbm_fraction: float = typer.Option(None, "--hbm-fraction", help="Custom set: fraction of HBM bandwidth."),
+            overhead_s: float = typer.Option(None, "--overhead-s", help="Custom set: fixed per-step overhead, s."),
+            tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree."),
             ep: int = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel)."),
             pp: int = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages)."),
             dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
+            redundant_experts: int = REDUNDANT_EXPERTS, layout: str = LAYOUT,
             hop_latency: float = HOP_LATENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
-        run_pass_cmd(kind, model, hardware, chips, batch, context, len_pass if kind == "prefill" else None,
-                     weight_dtype, kv_dtype, flops_fraction, hbm_fraction, overhead_s, as_json, as_csv, show,
-                     tp=tp, ep=ep, pp=pp, dp=dp, hop_latency_s=hop_latency)
+        from tokenomy.answers.passes import pass_answer
+
+        res = pass_answer(kind, model, hardware, batch=int_list("batch", batch), context=int_list("context", context),
+                          len_pass=len_pass if kind == "prefill" else None, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp,
+                          redundant_experts=redundant_experts, layout=layout, weight_dtype=weight_dtype,
+                          kv_dtype=kv_dtype,
+                          efficiency=efficiency_option(efficiency, flops_fraction, hbm_fraction, overhead_s),
+                          hop_latency=hop_latency)
+        show_result(res, as_json=as_json, as_csv=as_csv, show=show)
 
     cmd.__doc__ = doc[kind]
     app.command(kind)(cmd)
+
+
+def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False) -> None:
+    """Render an answer: JSON payload, CSV rows, or a table with its notes (and --explain's derivation)."""
+    if as_json and as_csv:
+        raise UsageError("--json and --csv: choose one")
+    if as_json:
+        print(to_json(res.payload()))
+        return
+    if show and not as_csv:
+        explain(res.explain())
+    emit(res.rows(), as_json=False, as_csv=as_csv, title=res.title, columns=res.columns,
+         notes=() if as_csv else [f"[red]{n}[/red]" for n in res.notes])
 
 
 _pass_command("decode")

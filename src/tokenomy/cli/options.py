@@ -11,3 +11,8 @@ KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV cache dtype.")
 FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help="Achievable fraction of peak FLOP/s.")
 HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help="Achievable fraction of HBM bandwidth.")
 HOP_LATENCY = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link).")
+EFFICIENCY = typer.Option("calibrated", "--efficiency",
+                          help="calibrated (the chip's fitted terms; default) or roofline (ideal: the bound).")
+LAYOUT = typer.Option(None, "--layout", help="ideal: the even split over all chips, a bound no layout reaches.")
+REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts",
+                                 help="Extra expert replicas (EPLB), so ep may divide experts + replicas.")

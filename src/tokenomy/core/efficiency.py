@@ -1,6 +1,9 @@
 """Efficiency sets: the named gap terms between a roofline and a real system, as the engine consumes them.
 
-    achievable FLOP/s of a GEMM with M rows = peak · η_max · M/(M + M_½)      (M_½ = 0: a constant fraction)
+    achievable FLOP/s of a GEMM with M rows = peak · η_max · M/(M + M_½) · M/max(M, M_tile)
+        M_tile: the rows a tensor-core tile computes whatever M is (wgmma M = 64 on Hopper, tcgen05 M = 128 on
+        Blackwell), so a 1-row GEMM costs a 64-row tile: compute that stays below the weight-streaming time, as
+        decode GEMMs are memory-bound; M_½ = 0 and M_tile = 0 give a constant fraction
     achievable HBM bytes/s                  = bw · η_hbm
     collectives                             = alpha-beta per topology level, alpha = α_AR when the set gives one,
                                               beta over link_bw · η_link   (core/collectives.py)
@@ -27,6 +30,7 @@ class Efficiency:
     overhead_s: object = 0.0  # per step (per pipeline stage and micro-batch)
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
+    gemm_tile_rows: object = 0.0  # M_tile: rows a tensor-core tile computes even when M is smaller
     allreduce_latency_s: object = None  # α of a TP all-reduce step on scale-up (None: the link's latency)
     link_fraction: object = 1.0  # η_link: achievable share of the scale-up link bandwidth
     request_overhead_s: object = 0.0  # per request, on time to first token
@@ -39,7 +43,7 @@ class Efficiency:
             v = np.asarray(getattr(self, field), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
-        for field in ("overhead_s", "gemm_half_tokens", "request_overhead_s"):
+        for field in ("overhead_s", "gemm_half_tokens", "gemm_tile_rows", "request_overhead_s"):
             v = np.asarray(getattr(self, field), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")
@@ -49,9 +53,9 @@ class Efficiency:
                 raise ValueError(f"allreduce_latency_s: must be a finite number >= 0, got {v}")
 
     def gemm_fraction(self, rows):
-        """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
+        """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)·M/max(M, M_tile)."""
         m = np.maximum(np.asarray(rows, dtype=float), 1e-30)
-        return self.flops_fraction * m / (m + self.gemm_half_tokens)
+        return self.flops_fraction * m / (m + self.gemm_half_tokens) * m / np.maximum(m, self.gemm_tile_rows)
 
     def with_(self, **kw) -> "Efficiency":
         return replace(self, **kw)

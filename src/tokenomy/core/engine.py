@@ -43,6 +43,7 @@ REASONS = ("", "expert parallelism and redundant experts need an MoE model",
            "batch smaller than dp x micro-batches (under 1 sequence each)",
            "fewer decode micro-batches than pipeline stages (stages idle)", "does not fit in HBM")
 FITS_REASON = len(REASONS) - 1
+FIRST_POINT_REASON = 6  # codes below it come from the layout alone, from it on from the batch or the memory
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.catalog import loader
-from tokenomy.core.inference import hw_coeffs
-from tokenomy.parallel.plan import Plans, evaluate, shape_of
-from tokenomy.parallel.topology import topology
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
 
 TORUS_64 = (4, 4, 4)
 LAYOUTS = ("1D weight-stationary", "2D weight-stationary", "X weight-gathered", "XY weight-gathered",
@@ -109,13 +108,13 @@ class Table1Row:
         return self.max_context / self.paper - 1.0
 
 
-def max_context(m, plans: Plans, batch, hardware: str = "tpu-v4-pod-slice-64", kv_fraction: float = 0.3,
-                kv_dtype_bytes: float = 2.0):
-    """Longest context whose KV fits in ``kv_fraction`` of each chip's HBM under ``plans`` (KV linear in context)."""
+def max_context(m, plans: Layout, batch, hardware: str = "tpu-v4-pod-slice-64", kv_fraction: float = 0.3,
+                kv_dtype: str = "bf16"):
+    """Longest context whose KV fits in ``kv_fraction`` of each chip's HBM under ``plans`` (KV linear in context:
+    the engine's KV bytes per chip at a context of one position, scaled)."""
     hw = loader.hardware(hardware)
-    r = evaluate(shape_of(m), topology(hw), hw_coeffs(hw, "bf16")[0], plans, batch, 1.0,
-                 kv_bytes_per_elem=kv_dtype_bytes)
-    return kv_fraction * hw.hbm_bytes / np.asarray(r.kv_bytes_per_chip)
+    w = Deployment(m, hw, plans, kv_dtype=kv_dtype).work(batch, 1.0)
+    return kv_fraction * hw.hbm_bytes / np.asarray(w.kv_bytes_per_chip)
 
 
 def table1(chips: int = 64) -> list[Table1Row]:
@@ -127,7 +126,7 @@ def table1(chips: int = 64) -> list[Table1Row]:
     rows = []
     for name, m, d_head, batch_sharded in cases:
         for B in (128, 512):
-            c = float(max_context(m, Plans(tp=chips, kv_batch=batch_sharded), B))
+            c = float(max_context(m, Layout(tp=chips, kv_batch=batch_sharded), B))
             rows.append(Table1Row(name, d_head, B, c, TABLE1_PAPER[name][B]))
     return rows
 

@@ -1,11 +1,13 @@
-"""Layout search: every valid plan x batch in one vectorised pass -> the Pareto front under SLOs.
+"""Layout search: every valid layout x batch in one vectorised engine pass -> the Pareto front under SLOs.
 
-Candidates: tp | attention heads, ep | routed experts (MoE only), pp <= layers, dp, from the powers of two and the
-divisors of the chip budget and of the scale-up domain, with tp·ep·pp·dp <= budget; for ep > 1 attention
-data-parallel (DeepSeek) or tensor-parallel; head- or batch-sharded KV when the attention group outnumbers the KV
-heads. Each plan is crossed with every batch. Decode at the given context gives tokens/s per chip and per user
-(1/TPOT); TTFT is one prompt of ``context`` tokens through the same plan (no queueing). The front maximises
-tokens/s per chip and tokens/s per user over the candidates that fit and meet the constraints.
+Candidates: tp dividing the attention heads (and dividing or divided by the KV heads), ep for MoE models from the
+powers of two and the divisors of the chip budget and of the scale-up domain, with the fewest redundant experts that
+fill its slots evenly (r = (-E) mod ep, at most E/4: DeepSeek's EP 144 holds 256 + 32 experts, 2 per GPU), pp <=
+layers, dp; tp·ep·pp·dp <= budget (== for ``best_layout``); for ep > 1 attention data-parallel (DeepSeek) or
+tensor-parallel; head- or batch-sharded KV when the attention group outnumbers the KV heads. Each layout is crossed
+with every (whole) batch. Decode at the given context gives tokens/s per chip and per user (1/TPOT); TTFT is one
+prompt of ``context`` tokens per replica through the same layout (no queueing). The front maximises tokens/s per
+chip and per user over the candidates that fit and meet the constraints. Every time comes from core.engine.
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenomy.core.roofline import Efficiency, HwCoeffs
-from tokenomy.parallel.plan import BOUNDS, REASONS, ModelShape, PlanResult, Plans, evaluate, why_not
-from tokenomy.parallel.topology import Topology
-from tokenomy.units import fmt_bytes, fmt_seconds, fmt_si
+from tokenomy.core import engine
+from tokenomy.core.coeffs import ModelShape
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.engine import BOUNDS, REASONS, PassTerms, why_not
+from tokenomy.core.layout import Layout
+from tokenomy.units import SECONDS_PER_HOUR, fmt_bytes, fmt_seconds, fmt_si
 
 SLO_REASONS = ("below the minimum tokens/s per user", "TTFT above the maximum")
 ROW_KEYS = ("tokens_per_s_per_chip", "tokens_per_s_per_user", "step_s", "compute_s", "memory_s", "tp_comm_s",
             "ep_comm_s", "hop_s", "mfu", "memory_per_chip_bytes", "weight_bytes_per_chip", "kv_bytes_per_chip",
             "micro_batch", "rack_hop_ratio")
+MAX_REDUNDANT_SHARE = 0.25  # redundant experts at most E/4 (DeepSeek's decode: 32 of 256)
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,10 @@ class Constraints:
     max_ttft_s: float = math.inf
 
     def __post_init__(self) -> None:
-        if not self.context > 0:
-            raise ValueError(f"context must be a positive number of tokens, got {self.context}")
-        if self.min_tokens_per_s_per_user < 0 or not self.max_ttft_s > 0:
-            raise ValueError("min tokens/s per user must be >= 0 and max TTFT > 0")
+        if not (self.context > 0 and math.isfinite(self.context)):
+            raise ValueError(f"context: must be a positive number of tokens, got {self.context}")
+        if not self.min_tokens_per_s_per_user >= 0 or not self.max_ttft_s > 0:
+            raise ValueError("min_tokens_per_s_per_user: must be >= 0, and max_ttft_s > 0")
 
 
 def _degrees(limit: int, *extra: int) -> np.ndarray:
@@ -46,35 +51,51 @@ def _degrees(limit: int, *extra: int) -> np.ndarray:
     return np.array(sorted(d for d in out if d <= limit), dtype=np.int64)
 
 
-def candidate_plans(shape: ModelShape, chips: int, domain_size: int) -> Plans:
-    """Structurally valid plans using at most ``chips`` chips (flat arrays)."""
+def candidate_layouts(shape: ModelShape, chips: int, domain_size: int, *, exact: bool = False) -> Layout:
+    """Structurally valid layouts using at most (``exact``: exactly) ``chips`` chips, as flat arrays."""
     if chips <= 0:
-        raise ValueError(f"chips must be a positive integer, got {chips}")
+        raise ValueError(f"chips: must be a positive integer, got {chips}")
     m, deg = shape.coeffs, _degrees(chips, chips, domain_size)
+    E, H, K = float(m.num_experts), shape.num_heads, shape.kv_heads
     moe = bool(m.moe_layers)
-    tp = deg[shape.num_heads % deg == 0]
-    ep = deg[(float(m.num_experts) % deg == 0)] if moe else np.array([1])
+    tp = deg[(H % deg == 0) & ((K % deg == 0) | (deg % K == 0))]
+    ep = deg[(-E % deg) <= MAX_REDUNDANT_SHARE * E] if moe else np.array([1])
     pp = deg[deg <= shape.num_layers]
     g = np.stack(np.meshgrid(tp, ep, pp, deg, [0, 1], [0, 1], indexing="ij"), -1).reshape(-1, 6)
     t, e, p, d, ad, kb = g.T
     a = np.where((e > 1) & (ad == 1), t, t * e)
-    keep = ((t * e * p * d <= chips) & ((e > 1) | (ad == 1)) & (shape.num_heads % a == 0)
-            & ((kb == 0) | (a > shape.kv_heads)))
+    n = t * e * p * d
+    keep = (((n == chips) if exact else (n <= chips)) & ((e > 1) | (ad == 1)) & (H % a == 0)
+            & ((K % a == 0) | (a % K == 0)) & ((kb == 0) | (a > K)))
     t, e, p, d, ad, kb = (x[keep] for x in (t, e, p, d, ad, kb))
-    return Plans(t, e, p, d, ad.astype(bool), kb.astype(bool))
+    r = np.where(e > 1, np.mod(-E, e), 0).astype(np.int64) if moe else np.zeros_like(e)
+    return Layout(t, e, p, d, ad.astype(bool), kb.astype(bool), redundant_experts=r)
 
 
 def default_batches(max_batch: int = 65536) -> np.ndarray:
-    """1, 2, 3, 4, 6, 8, ... : powers of two and 1.5x between them."""
-    b = np.unique(np.concatenate([2.0 ** np.arange(17), 1.5 * 2.0 ** np.arange(16)]))
+    """1, 2, 3, 4, 6, 8, 12, ... : powers of two and 1.5x between them (whole batches)."""
+    b = np.unique(np.concatenate([2.0 ** np.arange(17), 3.0 * 2.0 ** np.arange(15)]))  # whole sequences only
     return b[b <= max_batch]
+
+
+def _column(lay: Layout) -> Layout:
+    """A flat layout array as a column, so it crosses a row of batches."""
+    col = lambda x: None if x is None else np.asarray(x)[:, None]  # noqa: E731
+    return Layout(col(lay.tp), col(lay.ep), col(lay.pp), col(lay.dp), col(lay.attn_dp), col(lay.kv_batch),
+                  redundant_experts=col(lay.redundant_experts))
+
+
+def usd_per_mtok(dep: Deployment, r: PassTerms):
+    """$ per million tokens of a pass: chips · $/chip-s · step / tokens (lecture L27)."""
+    return 1e6 * r.chips * dep.price / SECONDS_PER_HOUR * r.step_s / (r.batch * r.len_pass)
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    plans: Plans  # candidate plans, shape (P,)
+    deployment: Deployment  # the model, hardware, dtypes and efficiency set searched (its layout is unused)
+    layouts: Layout  # candidate layouts, shape (P,)
     batches: np.ndarray  # shape (B,)
-    decode: PlanResult  # shape (P, B)
+    decode: PassTerms  # shape (P, B)
     ttft_s: np.ndarray  # shape (P,)
     feasible: np.ndarray  # shape (P, B)
     front: np.ndarray  # flat indices into (P, B), most tokens/s per user first
@@ -85,17 +106,19 @@ class SearchResult:
     def candidates(self) -> int:
         return int(np.size(self.feasible))
 
+    def layout(self, i: int) -> Layout:
+        return self.layouts.at((np.shape(self.feasible)[0],), i // np.shape(self.feasible)[1])
+
     def row(self, i: int) -> dict:
-        P, Bn = np.shape(self.feasible)
-        p = self.plans.at((P,), i // Bn)
-        r, shape = self.decode, (P, Bn)
+        r, shape = self.decode, np.shape(self.feasible)
+        lay = self.layout(i)
         g = lambda x: float(np.ravel(np.broadcast_to(x, shape))[i])  # noqa: E731
-        out = {"plan": p.label(), "tp": p.tp, "ep": p.ep, "pp": p.pp, "dp": p.dp, "attn_dp": bool(p.attn_dp and p.ep > 1),
-               "kv_batch": bool(p.kv_batch), "chips": int(g(r.chips)), "batch": int(g(r.batch)),
-               "ttft_s": float(self.ttft_s[i // Bn])}
+        out = {"plan": lay.label(), **{k: v for k, v in lay.as_dict().items() if k != "label"},
+               "batch": int(g(r.batch)), "ttft_s": float(self.ttft_s[i // shape[1]])}
         out.update({k: g(getattr(r, k)) for k in ROW_KEYS})
+        out["usd_per_mtok"] = g(usd_per_mtok(self.deployment, r))
         out["bound"] = BOUNDS[int(g(r.bound))]
-        out["why"] = why_not(r, self.plans, i)
+        out["why"] = why_not(r, _column(self.layouts), i)
         return out
 
 
@@ -119,19 +142,21 @@ def pareto(per_chip: np.ndarray, per_user: np.ndarray, mask: np.ndarray) -> np.n
     return idx[order[x_sorted > prev_best]]
 
 
-def search(shape: ModelShape, topo: Topology, hw: HwCoeffs, *, chips: int, constraints: Constraints = Constraints(),
-           batches=None, plans: Plans | None = None, eff: Efficiency = Efficiency(), **kw) -> SearchResult:
-    """Evaluate every candidate plan x batch once (decode) plus one prefill per plan (TTFT); keyword arguments go to
-    ``plan.evaluate`` (weight_bytes_per_param, kv_bytes_per_elem, hop_latency_s, ...)."""
-    P = plans or candidate_plans(shape, chips, topo.domain_size)
+def _run(dep: Deployment, lay: Layout, batch, context, len_pass, hop_latency_s=None):
+    return engine.evaluate(dep.shape, dep.topo, dep.peaks, lay, batch, context, len_pass, precision=dep.precision,
+                           eff=dep.eff, hop_latency_s=hop_latency_s)
+
+
+def search(dep: Deployment, *, chips: int, constraints: Constraints = Constraints(), batches=None,
+           layouts: Layout | None = None, hop_latency_s=None) -> SearchResult:
+    """Evaluate every candidate layout x batch once (decode) plus one prefill per layout (TTFT), through the engine
+    under ``dep``'s dtypes and efficiency set (``dep.layout`` is ignored)."""
+    P = layouts or candidate_layouts(dep.shape, chips, dep.topo.domain_size)
     Bs = default_batches() if batches is None else np.asarray(batches, dtype=float)
-    col = lambda x: np.asarray(x)[:, None]  # noqa: E731
-    grid = Plans(col(P.tp), col(P.ep), col(P.pp), col(P.dp), col(P.attn_dp), col(P.kv_batch))
     C = float(constraints.context)
-    dec = evaluate(shape, topo, hw, grid, Bs[None, :], C, 1.0, eff=eff, **kw)
-    one = Plans(P.tp, P.ep, P.pp, P.dp, P.attn_dp, P.kv_batch, microbatches=1)
-    pre = evaluate(shape, topo, hw, one, np.asarray(P.dp, dtype=float), C, C, eff=eff, **kw)
-    ttft = np.asarray(pre.step_s)
+    dec = _run(dep, _column(P), Bs[None, :], C, 1.0, hop_latency_s)
+    one = Layout(P.tp, P.ep, P.pp, P.dp, P.attn_dp, P.kv_batch, microbatches=1, redundant_experts=P.redundant_experts)
+    ttft = np.asarray(_run(dep, one, np.asarray(P.dp, dtype=float), C, C, hop_latency_s).step_s)
     ok = dec.reason == 0
     fast = dec.tokens_per_s_per_user >= constraints.min_tokens_per_s_per_user
     quick = ttft[:, None] <= constraints.max_ttft_s
@@ -144,12 +169,33 @@ def search(shape: ModelShape, topo: Topology, hw: HwCoeffs, *, chips: int, const
     for name, n in zip(SLO_REASONS, (np.count_nonzero(ok & ~fast), np.count_nonzero(ok & fast & ~quick))):
         if n:
             rejected[name] = int(n)
-    return SearchResult(P, Bs, dec, ttft, feasible, front, best, rejected)
+    return SearchResult(dep, P, Bs, dec, ttft, feasible, front, best, rejected)
 
 
-def explain_plan(shape: ModelShape, topo: Topology, plans: Plans, r: PlanResult, i: int,
-                 peak_flops_per_s: float) -> list[str]:
+BEST_LAYOUT_RULE = ("the valid layout over all {chips} chips that fits the most of the requested points, then has the "
+                    "lowest geometric-mean step time over them (= most tokens/s per chip)")
+
+
+def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1) -> tuple[Layout, str]:
+    """The default layout of a question over ``chips`` chips at the (batch, context, len_pass) points asked, and the
+    rule that chose it (``BEST_LAYOUT_RULE``). Raises ValueError when no layout over ``chips`` chips is valid."""
+    P = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
+    if np.size(P.tp) == 0:
+        raise ValueError(f"chips: no valid layout of {dep.model.name} uses exactly {chips} chips")
+    B, C, S = (np.ravel(np.asarray(x, dtype=float)) for x in np.broadcast_arrays(batch, context, len_pass))
+    r = _run(dep, _column(P), B[None, :], C[None, :], S[None, :])
+    ok = r.reason == 0
+    fits = ok.sum(axis=1)
+    logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0).sum(axis=1) / np.maximum(fits, 1)
+    valid = np.asarray(r.reason < engine.FITS_REASON).all(axis=1)  # structurally valid at every point
+    score = np.where(valid, fits * 1e6 - logt, -np.inf)
+    i = int(np.argmax(score))
+    return P.at((np.size(P.tp),), i), BEST_LAYOUT_RULE.format(chips=chips)
+
+
+def explain_plan(dep: Deployment, plans: Layout, r: PassTerms, i: int) -> list[str]:
     """The derivation of point ``i`` (flat index over ``r``'s shape), formula = numbers = value."""
+    shape, topo, peak_flops_per_s = dep.shape, dep.topo, dep.peaks.flops_per_s
     shp = np.shape(r.reason)
     g = lambda x: float(np.ravel(np.broadcast_to(x, shp))[i])  # noqa: E731
     p = plans.at(shp, i)
@@ -167,7 +213,7 @@ def explain_plan(shape: ModelShape, topo: Topology, plans: Plans, r: PlanResult,
            f"{fmt_bytes(g(r.memory_per_chip_bytes))} of {fmt_bytes(g(r.hbm_bytes))} usable"]
     if g(r.reason):
         return out + [f"  [red]not evaluated: {why_not(r, plans, i)}[/red]"]
-    out += [f"  per stage and micro-batch: compute {fmt_seconds(g(r.compute_s))} (peak {fmt_si(peak_flops_per_s)}FLOP/s),"
+    out += [f"  per stage and micro-batch: compute {fmt_seconds(g(r.compute_s))} (peak {fmt_si(peak_flops_per_s)}FLOP/s, {dep.eff.name} efficiency),"
             f" HBM {fmt_seconds(g(r.memory_s))}, TP all-reduce/all-to-all {fmt_seconds(g(r.tp_comm_s))}, EP dispatch"
             f"+combine {fmt_seconds(g(r.ep_comm_s))}",
             f"  t_stage = max(compute, memory) + comms + overhead = {fmt_seconds(g(r.stage_s))}; hop "

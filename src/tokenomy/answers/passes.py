@@ -1,0 +1,143 @@
+"""decode and prefill: one pass of a model on hardware over a grid of batch x context, on a real layout.
+
+    step_s          the answer: the engine under the efficiency set asked for (default: the chip's calibrated set)
+    roofline_step_s the bound beside it: the same engine, the same layout, ideal efficiencies
+Layout: the degrees given (tp, ep, pp, dp, redundant_experts), else the best valid layout over all the chips
+(parallel.search.best_layout, its rule printed in the header and the JSON ``plan``); ``layout="ideal"`` asks for
+the even split of every byte over the chips with no communication, a bound no layout reaches.
+Batch and context lists cross (every batch at every context), as on the CLI.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
+from tokenomy.answers.result import Result
+from tokenomy.core import engine
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
+from tokenomy.parallel.search import best_layout, explain_plan, usd_per_mtok
+from tokenomy.units import fmt_seconds
+
+PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s", "bound",
+                "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok", "memory_per_chip_bytes", "fits")
+MAX_POINTS = 1 << 20
+TERM_KEYS = ("compute_s", "memory_s", "tp_comm_s", "ep_comm_s", "comms_s", "overhead_s", "hop_s", "step_s",
+             "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "mfu")
+
+
+def _grid(name: str, values) -> np.ndarray:
+    a = np.atleast_1d(np.asarray(values, dtype=float)).ravel()
+    if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.round(a)):
+        raise ValueError(f"{name}: must be positive whole numbers, got {values!r}")
+    return a
+
+
+def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S) -> tuple[Layout, str]:
+    """The explicit layout, the ideal bound, or the best valid layout over the chips (and the rule used)."""
+    n = chips or dep.hardware.num_chips
+    if layout == "ideal":
+        return Layout.even_split(n), "ideal even split: every weight and KV byte over the chips, no communication"
+    if isinstance(layout, Layout):
+        if chips is not None and int(layout.chips) != chips:
+            raise ValueError(f"chips: {chips} does not equal tp*ep*pp*dp = {int(layout.chips)}")
+        return layout, "the layout given"
+    if layout is not None:
+        raise ValueError(f"layout: {layout!r}; allowed: 'ideal', or layout degrees (tp, ep, pp, dp)")
+    return best_layout(dep, n, B, C, S)
+
+
+def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,
+                dp=None, redundant_experts=None, layout=None, weight_dtype=None, kv_dtype="bf16",
+                efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None) -> Result:
+    m, hw = model_of(model), hardware_of(hardware)
+    B = _grid("batch", batch)[:, None]
+    C = _grid("context", context)[None, :]
+    if B.size * C.size > MAX_POINTS:
+        raise ValueError(f"batch x context: at most {MAX_POINTS} points, got {B.size * C.size}")
+    S = np.ones_like(C) if kind == "decode" else (C if len_pass is None else np.full_like(C, float(len_pass)))
+    if len_pass is not None:
+        positive_int("len_pass", len_pass)
+    if np.any(S > C):
+        raise ValueError("len_pass: must be <= every context (the new tokens are part of the context)")
+    lay = layout_of(tp, ep, pp, dp, redundant_experts) or layout
+    dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                     usd_per_chip_hour=usd_per_chip_hour)
+    lay, rule = choose_layout(dep, positive_int("chips", chips), lay, B, C, S)
+    dep = dep.with_(layout=lay)
+    hop = {} if hop_latency is None else {"hop_latency_s": float(hop_latency)}
+    r = dep.run(B, C, S, **hop)
+    structural = np.asarray(r.reason)[(r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)]
+    if structural.size:  # the layout itself is invalid: say why, return no numbers
+        raise ValueError(f"layout: {lay.label()} is not valid for {m.name}: {engine.REASONS[int(structural[0])]}")
+    bound = dep.run(B, C, S, eff=engine.ROOFLINE, **hop)
+    rows = pass_rows(dep, r, bound)
+    used, _ = dep.compute
+    title = (f"{kind}: {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} ({rule}); "
+             f"{dep.eff.name} efficiency{' (terms of ' + dep.eff.terms_from + ')' if dep.eff.terms_from else ''}; "
+             f"compute {used}")
+    notes = tuple(f"{row['batch']} x {row['context']}: {row['why']}" for row in rows if row["why"])
+    derivation = tuple(line for i in range(len(rows)) for line in explain_point(dep, r, bound, i))
+    return Result(kind, title, tuple(rows), PASS_COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule},
+                  notes, derivation, rows_key="")
+
+
+def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms) -> list[dict]:
+    """One dict per grid point (vectorised: arrays -> lists once), NaN -> None."""
+    shape = r.shape
+    flat = lambda x: np.ravel(np.broadcast_to(x, shape))  # noqa: E731
+    cols = {k: flat(getattr(r, k)) for k in TERM_KEYS}
+    cols["roofline_step_s"] = flat(bound.step_s)
+    cols["usd_per_mtok"] = flat(usd_per_mtok(dep, r))
+    cols["memory_per_chip_bytes"] = flat(r.memory_per_chip_bytes)
+    cols["weights_per_chip_bytes"] = flat(r.weight_bytes_per_chip)
+    cols["kv_per_chip_bytes"] = flat(r.kv_bytes_per_chip)
+    cols["activations_per_chip_bytes"] = flat(r.act_bytes_per_chip)
+    cols["hbm_bytes"] = flat(r.hbm_bytes)
+    lists = {k: [None if x != x else x for x in v.tolist()] for k, v in cols.items()}
+    B, C, S = (flat(x).astype(int).tolist() for x in (r.batch, r.context, r.len_pass))
+    reason, bidx = flat(r.reason).tolist(), flat(r.bound).tolist()
+    r_reason, ridx = flat(bound.reason).tolist(), flat(bound.bound).tolist()
+    plan = dep.layout.label()
+    rows = []
+    for i in range(len(B)):
+        ok = reason[i] == 0
+        row = {"batch": B[i], "context": C[i], "len_pass": S[i], "plan": plan, "efficiency": dep.eff.name}
+        row.update({k: v[i] for k, v in lists.items()})
+        row["bound"] = engine.BOUNDS[bidx[i]] if ok else None
+        row["roofline_bound"] = engine.BOUNDS[ridx[i]] if r_reason[i] == 0 else None
+        row["fits"] = ok
+        row["why"] = None if ok else engine.why_not(r, dep.layout, i)
+        rows.append(row)
+    return rows
+
+
+def explain_point(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms, i: int) -> list[str]:
+    """The engine's derivation of point ``i`` under the answer's efficiency set, then the roofline bound beside it."""
+    lines = explain_plan(dep, dep.layout, r, i)
+    b = float(np.ravel(np.broadcast_to(bound.step_s, bound.shape))[i])
+    if b == b:
+        lines.append(f"  roofline bound (same layout, ideal efficiencies): {fmt_seconds(b)} "
+                     f"(binding: {engine.BOUNDS[int(np.ravel(bound.bound)[i])]})")
+    return lines
+
+
+def decode(model, hardware, *, batch=(1,), context=(2048,), **kw) -> Result:
+    """Decode steps (one new token per sequence); see the module docstring for the keywords."""
+    return pass_answer("decode", model, hardware, batch=batch, context=context, **kw)
+
+
+def prefill(model, hardware, *, batch=(1,), context=(2048,), **kw) -> Result:
+    """Prefill passes of ``context`` tokens (or ``len_pass`` new tokens over a cached context)."""
+    return pass_answer("prefill", model, hardware, batch=batch, context=context, **kw)
+
+
+def headline(res: Result) -> str:
+    """One line for a pass answer's first fitting row."""
+    ok = [r for r in res.rows() if r["fits"]]
+    if not ok:
+        return "no point fits"
+    r = ok[0]
+    return (f"step {fmt_seconds(r['step_s'])} (roofline {fmt_seconds(r['roofline_step_s'])}), "
+            f"{r['tokens_per_s_per_user']:.4g} tok/s per user, bound by {r['bound']}")

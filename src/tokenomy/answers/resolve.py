@@ -1,0 +1,85 @@
+"""Names -> the engine's inputs: model, hardware, efficiency set, layout, deployment. Shared by every answer.
+
+Every answer takes a model and hardware as catalog names (or paths) or as built objects, an efficiency set by name
+("calibrated", the default: the chip's fitted terms, catalog/efficiency/<chip>.toml, else the pooled fit;
+"roofline": the ideal values) and layout degrees. Bad values raise ValueError with one line naming the field.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from tokenomy.arch.model import ModelArch
+from tokenomy.catalog import loader
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
+from tokenomy.core.layout import Layout
+from tokenomy.specs import Hardware
+from tokenomy.units import DTYPE_BYTES
+
+
+def model_of(model: "str | ModelArch | None") -> ModelArch:
+    if isinstance(model, ModelArch):
+        return model
+    if not model:
+        raise ValueError("model: required; a catalog name (tokenomy models), a config.json path or a directory")
+    return loader.model(str(model))
+
+
+def hardware_of(hardware: "str | Hardware | None") -> Hardware:
+    if isinstance(hardware, Hardware):
+        return hardware
+    if not hardware:
+        raise ValueError("hardware: required; a chip or system name (tokenomy hardware)")
+    return loader.hardware(str(hardware))
+
+
+def dtype_of(field: str, v: str | None) -> str | None:
+    if v is not None and v not in DTYPE_BYTES:
+        raise ValueError(f"{field}: {v!r} is not a dtype; allowed: {', '.join(DTYPE_BYTES)}")
+    return v
+
+
+@lru_cache(maxsize=64)
+def _calibrated(chip: str) -> Efficiency:
+    from tokenomy.validation.load import efficiency_set
+
+    return efficiency_set(chip)
+
+
+def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated") -> Efficiency:
+    """The named efficiency set for ``hw``'s chip (an Efficiency passes through)."""
+    if isinstance(name, Efficiency):
+        return name
+    if name == "roofline":
+        return ROOFLINE
+    if name == "calibrated":
+        return _calibrated(hw.chip.name)
+    raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(EFFICIENCY_SETS)}")
+
+
+def positive_int(field: str, v) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not float(v) == int(float(v)) or int(float(v)) <= 0:
+        raise ValueError(f"{field}: must be a positive integer, got {v!r}")
+    return int(float(v))
+
+
+def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None) -> Layout | None:
+    """An explicit layout from degrees (those left out are 1), or None when no degree is given."""
+    degrees = {k: positive_int(k, v) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
+    r = redundant_experts
+    if r is not None and (float(r) != int(float(r)) or int(float(r)) < 0):
+        raise ValueError(f"redundant_experts: must be an integer >= 0, got {r!r}")
+    if all(v is None for v in degrees.values()) and not r and attn_dp is None:
+        return None
+    return Layout(*(degrees[k] or 1 for k in ("tp", "ep", "pp", "dp")), attn_dp=attn_dp,
+                  redundant_experts=int(float(r or 0)))
+
+
+def deployment(model, hardware, *, layout: Layout, weight_dtype: str | None = None, kv_dtype: str = "bf16",
+               efficiency: "str | Efficiency" = "calibrated", usd_per_chip_hour: float | None = None) -> Deployment:
+    m, hw = model_of(model), hardware_of(hardware)
+    return Deployment(m, hw, layout, dtype_of("weight_dtype", weight_dtype), dtype_of("kv_dtype", kv_dtype),
+                      efficiency_of(hw, efficiency), usd_per_chip_hour=usd_per_chip_hour)
