@@ -6,11 +6,18 @@ import numpy as np
 import pytest
 
 from tokenomy.catalog import loader
-from tokenomy.core.inference import hw_coeffs
-from tokenomy.core import pipeline
+from tokenomy.core import engine, pipeline
+from tokenomy.core.coeffs import shape_of
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout as Plans
 from tokenomy.parallel import moe
-from tokenomy.parallel.plan import Plans, evaluate, shape_of
 from tokenomy.parallel.topology import topology
+
+
+def evaluate(shape, topo, peaks, plans, batch, context, len_pass=1, **kw):
+    """The engine on the roofline set, at DeepSeek-V3's own (fp8) precision."""
+    prec = Deployment(loader.model("deepseek-v3"), loader.hardware("gb200-nvl72")).precision
+    return engine.evaluate(shape, topo, peaks, plans, batch, context, len_pass, precision=prec, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +27,8 @@ def ds():
 
 @pytest.fixture(scope="module")
 def nvl72():
-    return topology(loader.hardware("gb200-nvl72")), hw_coeffs(loader.hardware("gb200-nvl72"), "fp8")[0]
+    hw = loader.hardware("gb200-nvl72")
+    return topology(hw), Deployment(loader.model("deepseek-v3"), hw).peaks
 
 
 @pytest.mark.parametrize("k, layers, expected", [(8, 1, 2.0), (2, 1, 0.5), (2, 2, 1.0)])
