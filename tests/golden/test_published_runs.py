@@ -7,8 +7,8 @@ convention; the DeepSeek-V3 figure is a third party's, under causal attention.
 
 import pytest
 
-from tokenomy.catalog.loader import model
-from tokenomy.core.coeffs import coefficients
+from tokenomy.catalog.loader import hardware, model
+from tokenomy.core.deployment import Deployment
 from tokenomy.core.training import train_flops_per_token
 from tokenomy.econ.published import check_run, load_run, run_names
 
@@ -35,7 +35,7 @@ def test_llama3_compute_figure_is_6nd():
     # The paper's "3.8 x 10^25 FLOPs" is 6·N·D without attention (with it, +8%).
     k = check_run("llama-3.1-405b")
     assert k.flops_error == pytest.approx(0.0, abs=0.01)
-    c = coefficients(model("llama-3.1-405b"))
+    c = Deployment(model("llama-3.1-405b"), hardware("h100-sxm"))
     assert 15.6e12 * float(train_flops_per_token(c, 8192, "full").model) > 1.07 * 3.8e25
 
 
@@ -52,7 +52,7 @@ def test_deepseek_v3_chip_hours():
 def test_palm_540b_mfu_convention_and_chip_hours():
     # Chowdhery et al. 2022 (arXiv 2204.02311) App. B: 238.3K tokens/s on 6,144 TPU v4 at 275 TFLOP/s is
     # 46.2% MFU with self-attention FLOPs (6N + 12·L·H·Q·T) and 45.7% without.
-    c = coefficients(model("palm-540b"))
+    c = Deployment(model("palm-540b"), hardware("tpu-v4"))
     rate = 238.3e3 / (6144 * 275e12)
     assert rate * float(train_flops_per_token(c, 2048, "full").model) == pytest.approx(0.462, abs=0.001)
     assert rate * float(train_flops_per_token(c, 2048, "none").model) == pytest.approx(0.457, abs=0.001)

@@ -6,12 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenomy.catalog.loader import hardware, model
-from tokenomy.core.coeffs import coefficients
+from tokenomy.core.deployment import Deployment
 from tokenomy.core.training import TrainPlan, attention_positions, train_flops_per_token, train_run, train_step
 
 PALM = model("palm-540b")
 L8 = model("llama-3.1-8b")
 H100 = hardware("h100-sxm")
+TPU = hardware("tpu-v4")
 
 
 def test_palm_flops_per_token_is_6n_plus_12lhqt():
@@ -20,9 +21,9 @@ def test_palm_flops_per_token_is_6n_plus_12lhqt():
     L, D, H, Q, F, V, T = 118, 18432, 48, 256, 73728, 256000, 2048
     per_layer = D * H * Q + 2 * D * Q + H * Q * D + 3 * D * F + D
     N = L * per_layer + V * D + D  # + final norm; the tied embedding multiplies once, as the head
-    f = train_flops_per_token(coefficients(PALM), T, "full")
+    f = train_flops_per_token(Deployment(PALM, TPU), T, "full")
     assert float(f.model) == pytest.approx(6 * N + 12 * L * H * Q * T, rel=1e-12)
-    assert float(train_flops_per_token(coefficients(PALM), T, "none").model) == pytest.approx(6 * N, rel=1e-12)
+    assert float(train_flops_per_token(Deployment(PALM, TPU), T, "none").model) == pytest.approx(6 * N, rel=1e-12)
 
 
 def test_causal_positions_match_brute_force():
@@ -35,7 +36,7 @@ def test_causal_positions_match_brute_force():
 
 
 def test_recompute_adds_forward_flops():
-    c = coefficients(L8)
+    c = Deployment(L8, H100)
     base = train_flops_per_token(c, 4096, strategy="none")
     sel = train_flops_per_token(c, 4096, strategy="selective")
     full = train_flops_per_token(c, 4096, strategy="full")
@@ -59,7 +60,7 @@ def test_ddp_all_reduce_matches_ring_closed_form():
 def test_given_mfu_sets_the_step_and_the_run():
     plan = TrainPlan(dp=8, seq_len=2048, global_batch=256, recompute="full")
     st_ = train_step(L8, H100, plan, mfu=0.4)
-    f = float(train_flops_per_token(coefficients(L8), 2048).model)
+    f = float(train_flops_per_token(Deployment(L8, H100), 2048).model)
     assert float(st_.step_s) == pytest.approx(256 * 2048 * f / (8 * 989.4e12 * 0.4))
     assert float(st_.mfu) == pytest.approx(0.4)
     run = train_run(st_, 1e12, 2.0)

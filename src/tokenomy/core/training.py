@@ -1,35 +1,50 @@
 """A training step: FLOPs, compute, communication, pipeline bubble, memory per chip; time and $ on D tokens.
 
-FLOPs per token (Kaplan et al. 2020 arXiv 2001.08361 §2.1; PaLM, Chowdhery et al. 2022 arXiv 2204.02311 App. B):
-    model  = 6·N_active + 3·Σ_layers 2·H·(d_qk + d_v)·s_eff      (2 forward + 4 backward per weight; attention)
+The FLOPs and the compute come from the one pass engine (core/engine.py), over the same ops and the same layout:
+    forward of a micro-batch = engine.work of a prefill pass (len_pass = context = s) on the training layout
+    backward = 2 x forward;  recompute (Korthikanti et al. 2022 arXiv 2205.05198 §5): selective +1 attention
+    forward (Work.attention_flops), full / reversible +1 whole forward
+so hardware FLOPs = 3·F + recompute with F = 2·N_active·T + attention(causal, what the kernels execute), and
+t_compute = engine.times(...).compute_s of the busiest chip (busiest stage ceil(L/p) layers, busiest EP rank).
 N_active = the weights one token multiplies by (dense + k routed experts + LM head; the input embedding is a
-gather). Total parameters set the memory and the gradient traffic, never the FLOPs. s_eff = s ("full": PaLM's
-12·L·H·Q·T convention, also Megatron's and torchtitan's), (s+1)/2 ("causal": what a causal kernel executes) or
-0 ("none": 6N only). Hardware FLOPs add recomputation: selective +1 attention forward, full / reversible
-+1 whole forward (Korthikanti et al. 2022 arXiv 2205.05198 §5).
+gather); total parameters set the memory and the gradient traffic, never the FLOPs. Model FLOPs, the MFU
+numerator (Kaplan et al. 2020 arXiv 2001.08361 §2.1; PaLM, Chowdhery et al. 2022 arXiv 2204.02311 App. B):
+    model = 6·N_active + 3·attention_forward(convention)
+convention "causal" = the engine's attention; "full" = every query costs what the sequence's last one does,
+A(s) - A(s-1) per token with A(n) the engine's attention of a pass of n tokens (PaLM's 12·L·H·Q·T, Megatron's
+and torchtitan's); "none" = 6N only.
 Step time (pipeline, Narayanan et al. 2021 arXiv 2104.04473):
     t_step = (t_compute + t_TP + t_EP,exposed + t_CP,exposed) / (1 - bubble) + t_DP,exposed + t_PP,exposed
-    t_compute = hardware FLOPs / (chips · peak · flops_fraction);   MFU = model FLOPs / (t_step · chips · peak)
-With ``mfu`` given, t_step = model FLOPs / (chips · peak · mfu) and the modelled terms are shown beside it.
+    MFU = model FLOPs / (t_step · chips · peak)
+With ``mfu`` given, t_step = model FLOPs / (chips · peak · mfu) and the modelled terms are shown beside it; an
+MFU above the layout's cap (the MFU of the modelled step at flops_fraction 1) is refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tokenomy.arch.model import ModelArch
-from tokenomy.core.coeffs import ModelCoeffs, coefficients
-from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
+from tokenomy.core import engine
 from tokenomy.core.collectives import all_reduce, all_to_all, p2p, reduce_scatter
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.core.layout import Layout
+from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
 from tokenomy.core.pipeline import bubble_fraction
-from tokenomy.specs import Topology
-from tokenomy.specs import Hardware
+from tokenomy.specs import Hardware, Topology
 from tokenomy.units import SECONDS_PER_HOUR
 
 ATTENTION_CONVENTIONS = ("full", "causal", "none")
 STEP_TERMS = ("compute", "bubble", "tp", "ep", "cp", "dp", "pp")
+
+
+def check_attention(convention: str) -> str:
+    if convention not in ATTENTION_CONVENTIONS:
+        raise ValueError(f"attention: {convention!r}; allowed: {', '.join(ATTENTION_CONVENTIONS)}")
+    return convention
 
 
 @dataclass(frozen=True)
@@ -37,18 +52,18 @@ class TrainFlops:
     """FLOPs per trained token, by term. ``model`` is the MFU numerator, ``hardware`` what the chips execute."""
 
     matmul: object  # 6·N_active
-    attention: object  # 3·score·s_eff
+    attention: object  # 3·attention forward under the convention
     recompute: object
     model: object
-    hardware: object
+    hardware: object  # 3·(2·N_active + causal attention) + recompute
     n_active: object  # N_active (matmul weights per token)
     convention: str
+    attention_executed: object = 0.0  # 3·causal attention forward: what the kernels run
 
 
 def attention_positions(seq_len, window, convention="causal"):
     """Mean attended positions per query: full min(s, w); causal (s+1)/2, or w - w(w-1)/(2s) under a window w."""
-    if convention not in ATTENTION_CONVENTIONS:
-        raise ValueError(f"attention: {convention!r}; allowed: {', '.join(ATTENTION_CONVENTIONS)}")
+    check_attention(convention)
     s, w = np.asarray(seq_len, dtype=float), np.asarray(window, dtype=float)
     if convention == "none":
         return 0.0 * s
@@ -58,15 +73,27 @@ def attention_positions(seq_len, window, convention="causal"):
     return w - w * (w - 1) / (2 * s)
 
 
-def train_flops_per_token(c: ModelCoeffs, seq_len, attention="causal", strategy="none") -> TrainFlops:
-    """6·N_active + 3·attention forward per token; recompute adds forward work (module docstring)."""
+def _flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strategy: str) -> TrainFlops:
+    """Per-token training FLOPs from the engine's forward pass ``w`` (s tokens) and ``w_prev`` (s - 1 tokens)."""
+    check_attention(attention)
     check_strategy(strategy)
-    n_active = np.asarray(c.matmul_flops_per_token, dtype=float) / 2
-    att_fwd = (c.score_global_prefill * attention_positions(seq_len, np.inf, attention)
-               + c.score_local_prefill * attention_positions(seq_len, c.window, attention))
-    matmul, att = 6 * n_active, 3 * att_fwd
-    extra = {"none": 0.0 * att_fwd, "selective": att_fwd}.get(strategy, 2 * n_active + att_fwd)
-    return TrainFlops(matmul, att, extra, matmul + att, matmul + att + extra, n_active, attention)
+    s = np.asarray(seq_len, dtype=float)
+    tokens = np.asarray(w.batch, dtype=float) * s
+    att = np.asarray(w.attention_flops, dtype=float) / tokens  # causal attention forward per token
+    n_active = (np.asarray(w.flops, dtype=float) / tokens - att) / 2
+    last = (np.asarray(w.attention_flops) - np.asarray(w_prev.attention_flops)) / np.asarray(w.batch, dtype=float)
+    conv = {"causal": att, "full": last, "none": 0.0 * att}[attention]
+    matmul = 6 * n_active
+    extra = {"none": 0.0 * att, "selective": att}.get(strategy, 2 * n_active + att)
+    return TrainFlops(matmul, 3 * conv, extra, matmul + 3 * conv, matmul + 3 * att + extra, n_active, attention,
+                      3 * att)
+
+
+def train_flops_per_token(dep: Deployment, seq_len, attention="causal", strategy="none") -> TrainFlops:
+    """FLOPs per token of training on sequences of ``seq_len`` (module docstring), from dep's model via the engine."""
+    d = dep.with_(layout=Layout())
+    s = np.asarray(seq_len, dtype=float)
+    return _flops(d.work(1, s, s), d.work(1, s - 1, s - 1), s, attention, strategy)
 
 
 @dataclass(frozen=True)
@@ -107,8 +134,8 @@ class TrainPlan:
         return np.asarray(self.global_batch, dtype=float) / (np.asarray(self.dp) * self.micro_batch)
 
 
-def plan_problems(m: ModelArch, plan: TrainPlan) -> list[str]:
-    """Why a (scalar) plan is not a valid layout of this model; empty when it is."""
+def plan_problems(m: ModelArch, plan: TrainPlan, dep: Deployment | None = None) -> list[str]:
+    """Why a (scalar) plan is not a valid layout of this model; empty when it is (the engine's layout checks too)."""
     a, mlp = m.layers[0].attention, next((ly.mlp for ly in m.layers if ly.mlp.kind == "moe"), None)
     out = []
     mb = float(np.max(plan.microbatches))
@@ -124,6 +151,10 @@ def plan_problems(m: ModelArch, plan: TrainPlan) -> list[str]:
         out.append(f"ep {ep} must divide the routed experts ({mlp.num_experts if mlp else 0}) and dp·cp")
     if plan.schedule == "interleaved" and int(mb) % int(np.max(plan.pp)):
         out.append("interleaved schedule needs micro-batches to be a multiple of pp")
+    if not out and dep is not None:
+        lay, B = training_layout(plan)
+        code = np.ravel(dep.with_(layout=lay).work(B, 2.0, 2.0).structure)
+        out += sorted({f"{engine.REASONS[int(k)]} (tp {plan.tp}, ep {plan.ep})" for k in code if k})
     return out
 
 
@@ -161,11 +192,12 @@ class TrainStep:
     fits: object
     bound: object  # index into STEP_TERMS
     mfu_given: bool
+    mfu_cap: object  # the MFU of the modelled step at flops_fraction 1: no stated MFU may exceed it
 
 
-def _comms(m: ModelArch, c: ModelCoeffs, topo: Topology, p: TrainPlan, mem: TrainMemory, e: float, grad_bytes,
+def _comms(m: ModelArch, c, topo: Topology, p: TrainPlan, mem: TrainMemory, e: float, grad_bytes,
            strategy: str) -> dict:
-    """Per-chip communication seconds of one step, by parallel dimension (tokenomy.parallel.collectives).
+    """Per-chip communication seconds of one step, by parallel dimension (core/collectives.py).
 
     Rank order, innermost first: TP, CP, DP (EP ranks within DP·CP), PP; a group's stride is the product of
     the degrees inside it. Per micro-batch and layer: TP 4 all-reduces of the layer's activations (2 forward,
@@ -227,22 +259,73 @@ def _calibrate(compute_at_1, cm, att_share, bubble, step_s):
     return np.where(_timeline(compute_at_1 / 1e4, cm, att_share, bubble)["step_s"] > step_s, np.inf, hi)
 
 
+def training_layout(p: TrainPlan) -> tuple[Layout, object]:
+    """The engine's layout and batch for one step's forward passes.
+
+    EP ranks are drawn from dp·cp (attention data-parallel beside them, each rank its own micro-batch); a CP group
+    splits each sequence evenly over its cp ranks (load-balanced ring attention), so the engine runs the cp ranks
+    as replicas of cp x the sequences and every per-chip quantity is then divided by cp."""
+    tp, pp, cp, dp, ep = (np.asarray(x, dtype=float) for x in (p.tp, p.pp, p.cp, p.dp, p.ep))
+    lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp * cp / ep, attn_dp=True, microbatches=p.microbatches)
+    return lay, np.asarray(p.global_batch, dtype=float) * cp
+
+
+def _forward(dep: Deployment, plan: TrainPlan) -> tuple[engine.Work, engine.Work]:
+    """The forward passes of one step on the training layout: s tokens per sequence, and s - 1 (the "full"
+    attention convention's last query is their difference)."""
+    lay, B = training_layout(plan)
+    d = dep.with_(layout=lay)
+    s = np.asarray(plan.seq_len, dtype=float)
+    return d.work(B, s, s), d.work(B, s - 1, s - 1)
+
+
+def _attention_only(w: engine.Work, shape) -> engine.Work:
+    """The attention part of a forward (what selective recompute repeats), as a Work the engine can time."""
+    att = np.asarray(w.attention_flops, dtype=float)
+    share = att / (att + np.asarray(w.batch) * np.asarray(w.len_pass) * shape.dense_flops_per_token)
+    return replace(w, dense_flops=w.dense_flops * share, expert_flops=0.0 * w.expert_flops)
+
+
+def mfu_problem(mfu, cap, bubble, step_1, exposed_1, global_batch) -> str | None:
+    """Why a stated MFU is refused: above the cap of the layout (MFU at flops_fraction 1); None when it is not."""
+    m, c = np.broadcast_arrays(np.asarray(mfu, dtype=float), np.asarray(cap, dtype=float))
+    over = np.ravel(m > c * (1 + 1e-9))
+    if not np.any(over):
+        return None
+    i = int(np.argmax(over))
+    g = lambda x: float(np.ravel(np.broadcast_to(np.asarray(x, dtype=float), m.shape))[i])  # noqa: E731
+    return (f"mfu: {g(m):.2f} is above this layout's cap {g(c):.2f} (pipeline bubble {100 * g(bubble):.0f}%, "
+            f"exposed comms {g(exposed_1):.3g} s of a {g(step_1):.3g} s step at full matmul speed; global batch "
+            f"{g(global_batch):g}); raise the micro-batches or lower pp to lift it")
+
+
 def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_fraction=1.0, attention="causal",
                compute_dtype="bf16", weight_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0, act_bytes=2.0,
-               dropout=False, flash=False, hbm_usable_fraction=1.0, coeffs: ModelCoeffs | None = None) -> TrainStep:
+               dropout=False, flash=False, hbm_usable_fraction=1.0) -> TrainStep:
     """One optimizer step of ``plan`` on chips of ``hw`` (module docstring for the formulas)."""
-    problems = plan_problems(m, plan)
+    dep = Deployment(m, hw)
+    problems = plan_problems(m, plan, dep)
     if problems:
         raise ValueError("plan: " + "; ".join(problems))
-    c = coeffs or coefficients(m)
+    c = dep.shape.coeffs
     _, peak = hw.chip.flops_for(compute_dtype)
     p = plan
-    chips, mb = p.chips.astype(float), p.microbatches
-    fl = train_flops_per_token(c, p.seq_len, attention, p.recompute)
+    chips, mb, cp = p.chips.astype(float), p.microbatches, np.asarray(p.cp, dtype=float)
+    w, w_prev = _forward(dep, p)
+    fl = _flops(w, w_prev, p.seq_len, attention, p.recompute)
     tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
     model_flops, hw_flops = tokens * fl.model, tokens * fl.hardware
-    compute_1 = hw_flops / (chips * peak)  # at eta = 1
-    att_share = (fl.attention / 3) / fl.hardware  # the attention forward hides ring-attention (CP) sends
+    # The engine times the busiest chip's forward of one micro-batch; training HBM fit is train_memory's.
+    peaks = engine.Peaks(peak, hw.chip.hbm_bytes_per_s, np.inf)
+
+    def compute_at(eff: Efficiency):
+        fwd = engine.times(w, dep.topo, peaks, eff).compute_s * mb / cp
+        att = engine.times(_attention_only(w, dep.shape), dep.topo, peaks, eff).compute_s * mb / cp
+        redo = {"none": 0.0 * fwd, "selective": att}.get(p.recompute, fwd)
+        return 3 * fwd + redo, att / (3 * fwd + redo)
+
+    compute_1, att_share = compute_at(ROOFLINE)  # the attention forward hides ring-attention (CP) sends
+    compute_e, _ = compute_at(Efficiency(flops_fraction=flops_fraction, name="custom"))
     mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb, hbm_bytes=hw.hbm_bytes,
                        tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, zero=p.zero, sp=p.sp, schedule=p.schedule,
                        virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
@@ -251,7 +334,14 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
     cm = _comms(m, c, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step; v = 1 unless interleaved.
     bubble = bubble_fraction(p.pp, mb, p.virtual_stages if p.schedule == "interleaved" else 1)
-    cm.update(_timeline(compute_1 / flops_fraction, cm, att_share, bubble))
+    at_1 = _timeline(compute_1, cm, att_share, bubble)
+    cap = model_flops / (at_1["step_s"] * chips * peak)
+    if mfu is not None:
+        exposed_1 = at_1["step_s"] - at_1["compute_s"] - at_1["bubble_s"]
+        why = mfu_problem(np.where(mem.fits, mfu, 0.0), cap, bubble, at_1["step_s"], exposed_1, p.global_batch)
+        if why:
+            raise ValueError(why)
+    cm.update(_timeline(compute_e, cm, att_share, bubble))
     compute_s, bubble_s, modelled = cm["compute_s"], cm["bubble_s"], cm["step_s"]
     step_s = modelled if mfu is None else model_flops / (chips * peak * np.asarray(mfu, dtype=float))
     implied = (_calibrate(compute_1, cm, att_share, bubble, step_s) if mfu is not None
@@ -263,11 +353,11 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
     fits = mem.fits
     nan = lambda x: np.where(fits, x, np.nan)  # noqa: E731  (never a number for a plan that does not fit)
     return TrainStep(chips, tokens, mb, fl, model_flops, hw_flops, peak, nan(compute_s), bubble, nan(bubble_s),
-                     nan(cm["tp_s"]), nan(cm["ep_s"]), nan(cm["ep_exposed_s"]), nan(cm["cp_s"]), nan(cm["cp_exposed_s"]), nan(cm["dp_s"]),
-                     nan(cm["dp_exposed_s"]), nan(cm["pp_s"]), nan(cm["pp_exposed_s"]), nan(comm), nan(exposed),
-                     nan(modelled), nan(implied), nan(step_s), nan(tokens / step_s),
-                     nan(model_flops / (step_s * chips * peak)),
-                     mem, fits, np.argmax(np.stack(terms), axis=0), mfu is not None)
+                     nan(cm["tp_s"]), nan(cm["ep_s"]), nan(cm["ep_exposed_s"]), nan(cm["cp_s"]),
+                     nan(cm["cp_exposed_s"]), nan(cm["dp_s"]), nan(cm["dp_exposed_s"]), nan(cm["pp_s"]),
+                     nan(cm["pp_exposed_s"]), nan(comm), nan(exposed), nan(modelled), nan(implied), nan(step_s),
+                     nan(tokens / step_s), nan(model_flops / (step_s * chips * peak)), mem, fits,
+                     np.argmax(np.stack(terms), axis=0), mfu is not None, nan(cap))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Published training runs (catalog/training_runs/*.toml) and what the model predicts for them.
 
     chip-hours = tokens · FLOPs_per_token(convention) / (peak · MFU) / 3600
-with FLOPs per token from the catalog architecture (core/training.py) under the attention convention the run's
-MFU uses, and the peak of its chip at ``mfu_peak_dtype``. Each file records its inputs with source and as_of.
+with FLOPs per token from the catalog architecture through the pass engine (core/training.py) under the attention
+convention the run's MFU uses, and the peak of its chip at ``mfu_peak_dtype``. Each file records its inputs with source and as_of.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tokenomy.catalog import loader
-from tokenomy.core.coeffs import coefficients
+from tokenomy.core.deployment import Deployment
 from tokenomy.core.training import chip_hours_at_mfu, train_flops_per_token
 from tokenomy.units import SECONDS_PER_HOUR
 
@@ -86,9 +86,10 @@ class RunCheck:
 
 def check_run(run: PublishedRun | str) -> RunCheck:
     r = load_run(run) if isinstance(run, str) else run
-    c = coefficients(loader.model(r.model))
-    _, peak = loader.hardware(r.chip).chip.flops_for(r.mfu_peak_dtype)
-    fpt = float(train_flops_per_token(c, r.seq_len, r.mfu_attention).model)
+    hw = loader.hardware(r.chip)
+    dep = Deployment(loader.model(r.model), hw)
+    _, peak = hw.chip.flops_for(r.mfu_peak_dtype)
+    fpt = float(train_flops_per_token(dep, r.seq_len, r.mfu_attention).model)
     flops = r.tokens * fpt
     hours = float(chip_hours_at_mfu(flops, peak, r.mfu))
     tps = r.chips * peak * r.mfu / fpt
@@ -98,7 +99,7 @@ def check_run(run: PublishedRun | str) -> RunCheck:
         thr_err = hours / thr - 1
     if r.published_flops:
         conv = r.published_flops_attention or r.mfu_attention
-        f_err = r.tokens * float(train_flops_per_token(c, r.seq_len, conv).model) / r.published_flops - 1
+        f_err = r.tokens * float(train_flops_per_token(dep, r.seq_len, conv).model) / r.published_flops - 1
     return RunCheck(r, fpt, flops, peak, hours, hours / r.published_chip_hours - 1, hours / r.chips / 24, tps,
                     thr, thr_err, f_err)
 

@@ -3,9 +3,10 @@
 Lecture §2.10 ([T][FC]):  C_RL = (2..6) · N_active · D_RL / efficiency
     2 = rollouts only scored (forward, e.g. log-probs for a reward or KL term), 6 = every rollout token trained
     (forward + backward); the efficiency (~30%) is separate: rollouts are decode, which runs far below peak.
-Here the efficiency is not assumed but computed: rollout time comes from core.inference.run_pass
-(one prefill of the prompts, then output_len decode steps at the mean context prompt + output/2, the midpoint
-of a step time that grows linearly with context), and
+Here the efficiency is not assumed but computed: rollout time comes from the pass engine (Deployment.run: one
+prefill of the prompts, then output_len decode steps at the mean context prompt + output/2, the midpoint of a step
+time that grows linearly with context) on the deployment given (default: the ideal even split over the chips at
+roofline efficiency, the bound), and
     effective MFU = flops_factor · N_active · tokens / (chip-seconds · peak);  penalty = train_mfu / effective MFU.
 """
 
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.arch.model import ModelArch
-from tokenomy.core.coeffs import coefficients
-from tokenomy.core.inference import run_pass
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
 from tokenomy.specs import Hardware
 from tokenomy.units import SECONDS_PER_HOUR
 
@@ -49,24 +50,27 @@ def check_flops_factor(f) -> float:
     return f
 
 
-def rl_step(m: ModelArch, hw: Hardware, *, rollouts, prompt_len, output_len, batch, chips=None, flops_factor=6.0,
-            train_mfu=0.4, compute_dtype="bf16", weight_dtype=None, kv_dtype="bf16") -> RlStep:
-    """Rollouts in batches of ``batch`` on ``chips`` serving chips, then training on the same chips at train_mfu."""
-    f = check_flops_factor(flops_factor)
+def rollout_deployment(m: ModelArch, hw: Hardware, chips=None, weight_dtype=None, kv_dtype="bf16") -> Deployment:
+    """The serving side of an RL step by default: every weight and KV byte evenly over the chips, roofline."""
     n = hw.num_chips if chips is None else int(chips)
+    return Deployment(m, hw, Layout.even_split(n), weight_dtype, kv_dtype)
+
+
+def rl_step(m: ModelArch, hw: Hardware, *, rollouts, prompt_len, output_len, batch, chips=None, flops_factor=6.0,
+            train_mfu=0.4, compute_dtype="bf16", weight_dtype=None, kv_dtype="bf16",
+            serving: Deployment | None = None) -> RlStep:
+    """Rollouts in batches of ``batch`` on the ``serving`` deployment (default ``rollout_deployment``), then training
+    on the same chips at train_mfu."""
+    f = check_flops_factor(flops_factor)
+    dep = serving or rollout_deployment(m, hw, chips, weight_dtype, kv_dtype)
+    n = dep.chips
     R, P, O, B = (np.asarray(x, dtype=float) for x in (rollouts, prompt_len, output_len, batch))
-    c = coefficients(m)
-    pre = run_pass(m, hw, batch=B, context=P, len_pass=P, chips=n, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                   coeffs=c).step
-    dec = run_pass(m, hw, batch=B, context=P + O / 2, len_pass=1, chips=n, weight_dtype=weight_dtype,
-                   kv_dtype=kv_dtype, coeffs=c).step
-    # The batch must also fit at its longest context, P + O.
-    end = run_pass(m, hw, batch=B, context=P + O, len_pass=1, chips=n, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                   coeffs=c).step
-    fits = np.asarray(pre.fits) & np.asarray(dec.fits) & np.asarray(end.fits)
+    pre, dec = dep.run(B, P, P), dep.run(B, P + O / 2, 1)
+    end = dep.run(B, P + O, 1)  # the batch must also fit at its longest context, P + O
+    fits = pre.ok & dec.ok & end.ok
     rollout_s = np.ceil(R / B) * (pre.step_s + O * dec.step_s)
-    usd_per_s = n * hw.usd_per_chip_hour / SECONDS_PER_HOUR
-    n_active = float(c.matmul_flops_per_token) / 2
+    usd_per_s = n * dep.price / SECONDS_PER_HOUR
+    n_active = float(dep.shape.coeffs.matmul_flops_per_token) / 2
     tokens = R * (P + O)
     _, peak = hw.chip.flops_for(compute_dtype)
     train_flops = f * n_active * tokens
