@@ -32,6 +32,7 @@ test: $(STAMP_TEST)
 		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; } \
 			|| echo "warning: could not install chromium (no root/sudo?); the browser tests will fail"; \
 	fi
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n 2
 
 bench: $(STAMP_TEST)
