@@ -2,26 +2,31 @@
 
     import tokenomy as tk
     m, hw = tk.model("deepseek-v3"), tk.hardware("gb200-nvl72")
-    r = tk.decode(m, hw, batch=[1, 64, 2048], context=8192)
-    r.rows()
+    r = tk.decode(m, hw, batch=[1, 64, 2048], context=[8192])
+    r.rows(), r.to_pandas(), r.explain()
+
+Every question (decode, prefill, plan, batch, latency, context, pricing, speculate, cache, train, rl, lifecycle,
+lecture) is a function of tokenomy.answers returning a Result; batch and context lists cross, as on the CLI.
+Names load on first use, so ``import tokenomy`` stays cheap.
 """
 
-from tokenomy.arch.params import count_params, kv_bytes_at_context, kv_bytes_per_token, weight_bytes
-from tokenomy.catalog.loader import CatalogError, hardware, model
-from tokenomy.core.inference import PassResult, run_pass
-from tokenomy.core.roofline import Efficiency
+from __future__ import annotations
+
+import importlib
+
+_NAMES = {
+    "model": "tokenomy.catalog.loader", "hardware": "tokenomy.catalog.loader", "CatalogError": "tokenomy.catalog.loader",
+    "count_params": "tokenomy.arch.params", "kv_bytes_per_token": "tokenomy.arch.params",
+    "kv_bytes_at_context": "tokenomy.arch.params", "weight_bytes": "tokenomy.arch.params",
+    "Efficiency": "tokenomy.core.efficiency", "Layout": "tokenomy.core.layout", "Deployment": "tokenomy.core.deployment",
+    **{q: "tokenomy.answers" for q in ("decode", "prefill", "plan", "batch", "latency", "context", "pricing",
+                                       "speculate", "cache", "train", "rl", "lifecycle", "lecture")},
+}
+
+__all__ = sorted(_NAMES)
 
 
-def decode(m, hw, *, batch, context, chips=None, **kw) -> PassResult:
-    """One decode step (one new token per sequence); see core.inference.run_pass for the keywords."""
-    return run_pass(m, hw, batch=batch, context=context, len_pass=1, chips=chips, **kw)
-
-
-def prefill(m, hw, *, batch, context, len_pass=None, chips=None, **kw) -> PassResult:
-    """A prefill pass of ``len_pass`` new tokens (default: the whole context)."""
-    return run_pass(m, hw, batch=batch, context=context, len_pass=context if len_pass is None else len_pass,
-                    chips=chips, **kw)
-
-
-__all__ = ["model", "hardware", "decode", "prefill", "run_pass", "Efficiency", "count_params",
-           "kv_bytes_per_token", "kv_bytes_at_context", "weight_bytes", "CatalogError", "PassResult"]
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module 'tokenomy' has no attribute {name!r}")
+    return getattr(importlib.import_module(_NAMES[name]), name)

@@ -1,15 +1,44 @@
-"""The notebook API: import tokenomy as tk."""
+"""The notebook API: import tokenomy as tk — the same answers as the CLI, lists crossed."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import tokenomy as tk
 
+TOKENOMY = str(Path(sys.executable).with_name("tokenomy"))
 
-def test_api_decode_and_prefill_agree_with_run_pass():
+
+def test_api_crosses_batch_and_context_and_matches_the_cli():
     m, hw = tk.model("llama-3.1-8b"), tk.hardware("h100-sxm")
-    d = tk.decode(m, hw, batch=[1, 8], context=1024).rows()
-    assert [r["len_pass"] for r in d] == [1, 1]
-    p = tk.prefill(m, hw, batch=1, context=1024).rows()[0]
-    assert p["len_pass"] == 1024 and p["bound"] == "compute"
-    with pytest.raises(ValueError, match="len_pass must be <= context"):
-        tk.prefill(m, hw, batch=1, context=10, len_pass=20)
+    d = tk.decode(m, hw, batch=[1, 8, 64], context=[1024, 4096])
+    rows = d.rows()
+    assert [(r["batch"], r["context"]) for r in rows] == [(b, c) for b in (1, 8, 64) for c in (1024, 4096)]
+    assert all(r["len_pass"] == 1 and r["efficiency"] == "calibrated" for r in rows)
+    cli = json.loads(subprocess.run([TOKENOMY, "decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm",
+                                     "--batch", "1,8,64", "--context", "1024,4096", "--json"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert [r["step_s"] for r in cli] == pytest.approx([r["step_s"] for r in rows], rel=1e-12)
+    assert len(d.to_pandas()) == 6 and d.explain()
+
+
+def test_api_prefill_and_errors():
+    m, hw = tk.model("llama-3.1-8b"), tk.hardware("h100-sxm")
+    p = tk.prefill(m, hw, batch=[1], context=[1024]).rows()[0]
+    assert p["len_pass"] == 1024 and p["step_s"] > p["roofline_step_s"]
+    with pytest.raises(ValueError, match="len_pass: must be <= every context"):
+        tk.prefill(m, hw, batch=[1], context=[10], len_pass=20)
+    with pytest.raises(ValueError, match="^batch: "):
+        tk.decode(m, hw, batch=[0], context=[10])
+    with pytest.raises(AttributeError):
+        tk.nonexistent  # noqa: B018
+
+
+def test_header_names_chips_and_layout():
+    # Issue 12 (6): the header said "8 x hgx-h100-8" for 8 H100 chips.
+    r = tk.decode("llama-3.1-70b", "hgx-h100-8", batch=[1], context=[2048])
+    assert "on 8 x h100-sxm (hgx-h100-8)" in r.title and "tp8 ep1 pp1 dp1" in r.title
+    assert r.payload()[0]["plan"] == "tp8 ep1 pp1 dp1"
