@@ -20,11 +20,11 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from tokenomy.answers.resolve import efficiency_of  # noqa: E402
 from tokenomy.catalog import loader  # noqa: E402
-from tokenomy.core.inference import hw_coeffs  # noqa: E402
-from tokenomy.parallel.plan import Plans, evaluate, shape_of  # noqa: E402
-from tokenomy.parallel.search import Constraints, candidate_plans, search  # noqa: E402
-from tokenomy.parallel.topology import topology  # noqa: E402
+from tokenomy.core.deployment import Deployment  # noqa: E402
+from tokenomy.core.layout import Layout  # noqa: E402
+from tokenomy.parallel.search import Constraints, candidate_layouts, search  # noqa: E402
 
 from sweep import timed  # noqa: E402  (benchmarks/sweep.py: median rate of repeated runs)
 
@@ -33,28 +33,29 @@ CONS = Constraints(context=8192, min_tokens_per_s_per_user=20, max_ttft_s=2.0)
 
 
 def setup():
-    sh = shape_of(loader.model(MODEL))
-    topo = topology(loader.hardware(HARDWARE))
-    hw = hw_coeffs(loader.hardware(HARDWARE), DTYPE)[0]
+    hw = loader.hardware(HARDWARE)
+    dep = Deployment(loader.model(MODEL), hw, weight_dtype=DTYPE, eff=efficiency_of(hw))
     batches = np.unique(np.geomspace(1, 65536, 128).round())
-    return sh, topo, hw, batches
+    return dep, batches
 
 
-def vectorised(sh, topo, hw, batches):
-    r = search(sh, topo, hw, chips=CHIPS, constraints=CONS, batches=batches)
+def vectorised(dep, batches):
+    r = search(dep, chips=CHIPS, constraints=CONS, batches=batches)
     return r.candidates
 
 
-def one_at_a_time(sh, topo, hw, batches, samples=2000):
-    plans = candidate_plans(sh, CHIPS, topo.domain_size)
+def one_at_a_time(dep, batches, samples=2000):
+    plans = candidate_layouts(dep.shape, CHIPS, dep.topo.domain_size)
     rng = np.random.default_rng(0)
     C = CONS.context
+    n = np.size(plans.tp)
     for _ in range(samples):
-        i, B = rng.integers(np.size(plans.tp)), float(batches[rng.integers(batches.size)])
-        p = Plans(*(np.asarray(getattr(plans, k))[i].item() for k in ("tp", "ep", "pp", "dp", "attn_dp", "kv_batch")))
-        d = evaluate(sh, topo, hw, p, B, C, 1.0)
-        one = Plans(p.tp, p.ep, p.pp, p.dp, p.attn_dp, p.kv_batch, microbatches=1)
-        t = evaluate(sh, topo, hw, one, float(p.dp), C, C)
+        i, B = int(rng.integers(n)), float(batches[rng.integers(batches.size)])
+        p = plans.at((n,), i)
+        d = dep.with_(layout=p).run(B, C, 1.0)
+        one = Layout(p.tp, p.ep, p.pp, p.dp, p.attn_dp, p.kv_batch, microbatches=1,
+                     redundant_experts=p.redundant_experts)
+        t = dep.with_(layout=one).run(float(p.dp), C, C)
         _ = (d.reason == 0) & (d.tokens_per_s_per_user >= CONS.min_tokens_per_s_per_user) & (t.step_s <= 2.0)
     return samples
 
@@ -70,12 +71,11 @@ def cpu_rate(fn, *args, repeats=5):
 
 
 def main() -> None:
-    sh, topo, hw, batches = setup()
-    vec_rate, n = timed(vectorised, sh, topo, hw, batches)
-    loop_rate, m = timed(one_at_a_time, sh, topo, hw, batches, repeats=3)
-    vec_cpu, loop_cpu = cpu_rate(vectorised, sh, topo, hw, batches), cpu_rate(one_at_a_time, sh, topo, hw, batches,
-                                                                             repeats=3)
-    print(f"search: {MODEL} on <= {CHIPS} x {topo.chip.name} ({HARDWARE}), context {CONS.context:g}, "
+    dep, batches = setup()
+    vec_rate, n = timed(vectorised, dep, batches)
+    loop_rate, m = timed(one_at_a_time, dep, batches, repeats=3)
+    vec_cpu, loop_cpu = cpu_rate(vectorised, dep, batches), cpu_rate(one_at_a_time, dep, batches, repeats=3)
+    print(f"search: {MODEL} on <= {CHIPS} x {dep.hardware.chip.name} ({HARDWARE}), context {CONS.context:g}, "
           f"{batches.size} batches: {n:,} candidate configurations (plan x batch)")
     print(f"vectorised search:  {vec_rate:,.0f} configs/s wall, {vec_cpu:,.0f} per CPU-second "
           f"(median of 5; Pareto front and TTFT included)")

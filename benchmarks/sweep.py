@@ -1,8 +1,10 @@
-"""Decode-grid sweep speed: the vectorised engine vs the same engine called one configuration at a time.
+"""Decode-grid sweep speed: the one engine (real tp-8 layout, calibrated efficiency) vectorised over batch x context,
+vs the same engine called one configuration at a time.
 
-Grid: every catalog model x every catalog chip x 128 batch sizes in 1..4096 x 11 contexts in 1k..1M.
-Both measurements run in this process; we print medians of repeated runs and their ratio.
-Run: .venv/bin/python benchmarks/sweep.py
+Grid: every catalog model x every catalog chip x 128 batch sizes in 1..4096 x 11 contexts in 1k..1M, each on a
+tensor-parallel layout over 8 chips (tp 8, or the largest tp <= 8 that divides the heads, dp for the rest) with the
+chip's calibrated efficiency set. Both measurements run in this process; we print medians of repeated runs and their
+ratio. Run: .venv/bin/python benchmarks/sweep.py
 """
 
 from __future__ import annotations
@@ -12,38 +14,39 @@ import time
 
 import numpy as np
 
+from tokenomy.answers.resolve import efficiency_of
 from tokenomy.catalog import loader
-from tokenomy.core.coeffs import coefficients, reshape, stack
-from tokenomy.core.inference import hw_coeffs
-from tokenomy.core.roofline import HwCoeffs, step
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
+
+CHIPS = 8
+
+
+def _layout(m) -> Layout:
+    a = m.layers[0].attention
+    tp = max(t for t in (1, 2, 4, 8) if a.num_heads % t == 0)
+    return Layout(tp=tp, dp=CHIPS // tp)
 
 
 def build_grid():
     models = [loader.model(n) for n in loader.model_names()]
     chips = [loader.hardware(n) for n in loader.chip_names()]
-    coeffs = [coefficients(m) for m in models]
-    hws = [hw_coeffs(h, "bf16")[0] for h in chips]
-    M, H = len(models), len(hws)
-    mc = reshape(stack(coeffs), (M, 1, 1, 1))
-    hc = HwCoeffs(*(np.array([getattr(h, f) for h in hws]).reshape(1, H, 1, 1)
-                    for f in ("peak_flops_per_s", "hbm_bytes_per_s", "hbm_bytes")))
-    B = np.unique(np.geomspace(1, 4096, 128).round()).reshape(1, 1, -1, 1)
-    C = (1024 * 2.0 ** np.arange(11)).reshape(1, 1, 1, -1)
-    return coeffs, hws, mc, hc, B, C
+    deps = [Deployment(m, h, _layout(m), eff=efficiency_of(h)) for m in models for h in chips]
+    B = np.unique(np.geomspace(1, 4096, 128).round()).reshape(-1, 1)
+    C = (1024 * 2.0 ** np.arange(11)).reshape(1, -1)
+    return models, chips, deps, B, C
 
 
-def vectorised(mc, hc, B, C, chips=8):
-    s = step(mc, hc, B, C, 1, chips)
-    return np.asarray(s.step_s).size
+def vectorised(deps, B, C):
+    return sum(np.size(d.run(B, C).step_s) for d in deps)
 
 
-def one_at_a_time(coeffs, hws, B, C, samples, chips=8):
+def one_at_a_time(deps, B, C, samples):
     rng = np.random.default_rng(0)
     Bf, Cf = B.ravel(), C.ravel()
     for _ in range(samples):
-        c = coeffs[rng.integers(len(coeffs))]
-        h = hws[rng.integers(len(hws))]
-        step(c, h, float(Bf[rng.integers(Bf.size)]), float(Cf[rng.integers(Cf.size)]), 1, chips)
+        d = deps[rng.integers(len(deps))]
+        d.run(float(Bf[rng.integers(Bf.size)]), float(Cf[rng.integers(Cf.size)]))
     return samples
 
 
@@ -62,10 +65,11 @@ def main() -> None:
         threadpool_limits(1)
     except ImportError:
         pass
-    coeffs, hws, mc, hc, B, C = build_grid()
-    vec_rate, n = timed(vectorised, mc, hc, B, C)
-    loop_rate, m = timed(one_at_a_time, coeffs, hws, B, C, 2000, repeats=3)
-    print(f"grid: {len(coeffs)} models x {len(hws)} chips x {B.size} batches x {C.size} contexts = {n:,} configs")
+    models, chips, deps, B, C = build_grid()
+    vec_rate, n = timed(vectorised, deps, B, C)
+    loop_rate, m = timed(one_at_a_time, deps, B, C, 2000, repeats=3)
+    print(f"grid: {len(models)} models x {len(chips)} chips x {B.size} batches x {C.size} contexts = {n:,} configs "
+          f"(tp-8 layouts, calibrated)")
     print(f"vectorised:      {vec_rate:,.0f} configs/s (median of 5)")
     print(f"one at a time:   {loop_rate:,.0f} configs/s (median of 3 x {m} configs)")
     print(f"ratio:           {vec_rate / loop_rate:,.0f}x")
