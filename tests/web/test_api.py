@@ -8,18 +8,19 @@ import zlib
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+import subprocess
+import sys
 
 from tokenomy.catalog import loader
-from tokenomy.cli import commands  # noqa: F401  (registers the commands)
-from tokenomy.cli.app import app as cli_app
 
 CONFIGS = Path(loader.ROOT) / "models"
+TOKENOMY = Path(sys.executable).with_name("tokenomy")
 
 
 def cli_json(*args: str) -> str:
-    r = CliRunner().invoke(cli_app, [*args, "--json"])
-    assert r.exit_code == 0, r.output
+    """The CLI itself, in its own process: what a user's `tokenomy ... --json` prints."""
+    r = subprocess.run([str(TOKENOMY), *args, "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
     return r.stdout
 
 
@@ -38,11 +39,17 @@ def field_of(resp) -> str:
     ("/api/decode?model=deepseek-v3&hardware=gb200-nvl72&batch=1,64,4096&context=2048,131072",
      ["decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1,64,4096",
       "--context", "2048,131072"]),
-    ("/api/decode?model=llama-3.1-70b&hardware=h100-sxm&chips=4&batch=1..256&weight_dtype=fp8&kv_dtype=fp8"
-     "&flops_fraction=0.7&hbm_fraction=0.8&overhead_s=0.002",
-     ["decode", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "4", "--batch", "1..256",
-      "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--flops-fraction", "0.7", "--hbm-fraction", "0.8",
-      "--overhead-s", "0.002"]),
+    ("/api/decode?model=llama-3.1-70b&hardware=hgx-h100-8&chips=4&batch=1..256&weight_dtype=fp8&kv_dtype=fp8"
+     "&efficiency=roofline",
+     ["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--chips", "4", "--batch", "1..256",
+      "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--efficiency", "roofline"]),
+    ("/api/decode?model=deepseek-v3&hardware=hgx-h100-8&chips=16&ep=16&redundant_experts=16&batch=64",
+     ["decode", "--model", "deepseek-v3", "--hardware", "hgx-h100-8", "--chips", "16", "--ep", "16",
+      "--redundant-experts", "16", "--batch", "64"]),
+    ("/api/decode?model=llama-3.1-70b&hardware=hgx-h100-8&layout=ideal&batch=8",
+     ["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--layout", "ideal", "--batch", "8"]),
+    ("/api/plan?model=llama-3.1-70b&hardware=hgx-h100-8&top=5",
+     ["plan", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--top", "5"]),
     ("/api/prefill?model=gemma-3-27b-it&hardware=hgx-h100-8&batch=1,8&context=8192",
      ["prefill", "--model", "gemma-3-27b-it", "--hardware", "hgx-h100-8", "--batch", "1,8", "--context", "8192"]),
     ("/api/prefill?model=qwen3-30b-a3b&hardware=b200&batch=4&context=32768&len_pass=512",

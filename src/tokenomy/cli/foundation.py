@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import typer
 
-from tokenomy.arch.model import ModelArch
-from tokenomy.arch.params import count_params, kv_bytes_per_token, weight_bytes
-from tokenomy.catalog import loader
+from tokenomy.answers import catalog
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import (CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, LAYOUT, MODEL,
                                    REDUNDANT_EXPERTS, WEIGHT_DTYPE)
@@ -17,34 +15,12 @@ from tokenomy.units import DTYPE_BYTES
 
 
 
-def model_summary(name: str | ModelArch, kv_dtype: str = "bf16") -> dict:
-    """What ``tokenomy model`` prints; ``name`` may also be an already-built ModelArch (the web's uploads)."""
-    m = name if isinstance(name, ModelArch) else loader.model(name)
-    p = count_params(m)
-    kinds = sorted({layer.attention.kind for layer in m.layers})
-    windows = sorted({layer.attention.window for layer in m.layers if layer.attention.window})
-    moe = [layer.mlp for layer in m.layers if layer.mlp.kind == "moe"]
-    return {
-        "name": m.name, "model_type": m.model_type, "num_layers": m.num_layers, "hidden_size": m.hidden_size,
-        "vocab_size": m.vocab_size, "total_params": p.total, "active_params": p.active,
-        "active_params_excluding_embedding": p.active - (0 if m.tie_word_embeddings else p.embed),
-        "attention": "+".join(kinds), "sliding_windows": windows,
-        "num_experts": moe[0].num_experts if moe else 0, "experts_per_tok": moe[0].experts_per_tok if moe else 0,
-        "moe_layers": len(moe), "kv_dtype": kv_dtype, "kv_bytes_per_token": kv_bytes_per_token(m, kv_dtype),
-        "weight_bytes": weight_bytes(m), "quantization": {"dense": m.quantization.dense,
-                                                          "expert": m.quantization.expert,
-                                                          "embed": m.quantization.embed},
-    }
-
-
 @app.command("models")
 @guarded
 def models_cmd(as_json: bool = JSON, as_csv: bool = CSV) -> None:
     """List the model catalog (vendored Hugging Face config.json files and paper descriptions)."""
-    rows = [model_summary(n) for n in loader.model_names()]
-    emit(rows, as_json=as_json, as_csv=as_csv, title="models",
-         columns=("name", "model_type", "num_layers", "total_params", "active_params", "attention",
-                  "kv_bytes_per_token", "weight_bytes"))
+    res = catalog.models()
+    emit(res.payload(), as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
 
 
 @app.command("model")
@@ -56,19 +32,8 @@ def model_cmd(name: str = typer.Argument(..., help="Catalog name, path to a conf
 
     Example: tokenomy model deepseek-v3 --json
     """
-    row = model_summary(name, kv_dtype)
-    emit(row, as_json=as_json, as_csv=as_csv, title=row["name"], columns=list(row))
-
-
-def hardware_summary(name: str) -> dict:
-    hw = loader.hardware(name)
-    c = hw.chip
-    return {"name": hw.name, "chip": c.name, "display_name": c.display_name, "num_chips": hw.num_chips,
-            "scale_up_domain_size": hw.scale_up_domain_size, "peak_flops_per_s": {
-                **{d: None for d in ("bf16", "fp8", "fp4", "int8")}, **c.peak_flops_per_s},
-            "hbm_bytes": c.hbm_bytes, "hbm_bytes_per_s": c.hbm_bytes_per_s,
-            "scale_up_bytes_per_s": c.scale_up.bytes_per_s, "scale_out_bytes_per_s": c.scale_out.bytes_per_s,
-            "tdp_w": c.tdp_w, "usd_per_chip_hour": hw.usd_per_chip_hour, "preliminary": hw.preliminary}
+    res = catalog.model(name, kv_dtype)
+    emit(res.payload(), as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
 
 
 @app.command("hardware")
@@ -76,20 +41,17 @@ def hardware_summary(name: str) -> dict:
 def hardware_cmd(name: str = typer.Argument(None, help="Chip or system name; omit to list all."),
                  as_json: bool = JSON, as_csv: bool = CSV) -> None:
     """The hardware catalog, or one chip/system in full. Example: tokenomy hardware gb200-nvl72 --json"""
+    res = catalog.hardware(name)
     if name:
-        row = hardware_summary(name)
+        row = res.payload()
         if as_csv:
             row = {**{k: v for k, v in row.items() if k != "peak_flops_per_s"},
                    **{f"peak_flops_per_s_{k}": v for k, v in row["peak_flops_per_s"].items()}}
-        emit(row, as_json=as_json, as_csv=as_csv, title=row["name"], columns=list(row))
+        emit(row, as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
         return
-    rows = [hardware_summary(n) for n in loader.chip_names() + loader.system_names()]
-    for r in rows:
-        r["bf16_flops_per_s"] = r["peak_flops_per_s"].get("bf16")
+    rows = res.payload()
     emit(rows if as_json else [{k: v for k, v in r.items() if k != "peak_flops_per_s"} for r in rows],
-         as_json=as_json, as_csv=as_csv, title="hardware",
-         columns=("name", "num_chips", "bf16_flops_per_s", "hbm_bytes", "hbm_bytes_per_s", "scale_up_bytes_per_s",
-                  "usd_per_chip_hour"))
+         as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
 
 
 def _dtype(opt: str, v: str | None) -> str | None:

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
 from tokenomy.web import api, pages
-from tokenomy.web.params import KNOWN_FIELDS, FieldError, field_of
+from tokenomy.web.params import field_of, message_of
 
 HERE = Path(__file__).parent
 MEDIA = {".js": "application/javascript", ".css": "text/css"}
@@ -41,9 +41,7 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(ValueError)
     async def value_error(request: Request, e: ValueError) -> JSONResponse:
-        field = field_of(e, KNOWN_FIELDS)
-        msg = e.msg if isinstance(e, FieldError) else str(e).splitlines()[0]
-        return JSONResponse(error_body(field, msg), status_code=422)
+        return JSONResponse(error_body(field_of(e), message_of(e)), status_code=422)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, e: RequestValidationError) -> JSONResponse:

@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import Mapping
 
 from tokenomy.catalog import loader
-from tokenomy.cli.foundation import hardware_summary, model_summary
+from tokenomy.answers.catalog import hardware_summary, model_summary
 from tokenomy.web.params import Query
 
 SECTIONS = ("peak_flops_per_s", "hbm", "scale_up", "scale_out", "power", "price")

@@ -12,10 +12,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from tokenomy.cli.render import fmt_cell
 from tokenomy.web import catalog_view, serve, views
-from tokenomy.web.cli_bridge import SPECS
-from tokenomy.web.params import KNOWN_FIELDS, FieldError, field_of
+from tokenomy.web.format import fmt_cell
+from tokenomy.web.params import field_of, message_of
 from tokenomy.catalog import loader
 from tokenomy.units import DTYPE_BYTES
 
@@ -40,7 +39,7 @@ def is_fragment(request: Request) -> bool:
 
 
 def error_of(e: ValueError) -> dict:
-    return {"field": field_of(e, KNOWN_FIELDS), "msg": e.msg if isinstance(e, FieldError) else str(e).splitlines()[0]}
+    return {"field": field_of(e), "msg": message_of(e)}
 
 
 def render(request: Request, page: str, fragment: str, context: dict, compute: Callable[[], dict]):
@@ -69,13 +68,13 @@ def serve_choices(values: Mapping[str, str]) -> dict:
 def serve_page(request: Request):
     values = serve.form_values(request.query_params)
     return render(request, "serve.html", "_serve_results.html", serve_choices(values),
-                  lambda: serve.serve_view(serve.parse_serve(request.query_params)))
+                  lambda: serve.serve_view(*serve.parse_serve(request.query_params)))
 
 
 def _bridged_page(name: str, page: views.Page):
     def route(request: Request):
         values = page.values(request.query_params)
-        form = {"page": page, "values": values, "options": SPECS[page.command].options(), "dtypes": list(DTYPE_BYTES),
+        form = {"page": page, "values": values, "options": page.options(), "dtypes": list(DTYPE_BYTES),
                 "models": loader.model_names(), "chip_names": loader.chip_names(),
                 "system_names": loader.system_names()}
         return render(request, "bridged.html", f"_{name}_results.html", form,

@@ -1,7 +1,11 @@
 """Request parsing for the web: every input is a query parameter, checked, bounded, and named when wrong.
 
-Nothing here touches the file system: models and hardware are looked up by catalog name only, and an
-uploaded config.json travels inside the URL as ``config=<base64url(zlib(json))>``, parsed (never executed).
+A query for ``/api/<command>`` (or a page over it) becomes the keyword arguments of the answer function
+(tokenomy.answers): the parameters offered are the answer's own keywords (its signature), each parsed by kind —
+a list of ints ('1,8,64' or '1..4096', at most MAX_LIST values), a list of floats, an int, a float (finite,
+bounded per name), a yes/no flag, or text (letters, digits and . , : + - only). Nothing here touches the file
+system: models and hardware are looked up by catalog name only, and an uploaded config.json travels inside the
+URL as ``config=<base64url(zlib(json))>``, parsed (never executed).
 """
 
 from __future__ import annotations
@@ -11,13 +15,15 @@ import binascii
 import json
 import re
 import zlib
+import importlib
+import inspect
+import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
+from typing import Callable, Mapping
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
-from tokenomy.cli.app import int_list
 from tokenomy.specs import Hardware
 from tokenomy.units import DTYPE_BYTES
 
@@ -40,12 +46,42 @@ class FieldError(ValueError):
         self.field, self.msg = field, msg
 
 
-def field_of(e: ValueError, fields: tuple[str, ...]) -> str:
-    """The field a library ValueError is about (its message starts with the name, CLI-style), else 'input'."""
+_HEAD = re.compile(r"\s*(?:--)?([a-z][a-z0-9_-]*)(?::| x )")
+
+
+def field_of(e: ValueError) -> str:
+    """The field a ValueError is about: the answers put it first ('batch: must be ...'), else 'input'."""
     if isinstance(e, FieldError):
         return e.field
-    head = re.split(r"[\s:]", str(e).lstrip("-"), maxsplit=1)[0].replace("-", "_")
-    return head if head in fields else "input"
+    m = _HEAD.match(str(e))
+    return m.group(1).replace("-", "_") if m else "input"
+
+
+def message_of(e: ValueError) -> str:
+    return e.msg if isinstance(e, FieldError) else (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def int_list(name: str, text: str) -> list[int]:
+    """The CLI's list syntax: '1,8,64', or 'a..b' for the powers of two from a to b."""
+    out: list[int] = []
+    for part in text.split(","):
+        try:
+            if ".." in part:
+                lo, hi = (float(x) for x in part.split(".."))
+                if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 1 and hi <= 2**40):
+                    raise ValueError
+                v = int(lo)
+                while v <= hi and len(out) <= MAX_LIST:
+                    out.append(v)
+                    v *= 2
+                continue
+            v = float(part)
+        except ValueError:
+            raise FieldError(name, f"{part.strip()!r} is not a number; use e.g. 1,8,64 or 1..4096") from None
+        if not math.isfinite(v) or v != int(v) or v <= 0:
+            raise FieldError(name, f"{part.strip()} must be a positive integer")
+        out.append(int(v))
+    return out
 
 
 class Query:
@@ -93,12 +129,8 @@ class Query:
 
     def int_list(self, name: str, default: str, hi: int) -> list[int]:
         """CLI syntax ('1,8,64' or '1..4096' powers of two), bounded in count and value."""
-        text = self.text(name, default)
-        try:
-            values = int_list(name, text)
-        except ValueError as e:
-            raise FieldError(name, str(e).split(": ", 1)[-1]) from None
-        if len(values) > MAX_LIST:
+        values = int_list(name, self.text(name, default))
+        if not values or len(values) > MAX_LIST:
             raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
         if max(values) > hi:
             raise FieldError(name, f"{max(values)} exceeds the bound {hi}")
@@ -185,38 +217,163 @@ def model_from(q: Query, default: str | None = None) -> ModelArch:
     return model_by_name(name)
 
 
+# ---- a query -> an answer's keyword arguments ------------------------------------------------------------
+
+ANSWERS = {"decode": "passes", "prefill": "passes", "plan": "plan", "batch": "economics", "latency": "economics",
+           "context": "economics", "pricing": "economics", "speculate": "economics", "cache": "economics",
+           "lecture": "economics", "train": "training", "rl": "training", "lifecycle": "training"}
+NOT_OFFERED = {"decode": {"len_pass"}}  # decode passes one new token: the CLI has no --len-pass for it
+PASS_DEFAULTS = {"batch": [1, 8, 64], "context": [2048]}  # tokenomy decode|prefill's --batch and --context
+
+
 @dataclass(frozen=True)
-class PassOptions:
-    """The knobs ``tokenomy decode|prefill`` shares with the Serve page."""
-
-    chips: int | None
-    weight_dtype: str | None
-    kv_dtype: str
-    flops_fraction: float
-    hbm_fraction: float
-    overhead_s: float
+class Bound:
+    lo: float
+    hi: float
 
 
-def pass_options(q: Query) -> PassOptions:
-    return PassOptions(
-        chips=q.integer("chips", None, 1, MAX_CHIPS), weight_dtype=q.dtype("weight_dtype", None),
-        kv_dtype=q.dtype("kv_dtype", "bf16"),
-        flops_fraction=q.number("flops_fraction", 1.0, 0.0, 1.0, lo_open=True),
-        hbm_fraction=q.number("hbm_fraction", 1.0, 0.0, 1.0, lo_open=True),
-        overhead_s=q.number("overhead_s", 0.0, 0.0, MAX_OVERHEAD_S))
+ANY_NUMBER = Bound(-1e30, 1e30)  # finite and of sane size
+DEGREE = Bound(1, 2**16)
+NUMBERS = {  # bounds by parameter name, shared by every answer that has it
+    "chips": Bound(1, MAX_CHIPS), "len_pass": Bound(1, MAX_CONTEXT), "context": Bound(1, MAX_CONTEXT),
+    "batch": Bound(1, MAX_BATCH), "usd_per_chip_hour": Bound(0, 1e4), "hop_latency": Bound(0, 10),
+    "tp": DEGREE, "ep": DEGREE, "pp": DEGREE, "dp": DEGREE, "cp": DEGREE, "virtual_stages": DEGREE,
+    "redundant_experts": Bound(0, 2**16), "micro_batch": Bound(1, MAX_BATCH), "seq_len": Bound(1, MAX_CONTEXT),
+    "prefix_tokens": Bound(1, MAX_CONTEXT), "prefill_batch": Bound(1, MAX_BATCH), "prompt_tokens": Bound(1, MAX_CONTEXT),
+    "step_context": Bound(1, 1e9), "stall": Bound(0, 1), "rollouts": Bound(1, 2**20), "prompt_len": Bound(1, MAX_CONTEXT),
+    "output_len": Bound(1, MAX_CONTEXT), "draft_tokens": Bound(1, 64), "top": Bound(0, 1000),
+    "global_batch": Bound(1, 2**24), "hold": Bound(0, 1e9), "min_tokens_per_user": Bound(0, 1e9),
+    "max_ttft": Bound(0, 1e6),
+}
+KINDS = {  # parameters whose default (None) does not say their kind
+    "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
+    "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
+    "top": "int", "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
+    "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
+    "published": "text", "schedule": "text", "recompute": "text", "attention": "text",
+}
+CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",)}
+TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
+SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file
+MAX_SEARCH_CHIPS = 1024  # a layout search over 1024 chips takes ~1 s and ~100 MB; pods are searched by budget
 
 
-PASS_FIELDS = ("model", "config", "hardware", "chips", "batch", "context", "len_pass", "weight_dtype", "kv_dtype",
-               "flops_fraction", "hbm_fraction", "overhead_s")
+@dataclass(frozen=True)
+class Option:
+    kind: str  # int_list, float_list, int, float, bool, text, dtype, model, hardware, choice
+    default: object = None  # the answer's default (the form's placeholder)
+    help: str = ""
 
 
-def pass_grid(q: Query) -> tuple[list[int], list[int], int | None]:
-    """--batch and --context lists (bounded, grid too) and --len-pass, as the CLI reads them."""
-    batch = q.int_list("batch", "1,8,64", MAX_BATCH)
-    context = q.int_list("context", "2048", MAX_CONTEXT)
-    if len(batch) * len(context) > MAX_GRID:
-        raise FieldError("batch", f"{len(batch)} x {len(context)} grid points; at most {MAX_GRID}")
-    return batch, context, q.integer("len_pass", None, 1, MAX_CONTEXT)
+def _function(command: str) -> Callable:
+    """The answer function of a command, imported when first asked for (economics/training may be absent)."""
+    if command not in ANSWERS:
+        raise FieldError("command", f"{command!r} is not an answer; allowed: {', '.join(ANSWERS)}")
+    try:
+        module = importlib.import_module(f"tokenomy.answers.{ANSWERS[command]}")
+    except ModuleNotFoundError:
+        raise FieldError("command", f"{command}: not available in this build (tokenomy.answers."
+                                    f"{ANSWERS[command]} is missing)") from None
+    return getattr(module, "pass_answer" if command in ("decode", "prefill") else command)
 
 
-KNOWN_FIELDS = PASS_FIELDS + ("kind", "usd_per_chip_hour", "tp", "ep", "pp", "dp", "hop_latency")  # naming fields
+def answer_fn(command: str) -> Callable:
+    fn = _function(command)
+    if command in ("decode", "prefill"):
+        return lambda **kw: fn(command, **{**PASS_DEFAULTS, **kw})
+    return fn
+
+
+def _kind(name: str, default) -> str:
+    if name in CHOICES:
+        return "choice"
+    if default is None:
+        return KINDS.get(name, "number")
+    if isinstance(default, (tuple, list)):
+        return "float_list" if any(isinstance(x, float) for x in default) else "int_list"
+    return {bool: "bool", int: "int", float: "float", str: KINDS.get(name, "text")}.get(type(default), "number")
+
+
+@lru_cache(maxsize=None)
+def options(command: str) -> dict[str, Option]:
+    """The parameters ``/api/<command>`` takes: the answer's keywords (``config`` too where it takes a model)."""
+    out = {}
+    for p in inspect.signature(_function(command)).parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in {"kind"} | NOT_OFFERED.get(command, set()):
+            continue
+        default = None if p.default is p.empty else p.default
+        if command in ("decode", "prefill"):
+            default = PASS_DEFAULTS.get(p.name, default)
+        out[p.name] = Option(_kind(p.name, default), default)
+        if p.name == "model":
+            out["config"] = Option("config")
+    return out
+
+
+def _number(name: str, text: str, integer: bool) -> float | int:
+    b = NUMBERS.get(name, ANY_NUMBER)
+    q = Query({name: text}, (name,))
+    return q.integer(name, None, b.lo, b.hi) if integer else q.number(name, None, b.lo, b.hi)
+
+
+def _value(name: str, opt: Option, text: str):
+    if opt.kind == "config":
+        return model_from_token(text)
+    if len(text) > MAX_VALUE_CHARS:
+        raise FieldError(name, f"longer than {MAX_VALUE_CHARS} characters")
+    if not SAFE.fullmatch(text) or text in (".", ".."):
+        raise FieldError(name, "may hold letters, digits, spaces and . , : + - only")
+    if opt.kind == "model":
+        return model_by_name(text)
+    if opt.kind == "hardware":
+        hardware_by_name(text)
+        return text.lower()
+    if opt.kind in ("int_list", "float_list"):
+        parts = text.split(",")
+        values = (Query({name: text}, (name,)).int_list(name, text, int(NUMBERS.get(name, Bound(1, 2**40)).hi))
+                  if opt.kind == "int_list" else [_number(name, x, False) for x in parts])
+        if len(values) > MAX_LIST:
+            raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
+        return values
+    if opt.kind in ("int", "float", "number"):
+        return _number(name, text, opt.kind == "int")
+    if opt.kind == "bool":
+        if text.lower() not in TRUE + FALSE:
+            raise FieldError(name, f"{text!r} is not a yes/no value; use true or false")
+        return text.lower() in TRUE
+    if opt.kind == "dtype":
+        return Query({name: text}, (name,)).dtype(name, None)
+    if opt.kind == "choice":
+        return Query({name: text}, (name,)).choice(name, CHOICES[name])
+    return text
+
+
+def answer_kwargs(command: str, params: Mapping[str, str]) -> dict:
+    """The query's non-empty values, each parsed and bounded, as the answer's keyword arguments."""
+    opts = options(command)
+    q = Query(params, tuple(opts))
+    texts = {k: v for k in params if (v := q.text(k, limit=MAX_CONFIG_TOKEN_CHARS)) is not None}
+    kw = {k: _value(k, opts[k], v) for k, v in texts.items()}
+    if "config" in kw:
+        kw["model"] = kw.pop("config")
+    lists = {k: len(v) for k, v in kw.items() if isinstance(v, list)}
+    if len(lists) > 1 and math.prod(lists.values()) > MAX_GRID:
+        raise FieldError(next(iter(lists)), f"{' x '.join(map(str, lists.values()))} grid points; at most {MAX_GRID}")
+    if command == "plan":
+        _search_budget(kw)
+    return kw
+
+
+def _search_budget(kw: dict) -> None:
+    if kw.get("chips") is not None:
+        if kw["chips"] > MAX_SEARCH_CHIPS:
+            raise FieldError("chips", f"the web searches at most {MAX_SEARCH_CHIPS} chips")
+    elif kw.get("hardware") and loader.hardware(kw["hardware"]).num_chips > MAX_SEARCH_CHIPS:
+        n = loader.hardware(kw["hardware"]).num_chips
+        raise FieldError("chips", f"{kw['hardware']} has {n} chips; give a budget of at most {MAX_SEARCH_CHIPS} "
+                                  "to search")
+
+
+def answer(command: str, params: Mapping[str, str]):
+    """The command's Result for a query."""
+    return answer_fn(command)(**answer_kwargs(command, params))

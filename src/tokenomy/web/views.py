@@ -1,9 +1,8 @@
-"""Data of the Plan, Train, Lifecycle, Cache tiers and Lecture pages: the CLI command's own ``--json`` (run by
-web/cli_bridge.py, so page = API = CLI), plus the figures drawn from it by ``tokenomy.plots``."""
+"""Data of the Plan, Train, Lifecycle, Cache tiers and Lecture pages: the answer's ``payload()`` (what
+``/api/<command>`` and the CLI's ``--json`` return), plus the figures drawn from it by ``tokenomy.plots``."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Mapping
@@ -11,7 +10,7 @@ from urllib.parse import urlencode
 
 from tokenomy.plots import serving as sp
 from tokenomy.plots import training as tp
-from tokenomy.web.cli_bridge import SPECS, run_json
+from tokenomy.web import params as P
 from tokenomy.web.params import Query
 
 
@@ -30,8 +29,17 @@ class Page:
 
     def view(self, params: Mapping[str, str]) -> dict:
         query = {k: v for k, v in self.values(params).items() if v.strip()}
-        data = json.loads(run_json(SPECS[self.command], query))
-        return {"data": data, "figures": self.figures(data, query)}
+        res = P.answer(self.command, query)
+        data = res.payload()
+        return {"data": data, "title": res.title, "notes": list(res.notes), "figures": self.figures(data, query)}
+
+    def options(self) -> dict[str, P.Option]:
+        """The form's inputs with the answer's defaults (plain text inputs while the answer is missing)."""
+        try:
+            offered = P.options(self.command)
+        except ValueError:
+            offered = {}
+        return {f: offered.get(f, P.Option("text")) for f in self.fields}
 
 
 def _plan_figures(d: dict, q: dict) -> dict:
@@ -120,7 +128,7 @@ def claim_link(claim_id: str) -> str | None:
 
 @lru_cache(maxsize=2)
 def _lecture(real: bool) -> list[dict]:
-    return json.loads(run_json(SPECS["lecture"], {"real": "true"} if real else {}))
+    return P.answer("lecture", {"real": "true"} if real else {}).payload()
 
 
 def lecture_view(params: Mapping[str, str]) -> dict:

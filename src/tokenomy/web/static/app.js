@@ -39,7 +39,7 @@
     if (!base) {
       var kind = p.get("kind") || "decode";
       base = "/api/" + kind;
-      ["kind", "usd_per_chip_hour"].concat(kind === "decode" ? ["len_pass"] : []).forEach(function (k) { p.delete(k); });
+      ["kind"].concat(kind === "decode" ? ["len_pass"] : []).forEach(function (k) { p.delete(k); });
     }
     a.href = base + "?" + p.toString();
   }
