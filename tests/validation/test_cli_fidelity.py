@@ -13,10 +13,11 @@ RUN = CliRunner()
 
 
 def test_validate_subset_json():
-    r = RUN.invoke(app, ["validate", "--source", "pope2022-esti", "--source", "nim-1.8-llama33-70b", "--json"])
+    r = RUN.invoke(app, ["validate", "--source", "rocm-vllm-0.10-mi300x", "--source", "nim-1.8-llama33-70b",
+                         "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
-    assert out["cases"] == 36
+    assert out["cases"] == 59
     assert all(math.isfinite(row["median_abs_error"]) for row in out["held_out"])
     assert out["headline_decode_time_per_token"]["cases"] > 0
 

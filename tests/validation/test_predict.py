@@ -1,18 +1,18 @@
-"""The prediction machinery: consistency with the engine, invariants, Little's law, capacity queueing, fitting."""
+"""The prediction machinery: every step time is the engine's on the case's deployment; Little's law, capacity
+queueing, fitting, the split."""
 
 import numpy as np
 import pytest
 
 from tokenomy.catalog import loader
-from tokenomy.core.roofline import HwCoeffs, step
-from tokenomy.units import dtype_bytes
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
 from tokenomy.validation import calibrate_fit as cf
-from tokenomy.validation import run
-from tokenomy.validation.predict import SCENARIO_CODE, decode_step, gather, predict_serving
-from tokenomy.validation.prepare import _coeffs, quantized
-from tokenomy.validation.terms import efficiency_at, tp_allreduce_s
+from tokenomy.validation import load, run
+from tokenomy.validation.predict import SCENARIO_CODE, gather, predict_serving
 
-SUBSET = ("trtllm-0.14-online", "nim-1.8-llama33-70b", "pope2022-esti", "rocm-vllm-0.10-mi300x")
+SUBSET = ("trtllm-0.14-online", "nim-1.8-llama33-70b", "pope2022-esti", "rocm-vllm-0.10-mi300x",
+          "trtllm-0.17-throughput")
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +25,28 @@ def rows(prepared):
     return run.rows(prepared)
 
 
+@pytest.fixture(scope="module")
+def calibrated(prepared):
+    s = prepared.serving
+    return predict_serving(s, gather(s.chip, run.stored_terms(s.chip)))
+
+
+def _deployment(c) -> Deployment:
+    """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code)."""
+    layout = Layout(tp=c.tp, dp=c.chips // c.tp, kv_batch=c.kv_batch)
+    return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, c.weight_dtype, c.kv_dtype,
+                      load.efficiency_set(c.hardware))
+
+
+def _first(s, scenario, metric, pred=lambda c: True):
+    return next(i for i, k in enumerate(s.cases) if k.case.scenario == scenario and k.case.metric == metric
+                and pred(k.case))
+
+
+def _close(a, b, rel=1e-9):
+    assert np.isfinite(a) and abs(a / b - 1) < rel, (a, b)
+
+
 def test_calibrated_is_never_faster_than_the_roofline(rows):
     for r in rows:
         if np.isfinite(r["calibrated_error"]) and np.isfinite(r["roofline_error"]):
@@ -32,27 +54,58 @@ def test_calibrated_is_never_faster_than_the_roofline(rows):
 
 
 def test_roofline_bounds_the_measurements(rows):
-    # A lower bound must be below every real measurement (Pope et al. 2022 section 3.7 caution).
-    assert all(r["roofline_error"] <= 1e-9 for r in rows)
+    # A lower bound must be below every real measurement (Pope et al. 2022 section 3.7 caution). Capacity-limited
+    # runs are left out: their batch comes from the catalog's HBM size (80e9 bytes stated, 80 GiB on the device;
+    # docs/validation.md lists them), an input, not the bound.
+    checked = [r for r in rows if np.isfinite(r["roofline_error"]) and not r["capacity_limited"]]
+    assert len(checked) > 50
+    assert all(r["roofline_error"] <= 1e-9 for r in checked), [r["id"] for r in checked if r["roofline_error"] > 0]
 
 
-def test_decode_step_equals_the_engine_fed_through_eff_and_comms(prepared):
+def test_static_batch_latency_is_the_engine_on_the_case_deployment(prepared, calibrated):
     s = prepared.serving
-    i = next(k for k, c in enumerate(s.cases) if c.case.tp > 1 and c.case.scenario == "request_rate")
+    i = _first(s, "static_batch", "latency_s")
     c = s.cases[i].case
-    terms = cf.START
-    th = gather(s.chip, {ch: terms for ch in set(s.chip)})
-    b = 8.0
-    ours = decode_step(s.take([i]), th.take([i]), np.array([b]), np.array([0.0])).time_s[0]
-    chip = loader.hardware(c.hardware).chip
-    _, peak = chip.flops_for(c.weight_dtype)
-    arch = loader.model(c.model)
-    comms = tp_allreduce_s(c.tp, b, arch.hidden_size, arch.num_layers, chip.scale_up.bytes_per_s,
-                           terms.link_fraction, terms.allreduce_latency_s)
-    eng = step(quantized(_coeffs(c.model), c.weight_dtype), HwCoeffs(peak, chip.hbm_bytes_per_s, chip.hbm_bytes),
-               b, c.isl + c.osl / 2, 1, c.chips, kv_bytes_per_elem=dtype_bytes(c.kv_dtype),
-               eff=efficiency_at(terms, b), comms_s=comms)
-    assert abs(ours / float(eng.step_s) - 1) < 1e-9
+    d = _deployment(c)
+    prefill = d.run(c.batch, c.isl, c.isl).step_s
+    step = d.run(c.batch, c.isl + c.osl / 2).step_s
+    _close(calibrated.value[i], float(prefill + (c.osl - 1) * step))
+
+
+def test_max_throughput_is_the_engine_at_the_capacity_batch(prepared, calibrated):
+    s = prepared.serving
+    for model in ("mixtral-8x7b-v0.1", "llama-3.1-70b"):  # MoE (work not linear in tokens) and dense
+        i = _first(s, "max_throughput", "throughput_per_chip", lambda c: c.model == model and c.tp > 1)
+        c = s.cases[i].case
+        b = calibrated.batch[i]
+        assert b == np.round(b) and 1 <= b <= (c.max_batch or 4096)
+        step = _deployment(c).run(b, c.isl + c.osl / 2, prefill_tokens=b * c.isl / c.osl,
+                                  prefill_context=(c.isl + 1) / 2).step_s
+        _close(calibrated.value[i], float(b / (step * c.chips)))
+
+
+def test_concurrency_tpot_is_the_engine_step(prepared, calibrated):
+    s = prepared.serving
+    i = _first(s, "concurrency", "tpot_s")
+    c = s.cases[i].case
+    b = calibrated.batch[i]
+    assert b == min(c.concurrency, s.bmax[i])
+    step = _deployment(c).run(b, c.isl + c.osl / 2, prefill_tokens=b * c.isl / c.osl,
+                              prefill_context=(c.isl + 1) / 2).step_s
+    _close(calibrated.value[i], float(step))
+
+
+def test_request_rate_step_lies_between_the_whole_batches_around_it(prepared, calibrated):
+    s = prepared.serving
+    rr = [i for i in np.flatnonzero(s.scenario == SCENARIO_CODE["request_rate"]) if s.cases[i].case.metric == "tpot_s"]
+    assert rr
+    for i in rr[:6]:
+        c = s.cases[i].case
+        b, p = calibrated.batch[i], calibrated.prefill_tokens[i]
+        d = _deployment(c)
+        lo, hi = (float(d.run(x, c.isl + c.osl / 2, prefill_tokens=p, prefill_context=(c.isl + 1) / 2).step_s)
+                  for x in (np.floor(b), np.ceil(b)))
+        assert lo * (1 - 1e-12) <= calibrated.value[i] <= hi * (1 + 1e-12), (c.id, b, lo, calibrated.value[i], hi)
 
 
 def test_request_rate_batch_satisfies_littles_law(prepared):
@@ -62,10 +115,16 @@ def test_request_rate_batch_satisfies_littles_law(prepared):
     rr = np.flatnonzero(s.scenario == SCENARIO_CODE["request_rate"])
     assert rr.size
     # a request runs with the others present: batch = 1 + N, N = lambda * lifetime (N capped by the KV cache)
-    for i in rr[:10]:
-        assert pr.batch[i] >= 1.0
-    low = rr[np.argmin(s.rate[rr])]
-    assert pr.batch[low] < 1.0 + s.rate[low] * 60  # bounded by rate x a minute-long request
+    for i in rr:
+        c = s.cases[i].case
+        if c.metric != "tpot_s":
+            continue
+        d = Deployment(loader.model(c.model), loader.hardware(c.hardware), Layout(tp=c.tp), c.weight_dtype,
+                       c.kv_dtype)
+        ttft = float(d.run(1, c.isl, c.isl, eff=th.efficiency(i)).step_s) + cf.START.request_overhead_s
+        life = ttft + pr.value[i] / 2 + (c.osl - 1) * pr.value[i]
+        n = min(c.request_rate * life, s.bmax[i])
+        assert abs((pr.batch[i] - 1) - n) <= 0.05 * n + 0.05, (c.id, pr.batch[i] - 1, n)
 
 
 def test_concurrency_beyond_the_kv_cache_queues(prepared):
@@ -92,19 +151,27 @@ def test_fit_recovers_terms_that_generated_the_data(prepared):
     assert np.median(np.abs(r)) < 0.01
 
 
-def test_estimate_agrees_with_the_validation_predictor(prepared):
-    """tokenomy estimate (what users see) and the validation predictor are the same model."""
-    from tokenomy.validation import load
-    from tokenomy.validation.estimate import calibrated_pass
+def test_held_out_measurements_cannot_move_the_fit(prepared):
+    """The split is honoured: changing every held-out measurement leaves the fitted terms bit for bit."""
+    p = run.prepare(("rocm-vllm-0.10-mi300x", "trtllm-0.14-online"))
+    train = cf.train_ids(p.cases)
+    assert train and len(train) < len(p.cases)
+    a = run.refit(p, train)
+    test = np.array([c.id not in train for c in p.serving.cases])
+    p.serving.measured = np.where(test, p.serving.measured * 3.0, p.serving.measured)
+    b = run.refit(p, train)
+    assert a.terms == b.terms and a.fitted_on == b.fitted_on
+    assert all(load.split_of(i) == "train" or next(c for c in p.cases if c.id == i).split == "train"
+               for ids in a.fitted_on.values() for i in ids)
 
-    s = prepared.serving
-    i = next(k for k, c in enumerate(s.cases) if c.source.id.startswith("rocm"))
-    c = s.cases[i].case
-    terms = load.efficiency_for(c.hardware).terms
-    b = float(c.batch)
-    ours = decode_step(s.take([i]), gather(s.chip[[i]], {c.hardware: terms}), np.array([b]),
-                       np.array([0.0])).time_s[0]
-    est = calibrated_pass(c.model, c.hardware, batch=b, context=c.isl + c.osl / 2, chips=c.chips, tp=c.tp,
-                          weight_dtype=c.weight_dtype, kv_dtype=c.kv_dtype)
-    assert abs(float(est["calibrated_step_s"]) / ours - 1) < 1e-9
-    assert float(est["roofline_step_s"]) < float(est["calibrated_step_s"])
+
+def test_refit_reproduces_the_stored_terms():
+    """catalog/efficiency/*.toml is what `tokenomy validate --refit` computes from the catalog (reproducible)."""
+    p = run.prepare()
+    fit = run.refit(p)
+    for chip, terms in fit.terms.items():
+        stored = load.efficiency_file(chip)
+        assert stored is not None, chip
+        assert sorted(stored.fitted_on) == fit.fitted_on[chip]
+        for k, v in terms.model_dump().items():
+            assert getattr(stored.terms, k) == pytest.approx(v, rel=1e-6, abs=1e-12), (chip, k)

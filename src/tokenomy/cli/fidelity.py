@@ -12,7 +12,6 @@ import typer
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import CSV, JSON
 from tokenomy.cli.render import emit
-from tokenomy.units import fmt_bytes
 
 STAT_COLUMNS = ("n", "median_abs_error", "within_20pct", "signed_bias", "roofline_median_abs_error",
                 "roofline_signed_bias")
@@ -149,27 +148,36 @@ def estimate_cmd(model: str = typer.Option(..., "--model", help="Catalog name, c
     """
     import numpy as np
 
-    from tokenomy.validation.estimate import calibrated_pass
+    from tokenomy.catalog import loader
+    from tokenomy.core.deployment import Deployment
+    from tokenomy.core.efficiency import ROOFLINE
+    from tokenomy.core.engine import BOUNDS, why_not
+    from tokenomy.core.layout import Layout
+    from tokenomy.validation.load import efficiency_set
 
     bs, cs = int_list("batch", batch), int_list("context", context)
     if len_pass > min(cs):
         raise UsageError("--len-pass must be <= every --context")
     B, C = np.meshgrid(np.array(bs, dtype=float), np.array(cs, dtype=float), indexing="ij")
-    r = calibrated_pass(model, hardware, batch=B, context=C, len_pass=len_pass, chips=chips, tp=tp,
-                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    rows, mem = [], np.broadcast_to(r["memory_per_chip_bytes"], B.shape)
-    for idx in np.ndindex(B.shape):
-        ok = bool(r["fits"][idx])
-        rows.append({"batch": int(B[idx]), "context": int(C[idx]),
-                     "calibrated_step_s": float(r["calibrated_step_s"][idx]) if ok else None,
-                     "roofline_step_s": float(r["roofline_step_s"][idx]) if ok else None,
-                     "compute_s": float(r["compute_s"][idx]) if ok else None,
-                     "memory_s": float(r["memory_s"][idx]) if ok else None,
-                     "comms_s": float(r["comms_s"][idx]) if ok else None,
-                     "overhead_s": float(r["overhead_s"][idx]) if ok else None,
-                     "bound": str(r["bound"][idx]) if ok else None, "fits": ok,
-                     "memory_per_chip_bytes": float(mem[idx]),
-                     "why": None if ok else f"needs {fmt_bytes(mem[idx])} per chip > {fmt_bytes(r['hbm_bytes'])} HBM"})
+    hw = loader.hardware(hardware)
+    n = int(chips or hw.num_chips)
+    g = int(tp or n)
+    if n % g:
+        raise UsageError("--tp must divide --chips")
+    eff = efficiency_set(hw.chip.name)
+    d = Deployment(loader.model(model), hw, Layout(tp=g, dp=n // g), weight_dtype, kv_dtype, eff)
+    cal, roof = d.run(B, C, len_pass), d.run(B, C, len_pass, eff=ROOFLINE)
+    rows = []
+    for i, idx in enumerate(np.ndindex(B.shape)):
+        ok = bool(cal.ok[idx])
+        v = lambda x: float(np.broadcast_to(x, B.shape)[idx]) if ok else None  # noqa: E731
+        rows.append({"batch": int(B[idx]), "context": int(C[idx]), "calibrated_step_s": v(cal.step_s),
+                     "roofline_step_s": v(roof.step_s), "compute_s": v(cal.compute_s), "memory_s": v(cal.memory_s),
+                     "comms_s": v(cal.comms_s), "overhead_s": v(cal.overhead_s),
+                     "bound": BOUNDS[int(cal.bound[idx])] if ok else None, "fits": ok,
+                     "memory_per_chip_bytes": float(np.broadcast_to(cal.memory_per_chip_bytes, B.shape)[idx]),
+                     "why": why_not(cal, d.layout, i)})
+    r = {"terms_from": eff.terms_from, "fitted_on_cases": eff.fitted_on_cases}
     emit(rows, as_json=as_json, as_csv=as_csv, title=f"{model} on {hardware}: calibrated step (roofline beside)",
          columns=("batch", "context", "calibrated_step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s",
                   "overhead_s", "bound", "fits", "why"),

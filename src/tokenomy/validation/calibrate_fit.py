@@ -110,8 +110,10 @@ def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, float], float
     when it has a dense case to pin it (MoE cases alone cannot separate η from φ_moe); the others, and the
     pooled entry, use the mean of the pinned chips' η (in logit)."""
     tt = t.take(mask)
+    if not tt.cases:  # nothing to fit on (a serving-only subset): the starting values
+        return {"pooled": START.train_flops_fraction}, START.train_other_dense, START.train_other_moe
     own = sorted(set(tt.chip[~tt.moe]))
-    idx = np.array([own.index(c) if c in own else len(own) for c in tt.chip])
+    idx = np.array([own.index(c) if c in own else len(own) for c in tt.chip], dtype=int)
 
     def unpack(z):
         zc = np.append(z[:len(own)], np.mean(z[:len(own)]))

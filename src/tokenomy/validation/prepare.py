@@ -1,8 +1,14 @@
-"""Turn validation cases into arrays of roofline quantities, once; predictions are then cheap numpy expressions.
+"""Lower every validation case to the engine's work once; predictions then only time that work (core/engine.py).
 
-For every serving case: FLOPs and bytes of one decode step on a grid of batch sizes (at the case's mean decode
-context), FLOPs and non-weight bytes per interleaved prefill token, one standalone prefill pass, the KV-capacity
-batch limit, and the chip's peaks. All of it comes from core/roofline.step at Efficiency() (the pure roofline).
+Each serving case is a Deployment (the case's model, hardware, weight and KV dtypes, Layout(tp, dp = chips/tp)).
+engine.work gives, efficiency-free:
+    step      the scenario's decode step at its batch B and P interleaved prefill tokens (batch and P are known
+              before any efficiency for static, decode, concurrency and max-throughput runs)
+    prefill   the standalone prefill pass: B·ISL tokens for static and prefill runs, one request's ISL otherwise
+    grid      decode steps at P = 0 on a batch grid (up to the KV-capacity batch + 1) and the work of one
+              interleaved prefill token there, for request-rate runs, whose batch follows from Little's law
+B_kv = floor(kv_free_fraction·(HBM − resident weights − reserve) / KV per sequence per chip at ISL + OSL).
+Training cases keep the forward FLOPs of one sequence (engine.work) and the pipeline bubble.
 """
 
 from __future__ import annotations
@@ -14,48 +20,80 @@ from functools import lru_cache
 import numpy as np
 
 from tokenomy.catalog import loader
-from tokenomy.core.coeffs import ModelCoeffs, coefficients
-from tokenomy.core.roofline import HwCoeffs, step
-from tokenomy.units import dtype_bytes
+from tokenomy.core import engine
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
+from tokenomy.core.pipeline import bubble_fraction
+from tokenomy.specs import Topology
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import ServingCase, TrainingCase
-from tokenomy.validation.terms import pipeline_bubble
 
-GRID = 2.0 ** np.arange(0, 15)  # decode batch grid, 1 .. 16384 sequences
+GRID = 2.0 ** np.arange(0, 15)  # decode batch grid of request-rate runs, 1 .. 16384 sequences
 RUNTIME_RESERVE_BYTES = 3e9  # per chip, outside weights and KV: CUDA context, activation buffers, graphs (declared)
 DEFAULT_MAX_BATCH = 4096  # scheduler cap when a source does not publish one (TensorRT-LLM's example log shows 4096)
-HIGH_PRECISION_EMBED = 2.0  # quantized checkpoints keep embeddings and LM head in 16-bit (ModelOpt, Quark, AQT)
 SCENARIO_CODE = {s: i for i, s in enumerate(("static_batch", "prefill", "decode", "concurrency", "request_rate",
                                               "max_throughput"))}
 METRIC_CODE = {m: i for i, m in enumerate(("tpot_s", "ttft_s", "latency_s", "throughput_per_chip"))}
+WORK_FIELDS = tuple(f.name for f in dataclasses.fields(engine.Work))
+
+
+def stack_work(items: list[engine.Work]) -> engine.Work:
+    """Works of the same grid shape stacked along a new leading axis (one row per case)."""
+    shape = np.broadcast_shapes(*(np.shape(getattr(w, f)) for w in items for f in WORK_FIELDS))
+    return engine.Work(**{f: np.stack([np.broadcast_to(np.asarray(getattr(w, f)), shape) for w in items])
+                          for f in WORK_FIELDS})
+
+
+def take_work(w: engine.Work, idx) -> engine.Work:
+    return engine.Work(**{f: getattr(w, f)[idx] for f in WORK_FIELDS})
+
+
+def _numeric(x) -> bool:
+    return np.asarray(x).dtype.kind == "f"
+
+
+def add_prefill(w: engine.Work, per_token: engine.Work, tokens) -> engine.Work:
+    """``w`` plus ``tokens`` interleaved prefill tokens: work(P) = work(0) + P·(work per prefill token), field by
+    field (the engine's work is linear in P for dense models: every field is a sum over tokens)."""
+    p = np.asarray(tokens, dtype=float)
+    return engine.Work(**{f: (getattr(w, f) + p * getattr(per_token, f)) if _numeric(getattr(w, f))
+                          else getattr(w, f) for f in WORK_FIELDS})
+
+
+def interp_work(w: engine.Work, j, u) -> engine.Work:
+    """Row-wise linear interpolation along the last axis between columns j and j + 1 (weight u on j + 1).
+    Between whole batches this is the mean over steps at the two batches; exact at u = 0 and u = 1."""
+    rows = np.arange(np.shape(j)[0])
+
+    def one(x):
+        x = np.asarray(x)
+        lo = x[rows, j]
+        return lo + u * (x[rows, j + 1] - lo) if x.dtype.kind == "f" else lo
+    return engine.Work(**{f: one(getattr(w, f)) for f in WORK_FIELDS})
 
 
 @lru_cache(maxsize=None)
-def _coeffs(model: str) -> ModelCoeffs:
-    return coefficients(loader.model(model))
+def deployment(model: str, hardware: str, tp: int, chips: int, weight_dtype: str | None,
+               kv_dtype: str = "bf16", kv_batch: bool = False) -> Deployment:
+    """Layout(tp, dp = chips/tp): each of dp replicas splits the model tp ways."""
+    return Deployment(loader.model(model), loader.hardware(hardware),
+                      Layout(tp=tp, dp=chips // tp, kv_batch=kv_batch), weight_dtype, kv_dtype)
 
 
-def quantized(c: ModelCoeffs, weight_dtype: str) -> ModelCoeffs:
-    wb = dtype_bytes(weight_dtype)
-    return dataclasses.replace(c, dense_w=wb, expert_w=wb, embed_w=max(wb, HIGH_PRECISION_EMBED))
+def case_deployment(c: ServingCase) -> Deployment:
+    return deployment(c.model, c.hardware, c.tp, c.chips, c.weight_dtype, c.kv_dtype, c.kv_batch)
 
 
 @dataclass
 class Serving:
-    """Arrays over N serving cases (G = len(GRID))."""
+    """Arrays over N serving cases, their lowered work and the hardware groups that time it."""
 
     cases: list[Case]
-    chip: np.ndarray  # chip name per case
+    chip: np.ndarray  # hardware name per case (the fitted terms are per chip)
     scenario: np.ndarray  # SCENARIO_CODE
     metric: np.ndarray  # METRIC_CODE
     measured: np.ndarray
     n: np.ndarray  # chips
-    tp: np.ndarray
-    peak: np.ndarray  # FLOP/s per chip at the compute dtype
-    bw: np.ndarray  # HBM bytes/s per chip
-    link_bw: np.ndarray  # scale-up bytes/s per chip per direction
-    layers: np.ndarray
-    hidden: np.ndarray
     isl: np.ndarray
     osl: np.ndarray
     batch: np.ndarray  # fixed batch (static/prefill/decode), else NaN
@@ -63,28 +101,33 @@ class Serving:
     rate: np.ndarray
     cap: np.ndarray  # scheduler cap on the decode batch
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
-    dec_flops: np.ndarray  # [N, G]
-    dec_bytes: np.ndarray  # [N, G]
-    expert_flops_tok: np.ndarray  # routed-expert GEMM FLOPs per token (0 for dense models)
-    expert_rows: np.ndarray  # k/E: the share of a step's tokens each expert GEMM sees
-    pf_flops_tok: np.ndarray  # per interleaved prefill token
-    pf_bytes_tok: np.ndarray  # KV written + activations per prefill token (weights are already read by the step)
-    pass_tokens: np.ndarray  # tokens of the standalone prefill pass
-    pass_flops: np.ndarray
-    pass_bytes: np.ndarray
-    fits: np.ndarray  # fixed-batch cases: weights + KV fit in HBM
+    step_batch: np.ndarray  # decode batch of ``step`` (request-rate runs: solved at prediction time)
+    step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
+    flops_per_s: np.ndarray  # engine.Peaks per case
+    hbm_bytes_per_s: np.ndarray
+    hbm_bytes: np.ndarray
+    step: engine.Work  # [N]
+    prefill: engine.Work  # [N]
+    grid_batch: np.ndarray  # [N, G]
+    grid: engine.Work  # [N, G] at P = 0
+    grid_per_token: engine.Work  # [N, G] one interleaved prefill token
 
     def take(self, mask) -> "Serving":
         """The cases where ``mask`` is true (or at the given indices)."""
-        idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask)
-        return Serving(**{f.name: ([getattr(self, f.name)[i] for i in idx] if f.name == "cases"
-                                   else getattr(self, f.name)[idx]) for f in dataclasses.fields(self)})
+        idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask, dtype=int)
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = ([v[i] for i in idx] if f.name == "cases" else take_work(v, idx)
+                           if isinstance(v, engine.Work) else v[idx])
+        return Serving(**out)
 
+    def peaks(self, idx=slice(None)) -> engine.Peaks:
+        return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx])
 
-def _hw(c: ServingCase | TrainingCase, dtype: str):
-    chip = loader.hardware(c.hardware).chip
-    _, peak = chip.flops_for(dtype)
-    return chip, peak
+    def groups(self) -> list[tuple[np.ndarray, Topology]]:
+        """(case indices, topology) per hardware: the engine times one topology at a time."""
+        return [(np.flatnonzero(self.chip == h), loader.hardware(h).topology) for h in sorted(set(self.chip))]
 
 
 def _ctx_decode(c: ServingCase) -> float:
@@ -92,53 +135,63 @@ def _ctx_decode(c: ServingCase) -> float:
     return c.isl + c.osl / 2.0
 
 
+def capacity_batch(d: Deployment, c: ServingCase) -> float:
+    """B_kv: sequences of ISL + OSL positions whose KV fits in kv_free_fraction of the HBM left after weights."""
+    one = d.work(d.layout.dp, c.isl + c.osl)  # one sequence per replica
+    free = float(d.hardware.chip.hbm_bytes - one.weight_bytes_per_chip - RUNTIME_RESERVE_BYTES)
+    return float(d.layout.dp * np.floor(c.kv_free_fraction * max(free, 0.0) / float(one.kv_bytes_per_chip)))
+
+
+def _step_batch(c: ServingCase, bmax: float) -> tuple[float, float]:
+    """(decode batch, interleaved prefill tokens per step) where they do not depend on the efficiency terms."""
+    if c.scenario == "concurrency":
+        b = min(c.concurrency, bmax)
+    elif c.scenario == "max_throughput":
+        b = min(c.max_batch or DEFAULT_MAX_BATCH, bmax)
+    elif c.scenario == "request_rate":
+        return 1.0, 0.0
+    else:
+        return float(c.batch), 0.0
+    b = max(b, 1.0)
+    return b, b * c.isl / c.osl  # every request's prefill is interleaved into the decode steps
+
+
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
-    N = len(rows)
-    out = {k: np.full(N, np.nan) for k in ("n", "tp", "peak", "bw", "link_bw", "layers", "hidden", "isl", "osl",
-                                          "batch", "concurrency", "rate", "cap", "bmax", "pf_flops_tok",
-                                          "expert_flops_tok", "expert_rows", "pf_bytes_tok", "pass_tokens",
-                                          "pass_flops", "pass_bytes", "measured")}
-    dec_flops, dec_bytes = np.zeros((N, GRID.size)), np.zeros((N, GRID.size))
-    fits = np.ones(N, dtype=bool)
+    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "bmax", "step_batch", "step_prefill",
+            "flops_per_s", "hbm_bytes_per_s", "hbm_bytes", "measured")
+    out = {k: np.full(len(rows), np.nan) for k in keys}
+    steps, prefills, grids, per_tok, gb = [], [], [], [], []
     for i, case in enumerate(rows):
         c: ServingCase = case.case
-        chip, peak = _hw(c, c.weight_dtype)
-        m = quantized(_coeffs(c.model), c.weight_dtype)
-        hw = HwCoeffs(peak, chip.hbm_bytes_per_s, chip.hbm_bytes)
-        kvb = dtype_bytes(c.kv_dtype)
-        arch = loader.model(c.model)
-        dec = step(m, hw, GRID, _ctx_decode(c), 1, c.chips, kv_bytes_per_elem=kvb)
-        dec_flops[i] = dec.flops
-        dec_bytes[i] = dec.weight_bytes + dec.kv_read_bytes + dec.kv_write_bytes + dec.act_bytes
-        one = step(m, hw, 1, c.isl, c.isl, c.chips, kv_bytes_per_elem=kvb)
+        d = case_deployment(c)
+        bmax = capacity_batch(d, c)
+        b, p = _step_batch(c, bmax)
+        ctx = _ctx_decode(c)
+        steps.append(d.work(b, ctx, prefill_tokens=p, prefill_context=(c.isl + 1) / 2.0))
         pf_b = float(c.batch) if c.scenario in ("static_batch", "prefill") else 1.0
-        pf = step(m, hw, pf_b, c.isl, c.isl, c.chips, kv_bytes_per_elem=kvb)
-        cap_seq = step(m, hw, 1, c.isl + c.osl, 1, c.chips, kv_bytes_per_elem=kvb)
-        free = float(chip.hbm_bytes - cap_seq.weight_bytes_per_chip - RUNTIME_RESERVE_BYTES)
-        bmax = np.floor(c.kv_free_fraction * max(free, 0.0) / float(cap_seq.kv_bytes_per_chip))
-        if c.batch is not None:
-            need = cap_seq.weight_bytes_per_chip + c.batch * cap_seq.kv_bytes_per_chip
-            fits[i] = bool(need <= chip.hbm_bytes)
-        vals = dict(n=c.chips, tp=c.tp, peak=peak, bw=chip.hbm_bytes_per_s, link_bw=chip.scale_up.bytes_per_s,
-                    layers=arch.num_layers, hidden=arch.hidden_size, isl=c.isl, osl=c.osl,
-                    batch=c.batch if c.batch is not None else np.nan,
+        prefills.append(d.work(pf_b, c.isl, c.isl))
+        g = np.minimum(GRID, max(bmax, 0.0) + 1.0)
+        w0 = d.work(g, ctx)
+        w1 = d.work(g, ctx, prefill_tokens=1.0, prefill_context=(c.isl + 1) / 2.0)
+        grids.append(w0)
+        per_tok.append(engine.Work(**{f: (getattr(w1, f) - getattr(w0, f)) if _numeric(getattr(w0, f))
+                                      else getattr(w0, f) for f in WORK_FIELDS}))
+        gb.append(g)
+        pk = d.peaks
+        vals = dict(n=c.chips, isl=c.isl, osl=c.osl, batch=c.batch if c.batch is not None else np.nan,
                     concurrency=c.concurrency if c.concurrency is not None else np.nan,
                     rate=c.request_rate if c.request_rate is not None else np.nan,
-                    cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax,
-                    pf_flops_tok=float(one.flops) / c.isl,
-                    expert_flops_tok=2.0 * m.moe_layers * m.experts_per_tok * m.expert_params,
-                    expert_rows=m.experts_per_tok / m.num_experts if m.num_experts > 1 else 1.0,
-                    pf_bytes_tok=float(one.kv_write_bytes + one.act_bytes) / c.isl,
-                    pass_tokens=pf_b * c.isl, pass_flops=float(pf.flops),
-                    pass_bytes=float(pf.weight_bytes + pf.kv_read_bytes + pf.kv_write_bytes + pf.act_bytes),
+                    cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
+                    flops_per_s=pk.flops_per_s, hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():
             out[k][i] = v
     return Serving(cases=rows, chip=np.array([c.case.hardware for c in rows]),
-                   scenario=np.array([SCENARIO_CODE[c.case.scenario] for c in rows]),
-                   metric=np.array([METRIC_CODE[c.case.metric] for c in rows]),
-                   dec_flops=dec_flops, dec_bytes=dec_bytes, fits=fits, **out)
+                   scenario=np.array([SCENARIO_CODE[c.case.scenario] for c in rows], dtype=int),
+                   metric=np.array([METRIC_CODE[c.case.metric] for c in rows], dtype=int),
+                   step=stack_work(steps), prefill=stack_work(prefills), grid_batch=np.array(gb),
+                   grid=stack_work(grids), grid_per_token=stack_work(per_tok), **out)
 
 
 @dataclass
@@ -165,20 +218,24 @@ def microbatches(c: TrainingCase) -> float:
     return max(c.global_batch / (c.micro_batch * dp), 1.0)
 
 
+def forward_flops(model: str, hardware: str, seq_len: int) -> float:
+    """Model FLOPs of the forward pass of one sequence of ``seq_len`` tokens (engine.work)."""
+    return float(deployment(model, hardware, 1, 1, None).work(1, seq_len, seq_len).flops)
+
+
 def prepare_training(cases: list[Case]) -> Training:
     rows = [c for c in cases if c.kind == "training"]
     roof, roof16, bub, moe, meas = (np.zeros(len(rows)) for _ in range(5))
     for i, case in enumerate(rows):
         c: TrainingCase = case.case
-        chip, peak = _hw(c, c.precision)
+        chip = loader.hardware(c.hardware).chip
+        _, peak = chip.flops_for(c.precision)
         _, peak16 = chip.flops_for("bf16")
-        m = _coeffs(c.model)
-        fwd = step(m, HwCoeffs(peak, chip.hbm_bytes_per_s, chip.hbm_bytes), 1, c.seq_len, c.seq_len, 1)
-        flops_step = 3.0 * float(fwd.flops) * c.global_batch  # forward + backward (2x) per sequence
+        flops_step = 3.0 * forward_flops(c.model, c.hardware, c.seq_len) * c.global_batch  # forward + 2x backward
         roof[i] = flops_step / (c.chips * peak)
         roof16[i] = flops_step / (c.chips * peak16)
-        bub[i] = pipeline_bubble(c.pp, c.vp, microbatches(c))
-        moe[i] = float(m.num_experts) > 1
+        bub[i] = bubble_fraction(c.pp, microbatches(c), c.vp)
+        moe[i] = float(deployment(c.model, c.hardware, 1, 1, None).shape.coeffs.num_experts) > 1
         meas[i] = c.value
     return Training(cases=rows, chip=np.array([c.case.hardware for c in rows]), measured=meas, roofline_s=roof,
                     roofline_bf16_s=roof16, bubble=bub, moe=moe.astype(bool))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,12 +9,11 @@ import numpy as np
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load
 from tokenomy.validation.metrics import optimism, signed_error
-from tokenomy.validation.predict import (TRAIN_FIELDS, Theta, bound_names, gather, predict_serving,
-                                         predict_training)
+from tokenomy.validation.predict import (TRAIN_FIELDS, bound_names, gather, predict_serving, predict_training,
+                                         roofline_theta)
 from tokenomy.validation.prepare import (METRIC_CODE, Serving, Training, prepare_serving,
                                          prepare_training)
 from tokenomy.validation.schema import EfficiencyTerms
-from tokenomy.validation.terms import ROOFLINE
 
 METRIC_NAMES = {v: k for k, v in METRIC_CODE.items()}
 
@@ -34,13 +32,6 @@ def prepare(sources: tuple[str, ...] | None = None) -> Prepared:
 
 def stored_terms(chips) -> dict[str, EfficiencyTerms]:
     return {c: load.efficiency_for(c).terms for c in set(chips)}
-
-
-def roofline_theta(s: Serving) -> Theta:
-    """The textbook bound: peak FLOP/s and HBM bandwidth, no communication, no overhead (a lower bound on time
-    for any layout, which a Megatron-style all-reduce term would not be)."""
-    th = gather(s.chip, {c: ROOFLINE for c in set(s.chip)})
-    return dataclasses.replace(th, link_fraction=np.inf)
 
 
 def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[dict]:

@@ -74,6 +74,7 @@ class ServingCase(_Strict):
     request_rate: float | None = Field(default=None, gt=0)  # requests/s, Poisson
     max_batch: int | None = Field(default=None, gt=0)  # scheduler cap when published
     kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
+    kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
     value: float = Field(gt=0)
     published: str  # the cell(s) as published
     split: Literal["train", "test"] | None = None  # explicit override of the declared split rule
@@ -134,7 +135,7 @@ class ValidationFile(_Strict):
 
 
 class EfficiencyTerms(_Strict):
-    """Named gap terms between the roofline and a real system, per chip (see tokenomy.validation.terms)."""
+    """Named gap terms between the roofline and a real system, per chip (consumed by core.efficiency.Efficiency; validation/predict.py)."""
 
     flops_fraction_max: float = Field(gt=0, le=1)  # achievable share of peak FLOP/s for large GEMMs
     gemm_half_tokens: float = Field(ge=0)  # GEMM rows (tokens) at which half of flops_fraction_max is reached
