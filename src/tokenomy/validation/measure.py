@@ -3,8 +3,8 @@
 1. matmul FLOP/s (square GEMMs) and memory bandwidth (a large copy: read + write);
 2. a small decoder built from a catalog config (scaled down: fewer layers, narrower), random weights, real
    attention over a preallocated KV cache, timed one decode step at a time for several batches and contexts;
-3. the prediction for each point: core/roofline.step with the measured FLOP/s and bandwidth as the chip
-   (pure roofline), and a calibrated one, t = o_step + t_weights/η_w + t_KV/η_kv, whose three terms are fitted
+3. the prediction for each point: the engine (core/engine.py) on one chip with the measured FLOP/s and bandwidth
+   as its peaks (the roofline set), and a calibrated one, t = o_step + t_weights/η_w + t_KV/η_kv, whose three terms are fitted
    by least squares on the other points only (leave-one-out), so every printed error is held out.
 torch is imported inside functions only (an optional dependency). CPU by default, the GPU when one is present.
 """
@@ -18,8 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.catalog import loader
-from tokenomy.core.coeffs import coefficients
-from tokenomy.core.roofline import HwCoeffs, step
+from tokenomy.core import engine
+from tokenomy.core.coeffs import shape_of
+from tokenomy.core.layout import Layout
+from tokenomy.specs import Chip, Level, LinkSpec, Topology
 
 DENSE_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
@@ -94,6 +96,13 @@ def small_config(name: str, layers: int, divisor: int, vocab: int) -> dict:
                hidden_size=heads * head_dim, intermediate_size=max(cfg["intermediate_size"] // divisor, 64),
                vocab_size=vocab, torch_dtype="float32", tie_word_embeddings=False)
     return out
+
+
+def machine_topology(m: Machine) -> Topology:
+    """This machine as a one-chip topology (no links are used by a one-chip pass)."""
+    none = LinkSpec(bytes_per_s=1.0, latency_s=0.0)
+    chip = Chip(m.device, m.device, {m.dtype: m.flops_per_s}, 1e15, m.bytes_per_s, none, none, 0.0, 0.0)
+    return Topology(m.device, chip, Level("scale-up", 1.0, 1.0, 0.0), Level("scale-out", float("inf"), 1.0, 0.0), 1)
 
 
 def build_decoder(cfg: dict, max_batch: int, max_ctx: int, device: str):
@@ -186,16 +195,16 @@ def run(model: str = "llama-3.2-1b", layers: int = 2, divisor: int = 4, vocab: i
     m = measure_machine(matmul_size, copy_bytes, device=device)
     cfg = small_config(model, layers, divisor, vocab)
     arch = loader.model_from_dict(cfg, f"{model} (scaled: {layers} layers, widths / {divisor})")
-    co = coefficients(arch)
+    shape = shape_of(arch)
     decode = build_decoder(cfg, max(batches), max(contexts) + steps + 2, m.device)
-    hw = HwCoeffs(m.flops_per_s, m.bytes_per_s, 1e15)
+    topo, peaks = machine_topology(m), engine.Peaks(m.flops_per_s, m.bytes_per_s, 1e15)
+    fp32 = engine.Precision(4.0, 4.0, 4.0, 4.0, 4.0)
     rows = []
     for c in contexts:
         for b in batches:
             meas = time_decode(decode, b, c, steps, m.device)
-            st = step(co, hw, b, c + 1, 1, 1, weight_bytes_per_param=4.0, kv_bytes_per_elem=4.0,
-                      act_bytes_per_elem=4.0)
-            kv_s = float(st.kv_read_bytes + st.kv_write_bytes) / m.bytes_per_s
+            st = engine.times(engine.work(shape, topo, Layout(), b, c + 1, 1, precision=fp32), topo, peaks)
+            kv_s = float(st.kv_s)
             rows.append((b, c, meas, float(st.step_s), float(st.memory_s) - kv_s, kv_s,
                          ("compute", "memory")[int(st.memory_s > st.compute_s)]))
     meas = np.array([r[2] for r in rows])
