@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers every command)
+from tokenomy.answers import training as answers
 from tokenomy.cli import app
 
 runner = CliRunner()
@@ -85,16 +86,58 @@ def test_rl_json():
     (("train", "--model", "llama-3.1-70b", "--mfu", "1.5"), "--mfu"),
     (("train", "--model", "llama-3.1-70b", "--global-batch", "abc"), "--global-batch"),
     (("train", "--model", "nope-1b"), "unknown model"),
-    (("train", "--model", "llama-3.1-8b", "--ep-overlap", "2"), "ep_overlap"),
+    (("train", "--model", "llama-3.1-8b", "--ep-overlap", "2"), "--ep-overlap"),
+    (("train", "--model", "llama-3.1-405b", "--chips", "16384", "--tp", "8", "--pp", "16", "--mfu", "0.40"),
+     "--mfu: 0.40 is above this layout's cap 0.26 (pipeline bubble 65%"),
     (("train",), "--model"),
     (("train", "--published", "gpt-5"), "--published"),
-    (("lifecycle", "--target-loss", "1.5"), "target_loss"),
+    (("lifecycle", "--target-loss", "1.5"), "--target-loss"),
     (("lifecycle", "--period-days", "-1"), "--period-days"),
-    (("lifecycle", "--rl-flops-factor", "9"), "rl_flops_factor"),
-    (("rl", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--flops-factor", "1"), "flops_factor"),
+    (("lifecycle", "--rl-flops-factor", "9"), "--rl-flops-factor"),
+    (("rl", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--flops-factor", "1"), "--flops-factor"),
 ])
 def test_bad_input_is_one_line_exit_2(args, needle):
     r = run(*args)
     assert r.exit_code == 2, r.output
     err = r.stderr.strip()
     assert len(err.splitlines()) == 1 and needle in err and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args,answer,kw", [
+    (TRAIN[1:] + ("--mfu", "0.4"), answers.train,
+     dict(model="llama-3.1-70b", hardware="h100-sxm", chips=1024, tp=8, pp=4, seq_len=4096, global_batch=[512, 1024],
+          recompute="full", tokens=15e12, mfu=0.4)),
+    (("--published", "all"), answers.train, dict(published="all")),
+    (("--model", "deepseek-v3", "--chips", "2048", "--pp", "16", "--ep", "64", "--global-batch", "7680",
+      "--ep-overlap", "1", "--recompute", "full", "--attention", "full"), answers.train,
+     dict(model="deepseek-v3", chips=2048, pp=16, ep=64, global_batch=7680, ep_overlap=1.0, recompute="full",
+          attention="full")),
+])
+def test_train_answer_payload_is_the_cli_json(args, answer, kw):
+    r = run("train", *args, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == json.loads(json.dumps(answer(**kw).payload()))
+
+
+def test_rl_and_lifecycle_answers_are_the_cli_json():
+    r = run("rl", "--model", "llama-3.1-8b", "--hardware", "hgx-h100-8", "--batch", "8,64", "--json")
+    res = answers.rl(model="llama-3.1-8b", hardware="hgx-h100-8", batch=[8, 64])
+    assert json.loads(r.stdout) == res.payload() and list(res.to_pandas()["batch"]) == [8, 64]
+    life = answers.lifecycle(demand_tokens_per_s=5e7, target_params=1e12)
+    assert json.loads(run("lifecycle", "--demand-tokens-per-s", "5e7", "--target-params", "1e12", "--json").stdout) \
+        == life.payload()
+    assert isinstance(life.payload(), dict) and "C_pre = 6*N*D_pre" in "\n".join(life.explain())
+    inv = answers.lifecycle(infer=True, demand_tokens_per_s=5e8, models_per_family=10)
+    assert json.loads(run("lifecycle", "--infer", "--demand-tokens-per-s", "5e8", "--models-per-family", "10",
+                          "--json").stdout) == inv.payload()
+
+
+def test_answers_name_the_python_field_and_accept_objects():
+    from tokenomy.catalog.loader import hardware, model
+
+    with pytest.raises(ValueError, match=r"^schedule: 'zigzag'"):
+        answers.train(model="llama-3.1-8b", schedule="zigzag")
+    with pytest.raises(ValueError, match=r"^mfu: 0.95 is above this layout's cap"):
+        answers.train(model="llama-3.1-8b", chips=8, global_batch=64, recompute="full", mfu=0.95)
+    res = answers.train(model=model("llama-3.1-8b"), hardware=hardware("h100-sxm"), chips=8, global_batch=64)
+    assert res.rows()[0]["chips"] == 8 and res.explain()[0].startswith("[bold]llama-3.1-8b")

@@ -135,3 +135,40 @@ def test_expert_parallel_all_to_all_and_its_overlap():
     # layers, 58/61 of them MoE; 8 micro-batches; x1.5 for the recomputed forward.
     per = 1024 * 8 * 7168 * 2
     assert float(bare.ep_s) == pytest.approx(4 * 1.5 * 8 * (58 * 8 / 61) * per * (56 / 64) / 50e9, rel=0.01)
+
+
+def test_stated_mfu_above_the_layouts_cap_is_refused():
+    # Llama 3.1 405B on 16,384 H100 with tp 8, pp 16 and 1024 sequences: 8 micro-batches through 16 stages idle
+    # 15/23 = 65% of the step, so even at peak matmul speed MFU stays near 26%; the old code printed MFU 40%.
+    m405 = model("llama-3.1-405b")
+    plan = TrainPlan(dp=128, tp=8, pp=16, seq_len=4096, global_batch=1024)
+    modelled = train_step(m405, H100, plan)  # flops_fraction 1: the cap itself
+    cap = float(modelled.mfu_cap)
+    assert float(modelled.bubble_fraction) == pytest.approx(15 / 23)
+    assert cap == pytest.approx(float(modelled.mfu)) and 0.2 < cap < 1 - 15 / 23
+    with pytest.raises(ValueError, match=r"^mfu: 0.40 is above this layout's cap 0.26 \(pipeline bubble 65%"):
+        train_step(m405, H100, plan, mfu=0.40)
+    with pytest.raises(ValueError, match="mfu: 0.95"):
+        train_step(m405, H100, plan, mfu=0.95)
+    at_cap = train_step(m405, H100, plan, mfu=cap)  # the cap itself is reachable: at eta = 1
+    assert float(at_cap.implied_flops_fraction) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_compute_is_the_engines_busiest_stage():
+    # 126 layers over 16 stages: the busiest stage holds ceil(126/16) = 8 layers, 8/7.875 of the even share; the
+    # engine's forward of that stage x 3 (+1 attention forward for selective recompute) is the step's compute.
+    m405 = model("llama-3.1-405b")
+    st_ = train_step(m405, H100, TrainPlan(dp=128, tp=8, pp=16, seq_len=4096, global_batch=1024))
+    even = float(st_.hardware_flops) / (16384 * 989.4e12)
+    assert float(st_.compute_s) == pytest.approx(even * 8 / (126 / 16), rel=0.002)
+
+
+def test_hardware_flops_count_the_executed_causal_attention_whatever_the_convention():
+    plan = TrainPlan(dp=8, seq_len=8192, global_batch=64, recompute="full")
+    steps = {a: train_step(L8, H100, plan, attention=a) for a in ("full", "causal", "none")}
+    assert len({float(s.hardware_flops) for s in steps.values()}) == 1
+    assert len({float(s.compute_s) for s in steps.values()}) == 1
+    assert float(steps["full"].mfu) > float(steps["causal"].mfu) > float(steps["none"].mfu)
+    # full attention per token = 2s/(s+1) x causal (every query as the last one: s positions, not (s+1)/2)
+    f = {a: steps[a].flops for a in steps}
+    assert float(f["full"].attention) == pytest.approx(float(f["causal"].attention) * 2 * 8192 / 8193, rel=1e-9)

@@ -1,0 +1,281 @@
+"""train, rl and lifecycle: a training step (and a run), an RL step, a model's life — each one Result.
+
+    train(...)      core/training.py's step on the plan given (FLOPs and compute from the pass engine), its memory
+                    per chip, and with ``tokens`` the run's days, chip-hours and $; ``published`` checks the
+                    catalog's published runs instead (econ/published.py)
+    rl(...)         econ/rl.py: rollouts priced with the pass engine (Deployment.run), then training on them
+    lifecycle(...)  econ/lifecycle.py: the size minimising pre-training + RL + inference $, or (infer) the inverse
+Keyword arguments are the CLI options of ``tokenomy train|rl|lifecycle`` (dashes as underscores), already parsed;
+payload() is what the command's ``--json`` prints. Bad values raise ValueError naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.answers.resolve import dtype_of, hardware_of, model_of, positive_int
+from tokenomy.answers.result import Result
+from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, overflow_message
+from tokenomy.core.training import ATTENTION_CONVENTIONS, STEP_TERMS, TrainPlan, train_run, train_step
+from tokenomy.econ import lifecycle as lc
+from tokenomy.econ.published import check_rows, run_names
+from tokenomy.econ.rl import rl_step
+from tokenomy.econ.scaling import chinchilla_tokens, loss
+from tokenomy.units import SECONDS_PER_DAY, dtype_bytes, fmt_bytes, fmt_seconds, fmt_si
+
+TRAIN_COLUMNS = ("global_batch", "chips", "step_s", "bound", "mfu", "bubble_fraction", "comm_exposed_s",
+                 "memory_per_chip_bytes", "fits", "days", "chip_hours", "usd")
+PUBLISHED_COLUMNS = ("run", "chips", "chip", "mfu", "attention", "model_flops", "predicted_chip_hours",
+                     "published_chip_hours", "error_fraction", "throughput_error_fraction")
+RL_KEYS = ("rollout_s", "rollout_tokens_per_s", "rollout_usd", "train_s", "train_usd", "usd", "usd_per_generated_mtok",
+           "effective_mfu", "efficiency_penalty", "fits")
+
+
+@dataclass(frozen=True)
+class RecordResult(Result):
+    """An answer that is one record: payload() is the record itself (``tokenomy lifecycle --json``)."""
+
+    def payload(self):
+        return self.rows()[0]
+
+
+def _choice(field: str, v, allowed) -> str:
+    if v not in allowed:
+        raise ValueError(f"{field}: {v!r}; allowed: {', '.join(allowed)}")
+    return v
+
+
+def positive(field: str, v, upper: float | None = None) -> None:
+    """``field`` must be a finite number > 0 (and <= upper) when given."""
+    if v is not None and not (v > 0 and np.isfinite(v) and (upper is None or v <= upper)):
+        raise ValueError(f"{field}: must be a positive number{f' <= {upper:g}' if upper else ''}, got {v}")
+
+
+def _pick(x, shape, i):
+    v = np.ravel(np.broadcast_to(x, shape) if shape else x)[i].item()
+    return None if isinstance(v, float) and v != v else v  # NaN (a plan that does not fit) -> None
+
+
+def train_rows(st, run, plan: TrainPlan) -> list[dict]:
+    """One row per global batch: the step's terms, its memory per chip and (with a run) days, chip-hours, $."""
+    shape = np.shape(st.tokens_per_step)
+    rows = []
+    for i in range(int(np.prod(shape)) if shape else 1):
+        g = lambda x: _pick(x, shape, i)  # noqa: E731
+        fits = bool(g(st.fits))
+        row = {"global_batch": int(g(np.asarray(plan.global_batch))), "chips": int(g(st.chips)),
+               "dp": int(g(np.asarray(plan.dp))), "tp": int(plan.tp), "pp": int(plan.pp), "cp": int(plan.cp),
+               "ep": int(plan.ep), "zero": int(plan.zero), "schedule": plan.schedule, "recompute": plan.recompute,
+               "microbatches": g(st.microbatches), "tokens_per_step": g(st.tokens_per_step),
+               "flops_per_token": g(st.flops.model), "n_active_params": g(st.flops.n_active),
+               "model_flops": g(st.model_flops), "hardware_flops": g(st.hardware_flops)}
+        for k in ("compute_s", "bubble_fraction", "bubble_s", "tp_s", "ep_s", "ep_exposed_s", "cp_s", "dp_s", "pp_s",
+                  "comm_s", "comm_exposed_s"):
+            row[k] = g(getattr(st, k))
+        row.update({"comm_overlapped_s": g(st.comm_s) - g(st.comm_exposed_s) if fits else None,
+                    "modelled_step_s": g(st.modelled_step_s), "implied_flops_fraction": g(st.implied_flops_fraction),
+                    "step_s": g(st.step_s), "bound": STEP_TERMS[int(g(st.bound))] if fits else None,
+                    "mfu_given": st.mfu_given, "tokens_per_s": g(st.tokens_per_s), "mfu": g(st.mfu)})
+        mem = st.memory
+        row.update({f"{t}_bytes": g(getattr(mem, f"{t}_bytes")) for t in MEMORY_TERMS})
+        row.update({"memory_per_chip_bytes": g(mem.total_bytes), "hbm_bytes": g(mem.hbm_bytes), "fits": fits,
+                    "why": None if fits else overflow_message(mem, i)})
+        if run is not None:
+            row.update({"tokens": g(run.tokens), "steps": g(run.steps),
+                        "days": g(run.time_s) / SECONDS_PER_DAY if fits else None, "chip_hours": g(run.chip_hours),
+                        "usd": g(run.usd)})
+        rows.append(row)
+    return rows
+
+
+def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
+    """The step's derivation at point ``i``: each formula with the numbers plugged in."""
+    g = lambda x: float(np.ravel(x)[min(i, np.size(x) - 1)])  # noqa: E731
+    fl, mem = st.flops, st.memory
+    n, peak = g(st.chips), st.peak_flops_per_s
+    v = plan.virtual_stages if plan.schedule == "interleaved" else 1
+    out = [f"[bold]{m.name}: global batch {g(plan.global_batch):g} x seq {g(plan.seq_len):g} = "
+           f"{fmt_si(g(st.tokens_per_step))} tokens/step on {n:g} chips[/bold]",
+           f"  FLOPs/token = 6*N_active + attention ({fl.convention}) = 6*{fmt_si(g(fl.n_active))} + "
+           f"{fmt_si(g(fl.attention))} = {fmt_si(g(fl.model))}FLOP  (N_active: weights a token multiplies; "
+           f"total parameters set memory and gradient traffic)",
+           f"  hardware FLOPs/token = 6*N_active + causal attention (executed) {fmt_si(g(fl.attention_executed))} + "
+           f"recompute ({plan.recompute}) {fmt_si(g(fl.recompute))} = {fmt_si(g(fl.hardware))}",
+           f"  compute_s = the engine's forward of the busiest chip x (3 + recompute) over the step = "
+           f"{fmt_si(g(st.hardware_flops))} FLOP on {n:g} chips at {fmt_si(peak)}FLOP/s * eta = "
+           f"{fmt_seconds(g(st.compute_s))}",
+           f"  bubble = (p-1)/(v*m + p-1) = ({plan.pp}-1)/({v}*{g(st.microbatches):g} + {plan.pp}-1) = "
+           f"{100 * g(st.bubble_fraction):.1f}% -> {fmt_seconds(g(st.bubble_s))}",
+           f"  comms per step: TP {fmt_seconds(g(st.tp_s))}, EP {fmt_seconds(g(st.ep_s))}, CP {fmt_seconds(g(st.cp_s))},"
+           f" DP {fmt_seconds(g(st.dp_s))}, PP {fmt_seconds(g(st.pp_s))}; exposed {fmt_seconds(g(st.comm_exposed_s))}"
+           f" (TP on the critical path; DP hidden under the last backward, CP under attention, EP under "
+           f"--ep-overlap of the compute)",
+           f"  step_s = (compute + TP + EP_exposed + CP_exposed)/(1 - bubble) + DP_exposed + PP_exposed = "
+           f"{fmt_seconds(g(st.modelled_step_s))}; binding term: {STEP_TERMS[int(g(st.bound))] if g(st.fits) else '-'}"
+           f"; MFU cap (eta = 1) {100 * g(st.mfu_cap):.1f}%"]
+    if st.mfu_given:
+        out.append(f"  with the MFU given: step_s = model FLOPs / (chips * peak * MFU) = {fmt_seconds(g(st.step_s))}; "
+                   f"the modelled terms match it at eta = {g(st.implied_flops_fraction):.3g} of peak in the matmuls "
+                   f"(use --flops-fraction to carry that calibration to other plans)")
+    out.append(f"  MFU = model FLOPs / (step_s * chips * peak) = {100 * g(st.mfu):.1f}%")
+    terms = " + ".join(f"{t} {fmt_bytes(g(getattr(mem, f'{t}_bytes')))}" for t in MEMORY_TERMS)
+    out.append(f"  memory/chip = {terms} = {fmt_bytes(g(mem.total_bytes))} of {fmt_bytes(g(mem.hbm_bytes))} "
+               f"(activations: stored {fmt_bytes(g(mem.act_stored_bytes))}, working {fmt_bytes(g(mem.act_working_bytes))},"
+               f" logits {fmt_bytes(g(mem.logits_bytes))})")
+    if run is not None:
+        out.append(f"  run: {fmt_si(g(run.tokens))} tokens / {fmt_si(g(st.tokens_per_step))} per step = "
+                   f"{g(run.steps):.4g} steps x {fmt_seconds(g(st.step_s))} = {g(run.time_s) / 86400:.4g} days; "
+                   f"chip-hours = time x chips = {fmt_si(g(run.chip_hours))}; $ = x {hw.usd_per_chip_hour:g}/chip-h = "
+                   f"${fmt_si(g(run.usd))}")
+    return out
+
+
+def published_runs(published: str) -> Result:
+    names = run_names() if published == "all" else [_choice("published", published, run_names() + ["all"])]
+    return Result("train", "published runs: chip-hours = FLOPs/(chips' peak x MFU)",
+                  tuple(r for r in check_rows() if r["run"] in names), PUBLISHED_COLUMNS, rows_key="")
+
+
+def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, cp=1, ep=1, ep_overlap=0.0, zero=1,
+          fsdp=False, no_sp=False, schedule="1f1b", virtual_stages=1, recompute="selective", micro_batch=1,
+          seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=1.0, attention="causal",
+          compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
+          flash_attention=False, dropout=False, published=None) -> Result:
+    """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each)."""
+    if published:
+        return published_runs(published)
+    if not model:
+        raise ValueError("model: required (or published: a run name, or 'all')")
+    for field, v in (("compute_dtype", compute_dtype), ("weight_dtype", weight_dtype), ("grad_dtype", grad_dtype),
+                     ("optimizer_dtype", optimizer_dtype)):
+        if v is None:
+            raise ValueError(f"{field}: required")
+        dtype_of(field, v)
+    _choice("schedule", schedule, SCHEDULES)
+    _choice("recompute", recompute, STRATEGIES)
+    _choice("attention", attention, ATTENTION_CONVENTIONS)
+    positive("mfu", mfu, 1.0)
+    positive("flops_fraction", flops_fraction, 1.0)
+    positive("tokens", tokens)
+    for field, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual_stages", virtual_stages),
+                     ("micro_batch", micro_batch), ("seq_len", seq_len), ("chips", chips), ("dp", dp)):
+        positive_int(field, v)
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"zero: {zero}; allowed: 0, 1, 2, 3")
+    m, hw = model_of(model), hardware_of(hardware)
+    inner = tp * pp * cp
+    if dp is None:
+        total = chips or (hw.num_chips if hw.num_chips > 1 else inner)
+        if total % inner:
+            raise ValueError(f"chips: {total} is not a multiple of tp*pp*cp = {inner}")
+        dp = total // inner
+    elif chips is not None and chips != dp * inner:
+        raise ValueError(f"chips: {chips} != dp*tp*pp*cp = {dp * inner}")
+    gb = np.atleast_1d(np.asarray(global_batch, dtype=int))
+    plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
+                     virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap,
+                     micro_batch=micro_batch, seq_len=seq_len, global_batch=gb)
+    opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
+    st = train_step(m, hw, plan, mfu=mfu, flops_fraction=flops_fraction, attention=attention,
+                    compute_dtype=compute_dtype, weight_bytes=dtype_bytes(weight_dtype),
+                    grad_bytes=dtype_bytes(grad_dtype), optimizer_bytes=opt_b, act_bytes=2.0, dropout=dropout,
+                    flash=flash_attention)
+    run = train_run(st, tokens, hw.usd_per_chip_hour) if tokens else None
+    rows = train_rows(st, run, plan)
+    derivation = [line for i, r in enumerate(rows) for line in
+                  explain_train(m, hw, plan, st, run, i) + ([f"  [red]{r['why']}[/red]"] if not r["fits"] else [])]
+    title = (f"train: {m.name} on {rows[0]['chips']} x {hw.chip.name} (dp {dp}, tp {tp}, pp {pp}, cp {cp}, ep {ep}, "
+             f"{schedule}, recompute {recompute}, seq {seq_len}; "
+             f"{'MFU given' if mfu else f'modelled at {flops_fraction:g} of peak'})")
+    return Result("train", title, tuple(rows),
+                  tuple(c for c in TRAIN_COLUMNS if run is not None or c not in ("days", "chip_hours", "usd")),
+                  notes=tuple(f"global batch {r['global_batch']}: {r['why']}" for r in rows if not r["fits"]),
+                  derivation=tuple(derivation), rows_key="")
+
+
+def rl(*, model=None, hardware=None, chips=None, rollouts=1024, prompt_len=1024, output_len=8192,
+       batch=(16, 64, 256), flops_factor=6.0, train_mfu=0.4, weight_dtype=None) -> Result:
+    """One RL step per concurrent-rollout batch (econ/rl.py)."""
+    for field, v in (("rollouts", rollouts), ("prompt_len", prompt_len), ("output_len", output_len),
+                     ("train_mfu", train_mfu)):
+        positive(field, v)
+    positive_int("chips", chips)
+    m, hw = model_of(model), hardware_of(hardware)
+    B = np.atleast_1d(np.asarray(batch, dtype=float))
+    r = rl_step(m, hw, rollouts=rollouts, prompt_len=prompt_len, output_len=output_len, batch=B, chips=chips,
+                flops_factor=flops_factor, train_mfu=train_mfu, weight_dtype=dtype_of("weight_dtype", weight_dtype))
+    rows = []
+    for i, b in enumerate(B):
+        row = {"batch": int(b), "tokens_per_step": float(r.tokens_per_step), "train_flops": float(r.train_flops)}
+        for k in RL_KEYS:
+            v = np.ravel(np.broadcast_to(getattr(r, k), B.shape))[i].item()
+            row[k] = bool(v) if k == "fits" else (None if v != v else v)
+        rows.append(row)
+    return Result("rl", f"rl step: {m.name} on {hw.name}", tuple(rows),
+                  ("batch", "tokens_per_step", "rollout_s", "train_s", "usd", "usd_per_generated_mtok",
+                   "effective_mfu", "efficiency_penalty", "fits"),
+                  notes=tuple(f"batch {row['batch']}: rollouts do not fit in HBM" for row in rows if not row["fits"]),
+                  rows_key="")
+
+
+def _inverse(demand, period_days, active_params, pen, models_per_family) -> RecordResult:
+    r = lc.infer_from_inference(demand, period_days, active_params, pen, models_per_family)
+    row = {"tokens_per_s": demand / models_per_family, "period_days": period_days, "d_inf": r.d_inf,
+           "d_pre": r.d_pre, "d_rl": r.d_rl, "n_active_params": active_params, "d_chinchilla": r.d_chinchilla,
+           "overtraining": r.overtraining, "ratio_pre_rl_inf": list(r.ratio)}
+    derivation = (
+        f"[bold]D_inf = rate x period = {fmt_si(r.d_inf)} tokens[/bold]",
+        f"  equal costs: 6*D_pre = {pen.rl_flops_factor:g}*{pen.rl_penalty:g}*D_RL = 2*{pen.inference_penalty:g}*D_inf",
+        f"  D_pre = 2*{pen.inference_penalty:g}/6 * D_inf = {fmt_si(r.d_pre)};  D_RL = 6/({pen.rl_flops_factor:g}*"
+        f"{pen.rl_penalty:g}) * D_pre = {fmt_si(r.d_rl)}",
+        f"  D_Chinchilla = 20*N = {fmt_si(r.d_chinchilla)};  over-training = D_pre/D_Chinchilla = {r.overtraining:.4g}x")
+    return RecordResult("lifecycle", "lifecycle (inverse): equal pre-training, RL, inference cost", (row,),
+                        tuple(row), derivation=derivation, rows_key="")
+
+
+def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, target_params=1e11,
+              hardware="h100-sxm", mfu=0.4, rl_tokens_ratio=2 / 3, rl_flops_factor=3.0, rl_penalty=3.0,
+              inference_penalty=3.0, infer=False, active_params=1e11, models_per_family=1.0) -> RecordResult:
+    """Pre-training + RL + inference: the size that minimises the total $, or (``infer``) the inverse."""
+    for field, v in (("demand_tokens_per_s", demand_tokens_per_s), ("period_days", period_days),
+                     ("target_loss", target_loss), ("target_params", target_params), ("rl_tokens_ratio",
+                     rl_tokens_ratio), ("active_params", active_params), ("models_per_family", models_per_family)):
+        positive(field, v)
+    positive("mfu", mfu, 1.0)
+    pen = lc.Penalties(rl_flops_factor, rl_penalty, inference_penalty)
+    if infer:
+        return _inverse(demand_tokens_per_s, period_days, active_params, pen, models_per_family)
+    hw = hardware_of(hardware)
+    _, peak = hw.chip.flops_for("bf16")
+    u = float(lc.usd_per_flop(hw.usd_per_chip_hour, peak, mfu))
+    L = float(target_loss if target_loss is not None else loss(target_params, chinchilla_tokens(target_params)))
+    p, curve = lc.optimise(demand_tokens_per_s, period_days * SECONDS_PER_DAY, L, u,
+                           rl_tokens_per_pretrain_token=rl_tokens_ratio, pen=pen)
+    shares, naive = p.shares(), lc.ignoring_inference(curve)
+    row = {"target_loss": L, "n_active_params": p.n_active, "d_pre": p.d_pre, "d_rl": p.d_rl, "d_inf": p.d_inf,
+           "tokens_per_param": p.d_pre / p.n_active, "overtraining": p.overtraining,
+           "pretraining_usd": p.usd_pre, "rl_usd": p.usd_rl, "inference_usd": p.usd_inf, "total_usd": p.usd_total,
+           "pretraining_fraction": shares[0], "rl_fraction": shares[1], "inference_fraction": shares[2],
+           "pretraining_flops": p.flops_pre, "rl_flops": p.flops_rl, "inference_flops": p.flops_inf,
+           "usd_per_pretraining_flop": u, "hardware": hw.name,
+           "ignoring_inference_n_active_params": naive.n_active, "ignoring_inference_total_usd": naive.usd_total,
+           "saving_fraction": 1 - p.usd_total / naive.usd_total}
+    row = {k: (float(v) if isinstance(v, np.generic) else v) for k, v in row.items()}
+    derivation = (
+        f"[bold]quality target: Chinchilla loss L* = {L:.4f}; D_pre(N) = (B/(L* - E - A/N^alpha))^(1/beta)[/bold]",
+        f"  chosen N_active = {fmt_si(p.n_active)} -> D_pre = {fmt_si(p.d_pre)} tokens "
+        f"({p.d_pre / p.n_active:.3g} tokens/param; over-training D_pre/(20N) = {p.overtraining:.3g}x)",
+        f"  C_pre = 6*N*D_pre = {fmt_si(p.flops_pre)}FLOP;  C_RL = {pen.rl_flops_factor:g}*N*D_RL*{pen.rl_penalty:g} "
+        f"= {fmt_si(p.flops_rl)} (D_RL = {fmt_si(p.d_rl)});  C_inf = 2*N*D_inf*{pen.inference_penalty:g} = "
+        f"{fmt_si(p.flops_inf)} (D_inf = {fmt_si(p.d_inf)})",
+        f"  $ = C x ${u:.3g}/FLOP = ${fmt_si(p.usd_pre)} + ${fmt_si(p.usd_rl)} + ${fmt_si(p.usd_inf)} = "
+        f"${fmt_si(p.usd_total)}; a smaller N needs more D_pre, a larger N costs more per inference token")
+    note = (f"quality target: Chinchilla loss {L:.4f}; D_inf = {p.d_inf:.3g} tokens; priced on {hw.name} at MFU "
+            f"{mfu:g}; ignoring inference would pick N = {naive.n_active:.3g} and cost ${naive.usd_total:.3g} "
+            f"(--json for every term)")
+    return RecordResult("lifecycle", "lifecycle: the size that minimises pre-training + RL + inference $", (row,),
+                        ("n_active_params", "d_pre", "tokens_per_param", "overtraining", "pretraining_fraction",
+                         "rl_fraction", "inference_fraction", "total_usd", "saving_fraction"),
+                        notes=(note,), derivation=derivation, rows_key="")
