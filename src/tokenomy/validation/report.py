@@ -22,12 +22,16 @@ KNOWN_GAPS = """What the model leaves out, as far as we know, roughly in order o
 - **Software generations.** TensorRT-LLM 0.9 (static batching), 0.14/0.17 and the 1.0 PyTorch backend sit 10-25%
   apart for the same model and chip; one set of terms per chip averages over them.
 - **Framework choices the tables do not state**: whether Mistral's sliding window is used for the KV cache, the KV
-  dtype (assumed fp8 with fp8 checkpoints), attention data-parallelism and the EP degree of MoE runs (weights are
-  split evenly over the chips), NVFP4 block scales (ignored).
+  dtype (assumed fp8 with fp8 checkpoints), attention data-parallelism and the EP degree of MoE runs (every case
+  runs as Layout(tp, dp = chips/tp) in the engine: with more TP ranks than KV heads, e.g. Qwen3-235B's 4 KV heads
+  on tp8, each KV head is replicated, which halves the KV-capacity batch of its max-throughput runs; an
+  attention-DP + EP deployment would not), NVFP4 block scales (ignored).
 - **MoE pre-training** efficiency depends on expert width (Qwen3-30B-A3B's 768-wide experts run at about half the
   efficiency of DeepSeek-V3's), which one pooled non-GEMM share does not capture.
-- **TPU v4 layouts.** Pope et al. use 2D weight-stationary and weight-gathered layouts; the all-reduce term is the
-  Megatron 1D one.
+- **TPU v4 layouts.** Pope et al. use 2D weight-stationary and weight-gathered layouts with batch-sharded
+  multi-query KV; the engine runs 1D tensor parallelism, so PaLM 540B on 64 chips is rejected (48 heads do not
+  split 64 ways) and PaLM 62B at batch 512 does not fit (its single KV head is replicated on every chip): those
+  cases have no prediction.
 - **Model selection.** The form of the model (which terms exist) was chosen while the held-out numbers were
   visible (two variants of the prefill-interleaving term were compared), so the held-out error is a little
   optimistic; the leave-one-source-out table is the stricter check."""
