@@ -190,8 +190,16 @@ BRIDGED = [
 ]
 
 
+def needs(url: str) -> None:
+    """Skip only while the command's answer module has not landed (economics, training)."""
+    from tokenomy.web.params import ANSWERS
+
+    pytest.importorskip(f"tokenomy.answers.{ANSWERS[url.split('?')[0].removeprefix('/api/')]}")
+
+
 @pytest.mark.parametrize("url, args", BRIDGED)
 def test_bridged_api_equals_cli_json(client, url, args):
+    needs(url)
     resp = client.get(url)
     assert resp.status_code == 200, resp.text
     assert resp.text.strip() == cli_json(*args).strip()
@@ -212,13 +220,23 @@ def test_bridged_api_equals_cli_json(client, url, args):
     ("/api/lifecycle?demand=5e7", "demand"),  # query keys are the flags' names, not the Python ones
     ("/api/speculate?model=llama-3.1-8b&hardware=h100-sxm&draft_tokens=1e9", "draft_tokens"),
     ("/api/decode?model=deepseek-v3&hardware=gb200-nvl72&ep=64&len_pass=3", "len_pass"),
-    ("/api/decode?config=abc&hardware=h100-sxm&tp=8", "tp"),  # layouts need a catalog model
+    ("/api/decode?config=abc&hardware=h100-sxm&tp=8", "config"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=inf", "batch"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&chips=1e400", "chips"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&tp=abc", "tp"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=-4", "batch"),
+    ("/api/decode?model=nope&hardware=h100-sxm", "model"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&tp=3", "layout"),  # the answer's own check
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&efficiency=fast", "efficiency"),
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&layout=best", "layout"),
 ])
 def test_bridged_bad_input_is_422_naming_the_field(client, url, field):
+    needs(url)
     assert field_of(client.get(url)) == field
 
 
 def test_bridged_output_never_mixes_between_concurrent_requests(client):
+    needs("/api/batch")
     from concurrent.futures import ThreadPoolExecutor
 
     urls = ["/api/lecture?ids=L1", "/api/batch?model=llama-3.1-8b&hardware=h100-sxm&batch=1,2",

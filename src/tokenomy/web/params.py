@@ -252,6 +252,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
     "published": "text", "schedule": "text", "recompute": "text", "attention": "text",
 }
+ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list"}  # lists whatever the default
+FORWARDS = {c: "serving" for c in ("batch", "latency", "context", "pricing", "speculate", "cache")}  # **kw -> serving()
 CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",)}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file
@@ -263,6 +265,7 @@ class Option:
     kind: str  # int_list, float_list, int, float, bool, text, dtype, model, hardware, choice
     default: object = None  # the answer's default (the form's placeholder)
     help: str = ""
+    required: bool = False
 
 
 def _function(command: str) -> Callable:
@@ -287,6 +290,8 @@ def answer_fn(command: str) -> Callable:
 def _kind(name: str, default) -> str:
     if name in CHOICES:
         return "choice"
+    if name in ALWAYS:
+        return ALWAYS[name]
     if default is None:
         return KINDS.get(name, "number")
     if isinstance(default, (tuple, list)):
@@ -298,13 +303,20 @@ def _kind(name: str, default) -> str:
 def options(command: str) -> dict[str, Option]:
     """The parameters ``/api/<command>`` takes: the answer's keywords (``config`` too where it takes a model)."""
     out = {}
-    for p in inspect.signature(_function(command)).parameters.values():
+    params = list(inspect.signature(_function(command)).parameters.values())
+    if command in FORWARDS:  # the keywords the answer passes on (dtypes, efficiency, layout degrees, price)
+        forwarded = inspect.signature(getattr(importlib.import_module(_function(command).__module__),
+                                              FORWARDS[command])).parameters.values()
+        params += [p for p in forwarded if p.kind is p.KEYWORD_ONLY and p.name not in {q.name for q in params}
+                   and p.name not in ("len_pass", "batch", "context")]
+    for p in params:
         if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in {"kind"} | NOT_OFFERED.get(command, set()):
             continue
         default = None if p.default is p.empty else p.default
         if command in ("decode", "prefill"):
             default = PASS_DEFAULTS.get(p.name, default)
-        out[p.name] = Option(_kind(p.name, default), default)
+        out[p.name] = Option(_kind(p.name, default), default,
+                             required=p.default is p.empty and p.name not in PASS_DEFAULTS)
         if p.name == "model":
             out["config"] = Option("config")
     return out
@@ -335,6 +347,8 @@ def _value(name: str, opt: Option, text: str):
         if len(values) > MAX_LIST:
             raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
         return values
+    if opt.kind == "str_list":
+        return [x.strip() for x in text.split(",") if x.strip()][:MAX_LIST + 1]
     if opt.kind in ("int", "float", "number"):
         return _number(name, text, opt.kind == "int")
     if opt.kind == "bool":
@@ -356,6 +370,10 @@ def answer_kwargs(command: str, params: Mapping[str, str]) -> dict:
     kw = {k: _value(k, opts[k], v) for k, v in texts.items()}
     if "config" in kw:
         kw["model"] = kw.pop("config")
+    missing = [k for k, o in opts.items() if o.required and k not in kw]
+    if missing:
+        raise FieldError(missing[0], "required" + (": a catalog name, or upload a config.json"
+                                                   if missing[0] == "model" else ""))
     lists = {k: len(v) for k, v in kw.items() if isinstance(v, list)}
     if len(lists) > 1 and math.prod(lists.values()) > MAX_GRID:
         raise FieldError(next(iter(lists)), f"{' x '.join(map(str, lists.values()))} grid points; at most {MAX_GRID}")
