@@ -19,7 +19,7 @@ from fastapi.responses import Response
 
 from tokenomy.answers import catalog
 from tokenomy.web import params as P
-from tokenomy.web.format import to_json
+from tokenomy.formatting import to_json
 
 router = APIRouter(prefix="/api")
 

@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from tokenomy.web import catalog_view, serve, views
-from tokenomy.web.format import fmt_cell
+from tokenomy.formatting import fmt_cell
 from tokenomy.web.params import field_of, message_of
 from tokenomy.catalog import loader
 from tokenomy.units import DTYPE_BYTES
