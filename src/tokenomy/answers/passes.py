@@ -23,7 +23,7 @@ from tokenomy.units import fmt_seconds
 PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s", "bound",
                 "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok", "memory_per_chip_bytes", "fits")
 MAX_POINTS = 1 << 20
-TERM_KEYS = ("compute_s", "memory_s", "tp_comm_s", "ep_comm_s", "comms_s", "overhead_s", "hop_s", "step_s",
+TERM_KEYS = ("compute_s", "memory_s", "weights_read_s", "kv_s", "act_s", "tp_comm_s", "ep_comm_s", "comms_s", "overhead_s", "hop_s", "step_s",
              "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "mfu")
 
 
