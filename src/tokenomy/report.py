@@ -12,15 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenomy.catalog import loader
-from tokenomy.cli.render import fmt_cell
+from tokenomy.answers.economics import lecture_serving
+from tokenomy.formatting import fmt_cell
 from tokenomy.econ import batch as eb
 from tokenomy.econ import context as ec
 from tokenomy.econ import kv_tiers as kt
 from tokenomy.econ import latency as el
-from tokenomy.econ.cost import Serving
 from tokenomy.lecture import evaluate, seed_corrections
-from tokenomy.lecture.real import CONTEXT, KV_DTYPE, MODEL, SYSTEMS, closing_note, real_rows
+from tokenomy.lecture.real import (CONTEXT, KV_DTYPE, MODEL, PREFIX, PREFIX_BATCH, SYSTEMS, closing_note, real_rows,
+                                   system_serving)
 from tokenomy.plots import serving as ps
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#111}
@@ -46,29 +46,31 @@ def table(rows: list[dict], columns) -> str:
 
 
 def figures() -> list[tuple[str, dict]]:
-    """The report's figures: DeepSeek-V3 on each of the lecture-comparison systems, and the cache tiers."""
+    """The report's figures: DeepSeek-V3 on each of the lecture-comparison systems (calibrated, on the layout the
+    lecture's real-hardware table uses), and the cache tiers."""
     out = []
     B = np.array([2.0 ** i for i in range(0, 17)])
     for name in SYSTEMS:
-        sv = Serving(loader.model(MODEL), loader.hardware(name), kv_dtype=KV_DTYPE)
+        sv = system_serving(lecture_serving, name)
         s = eb.summarize_batch(sv, CONTEXT)
         t = sv.terms(B, CONTEXT)
         rows = eb.batch_rows(t)
         marks = {"balance B*": s.balance_batch, "operating": s.operating_batch, "max fit": s.max_batch_fit}
-        label = f"{MODEL} on {sv.n} x {sv.hardware.chip.name}, context {CONTEXT}"
+        label = f"{MODEL} on {sv.label()}, context {CONTEXT}"
         out.append((f"latency-{name}", ps.latency_vs_batch(rows, f"Step time vs batch: {label}", marks)))
         out.append((f"cost-{name}", ps.cost_vs_batch(rows, f"$/M tokens vs batch: {label}", marks)))
-        out.append((f"pareto-{name}", ps.pareto(el.schedule_rows(t, sv.n), f"Per user vs per chip: {label}")))
+        out.append((f"pareto-{name}", ps.pareto(el.schedule_rows(t, sv.chips), f"Per user vs per chip: {label}")))
         b = s.operating_batch or 1
         ctx = [int(2 ** i) for i in range(10, 21)]
         out.append((f"context-{name}", ps.mfu_vs_context(ec.context_rows(sv, b, ctx), f"MFU vs context at batch {b}: "
-                                                          f"{MODEL} on {sv.n} x {sv.hardware.chip.name}",
+                                                          f"{MODEL} on {sv.label()}",
                                                           ec.summarize_context(sv, b).as_dict())))
-    sv = Serving(loader.model(MODEL), loader.hardware("hgx-h200-8"), kv_dtype=KV_DTYPE)
-    prefix = 32768
+    prefix = PREFIX
+    sv = lecture_serving(MODEL, "hgx-h200-8", kv_dtype=KV_DTYPE, batch=[PREFIX_BATCH], context=[prefix],
+                         len_pass=prefix)
     tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in kt.tiers_from_catalog() if t.tier != "hbm"]
-    size = prefix * float(sv.coeffs.kv_global)  # fp8: one byte per element
-    curves = kt.cost_curves(size, tiers, kt.remat_usd(sv, prefix, 8))
+    size = prefix * float(sv.shape.coeffs.kv_global)  # fp8: one byte per element
+    curves = kt.cost_curves(size, tiers, kt.remat_usd(sv, prefix, PREFIX_BATCH))
     out.append(("tiers", ps.tier_costs_vs_hold(curves, f"{MODEL} {prefix}-token prefix ({size / 1e9:.2f} GB): "
                                                        "cost vs hold time per tier")))
     return out
@@ -84,7 +86,7 @@ def _plotly_js() -> str | None:
 
 def render() -> str:
     claims = [r.as_dict() for r in evaluate()]
-    real = real_rows()
+    real = real_rows(lecture_serving)
     js = _plotly_js()
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>tokenomy: the lecture, regenerated</title>"
              f"<style>{CSS}</style>", f"<script>{js}</script>" if js else "", "</head><body>",
@@ -94,7 +96,7 @@ def render() -> str:
              table(claims, ("id", "claim", "lecture_value", "computed_value", "tolerance", "ok", "formula", "note")),
              "<h2>What the seed summaries got wrong (lecture.md §2.16)</h2>",
              table(seed_corrections(), ("id", "correction")),
-             "<h2>The same claims on today's hardware (roofline, no comms or overheads)</h2>",
+             "<h2>The same claims on today's hardware (calibrated efficiency, real layouts)</h2>",
              table([r.as_dict() for r in real], ("id", "quantity", "setting", "lecture_value", "real_value", "ratio",
                                                   "agrees")),
              "<h2>Closing note: where the lecture and today's hardware disagree</h2><ul>",

@@ -26,14 +26,21 @@ def js(*args):
 
 
 def test_batch_json():
-    d = js("batch", *DS, "--batch", "1,64,512,100000")
+    d = js("batch", *DS, "--batch", "1,64,512")
     assert {"balance_batch", "balance_batch_with_kv", "unbatched_penalty", "operating_batch", "max_batch_fit",
             "memory_binds", "lecture_ratio"} <= set(d["summary"])
     rows = d["rows"]
-    assert [r["batch"] for r in rows] == [1, 64, 512, 100000]
-    assert {"step_s", "matmul_s", "weights_s", "kv_s", "tokens_per_s_per_chip", "tokens_per_s_per_user",
-            "usd_per_mtok", "mfu", "memory_per_chip_bytes", "fits"} <= set(rows[0])
-    assert rows[0]["usd_per_mtok"] > rows[2]["usd_per_mtok"] and not rows[3]["fits"]
+    assert [r["batch"] for r in rows] == [1, 64, 512]
+    assert {"step_s", "roofline_step_s", "matmul_s", "weights_s", "kv_s", "comms_s", "tokens_per_s_per_chip",
+            "tokens_per_s_per_user", "usd_per_mtok", "mfu", "memory_per_chip_bytes", "fits"} <= set(rows[0])
+    assert rows[0]["usd_per_mtok"] > rows[2]["usd_per_mtok"]
+    # the default: calibrated on the best real layout over the 8 chips, its rule stated, the roofline beside it
+    assert d["efficiency"] == "calibrated" and d["plan"]["chips"] == 8 and "valid layout" in d["layout_rule"]
+    assert all(r["roofline_step_s"] < r["step_s"] for r in rows)
+    big = js("batch", *DS, "--batch", "100000", "--ep", "8")["rows"][0]
+    assert not big["fits"] and big["step_s"] is None and "HBM" in big["why"]
+    ideal = js("batch", *DS, "--batch", "64", "--layout", "ideal", "--efficiency", "roofline")
+    assert ideal["plan"]["ideal"] and ideal["rows"][0]["step_s"] == ideal["rows"][0]["roofline_step_s"]
 
 
 def test_batch_price_override_scales_cost():
@@ -85,7 +92,7 @@ def test_tables_csv_and_explain():
     e = run("batch", *DS, "--batch", "8", "--explain")
     assert "R = (peak/2)*bytes_per_weight/HBM_bw" in e.stdout
     for cmd in ("latency", "context", "pricing", "speculate", "cache"):
-        r = run(cmd, *DS, "--explain")
+        r = run(cmd, *DS, "--explain", *(("--batch", "1,64") if cmd in ("latency", "pricing", "speculate") else ()))
         assert r.exit_code == 0 and "=" in r.stdout, cmd
 
 
@@ -96,6 +103,7 @@ def test_tables_csv_and_explain():
     (("batch", *DS, "--batch", "0"), "--batch"),
     (("batch", *DS, "--usd-per-chip-hour", "-1"), "--usd-per-chip-hour"),
     (("batch", *DS, "--hbm-fraction", "1.5"), "--hbm-fraction"),
+    (("batch", *DS, "--efficiency", "fast"), "--efficiency"),
     (("latency", *DS, "--tick-s", "x"), "--tick-s"),
     (("context", *DS, "--sparse-exponent", "2"), "--sparse-exponent"),
     (("pricing", *DS, "--prompt-tokens", "9000", "--context", "8192"), "--prompt-tokens"),

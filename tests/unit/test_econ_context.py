@@ -6,16 +6,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenomy.arch.params import count_params
-from tokenomy.catalog import loader
+from tokenomy.answers.economics import serving
 from tokenomy.econ import context as ec
-from tokenomy.econ.cost import Serving
 
 POS = st.floats(1e-3, 1e12, allow_nan=False)
 
 
+def sv(model, hardware, kv_dtype="bf16", **kw):
+    return serving(model, hardware, batch=[1], context=[8192], kv_dtype=kv_dtype, **kw)
+
+
 @pytest.fixture(scope="module")
 def llama():
-    return Serving(loader.model("llama-3.1-70b"), loader.hardware("hgx-h100-8"), kv_dtype="fp8")
+    return sv("llama-3.1-70b", "hgx-h100-8", "fp8", tp=8)
 
 
 @given(n=st.floats(1e8, 1e13), R=st.floats(10, 1000), b=st.floats(1, 1e6), k=st.floats(1.1, 100))
@@ -59,8 +62,9 @@ def test_sparse_fraction_at_most_one(c, k):
 
 
 def test_engine_crossover_matches_closed_form_for_dense_gqa(llama):
-    # Large-batch crossover from the op list vs 2*N_matmul*bw/(peak*bytes_tok) with attention added to compute
-    c = llama.coeffs
+    # Large-batch crossover from the op list vs 2*N_matmul*bw/(peak*bytes_tok) with attention added to compute;
+    # tp 8 over 8 KV heads splits every term 8 ways, so the per-sequence balance is the single-chip one
+    c = llama.shape.coeffs
     peak, bw = llama.hardware.chip.flops_for("bf16")[1], llama.hardware.hbm_bytes_per_s
     kv = c.kv_global  # fp8: 1 byte per element
     # per sequence: (2N + a*C)/peak = (kv*C + kv + act)/bw  ->  C = (2N/peak - (kv+act)/bw) / (kv/bw - a/peak)
@@ -70,13 +74,13 @@ def test_engine_crossover_matches_closed_form_for_dense_gqa(llama):
 
 
 def test_engine_crossover_falls_when_kv_grows(llama):
-    bf16 = Serving(llama.model, llama.hardware, kv_dtype="bf16")
+    bf16 = llama.with_(kv_dtype="bf16")
     assert ec.engine_crossover(bf16) < ec.engine_crossover(llama)
 
 
 def test_sparse_attention_moves_the_crossover_out():
-    sv = Serving(loader.model("deepseek-v3"), loader.hardware("gb200-nvl72"), kv_dtype="fp8")
-    dense, sparse = ec.engine_crossover(sv), ec.engine_crossover(sv, None, 16.0)
+    rack = sv("deepseek-v3", "gb200-nvl72", "fp8", ep=72, redundant_experts=32)
+    dense, sparse = ec.engine_crossover(rack), ec.engine_crossover(rack, None, 16.0)
     assert sparse > 2 * dense
 
 
@@ -89,7 +93,7 @@ def test_crossover_at_small_batch_is_none(llama):
 def test_max_context_fit_is_the_edge(llama, b):
     c = ec.max_context_fit(llama, b)
     assert c > 0
-    assert llama.run(b, c).step.fits and not llama.run(b, c + 1).step.fits
+    assert llama.terms(b, c).fits and not llama.terms(b, c + 1).fits
 
 
 def test_goldilocks_band():

@@ -1,17 +1,20 @@
 """Sum a model's op list into the dozen coefficients the vectorised engine needs.
 
 Stacking the coefficients of many models gives arrays, so a grid of models x hardware x batch x context
-is one broadcast expression (core/roofline.py). The sums are generic over ops (DESIGN.md rule 4).
+is one broadcast expression (core/engine.py). The sums are generic over ops (DESIGN.md rule 4). ``keep`` sums only
+the ops it accepts (resident capacity stays the whole model's), so the engine run on one op group at a time splits a
+pass by op: the engine is linear in these sums, so the parts add up to the whole (core/op_costs.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Callable
 
 import numpy as np
 
 from tokenomy.arch.model import ModelArch
-from tokenomy.arch.ops import lower
+from tokenomy.arch.ops import Op, lower
 from tokenomy.arch.params import count_params
 from tokenomy.units import dtype_bytes
 
@@ -49,8 +52,11 @@ class ModelCoeffs:
         return stack([self, *others])
 
 
-def coefficients(m: ModelArch) -> ModelCoeffs:
+def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> ModelCoeffs:
+    """The op list (or the ops ``keep`` accepts) summed into the engine's coefficients."""
     ops, p, q = lower(m), count_params(m), m.quantization
+    if keep is not None:
+        ops = [o for o in ops if keep(o)]
     experts = [o for o in ops if o.kind == "expert"]
     if len({(o.num_experts, o.experts_per_tok, o.params) for o in experts}) > 1:
         raise ValueError(f"model {m.name}: MoE layers differ in shape; the engine assumes one expert shape")
@@ -68,7 +74,7 @@ def coefficients(m: ModelArch) -> ModelCoeffs:
         dense_w=dtype_bytes(q.dense), embed_w=dtype_bytes(q.embed), expert_w=dtype_bytes(q.expert),
         capacity_dense_params=float(p.dense + p.extra), capacity_embed_params=float(p.embed + p.head),
         capacity_expert_params=float(p.expert_total),
-        matmul_flops_per_token=2.0 * (dense + head + p.expert_active),
+        matmul_flops_per_token=2.0 * (dense + head + sum(o.experts_per_tok * o.params for o in experts)),
         moe_layers=float(len(experts)), num_experts=float(e.num_experts if e else 1),
         experts_per_tok=float(e.experts_per_tok if e else 0), expert_params=float(e.params if e else 0),
         kv_global=float(sum(o.kv_elems_per_token for o in glob)),
@@ -81,7 +87,7 @@ def coefficients(m: ModelArch) -> ModelCoeffs:
         unabsorb_global=float(sum(o.unabsorb_flops_per_position for o in glob)),
         unabsorb_local=float(sum(o.unabsorb_flops_per_position for o in loc)),
         act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
-        act_peak_elems_per_token=float(max(o.act_elems_per_token for o in ops)),
+        act_peak_elems_per_token=float(max((o.act_elems_per_token for o in ops), default=0.0)),
     )
 
 

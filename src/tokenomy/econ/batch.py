@@ -5,7 +5,8 @@ The lecture's blackboard model, in its own units (FLOPs counts multiplies, weigh
     t = max(t_compute, t_weights + t_KV)   cost/token ∝ t / B
     R = FLOPs/mem_bw = (peak_FLOP_per_s/2)·bytes_per_weight / HBM_bytes_per_s        (≈300 on H100/Blackwell)
     balance batch B* = R·N_total/N_active  (weight fetch = weight multiply)
-and the same questions asked of the engine (core.roofline via ``Serving.terms``) on real models and chips.
+and the same questions asked of the engine (core.engine via ``Serving.terms``: the deployment's layout and efficiency
+set, the roofline bound beside each step) on real models and chips.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tokenomy.econ.cost import Serving, Terms, first_crossing
+from tokenomy.core.engine import BOUNDS
+from tokenomy.econ.cost import Serving, Terms, first_crossing, largest_whole
 
 PRACTICAL_FACTORS = (2.0, 3.0)  # lecture §2.2: "take this and maybe double or triple it"
 BATCH_SEARCH_MAX = 1e8
@@ -88,8 +90,6 @@ def unbatched_penalty(ratio, sparsity=1.0):
 
 def batch_rows(t: Terms) -> list[dict]:
     """One dict per batch of a decode sweep at one context (CLI/JSON keys, SI units in the names)."""
-    from tokenomy.core.roofline import BOUND_NAMES
-
     out = []
     for i in range(np.size(t.step_s)):
         g = lambda x: float(np.ravel(x)[i])  # noqa: E731
@@ -97,39 +97,39 @@ def batch_rows(t: Terms) -> list[dict]:
         val = (lambda x: g(x) if fits else None)
         out.append({
             "batch": int(g(t.batch)), "context": int(g(t.context)), "step_s": val(t.step_s),
-            "compute_s": g(t.compute_s), "matmul_s": g(t.matmul_s), "attention_s": g(t.attention_s),
-            "weights_s": g(t.weights_s), "kv_s": g(t.kv_s), "other_s": g(t.other_s),
-            "bound": BOUND_NAMES[int(np.ravel(t.bound)[i])] if fits else None,
+            "roofline_step_s": val(t.roofline_step_s), "compute_s": g(t.compute_s), "matmul_s": g(t.matmul_s),
+            "attention_s": g(t.attention_s), "weights_s": g(t.weights_s), "kv_s": g(t.kv_s), "other_s": g(t.other_s),
+            "comms_s": g(t.comms_s), "overhead_s": g(t.overhead_s),
+            "bound": BOUNDS[int(np.ravel(t.bound)[i])] if fits else None,
             "tokens_per_s_per_chip": val(t.tokens_per_s_per_chip),
             "tokens_per_s_per_user": val(t.tokens_per_s_per_user),
             "usd_per_mtok": val(t.usd_per_mtok), "mfu": val(t.mfu),
-            "memory_per_chip_bytes": g(t.memory_per_chip_bytes), "fits": fits,
+            "memory_per_chip_bytes": g(t.memory_per_chip_bytes), "fits": fits, "why": t.why(i),
         })
     return out
 
 
 def max_batch_fit(sv: Serving, context: float) -> int:
-    """Largest batch whose weights + KV + activations fit in usable HBM at ``context`` (0 if none).
-
-    Memory per chip is affine in B (weights constant, KV and activations per sequence), so two
-    evaluations give it exactly."""
-    r = sv.run(np.array([1.0, 2.0]), context)
-    m1, m2 = (float(x) for x in r.step.memory_per_chip_bytes)
-    cap = float(np.ravel(r.step.hbm_bytes)[0])
-    slope = m2 - m1
-    if m1 > cap:
-        return 0
-    return int(min(np.floor((cap - m1) / slope) + 1, BATCH_SEARCH_MAX)) if slope > 0 else int(BATCH_SEARCH_MAX)
+    """Largest whole batch whose weights + KV + activations fit in usable HBM at ``context`` (0 if none); memory
+    per chip grows with the batch, so a doubling search and a bisection find the edge."""
+    def ok(b):
+        t = sv.terms(b, context)
+        return t.memory_per_chip_bytes <= t.hbm_bytes
+    return largest_whole(ok, int(BATCH_SEARCH_MAX))
 
 
 def engine_balance_batch(sv: Serving, context: float, with_kv: bool) -> float | None:
-    """Batch where the engine's compute catches up with memory traffic.
+    """Batch where the engine's compute catches up with memory traffic, on ``sv``'s layout at the roofline (the
+    balance point is a roofline quantity: measured GEMM efficiency at a few rows would blur it; the operating point
+    then takes the lecture's 2x for real efficiency).
 
     with_kv=False: weight matmul time = weight fetch time (experts touched grow with batch);
     with_kv=True: all compute (matmuls + attention, which grows with the context like the KV does) = all memory
     traffic (weights + KV + activations). None: never within 1e8 sequences."""
+    bound = sv.roofline()
+
     def f(b):
-        t = sv.terms(b, context)
+        t = bound.terms(b, context)
         return (t.compute_s - t.memory_s) if with_kv else (t.matmul_s - t.weights_s)
     return first_crossing(f, 1.0, BATCH_SEARCH_MAX)
 
@@ -169,10 +169,9 @@ def summarize_batch(sv: Serving, context: float) -> BatchSummary:
     """Balance batches, fit cap, operating point, cost floor and unbatched penalty (engine + lecture form)."""
     from tokenomy.arch.params import count_params, weight_bytes
 
-    r1 = sv.run(1.0, context)
     p = count_params(sv.model)
     bpw = weight_bytes(sv.model, sv.weight_dtype) / p.total  # mean stored bytes per weight
-    R = float(lecture_ratio(r1.peak_flops_per_s, bpw, r1.hbm_bytes_per_s))
+    R = float(lecture_ratio(sv.peaks.flops_per_s, bpw, sv.peaks.hbm_bytes_per_s))
     sparsity = p.total / p.active
     b_w = engine_balance_batch(sv, context, with_kv=False)
     b_kv = engine_balance_batch(sv, context, with_kv=True)
@@ -188,7 +187,7 @@ def summarize_batch(sv: Serving, context: float) -> BatchSummary:
     top = sv.terms(float(op), context) if op else None
     at = (lambda x: float(np.ravel(x)[0]) if top is not None else None)
     return BatchSummary(
-        model=sv.model.name, hardware=sv.hardware.name, chips=sv.n, context=int(context),
+        model=sv.model.name, hardware=sv.hardware.name, chips=sv.chips, context=int(context),
         usd_per_chip_hour=sv.price, lecture_ratio=R, sparsity=sparsity,
         lecture_balance_batch=float(balance_batch(R, sparsity)), balance_batch=b_w, balance_batch_with_kv=b_kv,
         max_batch_fit=fit, operating_batch=op, memory_binds=target is not None and fit < target,

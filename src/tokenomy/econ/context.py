@@ -6,7 +6,7 @@ Lecture units (weights in bytes, R = FLOPs/mem_bw):
     MFU(len) = t_compute / max(t_compute, t_weights + t_KV)        (200k at len* = 100k → 50 %)
     inverse: a price step at len* implies bytes_tok = N_active / (R · len*)   (100e9/(300·200e3) = 1,667 B)
     sparse attention: KV positions read ≈ c·len^p (p = ½ in "some of the DeepSeek papers"), capped at len
-The engine versions use the model's op list on a catalog chip.
+The engine versions ask core.engine (through ``Serving.terms``) on the deployment's layout and efficiency set.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tokenomy.econ.cost import Serving, first_crossing
+from tokenomy.core.engine import BOUNDS
+from tokenomy.econ.cost import Serving, first_crossing, largest_whole
 
 CONTEXT_SEARCH_MAX = 1e9
 
@@ -65,15 +66,18 @@ def _frac(context, sparse_const, sparse_exponent):
 
 
 def engine_crossover(sv: Serving, batch: float | None = None, sparse_const=None, sparse_exponent=0.5) -> float | None:
-    """Context where the engine's memory time reaches its compute time. ``batch=None``: the large-batch limit
-    (per-sequence terms only, weights amortised). None when memory never catches up below 1e9 tokens, or when it
-    already exceeds compute at a 1-token context (a batch below the balance batch: memory-bound at every length)."""
+    """Context where the engine's memory time reaches its compute time on ``sv``'s layout at the roofline (a balance
+    point, like the balance batch). ``batch=None``: the large-batch limit (per-sequence terms only, weights
+    amortised; the roofline terms are linear in the batch). None when memory never catches up below 1e9 tokens, or when it already exceeds
+    compute at a 1-token context (a batch below the balance batch: memory-bound at every length)."""
+    bound = sv.roofline()
+
     def f(C):
         fr = _frac(C, sparse_const, sparse_exponent)
         if batch is None:
-            t = sv.terms(1.0, C, kv_read_fraction=fr)
+            t = bound.terms(1.0, C, kv_read_fraction=fr)
             return t.kv_s + t.other_s - t.compute_s
-        t = sv.terms(batch, C, kv_read_fraction=fr)
+        t = bound.terms(batch, C, kv_read_fraction=fr)
         return t.memory_s - t.compute_s
     if float(np.ravel(f(np.array([1.0])))[0]) >= 0:
         return None
@@ -82,28 +86,22 @@ def engine_crossover(sv: Serving, batch: float | None = None, sparse_const=None,
 
 def attention_share_context(sv: Serving, share: float = 1.0) -> float | None:
     """Context where the (quadratic-in-sequence) attention FLOPs reach ``share`` × the weight-matmul FLOPs of a
-    decode token: where the lecture's "you notice it only up in the millions of tokens" is tested."""
+    decode token (a FLOP ratio: ``sv``'s layout at the roofline): where the lecture's "you notice it only up in the
+    millions of tokens" is tested."""
+    bound = sv.roofline()
+
     def f(C):
-        t = sv.terms(1.0, C)
+        t = bound.terms(1.0, C)
         return t.attention_s - share * t.matmul_s
     return first_crossing(f, 1.0, CONTEXT_SEARCH_MAX)
 
 
 def max_context_fit(sv: Serving, batch: float) -> int:
     """Largest context (tokens) at which ``batch`` sequences fit in usable HBM; 0 if none."""
-    def fits(C):
-        return bool(np.ravel(sv.run(batch, float(C)).step.fits)[0])
-    if not fits(1):
-        return 0
-    lo, hi = 1, 2
-    while hi < CONTEXT_SEARCH_MAX and fits(hi):
-        lo, hi = hi, hi * 2
-    if fits(hi):
-        return int(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    def ok(C):
+        t = sv.terms(batch, C)
+        return t.memory_per_chip_bytes <= t.hbm_bytes
+    return largest_whole(ok, int(CONTEXT_SEARCH_MAX))
 
 
 def goldilocks(context, compute_s, memory_s, band: float = 2.0) -> tuple[float | None, float | None]:
@@ -117,8 +115,6 @@ def goldilocks(context, compute_s, memory_s, band: float = 2.0) -> tuple[float |
 
 def context_rows(sv: Serving, batch: float, contexts, sparse_const=None, sparse_exponent=0.5) -> list[dict]:
     """MFU and the terms vs context at one batch (engine)."""
-    from tokenomy.core.roofline import BOUND_NAMES
-
     C = np.asarray(contexts, float)
     t = sv.terms(batch, C, kv_read_fraction=_frac(C, sparse_const, sparse_exponent))
     rows = []
@@ -126,11 +122,12 @@ def context_rows(sv: Serving, batch: float, contexts, sparse_const=None, sparse_
         ok = bool(t.fits[i])
         g = lambda x: float(x[i]) if ok else None  # noqa: E731
         rows.append({"context": int(ctx), "batch": int(batch), "step_s": g(t.step_s),
-                     "compute_s": float(t.compute_s[i]), "attention_s": float(t.attention_s[i]),
-                     "weights_s": float(t.weights_s[i]), "kv_s": float(t.kv_s[i]),
-                     "bound": BOUND_NAMES[int(t.bound[i])] if ok else None, "mfu": g(t.mfu),
+                     "roofline_step_s": g(t.roofline_step_s), "compute_s": float(t.compute_s[i]),
+                     "attention_s": float(t.attention_s[i]), "weights_s": float(t.weights_s[i]),
+                     "kv_s": float(t.kv_s[i]), "comms_s": float(t.comms_s[i]),
+                     "bound": BOUNDS[int(t.bound[i])] if ok else None, "mfu": g(t.mfu),
                      "usd_per_mtok": g(t.usd_per_mtok), "memory_per_chip_bytes": float(t.memory_per_chip_bytes[i]),
-                     "fits": ok})
+                     "fits": ok, "why": t.why(i)})
     return rows
 
 
@@ -161,15 +158,14 @@ def summarize_context(sv: Serving, batch: float, band: float = 2.0, sparse_const
     from tokenomy.econ.batch import lecture_ratio
 
     p = count_params(sv.model)
-    r1 = sv.run(1.0, 1.0)
     bpw = weight_bytes(sv.model, sv.weight_dtype) / p.total
-    R = float(lecture_ratio(r1.peak_flops_per_s, bpw, r1.hbm_bytes_per_s))
+    R = float(lecture_ratio(sv.peaks.flops_per_s, bpw, sv.peaks.hbm_bytes_per_s))
     kvb = kv_bytes_per_token(sv.model, sv.kv_dtype)
     C = np.geomspace(1.0, CONTEXT_SEARCH_MAX, 2000)  # fine grid: the zone's edges to ~1 %
-    t = sv.terms(batch, C)
+    t = sv.roofline().terms(batch, C)  # the balance quantities are roofline ones, as engine_crossover
     lo, hi = goldilocks(C, np.where(t.fits, t.compute_s, np.nan), t.memory_s, band)
     return ContextSummary(
-        model=sv.model.name, hardware=sv.hardware.name, chips=sv.n, batch=int(batch), kv_bytes_per_token=kvb,
+        model=sv.model.name, hardware=sv.hardware.name, chips=sv.chips, batch=int(batch), kv_bytes_per_token=kvb,
         crossover_large_batch=engine_crossover(sv), lecture_crossover_large_batch=float(
             crossover_context(p.matmul_active * bpw, R, kvb)),
         crossover_at_batch=engine_crossover(sv, batch), goldilocks_lo=lo, goldilocks_hi=hi,
@@ -188,14 +184,13 @@ def inverse_rows(sv: Serving, step_context: float, models=INVERSE_MODELS) -> lis
     context (sliding windows amortised; GQA, MLA and shared global layers as the configs say)."""
     from tokenomy.arch.params import count_params, kv_bytes_at_context
     from tokenomy.catalog import loader
-    from tokenomy.core.inference import compute_dtype_for
 
     rows, seen = [], set()
     for m in [sv.model, *(loader.model(n) for n in models)]:
         if m.name in seen:
             continue
         seen.add(m.name)
-        _, peak = sv.hardware.chip.flops_for(compute_dtype_for(m, sv.weight_dtype))
+        _, peak = sv.with_(model=m).compute
         n_act = count_params(m).matmul_active
         implied = 2.0 * n_act * sv.hardware.hbm_bytes_per_s / (peak * step_context)
         real = kv_bytes_at_context(m, step_context, sv.kv_dtype) / step_context

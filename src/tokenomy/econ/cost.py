@@ -1,27 +1,29 @@
-"""Dollars per token from a pass, and the roofline terms split by what is read.
+"""Dollars per token from a pass, and the engine's terms of a pass laid out for the economics.
 
     $/token = n_chips · ($/chip-h / 3600) · step_s / tokens_per_step               (lecture §2.1: rental ÷ tokens)
     $/Mtok  = 1e6 · $/token
 
-``Serving`` bundles one model on one hardware with the knobs every serving-economics function shares;
-``terms`` re-derives the step from the engine's byte and FLOP counts so each memory term (weights, KV,
-activations) and each compute term (weight matmuls, attention) can be reported on its own. The times are
-*unmasked* (a point that does not fit still has times, so solvers can run through it); ``fits`` says which
-points are real.
+``Serving`` is a ``core.deployment.Deployment`` (model, hardware, layout, dtypes, efficiency set, price) plus the
+rule that chose its layout. ``Serving.terms`` reads every term from the one engine (core/engine.py): the memory
+term split into weights / KV / activations and the comms split into TP / EP come straight from ``PassTerms``; the
+compute term is split into weight matmuls and attention by running the engine on the attention-free op list
+(core/coeffs.coefficients with a filter) — compute is linear in the op sums at fixed GEMM rows, so
+attention_s = compute_s − matmul_s exactly. The times are *unmasked* (the same engine with the batch-shape checks
+and the HBM capacity lifted), so solvers can run through points that do not fit; ``fits`` and ``reason`` say which
+points are real, and every row built from Terms shows no time where a point does not fit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
-from tokenomy.arch.model import ModelArch
-from tokenomy.core.coeffs import ModelCoeffs, coefficients
-from tokenomy.core.inference import PassResult, run_pass
-from tokenomy.core.roofline import BOUND_NAMES, Efficiency
-from tokenomy.specs import Hardware
+from tokenomy.core import engine
+from tokenomy.core.coeffs import ModelShape, coefficients, shape_of
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.units import SECONDS_PER_HOUR
 
 
@@ -48,108 +50,99 @@ def check_positive(name: str, v) -> float:
 
 
 @dataclass(frozen=True)
-class Serving:
-    """One model on one hardware: the shared input of batch, context, pricing, speculative and cache analyses."""
+class Serving(Deployment):
+    """A deployment as the serving economics see it: the engine's input plus the rule that chose the layout."""
 
-    model: ModelArch
-    hardware: Hardware
-    chips: int | None = None  # default: the system's chip count
-    weight_dtype: str | None = None  # default: the checkpoint's own quantization
-    kv_dtype: str = "bf16"
-    eff: Efficiency = Efficiency()
-    usd_per_chip_hour: float | None = None  # default: the catalog's rental price
+    layout_rule: str = "the layout given"
 
     def __post_init__(self) -> None:
-        if self.chips is not None and (int(self.chips) != self.chips or self.chips <= 0):
-            raise ValueError(f"chips: must be a positive integer, got {self.chips}")
+        super().__post_init__()
         if self.usd_per_chip_hour is not None:
             check_positive("usd_per_chip_hour", self.usd_per_chip_hour)
 
-    @property
-    def n(self) -> int:
-        return self.hardware.num_chips if self.chips is None else int(self.chips)
-
-    @property
-    def price(self) -> float:
-        """$ per chip-hour: the override, else the catalog's."""
-        return self.hardware.usd_per_chip_hour if self.usd_per_chip_hour is None else float(self.usd_per_chip_hour)
-
     @cached_property
-    def coeffs(self) -> ModelCoeffs:
-        return coefficients(self.model)
+    def matmul_shape(self) -> ModelShape:
+        """The model without its attention-score ops: the engine's weight-matmul share of compute."""
+        return shape_of(self.model, coefficients(self.model, keep=lambda op: op.kind != "attention"))
 
-    def run(self, batch, context, len_pass=1) -> PassResult:
-        return run_pass(self.model, self.hardware, batch=batch, context=context, len_pass=len_pass, chips=self.n,
-                        weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, eff=self.eff, coeffs=self.coeffs)
+    def roofline(self) -> "Serving":
+        """The same layout and dtypes under ideal efficiencies: the bound beside the estimate."""
+        return replace(self, eff=ROOFLINE)
 
-    def terms(self, batch, context, len_pass=1, kv_read_fraction=1.0) -> "Terms":
-        return terms(self.run(batch, context, len_pass), self.coeffs, self.eff, self.price, kv_read_fraction)
+    def terms(self, batch, context, len_pass=1, kv_read_fraction=1.0, **kw) -> "Terms":
+        """The engine's pass terms over the broadcast grid (unmasked times; see the module docstring)."""
+        w = self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw)
+        real = engine.times(w, self.topo, self.peaks, self.eff)
+        free_peaks = replace(self.peaks, hbm_bytes=np.inf)
+        r = engine.times(_lift(w), self.topo, free_peaks, self.eff)
+        bound = engine.times(_lift(w), self.topo, free_peaks, ROOFLINE)
+        wm = engine.work(self.matmul_shape, self.topo, self.layout, batch, context, len_pass,
+                         precision=self.precision, **kw)
+        matmul_s = engine.times(_lift(wm), self.topo, free_peaks, self.eff).compute_s
+        shape = np.broadcast(np.asarray(r.step_s), np.asarray(real.reason)).shape
+        T = np.asarray(r.batch) * np.asarray(r.len_pass)
+        out = dict(
+            batch=r.batch, context=r.context, len_pass=r.len_pass, matmul_s=matmul_s,
+            attention_s=r.compute_s - matmul_s, compute_s=r.compute_s, weights_s=r.weights_read_s, kv_s=r.kv_s,
+            other_s=r.act_s, memory_s=r.memory_s, tp_comm_s=r.tp_comm_s, ep_comm_s=r.ep_comm_s, comms_s=r.comms_s,
+            overhead_s=r.overhead_s, step_s=r.step_s, roofline_step_s=bound.step_s, bound=r.bound,
+            tokens_per_step=T, tokens_per_s=r.tokens_per_s, tokens_per_s_per_chip=r.tokens_per_s_per_chip,
+            tokens_per_s_per_user=r.tokens_per_s_per_user, usd_per_mtok=usd_per_mtok(r.step_s, T, r.chips, self.price),
+            mfu=r.mfu, memory_per_chip_bytes=real.memory_per_chip_bytes, hbm_bytes=real.hbm_bytes,
+            fits=real.reason == 0, reason=real.reason)
+        return Terms(**{k: np.broadcast_to(v, shape) for k, v in out.items()}, layout=self.layout, passes=real)
 
-    def label(self) -> str:
-        return f"{self.model.name} on {self.n} x {self.hardware.chip.name}"
+    def header(self) -> str:
+        """The label with the efficiency set and the layout rule: what every economics title states."""
+        eff = self.eff.name + (f" (terms of {self.eff.terms_from})" if self.eff.terms_from else "")
+        return f"{self.label()}; {eff} efficiency; layout: {self.layout_rule}"
+
+
+def _lift(w: engine.Work) -> engine.Work:
+    """The work with the batch-shape checks lifted, so the engine returns times at every point."""
+    return replace(w, structure=np.zeros(np.shape(w.structure), dtype=int))
 
 
 @dataclass(frozen=True)
 class Terms:
-    """Step terms in seconds per pass (arrays over the grid, unmasked) and what follows from them."""
+    """Engine terms in seconds per pass (arrays over the grid, unmasked) and what follows from them."""
 
     batch: object
     context: object
     len_pass: object
-    matmul_s: object  # weight matmuls: T · 2·N_active / (n·peak)
+    matmul_s: object  # weight matmuls (dense, experts, LM head)
     attention_s: object  # q·k and p·v over the context
     compute_s: object
-    weights_s: object  # weight bytes read / (n·HBM_bw)
+    weights_s: object  # weight bytes read
     kv_s: object  # KV read + written
     other_s: object  # activations spilled to HBM
     memory_s: object
-    step_s: object  # max(compute, memory) + comms + overhead
-    bound: object  # index into BOUND_NAMES
+    tp_comm_s: object
+    ep_comm_s: object
+    comms_s: object
+    overhead_s: object
+    step_s: object  # TPOT in decode, the whole pass otherwise (engine.PassTerms.step_s)
+    roofline_step_s: object  # the same layout at ideal efficiencies
+    bound: object  # index into engine.BOUNDS
     tokens_per_step: object
     tokens_per_s: object
     tokens_per_s_per_chip: object
-    tokens_per_s_per_user: object  # decode: one token per sequence per step
+    tokens_per_s_per_user: object
     usd_per_mtok: object
     mfu: object
     memory_per_chip_bytes: object
     hbm_bytes: object  # usable HBM per chip
-    fits: object
+    fits: object  # valid and fits in HBM
+    reason: object  # engine.REASONS index
+    layout: object  # the Layout evaluated
+    passes: engine.PassTerms  # the engine's own (masked) result
 
     def bound_name(self, i: int) -> str:
-        return BOUND_NAMES[int(np.ravel(np.broadcast_to(self.bound, np.shape(self.step_s)))[i])]
+        return engine.BOUNDS[int(np.ravel(self.bound)[i])]
 
-
-def terms(r: PassResult, c: ModelCoeffs, eff: Efficiency, usd_per_chip_hour: float,
-          kv_read_fraction=1.0) -> Terms:
-    """Split a pass into named terms. ``kv_read_fraction`` scales the KV read and attention FLOPs
-    (sparse attention reads only part of the context; 1 = dense)."""
-    s, n = r.step, r.chips
-    shape = np.broadcast(s.batch, s.context, s.len_pass, s.flops, s.weight_bytes, s.memory_per_chip_bytes).shape
-    B, C, S = (np.broadcast_to(x, shape) for x in (s.batch, s.context, s.len_pass))
-    T = B * S
-    peak = n * r.peak_flops_per_s * eff.flops_fraction
-    bw = n * r.hbm_bytes_per_s * eff.hbm_fraction
-    matmul_flops = T * c.matmul_flops_per_token
-    attn_flops = (s.flops - matmul_flops) * kv_read_fraction
-    matmul_s, attention_s = matmul_flops / peak, attn_flops / peak
-    compute_s = matmul_s + attention_s
-    weights_s = s.weight_bytes / bw
-    kv_s = (s.kv_read_bytes * kv_read_fraction + s.kv_write_bytes) / bw
-    other_s = s.act_bytes / bw
-    memory_s = weights_s + kv_s + other_s
-    comms = np.nan_to_num(np.broadcast_to(s.comms_s, shape))  # run_pass adds none (layouts: tokenomy.parallel)
-    step_s = np.maximum(compute_s, memory_s) + comms + eff.overhead_s
-    bound = np.argmax(np.stack(np.broadcast_arrays(compute_s, memory_s, comms, np.full(shape, eff.overhead_s))),
-                      axis=0)
-    tps = T / step_s
-    out = dict(
-        batch=B, context=C, len_pass=S, matmul_s=matmul_s, attention_s=attention_s, compute_s=compute_s,
-        weights_s=weights_s, kv_s=kv_s, other_s=other_s, memory_s=memory_s, step_s=step_s, bound=bound,
-        tokens_per_step=T, tokens_per_s=tps, tokens_per_s_per_chip=tps / n, tokens_per_s_per_user=S / step_s,
-        usd_per_mtok=usd_per_mtok(step_s, T, n, usd_per_chip_hour),
-        mfu=(matmul_flops + attn_flops) / (step_s * n * r.peak_flops_per_s),
-        memory_per_chip_bytes=s.memory_per_chip_bytes, hbm_bytes=s.hbm_bytes, fits=s.fits)
-    return Terms(**{k: np.broadcast_to(v, shape) for k, v in out.items()})
+    def why(self, i: int) -> str | None:
+        """Why point ``i`` (flat) has no answer (engine.why_not), None when it fits."""
+        return engine.why_not(self.passes, self.layout, i)
 
 
 def first_crossing(f, lo: float, hi: float, points: int = 512, iters: int = 60) -> float | None:
@@ -173,3 +166,21 @@ def first_crossing(f, lo: float, hi: float, points: int = 512, iters: int = 60) 
         else:
             a = mid
     return b
+
+
+def largest_whole(ok, hi: int) -> int:
+    """Largest whole x in [1, hi] with ``ok(x)`` true, for ``ok`` monotone (true then false); 0 if ok(1) is false.
+
+    ``ok`` takes an array of whole numbers and returns booleans: powers of two first, then bisection."""
+    p = np.array([float(1 << i) for i in range(int(hi).bit_length())] + [float(hi)])
+    good = np.asarray(ok(p), dtype=bool)
+    if not good[0]:
+        return 0
+    if good[-1]:
+        return int(hi)
+    j = int(np.flatnonzero(~good)[0])
+    lo, up = int(p[j - 1]), int(p[j])
+    while up - lo > 1:
+        mid = (lo + up) // 2
+        lo, up = (mid, up) if bool(np.asarray(ok(np.array([float(mid)])))[0]) else (lo, mid)
+    return lo

@@ -177,11 +177,12 @@ def envelope(prefix_bytes, tiers: list[Tier], remat_usd: float, gpu_usd_per_s=0.
 
 
 def remat_usd(sv, prefix_tokens: float, batch: float = 1.0) -> float:
-    """$ to recompute a prefix's KV with a prefill on ``sv`` (a ``econ.cost.Serving``), per sequence."""
+    """$ to recompute a prefix's KV with a prefill on ``sv`` (a ``econ.cost.Serving``: its layout and efficiency set),
+    per sequence."""
     t = sv.terms(float(batch), float(prefix_tokens), float(prefix_tokens))
     if not bool(np.ravel(t.fits)[0]):
-        raise ValueError(f"prefix_tokens: a prefill of {prefix_tokens:g} tokens x batch {batch:g} does not fit on "
-                         f"{sv.label()}")
+        raise ValueError(f"prefix_tokens: a prefill of {prefix_tokens:g} tokens x batch {batch:g} has no answer on "
+                         f"{sv.label()}: {t.why(0)}")
     return float(np.ravel(t.usd_per_mtok)[0]) * float(prefix_tokens) / 1e6
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenomy.core.roofline import BOUND_NAMES
+from tokenomy.core.engine import BOUNDS
 from tokenomy.econ.cost import Terms
 
 # Lecture §2.4/§2.10: Gemini's announced traffic is "in the hundreds of millions of tokens per second";
@@ -57,10 +57,11 @@ def drain_rows(chips) -> list[dict]:
 
 
 def schedule_rows(t: Terms, chips: int, tick_s=None, global_tokens_per_s=GLOBAL_TOKENS_PER_S) -> list[dict]:
-    """Per batch of a decode sweep: the departure schedule, one unit's throughput and the Pareto flag."""
+    """Per batch of a decode sweep: the departure schedule, one unit's throughput and the Pareto flag.
+    The step is the engine's (TPOT: pipelined stages included), so per user = 1/step and per chip = B/(step·n)."""
     step = np.where(t.fits, t.step_s, np.nan)
     unit = tokens_per_s(t.batch, step)
-    per_user, per_chip = 1.0 / step, unit / chips
+    per_user, per_chip = np.where(t.fits, t.tokens_per_s_per_user, np.nan), unit / chips
     front = pareto_mask(per_user, per_chip)
     wc = worst_case_latency_s(step, tick_s)
     out = []
@@ -72,6 +73,6 @@ def schedule_rows(t: Terms, chips: int, tick_s=None, global_tokens_per_s=GLOBAL_
                     "worst_case_latency_s": g(wc), "unit_tokens_per_s": g(unit),
                     "fraction_of_global": g(fraction_of_traffic(unit, global_tokens_per_s)),
                     "tokens_per_s_per_user": g(per_user), "tokens_per_s_per_chip": g(per_chip),
-                    "bound": BOUND_NAMES[int(np.ravel(t.bound)[i])] if ok else None,
+                    "bound": BOUNDS[int(np.ravel(t.bound)[i])] if ok else None,
                     "pareto": bool(front[i]), "fits": ok})
     return out

@@ -62,16 +62,18 @@ class PriceRatio:
         return {**asdict(self), "within_provider_range": self.within_provider_range}
 
 
-def price_ratio(sv: Serving, decode_batch, context, prompt_tokens, prefill_batch=1) -> PriceRatio:
-    """Cost per input token (a fresh prefill of ``prompt_tokens``) and per output token (decode at ``context``)."""
+def price_ratio(sv: Serving, decode_batch, context, prompt_tokens, prefill_batch=1,
+                prefill: Serving | None = None) -> PriceRatio:
+    """Cost per input token (a fresh prefill of ``prompt_tokens``, on ``prefill``'s layout, default ``sv``'s) and per
+    output token (decode at ``context`` on ``sv``)."""
     if prompt_tokens > context:
         raise ValueError(f"prompt_tokens: must be <= context ({context}), got {prompt_tokens}")
-    pre = sv.terms(float(prefill_batch), float(prompt_tokens), float(prompt_tokens))
+    pre = (prefill or sv).terms(float(prefill_batch), float(prompt_tokens), float(prompt_tokens))
     dec = sv.terms(float(decode_batch), float(context))
     f = lambda t, x: float(np.ravel(x)[0]) if bool(np.ravel(t.fits)[0]) else None  # noqa: E731
     cin, cout = f(pre, pre.usd_per_mtok), f(dec, dec.usd_per_mtok)
     return PriceRatio(
-        model=sv.model.name, hardware=sv.hardware.name, chips=sv.n, decode_batch=int(decode_batch),
+        model=sv.model.name, hardware=sv.hardware.name, chips=sv.chips, decode_batch=int(decode_batch),
         context=int(context), prefill_batch=int(prefill_batch), prompt_tokens=int(prompt_tokens),
         usd_per_mtok_input=cin, usd_per_mtok_output=cout,
         output_over_input=None if cin is None or cout is None else cout / cin,

@@ -6,7 +6,9 @@ With an i.i.d. per-token acceptance rate α (Leviathan et al. 2023, arXiv 2211.1
 Time per round = t_verify(k+1 tokens) + k·d·t_step(1), d = draft step / target step.
     memory-bound target: t_verify ≈ t_step  ⇒ speed-up ≈ E/(1 + k·d), cost per token × (1 + k·d)/E  (cheaper)
     compute-bound target: t_verify ≈ (k+1)·t_step ⇒ speed-up ≈ E/(k+1 + k·d) < 1: speculation wastes compute
-The engine evaluates t_verify as a pass with len_pass = k+1 (attention and KV writes included).
+The engine evaluates t_verify as a pass with len_pass = k+1 on the deployment's layout (attention and KV writes
+included; MLA attention in the cheaper of its absorbed and plain forms, so k+1 tokens cost ~(k+1)x one token's
+attention when attention binds).
 Fast mode: a smaller batch (lower step time) plus speculation, priced against the normal operating point.
 """
 

@@ -53,11 +53,11 @@ def seed_corrections() -> list[dict]:
     return [{"id": c.id, "correction": c.seed} for c in CLAIMS if c.seed]
 
 
-def real_hardware():
-    """The key claims re-evaluated on catalog hardware and models (see lecture/real.py)."""
+def real_hardware(serve):
+    """The key claims re-evaluated on catalog hardware and models (see lecture/real.py for ``serve``)."""
     from tokenomy.lecture.real import real_rows
 
-    return real_rows()
+    return real_rows(serve)
 
 
 __all__ = ["CLAIMS", "Claim", "ClaimResult", "evaluate", "evaluate_claim", "real_hardware", "seed_corrections"]

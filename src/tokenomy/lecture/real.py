@@ -2,11 +2,15 @@
 
 Each row: the claim it revisits, the setting, the lecture's figure, the real figure, their ratio, and whether the
 real figure is within the claim's tolerance. ``closing_note`` lists the disagreements and by how much.
+The deployments come from ``serve(model, system, kv_dtype=, batch=, context=, len_pass=)`` (the answer layer's
+``answers.economics.lecture_serving``: the calibrated set on the best layout over the system's chips at those points),
+so each setting names the layout it ran on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from tokenomy.arch.params import count_params, kv_bytes_at_context, kv_bytes_per_token, weight_bytes
 from tokenomy.catalog import loader
@@ -25,6 +29,9 @@ MODEL, KV_DTYPE, CONTEXT = "deepseek-v3", "fp8", 8192
 R_CHIPS = ("a100-80gb-sxm", "h100-sxm", "h200", "b200", "gb200", "gb300", "rubin", "mi300x", "mi355x", "tpu-v4",
            "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
 PRICE_SHEETS = ("claude-opus-4-6", "gemini-3-pro", "openai-gpt-5", "deepseek-v3-2")
+BATCHES = tuple(2 ** i for i in range(15))  # the decode points a system's layout is chosen at (tokenomy batch's)
+PREFIX, PREFIX_BATCH = 32768, 8
+Serve = Callable[..., Serving]
 
 
 @dataclass(frozen=True)
@@ -72,10 +79,15 @@ def ratio_rows() -> list[RealRow]:
     return out
 
 
-def system_rows(system: str) -> list[RealRow]:
-    sv = Serving(loader.model(MODEL), loader.hardware(system), kv_dtype=KV_DTYPE)
+def system_serving(serve: Serve, system: str) -> Serving:
+    """DeepSeek-V3 decode on ``system`` at the lecture's context, laid out for the batch sweep."""
+    return serve(MODEL, system, kv_dtype=KV_DTYPE, batch=list(BATCHES), context=[CONTEXT])
+
+
+def system_rows(serve: Serve, system: str) -> list[RealRow]:
+    sv = system_serving(serve, system)
     s = eb.summarize_batch(sv, CONTEXT)
-    at = f"{MODEL} on {sv.n} x {sv.hardware.chip.name}, context {CONTEXT}, KV {KV_DTYPE}"
+    at = f"{sv.label()}, context {CONTEXT}, KV {KV_DTYPE}, {sv.eff.name}"
     op = f"{at}, batch {s.operating_batch}"
     p = count_params(sv.model)
     rows = [
@@ -90,13 +102,14 @@ def system_rows(system: str) -> list[RealRow]:
         _row("L7", "worst-case latency 2 x step (s)", op, 0.040, s.worst_case_latency_s, Tol("factor", 1.5)),
         _row("L27", "$ per M output tokens at the operating batch", f"{op}, ${sv.price}/chip-h", 0.40,
              s.usd_per_mtok_at_operating, Tol("factor", 1.5)),
-        _row("L26", "weight-read floor (s)", f"{MODEL} {weight_bytes(sv.model) / 1e9:.0f} GB on {sv.n} chips", 0.020,
-             float(weight_bytes(sv.model) / (sv.n * sv.hardware.hbm_bytes_per_s)), Tol("order")),
+        _row("L26", "weight-read floor (s)", f"{MODEL} {weight_bytes(sv.model) / 1e9:.0f} GB on {sv.chips} chips",
+             0.020, float(weight_bytes(sv.model) / (sv.chips * sv.hardware.hbm_bytes_per_s)), Tol("order")),
     ]
     c = ec.summarize_context(sv, s.operating_batch or 1)
     rows.append(_row("L8", "crossover context len* (large batch)", at.rsplit(", context", 1)[0], 200e3,
                      c.crossover_large_batch, Tol("factor", 2)))
-    pr = ep.price_ratio(sv, s.operating_batch or 1, CONTEXT, CONTEXT // 2, 1)
+    prefill = serve(MODEL, system, kv_dtype=KV_DTYPE, batch=[1], context=[CONTEXT // 2], len_pass=CONTEXT // 2)
+    pr = ep.price_ratio(sv, s.operating_batch or 1, CONTEXT, CONTEXT // 2, 1, prefill=prefill)
     rows.append(_row("L22", "predicted output/input cost ratio", op, 5, pr.output_over_input, Tol("factor", 1.7)))
     if s.operating_batch:
         _, price = es.fast_mode_point(sv, s.operating_batch, CONTEXT, es.FAST_MODE_SPEED)
@@ -115,17 +128,17 @@ def kv_rows() -> list[RealRow]:
     return out
 
 
-def cache_rows() -> list[RealRow]:
+def cache_rows(serve: Serve) -> list[RealRow]:
     tiers = kt.tiers_from_catalog()
     lecture_drain = {"hbm": 0.020, "ddr": 10 ** 0.5, "cxl": 10 ** 0.5, "local_flash": 60.0, "network_flash": 60.0,
                      "hdd": 3600.0}  # the lecture gives no figure for object storage
     out = [_row("L24", "drain time cap/bw (s)", t.name, lecture_drain[t.tier], t.drain_s, Tol("order"))
            for t in tiers if t.tier in lecture_drain]
-    sv = Serving(loader.model(MODEL), loader.hardware("hgx-h200-8"), kv_dtype=KV_DTYPE)
-    prefix = 32768
+    prefix = PREFIX
+    sv = serve(MODEL, "hgx-h200-8", kv_dtype=KV_DTYPE, batch=[PREFIX_BATCH], context=[prefix], len_pass=prefix)
     size = kv_bytes_per_token(sv.model, KV_DTYPE) * prefix
     tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in tiers if t.tier != "hbm"]
-    remat = kt.remat_usd(sv, prefix, 8)
+    remat = kt.remat_usd(sv, prefix, PREFIX_BATCH)
     for hold, lecture in ((300, "local-nvme"), (3600, "hdd")):
         names, _ = kt.cheapest(size, hold, tiers, remat)
         out.append(_row("L24", f"cheapest tier for a {hold:g} s hold (cost model)",
@@ -135,7 +148,7 @@ def cache_rows() -> list[RealRow]:
         out.append(_row("L23", f"write premium for a {hold:g} s hold / base input", f"{d.tier}, device cost only",
                         published, d.write_premium_fraction, Tol("order")))
     for stall, how in ((0.0, "device cost only"), (1.0, "GPUs wait for the copy")):
-        d = kt.implied_discounts(size, 300, tiers, remat, sv.n * sv.price / 3600.0, stall)
+        d = kt.implied_discounts(size, 300, tiers, remat, sv.chips * sv.price / 3600.0, stall)
         out.append(_row("L23", "cache-hit price / base input", f"{d.tier}, {how}", 0.1, d.hit_fraction, Tol("order")))
     return out
 
@@ -169,11 +182,11 @@ def scale_rows() -> list[RealRow]:
                  rack.num_chips * rack.hbm_bytes, Tol("factor", 1.5))]
 
 
-def real_rows() -> list[RealRow]:
+def real_rows(serve: Serve) -> list[RealRow]:
     rows = ratio_rows()
     for s in SYSTEMS:
-        rows += system_rows(s)
-    return rows + kv_rows() + cache_rows() + price_rows() + scale_rows()
+        rows += system_rows(serve, s)
+    return rows + kv_rows() + cache_rows(serve) + price_rows() + scale_rows()
 
 
 def closing_note(rows: list[RealRow]) -> list[str]:
