@@ -7,12 +7,15 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from tokenomy.catalog import loader
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app as cli_app
+
+from .figs import arr, trace
 
 HX = {"HX-Request": "true"}
 
@@ -28,8 +31,11 @@ def test_serve_page_shows_the_answer_and_its_derivation(client):
     api = client.get("/api/decode?model=llama-3.1-70b&hardware=hgx-h100-8&batch=64&context=8192").json()[0]
     assert f'data-step-s="{api["step_s"]}"' in r.text and f'data-bound="{api["bound"]}"' in r.text
     assert "memory (binds)" in r.text and "fits" in r.text
-    assert "compute_s = FLOPs / (n*peak_bf16)" in r.text  # the explain panel, without rich markup
-    assert "[bold]" not in r.text
+    explain = re.search(r'<pre id="explain">(.*?)</pre>', r.text, re.S).group(1)
+    assert "t_stage = max(compute, memory) + comms + overhead" in explain  # Result.explain(), without rich markup
+    assert f"{api['plan']}, batch 64, context 8192" in explain and "roofline bound" in explain
+    assert "[bold]" not in r.text and "[/" not in explain
+    assert f'id="layout">{api["plan"]}<' in r.text and api["plan"] == "tp8 ep1 pp1 dp1"  # the layout chosen
     assert "/static/plotly.min.js" in r.text and "cdn" not in r.text.lower()
     assert "roofline" in figures(r.text)
 
@@ -65,7 +71,11 @@ def test_serve_prefill_and_uploaded_config(client):
     token = client.post("/api/upload", content=raw).json()["config"]
     r = client.get(f"/serve?kind=prefill&config={token}&hardware=b200&batch=2&context=4096&len_pass=1024")
     assert r.status_code == 200 and "uploaded:" in r.text and "using the uploaded config" in r.text
-    assert "len_pass S=1024" in r.text
+    explain = re.search(r'<pre id="explain">(.*?)</pre>', r.text, re.S).group(1)
+    assert "batch 2, context 4096, 1024 new token(s) per sequence" in explain
+    assert "pass latency = (M+pp-1)*t_stage" in explain  # prefill's formula, not decode's TPOT
+    lat = figures(r.text)["latency"]
+    assert lat["layout"]["title"]["text"].startswith("Prefill step time vs batch")
 
 
 def test_catalog_page_lists_everything_with_sources(client):
@@ -126,19 +136,56 @@ def test_bridged_pages_show_bad_input_inline(client, path, field):
 
 def test_plan_front_rows_open_on_the_serve_page_with_the_same_numbers(client):
     plan = client.get("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=3").json()
-    best = plan["best"]
-    r = client.get(f"/serve?model=deepseek-v3&hardware=gb200-nvl72&batch={best['batch']}&context=8192"
-                   f"&tp={best['tp']}&ep={best['ep']}&pp={best['pp']}&dp={best['dp']}")
-    assert r.status_code == 200 and f"layout {best['plan']}" in r.text
-    assert f'data-step-s="{best["step_s"]}"' in r.text  # the page's point is the search's point
     links = re.findall(r'<td><a href="(/serve\?[^"]+)">', client.get("/plan?top=3").text)
-    assert len(links) == 3 and all("tp=" in u and "ep=" in u for u in links)
+    assert len(links) == len(plan["front"]) == 3 and all("tp=" in u and "ep=" in u for u in links)
+    checked = 0
+    for row, link in zip(plan["front"], links):
+        if row["kv_batch"]:  # the Serve page (answers.passes) takes no kv_batch: see the report
+            continue
+        r = client.get(link.replace("&amp;", "&"))
+        assert r.status_code == 200 and f"layout {row['plan']}" in r.text
+        assert f'data-step-s="{row["step_s"]}"' in r.text  # the page's point is the search's point
+        checked += 1
+    assert checked >= 1
+
+
+@pytest.mark.xfail(strict=True, reason="answers.passes.pass_answer takes no kv_batch (nor attn_dp): a plan row "
+                                       "with a batch-sharded KV cannot be reproduced on the Serve page")
+def test_plan_kv_batch_rows_reproduce_on_the_serve_page(client):
+    plan = client.get("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=3").json()
+    row = next(r for r in plan["front"] if r["kv_batch"])
+    r = client.get("/serve?" + "&".join(f"{k}={row[k]}" for k in ("batch", "tp", "ep", "pp", "dp", "redundant_experts",
+                                                                  "kv_batch")) + "&model=deepseek-v3&hardware=gb200-nvl72")
+    assert r.status_code == 200 and f'data-step-s="{row["step_s"]}"' in r.text
 
 
 def test_serve_layout_mode_explains_the_layout(client):
     r = client.get("/serve?model=deepseek-v3&hardware=gb200-nvl72&ep=64&batch=256&kv_dtype=fp8")
-    assert "ep dispatch+combine" in r.text.lower() or "EP dispatch" in r.text
-    assert "ep comm" in r.text and "(even split, no layout)" in r.text  # the sweeps say what they are
+    assert "EP dispatch+combine" in r.text and "ep comm" in r.text  # the explain panel and the terms table
+    assert 'id="layout">tp1 ep64 pp1 dp1 attn-dp<' in r.text and "(the layout given)" in r.text
+    figs = figures(r.text)
+    for name in ("latency", "cost", "mfu", "pareto"):  # the sweeps say what they are: the point's layout
+        assert figs[name]["layout"]["title"]["text"].endswith("on tp1 ep64 pp1 dp1 attn-dp") or \
+            "on tp1 ep64 pp1 dp1 attn-dp " in figs[name]["layout"]["title"]["text"], name
+
+
+def test_serve_latency_figure_is_the_pass_rows(client):
+    q = "model=llama-3.1-70b&hardware=hgx-h100-8&batch=64&context=8192"
+    fig = figures(client.get(f"/serve?{q}").text)["latency"]
+    rows = [r for r in client.get(f"/api/decode?{q.replace('batch=64', 'batch=1..65536')}&tp=8&ep=1&pp=1&dp=1"
+                                  ).json() if r["fits"]]
+    assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
+    names = [t["name"] for t in fig["data"]]
+    assert names[:5] == ["step", "roofline bound", "compute", "weight fetch", "KV fetch"]
+    assert "communication" in names and "overhead" in names  # tp8 all-reduces; a fixed step overhead
+    step = trace(fig, "step")
+    assert list(arr(step["x"])) == [r["batch"] for r in rows]
+    assert np.allclose(arr(step["y"]), [1e3 * r["step_s"] for r in rows], rtol=1e-12)
+    assert np.allclose(arr(trace(fig, "KV fetch")["y"]), [1e3 * r["kv_s"] for r in rows], rtol=1e-12)
+    w = arr(trace(fig, "weight fetch")["y"])
+    assert np.allclose(w, w[0], rtol=1e-9)  # the weights are read once per step, whatever the batch
+    assert all(s >= b for s, b in zip(arr(step["y"]), arr(trace(fig, "roofline bound")["y"])))
+    assert fig["layout"]["shapes"][0]["x0"] == 64  # "this batch"
 
 
 def test_cache_lines_are_the_tiers_totals(client):

@@ -1,32 +1,44 @@
-"""Figure dictionaries: log axes, trace names, point counts; and the per-op costs the roofline plots."""
+"""Figure dictionaries: log axes, trace names, point counts; and the per-op costs the roofline plots, which are
+the engine's work on the busiest chip split by op shape (core.op_costs), so they add up to the engine's pass."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from tokenomy.answers.resolve import deployment
+from tokenomy.arch.ops import lower
 from tokenomy.catalog import loader
-from tokenomy.core.inference import run_pass
-from tokenomy.core.op_costs import op_costs
+from tokenomy.core.layout import Layout
+from tokenomy.core.op_costs import op_costs, per_chip
+from tokenomy.plots import serving as sp
 from tokenomy.plots.roofline import roofline_figure
+from tokenomy.web import serve
 
 from .figs import arr, trace
 
 
-@pytest.mark.parametrize("name, B, C, S", [("deepseek-v3", 64, 8192, 1), ("gemma-3-27b-it", 1, 32768, 1),
-                                           ("gpt-oss-120b", 4, 4096, 4096), ("llama-3.1-8b", 3, 4096, 100)])
-def test_op_costs_sum_to_the_engine_pass(name, B, C, S):
-    m = loader.model(name)
-    s = run_pass(m, loader.hardware("hgx-h100-8"), batch=B, context=C, len_pass=S, chips=64).step
-    ops = op_costs(m, batch=B, context=C, len_pass=S)
-    assert sum(o.flops for o in ops) == pytest.approx(float(s.flops), rel=1e-12)
-    total = float(s.weight_bytes + s.kv_read_bytes + s.kv_write_bytes + s.act_bytes)
-    assert sum(o.bytes for o in ops) == pytest.approx(total, rel=1e-12)
-    assert sum(o.count for o in ops) == len(__import__("tokenomy.arch.ops", fromlist=["lower"]).lower(m))
+@pytest.mark.parametrize("name, hw, layout, B, C, S", [
+    ("deepseek-v3", "gb200-nvl72", Layout(tp=1, ep=64), 64, 8192, 1),  # MLA + experts, attention-DP beside EP
+    ("gemma-3-27b-it", "hgx-h100-8", Layout(tp=8), 1, 32768, 1),  # sliding-window and global layers
+    ("gpt-oss-120b", "hgx-h100-8", Layout(tp=2, ep=4), 4, 4096, 4096),  # a prefill
+    ("llama-3.1-8b", "hgx-h100-8", Layout(tp=2, pp=2, dp=2), 3, 4096, 100),  # pipelined, micro-batched
+    ("llama-3.1-70b", "hgx-h100-8", Layout.even_split(8), 32, 4096, 1),  # the ideal bound
+])
+def test_op_costs_sum_to_the_engine_pass(name, hw, layout, B, C, S):
+    dep = deployment(name, hw, layout=layout)
+    ops = op_costs(dep, batch=B, context=C, len_pass=S)
+    flops, nbytes = per_chip(dep.work(B, C, S))  # the busiest chip of a stage, per micro-batch
+    assert sum(o.flops for o in ops) == pytest.approx(flops, rel=1e-12)
+    assert sum(o.bytes for o in ops) == pytest.approx(nbytes, rel=1e-12)
+    assert sum(o.count for o in ops) == len(lower(dep.model))
+    w = dep.work(B, C, S)
+    assert float(np.asarray(w.flops)) >= flops  # the whole pass over all chips holds at least one chip's share
 
 
 def test_op_costs_group_layers_and_split_windows():
-    ops = {o.name: o for o in op_costs(loader.model("gemma-3-27b-it"), batch=1, context=100_000)}
+    dep = deployment("gemma-3-27b-it", "h100-sxm", layout=Layout())
+    ops = {o.name: o for o in op_costs(dep, batch=1, context=100_000)}
     assert ops["attn.proj"].count == 62
     assert ops["attn.scores (window 1024)"].count + ops["attn.scores"].count == 62
     # a sliding-window layer reads at most 1024 positions of KV; a global one all 100k
@@ -35,43 +47,73 @@ def test_op_costs_group_layers_and_split_windows():
 
 
 def test_decode_matmul_intensity_grows_with_batch():
-    m = loader.model("llama-3.1-70b")
-    i = [next(o for o in op_costs(m, batch=b, context=2048) if o.name == "mlp").intensity for b in (1, 16, 256)]
+    dep = deployment("llama-3.1-70b", "h100-sxm", layout=Layout())
+    i = [next(o for o in op_costs(dep, batch=b, context=2048) if o.name == "mlp").intensity for b in (1, 16, 256)]
     assert i[0] < i[1] < i[2] and i[1] / i[0] == pytest.approx(16, rel=0.05)  # ≈ B FLOP/B at bf16
 
 
-def _fig(model="deepseek-v3", hw="gb200-nvl72", B=64, C=8192):
-    m, h = loader.model(model), loader.hardware(hw)
-    r = run_pass(m, h, batch=B, context=C)
-    s = r.step
-    ops = op_costs(m, batch=B, context=C)
-    by = float(s.weight_bytes + s.kv_read_bytes + s.kv_write_bytes + s.act_bytes)
-    return ops, r, roofline_figure(ops, peak_flops_per_s=r.peak_flops_per_s, hbm_bytes_per_s=r.hbm_bytes_per_s,
-                                   pass_flops=float(s.flops), pass_bytes=by, pass_step_s=float(s.step_s),
-                                   chips=r.chips)
+def _serve(**q):
+    kind, query = serve.parse_serve({k: str(v) for k, v in q.items()})
+    return serve.serve_view(kind, query)
 
 
 def test_roofline_figure_is_log_log_with_named_traces():
-    ops, r, fig = _fig()
+    v = _serve(model="deepseek-v3", hardware="gb200-nvl72", batch=64, context=8192)
+    fig = v["figures"]["roofline"]
     assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
-    names = [t["name"] for t in fig["data"]]
-    assert names == ["roof", "ridge", "ops", "this pass"]
-    shown = [o for o in ops if o.flops > 0]
-    assert len(arr(trace(fig, "ops")["x"])) == len(shown) == len(ops) - 1  # the embedding gather has no FLOPs
+    assert [t["name"] for t in fig["data"]] == ["roof", "ridge", "ops", "this pass"]
+    pts = trace(fig, "ops")
+    assert "embed" not in list(pts["text"]) and "attn.proj" in list(pts["text"])
     assert "not shown (no FLOPs): embed" in fig["layout"]["title"]["text"]
 
 
-def test_roofline_points_sit_on_or_under_the_roof():
-    ops, r, fig = _fig("llama-3.1-70b", "hgx-h100-8", B=32, C=4096)
-    roof = lambda x: np.minimum(r.peak_flops_per_s, np.asarray(x) * r.hbm_bytes_per_s)  # noqa: E731
+@pytest.mark.parametrize("q", [dict(model="llama-3.1-70b", hardware="hgx-h100-8", batch=32, context=4096),
+                               dict(model="llama-3.1-70b", hardware="hgx-h100-8", batch=64, context=8192, tp=2,
+                                    pp=4),  # 4 micro-batches per step
+                               dict(model="llama-3.1-70b", hardware="hgx-h100-8", batch=32, context=4096,
+                                    efficiency="roofline")])
+def test_roofline_points_sit_on_or_under_the_roof(q):
+    v = _serve(**q)
+    fig, row = v["figures"]["roofline"], v["row"]
+    chip = loader.hardware(q["hardware"]).chip
+    peak, bw = chip.peak_flops_per_s[v["compute_dtype"]], chip.hbm_bytes_per_s
+    roof = lambda x: np.minimum(peak, np.asarray(x) * bw)  # noqa: E731
     pts = trace(fig, "ops")
     assert np.allclose(arr(pts["y"]), roof(arr(pts["x"])))
     star = trace(fig, "this pass")
     x, y = arr(star["x"])[0], arr(star["y"])[0]
     assert y <= roof(x) * (1 + 1e-9)  # the pass never beats its roof (per chip)
-    assert y > roof(x) / 2  # and with no overhead it sits near it
-    assert arr(trace(fig, "ridge")["x"])[0] == pytest.approx(r.peak_flops_per_s / r.hbm_bytes_per_s)
-    assert arr(trace(fig, "roof")["y"]).max() == pytest.approx(r.peak_flops_per_s)
+    if q.get("efficiency") == "roofline" and row["bound"] == "memory" and not row["comms_s"]:
+        assert y == pytest.approx(roof(x) * row["memory_s"] / row["step_s"], rel=1e-6)
+    assert arr(trace(fig, "ridge")["x"])[0] == pytest.approx(peak / bw)
+    assert arr(trace(fig, "roof")["y"]).max() == pytest.approx(peak)
+
+
+def test_roofline_star_at_the_ideal_bound_sits_on_the_roof():
+    v = _serve(model="llama-3.1-70b", hardware="hgx-h100-8", batch=8, context=4096, layout="ideal",
+               efficiency="roofline")
+    star = trace(v["figures"]["roofline"], "this pass")
+    chip_bw = loader.hardware("hgx-h100-8").chip.hbm_bytes_per_s
+    x, y = arr(star["x"])[0], arr(star["y"])[0]
+    # even split, no comms, memory-bound: achieved FLOP/s = I·BW·memory/step (the step adds only the overhead)
+    assert y / (x * chip_bw) == pytest.approx(v["row"]["memory_s"] / v["row"]["step_s"], rel=1e-3)
+
+
+ROWS = [{"batch": b, "step_s": 1e-2 + 1e-4 * b, "roofline_step_s": 5e-3 + 5e-5 * b, "compute_s": 1e-4 * b,
+         "weights_read_s": 8e-3, "kv_s": 5e-5 * b, "act_s": 1e-6 * b, "comms_s": 0.0, "overhead_s": 1e-3}
+        for b in (1, 8, 64)] + [{"batch": 512, "step_s": None, "roofline_step_s": None}]  # does not fit
+
+
+def test_latency_vs_batch_draws_the_rows_terms():
+    f = sp.latency_vs_batch(ROWS, marks={"this batch": 8})
+    names = [t["name"] for t in f["data"]]
+    assert names == ["step", "roofline bound", "compute", "weight fetch", "KV fetch", "activation traffic",
+                     "overhead"]  # communication is zero at every batch: left out
+    assert f["layout"]["xaxis"]["type"] == "log" and f["layout"]["yaxis"]["type"] == "log"
+    assert trace(f, "step")["x"] == [1, 8, 64]  # the point that does not fit is left out
+    assert trace(f, "KV fetch")["y"] == pytest.approx([1e3 * 5e-5 * b for b in (1, 8, 64)])
+    assert trace(f, "weight fetch")["y"] == pytest.approx([8.0] * 3)
+    assert f["layout"]["shapes"][0]["x0"] == 8
 
 
 TRAIN_ROWS = [{"global_batch": g, "compute_s": c, "bubble_s": b, "comm_exposed_s": e, "step_s": c + b + e,

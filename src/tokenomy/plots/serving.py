@@ -2,7 +2,7 @@
 functions and CLI return. No computation beyond unit scaling; no plotly import (plotly.js and
 ``plotly.io.to_json(fig)`` both take these dicts), so the CLI never loads plotly.
 
-    batch rows (econ.batch.batch_rows)            -> latency_vs_batch, cost_vs_batch
+    pass rows (answers.passes: decode|prefill)   -> latency_vs_batch, cost_vs_batch, pareto, mfu_vs_context
     schedule rows (econ.latency.schedule_rows)    -> pareto
     context rows (econ.context.context_rows)      -> mfu_vs_context
     cost curves (econ.kv_tiers.cost_curves)       -> tier_costs_vs_hold
@@ -44,15 +44,23 @@ def _marks(marks: dict | None) -> dict:
     return {"shapes": [p[0] for p in pairs], "annotations": [p[1] for p in pairs]}
 
 
+LATENCY_TERMS = (("compute_s", "compute", "dash"), ("weights_read_s", "weight fetch", "dash"),
+                 ("kv_s", "KV fetch", "dash"), ("act_s", "activation traffic", "dot"),
+                 ("comms_s", "communication", "dashdot"), ("overhead_s", "overhead", "dot"))
+
+
 def latency_vs_batch(rows: list[dict], title: str = "Step time vs batch", marks: dict | None = None) -> dict:
-    """The lecture's latency graph: compute rises linearly, weight fetch is flat, KV fetch rises; step = max."""
+    """The lecture's latency graph from pass rows (answers.passes): compute rises linearly, weight fetch is flat,
+    KV fetch rises; the step (the answer, calibrated) and its roofline bound drawn over the terms. Terms that
+    are zero at every batch (no communication on one chip) are left out; points that do not fit too."""
     ok = [r for r in rows if r.get("step_s") is not None]
     b = [r["batch"] for r in ok]
     ms = lambda key: [1e3 * r[key] for r in ok]  # noqa: E731
-    data = [_line(b, ms("step_s"), "step", line={"width": 3}),
-            _line(b, ms("compute_s"), "compute", line={"dash": "dash"}),
-            _line(b, ms("weights_s"), "weight fetch", line={"dash": "dash"}),
-            _line(b, ms("kv_s"), "KV fetch", line={"dash": "dash"})]
+    data = [_line(b, ms("step_s"), "step", line={"width": 3})]
+    if all(r.get("roofline_step_s") is not None for r in ok):
+        data.append(_line(b, ms("roofline_step_s"), "roofline bound", mode="lines", line={"color": "#444", "width": 1}))
+    data += [_line(b, ms(key), name, line={"dash": dash}) for key, name, dash in LATENCY_TERMS
+             if any(r.get(key) for r in ok)]
     return {"data": data, "layout": _layout(title, "batch (sequences)", "ms per step", **_marks(marks))}
 
 

@@ -58,7 +58,12 @@ def field_of(e: ValueError) -> str:
 
 
 def message_of(e: ValueError) -> str:
-    return e.msg if isinstance(e, FieldError) else (str(e).splitlines() or [type(e).__name__])[0]
+    """The message without its leading 'field:' (the field is shown beside it)."""
+    if isinstance(e, FieldError):
+        return e.msg
+    line = (str(e).splitlines() or [type(e).__name__])[0]
+    m = _HEAD.match(line)
+    return line[m.end():].strip() or line if m and ":" in m.group(0) else line
 
 
 def int_list(name: str, text: str) -> list[int]:

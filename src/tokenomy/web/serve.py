@@ -3,7 +3,8 @@
 The point is the ``decode|prefill`` answer (tokenomy.answers.passes) for the query: its row (``step_s`` the
 calibrated estimate, ``roofline_step_s`` the bound, the layout ``plan``), its header (``Result.title``: the
 layout rule and efficiency set) and its derivation (``Result.explain()``). The sweeps are the same answer over
-batch and over context on the point's layout; the roofline plot's op points come from ``core.op_costs``.
+batch (step time and its terms for the point's kind; decode $/Mtok and the Pareto front) and over context on the
+point's layout; the roofline plot's op points come from ``core.op_costs`` (per chip, per micro-batch).
 """
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     return kind, q
 
 
-def _sweep(q: dict, plan: dict, **grid) -> list[dict]:
-    """The decode answer over a grid on the point's layout (so the curves pass through the point)."""
+def _sweep(kind: str, q: dict, plan: dict, **grid) -> list[dict]:
+    """The ``kind`` answer over a grid on the point's layout (so the curves pass through the point)."""
     degrees = ({"layout": "ideal"} if plan["ideal"] else
                {k: str(plan[k]) for k in ("tp", "ep", "pp", "dp", "redundant_experts")})
-    keep = {k: v for k, v in q.items() if k not in LAYOUT_FIELDS + ("chips", "len_pass")}
-    return P.answer("decode", {**keep, **degrees, **grid}).rows()
+    drop = ("tp", "ep", "pp", "dp", "redundant_experts", "layout", "chips") + (("len_pass",) if kind == "decode" else ())
+    keep = {k: v for k, v in q.items() if k not in drop}  # hop_latency stays: it is part of the point
+    return P.answer(kind, {**keep, **degrees, **grid}).rows()
 
 
 def serve_view(kind: str, q: dict[str, str]) -> dict:
@@ -72,17 +74,23 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     figures = {}
     if row["fits"]:  # a configuration that does not fit gets no times, so no point on the roofline
         ops = op_costs(dep, batch=row["batch"], context=row["context"], len_pass=row["len_pass"])  # busiest chip
-        chip = dep.hardware.chip
+        chip, m = dep.hardware.chip, plan["microbatches"]  # a step runs M micro-batches through each stage
         figures["roofline"] = roofline_figure(
             ops, peak_flops_per_s=chip.peak_flops_per_s[compute_dtype], hbm_bytes_per_s=chip.hbm_bytes_per_s,
-            pass_flops=sum(o.flops for o in ops), pass_bytes=sum(o.bytes for o in ops), pass_step_s=row["step_s"],
-            chips=1, title=f"{kind} roofline: {row['batch'] * row['len_pass']:,} new tokens, "
-                                       f"context {row['context']:,}")
+            pass_flops=m * sum(o.flops for o in ops), pass_bytes=m * sum(o.bytes for o in ops),
+            pass_step_s=row["step_s"], chips=1,
+            title=f"{kind} roofline: {row['batch'] * row['len_pass']:,} new tokens, context {row['context']:,}")
     on = f" on {plan['label']}"
-    brows = _sweep(q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
     marks = {"this batch": row["batch"]}
+    if kind == "decode":
+        krows = brows = _sweep("decode", q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
+    else:
+        krows = _sweep(kind, q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
+        brows = _sweep("decode", q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
+    figures["latency"] = sp.latency_vs_batch(krows, f"{kind.capitalize()} step time vs batch{on} "
+                                                    f"({row['efficiency']}; context {row['context']:,})", marks)
     figures["cost"] = sp.cost_vs_batch(brows, f"Decode $/Mtok and MFU vs batch{on}", marks)
-    figures["mfu"] = sp.mfu_vs_context(_sweep(q, plan, batch=str(row["batch"]), context=CONTEXT_SWEEP),
+    figures["mfu"] = sp.mfu_vs_context(_sweep("decode", q, plan, batch=str(row["batch"]), context=CONTEXT_SWEEP),
                                        f"Decode MFU vs context at batch {row['batch']:,}{on}")
     figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user, decode over batch{on}")
     return {"row": row, "title": res.title, "layout_rule": res.extra["layout_rule"], "plan": plan,
