@@ -116,3 +116,91 @@ def test_catalog_page(page, live_server):
     page.click("#models a[href='/serve?model=deepseek-v3']")
     page.wait_for_selector("#step-time, #verdict")
     assert page.input_value("select[name=model]") == "deepseek-v3"
+
+
+def on_screen(page) -> dict:
+    """What a person sees: the form's values and the results' numbers."""
+    return page.evaluate("""() => { const f = document.querySelector('#serve-form');
+        const v = Object.fromEntries(['batch', 'context', 'efficiency', 'tp', 'layout', 'redundant_experts']
+            .map(n => [n, f.querySelector(`[name=${n}]`).value]));
+        const s = document.querySelector('#summary');
+        return {...v, step: s && s.dataset.stepS, layoutLabel: (document.querySelector('#layout') || {}).innerText,
+                card: (document.querySelector('#step-time') || {}).innerText}; }""")
+
+
+def change(page, selector: str, value: str, how: str = "fill") -> None:
+    """Change one input the way a person does and wait until the results (and the URL) follow it."""
+    old = page.url
+    getattr(page, "select_option" if how == "select" else "fill")(selector, value)
+    page.wait_for_function("(old) => window.location.href !== old", arg=old)
+    page.wait_for_selector("#results:not(.htmx-request) #summary, #results .error")
+    page.wait_for_load_state("networkidle")
+
+
+def api_step(page, live_server) -> str:
+    href = page.get_attribute("#api-link", "href")
+    return repr(page.request.get(live_server + href).json()[0]["step_s"])
+
+
+def test_serve_changes_then_back_shows_each_earlier_state(page, live_server):
+    """Batch, efficiency, an explicit layout, the ideal bound; then Back through every state: each is restored on
+    screen (form and numbers) and equals the API answer of the same question; Forward again."""
+    page.goto(live_server + SERVE)
+    seen = [on_screen(page)]
+    assert seen[0]["layoutLabel"] == "tp8 ep1 pp1 dp1" and seen[0]["efficiency"] == "calibrated"
+    change(page, "input[name=batch]", "32")
+    seen.append(on_screen(page))
+    change(page, "select[name=efficiency]", "roofline", "select")
+    seen.append(on_screen(page))
+    assert "roofline efficiency" in page.inner_text("#summary h2")
+    assert float(seen[2]["step"]) < float(seen[1]["step"])  # the bound is below the calibrated estimate
+    page.click("details summary")  # the parallel layout section
+    change(page, "input[name=tp]", "4")
+    seen.append(on_screen(page))
+    assert seen[-1]["layoutLabel"] == "tp4 ep1 pp1 dp1" and "efficiency=roofline" in page.url
+    change(page, "input[name=tp]", "")  # degrees take precedence over layout=ideal: clear them first
+    seen.append(on_screen(page))
+    assert seen[-1] == {**seen[2], "tp": ""}
+    change(page, "select[name=layout]", "ideal", "select")
+    seen.append(on_screen(page))
+    assert seen[-1]["layoutLabel"] == "ideal even split over 8 (no layout reaches it)"
+    assert float(seen[-1]["step"]) <= min(float(s["step"]) for s in seen[:-1])  # no layout reaches it
+    assert api_step(page, live_server) == seen[-1]["step"]
+    screenshot(page, "serve-ideal")
+    for want in reversed(seen[:-1]):
+        page.go_back()
+        page.wait_for_function("(w) => { const f = document.querySelector('#serve-form');"
+                               " const s = document.querySelector('#summary');"
+                               " return s && s.dataset.stepS === w.step && f.querySelector('[name=tp]').value === w.tp"
+                               " && f.querySelector('[name=layout]').value === w.layout; }", arg=want)
+        page.wait_for_load_state("networkidle")
+        assert on_screen(page) == want
+        assert api_step(page, live_server) == want["step"]  # the JSON link follows the restored form
+        assert plot_state(page, "fig-latency")["svg"] >= 1 and plot_state(page, "fig-roofline")["svg"] >= 1
+    screenshot(page, "serve-back")
+    page.go_forward()
+    page.wait_for_function("(b) => document.querySelector('#summary').dataset.stepS === b", arg=seen[1]["step"])
+    assert on_screen(page) == seen[1]
+
+
+def test_serve_redundant_experts_and_prefill(page, live_server):
+    page.goto(live_server + "/serve?model=deepseek-v3&hardware=gb200-nvl72&ep=64&batch=256&kv_dtype=fp8")
+    assert page.inner_text("#layout") == "tp1 ep64 pp1 dp1 attn-dp"
+    before = page.inner_text("#step-time")
+    change(page, "input[name=redundant_experts]", "64")
+    assert "+64 redundant experts" in page.inner_text("#layout") and "redundant_experts=64" in page.url
+    change(page, "input[name=redundant_experts]", "3")  # 256 + 3 slots do not split over 64 ranks
+    page.wait_for_selector("#results .error[data-field=layout]")
+    assert "not valid" in page.inner_text("#results .error")
+    change(page, "input[name=redundant_experts]", "0")
+    page.wait_for_function("(old) => document.querySelector('#step-time') && "
+                           "document.querySelector('#step-time').innerText === old", arg=before)
+    assert page.is_hidden("input[name=len_pass]")
+    page.select_option("select[name=kind]", "prefill")
+    page.wait_for_url(re.compile(r"kind=prefill"))
+    page.wait_for_selector("#summary")
+    assert page.is_visible("input[name=len_pass]")
+    change(page, "input[name=len_pass]", "512")
+    assert "512 new token(s) per sequence" in page.inner_text("#explain")
+    assert plot_state(page, "fig-latency")["traces"][:2] == ["step", "roofline bound"]
+    screenshot(page, "serve-prefill")

@@ -71,10 +71,12 @@
     });
   }
 
-  function setup() {
-    drawFigures(document);
-    var form = document.querySelector("form[hx-get]");
-    if (!form) return;
+  function currentForm() { return document.querySelector("form[hx-get]"); }
+
+  function initForm(form) {
+    // per form: a history restore (Back after a cache miss) swaps in a new body, so a new form to set up
+    if (!form || form.dataset.ready) return;
+    form.dataset.ready = "1";
     syncSliders(form);
     prefillOnly(form);
     apiLink(form);
@@ -97,6 +99,11 @@
       p.delete("config");
       window.location.search = p.toString();
     });
+  }
+
+  function setup() {
+    drawFigures(document);
+    initForm(currentForm());
     document.body.addEventListener("htmx:configRequest", function (e) {
       var p = e.detail.parameters;
       Object.keys(Object.fromEntries(p.entries ? p.entries() : Object.entries(p))).forEach(function (k) {
@@ -105,9 +112,16 @@
       });
     });
     document.body.addEventListener("htmx:afterSwap", function (e) {
-      drawFigures(e.detail.target);
+      drawFigures(e.detail.target || document);
+      var form = currentForm();
+      if (!form) return;
+      initForm(form);
       markInvalid(form);
       apiLink(form);
+    });
+    document.body.addEventListener("htmx:historyRestore", function () {
+      drawFigures(document);
+      initForm(currentForm());
     });
   }
 
