@@ -50,6 +50,7 @@ def test_decode_with_a_layout():
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.stdout)
     assert row["plan"] == "tp1 ep64 pp4 dp1 attn-dp" and row["chips"] == 256 and row["fits"]
+    assert row["efficiency"] == "calibrated"
     assert row["hop_s"] == pytest.approx(2.5e-3, rel=0.01) and row["ep_comm_s"] > 0
     assert row["step_s"] > 4 * row["hop_s"]
 
@@ -59,14 +60,41 @@ def test_decode_layout_that_does_not_fit_says_why():
                "--json")
     (row,) = json.loads(r.stdout)
     assert not row["fits"] and row["step_s"] is None and "usable HBM" in row["why"]
-    r = invoke("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--ep", "2", "--json")
-    assert all("needs an MoE model" in row["why"] for row in json.loads(r.stdout))
 
 
-def test_decode_without_layout_flags_is_unchanged():
-    r = invoke("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "8", "--json")
+@pytest.mark.parametrize("flags, reason", [
+    (("--ep", "2"), "need an MoE model"),
+    (("--tp", "3"), "does not divide the attention heads"),  # issue 12 (4): 64 heads, tp 3
+    (("--chips", "72", "--tp", "72"), "does not divide the attention heads"),
+])
+def test_invalid_layout_is_refused_with_one_line(flags, reason):
+    r = invoke("decode", "--model", "llama-3.1-70b", "--hardware", "gb200-nvl72", *flags, "--json")
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines() if r.stderr else r.output.strip().splitlines()
+    assert line.startswith("error: tp, ep, pp, dp: ") and reason in line
+
+
+def test_decode_without_layout_flags_uses_the_best_real_layout():
+    # Issue 12: DeepSeek-V3 on an NVL72 at batch 1 used to print 15,214 tok/s per user (an even split with no
+    # communication); the answer is now on a real layout over all 72 chips, named in the header and the JSON.
+    r = invoke("decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1", "--json")
     (row,) = json.loads(r.stdout)
-    assert "plan" not in row and row["comms_s"] == 0
+    assert row["chips"] == 72 and "ideal" not in row["plan"] and row["efficiency"] == "calibrated"
+    assert 30 < row["tokens_per_s_per_user"] < 1000 and row["step_s"] > row["roofline_step_s"]
+    t = invoke("decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1")
+    assert row["plan"] in t.stdout and "72 chips" in t.stdout
+    ideal = json.loads(invoke("decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1",
+                              "--layout", "ideal", "--json").stdout)[0]
+    assert "no layout reaches it" in ideal["plan"] and ideal["comms_s"] == 0
+    assert ideal["tokens_per_s_per_user"] > 3 * row["tokens_per_s_per_user"]
+
+
+def test_efficiency_roofline_makes_the_bound_the_answer():
+    args = ("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "1,64", "--json")
+    cal, roof = (json.loads(invoke(*args, *extra).stdout) for extra in ((), ("--efficiency", "roofline")))
+    for c, r in zip(cal, roof):
+        assert r["step_s"] == pytest.approx(r["roofline_step_s"]) == pytest.approx(c["roofline_step_s"])
+        assert c["step_s"] > c["roofline_step_s"] and r["efficiency"] == "roofline"
 
 
 def test_prefill_with_tp_explain():

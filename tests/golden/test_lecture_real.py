@@ -43,8 +43,6 @@ def test_deepseek_on_real_systems():
     assert rack["$ per M output tokens at the operating batch"].real_value < 4.0
 
 
-@pytest.mark.xfail(strict=True, reason="parallel.search.best_layout counts a point that fits on no layout as "
-                   "structurally invalid for every layout (reason < FITS_REASON), so the 8-GPU box gets dp8")
 def test_the_box_serves_less_than_the_rack():
     rack = {r.quantity: r for r in system_rows(lecture_serving, "gb200-nvl72")}
     box = {r.quantity: r for r in system_rows(lecture_serving, "hgx-h200-8")}

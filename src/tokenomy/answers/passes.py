@@ -17,7 +17,7 @@ from tokenomy.answers.result import Result
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
-from tokenomy.parallel.search import best_layout, explain_plan, usd_per_mtok
+from tokenomy.parallel.search import best_layout, explain_plan
 from tokenomy.units import fmt_seconds
 
 PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s", "bound",
@@ -70,7 +70,8 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
     r = dep.run(B, C, S, **hop)
     structural = np.asarray(r.reason)[(r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)]
     if structural.size:  # the layout itself is invalid: say why, return no numbers
-        raise ValueError(f"layout: {lay.label()} is not valid for {m.name}: {engine.REASONS[int(structural[0])]}")
+        raise ValueError(f"tp, ep, pp, dp: {lay.label()} is not valid for {m.name}: "
+                         f"{engine.REASONS[int(structural[0])]}")
     bound = dep.run(B, C, S, eff=engine.ROOFLINE, **hop)
     rows = pass_rows(dep, r, bound)
     used, _ = dep.compute
@@ -89,7 +90,7 @@ def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms) -> 
     flat = lambda x: np.ravel(np.broadcast_to(x, shape))  # noqa: E731
     cols = {k: flat(getattr(r, k)) for k in TERM_KEYS}
     cols["roofline_step_s"] = flat(bound.step_s)
-    cols["usd_per_mtok"] = flat(usd_per_mtok(dep, r))
+    cols["usd_per_mtok"] = flat(dep.usd_per_mtok(r))
     cols["memory_per_chip_bytes"] = flat(r.memory_per_chip_bytes)
     cols["weights_per_chip_bytes"] = flat(r.weight_bytes_per_chip)
     cols["kv_per_chip_bytes"] = flat(r.kv_bytes_per_chip)
@@ -103,7 +104,8 @@ def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms) -> 
     rows = []
     for i in range(len(B)):
         ok = reason[i] == 0
-        row = {"batch": B[i], "context": C[i], "len_pass": S[i], "plan": plan, "efficiency": dep.eff.name}
+        row = {"batch": B[i], "context": C[i], "len_pass": S[i], "plan": plan, "chips": dep.chips,
+               "efficiency": dep.eff.name}
         row.update({k: v[i] for k, v in lists.items()})
         row["bound"] = engine.BOUNDS[bidx[i]] if ok else None
         row["roofline_bound"] = engine.BOUNDS[ridx[i]] if r_reason[i] == 0 else None

@@ -26,15 +26,25 @@ def fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+def as_option(msg: str) -> str:
+    """An answer's 'field_name: ...' in the CLI's words: '--field-name: ...' (other messages unchanged)."""
+    field, sep, rest = msg.partition(":")
+    if sep and field.isidentifier() and field.islower():
+        return f"--{field.replace('_', '-')}:{rest}"
+    return msg
+
+
 def guarded(fn: F) -> F:
-    """Turn ValueError (CatalogError, ConfigError, UsageError, ...) into one line + exit code 2."""
+    """Turn ValueError (CatalogError, ConfigError, UsageError, ...) into one line + exit code 2; an answer's
+    error naming its field is re-worded with the option's name."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except ValueError as e:
-            fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            fail(msg if isinstance(e, UsageError) else as_option(msg))
 
     return wrapper  # type: ignore[return-value]
 

@@ -3,7 +3,7 @@
 from tokenomy.cli import foundation  # noqa: F401
 from tokenomy.cli import web  # noqa: F401
 from tokenomy.cli import parallel  # noqa: F401
-from tokenomy.cli import training  # noqa: F401
+from tokenomy.cli import training, lifecycle  # noqa: F401
 from tokenomy.cli import serving, serving_econ  # noqa: F401
 from tokenomy.cli import fidelity  # noqa: F401
 from tokenomy.cli import reversible  # noqa: F401,E402

@@ -1,4 +1,4 @@
-"""lifecycle and rl commands: parse the options, call answers.training, render (``ask`` is shared with train)."""
+"""lifecycle and rl commands: parse the options, call answers.training, render."""
 
 from __future__ import annotations
 
@@ -8,18 +8,6 @@ from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import CSV, EXPLAIN, JSON
 from tokenomy.cli.foundation import show_result
 from tokenomy.cli.render import emit, explain
-
-
-def ask(answer, **kw):
-    """Call an answer; a ValueError naming one of its keyword arguments is re-worded with the CLI option's name."""
-    try:
-        return answer(**kw)
-    except ValueError as e:
-        msg = str(e)
-        head = msg.split(":", 1)[0]
-        if head in kw:
-            raise UsageError("--" + head.replace("_", "-") + msg[len(head):]) from None
-        raise
 
 
 def show_record(res, *, as_json: bool, as_csv: bool, show: bool = False) -> None:
@@ -59,7 +47,7 @@ def lifecycle_cmd(
     """
     from tokenomy.answers.training import lifecycle
 
-    res = ask(lifecycle, demand_tokens_per_s=demand_tokens_per_s, period_days=period_days, target_loss=target_loss,
+    res = lifecycle(demand_tokens_per_s=demand_tokens_per_s, period_days=period_days, target_loss=target_loss,
               target_params=target_params, hardware=hardware, mfu=mfu, rl_tokens_ratio=rl_tokens_ratio,
               rl_flops_factor=rl_flops_factor, rl_penalty=rl_penalty, inference_penalty=inference_penalty,
               infer=infer, active_params=active_params, models_per_family=models_per_family)
@@ -85,7 +73,7 @@ def rl_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.
     """
     from tokenomy.answers.training import rl
 
-    res = ask(rl, model=model, hardware=hardware, chips=chips, rollouts=rollouts, prompt_len=prompt_len,
+    res = rl(model=model, hardware=hardware, chips=chips, rollouts=rollouts, prompt_len=prompt_len,
               output_len=output_len, batch=int_list("batch", batch), flops_factor=flops_factor, train_mfu=train_mfu,
               weight_dtype=weight_dtype)
     show_result(res, as_json=as_json, as_csv=as_csv)

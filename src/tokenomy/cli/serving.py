@@ -72,23 +72,6 @@ def deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_h
             "redundant_experts": redundant_experts, "layout": layout}
 
 
-def answer(fn, **kw):
-    """Call an answer; its ValueError 'field: ...' becomes the CLI's '--field: ...'."""
-    try:
-        return fn(**kw)
-    except UsageError:
-        raise
-    except ValueError as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        field, sep, rest = msg.partition(":")
-        if sep and field.isidentifier() and (field in kw or field in _FIELDS):
-            raise UsageError(f"--{field.replace('_', '-')}:{rest}") from None
-        raise
-
-
-_FIELDS = ("model", "hardware", "chips", "batch", "context", "layout", "efficiency", "weight_dtype", "kv_dtype")
-
-
 def render(res, *, as_json: bool, as_csv: bool, show_explain: bool, tables=()) -> None:
     """JSON: the payload; CSV: the rows; table: the rows, the summary as key/value lines, then ``tables``
     (payload key, title, columns) and the notes."""
@@ -132,7 +115,7 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, 
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = answer(economics.batch, **kw, batch=int_list("batch", batch), context=num("context", context, integer=True))
+    res = economics.batch(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True))
     render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain)
 
 
@@ -158,12 +141,12 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 
     tick, g = opt("tick-s", tick_s), num("global-tokens-per-s", global_tokens_per_s)
     if not model:
-        res = answer(economics.latency, hardware=hardware)
+        res = economics.latency(hardware=hardware)
         render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain)
         return
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = answer(economics.latency, **kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
+    res = economics.latency(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
                  tick_s=tick, global_tokens_per_s=g)
     render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain,
            tables=(("drain", "HBM drain time", ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s")),))
@@ -195,7 +178,7 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = answer(economics.context, **kw, batch=num("batch", batch, integer=True),
+    res = economics.context(**kw, batch=num("batch", batch, integer=True),
                  context=int_list("context", context), sparse_const=num("sparse-const", sparse_const),
                  sparse_exponent=num("sparse-exponent", sparse_exponent, hi=1), band=num("band", band, lo=1),
                  step_context=num("step-context", step_context))

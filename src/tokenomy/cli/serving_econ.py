@@ -12,7 +12,7 @@ from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS
 from tokenomy.cli.render import emit, explain, to_json
 from tokenomy.cli.serving import (BATCH, CHIPS, CONTEXT, DP, EP, FF, HARDWARE, HF, KVDT, MODEL, OH, PP, PRICE, TP,
-                                  WDT, answer, deployment_kw, float_list, num, opt, render)
+                                  WDT, deployment_kw, float_list, num, opt, render)
 
 
 @app.command("pricing")
@@ -36,7 +36,7 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = answer(economics.pricing, **kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
+    res = economics.pricing(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
                  prompt_tokens=num("prompt-tokens", prompt_tokens, integer=True),
                  prefill_batch=num("prefill-batch", prefill_batch, integer=True))
     render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain,
@@ -70,7 +70,7 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = answer(economics.speculate, **kw, batch=int_list("batch", batch),
+    res = economics.speculate(**kw, batch=int_list("batch", batch),
                  context=num("context", context, integer=True),
                  draft_tokens=num("draft-tokens", draft_tokens, integer=True),
                  acceptance=num("acceptance", acceptance, lo=0, hi=1, open_lo=False),
@@ -102,7 +102,7 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = answer(economics.cache, **kw, prefix_tokens=num("prefix-tokens", prefix_tokens, integer=True),
+    res = economics.cache(**kw, prefix_tokens=num("prefix-tokens", prefix_tokens, integer=True),
                  hold=float_list("hold", hold), stall=num("stall", stall, lo=0, hi=1, open_lo=False),
                  prefill_batch=num("prefill-batch", prefill_batch, integer=True))
     holds = res.rows()
@@ -126,7 +126,7 @@ def lecture_cmd(real: bool = typer.Option(False, "--real", help="JSON/CSV: the r
     from tokenomy.answers import economics
 
     want = None if ids is None else ids.split(",")
-    res = answer(economics.lecture, real=real, ids=want)
+    res = economics.lecture(real=real, ids=want)
     if real:
         emit(res.rows(), as_json=as_json, as_csv=as_csv, title=res.title)
         return

@@ -6,7 +6,6 @@ import typer
 
 from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.foundation import show_result
-from tokenomy.cli.lifecycle import ask
 from tokenomy.cli.options import CSV, EXPLAIN, JSON
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
 
@@ -53,7 +52,7 @@ def train_cmd(
     """
     from tokenomy.answers.training import train
 
-    res = ask(train, model=model, hardware=hardware, dp=dp, chips=chips, tp=tp, pp=pp, cp=cp, ep=ep,
+    res = train(model=model, hardware=hardware, dp=dp, chips=chips, tp=tp, pp=pp, cp=cp, ep=ep,
               ep_overlap=ep_overlap, zero=zero, fsdp=fsdp, no_sp=no_sp, schedule=schedule,
               virtual_stages=virtual_stages, recompute=recompute, micro_batch=micro_batch, seq_len=seq_len,
               global_batch=None if published else int_list("global-batch", global_batch), tokens=tokens, mfu=mfu,

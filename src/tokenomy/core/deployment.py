@@ -12,15 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+import numpy as np
+
 from tokenomy.arch.model import ModelArch
 from tokenomy.core import engine
 from tokenomy.core.coeffs import ModelShape, shape_of
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
 from tokenomy.specs import Hardware, Topology
-from tokenomy.units import dtype_bytes
+from tokenomy.units import SECONDS_PER_HOUR, dtype_bytes
 
 WIDE_EMBED_BYTES = 2.0
+
+
+def usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour):
+    """$ per token = chips · $/chip-s · step_s / tokens per step (broadcasts)."""
+    return np.asarray(chips, float) * np.asarray(usd_per_chip_hour, float) / SECONDS_PER_HOUR * \
+        np.asarray(step_s, float) / np.asarray(tokens_per_step, float)
+
+
+def usd_per_mtok(step_s, tokens_per_step, chips, usd_per_chip_hour):
+    """$ per million tokens (lecture L27: 72 chips · $2/h · 20 ms / 2,000 tokens = $0.40/M)."""
+    return 1e6 * usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour)
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,10 @@ class Deployment:
 
     def with_(self, **kw) -> "Deployment":
         return replace(self, **kw)
+
+    def usd_per_mtok(self, r: engine.PassTerms):
+        """$ per million tokens of a pass on this deployment: its chips at its price for the step, per token."""
+        return usd_per_mtok(r.step_s, np.asarray(r.batch) * np.asarray(r.len_pass), r.chips, self.price)
 
     def label(self) -> str:
         return f"{self.model.name} on {self.chips} x {self.hardware.chip.name} ({self.layout.label()})"

@@ -1,13 +1,16 @@
 """Efficiency sets: the named gap terms between a roofline and a real system, as the engine consumes them.
 
-    achievable FLOP/s of a GEMM with M rows = peak · η_max · M/(M + M_½) · M/max(M, M_tile)
-        M_tile: the rows a tensor-core tile computes whatever M is (wgmma M = 64 on Hopper, tcgen05 M = 128 on
-        Blackwell), so a 1-row GEMM costs a 64-row tile: compute that stays below the weight-streaming time, as
-        decode GEMMs are memory-bound; M_½ = 0 and M_tile = 0 give a constant fraction
+    achievable FLOP/s of a GEMM with M rows = peak · η_max · M'/(M' + M_½),  M' = max(M, M_bal)
+        M_bal = peak·η_max / (2·bw·η_hbm·w): the rows at which a GEMM streaming w bytes per operand element spends
+        as long computing as reading. Below it the GEMM is memory-bound and its time is the read (the memory term),
+        so the tensor cores' small-M inefficiency (M_½) does not add a second, weight-proportional time to compute
+        (the engine passes M' = max(M, M_bal)); M_½ = 0 gives a constant fraction
     achievable HBM bytes/s                  = bw · η_hbm
     collectives                             = alpha-beta per topology level, alpha = α_AR when the set gives one,
                                               beta over link_bw · η_link   (core/collectives.py)
-    per-step overhead                       = o_step (kernel launches, scheduling, sampling)
+    per-step overhead                       = o_step (scheduling, sampling, host work between steps)
+    per-layer kernel floor                  = o_layer per layer of the stage (launch and small-kernel time that
+                                              does not shrink with the batch or with TP)
     per-request overhead                    = o_req on time to first token (HTTP, tokenizer, queue entry)
 The roofline is the set of ideal values (``ROOFLINE``); a calibrated set holds a chip's fitted terms (built from
 catalog/efficiency/<chip>.toml by the answer layer: the core reads no file). Every field may be a float or a numpy
@@ -28,9 +31,9 @@ class Efficiency:
     flops_fraction: object = 1.0  # η_max: the share of peak FLOP/s large GEMMs reach
     hbm_fraction: object = 1.0  # η_hbm
     overhead_s: object = 0.0  # per step (per pipeline stage and micro-batch)
+    layer_overhead_s: object = 0.0  # per layer of a stage, per step
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
-    gemm_tile_rows: object = 0.0  # M_tile: rows a tensor-core tile computes even when M is smaller
     allreduce_latency_s: object = None  # α of a TP all-reduce step on scale-up (None: the link's latency)
     link_fraction: object = 1.0  # η_link: achievable share of the scale-up link bandwidth
     request_overhead_s: object = 0.0  # per request, on time to first token
@@ -43,7 +46,7 @@ class Efficiency:
             v = np.asarray(getattr(self, field), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
-        for field in ("overhead_s", "gemm_half_tokens", "gemm_tile_rows", "request_overhead_s"):
+        for field in ("overhead_s", "layer_overhead_s", "gemm_half_tokens", "request_overhead_s"):
             v = np.asarray(getattr(self, field), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")
@@ -53,9 +56,14 @@ class Efficiency:
                 raise ValueError(f"allreduce_latency_s: must be a finite number >= 0, got {v}")
 
     def gemm_fraction(self, rows):
-        """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)·M/max(M, M_tile)."""
+        """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
         m = np.maximum(np.asarray(rows, dtype=float), 1e-30)
-        return self.flops_fraction * m / (m + self.gemm_half_tokens) * m / np.maximum(m, self.gemm_tile_rows)
+        return self.flops_fraction * m / (m + self.gemm_half_tokens)
+
+    def balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes):
+        """M_bal = peak·η_max / (2·bw·η_hbm·w): GEMM rows below which streaming the operand takes longer."""
+        return (np.asarray(peak_flops_per_s, dtype=float) * self.flops_fraction
+                / (2.0 * np.asarray(hbm_bytes_per_s, dtype=float) * self.hbm_fraction * operand_bytes))
 
     def with_(self, **kw) -> "Efficiency":
         return replace(self, **kw)

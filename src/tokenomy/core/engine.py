@@ -5,12 +5,15 @@ optionally P prefill tokens of other requests riding in the same step (chunked p
 Layout (core/layout.py): n = tp·ep·pp·dp; each stage holds the share f = ceil(L/pp)/L of the layers.
 Per DP replica and micro-batch (M micro-batches, default pp) the busiest chip holds b = ceil(B/(dp·M)) sequences,
 and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per stage and micro-batch:
-    compute  = [F_dense / η(T_a) + F_expert / η(A/x)] / peak          η(M) = η_max·M/(M + M_½)  (efficiency.py)
-               F_dense = f·T_a·(2·N_dense + attention(C))/a,   F_expert = f·L_moe·A·2·N_expert/tp
+    compute  = [F_dense / η(T_a) + F_attn / η(S·H/max(K, a)) + F_expert / η(A/x)] / peak   (η: efficiency.py,
+               at rows no fewer than the GEMM's balance rows: below them it is memory-bound)
+               F_dense = f·T_a·2·N_dense/a,  F_attn = f·b_a·S·attention(C)/a,  F_expert = f·L_moe·A·2·N_expert/tp
+               (a GEMM's rows: tokens for weight GEMMs; per sequence the S new tokens of the H/max(K, a) query
+               heads that share one KV head for attention — 128/a for MLA's one latent; per expert A/x)
     memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + f·b_a·KV(C)/kv_split + acts] / (bw·η_hbm)
     TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)      (+ batch-sharded KV all-to-all)      (core/collectives.py)
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·2/tp bytes)      (dispatch + combine, with attention-DP)
-    stage    = max(compute, memory) + TP comm + EP comm + overhead
+    stage    = max(compute, memory) + TP comm + EP comm + overhead,  overhead = o_step + f·L·o_layer
 with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
 rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
 of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
@@ -132,10 +135,20 @@ def _busiest(x, ranks):
     return x + np.sqrt(2.0 * x * np.log(np.maximum(ranks, 1.0)))
 
 
+def mean_attended(C, S, window=np.inf):
+    """Mean positions a new token attends: the j-th of S new tokens sees min(C − S + j, w), j = 1..S, so
+    (Σ_{x=C−S+1}^{min(C,w)} x + w·max(0, C − max(C − S, w))) / S; C − (S − 1)/2 without a window."""
+    lo = C - S + 1.0
+    top = np.minimum(C, window)
+    below = np.where(top >= lo, (lo + top) * (top - lo + 1.0) / 2.0, 0.0)
+    above = np.where(np.isfinite(window), np.maximum(C - np.maximum(lo - 1.0, window), 0.0) * np.where(
+        np.isfinite(window), window, 0.0), 0.0)
+    return (below + above) / S
+
+
 def _attention_per_token(m, C, S):
     """q·k + p·v FLOPs per new token: the cheaper of the absorbed and the plain form (+ expanding the cache)."""
-    c_avg = C - (S - 1.0) / 2.0
-    c_loc = np.minimum(c_avg, m.window)
+    c_avg, c_loc = mean_attended(C, S), mean_attended(C, S, m.window)
     cached, cached_loc = np.maximum(C - S, 0.0), np.maximum(np.minimum(C, m.window) - S, 0.0)
     glob = np.minimum(m.score_global_decode * c_avg, m.score_global_prefill * c_avg + m.unabsorb_global * cached / S)
     loc = np.minimum(m.score_local_decode * c_loc, m.score_local_prefill * c_loc + m.unabsorb_local * cached_loc / S)
@@ -161,7 +174,8 @@ class Work:
 
     Efficiency-independent, so a grid of passes is lowered once and timed under many efficiency sets (the fit in
     tokenomy.validation does exactly that). Quantities that scale with interleaved prefill tokens are linear in
-    them, so a step with P extra tokens is ``work(P=0) + P·work_per_prefill_token`` field by field."""
+    them for dense models (a step with P extra tokens is ``work(P=0) + P·work_per_prefill_token`` field by field);
+    for MoE models the experts read and their rows are not linear in the step's tokens."""
 
     n: object  # chips
     batch: object
@@ -169,12 +183,18 @@ class Work:
     len_pass: object
     micro_batch: object
     pp: object
+    stage_layers: object  # f·L: layers of the largest stage
     microbatches: object
     decode: object
     flops: object  # model FLOPs of the whole pass, all chips
     attention_flops: object
-    dense_flops: object  # per chip: dense GEMMs + attention of the busiest attention replica
+    dense_flops: object  # per chip: dense weight GEMMs of the busiest attention replica (+ prefill-chunk attention)
     dense_rows: object  # GEMM rows (tokens) of those GEMMs
+    attn_flops: object  # per chip: q·k and p·v of the batch's sequences
+    attn_rows: object  # rows of one attention matmul: new tokens x query heads sharing a KV head
+    dense_w: object  # bytes per streamed operand element of those GEMMs (their balance rows, efficiency.py)
+    expert_w: object
+    kv_w: object
     expert_flops: object  # per chip: routed experts of the busiest EP rank
     expert_rows: object  # GEMM rows per routed expert there
     experts_read: object  # distinct routed experts read per MoE layer there
@@ -257,12 +277,16 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
     structure = np.select([_structure(shape, lay, tp, ep, pp, a, ideal) != 0, B != np.round(B), B < dp * M,
                            decode & (M < pp)], [_structure(shape, lay, tp, ep, pp, a, ideal), 6, 7, 8], 0)
     return Work(
-        n=n, batch=B, context=C, len_pass=S, micro_batch=b, pp=pp, microbatches=M, decode=decode,
+        n=n, batch=B, context=C, len_pass=S, micro_batch=b, pp=pp, stage_layers=f * L + 0.0 * b, microbatches=M,
+        decode=decode,
         flops=B * S * (dense_ftok + attn_tok) + P * (dense_ftok + attn_pf)
         + (B * S + P) * (m.matmul_flops_per_token - dense_ftok),
         attention_flops=B * S * attn_tok,
-        dense_flops=f * (b_a * S * (dense_ftok + attn_tok) + (p_mb / ep_eff) * (dense_ftok + attn_pf)) / a,
-        dense_rows=T_a, expert_flops=f * moe * A * 2.0 * m.expert_params / tp,
+        dense_flops=f * (b_a * S * dense_ftok + (p_mb / ep_eff) * (dense_ftok + attn_pf)) / a,
+        dense_rows=T_a, attn_flops=f * b_a * S * attn_tok / a,
+        attn_rows=S * shape.num_heads / np.maximum(_f(shape.kv_heads), a),
+        dense_w=_f(pr.dense_w) + 0.0 * T, expert_w=_f(pr.expert_w) + 0.0 * T, kv_w=_f(pr.kv) + 0.0 * T,
+        expert_flops=f * moe * A * 2.0 * m.expert_params / tp,
         expert_rows=np.where(x_read > 0, A / np.maximum(x_read, 1e-30), 1.0), experts_read=x_read,
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a
         + f * moe * x_read * m.expert_params * pr.expert_w / tp,
@@ -278,10 +302,17 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
         structure=structure, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
 
 
+def experts_touched(tokens, num_experts, experts_per_tok):
+    """Expected distinct experts one MoE layer reads when ``tokens`` tokens each pick k of E uniformly:
+    E·(1 − (1 − k/E)^T). T=1 gives k; T→∞ gives E. (Balls-in-bins; real routers are less uniform.)"""
+    E = np.maximum(np.asarray(num_experts, dtype=float), 1.0)
+    return E * -np.expm1(np.asarray(tokens, dtype=float) * np.log1p(-np.minimum(experts_per_tok / E, 1.0 - 1e-12)))
+
+
 def _expert_load(T, k, slots, e_rank, ep, moe):
     """(A, x): token-expert assignments and distinct experts read on the busiest EP rank (module docstring)."""
     A = np.where(moe > 0, np.minimum(_busiest(T * k / ep, ep), T * np.minimum(k, e_rank)), 0.0)
-    p_touch = np.where(moe > 0, -np.expm1(T * np.log1p(-np.minimum(k / np.maximum(slots, 1.0), 1.0 - 1e-12))), 0.0)
+    p_touch = np.where(moe > 0, experts_touched(T, slots, k) / np.maximum(slots, 1.0), 0.0)  # per expert slot
     mu_x = e_rank * p_touch
     x = np.clip(mu_x + np.sqrt(2.0 * mu_x * (1.0 - p_touch) * np.log(np.maximum(ep, 1.0))), mu_x, e_rank)
     return A, np.where(moe > 0, x, 0.0)
@@ -290,8 +321,11 @@ def _expert_load(T, k, slots, e_rank, ep, moe):
 def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
     """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit."""
     topo_e = _calibrated(topo, eff)
-    compute_s = (w.dense_flops / eff.gemm_fraction(w.dense_rows)
-                 + w.expert_flops / eff.gemm_fraction(w.expert_rows)) / peaks.flops_per_s
+    # a GEMM below its balance rows is memory-bound: its time is the read, counted in memory_s (efficiency.py)
+    rows = lambda M, wb: np.maximum(M, eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, wb))  # noqa: E731
+    compute_s = (w.dense_flops / eff.gemm_fraction(rows(w.dense_rows, w.dense_w))
+                 + w.attn_flops / eff.gemm_fraction(rows(w.attn_rows, w.kv_w))
+                 + w.expert_flops / eff.gemm_fraction(rows(w.expert_rows, w.expert_w))) / peaks.flops_per_s
     bw = peaks.hbm_bytes_per_s * eff.hbm_fraction
     weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / bw, w.act_bytes / bw
     memory_s = weights_read_s + kv_s + act_s
@@ -305,7 +339,7 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     nan = np.where(reason == 0, 0.0, np.nan)  # added to every time: NaN where invalid or not fitting
     compute_s, memory_s, tp_comm, ep_comm = compute_s + nan, memory_s + nan, tp_comm + nan, ep_comm + nan
     comms_s = tp_comm + ep_comm
-    overhead = _f(eff.overhead_s) + nan
+    overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + nan
     stage_s = np.maximum(compute_s, memory_s) + comms_s + overhead
     hop_s = w.hop_s + nan
     pp, M = w.pp, w.microbatches
@@ -344,7 +378,7 @@ def why_not(r: PassTerms, layout: Layout, i: int) -> str | None:
     if code == 0:
         return None
     if code == FITS_REASON:
-        return (f"needs {fmt_bytes(g(r.memory_per_chip_bytes))} per chip (weights {fmt_bytes(g(r.weight_bytes_per_chip))}"
+        return (f"does not fit: needs {fmt_bytes(g(r.memory_per_chip_bytes))} per chip (weights {fmt_bytes(g(r.weight_bytes_per_chip))}"
                 f" + KV {fmt_bytes(g(r.kv_bytes_per_chip))} + activations {fmt_bytes(g(r.act_bytes_per_chip))}) > "
                 f"{fmt_bytes(g(r.hbm_bytes))} usable HBM")
     return f"{REASONS[code]} ({layout.at(shape, i).label()}, batch {g(r.batch):g})"

@@ -281,9 +281,7 @@ def _forward(dep: Deployment, plan: TrainPlan) -> tuple[engine.Work, engine.Work
 
 def _attention_only(w: engine.Work, shape) -> engine.Work:
     """The attention part of a forward (what selective recompute repeats), as a Work the engine can time."""
-    att = np.asarray(w.attention_flops, dtype=float)
-    share = att / (att + np.asarray(w.batch) * np.asarray(w.len_pass) * shape.dense_flops_per_token)
-    return replace(w, dense_flops=w.dense_flops * share, expert_flops=0.0 * w.expert_flops)
+    return replace(w, dense_flops=0.0 * w.dense_flops, expert_flops=0.0 * w.expert_flops)
 
 
 def mfu_problem(mfu, cap, bubble, step_1, exposed_1, global_batch) -> str | None:

@@ -22,20 +22,8 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.coeffs import ModelShape, coefficients, shape_of
-from tokenomy.core.deployment import Deployment
+from tokenomy.core.deployment import Deployment, usd_per_mtok, usd_per_token  # noqa: F401  (the $ formula)
 from tokenomy.core.efficiency import ROOFLINE
-from tokenomy.units import SECONDS_PER_HOUR
-
-
-def usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour):
-    """$ per token = chips · $/chip-s · step_s / tokens per step (broadcasts)."""
-    return np.asarray(chips, float) * np.asarray(usd_per_chip_hour, float) / SECONDS_PER_HOUR * \
-        np.asarray(step_s, float) / np.asarray(tokens_per_step, float)
-
-
-def usd_per_mtok(step_s, tokens_per_step, chips, usd_per_chip_hour):
-    """$ per million tokens (lecture L27: 72 chips · $2/h · 20 ms / 2,000 tokens = $0.40/M)."""
-    return 1e6 * usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour)
 
 
 def check_positive(name: str, v) -> float:

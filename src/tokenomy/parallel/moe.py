@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tokenomy.core.roofline import experts_touched
+from tokenomy.core.engine import experts_touched
 from tokenomy.core import collectives as col
 from tokenomy.parallel.topology import Topology
 

@@ -22,7 +22,7 @@ from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.engine import BOUNDS, REASONS, PassTerms, why_not
 from tokenomy.core.layout import Layout
-from tokenomy.units import SECONDS_PER_HOUR, fmt_bytes, fmt_seconds, fmt_si
+from tokenomy.units import fmt_bytes, fmt_seconds, fmt_si
 
 SLO_REASONS = ("below the minimum tokens/s per user", "TTFT above the maximum")
 ROW_KEYS = ("tokens_per_s_per_chip", "tokens_per_s_per_user", "step_s", "compute_s", "memory_s", "tp_comm_s",
@@ -85,11 +85,6 @@ def _column(lay: Layout) -> Layout:
                   redundant_experts=col(lay.redundant_experts))
 
 
-def usd_per_mtok(dep: Deployment, r: PassTerms):
-    """$ per million tokens of a pass: chips · $/chip-s · step / tokens (lecture L27)."""
-    return 1e6 * r.chips * dep.price / SECONDS_PER_HOUR * r.step_s / (r.batch * r.len_pass)
-
-
 @dataclass(frozen=True)
 class SearchResult:
     deployment: Deployment  # the model, hardware, dtypes and efficiency set searched (its layout is unused)
@@ -116,7 +111,7 @@ class SearchResult:
         out = {"plan": lay.label(), **{k: v for k, v in lay.as_dict().items() if k != "label"},
                "batch": int(g(r.batch)), "ttft_s": float(self.ttft_s[i // shape[1]])}
         out.update({k: g(getattr(r, k)) for k in ROW_KEYS})
-        out["usd_per_mtok"] = g(usd_per_mtok(self.deployment, r))
+        out["usd_per_mtok"] = g(self.deployment.usd_per_mtok(r))
         out["bound"] = BOUNDS[int(g(r.bound))]
         out["why"] = why_not(r, _column(self.layouts), i)
         return out
@@ -187,7 +182,8 @@ def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1) -> tupl
     ok = r.reason == 0
     fits = ok.sum(axis=1)
     logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0).sum(axis=1) / np.maximum(fits, 1)
-    valid = np.asarray(r.reason < engine.FITS_REASON).all(axis=1)  # structurally valid at every point
+    bad = (r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)
+    valid = ~np.asarray(bad).any(axis=1)  # the layout itself is valid; points may still not fit
     score = np.where(valid, fits * 1e6 - logt, -np.inf)
     i = int(np.argmax(score))
     return P.at((np.size(P.tp),), i), BEST_LAYOUT_RULE.format(chips=chips)

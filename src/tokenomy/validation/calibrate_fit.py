@@ -20,6 +20,7 @@ from tokenomy.validation.prepare import Serving, Training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
+                        layer_overhead_s=5e-6,
                         allreduce_latency_s=5e-6, link_fraction=0.7, request_overhead_s=0.02,
                         train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=1.0)
 FRACTIONS = {"flops_fraction_max", "hbm_fraction", "link_fraction"}

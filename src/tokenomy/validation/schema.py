@@ -140,7 +140,8 @@ class EfficiencyTerms(_Strict):
     flops_fraction_max: float = Field(gt=0, le=1)  # achievable share of peak FLOP/s for large GEMMs
     gemm_half_tokens: float = Field(ge=0)  # GEMM rows (tokens) at which half of flops_fraction_max is reached
     hbm_fraction: float = Field(gt=0, le=1)  # achievable share of HBM bandwidth
-    step_overhead_s: float = Field(ge=0)  # fixed per forward step (launches, scheduling, sampling)
+    step_overhead_s: float = Field(ge=0)  # fixed per forward step (scheduling, sampling, host work)
+    layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: launch / small-kernel floor
     allreduce_latency_s: float = Field(ge=0)  # per ring hop of a tensor-parallel all-reduce (scale-up level)
     link_fraction: float = Field(gt=0, le=1)  # achievable share of scale-up bandwidth in all-reduce
     request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry)
