@@ -226,7 +226,7 @@ def test_bridged_api_equals_cli_json(client, url, args):
     ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&tp=abc", "tp"),
     ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&batch=-4", "batch"),
     ("/api/decode?model=nope&hardware=h100-sxm", "model"),
-    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&tp=3", "layout"),  # the answer's own check
+    ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&tp=3", "tp"),  # the answer's own check ("tp, ep, pp, dp: ...": the first)
     ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&efficiency=fast", "efficiency"),
     ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&layout=best", "layout"),
 ])

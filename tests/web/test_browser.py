@@ -190,8 +190,10 @@ def test_serve_redundant_experts_and_prefill(page, live_server):
     change(page, "input[name=redundant_experts]", "64")
     assert "+64 redundant experts" in page.inner_text("#layout") and "redundant_experts=64" in page.url
     change(page, "input[name=redundant_experts]", "3")  # 256 + 3 slots do not split over 64 ranks
-    page.wait_for_selector("#results .error[data-field=layout]")
+    page.wait_for_selector("#results .error[data-field]")
     assert "not valid" in page.inner_text("#results .error")
+    field = page.get_attribute("#results .error", "data-field")
+    assert "invalid" in (page.get_attribute(f"[name={field}]", "class") or "")  # the input to fix is marked
     change(page, "input[name=redundant_experts]", "0")
     page.wait_for_function("(old) => document.querySelector('#step-time') && "
                            "document.querySelector('#step-time').innerText === old", arg=before)

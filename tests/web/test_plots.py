@@ -3,12 +3,16 @@ the engine's work on the busiest chip split by op shape (core.op_costs), so they
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
 from tokenomy.arch.ops import lower
 from tokenomy.catalog import loader
+from tokenomy.core.engine import Work
 from tokenomy.core.layout import Layout
 from tokenomy.core.op_costs import op_costs, per_chip
 from tokenomy.plots import serving as sp
@@ -34,6 +38,40 @@ def test_op_costs_sum_to_the_engine_pass(name, hw, layout, B, C, S):
     assert sum(o.count for o in ops) == len(lower(dep.model))
     w = dep.work(B, C, S)
     assert float(np.asarray(w.flops)) >= flops  # the whole pass over all chips holds at least one chip's share
+
+
+def engine_chip_flops(w) -> float:
+    """The engine's per-chip FLOP terms (what its compute time divides by the efficiencies): every ``*_flops``
+    field but the whole-pass ones (``flops``, ``attention_flops`` are all chips)."""
+    return sum(float(np.asarray(getattr(w, f.name))) for f in fields(w)
+               if f.name.endswith("_flops") and f.name not in ("flops", "attention_flops"))
+
+
+# core/engine.Work now carries attention's FLOPs in their own field (attn_flops); core/op_costs.per_chip adds only
+# dense_flops + expert_flops, so the attention points of the roofline lose their FLOPs (not web code: reported).
+OP_COSTS_MISS_ATTENTION = ("attn_flops" in {f.name for f in fields(Work)}
+                           and "attn_flops" not in inspect.getsource(per_chip))
+attention_gap = pytest.mark.xfail(OP_COSTS_MISS_ATTENTION, strict=True,
+                                  reason="core.op_costs.per_chip omits engine.Work.attn_flops")
+
+
+@attention_gap
+@pytest.mark.parametrize("name, hw, layout", [("deepseek-v3", "gb200-nvl72", Layout(tp=1, ep=64)),
+                                              ("gemma-3-27b-it", "hgx-h100-8", Layout(tp=8)),
+                                              ("llama-3.1-8b", "hgx-h100-8", Layout(tp=2, pp=2, dp=2))])
+def test_op_flops_are_the_engines_per_chip_flops(name, hw, layout):
+    dep = deployment(name, hw, layout=layout)
+    ops = op_costs(dep, batch=8, context=8192)
+    assert sum(o.flops for o in ops) == pytest.approx(engine_chip_flops(dep.work(8, 8192, 1)), rel=1e-12)
+
+
+@attention_gap
+def test_attention_ops_carry_their_flops():
+    dep = deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(tp=8))
+    ops = {o.name: o for o in op_costs(dep, batch=64, context=8192)}
+    w = dep.work(64, 8192, 1)
+    per_chip_attention = float(np.asarray(w.attention_flops)) / 8  # all chips' q·k and p·v, split evenly by tp8
+    assert ops["attn.scores"].flops == pytest.approx(per_chip_attention, rel=1e-9)
 
 
 def test_op_costs_group_layers_and_split_windows():

@@ -22,6 +22,8 @@ def _layout(title: str, x: str, y: str, *, xlog=True, ylog=True, **extra) -> dic
     lay = copy.deepcopy(LAYOUT)
     lay.update(title={"text": title}, xaxis={"title": {"text": x}, **(LOG if xlog else {})},
                yaxis={"title": {"text": y}, **(LOG if ylog else {})}, **extra)
+    if "<br>" in title:  # room for the subtitle line
+        lay["margin"] = {**lay["margin"], "t": 75}
     return lay
 
 

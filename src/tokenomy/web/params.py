@@ -46,11 +46,12 @@ class FieldError(ValueError):
         self.field, self.msg = field, msg
 
 
-_HEAD = re.compile(r"\s*(?:--)?([a-z][a-z0-9_-]*)(?::| x )")
+_HEAD = re.compile(r"\s*(?:--)?([a-z][a-z0-9_-]*)(?:, (?:--)?[a-z][a-z0-9_-]*)*(?::| x )")  # "tp, ep: ..." -> tp
 
 
 def field_of(e: ValueError) -> str:
-    """The field a ValueError is about: the answers put it first ('batch: must be ...'), else 'input'."""
+    """The field a ValueError is about: the answers put it first ('batch: must be ...'; of 'tp, ep, pp, dp: ...'
+    the first), else 'input'."""
     if isinstance(e, FieldError):
         return e.field
     m = _HEAD.match(str(e))
@@ -58,12 +59,13 @@ def field_of(e: ValueError) -> str:
 
 
 def message_of(e: ValueError) -> str:
-    """The message without its leading 'field:' (the field is shown beside it)."""
+    """The message without a leading single 'field:' (the field is shown beside it); a list of fields stays."""
     if isinstance(e, FieldError):
         return e.msg
     line = (str(e).splitlines() or [type(e).__name__])[0]
     m = _HEAD.match(line)
-    return line[m.end():].strip() or line if m and ":" in m.group(0) else line
+    single = m is not None and m.group(0).rstrip().endswith(":") and "," not in m.group(0)
+    return (line[m.end():].strip() or line) if single else line
 
 
 def int_list(name: str, text: str) -> list[int]:

@@ -80,19 +80,16 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
             pass_flops=m * sum(o.flops for o in ops), pass_bytes=m * sum(o.bytes for o in ops),
             pass_step_s=row["step_s"], chips=1,
             title=f"{kind} roofline: {row['batch'] * row['len_pass']:,} new tokens, context {row['context']:,}")
-    on = f" on {plan['label']}"
+    on = f"<br><sub>on {plan['label']}, {row['efficiency']}</sub>"  # second line: plots are half the page wide
     marks = {"this batch": row["batch"]}
-    if kind == "decode":
-        krows = brows = _sweep("decode", q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
-    else:
-        krows = _sweep(kind, q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
-        brows = _sweep("decode", q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
-    figures["latency"] = sp.latency_vs_batch(krows, f"{kind.capitalize()} step time vs batch{on} "
-                                                    f"({row['efficiency']}; context {row['context']:,})", marks)
+    brows = _sweep("decode", q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
+    krows = brows if kind == "decode" else _sweep(kind, q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
+    figures["latency"] = sp.latency_vs_batch(krows, f"{kind.capitalize()} step time vs batch at context "
+                                                    f"{row['context']:,}{on}", marks)
     figures["cost"] = sp.cost_vs_batch(brows, f"Decode $/Mtok and MFU vs batch{on}", marks)
     figures["mfu"] = sp.mfu_vs_context(_sweep("decode", q, plan, batch=str(row["batch"]), context=CONTEXT_SWEEP),
                                        f"Decode MFU vs context at batch {row['batch']:,}{on}")
-    figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user, decode over batch{on}")
+    figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user (decode){on}")
     return {"row": row, "title": res.title, "layout_rule": res.extra["layout_rule"], "plan": plan,
             "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
