@@ -59,5 +59,5 @@ def test_estimate_shows_calibrated_and_roofline():
                          "--context", "8192", "--json"])
     assert r.exit_code == 0, r.output
     small, huge = json.loads(r.output)
-    assert small["calibrated_step_s"] > small["roofline_step_s"] > 0
-    assert huge["fits"] is False and huge["calibrated_step_s"] is None and "HBM" in huge["why"]
+    assert small["efficiency"] == "calibrated" and small["step_s"] > small["roofline_step_s"] > 0
+    assert huge["fits"] is False and huge["step_s"] is None and "HBM" in huge["why"]

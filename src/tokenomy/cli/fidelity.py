@@ -1,6 +1,6 @@
 """Fidelity commands: `tokenomy validate` (published measurements vs the model), `tokenomy calibrate` (measure
-this machine with PyTorch and time real decode steps) and `tokenomy estimate` (the calibrated step time with the
-roofline bound beside it)."""
+this machine with PyTorch and time real decode steps). `tokenomy estimate` is now an alias of `tokenomy decode`,
+whose answer is the calibrated estimate with the roofline bound beside it."""
 
 from __future__ import annotations
 
@@ -128,58 +128,3 @@ def calibrate_cmd(model: str = typer.Option("llama-3.2-1b", "--model", help="Den
          notes=[f"machine: {m.flops_per_s / 1e9:.1f} GFLOP/s matmul, {m.bytes_per_s / 1e9:.2f} GB/s copy; "
                 f"model: {model} scaled to {layers} layers, hidden {cfg['hidden_size']}; calibrated = "
                 "overhead + weight and KV streaming efficiencies fitted on the other points (held out)."])
-
-
-@app.command("estimate")
-@guarded
-def estimate_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.json path, or directory."),
-                 hardware: str = typer.Option(..., "--hardware", help="Chip or system name."),
-                 batch: str = typer.Option("1,8,64", "--batch", help="Sequences per step."),
-                 context: str = typer.Option("2048", "--context", help="Positions in context (cached + new)."),
-                 len_pass: int = typer.Option(1, "--len-pass", min=1, help="New tokens per sequence (1 = decode)."),
-                 chips: int = typer.Option(None, "--chips", min=1, help="Chips (default: the system's)."),
-                 tp: int = typer.Option(None, "--tp", min=1, help="Tensor-parallel group (default: all chips)."),
-                 weight_dtype: str = typer.Option(None, "--weight-dtype", help="Override the checkpoint's dtype."),
-                 kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype."),
-                 as_json: bool = JSON, as_csv: bool = CSV) -> None:
-    """Calibrated step time (fitted efficiency terms of the chip) with the roofline bound beside it.
-
-    Example: tokenomy estimate --model llama-3.1-70b --hardware h100-sxm --chips 2 --weight-dtype fp8 --batch 1,32
-    """
-    import numpy as np
-
-    from tokenomy.catalog import loader
-    from tokenomy.core.deployment import Deployment
-    from tokenomy.core.efficiency import ROOFLINE
-    from tokenomy.core.engine import BOUNDS, why_not
-    from tokenomy.core.layout import Layout
-    from tokenomy.validation.load import efficiency_set
-
-    bs, cs = int_list("batch", batch), int_list("context", context)
-    if len_pass > min(cs):
-        raise UsageError("--len-pass must be <= every --context")
-    B, C = np.meshgrid(np.array(bs, dtype=float), np.array(cs, dtype=float), indexing="ij")
-    hw = loader.hardware(hardware)
-    n = int(chips or hw.num_chips)
-    g = int(tp or n)
-    if n % g:
-        raise UsageError("--tp must divide --chips")
-    eff = efficiency_set(hw.chip.name)
-    d = Deployment(loader.model(model), hw, Layout(tp=g, dp=n // g), weight_dtype, kv_dtype, eff)
-    cal, roof = d.run(B, C, len_pass), d.run(B, C, len_pass, eff=ROOFLINE)
-    rows = []
-    for i, idx in enumerate(np.ndindex(B.shape)):
-        ok = bool(cal.ok[idx])
-        v = lambda x: float(np.broadcast_to(x, B.shape)[idx]) if ok else None  # noqa: E731
-        rows.append({"batch": int(B[idx]), "context": int(C[idx]), "calibrated_step_s": v(cal.step_s),
-                     "roofline_step_s": v(roof.step_s), "compute_s": v(cal.compute_s), "memory_s": v(cal.memory_s),
-                     "comms_s": v(cal.comms_s), "overhead_s": v(cal.overhead_s),
-                     "bound": BOUNDS[int(cal.bound[idx])] if ok else None, "fits": ok,
-                     "memory_per_chip_bytes": float(np.broadcast_to(cal.memory_per_chip_bytes, B.shape)[idx]),
-                     "why": why_not(cal, d.layout, i)})
-    r = {"terms_from": eff.terms_from, "fitted_on_cases": eff.fitted_on_cases}
-    emit(rows, as_json=as_json, as_csv=as_csv, title=f"{model} on {hardware}: calibrated step (roofline beside)",
-         columns=("batch", "context", "calibrated_step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s",
-                  "overhead_s", "bound", "fits", "why"),
-         notes=[f"terms fitted for {r['terms_from']} on {r['fitted_on_cases']} published cases "
-                "(catalog/efficiency); held-out error by metric and chip: docs/validation.md"])

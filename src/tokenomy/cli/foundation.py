@@ -110,6 +110,9 @@ def _pass_command(kind: str):
 
     cmd.__doc__ = doc[kind]
     app.command(kind)(cmd)
+    if kind == "decode":  # the calibrated estimate is every decode's answer; `estimate` stays as its alias
+        app.command("estimate", help="Alias of decode: the calibrated step time with the roofline bound beside it.")(
+            cmd)
 
 
 def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False) -> None:
