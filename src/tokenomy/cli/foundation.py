@@ -9,7 +9,7 @@ from tokenomy.answers import catalog
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import (CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, LAYOUT, MODEL,
                                    REDUNDANT_EXPERTS, WEIGHT_DTYPE)
-from tokenomy.cli.render import emit, explain, to_json
+from tokenomy.cli.render import emit, show_result
 from tokenomy.core.efficiency import Efficiency
 from tokenomy.units import DTYPE_BYTES
 
@@ -113,19 +113,6 @@ def _pass_command(kind: str):
     if kind == "decode":  # the calibrated estimate is every decode's answer; `estimate` stays as its alias
         app.command("estimate", help="Alias of decode: the calibrated step time with the roofline bound beside it.")(
             cmd)
-
-
-def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False) -> None:
-    """Render an answer: JSON payload, CSV rows, or a table with its notes (and --explain's derivation)."""
-    if as_json and as_csv:
-        raise UsageError("--json and --csv: choose one")
-    if as_json:
-        print(to_json(res.payload()))
-        return
-    if show and not as_csv:
-        explain(res.explain())
-    emit(res.rows(), as_json=False, as_csv=as_csv, title=res.title, columns=res.columns,
-         notes=() if as_csv else [f"[red]{n}[/red]" for n in res.notes])
 
 
 _pass_command("decode")

@@ -6,7 +6,7 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import CSV, EXPLAIN, JSON
-from tokenomy.cli.foundation import show_result
+from tokenomy.cli.render import show_result
 from tokenomy.cli.render import emit, explain
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import app, guarded, int_list
-from tokenomy.cli.foundation import show_result
+from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, MODEL, WEIGHT_DTYPE
 from tokenomy.parallel.topology import parse_torus
 

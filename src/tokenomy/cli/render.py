@@ -62,3 +62,27 @@ def emit(rows: list[dict] | dict, *, as_json: bool, as_csv: bool, title: str = "
 
 def explain(lines: Iterable[str]) -> None:
     Console(width=200, highlight=False).print("\n".join(lines))
+
+
+def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False, tables=()) -> None:
+    """Render an answer (answers.result.Result): JSON its payload; CSV its rows; a table its rows, the payload's
+    summary as key/value lines, then ``tables`` (payload key, title, columns) and the notes; --explain first."""
+    from tokenomy.cli.app import UsageError
+
+    if as_json and as_csv:
+        raise UsageError("--json and --csv: choose one")
+    if as_json:
+        print(to_json(res.payload()))
+        return
+    if show and not as_csv:
+        explain(res.explain())
+    emit(res.rows(), as_json=False, as_csv=as_csv, title=res.title, columns=res.columns)
+    if as_csv:
+        return
+    summary = res.extra.get("summary")
+    if summary:
+        emit([{"quantity": k, "value": fmt_cell(k, v)} for k, v in summary.items()], as_json=False, as_csv=False,
+             title="summary")
+    for key, title, columns in tables:
+        emit(res.extra[key], as_json=False, as_csv=False, title=title, columns=columns)
+    explain([f"[red]{n}[/red]" for n in res.notes])

@@ -12,7 +12,7 @@ import typer
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.foundation import _dtype, efficiency_option
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS
-from tokenomy.cli.render import emit, explain, fmt_cell, to_json
+from tokenomy.cli.render import show_result
 
 MODEL = typer.Option(None, "--model", help="Catalog name, config.json path, or directory (tokenomy models).")
 HARDWARE = typer.Option(None, "--hardware", help="Chip or system name (tokenomy hardware).")
@@ -72,29 +72,6 @@ def deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_h
             "redundant_experts": redundant_experts, "layout": layout}
 
 
-def render(res, *, as_json: bool, as_csv: bool, show_explain: bool, tables=()) -> None:
-    """JSON: the payload; CSV: the rows; table: the rows, the summary as key/value lines, then ``tables``
-    (payload key, title, columns) and the notes."""
-    if as_json and as_csv:
-        raise UsageError("--json and --csv: choose one")
-    if as_json:
-        print(to_json(res.payload()))
-        return
-    if show_explain and not as_csv:
-        explain(res.explain())
-    emit(res.rows(), as_json=False, as_csv=as_csv, title=res.title, columns=res.columns)
-    if as_csv:
-        return
-    summary = res.extra.get("summary")
-    if summary:
-        emit([{"quantity": k, "value": fmt_cell(k, v)} for k, v in summary.items()], as_json=False, as_csv=False,
-             title="summary")
-    for key, title, columns in tables:
-        emit(res.extra[key], as_json=False, as_csv=False, title=title, columns=columns)
-    for n in res.notes:
-        explain([f"[red]{n}[/red]"])
-
-
 @app.command("batch")
 @guarded
 def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, batch: str = BATCH,
@@ -116,7 +93,7 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.batch(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True))
-    render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain)
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
 
 
 @app.command("latency")
@@ -142,13 +119,13 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     tick, g = opt("tick-s", tick_s), num("global-tokens-per-s", global_tokens_per_s)
     if not model:
         res = economics.latency(hardware=hardware)
-        render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain)
+        show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
         return
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.latency(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
                  tick_s=tick, global_tokens_per_s=g)
-    render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain,
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("drain", "HBM drain time", ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s")),))
 
 
@@ -182,6 +159,6 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                  context=int_list("context", context), sparse_const=num("sparse-const", sparse_const),
                  sparse_exponent=num("sparse-exponent", sparse_exponent, hi=1), band=num("band", band, lo=1),
                  step_context=num("step-context", step_context))
-    render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain,
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("inverse", "implied KV bytes/token vs real architectures",
                     ("architecture", "kv_bytes_per_token", "implied_kv_bytes_per_token", "ratio", "crossover_context")),))

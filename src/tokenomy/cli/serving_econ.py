@@ -12,7 +12,8 @@ from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS
 from tokenomy.cli.render import emit, explain, to_json
 from tokenomy.cli.serving import (BATCH, CHIPS, CONTEXT, DP, EP, FF, HARDWARE, HF, KVDT, MODEL, OH, PP, PRICE, TP,
-                                  WDT, deployment_kw, float_list, num, opt, render)
+                                  WDT, deployment_kw, float_list, num, opt)
+from tokenomy.cli.render import show_result
 
 
 @app.command("pricing")
@@ -39,7 +40,7 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     res = economics.pricing(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
                  prompt_tokens=num("prompt-tokens", prompt_tokens, integer=True),
                  prefill_batch=num("prefill-batch", prefill_batch, integer=True))
-    render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain,
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("price_sheets", "published price sheets (catalog/prices)",
                     ("price_sheet", "input_usd_per_mtok", "output_usd_per_mtok", "output_over_input",
                      "implied_decode_mfu_fraction", "long_context_above_tokens", "long_context_input_multiplier")),))
@@ -76,7 +77,7 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
                  acceptance=num("acceptance", acceptance, lo=0, hi=1, open_lo=False),
                  draft_cost=num("draft-cost", draft_cost, lo=0, hi=0.999, open_lo=False),
                  base_batch=opt("base-batch", base_batch, integer=True), target_speed=num("target-speed", target_speed))
-    render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain)
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
 
 
 @app.command("cache")
@@ -106,7 +107,7 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
                  hold=float_list("hold", hold), stall=num("stall", stall, lo=0, hi=1, open_lo=False),
                  prefill_batch=num("prefill-batch", prefill_batch, integer=True))
     holds = res.rows()
-    render(res, as_json=as_json, as_csv=as_csv, show_explain=show_explain,
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("tiers", f"tiers (total at a {holds[0]['hold_s']:g} s hold)",
                     ("tier", "drain_s", "usd_per_byte_hour", "hold_usd_per_s", "retrieve_usd", "retrieve_s",
                      "total_usd", "max_hold_s")),
