@@ -120,3 +120,18 @@ def test_bad_input_exits_2_with_one_line(args, field):
     assert r.exit_code == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0] and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("model, hardware", [("deepseek-v3", "hgx-h200-8"), ("llama-3.1-70b", "hgx-h100-8")])
+def test_plans_best_is_reproduced_by_decode(model, hardware):
+    # Issue 12: plan's best 8 x H200 layout could not be reproduced with decode (another engine behind each).
+    best = json.loads(invoke("plan", "--model", model, "--hardware", hardware, "--json").stdout)["best"]
+    args = ["decode", "--model", model, "--hardware", hardware, "--chips", str(best["chips"]), "--batch",
+            str(best["batch"]), "--context", "8192", "--json"]
+    for k in ("tp", "ep", "pp", "dp", "redundant_experts"):
+        args += [f"--{k.replace('_', '-')}", str(best[k])]
+    args += ["--kv-batch"] if best["kv_batch"] else []
+    args += ["--attn-tp"] if best["ep"] > 1 and not best["attn_dp"] else []
+    (row,) = json.loads(invoke(*args).stdout)
+    assert row["plan"] == best["plan"] and row["step_s"] == pytest.approx(best["step_s"], rel=1e-12)
+    assert row["memory_per_chip_bytes"] == pytest.approx(best["memory_per_chip_bytes"], rel=1e-12)

@@ -49,8 +49,8 @@ def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S) -> tuple[
 
 
 def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,
-                dp=None, redundant_experts=None, layout=None, weight_dtype=None, kv_dtype="bf16",
-                efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None) -> Result:
+                dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, layout=None, weight_dtype=None,
+                kv_dtype="bf16", efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None) -> Result:
     m, hw = model_of(model), hardware_of(hardware)
     B = _grid("batch", batch)[:, None]
     C = _grid("context", context)[None, :]
@@ -61,7 +61,7 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
         positive_int("len_pass", len_pass)
     if np.any(S > C):
         raise ValueError("len_pass: must be <= every context (the new tokens are part of the context)")
-    lay = layout_of(tp, ep, pp, dp, redundant_experts) or layout
+    lay = layout_of(tp, ep, pp, dp, redundant_experts, attn_dp, kv_batch) or layout
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     lay, rule = choose_layout(dep, positive_int("chips", chips), lay, B, C, S)

@@ -66,15 +66,17 @@ def positive_int(field: str, v) -> int | None:
     return int(float(v))
 
 
-def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None) -> Layout | None:
-    """An explicit layout from degrees (those left out are 1), or None when no degree is given."""
+def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None,
+              kv_batch=None) -> Layout | None:
+    """An explicit layout from degrees (those left out are 1), or None when no degree is given. ``attn_dp``
+    False keeps attention tensor-parallel beside EP; ``kv_batch`` shards KV by sequence beyond the KV heads."""
     degrees = {k: positive_int(k, v) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
     r = redundant_experts
     if r is not None and (float(r) != int(float(r)) or int(float(r)) < 0):
         raise ValueError(f"redundant_experts: must be an integer >= 0, got {r!r}")
-    if all(v is None for v in degrees.values()) and not r and attn_dp is None:
+    if all(v is None for v in degrees.values()) and not r and attn_dp is None and not kv_batch:
         return None
-    return Layout(*(degrees[k] or 1 for k in ("tp", "ep", "pp", "dp")), attn_dp=attn_dp,
+    return Layout(*(degrees[k] or 1 for k in ("tp", "ep", "pp", "dp")), attn_dp=attn_dp, kv_batch=bool(kv_batch),
                   redundant_experts=int(float(r or 0)))
 
 

@@ -96,13 +96,17 @@ def _pass_command(kind: str):
             ep: int = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel)."),
             pp: int = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages)."),
             dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
-            redundant_experts: int = REDUNDANT_EXPERTS, layout: str = LAYOUT,
+            redundant_experts: int = REDUNDANT_EXPERTS,
+            attn_tp: bool = typer.Option(False, "--attn-tp", help="With --ep: attention tensor-parallel (not DP)."),
+            kv_batch: bool = typer.Option(False, "--kv-batch", help="Shard KV by sequence beyond the KV heads."),
+            layout: str = LAYOUT,
             hop_latency: float = HOP_LATENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
         from tokenomy.answers.passes import pass_answer
 
         res = pass_answer(kind, model, hardware, batch=int_list("batch", batch), context=int_list("context", context),
                           len_pass=len_pass if kind == "prefill" else None, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp,
-                          redundant_experts=redundant_experts, layout=layout, weight_dtype=weight_dtype,
+                          redundant_experts=redundant_experts, attn_dp=False if attn_tp else None,
+                          kv_batch=kv_batch or None, layout=layout, weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype,
                           efficiency=efficiency_option(efficiency, flops_fraction, hbm_fraction, overhead_s),
                           hop_latency=hop_latency)
