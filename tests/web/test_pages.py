@@ -218,3 +218,48 @@ def test_every_lecture_claim_links_to_a_page_that_loads(client):
     for link in sorted(set(re.findall(r'class="claim-link" href="([^"]+)"', html))):
         r = client.get(link.replace("&amp;", "&"))
         assert r.status_code == 200, (link, r.text[-300:])
+
+
+def _pages() -> dict[str, tuple[str, ...]]:
+    from tokenomy.web.serve import SERVE_FIELDS
+    from tokenomy.web.views import PAGES
+
+    return {**{k: p.fields for k, p in PAGES.items()}, "serve": SERVE_FIELDS}
+
+
+@pytest.mark.parametrize("path", ["plan", "train", "lifecycle", "cache"])
+def test_bridged_pages_help_each_input_and_show_the_answer(client, path):
+    from tokenomy.web.views import PAGES
+
+    page = PAGES[path]
+    html = client.get(f"/{path}").text
+    labels = re.findall(r'<label title="([^"]*)">', html)
+    assert len(labels) == len(page.fields) and all(labels), labels  # every input says what it is
+    assert html.count("<small>") >= len(page.fields)
+    assert 'id="title"' in html and '<pre id="explain">' in html and "[bold]" not in html  # Result.explain()
+    assert not re.search(r"placeholder=\"\d+\.0\"|0\.666666", html)  # defaults read as people write them
+    assert "B/sB/s" not in html and "-B/s" not in html
+
+
+def test_plan_efficiency_is_a_choice_and_changes_the_search(client):
+    html = client.get("/plan?model=llama-3.1-70b&hardware=hgx-h100-8&top=3").text
+    assert re.search(r'<select name="efficiency">.*?<option>calibrated</option><option>roofline</option>', html, re.S)
+    cal = client.get("/api/plan?model=llama-3.1-70b&hardware=hgx-h100-8&top=3").json()["best"]
+    roof = client.get("/api/plan?model=llama-3.1-70b&hardware=hgx-h100-8&top=3&efficiency=roofline").json()["best"]
+    page = client.get("/plan?model=llama-3.1-70b&hardware=hgx-h100-8&top=3&efficiency=roofline").text
+    assert roof["tokens_per_s_per_chip"] > cal["tokens_per_s_per_chip"]  # the bound beats the estimate
+    assert "roofline efficiency" in page
+
+
+@pytest.mark.parametrize("path", ["serve", "plan", "train", "lifecycle", "cache"])
+def test_no_input_gives_a_server_error_and_bad_ones_name_their_field(app, path):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app, raise_server_exceptions=False) as c:
+        for field in _pages()[path]:
+            for value in ("abc", "-1", "0", "1e400", "nan", "2.5", "99999999999", "x" * 250):
+                r = c.get(f"/{path}", params={field: value})
+                assert r.status_code in (200, 422), (field, value, r.status_code)
+                if r.status_code == 422:
+                    got = re.search(r'class="error" role="alert" data-field="([^"]+)"', r.text).group(1)
+                    assert got == field, (field, value, got)

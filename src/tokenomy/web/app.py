@@ -41,7 +41,7 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(ValueError)
     async def value_error(request: Request, e: ValueError) -> JSONResponse:
-        return JSONResponse(error_body(field_of(e), message_of(e)), status_code=422)
+        return JSONResponse(error_body(field_of(e, request.query_params), message_of(e)), status_code=422)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, e: RequestValidationError) -> JSONResponse:

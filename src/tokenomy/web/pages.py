@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from tokenomy.web import catalog_view, serve, views
 from tokenomy.formatting import fmt_cell
-from tokenomy.web.params import field_of, message_of
+from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
 from tokenomy.units import DTYPE_BYTES
 
@@ -34,12 +34,26 @@ templates.env.filters["fmt"] = lambda v, key: fmt_cell(key, v)
 templates.env.filters["fig_json"] = fig_json
 
 
+def placeholder(default) -> str:
+    """An answer's default as a form placeholder: 1e+11 not 100000000000.0, lists as the CLI writes them."""
+    if default is None:
+        return ""
+    if isinstance(default, (list, tuple)):
+        return ",".join(placeholder(x) for x in default)
+    if isinstance(default, float):
+        return f"{default:.4g}"
+    return str(default)
+
+
+templates.env.filters["placeholder"] = placeholder
+
+
 def is_fragment(request: Request) -> bool:
     return request.headers.get("hx-request") == "true" and "hx-history-restore-request" not in request.headers
 
 
-def error_of(e: ValueError) -> dict:
-    return {"field": field_of(e), "msg": message_of(e)}
+def error_of(e: ValueError, given=()) -> dict:
+    return {"field": field_of(e, given), "msg": message_of(e)}
 
 
 def render(request: Request, page: str, fragment: str, context: dict, compute: Callable[[], dict]):
@@ -48,7 +62,7 @@ def render(request: Request, page: str, fragment: str, context: dict, compute: C
         context |= compute()
         error = None
     except ValueError as e:
-        error = error_of(e)
+        error = error_of(e, request.query_params)
     context |= {"error": error, "nav": NAV, "path": request.url.path}
     return templates.TemplateResponse(request, fragment if is_fragment(request) else page, context,
                                       status_code=422 if error else 200, headers={"Vary": "HX-Request"})
@@ -76,7 +90,7 @@ def _bridged_page(name: str, page: views.Page):
         values = page.values(request.query_params)
         form = {"page": page, "values": values, "options": page.options(), "dtypes": list(DTYPE_BYTES),
                 "models": loader.model_names(), "chip_names": loader.chip_names(),
-                "system_names": loader.system_names()}
+                "system_names": loader.system_names(), "choices": CHOICES}
         return render(request, "bridged.html", f"_{name}_results.html", form,
                       lambda: page.view(request.query_params))
 

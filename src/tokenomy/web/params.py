@@ -20,7 +20,7 @@ import inspect
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
@@ -46,16 +46,20 @@ class FieldError(ValueError):
         self.field, self.msg = field, msg
 
 
-_HEAD = re.compile(r"\s*(?:--)?([a-z][a-z0-9_-]*)(?:, (?:--)?[a-z][a-z0-9_-]*)*(?::| x )")  # "tp, ep: ..." -> tp
+_NAME = r"(?:--)?[a-z][a-z0-9_-]*"
+_HEAD = re.compile(rf"\s*({_NAME}(?:(?:, | and ){_NAME})*)(?::| x )")  # 'tp, ep, pp, dp: ...', 'a and b: ...'
 
 
-def field_of(e: ValueError) -> str:
-    """The field a ValueError is about: the answers put it first ('batch: must be ...'; of 'tp, ep, pp, dp: ...'
-    the first), else 'input'."""
+def field_of(e: ValueError, given: Iterable[str] = ()) -> str:
+    """The field a ValueError is about: the answers put it first ('batch: must be ...'), else 'input'. Of several
+    ('rl_penalty and inference_penalty: ...') the first the request gave, else the first named."""
     if isinstance(e, FieldError):
         return e.field
     m = _HEAD.match(str(e))
-    return m.group(1).replace("-", "_") if m else "input"
+    if not m:
+        return "input"
+    names = [n.removeprefix("--").replace("-", "_") for n in re.split(r", | and ", m.group(1))]
+    return next((n for n in names if n in set(given)), names[0])
 
 
 def message_of(e: ValueError) -> str:
@@ -64,7 +68,7 @@ def message_of(e: ValueError) -> str:
         return e.msg
     line = (str(e).splitlines() or [type(e).__name__])[0]
     m = _HEAD.match(line)
-    single = m is not None and m.group(0).rstrip().endswith(":") and "," not in m.group(0)
+    single = m is not None and m.group(0).rstrip().endswith(":") and not re.search(r", | and ", m.group(1))
     return (line[m.end():].strip() or line) if single else line
 
 

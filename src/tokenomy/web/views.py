@@ -12,6 +12,46 @@ from tokenomy.plots import serving as sp
 from tokenomy.plots import training as tp
 from tokenomy.web import params as P
 from tokenomy.web.params import Query
+from tokenomy.web.serve import plain
+
+# One line of help per form input (the answers' signatures carry none); shown under the input and as its tooltip.
+HELP = {
+    "model": "a catalog model (or upload a config.json on the Serve page)",
+    "hardware": "a chip or a system (node, rack, cluster) from the catalog",
+    "chips": "number of chips; empty: all of the system's",
+    "context": "tokens of context per sequence",
+    "min_tokens_per_user": "SLO: least decode tokens/s each user sees",
+    "max_ttft": "SLO: longest time to first token, seconds",
+    "weight_dtype": "dense and expert weights; empty: the checkpoint's own",
+    "kv_dtype": "KV-cache element type",
+    "efficiency": "calibrated: the chip's fitted terms (the estimate); roofline: ideal (the bound)",
+    "top": "rows of the Pareto front to list; 0: all",
+    "tp": "tensor-parallel degree", "pp": "pipeline stages", "cp": "context-parallel degree",
+    "ep": "expert-parallel degree", "dp": "data-parallel replicas; empty: chips / (tp·pp·cp)",
+    "zero": "ZeRO stage (1: optimizer, 2: + gradients, 3: + weights sharded over dp)",
+    "schedule": "pipeline schedule, e.g. 1f1b, interleaved",
+    "recompute": "activation recompute: none, selective or full",
+    "micro_batch": "sequences per micro-batch",
+    "seq_len": "tokens per training sequence",
+    "global_batch": "sequences per optimizer step; a list (256,512) or a range (256..4096) compares several",
+    "tokens": "training tokens, for days and $ (e.g. 15e12)",
+    "mfu": "model FLOPs utilisation (0..1): Train: instead of the modelled step; Lifecycle: prices FLOPs",
+    "demand_tokens_per_s": "inference demand over the model's life, tokens/s",
+    "period_days": "days the model serves before it is replaced",
+    "target_params": "parameters of a Chinchilla-optimal model whose loss is the quality target",
+    "target_loss": "quality target as a Chinchilla loss; empty: the reference model's",
+    "rl_tokens_ratio": "RL tokens per pre-training token",
+    "rl_flops_factor": "f in C_RL = f·N·D_RL·p_RL (FLOPs per RL token over N)",
+    "rl_penalty": "p_RL: RL's hardware-efficiency penalty (multiplies C_RL)",
+    "inference_penalty": "p_inf: inference's penalty (multiplies C_inf = 2·N·D_inf)",
+    "infer": "yes: solve for the model size from the demand (the lecture's inverse)",
+    "active_params": "active parameters of the model served (with infer)",
+    "models_per_family": "models sharing the demand (with infer: D_inf = rate·period / this)",
+    "prefix_tokens": "tokens of the cached prefix",
+    "hold": "seconds the prefix is kept; a list compares several",
+    "stall": "share of the chips' time lost while a prefix is read back (0..1)",
+    "prefill_batch": "sequences per rematerialising prefill",
+}
 
 
 @dataclass(frozen=True)
@@ -31,7 +71,8 @@ class Page:
         query = {k: v for k, v in self.values(params).items() if v.strip()}
         res = P.answer(self.command, query)
         data = res.payload()
-        return {"data": data, "title": res.title, "notes": list(res.notes), "figures": self.figures(data, query)}
+        return {"data": data, "title": res.title, "notes": list(res.notes), "explain": plain(list(res.explain())),
+                "figures": self.figures(data, query)}
 
     def options(self) -> dict[str, P.Option]:
         """The form's inputs with the answer's defaults (plain text inputs while the answer is missing)."""
@@ -39,7 +80,11 @@ class Page:
             offered = P.options(self.command)
         except ValueError:
             offered = {}
-        return {f: offered.get(f, P.Option("text")) for f in self.fields}
+        out = {}
+        for f in self.fields:
+            o = offered.get(f, P.Option("text"))
+            out[f] = P.Option(o.kind, o.default, HELP.get(f, o.help), o.required)
+        return out
 
 
 def _plan_figures(d: dict, q: dict) -> dict:
@@ -64,7 +109,7 @@ def _cache_figures(d: dict, q: dict) -> dict:
 PAGES = {
     "plan": Page("plan", "Plan", {"model": "deepseek-v3", "hardware": "gb200-nvl72", "context": "8192", "top": "24"},
                  ("model", "hardware", "chips", "context", "min_tokens_per_user", "max_ttft", "weight_dtype",
-                  "kv_dtype", "top"), _plan_figures),
+                  "kv_dtype", "efficiency", "top"), _plan_figures),
     "train": Page("train", "Train", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "chips": "1024", "tp": "8",
                                      "pp": "4", "seq_len": "8192", "global_batch": "256,512,1024", "tokens": "15e12"},
                   ("model", "hardware", "chips", "tp", "pp", "cp", "ep", "dp", "zero", "schedule", "recompute",
@@ -76,7 +121,8 @@ PAGES = {
                       lambda d, q: {"split": tp.lifecycle_split(d)}),
     "cache": Page("cache", "Cache tiers", {"model": "deepseek-v3", "hardware": "hgx-h200-8", "kv_dtype": "fp8",
                                             "prefix_tokens": "32768"},
-                  ("model", "hardware", "chips", "prefix_tokens", "hold", "stall", "prefill_batch", "kv_dtype"),
+                  ("model", "hardware", "chips", "prefix_tokens", "hold", "stall", "prefill_batch", "kv_dtype",
+                   "efficiency"),
                   _cache_figures),
 }
 
