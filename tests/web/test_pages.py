@@ -263,3 +263,10 @@ def test_no_input_gives_a_server_error_and_bad_ones_name_their_field(app, path):
                 if r.status_code == 422:
                     got = re.search(r'class="error" role="alert" data-field="([^"]+)"', r.text).group(1)
                     assert got == field, (field, value, got)
+
+
+def test_serve_inputs_say_what_they_are(client):
+    html = client.get("/serve").text
+    for name in ("kind", "chips", "batch", "len_pass", "tp", "ep", "redundant_experts", "layout", "hop_latency"):
+        m = re.search(rf'<label title="([^"]+)"[^>]*>[^<]*<(?:input|select)[^>]*name="{name}"', html)
+        assert m and len(m.group(1)) > 10, name

@@ -75,7 +75,7 @@ def index() -> RedirectResponse:
 
 def serve_choices(values: Mapping[str, str]) -> dict:
     return {"models": loader.model_names(), "chip_names": loader.chip_names(), "system_names": loader.system_names(),
-            "dtypes": list(DTYPE_BYTES), "values": values}
+            "dtypes": list(DTYPE_BYTES), "values": values, "help": views.HELP}
 
 
 @router.get("/serve", response_class=HTMLResponse)

@@ -51,6 +51,13 @@ HELP = {
     "hold": "seconds the prefix is kept; a list compares several",
     "stall": "share of the chips' time lost while a prefix is read back (0..1)",
     "prefill_batch": "sequences per rematerialising prefill",
+    "kind": "decode: one new token per sequence (TPOT); prefill: the prompt's tokens in one pass",
+    "batch": "sequences in the step",
+    "len_pass": "new tokens per sequence over the cached context; empty: the whole context",
+    "redundant_experts": "extra replicas of hot experts over the EP ranks (DeepSeek's EPLB)",
+    "layout": "ideal: every byte split evenly over the chips, no communication (a bound no layout reaches)",
+    "hop_latency": "seconds per pipeline hop; empty: the link's latency",
+    "usd_per_chip_hour": "rental price; empty: the catalog's",
 }
 
 
