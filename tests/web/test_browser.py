@@ -22,7 +22,15 @@ def plot_state(pg, div: str) -> dict:
         return {drawn: Number(el.dataset.drawn || 0), traces: (el.data || []).map(t => t.name),
                 points: (el.data || []).map(t => (t.x || []).length),
                 svg: el.querySelectorAll('svg.main-svg').length,
+                laidOut: el.classList.contains('js-plotly-plot') &&
+                    [...el.querySelectorAll('svg.main-svg')].every(s => getComputedStyle(s).position === 'absolute'),
                 star: (el.data || []).filter(t => t.name === 'this pass').map(t => Array.from(t.x)[0])}; }""", div)
+
+
+def wait_drawn(pg, div: str) -> None:
+    """Until Plotly has drawn ``div`` (figures are drawn after htmx settles a swap)."""
+    pg.wait_for_function("(id) => { const el = document.getElementById(id);"
+                         " return el && el.querySelectorAll('svg.main-svg').length > 0; }", arg=div)
 
 
 def test_serve_page_updates_on_input(page, live_server):
@@ -35,8 +43,12 @@ def test_serve_page_updates_on_input(page, live_server):
     page.wait_for_function("document.querySelector('#step-time') && "
                            f"document.querySelector('#step-time').innerText !== {step!r}")
     assert re.search(r"batch=8(&|$)", page.url)  # the state is in the URL
+    wait_drawn(page, "fig-roofline")
     after = plot_state(page, "fig-roofline")
     assert after["svg"] >= 1 and after["star"] != before["star"]  # the pass moved on the roofline
+    page.wait_for_load_state("networkidle")
+    for div in page.eval_on_selector_all("#results .plot", "els => els.map(e => e.id)"):
+        assert plot_state(page, div)["laidOut"], div  # Plotly's layers stay stacked after the htmx swap
     page.reload()  # the link reproduces the page
     assert page.input_value("input[name=batch]") == "8"
 
@@ -105,7 +117,8 @@ def test_bridged_page_updates_on_input(page, live_server, path, field, value, wa
                            "document.querySelector(sel).innerText !== old", arg=[watch, before])
     name = field.split("name=")[1].rstrip("]")
     assert f"{name}={value}" in page.url
-    assert plot_state(page, div)["svg"] >= 1 and page.inner_text(f"#{div}") != fig_before  # redrawn
+    wait_drawn(page, div)
+    assert plot_state(page, div)["laidOut"] and page.inner_text(f"#{div}") != fig_before  # redrawn
 
 
 def test_catalog_page(page, live_server):
@@ -137,6 +150,13 @@ def change(page, selector: str, value: str, how: str = "fill") -> None:
     page.wait_for_load_state("networkidle")
 
 
+def drawn(page) -> None:
+    """Every figure laid out with its title (Plotly.react finishes after the swap): then a screenshot is true."""
+    page.wait_for_function("() => { const p = document.querySelectorAll('#results .plot');"
+                           " return p.length > 0 && document.querySelectorAll('#results .plot .gtitle').length"
+                           " === p.length; }")
+
+
 def api_step(page, live_server) -> str:
     href = page.get_attribute("#api-link", "href")
     return repr(page.request.get(live_server + href).json()[0]["step_s"])
@@ -166,6 +186,7 @@ def test_serve_changes_then_back_shows_each_earlier_state(page, live_server):
     assert seen[-1]["layoutLabel"] == "ideal even split over 8 (no layout reaches it)"
     assert float(seen[-1]["step"]) <= min(float(s["step"]) for s in seen[:-1])  # no layout reaches it
     assert api_step(page, live_server) == seen[-1]["step"]
+    drawn(page)
     screenshot(page, "serve-ideal")
     for want in reversed(seen[:-1]):
         page.go_back()
@@ -177,6 +198,7 @@ def test_serve_changes_then_back_shows_each_earlier_state(page, live_server):
         assert on_screen(page) == want
         assert api_step(page, live_server) == want["step"]  # the JSON link follows the restored form
         assert plot_state(page, "fig-latency")["svg"] >= 1 and plot_state(page, "fig-roofline")["svg"] >= 1
+    drawn(page)
     screenshot(page, "serve-back")
     page.go_forward()
     page.wait_for_function("(b) => document.querySelector('#summary').dataset.stepS === b", arg=seen[1]["step"])
@@ -205,4 +227,5 @@ def test_serve_redundant_experts_and_prefill(page, live_server):
     change(page, "input[name=len_pass]", "512")
     assert "512 new token(s) per sequence" in page.inner_text("#explain")
     assert plot_state(page, "fig-latency")["traces"][:2] == ["step", "roofline bound"]
+    drawn(page)
     screenshot(page, "serve-prefill")

@@ -111,8 +111,12 @@
         if (v === "" || v === null) { if (p.delete) p.delete(k); else delete p[k]; }
       });
     });
-    document.body.addEventListener("htmx:afterSwap", function (e) {
+    // draw after the settle: htmx's settle step restores the swapped elements' class attributes, which would
+    // strip the classes Plotly adds (js-plotly-plot) and with them its layer positioning
+    document.body.addEventListener("htmx:afterSettle", function (e) {
       drawFigures(e.detail.target || document);
+    });
+    document.body.addEventListener("htmx:afterSwap", function (e) {
       var form = currentForm();
       if (!form) return;
       initForm(form);
