@@ -197,7 +197,9 @@ def test_serve_changes_then_back_shows_each_earlier_state(page, live_server):
         page.wait_for_load_state("networkidle")
         assert on_screen(page) == want
         assert api_step(page, live_server) == want["step"]  # the JSON link follows the restored form
-        assert plot_state(page, "fig-latency")["svg"] >= 1 and plot_state(page, "fig-roofline")["svg"] >= 1
+        wait_drawn(page, "fig-latency")
+        wait_drawn(page, "fig-roofline")
+        assert plot_state(page, "fig-latency")["laidOut"] and plot_state(page, "fig-roofline")["laidOut"]
     drawn(page)
     screenshot(page, "serve-back")
     page.go_forward()
@@ -226,6 +228,7 @@ def test_serve_redundant_experts_and_prefill(page, live_server):
     assert page.is_visible("input[name=len_pass]")
     change(page, "input[name=len_pass]", "512")
     assert "512 new token(s) per sequence" in page.inner_text("#explain")
+    wait_drawn(page, "fig-latency")
     assert plot_state(page, "fig-latency")["traces"][:2] == ["step", "roofline bound"]
     drawn(page)
     screenshot(page, "serve-prefill")
