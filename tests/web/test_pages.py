@@ -135,28 +135,13 @@ def test_bridged_pages_show_bad_input_inline(client, path, field):
 
 
 def test_plan_front_rows_open_on_the_serve_page_with_the_same_numbers(client):
-    plan = client.get("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=3").json()
-    links = re.findall(r'<td><a href="(/serve\?[^"]+)"', client.get("/plan?top=3").text)
-    assert len(links) == len(plan["front"]) == 3 and all("tp=" in u and "ep=" in u for u in links)
-    checked = 0
-    for row, link in zip(plan["front"], links):
-        if row["kv_batch"]:  # the Serve page (answers.passes) takes no kv_batch: see the report
-            continue
+    plan = client.get("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=0").json()  # the whole front
+    links = re.findall(r'<td><a href="(/serve\?[^"]+)"', client.get("/plan?top=0").text)
+    assert len(links) == len(plan["front"]) >= 3 and all("tp=" in u and "ep=" in u for u in links)
+    for row, link in zip(plan["front"], links):  # every layout the search finds opens as itself
         r = client.get(link.replace("&amp;", "&"))
-        assert r.status_code == 200 and f"layout {row['plan']}" in r.text
+        assert r.status_code == 200 and f'id="layout">{row["plan"]}<' in r.text, link
         assert f'data-step-s="{row["step_s"]}"' in r.text  # the page's point is the search's point
-        checked += 1
-    assert checked >= 1
-
-
-@pytest.mark.xfail(strict=True, reason="answers.passes.pass_answer takes no kv_batch (nor attn_dp): a plan row "
-                                       "with a batch-sharded KV cannot be reproduced on the Serve page")
-def test_plan_kv_batch_rows_reproduce_on_the_serve_page(client):
-    plan = client.get("/api/plan?model=deepseek-v3&hardware=gb200-nvl72&top=3").json()
-    row = next(r for r in plan["front"] if r["kv_batch"])
-    r = client.get("/serve?" + "&".join(f"{k}={row[k]}" for k in ("batch", "tp", "ep", "pp", "dp", "redundant_experts",
-                                                                  "kv_batch")) + "&model=deepseek-v3&hardware=gb200-nvl72")
-    assert r.status_code == 200 and f'data-step-s="{row["step_s"]}"' in r.text
 
 
 def test_serve_layout_mode_explains_the_layout(client):

@@ -261,7 +261,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
     "top": "int", "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
     "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
-    "published": "text", "schedule": "text", "recompute": "text", "attention": "text",
+    "published": "text", "schedule": "text", "recompute": "text", "attention": "text", "attn_dp": "bool",
+    "kv_batch": "bool",
 }
 ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list"}  # lists whatever the default
 FORWARDS = {c: "serving" for c in ("batch", "latency", "context", "pricing", "speculate", "cache")}  # **kw -> serving()

@@ -19,7 +19,7 @@ from tokenomy.plots import serving as sp
 from tokenomy.plots.roofline import roofline_figure
 from tokenomy.web import params as P
 
-LAYOUT_FIELDS = ("tp", "ep", "pp", "dp", "redundant_experts", "layout", "hop_latency")
+LAYOUT_FIELDS = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout", "hop_latency")
 SERVE_FIELDS = ("kind", "model", "config", "hardware", "chips", "batch", "context", "len_pass", "weight_dtype",
                 "kv_dtype", "efficiency", "usd_per_chip_hour") + LAYOUT_FIELDS
 DEFAULTS = {"kind": "decode", "model": "llama-3.1-70b", "hardware": "hgx-h100-8", "batch": "64", "context": "8192",
@@ -55,8 +55,8 @@ def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
 def _sweep(kind: str, q: dict, plan: dict, **grid) -> list[dict]:
     """The ``kind`` answer over a grid on the point's layout (so the curves pass through the point)."""
     degrees = ({"layout": "ideal"} if plan["ideal"] else
-               {k: str(plan[k]) for k in ("tp", "ep", "pp", "dp", "redundant_experts")})
-    drop = ("tp", "ep", "pp", "dp", "redundant_experts", "layout", "chips") + (("len_pass",) if kind == "decode" else ())
+               {k: str(plan[k]).lower() for k in ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")})
+    drop = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout", "chips") + (("len_pass",) if kind == "decode" else ())
     keep = {k: v for k, v in q.items() if k not in drop}  # hop_latency stays: it is part of the point
     return P.answer(kind, {**keep, **degrees, **grid}).rows()
 
@@ -67,7 +67,7 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     row, plan = res.rows()[0], res.extra["plan"]
     kw = P.answer_kwargs(kind, q)
     layout = (Layout.even_split(plan["chips"]) if plan["ideal"] else
-              layout_of(*(plan[k] for k in ("tp", "ep", "pp", "dp", "redundant_experts"))))
+              layout_of(*(plan[k] for k in ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch"))))
     dep = deployment(kw["model"], kw["hardware"], layout=layout, weight_dtype=kw.get("weight_dtype"),
                      kv_dtype=kw.get("kv_dtype", "bf16"))
     compute_dtype, _ = dep.compute

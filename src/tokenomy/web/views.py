@@ -55,6 +55,8 @@ HELP = {
     "batch": "sequences in the step",
     "len_pass": "new tokens per sequence over the cached context; empty: the whole context",
     "redundant_experts": "extra replicas of hot experts over the EP ranks (DeepSeek's EPLB)",
+    "attn_dp": "with ep > 1: attention data-parallel over the EP ranks (DeepSeek), or tensor-parallel over tp·ep",
+    "kv_batch": "shard the KV cache by sequence beyond the KV heads (Pope et al. 2022 §3.3)",
     "layout": "ideal: every byte split evenly over the chips, no communication (a bound no layout reaches)",
     "hop_latency": "seconds per pipeline hop; empty: the link's latency",
     "usd_per_chip_hour": "rental price; empty: the catalog's",
