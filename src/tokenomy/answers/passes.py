@@ -61,7 +61,10 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
         positive_int("len_pass", len_pass)
     if np.any(S > C):
         raise ValueError("len_pass: must be <= every context (the new tokens are part of the context)")
-    lay = layout_of(tp, ep, pp, dp, redundant_experts, attn_dp, kv_batch) or layout
+    degrees = layout_of(tp, ep, pp, dp, redundant_experts, attn_dp, kv_batch)
+    if degrees is not None and layout is not None:
+        raise ValueError(f"layout: {layout!r} and layout degrees (tp, ep, pp, dp) exclude each other; give one")
+    lay = degrees or layout
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     lay, rule = choose_layout(dep, positive_int("chips", chips), lay, B, C, S)

@@ -47,7 +47,7 @@ def _key(op: Op) -> tuple:
 
 def per_chip(w: engine.Work) -> tuple[float, float]:
     """(FLOPs, bytes) the busiest chip of a stage runs and moves per micro-batch (scalar work)."""
-    return (float(np.asarray(w.dense_flops + w.expert_flops)),
+    return (float(np.asarray(w.dense_flops + w.attn_flops + w.expert_flops)),
             float(np.asarray(w.weight_bytes + w.kv_bytes + w.act_bytes)))
 
 
