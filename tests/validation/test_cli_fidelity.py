@@ -61,3 +61,16 @@ def test_estimate_shows_calibrated_and_roofline():
     small, huge = json.loads(r.output)
     assert small["efficiency"] == "calibrated" and small["step_s"] > small["roofline_step_s"] > 0
     assert huge["fits"] is False and huge["step_s"] is None and "HBM" in huge["why"]
+
+
+def test_validate_answer_is_the_cli_json():
+    import tokenomy as tk
+
+    res = tk.validate(source=("rocm-vllm-0.10-mi300x",), by=("metric",))
+    cli = RUN.invoke(app, ["validate", "--source", "rocm-vllm-0.10-mi300x", "--by", "metric", "--json"])
+    assert cli.exit_code == 0, cli.output
+    out, pay = json.loads(cli.output), res.payload()
+    assert out["held_out"] == pay["held_out"] and out["cases"] == pay["cases"] > 0
+    assert {r["metric"] for r in res.rows()} <= {"tpot_s", "ttft_s", "latency_s", "throughput_per_chip"}
+    with pytest.raises(ValueError, match="^by: "):
+        tk.validate(by=("nope",))

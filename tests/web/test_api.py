@@ -190,16 +190,8 @@ BRIDGED = [
 ]
 
 
-def needs(url: str) -> None:
-    """Skip only while the command's answer module has not landed (economics, training)."""
-    from tokenomy.web.params import ANSWERS
-
-    pytest.importorskip(f"tokenomy.answers.{ANSWERS[url.split('?')[0].removeprefix('/api/')]}")
-
-
 @pytest.mark.parametrize("url, args", BRIDGED)
 def test_bridged_api_equals_cli_json(client, url, args):
-    needs(url)
     resp = client.get(url)
     assert resp.status_code == 200, resp.text
     assert resp.text.strip() == cli_json(*args).strip()
@@ -231,12 +223,10 @@ def test_bridged_api_equals_cli_json(client, url, args):
     ("/api/decode?model=llama-3.1-8b&hardware=h100-sxm&layout=best", "layout"),
 ])
 def test_bridged_bad_input_is_422_naming_the_field(client, url, field):
-    needs(url)
     assert field_of(client.get(url)) == field
 
 
 def test_bridged_output_never_mixes_between_concurrent_requests(client):
-    needs("/api/batch")
     from concurrent.futures import ThreadPoolExecutor
 
     urls = ["/api/lecture?ids=L1", "/api/batch?model=llama-3.1-8b&hardware=h100-sxm&batch=1,2",

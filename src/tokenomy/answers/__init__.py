@@ -9,14 +9,20 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "decode": "passes", "prefill": "passes", "plan": "plan",
+    "decode": "passes", "prefill": "passes", "plan": "layouts",
     "batch": "economics", "latency": "economics", "context": "economics", "pricing": "economics",
     "speculate": "economics", "cache": "economics", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "training",
-    "validate": "validate", "models": "catalog", "model": "catalog", "hardware": "catalog",
+    "validate": "fidelity", "models": "catalog", "model": "catalog", "hardware": "catalog",
 }
 
 __all__ = sorted(_WHERE)
+SERVED = tuple(q for q in _WHERE if q not in ("validate", "models", "model", "hardware"))  # the web's /api/<q>
+
+
+def module_of(name: str) -> str:
+    """The module (under tokenomy.answers) that answers question ``name``."""
+    return f"tokenomy.answers.{_WHERE[name]}"
 
 
 def __getattr__(name: str):

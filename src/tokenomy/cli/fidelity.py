@@ -4,7 +4,6 @@ whose answer is the calibrated estimate with the roofline bound beside it."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
@@ -12,9 +11,6 @@ import typer
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import CSV, JSON
 from tokenomy.cli.render import emit
-
-STAT_COLUMNS = ("n", "median_abs_error", "within_20pct", "signed_bias", "roofline_median_abs_error",
-                "roofline_signed_bias")
 
 
 @app.command("validate")
@@ -36,51 +32,14 @@ def validate_cmd(source: list[str] = typer.Option(None, "--source", help="Only c
     Errors are held-out (cases the calibration never saw) unless --cases shows the split per row; the
     roofline bound is shown beside the calibrated estimate. Example: tokenomy validate --by metric,bound
     """
-    from tokenomy.validation import calibrate_fit, load, report, run
+    from tokenomy.answers.fidelity import validate
 
-    t0 = time.perf_counter()
-    keys = tuple(k.strip() for k in by.split(",") if k.strip())
-    allowed = {"metric", "chip", "bound", "source", "scenario", "capacity_limited", "model", "split"}
-    if not keys or not set(keys) <= allowed:
-        raise UsageError(f"--by: use some of {', '.join(sorted(allowed))}")
-    known = {f.source.id for f in load.validation_files()}
-    if source and not set(source) <= known:
-        raise UsageError(f"--source: unknown {sorted(set(source) - known)}; allowed: {', '.join(sorted(known))}")
-    p = run.prepare(tuple(source) if source else None)
-    if refit:
-        if source:
-            raise UsageError("--refit fits on every source; drop --source")
-        fit = run.refit(p)
-        files = calibrate_fit.efficiency_files(fit, run.in_sample(p, fit))
-        for chip, f in files.items():
-            (load.EFF_DIR / f"{chip}.toml").write_text(calibrate_fit.to_toml(f))
-        load.efficiency_for.cache_clear()
-    rows = run.rows(p)
-    elapsed = time.perf_counter() - t0
-    loso_rows = run.leave_one_source_out(p) if loso else None
-    if write:
-        terms = {c: load.efficiency_for(c).terms for c in sorted({r["chip"] for r in rows})}
-        terms["pooled"] = load.efficiency_for("pooled").terms
-        cmd = "tokenomy validate" + (" --loso" if loso else "") + f" --write {write}"
-        write.write_text(report.markdown(rows, terms, loso_rows, elapsed, cmd, time.perf_counter() - t0))
-    if cases:
-        emit(rows, as_json=as_json, as_csv=as_csv, title="validation cases",
-             columns=("id", "split", "metric", "measured", "roofline", "calibrated", "calibrated_error", "bound"))
+    res = validate(source=source or None, by=tuple(k.strip() for k in by.split(",") if k.strip()), cases=cases,
+                   refit=refit, loso=loso, write=write)
+    if as_json or as_csv or cases:
+        emit(res.payload(), as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
         return
-    h = report.headline(rows)
-    summary = report.summary(rows, keys)
-    if as_json:
-        emit({"headline_decode_time_per_token": h, "held_out": summary,
-              "in_sample": report.summary(rows, keys, "train"),
-              "leave_one_source_out": report.summary(loso_rows, keys, None) if loso_rows else None,
-              "cases": len(rows), "seconds": elapsed}, as_json=True, as_csv=False)
-        return
-    emit(summary, as_json=False, as_csv=as_csv, title="held-out error (calibrated; roofline beside it)",
-         columns=(*keys, *STAT_COLUMNS),
-         notes=[f"decode time per output token, held-out: median |error| {100 * h['held_out_median_abs_error']:.1f}% "
-                f"over {h['cases']} cases (in-sample {100 * h['in_sample_median_abs_error']:.1f}%, roofline "
-                f"{100 * h['roofline_median_abs_error']:.0f}%); errors are time errors, negative = model too "
-                f"optimistic. {len(rows)} cases in {elapsed:.1f} s."])
+    emit(res.rows(), as_json=False, as_csv=False, title=res.title, columns=res.columns, notes=res.notes)
 
 
 @app.command("calibrate")

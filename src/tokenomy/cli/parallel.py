@@ -1,4 +1,4 @@
-"""`tokenomy plan`: the layout search (answers/plan.py), as a thin typer layer."""
+"""`tokenomy plan`: the layout search (answers/layouts.py), as a thin typer layer."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def plan_cmd(model: str = MODEL,
 
     --explain derives the best plan (most tokens/s per chip on the front) step by step.
     """
-    from tokenomy.answers.plan import plan
+    from tokenomy.answers.layouts import plan
 
     res = plan(model, hardware, chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
                max_ttft=max_ttft, batch=None if batch is None else int_list("batch", batch), weight_dtype=weight_dtype,

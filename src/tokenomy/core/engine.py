@@ -118,7 +118,18 @@ class PassTerms:
 
 
 def _f(x):
-    return np.asarray(x, dtype=np.float64)
+    """A float array; a quantity (anything with units, e.g. pint's) passes through with its units."""
+    return x if hasattr(x, "units") else np.asarray(x, dtype=np.float64)
+
+
+def _one(x):
+    """1 in the unit of ``x`` (1.0 for a plain number): the unit step of a count, e.g. one position."""
+    return 1.0 * x.units if hasattr(x, "units") else 1.0
+
+
+def _mag(x):
+    """The magnitude of a count used as an exponent (a plain number as it is)."""
+    return getattr(x, "magnitude", x)
 
 
 def _calibrated(topo: Topology, eff: Efficiency) -> Topology:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
+from tokenomy import answers
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.specs import Hardware
@@ -230,9 +231,7 @@ def model_from(q: Query, default: str | None = None) -> ModelArch:
 
 # ---- a query -> an answer's keyword arguments ------------------------------------------------------------
 
-ANSWERS = {"decode": "passes", "prefill": "passes", "plan": "plan", "batch": "economics", "latency": "economics",
-           "context": "economics", "pricing": "economics", "speculate": "economics", "cache": "economics",
-           "lecture": "economics", "train": "training", "rl": "training", "lifecycle": "training"}
+ANSWERS = answers.SERVED  # the questions /api/<command> answers (the answer layer's own table)
 NOT_OFFERED = {"decode": {"len_pass"}}  # decode passes one new token: the CLI has no --len-pass for it
 PASS_DEFAULTS = {"batch": [1, 8, 64], "context": [2048]}  # tokenomy decode|prefill's --batch and --context
 
@@ -284,11 +283,7 @@ def _function(command: str) -> Callable:
     """The answer function of a command, imported when first asked for (economics/training may be absent)."""
     if command not in ANSWERS:
         raise FieldError("command", f"{command!r} is not an answer; allowed: {', '.join(ANSWERS)}")
-    try:
-        module = importlib.import_module(f"tokenomy.answers.{ANSWERS[command]}")
-    except ModuleNotFoundError:
-        raise FieldError("command", f"{command}: not available in this build (tokenomy.answers."
-                                    f"{ANSWERS[command]} is missing)") from None
+    module = importlib.import_module(answers.module_of(command))
     return getattr(module, "pass_answer" if command in ("decode", "prefill") else command)
 
 

@@ -1,0 +1,58 @@
+"""validate: every published measurement of the validation catalog predicted through the engine, and the error.
+
+Held-out errors (cases the calibration never saw, by the split declared in catalog/efficiency/split.toml) grouped
+by the keys asked; ``refit`` first refits the efficiency terms on the training split and rewrites
+catalog/efficiency/*.toml; ``loso`` adds leave-one-source-out; ``write`` writes the markdown report.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tokenomy.answers.result import Result
+
+STAT_COLUMNS = ("n", "median_abs_error", "within_20pct", "signed_bias", "roofline_median_abs_error",
+                "roofline_signed_bias")
+CASE_COLUMNS = ("id", "split", "metric", "measured", "roofline", "calibrated", "calibrated_error", "bound")
+GROUP_KEYS = ("metric", "chip", "bound", "source", "scenario", "capacity_limited", "model", "split")
+
+
+def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None) -> Result:
+    from tokenomy.validation import calibrate_fit, load, report, run
+
+    t0 = time.perf_counter()
+    keys = tuple(by)
+    if not keys or not set(keys) <= set(GROUP_KEYS):
+        raise ValueError(f"by: use some of {', '.join(sorted(GROUP_KEYS))}")
+    known = {f.source.id for f in load.validation_files()}
+    if source and not set(source) <= known:
+        raise ValueError(f"source: unknown {sorted(set(source) - known)}; allowed: {', '.join(sorted(known))}")
+    if refit and source:
+        raise ValueError("refit: fits on every source; drop source")
+    p = run.prepare(tuple(source) if source else None)
+    if refit:
+        fit = run.refit(p)
+        for chip, f in calibrate_fit.efficiency_files(fit, run.in_sample(p, fit)).items():
+            (load.EFF_DIR / f"{chip}.toml").write_text(calibrate_fit.to_toml(f))
+        load.efficiency_for.cache_clear()
+    rows = run.rows(p)
+    elapsed = time.perf_counter() - t0
+    loso_rows = run.leave_one_source_out(p) if loso else None
+    if write:
+        terms = {c: load.efficiency_for(c).terms for c in sorted({r["chip"] for r in rows})}
+        terms["pooled"] = load.efficiency_for("pooled").terms
+        cmd = "tokenomy validate" + (" --loso" if loso else "") + f" --write {write}"
+        Path(write).write_text(report.markdown(rows, terms, loso_rows, elapsed, cmd, time.perf_counter() - t0))
+    if cases:
+        return Result("validate", "validation cases", tuple(rows), CASE_COLUMNS, rows_key="")
+    h = report.headline(rows)
+    extra = {"headline_decode_time_per_token": h, "in_sample": report.summary(rows, keys, "train"),
+             "leave_one_source_out": report.summary(loso_rows, keys, None) if loso_rows else None,
+             "cases": len(rows), "seconds": elapsed}
+    note = (f"decode time per output token, held-out: median |error| {100 * h['held_out_median_abs_error']:.1f}% "
+            f"over {h['cases']} cases (in-sample {100 * h['in_sample_median_abs_error']:.1f}%, roofline "
+            f"{100 * h['roofline_median_abs_error']:.0f}%); errors are time errors, negative = model too "
+            f"optimistic. {len(rows)} cases in {elapsed:.1f} s.")
+    return Result("validate", "held-out error (calibrated; roofline beside it)",
+                  tuple(report.summary(rows, keys)), (*keys, *STAT_COLUMNS), extra, (note,), rows_key="held_out")
