@@ -9,16 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+AttentionKind = Literal["mha", "gqa", "mqa", "mla", "linear"]
 MlpKind = Literal["dense", "moe"]
 
 
 @dataclass(frozen=True)
 class Attention:
-    """One attention layer. ``window`` caps the cached length (sliding window); None = global.
+    """One attention (token-mixing) layer. ``window`` caps the cached length (sliding window); None = global.
 
-    KV elements per token per layer: GQA/MHA/MQA 2·K·d (K and V), MLA kv_lora_rank + qk_rope_head_dim
+    KV elements per cached entry per layer: GQA/MHA/MQA 2·K·d (K and V), MLA kv_lora_rank + qk_rope_head_dim
     (DeepSeek-V2 paper, arXiv 2405.04434, eq. 9-10: only the compressed latent and the shared rope key are cached).
+    Which entries are cached and attended (window, chunk, compression, top-k): arch/positions.py.
+    Indexed sparse attention (DSA, DeepSeek-V3.2): an indexer of ``index_n_heads`` x ``index_head_dim`` scores every
+    cached entry against one cached index key of ``index_head_dim`` elements; the core attends ``index_topk``.
+    ``kind == "linear"`` (Gated DeltaNet, KimiLinear, Mamba-2 mixers): no KV cache; a fixed state of
+    ``state_elems`` per sequence read and written each step and ``state_flops_per_token`` FLOPs per token, with
+    projection weights ``explicit_params`` counted by the adapter from the config.
     """
 
     kind: AttentionKind
@@ -32,14 +38,36 @@ class Attention:
     kv_lora_rank: int = 0  # MLA only
     qk_rope_head_dim: int = 0  # MLA only
     qk_norm: bool = False  # Qwen3 / Gemma3 per-head RMSNorm on q and k
+    chunk: int | None = None  # chunked local attention: a token attends only its own chunk (Llama-4)
+    compress_ratio: int | None = None  # beyond the window, one compressed cache entry per r tokens (DeepSeek-V4)
+    index_topk: int | None = None  # indexed sparse attention: the core attends the top-k entries (DSA)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    state_elems: int = 0  # linear / SSM layers: state per sequence
+    state_flops_per_token: int = 0
+    explicit_params: int | None = None  # projection weights, when the adapter counts them
+    variant: str = ""  # what the config calls the kind (e.g. "gated_deltanet", "mamba2", "dsa", "csa")
 
     def kv_elements_per_token(self) -> int:
+        """Elements per cached entry (0 for linear layers, which keep a state instead)."""
+        if self.kind == "linear":
+            return 0
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)
 
+    def index_elements_per_token(self) -> int:
+        """The indexer's cached key per entry (DSA: one key of index_head_dim); 0 without an indexer."""
+        return self.index_head_dim if self.index_topk else 0
+
+    def index_flops_per_position(self) -> int:
+        """Indexer FLOPs per new token per cached entry: 2·index_n_heads·index_head_dim (q·k of every head)."""
+        return 2 * self.index_n_heads * self.index_head_dim if self.index_topk else 0
+
     def params(self, D: int) -> int:
         """Weight count of the projections (and their biases / norms)."""
+        if self.explicit_params is not None:
+            return self.explicit_params
         H, K, d, dv = self.num_heads, self.num_kv_heads, self.head_dim, self.v_head_dim
         if self.kind == "mla":
             r, c, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
@@ -60,6 +88,8 @@ class Attention:
         MLA decode runs "absorbed" (W_UK folded into q, W_UV after attention; DeepSeek-V2 §2.1.3),
         attending in the latent space: (c + rope) + c. Prefill runs un-absorbed: d + dv.
         """
+        if self.kind == "linear":
+            return 0
         if self.kind == "mla" and absorbed:
             return 2 * self.kv_lora_rank + self.qk_rope_head_dim
         return self.head_dim + self.v_head_dim

@@ -39,6 +39,13 @@ class Op:
     unabsorb_flops_per_position: float = 0.0  # per cached position per sequence, to run the plain form
     kv_elems_per_token: int = 0
     window: int | None = None
+    chunk: int | None = None  # which entries are cached and attended: arch/positions.py
+    compress_ratio: int | None = None
+    index_topk: int | None = None
+    index_elems_per_token: int = 0  # DSA: the indexer's cached key per entry
+    index_flops_per_position: float = 0.0  # DSA: indexer FLOPs per new token per cached entry
+    state_elems: int = 0  # linear / SSM mixers: state per sequence, read and written each pass
+    state_flops_per_token: float = 0.0
     act_elems_per_token: float = 0.0  # activation elements read + written by this op per token
 
 
@@ -52,7 +59,10 @@ def _layer_ops(m: ModelArch, i: int) -> list[Op]:
         Op(f"L{i}.attn.scores", "attention", i, score_flops_decode=2 * a.num_heads * a.score_dims(True),
            score_flops_prefill=2 * a.num_heads * a.score_dims(False),
            unabsorb_flops_per_position=a.unabsorb_flops_per_position(), kv_elems_per_token=a.kv_elements_per_token(),
-           window=a.window, act_elems_per_token=qkv_width + a.num_heads * a.v_head_dim),
+           window=a.window, chunk=a.chunk, compress_ratio=a.compress_ratio, index_topk=a.index_topk,
+           index_elems_per_token=a.index_elements_per_token(), index_flops_per_position=a.index_flops_per_position(),
+           state_elems=a.state_elems, state_flops_per_token=a.state_flops_per_token,
+           act_elems_per_token=qkv_width + a.num_heads * a.v_head_dim),
     ]
     width = mlp.intermediate_size if mlp.kind == "dense" else mlp.num_shared_experts * mlp.shared_intermediate_size
     dense = mlp.dense_params(D)

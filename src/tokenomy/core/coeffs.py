@@ -47,6 +47,26 @@ class ModelCoeffs:
     unabsorb_local: object
     act_elems_per_token: object
     act_peak_elems_per_token: object  # widest single op: the live activation working set per token
+    # attention classes: layers alike in what they cache and attend (arch/positions.py), summed per class; every
+    # array has the class axis last (K classes, padded with empty ones when models are stacked)
+    attn_kv: object  # KV elements per cached entry
+    attn_window: object  # sliding window (inf: none)
+    attn_ratio: object  # 1/r compressed entries per token beyond the window (0: none)
+    attn_chunk: object  # chunked local attention's chunk (inf: none)
+    attn_topk: object  # entries the core attends with an indexer (inf: all)
+    attn_score_absorbed: object  # FLOPs per new token per attended entry, absorbed form (MLA) / the only form
+    attn_score_plain: object  # ... plain (un-absorbed) form
+    attn_unabsorb: object  # FLOPs per cached entry per sequence to run the plain form
+    attn_index_kv: object  # indexer key elements per cached entry
+    attn_index_flops: object  # indexer FLOPs per new token per cached entry
+    state_elems: object  # linear / SSM state per sequence, all layers
+    state_flops_per_token: object
+
+    @property
+    def kv_elems_per_token(self):
+        """Elements cached per token while the context is shorter than every window and chunk, uncompressed."""
+        return np.sum(np.asarray(self.attn_kv, dtype=float) * np.where(np.asarray(self.attn_ratio) > 0, 0.0, 1.0)
+                      + np.asarray(self.attn_index_kv, dtype=float), axis=-1)
 
     def stack(self: "ModelCoeffs", *others: "ModelCoeffs") -> "ModelCoeffs":
         return stack([self, *others])
@@ -88,7 +108,31 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
         unabsorb_local=float(sum(o.unabsorb_flops_per_position for o in loc)),
         act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
         act_peak_elems_per_token=float(max((o.act_elems_per_token for o in ops), default=0.0)),
+        **attention_classes(att),
+        state_elems=float(sum(o.state_elems for o in att)),
+        state_flops_per_token=float(sum(o.state_flops_per_token for o in att)),
     )
+
+
+CLASS_FIELDS = ("attn_kv", "attn_window", "attn_ratio", "attn_chunk", "attn_topk", "attn_score_absorbed",
+                "attn_score_plain", "attn_unabsorb", "attn_index_kv", "attn_index_flops")
+EMPTY_CLASS = (0.0, np.inf, 0.0, np.inf, np.inf, 0.0, 0.0, 0.0, 0.0, 0.0)  # caches and attends nothing
+
+
+def attention_classes(att: list[Op]) -> dict[str, np.ndarray]:
+    """Attention ops grouped by (window, compression, chunk, top-k) and summed per group: the engine's classes."""
+    groups: dict[tuple, list[Op]] = {}
+    for o in att:
+        key = (o.window or np.inf, 1.0 / o.compress_ratio if o.compress_ratio else 0.0, o.chunk or np.inf,
+               o.index_topk or np.inf)
+        groups.setdefault(key, []).append(o)
+    rows = [(sum(o.kv_elems_per_token for o in g), *key, sum(o.score_flops_decode for o in g),
+             sum(o.score_flops_prefill for o in g), sum(o.unabsorb_flops_per_position for o in g),
+             sum(o.index_elems_per_token for o in g), sum(o.index_flops_per_position for o in g))
+            for key, g in groups.items()]
+    rows = rows or [EMPTY_CLASS]
+    cols = np.array(rows, dtype=float).T
+    return {f: cols[i] for i, f in enumerate(CLASS_FIELDS)}
 
 
 @dataclass(frozen=True)
@@ -113,12 +157,25 @@ def shape_of(m: ModelArch, coeffs: ModelCoeffs | None = None) -> ModelShape:
                       a.head_dim, m.parallel_block, 2.0 * (float(c.dense_params) + float(c.head_params)))
 
 
+def _pad(a, k: int, fill: float) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    return np.concatenate([a, np.full(k - a.shape[-1], fill)])
+
+
 def stack(items: list[ModelCoeffs]) -> ModelCoeffs:
-    """Coefficients of several models as 1-D arrays (one entry per model)."""
-    return ModelCoeffs(**{f.name: np.array([getattr(c, f.name) for c in items], dtype=float)
-                          for f in fields(ModelCoeffs)})
+    """Coefficients of several models as arrays with one entry per model (classes padded to the most classes)."""
+    k = max(np.shape(c.attn_kv)[-1] for c in items)
+    out = {}
+    for f in fields(ModelCoeffs):
+        if f.name in CLASS_FIELDS:
+            fill = EMPTY_CLASS[CLASS_FIELDS.index(f.name)]
+            out[f.name] = np.stack([_pad(getattr(c, f.name), k, fill) for c in items])
+        else:
+            out[f.name] = np.array([getattr(c, f.name) for c in items], dtype=float)
+    return ModelCoeffs(**out)
 
 
 def reshape(c: ModelCoeffs, shape: tuple[int, ...]) -> ModelCoeffs:
-    """Give every coefficient array ``shape`` so it broadcasts against a grid."""
-    return ModelCoeffs(**{f.name: np.reshape(getattr(c, f.name), shape) for f in fields(ModelCoeffs)})
+    """Give every coefficient array ``shape`` (class arrays ``shape`` + their class axis) to broadcast on a grid."""
+    return ModelCoeffs(**{f.name: np.reshape(getattr(c, f.name), (*shape, np.shape(getattr(c, f.name))[-1])
+                                             if f.name in CLASS_FIELDS else shape) for f in fields(ModelCoeffs)})
