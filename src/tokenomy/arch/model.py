@@ -173,6 +173,7 @@ class ModelArch:
     source: str = ""
     max_position_embeddings: int | None = None
     extra_params: int = 0  # documented extras outside the layers (e.g. attention sinks)
+    state_dtype: str = "bf16"  # linear / SSM state (Qwen3.5's mamba_ssm_dtype float32 -> "fp32")
 
     @property
     def num_layers(self) -> int:

@@ -6,9 +6,12 @@ active = the same with k experts per MoE layer instead of E (what one token touc
 
 from __future__ import annotations
 
+import numpy as np
+
 from dataclasses import dataclass
 
 from tokenomy.arch.model import ModelArch
+from tokenomy.arch.positions import cached
 from tokenomy.units import dtype_bytes
 
 
@@ -59,14 +62,21 @@ def kv_bytes_per_token(m: ModelArch, kv_dtype: str = "bf16") -> float:
 
 
 def kv_bytes_at_context(m: ModelArch, context: float, kv_dtype: str = "bf16") -> float:
-    """KV bytes of one sequence holding ``context`` tokens: sliding-window layers keep min(context, window)."""
+    """KV bytes of one sequence holding ``context`` tokens: Σ_layers (kv + index keys)·cached(C)·bytes, with the
+    entries each kind keeps (sliding window, chunk, compression: arch/positions.cached); linear layers keep none."""
     b = dtype_bytes(kv_dtype)
     total = 0.0
     for layer in m.layers:
-        w = layer.attention.window
-        n = context if w is None else min(context, w)
-        total += layer.attention.kv_elements_per_token() * n * b
+        a = layer.attention
+        n = float(cached(context, a.window or np.inf, 1.0 / a.compress_ratio if a.compress_ratio else 0.0,
+                         a.chunk or np.inf))
+        total += (a.kv_elements_per_token() + a.index_elements_per_token()) * n * b
     return total
+
+
+def state_bytes_per_sequence(m: ModelArch) -> float:
+    """The fixed state of linear-attention / SSM layers, per sequence: Σ_layers state_elems · bytes (state dtype)."""
+    return float(sum(layer.attention.state_elems for layer in m.layers) * dtype_bytes(m.state_dtype))
 
 
 def weight_bytes(m: ModelArch, weight_dtype: str | None = None) -> float:
