@@ -169,6 +169,14 @@ ADAPTERS: dict[str, Callable[[_Cfg, str], ModelArch]] = {
 }
 
 
+# The families released since early 2025 live in arch/families/ and use the helpers above (so they import here,
+# after those helpers are defined).
+from tokenomy.arch.families import hybrid, recent, sparse  # noqa: E402
+
+for _family in (sparse, hybrid, recent):
+    ADAPTERS.update(_family.ADAPTERS)
+
+
 def from_config(d: Any, name: str) -> ModelArch:
     """Build a ModelArch from a parsed config.json dict; ConfigError names what is wrong."""
     if not isinstance(d, dict):

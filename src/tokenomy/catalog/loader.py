@@ -140,9 +140,12 @@ def _aliases(stem: str) -> set[str]:
 
 @lru_cache(maxsize=1)
 def _model_index() -> dict[str, Path]:
+    """Every name a model answers to: its repo name (with and without -instruct/-it/...), org/repo, and the
+    ``aliases`` its entry in models/SOURCES.toml lists (names people type, e.g. llama-4-scout)."""
     index: dict[str, Path] = {}
+    sources = tomllib.loads((ROOT / "models" / "SOURCES.toml").read_text()).get("files", {})
     for p in sorted((ROOT / "models").glob("*.json")):
-        for a in _aliases(p.stem):
+        for a in _aliases(p.stem) | {x.lower() for x in sources.get(p.stem, {}).get("aliases", [])}:
             index.setdefault(a, p)
     return index
 
