@@ -174,6 +174,8 @@ class ModelArch:
     max_position_embeddings: int | None = None
     extra_params: int = 0  # documented extras outside the layers (e.g. attention sinks)
     state_dtype: str = "bf16"  # linear / SSM state (Qwen3.5's mamba_ssm_dtype float32 -> "fp32")
+    mtp_layers: int = 0  # multi-token-prediction modules (num_nextn_predict_layers / mtp_num_hidden_layers): not
+    #                      part of the served forward pass or its parameter count; a speculative draft when used
 
     @property
     def num_layers(self) -> int:
