@@ -10,10 +10,12 @@ precision, the links of the topology and the time-valued efficiency terms; layou
 expert counts are plain numbers.
 
 One known defect is isolated rather than hidden: ``Efficiency.balance_rows`` computes peak·η/(2·bw·η_hbm·w), whose
-unit is FLOP·param/byte² rather than GEMM rows (tokens); rows = peak·η·w/(2 FLOP/(token·param)·bw·η_hbm) is the
-consistent form. Fixing it moves the calibrated numbers (a refit), so ``test_balance_rows_are_rows`` is a strict
-xfail on the shipped formula and the engine-wide tests run with the consistent form patched in (``_rows_patch``);
-the marker and the patch go together when the formula is fixed.
+unit (2 in FLOP/(token·param)) is token·param²/byte² rather than GEMM rows (tokens): it divides by the operand's
+bytes per element where streaming w bytes per element per 2 FLOPs multiplies, rows = peak·η·w/(2·bw·η_hbm) (the
+two agree at w = 1 byte; at 2 bytes the shipped rows are 4x too few). Fixing it moves the calibrated numbers (a refit), so ``test_balance_rows_are_rows`` is a strict
+xfail on the shipped formula and the engine-wide tests run with the consistent form patched in (``_with_units``);
+the marker and the patch go together when the formula is fixed. The one dimensional literal the engine has, a
+GEMM's 2 FLOPs per weight per row (``efficiency.FLOPS_PER_WEIGHT``), is given its unit the same way.
 """
 
 import dataclasses
@@ -23,7 +25,7 @@ import pint
 import pytest
 
 from tokenomy.catalog.loader import hardware, model
-from tokenomy.core import engine
+from tokenomy.core import efficiency, engine
 from tokenomy.core.coeffs import shape_of
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
@@ -53,6 +55,7 @@ DIMS = {**{t: "[time]" for t in TIMES}, "flops": "[work_]", "attention_flops": "
         "memory_per_chip_bytes": "[information_]", "kv_bytes_per_chip": "[information_]",
         "tokens_per_s": "[token_] / [time]", "tokens_per_s_per_user": "[token_] / [time]"}
 
+ROOFLINE_S = ROOFLINE.with_(overhead_s=Q(0.0, "s"), layer_overhead_s=Q(0.0, "s"))  # its zero overheads in seconds
 CALIBRATED = Efficiency(flops_fraction=0.7, hbm_fraction=0.85, overhead_s=Q(2e-3, "s"),
                         layer_overhead_s=Q(1e-5, "s"), hbm_usable_fraction=0.9, gemm_half_tokens=Q(96.0, "token"),
                         allreduce_latency_s=Q(8e-6, "s"), link_fraction=0.8, request_overhead_s=Q(0.02, "s"),
@@ -94,14 +97,23 @@ def _topology(name):
 
 
 def _consistent_balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes):
-    """The balance rows in a consistent form (module docstring): 2 FLOPs per weight per row."""
+    """The balance rows in a consistent form (module docstring): 2 FLOPs per operand element (weight or KV
+    element) per row."""
+    per_element = Q(2.0, "flop/token") * (operand_bytes / Q(1.0, "byte_")).units
     return (peak_flops_per_s * self.flops_fraction * operand_bytes
-            / (Q(2.0, "flop/(token*param)") * hbm_bytes_per_s * self.hbm_fraction))
+            / (per_element * hbm_bytes_per_s * self.hbm_fraction))
+
+
+def _with_units(monkeypatch):
+    """The engine's one dimensional literal, a GEMM's 2 FLOPs per weight per row, given its unit, and the balance
+    rows in their consistent form (module docstring)."""
+    monkeypatch.setattr(efficiency, "FLOPS_PER_WEIGHT", Q(2.0, "flop/(token*param)"))
+    monkeypatch.setattr(Efficiency, "balance_rows", _consistent_balance_rows)
 
 
 @pytest.fixture
-def _rows_patch(monkeypatch):
-    monkeypatch.setattr(Efficiency, "balance_rows", _consistent_balance_rows)
+def units(monkeypatch):
+    _with_units(monkeypatch)
 
 
 def _run(case, eff, peaks=PEAKS):
@@ -109,8 +121,8 @@ def _run(case, eff, peaks=PEAKS):
     return engine.evaluate(_shape(name), _topology(hw), peaks, lay, precision=PRECISION, eff=eff, **kw)
 
 
-@pytest.mark.usefixtures("_rows_patch")
-@pytest.mark.parametrize("eff", [ROOFLINE, CALIBRATED], ids=["roofline", "calibrated"])
+@pytest.mark.usefixtures("units")
+@pytest.mark.parametrize("eff", [ROOFLINE_S, CALIBRATED], ids=["roofline", "calibrated"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_engine_is_dimensionally_consistent(case, eff):
     r = _run(case, eff)
@@ -124,29 +136,28 @@ def test_engine_is_dimensionally_consistent(case, eff):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_units_do_not_change_the_numbers(case, _rows_patch):
+def test_units_do_not_change_the_numbers(case, monkeypatch):
     """Stripped of their units (seconds, FLOPs, bytes, tokens), the quantities give the plain engine's numbers.
-    (The patched balance rows differ from the shipped ones, so only under the roofline: M_½ = 0 ignores them.)"""
+    (Under the roofline only: its M_½ = 0 makes the patched balance rows irrelevant.)"""
     name, hw, lay, kw = CASES[case]
-    r = _run(case, ROOFLINE)
     plain = {k: getattr(v, "magnitude", v) for k, v in kw.items()}
     p = engine.evaluate(shape_of(model(name)), hardware(hw).topology, engine.Peaks(1e15, 3e12, 1e12), lay,
                         precision=engine.Precision(2.0, 2.0, 2.0), **plain)
+    _with_units(monkeypatch)
+    r = _run(case, ROOFLINE_S)
     for k in (*DIMS, "mfu"):
-        q = getattr(r, k)
-        np.testing.assert_allclose(q.to_base_units().magnitude if k != "mfu" else q.m_as(""), getattr(p, k),
-                                   rtol=1e-12, err_msg=k)
+        np.testing.assert_allclose(getattr(r, k).to_base_units().magnitude, getattr(p, k), rtol=1e-12, err_msg=k)
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="balance_rows divides by the operand bytes (module docstring); a fix needs a refit")
-def test_balance_rows_are_rows():
+def test_balance_rows_are_rows(monkeypatch):
+    monkeypatch.setattr(efficiency, "FLOPS_PER_WEIGHT", Q(2.0, "flop/(token*param)"))
     rows = ROOFLINE.balance_rows(PEAKS.flops_per_s, PEAKS.hbm_bytes_per_s, PRECISION.dense_w)
-    rows = rows / Q(1.0, "flop/(token*param)")  # the bare 2 in the formula: 2 FLOPs per weight per row
     assert rows.check("[token_]"), rows.units
 
 
-@pytest.mark.usefixtures("_rows_patch")
+@pytest.mark.usefixtures("units")
 @pytest.mark.parametrize("case", ["dense tp8", "moe tp2 ep8 over racks"])
 def test_a_wrong_unit_fails(case):
     wrong = engine.Peaks(PEAKS.flops_per_s, Q(3e12, "flop/s"), PEAKS.hbm_bytes)  # bandwidth in FLOP/s

@@ -12,7 +12,8 @@ A group of g chips with g_in per domain over g_out = ceil(g/g_in) domains runs h
     all-gather:  all-gather of nbytes/g_in across, then inside;  reduce-scatter: the mirror image
     all-to-all:  the (g_in-1)/g share moves on scale-up while the (g-g_in)/g share crosses scale-out at the
                  same time; the slower link binds (lecture §2.7: two racks send half the tokens over the slow one)
-Every function broadcasts over numpy arrays of ``group``, ``nbytes`` and ``stride``; a group of 1 costs 0.
+Every function broadcasts over numpy arrays of ``group``, ``nbytes`` and ``stride``; a group of 1 costs 0. Byte
+counts, link bandwidths and latencies may be quantities with units (e.g. pint's; tests/dims).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from tokenomy.specs import Topology
 
 
 def _f(x) -> np.ndarray:
-    return np.asarray(x, dtype=float)
+    """A float array; a quantity (anything with units, e.g. pint's) passes through with its units."""
+    return x if hasattr(x, "units") else np.asarray(x, dtype=float)
 
 
 @dataclass(frozen=True)

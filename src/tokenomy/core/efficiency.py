@@ -14,7 +14,8 @@
     per-request overhead                    = o_req on time to first token (HTTP, tokenizer, queue entry)
 The roofline is the set of ideal values (``ROOFLINE``); a calibrated set holds a chip's fitted terms (built from
 catalog/efficiency/<chip>.toml by the answer layer: the core reads no file). Every field may be a float or a numpy
-array that broadcasts against the grid (validation evaluates one set per case).
+array that broadcasts against the grid (validation evaluates one set per case), or a quantity with units (time-valued
+fields in seconds, M_½ in tokens: tests/dims).
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+
+FLOPS_PER_WEIGHT = 2.0  # a GEMM's FLOPs per weight per row: one multiply and one add
+
+
+def magnitude(x):
+    """The magnitude of a quantity (anything with units, e.g. pint's); a plain number as it is."""
+    return getattr(x, "magnitude", x)
 
 
 @dataclass(frozen=True)
@@ -43,27 +51,27 @@ class Efficiency:
 
     def __post_init__(self) -> None:
         for field in ("flops_fraction", "hbm_fraction", "hbm_usable_fraction", "link_fraction"):
-            v = np.asarray(getattr(self, field), dtype=float)
+            v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
         for field in ("overhead_s", "layer_overhead_s", "gemm_half_tokens", "request_overhead_s"):
-            v = np.asarray(getattr(self, field), dtype=float)
+            v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")
         if self.allreduce_latency_s is not None:
-            v = np.asarray(self.allreduce_latency_s, dtype=float)
+            v = np.asarray(magnitude(self.allreduce_latency_s), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"allreduce_latency_s: must be a finite number >= 0, got {v}")
 
     def gemm_fraction(self, rows):
         """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
-        m = np.maximum(np.asarray(rows, dtype=float), 1e-30)
+        m = np.maximum(rows, 1e-30 * getattr(rows, "units", 1.0))
         return self.flops_fraction * m / (m + self.gemm_half_tokens)
 
     def balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes):
         """M_bal = peak·η_max / (2·bw·η_hbm·w): GEMM rows below which streaming the operand takes longer."""
-        return (np.asarray(peak_flops_per_s, dtype=float) * self.flops_fraction
-                / (2.0 * np.asarray(hbm_bytes_per_s, dtype=float) * self.hbm_fraction * operand_bytes))
+        return (peak_flops_per_s * self.flops_fraction
+                / (FLOPS_PER_WEIGHT * hbm_bytes_per_s * self.hbm_fraction * operand_bytes))
 
     def with_(self, **kw) -> "Efficiency":
         return replace(self, **kw)

@@ -21,6 +21,8 @@ p = 1 − (1 − k/(E + r))^T (balls in bins; the max of ep ranks by the Gaussia
 Decode period (TPOT) = max(M·stage, pp·stage + pp·hop); a longer pass = (M + pp − 1)·stage + (pp − 1)·hop.
 The roofline is the efficiency set ROOFLINE; the ideal even split is Layout.even_split(n): no comms, every byte
 over n chips. Invalid layouts and points that do not fit get NaN times and a reason (``REASONS``, ``why_not``).
+Inputs may be quantities with units (e.g. pint's) in place of numbers: the outputs then carry theirs (tests/dims;
+zero and NaN masks stay bare, which quantities accept; counts used as exponents are stripped, ``_mag``).
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tokenomy.core import collectives as col
+from tokenomy.core import efficiency
 from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.core.efficiency import magnitude as _mag  # of a count used as an exponent
 from tokenomy.core.layout import Layout
 from tokenomy.core.pipeline import rack_hop_ratio
 from tokenomy.specs import Topology
@@ -51,7 +55,7 @@ FIRST_POINT_REASON = 6  # codes below it come from the layout alone, from it on 
 
 @dataclass(frozen=True)
 class Peaks:
-    """Per-chip peaks the pass runs against (floats or arrays)."""
+    """Per-chip peaks the pass runs against (floats, arrays or quantities)."""
 
     flops_per_s: object  # at the compute dtype
     hbm_bytes_per_s: object
@@ -118,8 +122,10 @@ class PassTerms:
 
 
 def _f(x):
-    """A float array; a quantity (anything with units, e.g. pint's) passes through with its units."""
-    return x if hasattr(x, "units") else np.asarray(x, dtype=np.float64)
+    """A float array; a quantity (anything with units, e.g. pint's) keeps its units, its magnitude made one."""
+    if hasattr(x, "units"):
+        return np.asarray(x.magnitude, dtype=np.float64) * x.units
+    return np.asarray(x, dtype=np.float64)
 
 
 def _one(x):
@@ -127,9 +133,6 @@ def _one(x):
     return 1.0 * x.units if hasattr(x, "units") else 1.0
 
 
-def _mag(x):
-    """The magnitude of a count used as an exponent (a plain number as it is)."""
-    return getattr(x, "magnitude", x)
 
 
 def _calibrated(topo: Topology, eff: Efficiency) -> Topology:
@@ -142,17 +145,21 @@ def _calibrated(topo: Topology, eff: Efficiency) -> Topology:
 
 
 def _busiest(x, ranks):
-    """The busiest of ``ranks`` ranks for a load with mean ``x`` and variance ``x`` (Gaussian extreme value)."""
-    return x + np.sqrt(2.0 * x * np.log(np.maximum(ranks, 1.0)))
+    """The busiest of ``ranks`` ranks for a count with mean ``x`` and variance ``x`` (Gaussian extreme value;
+    a count's variance is its mean times one of its unit)."""
+    return x + np.sqrt(2.0 * x * _one(x) * np.log(np.maximum(ranks, 1.0)))
 
 
-def mean_attended(C, S, window=np.inf):
+def mean_attended(C, S, window=None):
     """Mean positions a new token attends: the j-th of S new tokens sees min(C − S + j, w), j = 1..S, so
-    (Σ_{x=C−S+1}^{min(C,w)} x + w·max(0, C − max(C − S, w))) / S; C − (S − 1)/2 without a window."""
-    lo = C - S + 1.0
-    top = np.minimum(C, window)
-    below = np.where(top >= lo, (lo + top) * (top - lo + 1.0) / 2.0, 0.0)
-    above = np.where(np.isfinite(window), np.maximum(C - np.maximum(lo - 1.0, window), 0.0) * np.where(
+    (Σ_{x=C−S+1}^{min(C,w)} x + w·max(0, C − max(C − S, w))) / S; C − (S − 1)/2 without a window (None)."""
+    one = _one(C)  # one position
+    lo = C - S + one
+    top = C if window is None else np.minimum(C, window)
+    below = np.where(top >= lo, (lo + top) * (top - lo + one) / 2.0, 0.0)
+    if window is None:
+        return below / S
+    above = np.where(np.isfinite(window), np.maximum(C - np.maximum(lo - one, window), 0.0) * np.where(
         np.isfinite(window), window, 0.0), 0.0)
     return (below + above) / S
 
@@ -245,7 +252,9 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
     m, lay, pr = shape.coeffs, layout, precision
     ideal = np.asarray(lay.ideal, dtype=bool)
     tp, ep, pp, dp = (_f(x) for x in (lay.tp, lay.ep, lay.pp, lay.dp))
-    B, C, S, P = _f(batch), _f(context), _f(len_pass), _f(prefill_tokens)
+    B, C, S = _f(batch), _f(context), _f(len_pass)
+    one = _one(S)  # one token
+    P = _f(prefill_tokens) + 0.0 * one  # in the unit of S (the default 0 has none)
     M = pp if lay.microbatches is None else _f(lay.microbatches)
     ad = (ep > 1) if lay.attn_dp is None else (np.asarray(lay.attn_dp, dtype=bool) & (ep > 1))
     ab = _f(pr.act)
@@ -269,7 +278,7 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
 
     # context-shaped: FLOPs per token, KV per sequence
     attn_tok = _attention_per_token(m, C, S) * kv_read_fraction
-    attn_pf = _attention_per_token(m, np.maximum(prefill_context, 1.0), 1.0)  # one chunk token
+    attn_pf = _attention_per_token(m, np.maximum(prefill_context, one), one)  # one chunk token
     dense_ftok = shape.dense_flops_per_token
     kv_tok = (m.kv_global + m.kv_local) * pr.kv
     kv_pos = (m.kv_global * C + m.kv_local * np.minimum(C, m.window)) * pr.kv
@@ -284,7 +293,7 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
     kv_split = np.where(np.asarray(lay.kv_batch, dtype=bool), np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))),
                         kvs)
     A, x_read = _expert_load(T, k, slots, e_rank, ep, moe)
-    decode = S <= 1.0
+    decode = S <= one
     structure = np.select([_structure(shape, lay, tp, ep, pp, a, ideal) != 0, B != np.round(B), B < dp * M,
                            decode & (M < pp)], [_structure(shape, lay, tp, ep, pp, a, ideal), 6, 7, 8], 0)
     return Work(
@@ -296,9 +305,9 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
         dense_flops=f * (b_a * S * dense_ftok + (p_mb / ep_eff) * (dense_ftok + attn_pf)) / a,
         dense_rows=T_a, attn_flops=f * b_a * S * attn_tok / a,
         attn_rows=S * shape.num_heads / np.maximum(_f(shape.kv_heads), a),
-        dense_w=_f(pr.dense_w) + 0.0 * T, expert_w=_f(pr.expert_w) + 0.0 * T, kv_w=_f(pr.kv) + 0.0 * T,
-        expert_flops=f * moe * A * 2.0 * m.expert_params / tp,
-        expert_rows=np.where(x_read > 0, A / np.maximum(x_read, 1e-30), 1.0), experts_read=x_read,
+        dense_w=_f(pr.dense_w) + 0.0 * _mag(T), expert_w=_f(pr.expert_w) + 0.0 * _mag(T),
+        kv_w=_f(pr.kv) + 0.0 * _mag(T), expert_flops=f * moe * A * efficiency.FLOPS_PER_WEIGHT * m.expert_params / tp,
+        expert_rows=np.where(x_read > 0, A / np.maximum(x_read, 1e-30), _one(A)), experts_read=x_read,
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a
         + f * moe * x_read * m.expert_params * pr.expert_w / tp,
         kv_bytes=f * (b_a * kv_seq + (p_mb / ep_eff) * kv_tok) / kv_split,
@@ -316,8 +325,8 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
 def experts_touched(tokens, num_experts, experts_per_tok):
     """Expected distinct experts one MoE layer reads when ``tokens`` tokens each pick k of E uniformly:
     E·(1 − (1 − k/E)^T). T=1 gives k; T→∞ gives E. (Balls-in-bins; real routers are less uniform.)"""
-    E = np.maximum(np.asarray(num_experts, dtype=float), 1.0)
-    return E * -np.expm1(np.asarray(tokens, dtype=float) * np.log1p(-np.minimum(experts_per_tok / E, 1.0 - 1e-12)))
+    E = np.maximum(_f(num_experts), 1.0)
+    return E * -np.expm1(_f(_mag(tokens)) * np.log1p(-np.minimum(experts_per_tok / E, 1.0 - 1e-12)))
 
 
 def _expert_load(T, k, slots, e_rank, ep, moe):

@@ -18,8 +18,7 @@ import numpy as np
 
 def rack_hop_ratio(experts_per_tok, moe_layers_per_stage, up_bytes_per_s, out_bytes_per_s):
     """The lecture's scale-up/scale-out time ratio per stage; >= 1 means the rack hop is not the bottleneck."""
-    return (2.0 * np.asarray(experts_per_tok, dtype=float) * np.asarray(moe_layers_per_stage, dtype=float)
-            * np.asarray(out_bytes_per_s, dtype=float) / np.asarray(up_bytes_per_s, dtype=float))
+    return 2.0 * experts_per_tok * moe_layers_per_stage * out_bytes_per_s / up_bytes_per_s  # any units of bw
 
 
 def min_microbatches(stages):
