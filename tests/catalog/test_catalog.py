@@ -26,10 +26,10 @@ def test_every_toml_file_validates_and_cites(kind):
 
 def test_required_chips_and_systems_exist():
     need_chips = {"a100-80gb-sxm", "h100-sxm", "h200", "b200", "b300", "gb200", "gb300", "rubin", "mi300x", "mi355x",
-                  "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"}
+                  "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "h800", "h20"}
     assert need_chips <= set(loader.chip_names())
-    assert {"hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "gb300-nvl72", "vr200-nvl144"} <= set(
-        loader.system_names())
+    assert {"hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "gb300-nvl72", "vr200-nvl144", "hgx-h800-8",
+            "hgx-h20-8"} <= set(loader.system_names())
     assert loader.chip_file("rubin").preliminary
 
 
@@ -38,6 +38,56 @@ def test_sparse_figures_kept_apart_from_dense():
     h = loader.chip_file("h100-sxm")
     assert h.peak_flops_per_s.bf16 == pytest.approx(989.4e12, rel=0.01)
     assert h.sparse_flops_per_s.bf16 == pytest.approx(2 * h.peak_flops_per_s.bf16, rel=0.01)
+
+
+GiB = 2 ** 30
+
+
+@pytest.mark.parametrize("chip,gib", [("tpu-v5p", 95), ("tpu-v6e", 32), ("tpu-v7", 192)])
+def test_tpu_hbm_in_the_unit_googles_table_states(chip, gib):
+    # docs.cloud.google.com/tpu/docs/tpu7x: "HBM capacity per chip (GiB) | 95 | 32 | 192" (v5p, v6e, TPU7x): one
+    # table, one unit, so v6e and v7 are both binary (v6e was stored as a decimal 32e9).
+    assert loader.chip_file(chip).hbm.bytes == pytest.approx(gib * GiB, rel=1e-3)
+
+
+def test_datasheet_and_device_capacities_kept_beside_the_usable_one():
+    h, b = loader.chip_file("h100-sxm").hbm, loader.chip_file("b200").hbm
+    # H100: engine keeps the 80 GB datasheet figure; the device exposes 81,559 MiB (NVIDIA/nccl#1264)
+    assert h.bytes == h.datasheet_bytes == 80e9 and h.device_bytes == pytest.approx(81559 * 2 ** 20, rel=1e-3)
+    # B200: usable 180 GB (DGX B200 1,440 GB / 8) vs the 192 GB announced; nvidia-smi 183,359 MiB
+    assert b.bytes == 180e9 and b.datasheet_bytes == 192e9
+    assert b.device_bytes == pytest.approx(183359 * 2 ** 20, rel=1e-3)
+    assert loader.hardware("b200").chip.hbm_bytes == 180e9  # the engine uses the usable capacity
+    for n in loader.chip_names():
+        m = loader.chip_file(n).hbm
+        for other in (m.datasheet_bytes, m.device_bytes):
+            assert other is None or m.bytes <= other * (1 + 1e-9), n  # usable never above what exists
+
+
+def test_export_control_variants_differ_from_h100_where_the_rules_bite():
+    h100, h800, h20 = (loader.hardware(n) for n in ("hgx-h100-8", "hgx-h800-8", "hgx-h20-8"))
+    # H800: NVLink cut to 400 GB/s total = 200 per direction (DeepSeek, deepseek-ai/DeepEP#16) vs 450; compute and HBM kept
+    assert h800.topology.scale_up.bytes_per_s == pytest.approx(200e9)
+    assert h800.topology.scale_up.bytes_per_s < h100.topology.scale_up.bytes_per_s
+    assert h800.chip.peak_flops_per_s == h100.chip.peak_flops_per_s and h800.chip.hbm_bytes == h100.chip.hbm_bytes
+    # H20: compute cut (148 bf16 / 296 fp8 dense) but more and faster HBM (96 GB, 4.0 TB/s), full NVLink
+    for dt in ("bf16", "fp8"):
+        assert h20.chip.peak_flops_per_s[dt] < 0.2 * h100.chip.peak_flops_per_s[dt]
+    assert h20.chip.peak_flops_per_s["bf16"] == pytest.approx(148e12)
+    assert h20.chip.peak_flops_per_s["fp8"] == pytest.approx(296e12)
+    assert h20.chip.hbm_bytes > h100.chip.hbm_bytes and h20.chip.hbm_bytes_per_s > h100.chip.hbm_bytes_per_s
+    assert h20.topology.scale_up.bytes_per_s == h100.topology.scale_up.bytes_per_s
+    for f in (loader.chip_file("h800"), loader.chip_file("h20")):
+        assert "export" in f.model_dump_json().lower()  # the notes say why
+
+
+def test_host_attached_tiers_state_their_link_into_the_gpu():
+    for n in loader.storage_names():
+        f = loader.storage_file(n)
+        if f.tier in ("ddr", "cxl"):
+            assert f.link is not None and f.link.source, n
+            assert f.link.bytes_per_s_per_direction <= 1e12, n  # PCIe/C2C class, not a memory bandwidth
+    assert "tomshardware" not in loader.storage_file("host-ddr5").source  # was a CXL article
 
 
 def test_every_system_names_an_existing_chip_and_a_domain_that_fits():

@@ -68,3 +68,25 @@ def test_stall_makes_retrieval_dearer():
     a = kt.retrieve_cost(1e9, TIERS[2])
     b = kt.retrieve_cost(1e9, TIERS[2], gpu_usd_per_s=0.01, stall=1.0)
     assert b == pytest.approx(a + 1e9 / 6.8e9 * 0.01)
+
+
+def test_host_tier_is_read_at_its_link_not_its_dram():
+    # Host DDR5 (~614 GB/s) reaches a GPU over PCIe Gen5 x16 (64 GB/s per direction): BW = min(memory, link)
+    f = loader.storage_file("host-ddr5")
+    (t,) = kt.tiers_from_catalog(["host-ddr5"])
+    assert f.link.bytes_per_s_per_direction == 64e9 and f.read_bytes_per_s > 5 * f.link.bytes_per_s_per_direction
+    assert t.read_bytes_per_s == 64e9 and t.memory_bytes_per_s == f.read_bytes_per_s and t.bound_by == "link"
+    assert t.drain_s == pytest.approx(f.capacity_bytes / 64e9)
+    assert kt.retrieve_cost(1e9, t) == pytest.approx(1e9 / 64e9 * f.usd_per_hour / 3600)
+    # a link faster than the memory does not speed it up (CXL: module x8 36 GB/s behind a x16 port)
+    (c,) = kt.tiers_from_catalog(["cxl-memory"])
+    assert c.read_bytes_per_s == loader.storage_file("cxl-memory").read_bytes_per_s and c.bound_by == "memory"
+    assert float(kt.effective_read_bytes_per_s(3.35e12)) == 3.35e12
+
+
+def test_cache_answer_uses_the_link_capped_host_tier():
+    from tokenomy.answers.economics import cache
+    r = cache(model="deepseek-v3", hardware="hgx-h200-8", prefix_tokens=8192, hold=[300])
+    row = {x["tier"]: x for x in r.extra["tiers"]}["host-ddr5"]
+    assert row["read_bytes_per_s"] == 64e9 and row["bound_by"] == "link" and row["link"] == "PCIe Gen5 x16"
+    assert row["retrieve_s"] == pytest.approx(r.extra["prefix_bytes"] / 64e9 + 1e-7)

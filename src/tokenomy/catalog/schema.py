@@ -48,8 +48,14 @@ class Flops(Sourced):
 
 
 class Hbm(Sourced):
+    """On-package memory. ``bytes`` is the capacity the engine uses (the usable figure where the vendor
+    states one); ``datasheet_bytes`` is the vendor's headline figure and ``device_bytes`` what the driver
+    reports (e.g. nvidia-smi's MiB total x 2**20), each kept when it differs from ``bytes``."""
+
     bytes: PositiveFloat
     bytes_per_s: PositiveFloat
+    datasheet_bytes: PositiveFloat | None = None
+    device_bytes: PositiveFloat | None = None
 
 
 class Link(Sourced):
@@ -105,11 +111,20 @@ class SystemFile(BaseModel):
     scale_out: Link | None = None
 
 
+class HostLink(Sourced):
+    """The link a tier's bytes cross to reach one GPU (PCIe, NVLink-C2C), per direction."""
+
+    bytes_per_s_per_direction: PositiveFloat
+    technology: str = ""
+
+
 class StorageFile(BaseModel):
     """``catalog/storage/<name>.toml``: one device of a memory/storage tier that could hold a KV cache.
 
     ``usd_per_hour`` is the all-in rental (or amortised purchase) cost of one device; the $ per
-    byte-hour is derived as ``usd_per_hour / capacity_bytes``.
+    byte-hour is derived as ``usd_per_hour / capacity_bytes``. ``read_bytes_per_s`` is the device's own
+    bandwidth; ``link``, where given, is the path into the GPU, and a GPU reads the tier at
+    min(read_bytes_per_s, link.bytes_per_s_per_direction) (econ.kv_tiers).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -124,6 +139,7 @@ class StorageFile(BaseModel):
     as_of: dt.date
     price_source: str = Field(min_length=4)
     note: str = ""
+    link: HostLink | None = None
 
 
 class LongContextStep(BaseModel):

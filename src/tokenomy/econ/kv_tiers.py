@@ -6,6 +6,8 @@ rental $/s of one device:
     retrieve  = S/BW · ($/s + stall·GPU $/s)      (the device busy reading it; optionally the GPUs waiting;
                                                    0 for HBM, which decode reads anyway)
     total(T)  = hold(T) + retrieve;   rematerialise = the prefill's cost (hold = 0)
+BW is what one GPU reads the tier at: min(the memory's bandwidth, the link into the GPU), e.g. host DDR5 at
+~600 GB/s behind a PCIe Gen5 x16 port (~64 GB/s per direction) is a 64 GB/s tier (catalog/storage/*.toml ``link``).
 Equal device-time for holding and retrieving ⇔ T = Cap/BW: the "drain time" rule (HBM ≈ 20 ms, DDR ≈ 1-10 s,
 flash ≈ 1 min, disk ≈ 1 h ⇒ 5-minute caches on flash, 1-hour caches on disk). Under the full cost model the
 cheapest tier also depends on each tier's $/byte; both are computed here.
@@ -25,7 +27,8 @@ REMAT = "rematerialise"
 
 @dataclass(frozen=True)
 class Tier:
-    """One device of a memory tier (SI units)."""
+    """One device of a memory tier (SI units). ``read_bytes_per_s`` is the effective rate into a GPU (already
+    capped by the link); ``memory_bytes_per_s`` and ``link_bytes_per_s`` keep the two figures it came from."""
 
     name: str
     tier: str
@@ -34,6 +37,15 @@ class Tier:
     usd_per_hour: float
     latency_s: float = 0.0
     source: str = ""
+    memory_bytes_per_s: float | None = None
+    link_bytes_per_s: float | None = None
+    link: str = ""
+
+    @property
+    def bound_by(self) -> str:
+        """"link" when the path into the GPU, not the memory, sets the read rate."""
+        lk, mem = self.link_bytes_per_s, self.memory_bytes_per_s
+        return "link" if lk is not None and (mem is None or lk < mem) else "memory"
 
     @property
     def drain_s(self) -> float:
@@ -44,20 +56,34 @@ class Tier:
         return self.usd_per_hour / self.capacity_bytes
 
 
+def effective_read_bytes_per_s(memory_bytes_per_s, link_bytes_per_s=None):
+    """BW = min(memory bandwidth, link bandwidth per direction): a tier is read no faster than its path into
+    the GPU (PCIe Gen5 x16 ~64e9 B/s, NVLink-C2C 450e9 B/s). No link: the memory's own figure."""
+    mem = np.asarray(memory_bytes_per_s, float)
+    return mem if link_bytes_per_s is None else np.minimum(mem, np.asarray(link_bytes_per_s, float))
+
+
 def tiers_from_catalog(names=None) -> list[Tier]:
-    """Storage catalog files (catalog/storage/*.toml) as tiers, ordered from HBM down."""
+    """Storage catalog files (catalog/storage/*.toml) as tiers, ordered from HBM down; each read at
+    min(its bandwidth, its link's)."""
     from tokenomy.catalog import loader
 
     files = [loader.storage_file(n) for n in (names or loader.storage_names())]
     files.sort(key=lambda f: TIER_ORDER.index(f.tier))
-    return [Tier(f.name, f.tier, f.capacity_bytes, f.read_bytes_per_s, f.usd_per_hour, f.latency_s, f.source)
-            for f in files]
+    out = []
+    for f in files:
+        lk = f.link.bytes_per_s_per_direction if f.link else None
+        bw = float(effective_read_bytes_per_s(f.read_bytes_per_s, lk))
+        src = f.source + (f"; link: {f.link.source}" if f.link else "")
+        out.append(Tier(f.name, f.tier, f.capacity_bytes, bw, f.usd_per_hour, f.latency_s, src,
+                        f.read_bytes_per_s, lk, f.link.technology if f.link else ""))
+    return out
 
 
 def hbm_tier(chip: Chip, usd_per_hour: float) -> Tier:
     """The serving chip's own HBM as a tier, priced at the whole accelerator's rental (as the lecture does)."""
     return Tier(f"hbm ({chip.name})", "hbm", chip.hbm_bytes, chip.hbm_bytes_per_s, usd_per_hour, 0.0,
-                "catalog/chips/" + chip.name)
+                "catalog/chips/" + chip.name, chip.hbm_bytes_per_s)
 
 
 def tier_costs(prefix_bytes, hold_s, tiers: list[Tier], gpu_usd_per_s: float = 0.0, stall: float = 0.0):
@@ -138,7 +164,9 @@ def tier_rows(prefix_bytes, hold_s, tiers: list[Tier], remat_usd: float, gpu_usd
     rows = []
     for t, tot in zip(tiers, total):
         rows.append({"tier": t.name, "kind": t.tier, "capacity_bytes": t.capacity_bytes,
-                     "read_bytes_per_s": t.read_bytes_per_s, "drain_s": t.drain_s,
+                     "read_bytes_per_s": t.read_bytes_per_s, "memory_bytes_per_s": t.memory_bytes_per_s,
+                     "link_bytes_per_s": t.link_bytes_per_s, "link": t.link, "bound_by": t.bound_by,
+                     "drain_s": t.drain_s,
                      "usd_per_byte_hour": t.usd_per_byte_hour,
                      "hold_usd_per_s": hold_cost_per_s(prefix_bytes, t),
                      "retrieve_usd": retrieve_cost(prefix_bytes, t, gpu_usd_per_s, stall),
@@ -146,7 +174,8 @@ def tier_rows(prefix_bytes, hold_s, tiers: list[Tier], remat_usd: float, gpu_usd
                      "total_usd": float(tot), "vs_remat": float(tot) / remat_usd,
                      "max_hold_s": max_hold_s(prefix_bytes, t, remat_usd, gpu_usd_per_s, stall),
                      "source": t.source})
-    rows.append({"tier": REMAT, "kind": "compute", "capacity_bytes": None, "read_bytes_per_s": None, "drain_s": None,
+    rows.append({"tier": REMAT, "kind": "compute", "capacity_bytes": None, "read_bytes_per_s": None,
+                 "memory_bytes_per_s": None, "link_bytes_per_s": None, "link": "", "bound_by": None, "drain_s": None,
                  "usd_per_byte_hour": None, "hold_usd_per_s": 0.0, "retrieve_usd": remat_usd, "retrieve_s": None,
                  "total_usd": remat_usd, "vs_remat": 1.0, "max_hold_s": None, "source": "engine prefill"})
     return rows
