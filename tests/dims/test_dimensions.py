@@ -9,13 +9,11 @@ Inputs carry their units: the model's coefficients (``UNITS``), its widths (elem
 precision, the links of the topology and the time-valued efficiency terms; layout degrees, batch (sequences) and
 expert counts are plain numbers.
 
-One known defect is isolated rather than hidden: ``Efficiency.balance_rows`` computes peak·η/(2·bw·η_hbm·w), whose
-unit (2 in FLOP/(token·param)) is token·param²/byte² rather than GEMM rows (tokens): it divides by the operand's
-bytes per element where streaming w bytes per element per 2 FLOPs multiplies, rows = peak·η·w/(2·bw·η_hbm) (the
-two agree at w = 1 byte; at 2 bytes the shipped rows are 4x too few). Fixing it moves the calibrated numbers (a refit), so ``test_balance_rows_are_rows`` is a strict
-xfail on the shipped formula and the engine-wide tests run with the consistent form patched in (``_with_units``);
-the marker and the patch go together when the formula is fixed. The one dimensional literal the engine has, a
-GEMM's 2 FLOPs per weight per row (``efficiency.FLOPS_PER_WEIGHT``), is given its unit the same way.
+``Efficiency.balance_rows`` (rows = peak·η·w/(2·bw·η_hbm)) takes a bare 2 FLOPs per operand element per row; the
+engine-wide tests run it in a unit-carrying form (``_with_units``), and ``test_balance_rows_are_rows`` checks the
+two agree in value and that the result is a number of rows. (This test found the shipped formula dividing by w
+instead of multiplying: fixed, refitted.) The one dimensional literal the engine has, a GEMM's 2 FLOPs per weight
+per row (``efficiency.FLOPS_PER_WEIGHT``), is given its unit the same way.
 """
 
 import dataclasses
@@ -149,12 +147,13 @@ def test_units_do_not_change_the_numbers(case, monkeypatch):
         np.testing.assert_allclose(getattr(r, k).to_base_units().magnitude, getattr(p, k), rtol=1e-12, err_msg=k)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="balance_rows divides by the operand bytes (module docstring); a fix needs a refit")
-def test_balance_rows_are_rows(monkeypatch):
-    monkeypatch.setattr(efficiency, "FLOPS_PER_WEIGHT", Q(2.0, "flop/(token*param)"))
-    rows = ROOFLINE.balance_rows(PEAKS.flops_per_s, PEAKS.hbm_bytes_per_s, PRECISION.dense_w)
+def test_balance_rows_are_rows():
+    # the shipped (bare-2) formula equals the unit-carrying one in value, and the latter is rows (tokens)
+    rows = _consistent_balance_rows(ROOFLINE, PEAKS.flops_per_s, PEAKS.hbm_bytes_per_s, PRECISION.dense_w)
     assert rows.check("[token_]"), rows.units
+    shipped = ROOFLINE.balance_rows(PEAKS.flops_per_s.magnitude, PEAKS.hbm_bytes_per_s.magnitude,
+                                    PRECISION.dense_w.magnitude)
+    assert float(shipped) == pytest.approx(float(rows.magnitude), rel=1e-12)
 
 
 @pytest.mark.usefixtures("units")

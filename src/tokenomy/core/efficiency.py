@@ -1,7 +1,7 @@
 """Efficiency sets: the named gap terms between a roofline and a real system, as the engine consumes them.
 
     achievable FLOP/s of a GEMM with M rows = peak · η_max · M'/(M' + M_½),  M' = max(M, M_bal)
-        M_bal = peak·η_max / (2·bw·η_hbm·w): the rows at which a GEMM streaming w bytes per operand element spends
+        M_bal = peak·η_max·w / (2·bw·η_hbm): the rows at which a GEMM streaming w bytes per operand element spends
         as long computing as reading. Below it the GEMM is memory-bound and its time is the read (the memory term),
         so the tensor cores' small-M inefficiency (M_½) does not add a second, weight-proportional time to compute
         (the engine passes M' = max(M, M_bal)); M_½ = 0 gives a constant fraction
@@ -11,6 +11,8 @@
     per-step overhead                       = o_step (scheduling, sampling, host work between steps)
     per-layer kernel floor                  = o_layer per layer of the stage (launch and small-kernel time that
                                               does not shrink with the batch or with TP)
+    imperfect overlap                       = φ·min(compute, memory) added to max(compute, memory): kernels hide
+                                              only part of the smaller term under the larger (φ = 0: the roofline)
     per-request overhead                    = o_req on time to first token (HTTP, tokenizer, queue entry)
 The roofline is the set of ideal values (``ROOFLINE``); a calibrated set holds a chip's fitted terms (built from
 catalog/efficiency/<chip>.toml by the answer layer: the core reads no file). Every field may be a float or a numpy
@@ -40,6 +42,7 @@ class Efficiency:
     hbm_fraction: object = 1.0  # η_hbm
     overhead_s: object = 0.0  # per step (per pipeline stage and micro-batch)
     layer_overhead_s: object = 0.0  # per layer of a stage, per step
+    overlap_loss: object = 0.0  # φ: share of the smaller of compute and memory not hidden under the larger
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
     allreduce_latency_s: object = None  # α of a TP all-reduce step on scale-up (None: the link's latency)
@@ -54,6 +57,9 @@ class Efficiency:
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
+        v = magnitude(self.overlap_loss)
+        if not np.all((v >= 0) & (v <= 1)):
+            raise ValueError(f"overlap_loss: must be in [0, 1], got {self.overlap_loss}")
         for field in ("overhead_s", "layer_overhead_s", "gemm_half_tokens", "request_overhead_s"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
@@ -69,9 +75,9 @@ class Efficiency:
         return self.flops_fraction * m / (m + self.gemm_half_tokens)
 
     def balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes):
-        """M_bal = peak·η_max / (2·bw·η_hbm·w): GEMM rows below which streaming the operand takes longer."""
-        return (peak_flops_per_s * self.flops_fraction
-                / (FLOPS_PER_WEIGHT * hbm_bytes_per_s * self.hbm_fraction * operand_bytes))
+        """M_bal = peak·η_max·w / (2·bw·η_hbm): GEMM rows below which streaming the operand (w bytes per element,
+        2 FLOPs per element per row) takes longer than computing: 2·M·N·K / (peak·η) = N·K·w / (bw·η_hbm)."""
+        return peak_flops_per_s * self.flops_fraction * operand_bytes / (2.0 * hbm_bytes_per_s * self.hbm_fraction)
 
     def with_(self, **kw) -> "Efficiency":
         return replace(self, **kw)

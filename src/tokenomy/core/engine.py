@@ -13,7 +13,8 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
     memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + f·b_a·KV(C)/kv_split + acts] / (bw·η_hbm)
     TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)      (+ batch-sharded KV all-to-all)      (core/collectives.py)
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·2/tp bytes)      (dispatch + combine, with attention-DP)
-    stage    = max(compute, memory) + TP comm + EP comm + overhead,  overhead = o_step + f·L·o_layer
+    stage    = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm + overhead,
+               overhead = o_step + f·L·o_layer (φ, o_step, o_layer: efficiency.py; 0 on the roofline)
 with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
 rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
 of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
@@ -360,7 +361,8 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     compute_s, memory_s, tp_comm, ep_comm = compute_s + nan, memory_s + nan, tp_comm + nan, ep_comm + nan
     comms_s = tp_comm + ep_comm
     overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + nan
-    stage_s = np.maximum(compute_s, memory_s) + comms_s + overhead
+    overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
+    stage_s = np.maximum(compute_s, memory_s) + overlap + comms_s + overhead
     hop_s = w.hop_s + nan
     pp, M = w.pp, w.microbatches
     hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)

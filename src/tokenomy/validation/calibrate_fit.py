@@ -20,10 +20,10 @@ from tokenomy.validation.prepare import Serving, Training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
-                        layer_overhead_s=5e-6,
+                        layer_overhead_s=5e-6, overlap_loss=0.3,
                         allreduce_latency_s=5e-6, link_fraction=0.7, request_overhead_s=0.02,
                         train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=1.0)
-FRACTIONS = {"flops_fraction_max", "hbm_fraction", "link_fraction"}
+FRACTIONS = {"flops_fraction_max", "hbm_fraction", "link_fraction", "overlap_loss"}
 RIDGE_POOLED, RIDGE_CHIP, RIDGE_TRAIN = 1e-4, 2e-3, 2e-3  # per term, in transformed units
 SOFT_SCALE = 0.15  # residuals beyond ~15% count linearly, not quadratically
 NAN_RESIDUAL = np.log(3.0)  # a configuration the model says cannot run counts as a 3x error

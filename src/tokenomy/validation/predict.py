@@ -28,6 +28,7 @@ from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, Serving, Tr
 from tokenomy.validation.schema import EfficiencyTerms
 
 SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "step_overhead_s", "layer_overhead_s",
+                  "overlap_loss",
                   "allreduce_latency_s", "link_fraction", "request_overhead_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
 MAX_STEP_TOKENS = 8192.0  # scheduler token budget per step (TensorRT-LLM and vLLM default max_num_tokens)
@@ -42,6 +43,7 @@ class Theta:
     hbm_fraction: object
     step_overhead_s: object
     layer_overhead_s: object
+    overlap_loss: object
     allreduce_latency_s: object
     link_fraction: object
     request_overhead_s: object
@@ -57,7 +59,7 @@ class Theta:
             return v[:, None] if col and v.ndim else v
         return Efficiency(flops_fraction=g(self.flops_fraction_max), gemm_half_tokens=g(self.gemm_half_tokens),
                           hbm_fraction=g(self.hbm_fraction), overhead_s=g(self.step_overhead_s),
-                          layer_overhead_s=g(self.layer_overhead_s),
+                          layer_overhead_s=g(self.layer_overhead_s), overlap_loss=g(self.overlap_loss),
                           allreduce_latency_s=g(self.allreduce_latency_s), link_fraction=g(self.link_fraction),
                           request_overhead_s=g(self.request_overhead_s), name="custom")
 
@@ -72,7 +74,7 @@ def roofline_theta(s: Serving) -> Theta:
     own latency, no overhead."""
     return Theta(flops_fraction_max=ROOFLINE.flops_fraction, gemm_half_tokens=ROOFLINE.gemm_half_tokens,
                  hbm_fraction=ROOFLINE.hbm_fraction, step_overhead_s=ROOFLINE.overhead_s,
-                 layer_overhead_s=ROOFLINE.layer_overhead_s,
+                 layer_overhead_s=ROOFLINE.layer_overhead_s, overlap_loss=ROOFLINE.overlap_loss,
                  allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction,
                  request_overhead_s=ROOFLINE.request_overhead_s)
 

@@ -142,6 +142,7 @@ class EfficiencyTerms(_Strict):
     hbm_fraction: float = Field(gt=0, le=1)  # achievable share of HBM bandwidth
     step_overhead_s: float = Field(ge=0)  # fixed per forward step (scheduling, sampling, host work)
     layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: launch / small-kernel floor
+    overlap_loss: float = Field(default=0.0, ge=0, le=1)  # share of min(compute, memory) not hidden under the max
     allreduce_latency_s: float = Field(ge=0)  # per ring hop of a tensor-parallel all-reduce (scale-up level)
     link_fraction: float = Field(gt=0, le=1)  # achievable share of scale-up bandwidth in all-reduce
     request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry)
