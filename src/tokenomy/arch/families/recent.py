@@ -202,7 +202,8 @@ def _gemma4_attention(c: _Cfg, full: bool) -> Attention:
     if K % 2:
         raise ConfigError(f"config {c.name}: field 'num_global_key_value_heads' must be even with attention_k_eq_v "
                           f"(a K-only cache is encoded as K/2 heads of d + d), got {K}")
-    return Attention("gqa" if K // 2 > 1 else "mqa", H, K // 2, d, d, qk_norm=True, variant="k_eq_v",
+    # kind stays "gqa" (what the layer is: K heads shared by H/K queries), whatever K/2 the encoding holds
+    return Attention("gqa", H, K // 2, d, d, qk_norm=True, variant="k_eq_v",
                      explicit_params=D * H * d + D * K * d + H * d * D + 2 * d)
 
 
