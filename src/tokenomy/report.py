@@ -69,7 +69,7 @@ def figures() -> list[tuple[str, dict]]:
     sv = lecture_serving(MODEL, "hgx-h200-8", kv_dtype=KV_DTYPE, batch=[PREFIX_BATCH], context=[prefix],
                          len_pass=prefix)
     tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in kt.tiers_from_catalog() if t.tier != "hbm"]
-    size = prefix * float(sv.shape.coeffs.kv_global)  # fp8: one byte per element
+    size = prefix * float(sv.shape.coeffs.kv_elems_per_token)  # fp8: one byte per element
     curves = kt.cost_curves(size, tiers, kt.remat_usd(sv, prefix, PREFIX_BATCH))
     out.append(("tiers", ps.tier_costs_vs_hold(curves, f"{MODEL} {prefix}-token prefix ({size / 1e9:.2f} GB): "
                                                        "cost vs hold time per tier")))

@@ -41,10 +41,10 @@ UNITS = {  # the unit of each ModelCoeffs field
     "capacity_embed_params": "param", "capacity_expert_params": "param", "expert_params": "param",
     "dense_w": "byte_/param", "embed_w": "byte_/param", "expert_w": "byte_/param",
     "matmul_flops_per_token": "flop/token", "moe_layers": "", "num_experts": "", "experts_per_tok": "",
-    "kv_global": "elem/token", "kv_local": "elem/token", "window": "token",
-    "score_global_decode": "flop/token**2", "score_global_prefill": "flop/token**2",
-    "score_local_decode": "flop/token**2", "score_local_prefill": "flop/token**2",
-    "unabsorb_global": "flop/token", "unabsorb_local": "flop/token",
+    "attn_kv": "elem/token", "attn_window": "token", "attn_ratio": "", "attn_chunk": "token", "attn_topk": "token",
+    "attn_score_absorbed": "flop/token**2", "attn_score_plain": "flop/token**2", "attn_unabsorb": "flop/token",
+    "attn_index_kv": "elem/token", "attn_index_flops": "flop/token**2", "state_elems": "elem",
+    "state_flops_per_token": "flop/token",
     "act_elems_per_token": "elem/token", "act_peak_elems_per_token": "elem/token",
 }
 TIMES = ("compute_s", "memory_s", "weights_read_s", "kv_s", "tp_comm_s", "ep_comm_s", "overhead_s", "hop_s",
@@ -59,7 +59,8 @@ CALIBRATED = Efficiency(flops_fraction=0.7, hbm_fraction=0.85, overhead_s=Q(2e-3
                         allreduce_latency_s=Q(8e-6, "s"), link_fraction=0.8, request_overhead_s=Q(0.02, "s"),
                         name="custom")
 PEAKS = engine.Peaks(Q(1e15, "flop/s"), Q(3e12, "byte_/s"), Q(1e12, "byte_"))
-PRECISION = engine.Precision(*(Q(2.0, "byte_/param"),) * 3, kv=Q(2.0, "byte_/elem"), act=Q(2.0, "byte_/elem"))
+PRECISION = engine.Precision(*(Q(2.0, "byte_/param"),) * 3, kv=Q(2.0, "byte_/elem"), act=Q(2.0, "byte_/elem"),
+                             state=Q(4.0, "byte_/elem"))
 TOK = Q(1.0, "token")
 
 CASES = {  # name: (model, hardware, layout, evaluate's keyword arguments)

@@ -66,10 +66,10 @@ def test_engine_crossover_matches_closed_form_for_dense_gqa(llama):
     # tp 8 over 8 KV heads splits every term 8 ways, so the per-sequence balance is the single-chip one
     c = llama.shape.coeffs
     peak, bw = llama.hardware.chip.flops_for("bf16")[1], llama.hardware.hbm_bytes_per_s
-    kv = c.kv_global  # fp8: 1 byte per element
+    kv = float(c.kv_elems_per_token)  # fp8: 1 byte per element
     # per sequence: (2N + a*C)/peak = (kv*C + kv + act)/bw  ->  C = (2N/peak - (kv+act)/bw) / (kv/bw - a/peak)
     act = c.act_elems_per_token * 2
-    want = (c.matmul_flops_per_token / peak - (kv + act) / bw) / (kv / bw - c.score_global_decode / peak)
+    want = (c.matmul_flops_per_token / peak - (kv + act) / bw) / (kv / bw - float(c.attn_score_absorbed.sum()) / peak)
     assert ec.engine_crossover(llama) == pytest.approx(want, rel=1e-6)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.arch.model import ModelArch
-from tokenomy.arch.params import count_params, kv_bytes_per_token, weight_bytes
+from tokenomy.arch.params import count_params, kv_bytes_per_token, state_bytes_per_sequence, weight_bytes
 from tokenomy.catalog import loader
 
 MODEL_COLUMNS = ("name", "model_type", "num_layers", "total_params", "active_params", "attention",
@@ -31,7 +31,10 @@ def model_summary(model: "str | ModelArch", kv_dtype: str = "bf16") -> dict:
     """Parameters (total, active), layer kinds, experts, KV bytes per token and weight bytes of one model."""
     m = model_of(model)
     p = count_params(m)
-    kinds = sorted({layer.attention.kind for layer in m.layers})
+    layer_kinds: dict[str, int] = {}
+    for layer in m.layers:
+        d = layer.attention.describe()
+        layer_kinds[d] = layer_kinds.get(d, 0) + 1
     windows = sorted({layer.attention.window for layer in m.layers if layer.attention.window})
     moe = [layer.mlp for layer in m.layers if layer.mlp.kind == "moe"]
     kv_dtype = dtype_of("kv_dtype", kv_dtype)
@@ -39,7 +42,8 @@ def model_summary(model: "str | ModelArch", kv_dtype: str = "bf16") -> dict:
         "name": m.name, "model_type": m.model_type, "num_layers": m.num_layers, "hidden_size": m.hidden_size,
         "vocab_size": m.vocab_size, "total_params": p.total, "active_params": p.active,
         "active_params_excluding_embedding": p.active - (0 if m.tie_word_embeddings else p.embed),
-        "attention": "+".join(kinds), "sliding_windows": windows,
+        "attention": " + ".join(f"{n}x {k}" for k, n in layer_kinds.items()), "attention_kinds": layer_kinds, "sliding_windows": windows,
+        "state_bytes_per_sequence": state_bytes_per_sequence(m), "mtp_layers": m.mtp_layers,
         "num_experts": moe[0].num_experts if moe else 0, "experts_per_tok": moe[0].experts_per_tok if moe else 0,
         "moe_layers": len(moe), "kv_dtype": kv_dtype, "kv_bytes_per_token": kv_bytes_per_token(m, kv_dtype),
         "weight_bytes": weight_bytes(m), "quantization": {"dense": m.quantization.dense,

@@ -48,6 +48,19 @@ class Attention:
     explicit_params: int | None = None  # projection weights, when the adapter counts them
     variant: str = ""  # what the config calls the kind (e.g. "gated_deltanet", "mamba2", "dsa", "csa")
 
+    def describe(self) -> str:
+        """The layer's kind as people name it: 'gqa', 'mla dsa top-2048', 'gqa sliding 1024', 'linear gated_deltanet'."""
+        parts = [self.kind + (f" {self.variant}" if self.variant else "")]
+        if self.window:
+            parts.append(f"sliding {self.window}")
+        if self.chunk:
+            parts.append(f"chunked {self.chunk}")
+        if self.compress_ratio:
+            parts.append(f"compressed 1/{self.compress_ratio}")
+        if self.index_topk:
+            parts.append(f"top-{self.index_topk}")
+        return " ".join(parts)
+
     def kv_elements_per_token(self) -> int:
         """Elements per cached entry (0 for linear layers, which keep a state instead)."""
         if self.kind == "linear":

@@ -11,7 +11,7 @@ import numpy as np
 from dataclasses import dataclass
 
 from tokenomy.arch.model import ModelArch
-from tokenomy.arch.positions import cached
+from tokenomy.arch.positions import cached, indexed
 from tokenomy.units import dtype_bytes
 
 
@@ -62,15 +62,15 @@ def kv_bytes_per_token(m: ModelArch, kv_dtype: str = "bf16") -> float:
 
 
 def kv_bytes_at_context(m: ModelArch, context: float, kv_dtype: str = "bf16") -> float:
-    """KV bytes of one sequence holding ``context`` tokens: Σ_layers (kv + index keys)·cached(C)·bytes, with the
-    entries each kind keeps (sliding window, chunk, compression: arch/positions.cached); linear layers keep none."""
+    """KV bytes of one sequence holding ``context`` tokens: Σ_layers (kv·cached(C) + index keys·indexed(C))·bytes,
+    with the entries each kind keeps (sliding window, chunk, compression: arch/positions); linear layers keep none."""
     b = dtype_bytes(kv_dtype)
     total = 0.0
     for layer in m.layers:
         a = layer.attention
-        n = float(cached(context, a.window or np.inf, 1.0 / a.compress_ratio if a.compress_ratio else 0.0,
-                         a.chunk or np.inf))
-        total += (a.kv_elements_per_token() + a.index_elements_per_token()) * n * b
+        where = (a.window or np.inf, 1.0 / a.compress_ratio if a.compress_ratio else 0.0, a.chunk or np.inf)
+        total += (a.kv_elements_per_token() * float(cached(context, *where))
+                  + a.index_elements_per_token() * float(indexed(context, *where))) * b
     return total
 
 

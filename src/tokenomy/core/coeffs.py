@@ -36,15 +36,6 @@ class ModelCoeffs:
     num_experts: object  # E (1 for dense models: the formulas then add nothing)
     experts_per_tok: object  # k
     expert_params: object  # one expert
-    kv_global: object  # KV elements per token summed over global-attention layers
-    kv_local: object  # ... over sliding-window layers
-    window: object  # the sliding window (inf when none)
-    score_global_decode: object  # attention FLOPs per token per position, summed over global layers
-    score_global_prefill: object
-    score_local_decode: object
-    score_local_prefill: object
-    unabsorb_global: object  # FLOPs per cached position per sequence to run the plain (un-absorbed) form
-    unabsorb_local: object
     act_elems_per_token: object
     act_peak_elems_per_token: object  # widest single op: the live activation working set per token
     # attention classes: layers alike in what they cache and attend (arch/positions.py), summed per class; every
@@ -81,12 +72,7 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
     if len({(o.num_experts, o.experts_per_tok, o.params) for o in experts}) > 1:
         raise ValueError(f"model {m.name}: MoE layers differ in shape; the engine assumes one expert shape")
     att = [o for o in ops if o.kind == "attention"]
-    windows = {o.window for o in att if o.window is not None}
-    if len(windows) > 1:
-        raise ValueError(f"model {m.name}: more than one sliding-window size ({sorted(windows)})")
     e = experts[0] if experts else None
-    glob = [o for o in att if o.window is None]
-    loc = [o for o in att if o.window is not None]
     dense = sum(o.params for o in ops if o.kind == "matmul" and o.category == "dense")
     head = sum(o.params for o in ops if o.kind == "matmul" and o.category == "embed")
     return ModelCoeffs(
@@ -97,15 +83,6 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
         matmul_flops_per_token=2.0 * (dense + head + sum(o.experts_per_tok * o.params for o in experts)),
         moe_layers=float(len(experts)), num_experts=float(e.num_experts if e else 1),
         experts_per_tok=float(e.experts_per_tok if e else 0), expert_params=float(e.params if e else 0),
-        kv_global=float(sum(o.kv_elems_per_token for o in glob)),
-        kv_local=float(sum(o.kv_elems_per_token for o in loc)),
-        window=float(windows.pop()) if windows else float("inf"),
-        score_global_decode=float(sum(o.score_flops_decode for o in glob)),
-        score_global_prefill=float(sum(o.score_flops_prefill for o in glob)),
-        score_local_decode=float(sum(o.score_flops_decode for o in loc)),
-        score_local_prefill=float(sum(o.score_flops_prefill for o in loc)),
-        unabsorb_global=float(sum(o.unabsorb_flops_per_position for o in glob)),
-        unabsorb_local=float(sum(o.unabsorb_flops_per_position for o in loc)),
         act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
         act_peak_elems_per_token=float(max((o.act_elems_per_token for o in ops), default=0.0)),
         **attention_classes(att),

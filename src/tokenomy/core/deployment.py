@@ -81,10 +81,11 @@ class Deployment:
     def precision(self) -> engine.Precision:
         c = self.shape.coeffs
         kv = dtype_bytes(self.kv_dtype)
+        state = dtype_bytes(self.model.state_dtype)
         if self.weight_dtype is None:
-            return engine.Precision(c.dense_w, c.embed_w, c.expert_w, kv)
+            return engine.Precision(c.dense_w, c.embed_w, c.expert_w, kv, state=state)
         w = dtype_bytes(self.weight_dtype)
-        return engine.Precision(w, max(w, WIDE_EMBED_BYTES), w, kv)
+        return engine.Precision(w, max(w, WIDE_EMBED_BYTES), w, kv, state=state)
 
     @property
     def peaks(self) -> engine.Peaks:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tokenomy.arch.positions import attended, cached, indexed
 from tokenomy.core import collectives as col
 from tokenomy.core import efficiency
 from tokenomy.core.coeffs import ModelShape
@@ -72,6 +73,7 @@ class Precision:
     expert_w: object
     kv: object = 2.0
     act: object = 2.0
+    state: object = 2.0  # linear / SSM state
 
 
 @dataclass(frozen=True)
@@ -151,27 +153,44 @@ def _busiest(x, ranks):
     return x + np.sqrt(2.0 * x * _one(x) * np.log(np.maximum(ranks, 1.0)))
 
 
-def mean_attended(C, S, window=None):
-    """Mean positions a new token attends: the j-th of S new tokens sees min(C − S + j, w), j = 1..S, so
-    (Σ_{x=C−S+1}^{min(C,w)} x + w·max(0, C − max(C − S, w))) / S; C − (S − 1)/2 without a window (None)."""
-    one = _one(C)  # one position
-    lo = C - S + one
-    top = C if window is None else np.minimum(C, window)
-    below = np.where(top >= lo, (lo + top) * (top - lo + one) / 2.0, 0.0)
-    if window is None:
-        return below / S
-    above = np.where(np.isfinite(window), np.maximum(C - np.maximum(lo - one, window), 0.0) * np.where(
-        np.isfinite(window), window, 0.0), 0.0)
-    return (below + above) / S
+@dataclass(frozen=True)
+class CacheTerms:
+    """What attention costs per pass, summed over the model's attention classes (core/coeffs.py)."""
+
+    flops_per_token: object  # q·k + p·v (cheaper of absorbed and plain + expanding the cache) + indexer
+    read_per_seq: object  # bytes read per sequence per pass: attended KV entries + indexer keys + linear state
+    written_per_token: object  # bytes written per new token: its KV entries (raw and compressed) + index keys
+    written_per_seq: object  # bytes written per sequence per pass regardless of its tokens: the linear state
+    cached_per_seq: object  # bytes kept per sequence: KV + index keys + linear state
 
 
-def _attention_per_token(m, C, S):
-    """q·k + p·v FLOPs per new token: the cheaper of the absorbed and the plain form (+ expanding the cache)."""
-    c_avg, c_loc = mean_attended(C, S), mean_attended(C, S, m.window)
-    cached, cached_loc = np.maximum(C - S, 0.0), np.maximum(np.minimum(C, m.window) - S, 0.0)
-    glob = np.minimum(m.score_global_decode * c_avg, m.score_global_prefill * c_avg + m.unabsorb_global * cached / S)
-    loc = np.minimum(m.score_local_decode * c_loc, m.score_local_prefill * c_loc + m.unabsorb_local * cached_loc / S)
-    return glob + loc
+def _classes(x):
+    """A grid quantity against the attention classes (the class axis last)."""
+    return np.expand_dims(x, -1)
+
+
+def cache_terms(m, C, S, precision, kv_read_fraction=1.0) -> CacheTerms:
+    """Attention's FLOPs and bytes for a pass of S new tokens per sequence over a context of C (arch/positions.py:
+    which entries each kind caches, attends and indexes)."""
+    Cn, Sn = _classes(C), _classes(S)
+    where = (m.attn_window, m.attn_ratio, m.attn_chunk)
+    att = attended(Cn, Sn, *where, m.attn_topk)
+    scored = attended(Cn, Sn, *where)  # every entry the indexer scores, on average over the new tokens
+    cache_n, index_n = cached(Cn, *where), indexed(Cn, *where)
+    before = cached(np.maximum(Cn - Sn, 0.0 * Cn), *where)  # entries already cached: the plain form expands them
+    absorbed = m.attn_score_absorbed * att
+    plain = m.attn_score_plain * att + m.attn_unabsorb * before / Sn
+    flops = (np.sum(np.minimum(absorbed, plain), axis=-1) * kv_read_fraction
+             + np.sum(m.attn_index_flops * np.where(np.isfinite(m.attn_topk), scored, 0.0 * scored), axis=-1))
+    # each new token reads its attended entries; all of them together at most the whole cache (top-k: S·k)
+    kv_read = np.sum(m.attn_kv * np.minimum(cache_n, Sn / _one(Sn) * att), axis=-1) * kv_read_fraction
+    state = m.state_elems * precision.state
+    return CacheTerms(
+        flops_per_token=flops, read_per_seq=(kv_read + np.sum(m.attn_index_kv * index_n, axis=-1)) * precision.kv
+        + state, written_per_token=np.sum(m.attn_kv * (1.0 + m.attn_ratio) + m.attn_index_kv * np.where(
+            m.attn_ratio > 0, m.attn_ratio, 1.0), axis=-1) * precision.kv,
+        written_per_seq=state, cached_per_seq=np.sum(m.attn_kv * cache_n + m.attn_index_kv * index_n, axis=-1)
+        * precision.kv + state)
 
 
 def _structure(shape: ModelShape, lay: Layout, tp, ep, pp, a, ideal):
@@ -278,12 +297,12 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
                   + m.capacity_expert_params * pr.expert_w * (slots / np.maximum(E, 1.0)) / g)
 
     # context-shaped: FLOPs per token, KV per sequence
-    attn_tok = _attention_per_token(m, C, S) * kv_read_fraction
-    attn_pf = _attention_per_token(m, np.maximum(prefill_context, one), one)  # one chunk token
+    ct = cache_terms(m, C, S, pr, kv_read_fraction)
+    pf = cache_terms(m, np.maximum(prefill_context, one), one + 0.0 * C, pr)  # one chunk token
+    attn_tok, attn_pf = ct.flops_per_token + m.state_flops_per_token, pf.flops_per_token + m.state_flops_per_token
     dense_ftok = shape.dense_flops_per_token
-    kv_tok = (m.kv_global + m.kv_local) * pr.kv
-    kv_pos = (m.kv_global * C + m.kv_local * np.minimum(C, m.window)) * pr.kv
-    kv_seq = kv_pos * kv_read_fraction + S * kv_tok  # read + written per sequence per pass
+    kv_tok = pf.written_per_token
+    kv_seq = ct.read_per_seq + S * ct.written_per_token + ct.written_per_seq  # read + written per sequence per pass
 
     # the grid: the busiest chip of a stage, per micro-batch
     b = np.ceil(B / (dp * M))
@@ -319,7 +338,7 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
         ep_group=np.where(ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
         ep_bytes=A * D * ab / tp, hop_s=hop_a + hop_b * T,
         weight_bytes_per_chip=w_chip, kv_bytes_per_chip=f * np.ceil(np.ceil(B / dp) / np.where(ad, ep, 1.0))
-        * kv_pos / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=ideal,
+        * ct.cached_per_seq / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=ideal,
         structure=structure, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
 
 

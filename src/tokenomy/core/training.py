@@ -214,7 +214,7 @@ def _comms(m: ModelArch, c, topo: Topology, p: TrainPlan, mem: TrainMemory, e: f
     tp_s = 4 * redo * layers * mb * all_reduce(topo, tp, tokens * D * e)
     routed = tokens / tp * float(c.experts_per_tok) * D * e  # SP splits tokens over TP ranks
     ep_s = 4 * redo * float(c.moe_layers) * layers / L * mb * all_to_all(topo, ep, routed, stride=tp)
-    kv = tokens * (float(c.kv_global) + float(c.kv_local)) / L * e
+    kv = tokens * float(c.kv_elems_per_token) / L * e
     hop_cp = p2p(topo, kv, topo.chips_in_domain(cp, tp) < cp)
     cp_s = np.where(cp > 1, 3 * (cp - 1) * layers * mb * hop_cp, 0.0)
     hop = p2p(topo, tokens * D * e / (tp if p.sp else 1.0), topo.chips_in_domain(2, tp * cp * dp) < 2)
