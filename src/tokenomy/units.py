@@ -23,6 +23,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp4": 0.5,
     "int4": 0.5,
     "mxfp4": 0.53125,
+    "nvfp4": 0.5625,  # NVFP4: e2m1 values with one e4m3 scale per 16 elements: (16*4 + 8)/16/8 (NVIDIA ModelOpt)
 }
 
 # The tensor-core dtypes a weight dtype can multiply in. A chip runs the fastest of them that it has: fp8 weights on
@@ -40,6 +41,7 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
     "fp4": ("fp4", "fp8", "bf16"),
     "int4": ("int4", "int8", "fp8", "bf16"),
     "mxfp4": ("fp4", "fp8", "bf16"),
+    "nvfp4": ("fp4", "fp8", "bf16"),
 }
 
 

@@ -105,7 +105,7 @@ def test_mtp_and_quantization_from_config():
     q = model("kimi-k3").quantization  # compressed-tensors mxfp4: routed experts only (attention, shared, head ignored)
     assert (q.dense, q.expert, q.embed) == ("bf16", "mxfp4", "bf16")
     q = model("qwen3.6-35b-a3b").quantization  # modelopt mixed: attention FP8, experts and lm_head NVFP4
-    assert (q.dense, q.expert, q.embed) == ("fp8", "fp4", "fp4")
+    assert (q.dense, q.expert, q.embed) == ("fp8", "nvfp4", "nvfp4")  # e4m3 scale per 16: 0.5625 B/param
 
 
 @pytest.mark.parametrize("stem,path,bad", [

@@ -50,9 +50,8 @@ class _Cfg:
 _CATEGORY_MODULES = {"dense": ("self_attn.o_proj", "linear_attn.out_proj", "mixer.out_proj"),
                      "expert": ("mlp.experts", "mlp.experts.0.down_proj", "block_sparse_moe.experts.0.w2", "mixer.experts.0.down_proj"),
                      "embed": ("lm_head",)}
-# NVIDIA ModelOpt quant_algo names -> dtype. NVFP4 (e2m1 values, one e4m3 scale per 16) has no DTYPE_BYTES entry yet:
-# it is read as fp4, so its 1/16-byte block scale per weight (+12.5%) is not counted (said in the note).
-_MODELOPT = {"FP8": "fp8", "NVFP4": "fp4", "W4A16_NVFP4": "fp4", "W4A8_NVFP4_FP8": "fp4", "MXFP4": "mxfp4",
+# NVIDIA ModelOpt quant_algo names -> dtype (NVFP4: e2m1 values with one e4m3 scale per 16, units.DTYPE_BYTES).
+_MODELOPT = {"FP8": "fp8", "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "W4A8_NVFP4_FP8": "nvfp4", "MXFP4": "mxfp4",
              "W4A16_AWQ": "int4", "W4A8_AWQ": "int4", "INT8_SQ": "int8", "W8A8_SQ_PER_CHANNEL": "int8"}
 
 
@@ -83,8 +82,6 @@ def _modelopt(c: _Cfg, q: dict, base: str) -> Quantization:
     note = f"modelopt {algo}: " + ", ".join(f"{k} {v}" for k, v in per.items())
     if per["embed"] != base:  # one dtype for both: the head's, which every token reads
         note += f" (lm_head's; embed_tokens stays {base})"
-    if "fp4" in per.values():
-        note += "; NVFP4 read as fp4 (its e4m3 scale per 16 weights, +12.5%, not counted)"
     return Quantization(per["dense"], per["expert"], per["embed"], note=note)
 
 
