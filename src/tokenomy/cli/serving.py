@@ -129,6 +129,26 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
            tables=(("drain", "HBM drain time", ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s")),))
 
 
+def _context_compare(compare, models, model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency,
+                     as_json, as_csv, show_explain) -> None:
+    """``tokenomy context --compare M1 M2 ...``: answers.context_compare, one row per model."""
+    from tokenomy.answers.context_compare import context_compare
+
+    if not compare:
+        raise UsageError(f"models: {' '.join(models)!r} given without --compare; use --model for one model")
+    if not models:
+        raise UsageError("--compare: give at least one model, e.g. --compare deepseek-v4-pro llama-3.1-405b")
+    if model:
+        raise UsageError("--model: not with --compare; name every model after --compare")
+    res = context_compare(models=list(models), hardware=hardware or "gb200-nvl72", chips=opt("chips", chips, integer=True),
+                          kv_dtype=_dtype("kv-dtype", kv_dtype), weight_dtype=_dtype("weight-dtype", weight_dtype),
+                          usd_per_chip_hour=opt("usd-per-chip-hour", usd_per_chip_hour),
+                          efficiency=efficiency_option(efficiency, None, None, None))
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
+                tables=(("verdicts", 'the lecture\'s "context stalls at 100-200k", per architecture',
+                         ("model", "claim", "why")),))
+
+
 @app.command("context")
 @guarded
 def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
@@ -143,15 +163,29 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH,
                 tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP, redundant_experts: int = REDUNDANT_EXPERTS,
-                layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
+                layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN,
+                compare: bool = typer.Option(False, "--compare",
+                                             help="Compare the models named after it (one row per architecture)."),
+                models: list[str] = typer.Argument(None, help="With --compare: the models to compare.",
+                                                   show_default=False)) -> None:
     """Context length: compute/memory crossover, MFU vs context, Goldilocks zone, price-step inverse.
 
     Crossover (large batch and at --batch), attention's quadratic term, sparse attention, the largest context
     that fits, and the KV bytes/token a price step implies, checked against real architectures.
 
+    --compare MODEL [MODEL ...]: per architecture, KV + state bytes per sequence at 1k..1M, the crossover, the
+    largest context at batch 1 and at the balance batch, $/Mtok at 8k/128k/1M and a verdict on the lecture's
+    "context stalls at 100-200k" (--hardware, default gb200-nvl72; --kv-dtype; --chips; --efficiency; --explain).
+
     Example: tokenomy context --model llama-3.1-70b --hardware hgx-h100-8 --batch 64 --kv-dtype fp8
+
+    Example: tokenomy context --compare deepseek-v4-pro qwen3.5-397b-a17b kimi-k3 llama-3.1-405b --hardware gb200-nvl72
     """
     from tokenomy.answers import economics
+
+    if compare or models:
+        return _context_compare(compare, models, model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour,
+                                efficiency, as_json, as_csv, show_explain)
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
