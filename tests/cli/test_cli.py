@@ -113,3 +113,17 @@ def test_calibrated_estimate_beside_the_roofline_bound():
         assert row["step_s"] >= row["roofline_step_s"] > 0 and row["efficiency"] == "calibrated"
         assert row["tokens_per_s"] == pytest.approx(row["batch"] / row["step_s"])
         assert row["bound"] in ("compute", "memory", "comms", "overhead", "pipeline hop")
+
+
+@pytest.mark.parametrize("text, want", [("128k", [131072]), ("1M", [1048576]), ("2048,8k", [2048, 8192]),
+                                        ("1..8", [1, 2, 4, 8])])
+def test_token_counts_as_people_write_them(text, want):
+    from tokenomy.cli.app import int_list
+
+    assert int_list("context", text) == want
+
+
+@pytest.mark.parametrize("text", ["1e400", "inf", "-4", "abc", "8..2", "0", "0.5k"])
+def test_bad_counts_are_one_line(text):
+    r = run("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", text)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--context" in r.stderr

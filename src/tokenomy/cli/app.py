@@ -49,26 +49,40 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+SUFFIXES = {"k": 1024, "m": 1024**2}  # token counts as people write them: 128k = 131,072, 1M = 1,048,576
+
+
+def _count(text: str) -> float:
+    """'8192', '8e3', '128k', '1M' -> a number (k and M are powers of two, as context lengths are quoted)."""
+    t = text.strip().lower()
+    scale = SUFFIXES.get(t[-1:], 1) if t else 1
+    return float(t[:-1] if scale != 1 else t) * scale
+
+
 def int_list(name: str, text: str) -> list[int]:
-    """'1,8,64' -> [1, 8, 64]; also ranges 'a..b' as powers of two ('1..4096')."""
+    """'1,8,64' -> [1, 8, 64]; ranges 'a..b' as powers of two ('1..4096'); suffixes '128k', '1M'."""
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
         try:
             if ".." in part:
-                lo, hi = (int(float(x)) for x in part.split(".."))
+                lo, hi = (int(_count(x)) for x in part.split(".."))
+                if not 0 < lo <= hi <= 2**40:
+                    raise UsageError(f"--{name}: range {part!r} must be 0 < a <= b")
                 v = lo
                 while v <= hi:
                     out.append(v)
                     v *= 2
                 continue
-            v = float(part)
-        except ValueError:
-            raise UsageError(f"--{name}: {part!r} is not a number; use e.g. 1,8,64 or 1..4096") from None
-        if v != int(v) or v <= 0:
-            raise UsageError(f"--{name}: {part} must be a positive integer")
+            v = _count(part)
+        except ValueError as e:
+            if isinstance(e, UsageError):
+                raise
+            raise UsageError(f"--{name}: {part!r} is not a number; use e.g. 1,8,64, 1..4096 or 128k") from None
+        if not (v == v and abs(v) != float("inf")) or v != int(v) or v <= 0 or v > 2**40:
+            raise UsageError(f"--{name}: {part} must be a positive integer (at most 2^40)")
         out.append(int(v))
-    if not out or any(v <= 0 for v in out):
+    if not out:
         raise UsageError(f"--{name}: needs positive integers, e.g. 1,8,64")
     return out
 
