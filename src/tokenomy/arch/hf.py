@@ -191,7 +191,7 @@ def deepseek(c: _Cfg, name: str) -> ModelArch:
     first_dense, freq = c.opt("first_k_dense_replace", 0), c.pos("moe_layer_freq", 1)
     layers = [Layer(att, moe if (i >= first_dense and i % freq == 0) else _dense_mlp(c))
               for i in range(c.pos("num_hidden_layers"))]
-    return _base(c, name, layers)
+    return replace(_base(c, name, layers), mtp_layers=c.opt("num_nextn_predict_layers", 0))
 
 
 def gpt_oss(c: _Cfg, name: str) -> ModelArch:

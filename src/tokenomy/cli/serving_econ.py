@@ -50,9 +50,18 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 @guarded
 def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, batch: str = BATCH,
                   context: str = CONTEXT,
-                  draft_tokens: str = typer.Option("3", "--draft-tokens", help="k: tokens drafted per step."),
-                  acceptance: str = typer.Option("0.7", "--acceptance", help="alpha: per-token acceptance rate."),
-                  draft_cost: str = typer.Option("0.05", "--draft-cost", help="Draft step time / target step time."),
+                  draft: str = typer.Option("model", "--draft",
+                                            help="model: a draft model priced by --draft-cost; mtp: the model's own "
+                                                 "multi-token-prediction module(s) through the engine."),
+                  draft_tokens: str = typer.Option(None, "--draft-tokens",
+                                                   help="k: tokens drafted per step (default 3; mtp: the model's "
+                                                        "MTP module count)."),
+                  acceptance: str = typer.Option(None, "--acceptance",
+                                                 help="alpha: per-token acceptance rate (default 0.7; mtp: 0.85, "
+                                                      "DeepSeek-V3 report §5.4.3)."),
+                  draft_cost: str = typer.Option(None, "--draft-cost",
+                                                 help="Draft step time / target step time (default 0.05; not with "
+                                                      "--draft mtp)."),
                   base_batch: str = typer.Option(None, "--base-batch",
                                                  help="Fast mode reference batch (default: the operating batch)."),
                   target_speed: str = typer.Option("2.5", "--target-speed", help="Fast mode speed multiplier."),
@@ -64,18 +73,20 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
     """Speculative decoding / multi-token prediction and "fast mode" (price multiplier of a speed-up).
 
     Per batch: tokens per step, speed-up and cost change (memory- vs compute-bound), and fast-mode multipliers.
+    --draft mtp: the draft is the model's own MTP module (one more decoder layer + a 2D x D projection, sharing the
+    embedding and head), k one-token passes through the engine on the same layout; its weights count in memory.
 
-    Example: tokenomy speculate --model deepseek-v3 --hardware gb200-nvl72 --draft-tokens 1 --acceptance 0.85
+    Example: tokenomy speculate --model deepseek-v3 --hardware gb200-nvl72 --draft mtp
     """
     from tokenomy.answers import economics
 
     kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.speculate(**kw, batch=int_list("batch", batch),
-                 context=num("context", context, integer=True),
-                 draft_tokens=num("draft-tokens", draft_tokens, integer=True),
-                 acceptance=num("acceptance", acceptance, lo=0, hi=1, open_lo=False),
-                 draft_cost=num("draft-cost", draft_cost, lo=0, hi=0.999, open_lo=False),
+                 context=num("context", context, integer=True), draft=draft,
+                 draft_tokens=opt("draft-tokens", draft_tokens, integer=True),
+                 acceptance=opt("acceptance", acceptance, lo=0, hi=1, open_lo=False),
+                 draft_cost=opt("draft-cost", draft_cost, lo=0, hi=0.999, open_lo=False),
                  base_batch=opt("base-batch", base_batch, integer=True), target_speed=num("target-speed", target_speed))
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
 

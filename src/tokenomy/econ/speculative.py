@@ -10,18 +10,43 @@ The engine evaluates t_verify as a pass with len_pass = k+1 on the deployment's 
 included; MLA attention in the cheaper of its absorbed and plain forms, so k+1 tokens cost ~(k+1)x one token's
 attention when attention binds).
 Fast mode: a smaller batch (lower step time) plus speculation, priced against the normal operating point.
+
+The model's own multi-token-prediction module as the draft (``draft="mtp"``; DeepSeek-V3 report, arXiv 2412.19437
+§2.2): module j takes the previous depth's hidden state h and the embedding of the next token, RMSNorms both,
+projects the concatenation [h; e] (2D) back to D with M_j (2D x D), runs ONE transformer block of the model's own
+kind (attention + MoE/dense MLP) and the shared output head. Embedding and output head are shared with the main
+model (resident once). Its cost is the same engine on a ModelArch holding just that block (``mtp_module``), on the
+target's layout (one pipeline stage: the module sits after the last) under the same efficiency set. k draft tokens
+= k sequential one-token MTP passes (module j for depth j, the last module reused past the model's count, as
+vLLM's deepseek_mtp does for k > num_nextn_predict_layers); the min(k, modules) modules chained stay resident
+beside the target, with their KV cache over the context, in the memory per chip.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 import numpy as np
 
+from tokenomy.arch.model import ModelArch
+from tokenomy.arch.params import count_params
+from tokenomy.core.coeffs import coefficients, shape_of
 from tokenomy.econ.cost import Serving, first_crossing
 
 # Dwarkesh's motivating numbers for a provider's "fast mode" (lecture §2.14): 6× the price for 2.5× the speed.
 FAST_MODE_PRICE, FAST_MODE_SPEED = 6.0, 2.5
+
+# The acceptance of an MTP draft token. DeepSeek-V3 report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the
+# second token prediction ranges between 85% and 90%", 1.8x TPS with one MTP module. The low end, per drafted token,
+# for every model and every depth (i.i.d., Leviathan et al. eq. 1). Later depths measure lower: vLLM PR #48892 (8
+# chained MTP steps, gsm8k, temp 0) per-position acceptance 76/62/51/42/36/31/27/24% (each given the previous: ~0.8),
+# vLLM PR #41044 (DeepSeek-V4, k = 2) 77% then 38%: for k > 1 pass a lower --acceptance.
+MTP_ACCEPTANCE = 0.85
+MTP_ACCEPTANCE_SOURCE = ("DeepSeek-V3 report, arXiv 2412.19437 §5.4.3: second-token acceptance 85-90% (1.8x TPS); "
+                         "the low end, per drafted token; later depths measure lower (vLLM PR #48892: 76/62/51/42% "
+                         "cumulative over positions 1-4; vLLM PR #41044, DeepSeek-V4 k=2: 77%, 38%)")
+DRAFT_KINDS = ("model", "mtp")
 
 
 def expected_tokens_per_step(alpha, k):
@@ -52,6 +77,47 @@ def check_speculation(k: int, alpha: float, draft_cost: float) -> None:
         raise ValueError(f"draft_cost: must be in [0, 1) (draft step / target step), got {draft_cost}")
 
 
+def mtp_module(m: ModelArch) -> ModelArch:
+    """One MTP module of ``m`` as a model the engine runs: one decoder block of the model's own kind (its last
+    KV-attention block: attention kind and MoE/dense MLP) with two more RMSNorms (on h and on the embedding), the
+    2D x D projection (in ``extra_params``: the engine runs it as a dense matmul of 2·2D² FLOPs per token), its own
+    final norm and the shared embedding and head (their capacity not counted again: ``MtpDraft``).
+    DeepSeek-V3 (arXiv 2412.19437 §2.2): "a shared embedding layer Emb(·), a shared output head OutHead(·), a
+    Transformer block TRM_k(·), and a projection matrix M_k ∈ R^{d×2d}"."""
+    if not m.mtp_layers:
+        raise ValueError(f"draft: model {m.name} has no multi-token-prediction module (mtp_layers = 0); "
+                         "use draft='model' with a draft_cost")
+    block = next((x for x in reversed(m.layers) if x.attention.kind != "linear"), m.layers[-1])
+    D = m.hidden_size
+    return replace(m, name=f"{m.name} MTP module", layers=(replace(block, norms=block.norms + 2),),
+                   extra_params=2 * D * D, mtp_layers=0)
+
+
+def mtp_params(m: ModelArch) -> int:
+    """Weights of one MTP module beyond the shared embedding and head: block + 2 norms + projection + final norm."""
+    p = count_params(mtp_module(m))
+    return p.total - p.embed - p.head
+
+
+@dataclass(frozen=True)
+class MtpDraft(Serving):
+    """An MTP module on the target's layout: its embedding and head are the target's (read each pass, resident once),
+    so the resident embedding capacity is zero; every other coefficient is the module's own op list."""
+
+    @cached_property
+    def shape(self):
+        c = coefficients(self.model)
+        return shape_of(self.model, replace(c, capacity_embed_params=0.0))
+
+
+def mtp_draft(sv: Serving) -> MtpDraft:
+    """The target's MTP module on its layout (one stage: pp = 1, the same tp, ep, dp), dtypes and efficiency set."""
+    lay = replace(sv.layout, pp=1, microbatches=None)
+    base = {f.name: getattr(sv, f.name) for f in fields(Serving)}
+    return MtpDraft(**base | {"model": mtp_module(sv.model), "layout": lay,
+                              "layout_rule": f"the target's ({sv.layout_rule}), one stage"})
+
+
 @dataclass(frozen=True)
 class Speculation:
     """Per batch (arrays): the plain decode step, the speculative round, and their ratios."""
@@ -67,30 +133,53 @@ class Speculation:
     usd_per_mtok: object
     base_bound: object
     fits: object
+    draft_step_s: object = None  # one draft step
+    draft_s: object = None  # the k draft steps of a round
+    verify_bound: object = None
+    draft_bound: object = None  # MTP: the draft pass's binding term (engine); None for a priced draft model
+    memory_per_chip_bytes: object = None  # target + resident draft (MTP modules and their KV)
+    draft_bytes_per_chip: object = None  # the resident MTP modules' weights + KV per chip
+    hbm_bytes: object = None
 
 
-def speculate(sv: Serving, batch, context, k: int, alpha: float, draft_cost: float) -> Speculation:
-    """Engine evaluation of speculative decoding at each batch (draft steps priced at d × the plain step)."""
-    check_speculation(k, alpha, draft_cost)
+def speculate(sv: Serving, batch, context, k: int, alpha: float, draft_cost: float = 0.0,
+              draft: MtpDraft | None = None) -> Speculation:
+    """Engine evaluation of speculative decoding at each batch: draft steps priced at d × the plain step, or, with
+    ``draft`` (``mtp_draft(sv)``), each a one-token pass of the MTP module through the engine."""
+    check_speculation(k, alpha, 0.0 if draft is not None else draft_cost)
     B = np.asarray(batch, float)
     base = sv.terms(B, float(context))
     ver = sv.terms(B, float(context), float(k + 1))
     e = float(expected_tokens_per_step(alpha, k))
-    round_s = ver.step_s + k * draft_cost * base.step_s
-    speed = e * base.step_s / round_s
+    mem = np.maximum(base.memory_per_chip_bytes, ver.memory_per_chip_bytes)
     fits = np.asarray(base.fits) & np.asarray(ver.fits)
+    extra, d_bound = np.zeros_like(mem), None
+    if draft is None:
+        step = draft_cost * base.step_s
+    else:
+        dt = draft.terms(B, float(context))
+        step, d_bound = dt.step_s, dt.bound
+        resident = min(int(k), int(sv.model.mtp_layers))
+        extra = resident * (np.asarray(dt.passes.weight_bytes_per_chip) + np.asarray(dt.passes.kv_bytes_per_chip))
+        extra = np.broadcast_to(extra, np.shape(mem))
+        mem = mem + extra
+        fits = fits & (np.asarray(dt.reason) == 0) & (mem <= base.hbm_bytes)
+    round_s = ver.step_s + k * step
+    speed = e * base.step_s / round_s
     return Speculation(batch=B, base_step_s=base.step_s, verify_step_s=ver.step_s, round_s=round_s,
                        tokens_per_step=e, speedup=speed, cost_ratio=1.0 / speed,
                        base_usd_per_mtok=base.usd_per_mtok, usd_per_mtok=base.usd_per_mtok / speed,
-                       base_bound=base.bound, fits=fits)
+                       base_bound=base.bound, fits=fits, draft_step_s=step, draft_s=k * step, verify_bound=ver.bound,
+                       draft_bound=d_bound, memory_per_chip_bytes=mem, draft_bytes_per_chip=extra,
+                       hbm_bytes=base.hbm_bytes)
 
 
 def fast_mode_rows(sv: Serving, base_batch: float, batches, context, k: int, alpha: float,
-                   draft_cost: float) -> list[dict]:
+                   draft_cost: float, draft: MtpDraft | None = None) -> list[dict]:
     """Speed and price multipliers of serving at a smaller batch, against plain decode at ``base_batch``:
     by batch alone, and with speculation. speed = tokens/s per user ratio; price = $ per token ratio."""
     ref = sv.terms(float(base_batch), float(context))
-    sp = speculate(sv, batches, context, k, alpha, draft_cost)
+    sp = speculate(sv, batches, context, k, alpha, draft_cost, draft)
     ref_step, ref_cost = float(np.ravel(ref.step_s)[0]), float(np.ravel(ref.usd_per_mtok)[0])
     rows = []
     for i, b in enumerate(np.ravel(sp.batch)):
@@ -105,7 +194,8 @@ def fast_mode_rows(sv: Serving, base_batch: float, batches, context, k: int, alp
 
 
 def fast_mode_point(sv: Serving, base_batch: float, context, target_speed: float = FAST_MODE_SPEED,
-                    k: int = 0, alpha: float = 0.0, draft_cost: float = 0.0, speculative_base: bool = False):
+                    k: int = 0, alpha: float = 0.0, draft_cost: float = 0.0, speculative_base: bool = False,
+                    draft: MtpDraft | None = None):
     """The largest batch (cheapest way) whose tokens/s per user is ``target_speed`` × that of ``base_batch``, and its
     price multiplier: (batch, price multiplier), or (None, None) when no batch is fast enough.
     k = 0: batch alone. speculative_base: the normal mode speculates too (same k, alpha, d)."""
@@ -113,7 +203,7 @@ def fast_mode_point(sv: Serving, base_batch: float, context, target_speed: float
         if k == 0:
             t = sv.terms(b, float(context))
             return t.step_s, t.usd_per_mtok
-        sp = speculate(sv, b, context, k, alpha, draft_cost)
+        sp = speculate(sv, b, context, k, alpha, draft_cost, draft)
         return sp.round_s / sp.tokens_per_step, sp.usd_per_mtok
     if speculative_base and k:
         ref_lat, ref_cost = (float(np.ravel(x)[0]) for x in per_token(np.array([float(base_batch)])))
