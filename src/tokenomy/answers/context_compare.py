@@ -98,6 +98,29 @@ def _curve(sv, contexts, max_batch: int) -> list[dict]:
     return out
 
 
+def _runs(sv, batch: int) -> bool:
+    """The layout can run ``batch`` sequences at all (no batch-shape reason: dp or pipeline stages > sequences)."""
+    r = int(np.ravel(sv.terms(float(batch), 1.0).reason)[0])
+    return not engine.FIRST_POINT_REASON <= r < engine.FITS_REASON
+
+
+def _max_context(sv, batch: int) -> tuple[int, int]:
+    """(largest context, chips used): econ.context.max_context_fit on the best layout for ``batch`` itself. A rack
+    whose every layout over all its chips has more replicas or stages than ``batch`` sequences (a dense model at
+    batch 1 on 72 chips: tp8 x dp9 or pp9) serves it on fewer chips: the largest divisor of the chips that runs it."""
+    n = sv.chips
+    for chips in [d for d in range(n, 0, -1) if n % d == 0]:
+        try:
+            own = serving(sv.model, sv.hardware, batch=[batch], context=list(LAYOUT_CONTEXTS), chips=chips,
+                          kv_dtype=sv.kv_dtype, weight_dtype=sv.weight_dtype, efficiency=sv.eff,
+                          usd_per_chip_hour=sv.usd_per_chip_hour)
+        except ValueError:  # no valid layout over this many chips
+            continue
+        if _runs(own, batch):
+            return ec.max_context_fit(own, float(batch)), chips
+    return 0, n
+
+
 def _verdict(s: dict) -> str:
     ratio, x, m1, mb = s["vs_dense_gqa"], s["crossover"], s["max_context_batch1"], s["max_context_balance"]
     bw_binds = x is not None and x < CLAIM_CONTEXT
@@ -107,7 +130,8 @@ def _verdict(s: dict) -> str:
         head = "partly holds"
     else:
         head = "no longer holds"
-    cap = (f"batch 1 fits {m1:,} tokens ({m1 / CLAIM_CONTEXT:.3g}x 200k)" if m1 else "batch 1 does not fit")
+    on = "" if s["chips_batch1"] == s["chips"] else f" on {s['chips_batch1']} of the {s['chips']} chips"
+    cap = (f"batch 1 fits {m1:,} tokens{on} ({m1 / CLAIM_CONTEXT:.3g}x 200k)" if m1 else "batch 1 does not fit")
     bal = ("" if s["balance_batch"] is None else
            f", batch {s['balance_batch']:,} fits {mb:,}" if mb else f", batch {s['balance_batch']:,} fits nothing")
     bw = (f"crossover {x:,.0f} ({x / CLAIM_CONTEXT:.2g}x 200k)" if x is not None else f"crossover {s['crossover_text']}")
@@ -123,15 +147,16 @@ def _one(model, hardware, chips, kv_dtype, max_batch, ref_per_token, **kw) -> tu
     curve = _curve(sv, sorted(set(CURVE) | set(PRICED.values())), max_batch)
     at = {r["context"]: r for r in curve}
     per_token = float(kv[-1]) / CONTEXTS[-1]
+    (m1, c1), (mb, cb) = _max_context(sv, 1), ((None, None) if bal is None else _max_context(sv, bal))
     s = {"model": sv.model.name, "attention": _kinds(sv.model),
          **{f"kv_{n}_bytes": float(v) for n, v in zip(CONTEXT_NAMES, kv)}, "state_bytes": state,
          "kv_1m_bytes_per_token": per_token, "vs_dense_gqa": per_token / ref_per_token,
          "crossover": x, "crossover_text": x_text, "balance_batch": bal, "balance_rule": bal_rule,
-         "max_context_batch1": ec.max_context_fit(sv, 1.0),
-         "max_context_balance": None if bal is None else ec.max_context_fit(sv, float(bal)),
+         "max_context_batch1": m1, "chips_batch1": c1,
+         "max_context_balance": mb, "chips_balance": cb,
          **{f"usd_per_mtok_{n}": at[C]["usd_per_mtok"] for n, C in PRICED.items()},
          **{f"operating_batch_{n}": at[C]["batch"] for n, C in PRICED.items()},
-         "layout": sv.layout.label()}
+         "layout": sv.layout.label(), "chips": sv.chips}
     s["claim"], s["verdict"] = _verdict(s)
     return s, curve, {"plan": sv.layout.as_dict(), "layout_rule": sv.layout_rule, "header": sv.header()}
 

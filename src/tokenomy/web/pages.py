@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from tokenomy.web import catalog_view, serve, views
+from tokenomy.web import catalog_view, context_page, serve, views
 from tokenomy.formatting import fmt_cell
 from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
@@ -21,7 +21,7 @@ from tokenomy.units import DTYPE_BYTES
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 NAV = [("/serve", "Serve"), ("/lecture", "Lecture"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
-       ("/lifecycle", "Lifecycle"), ("/catalog", "Catalog")]
+       ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/catalog", "Catalog")]
 
 
 def fig_json(fig) -> Markup:
@@ -110,3 +110,12 @@ def lecture_page(request: Request):
 @router.get("/catalog", response_class=HTMLResponse)
 def catalog_page(request: Request):
     return render(request, "catalog.html", "catalog.html", {}, lambda: catalog_view.catalog(request.query_params))
+
+
+@router.get("/context-compare", response_class=HTMLResponse)
+def context_compare_page(request: Request):
+    values = context_page.form_values(request.query_params)
+    form = {"values": values, "models": loader.model_names(), "chip_names": loader.chip_names(),
+            "system_names": loader.system_names(), "dtypes": list(DTYPE_BYTES)}
+    return render(request, "context_compare.html", "_context_compare_results.html", form,
+                  lambda: context_page.view(request.query_params))

@@ -37,6 +37,7 @@ MAX_BATCH = 2**20
 MAX_CONTEXT = 2**24
 MAX_CHIPS = 2**20
 MAX_OVERHEAD_S = 10.0
+MAX_MODELS = 8  # models compared on one page
 
 
 class FieldError(ValueError):
@@ -159,6 +160,19 @@ def model_by_name(name: str) -> ModelArch:
     return loader.model(name.lower())
 
 
+def model_list(name: str, texts: Iterable[str]) -> list[ModelArch]:
+    """Catalog models by short name (``models=a,b`` or repeated ``models=``), the error naming ``name``."""
+    names = [t.strip() for t in texts if t.strip()]
+    if not names:
+        raise FieldError(name, "give at least one catalog model")
+    if len(names) > MAX_MODELS:
+        raise FieldError(name, f"{len(names)} models; at most {MAX_MODELS}")
+    try:
+        return [model_by_name(n) for n in names]
+    except FieldError as e:
+        raise FieldError(name, e.msg) from None
+
+
 def hardware_names() -> list[str]:
     return loader.chip_names() + loader.system_names()
 
@@ -263,7 +277,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "published": "text", "schedule": "text", "recompute": "text", "attention": "text", "attn_dp": "bool",
     "kv_batch": "bool",
 }
-ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list"}  # lists whatever the default
+ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list",
+          "models": "model_list"}  # lists whatever the default
 FORWARDS = {c: "serving" for c in ("batch", "latency", "context", "pricing", "speculate", "cache")}  # **kw -> serving()
 CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",)}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
@@ -344,6 +359,8 @@ def _value(name: str, opt: Option, text: str):
         raise FieldError(name, "may hold letters, digits, spaces and . , : + - only")
     if opt.kind == "model":
         return model_by_name(text)
+    if opt.kind == "model_list":
+        return model_list(name, text.split(","))
     if opt.kind == "hardware":
         hardware_by_name(text)
         return text.lower()
