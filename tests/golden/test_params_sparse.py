@@ -43,7 +43,7 @@ def test_deepseek_r1_counts():
     assert p.total == pytest.approx(card["total_params"], rel=0.01)
     assert round(_no_embed("deepseek-r1") / 1e9) == round(card["active_params"] / 1e9)
     assert _no_embed("deepseek-r1") == pytest.approx(card["active_params"], rel=0.0102)
-    assert model("deepseek-r1").mtp_layers == 0  # hf.deepseek does not read num_nextn_predict_layers (not ours)
+    assert model("deepseek-r1").mtp_layers == 1  # num_nextn_predict_layers: the MTP draft, outside the 671B
 
 
 def test_deepseek_v32_counts():
