@@ -90,3 +90,14 @@ def test_cache_answer_uses_the_link_capped_host_tier():
     row = {x["tier"]: x for x in r.extra["tiers"]}["host-ddr5"]
     assert row["read_bytes_per_s"] == 64e9 and row["bound_by"] == "link" and row["link"] == "PCIe Gen5 x16"
     assert row["retrieve_s"] == pytest.approx(r.extra["prefix_bytes"] / 64e9 + 1e-7)
+
+
+def test_host_tier_follows_the_chips_host():
+    # An HGX part's host memory is x86 DDR5 behind a PCIe Gen5 x16 port (64e9 B/s per direction); a GB200's is the
+    # Grace LPDDR5X behind NVLink-C2C (450e9 per direction, NVIDIA's GB200 NVL72 page): 7x faster to drain.
+    from tokenomy.econ.kv_tiers import tiers_from_catalog
+
+    hgx = {t.name: t for t in tiers_from_catalog(chip="h200") if t.tier == "ddr"}
+    gb = {t.name: t for t in tiers_from_catalog(chip="gb200") if t.tier == "ddr"}
+    assert set(hgx) == {"host-ddr5"} and set(gb) == {"grace-lpddr5x"}
+    assert hgx["host-ddr5"].read_bytes_per_s == 64e9 and gb["grace-lpddr5x"].read_bytes_per_s == 450e9

@@ -316,7 +316,8 @@ def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HO
     sv = serving(model, hardware, batch=[pb], context=[P], len_pass=P, chips=chips, **kw)
     size = kv_bytes_at_context(sv.model, P, sv.kv_dtype)
     remat = kt.remat_usd(sv, P, pb)
-    tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in kt.tiers_from_catalog() if t.tier != "hbm"]
+    tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in kt.tiers_from_catalog(chip=sv.hardware.chip.name)
+                                                         if t.tier != "hbm"]
     gpu = sv.chips * sv.price / 3600.0
     names, costs = kt.cheapest(size, holds, tiers, remat, gpu, st)
     rule = kt.drain_rule_choice(holds, [t.drain_s for t in tiers], [t.name for t in tiers])

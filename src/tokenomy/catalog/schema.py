@@ -140,6 +140,7 @@ class StorageFile(BaseModel):
     price_source: str = Field(min_length=4)
     note: str = ""
     link: HostLink | None = None
+    hosts: list[str] = Field(default_factory=list)  # the chips whose host this tier is (empty: any chip)
 
 
 class LongContextStep(BaseModel):

@@ -63,12 +63,15 @@ def effective_read_bytes_per_s(memory_bytes_per_s, link_bytes_per_s=None):
     return mem if link_bytes_per_s is None else np.minimum(mem, np.asarray(link_bytes_per_s, float))
 
 
-def tiers_from_catalog(names=None) -> list[Tier]:
+def tiers_from_catalog(names=None, chip: str | None = None) -> list[Tier]:
     """Storage catalog files (catalog/storage/*.toml) as tiers, ordered from HBM down; each read at
-    min(its bandwidth, its link's)."""
+    min(its bandwidth, its link's). With ``chip``, host tiers are the ones of that chip's host (a file's ``hosts``:
+    x86 DDR5 over PCIe for HGX parts, Grace LPDDR5X over NVLink-C2C for GB200/GB300)."""
     from tokenomy.catalog import loader
 
     files = [loader.storage_file(n) for n in (names or loader.storage_names())]
+    if chip is not None:
+        files = [f for f in files if not f.hosts or chip in f.hosts]
     files.sort(key=lambda f: TIER_ORDER.index(f.tier))
     out = []
     for f in files:
