@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tokenomy.answers import context_compare as cc
+from tokenomy.answers import architectures as cc
 from tokenomy.answers.economics import serving
 from tokenomy.arch.params import kv_bytes_at_context, state_bytes_per_sequence
 from tokenomy.catalog import loader

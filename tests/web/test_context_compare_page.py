@@ -27,7 +27,7 @@ def test_bad_input_is_422_naming_the_field(client, query, field):
 
 
 def test_api_is_the_answer(client):
-    from tokenomy.answers import context_compare
+    from tokenomy.answers.architectures import context_compare
 
     r = client.get("/api/context_compare?models=kimi-k3,llama-3.1-405b")
     assert r.status_code == 200

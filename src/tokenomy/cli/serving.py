@@ -132,7 +132,7 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 def _context_compare(compare, models, model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency,
                      as_json, as_csv, show_explain) -> None:
     """``tokenomy context --compare M1 M2 ...``: answers.context_compare, one row per model."""
-    from tokenomy.answers.context_compare import context_compare
+    from tokenomy.answers.architectures import context_compare
 
     if not compare:
         raise UsageError(f"models: {' '.join(models)!r} given without --compare; use --model for one model")

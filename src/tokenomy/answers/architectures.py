@@ -18,8 +18,6 @@ the chips at batch 1 and MAX_OPERATING_BATCH x contexts 1k..1M, so the same layo
 
 from __future__ import annotations
 
-import sys
-import types
 
 import numpy as np
 
@@ -213,14 +211,3 @@ def context_compare(*, models=None, hardware="gb200-nvl72", chips=None, kv_dtype
              "verdicts": [{"model": s["model"], "claim": s["claim"], "why": s["verdict"]} for s in rows]}
     return Result("context_compare", f"context per architecture: {hw}, KV {kv_dtype}, {ref.eff.name} efficiency, "
                   "best layout per model", tuple(rows), COLUMNS, extra, derivation=tuple(derivation))
-
-
-class _Answer(types.ModuleType):
-    """Importing this module binds ``tokenomy.answers.context_compare`` to the module (the name of the question and
-    of its file are one): calling the module asks the question, so ``answers.context_compare(...)`` always works."""
-
-    def __call__(self, **kw) -> Result:
-        return context_compare(**kw)
-
-
-sys.modules[__name__].__class__ = _Answer
