@@ -18,7 +18,6 @@ the chips at batch 1 and MAX_OPERATING_BATCH x contexts 1k..1M, so the same layo
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from tokenomy.answers.economics import _number, serving
