@@ -5,6 +5,8 @@ Units convention (DESIGN.md): bytes, bytes/s, FLOP/s (a multiply-add is 2 FLOPs)
 
 from __future__ import annotations
 
+import numpy as np
+
 KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
 KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
 SECONDS_PER_HOUR = 3600.0
@@ -43,6 +45,19 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
     "mxfp4": ("fp4", "fp8", "bf16"),
     "nvfp4": ("fp4", "fp8", "bf16"),
 }
+
+
+def floats(x):
+    """A float array; a quantity (anything with units, e.g. pint's in the dimensional tests) keeps its units, its
+    magnitude made a float array. The engine's formulas take either."""
+    if hasattr(x, "units"):
+        return np.asarray(x.magnitude, dtype=np.float64) * x.units
+    return np.asarray(x, dtype=np.float64)
+
+
+def one_of(x):
+    """1 in the unit of ``x`` (1.0 for a plain number): the unit step of a count, e.g. one position."""
+    return 1.0 * x.units if hasattr(x, "units") else 1.0
 
 
 def dtype_bytes(name: str) -> float:

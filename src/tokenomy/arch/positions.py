@@ -20,15 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _f(x):
-    if hasattr(x, "units"):
-        return np.asarray(x.magnitude, dtype=np.float64) * x.units
-    return np.asarray(x, dtype=np.float64)
+from tokenomy.units import floats, one_of
 
 
-def _one(x):
-    return 1.0 * x.units if hasattr(x, "units") else 1.0
+_f, _one = floats, one_of
 
 
 def _chunk_sum(n, c):

@@ -41,7 +41,7 @@ from tokenomy.core.efficiency import magnitude as _mag  # of a count used as an 
 from tokenomy.core.layout import Layout
 from tokenomy.core.pipeline import rack_hop_ratio
 from tokenomy.specs import Topology
-from tokenomy.units import fmt_bytes
+from tokenomy.units import floats, fmt_bytes, one_of
 
 BOUNDS = ("compute", "memory", "comms", "overhead", "pipeline hop")
 REASONS = ("", "expert parallelism and redundant experts need an MoE model",
@@ -124,17 +124,7 @@ class PassTerms:
         return np.shape(self.reason)
 
 
-def _f(x):
-    """A float array; a quantity (anything with units, e.g. pint's) keeps its units, its magnitude made one."""
-    if hasattr(x, "units"):
-        return np.asarray(x.magnitude, dtype=np.float64) * x.units
-    return np.asarray(x, dtype=np.float64)
-
-
-def _one(x):
-    """1 in the unit of ``x`` (1.0 for a plain number): the unit step of a count, e.g. one position."""
-    return 1.0 * x.units if hasattr(x, "units") else 1.0
-
+_f, _one = floats, one_of  # float arrays that keep a quantity's units; one unit step of a count
 
 
 
