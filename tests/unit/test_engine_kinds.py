@@ -98,3 +98,17 @@ def test_decode_reads_the_state_and_the_new_kinds_through_the_whole_engine():
     v4, v32 = run("deepseek-v4-pro"), run("deepseek-v3.2")
     assert 0.05 < float(v4.kv_bytes_per_chip / v32.kv_bytes_per_chip) < 0.2
     assert float(v4.kv_s) < float(v32.kv_s)
+
+
+def test_hyper_connections_widen_the_residual_traffic():
+    # DeepSeek-V4 hc_mult = 4: each layer's two sublayers read and write 4·D-wide residual streams, (4 - 1)·D more
+    # elements each way than a plain residual: 61 layers x 2 x 2 x 3 x 7168 extra activation elements per token.
+    from dataclasses import replace
+
+    from tokenomy.core.coeffs import coefficients
+
+    c = cfg("deepseek-ai--DeepSeek-V4-Pro")
+    m = loader.model("deepseek-v4-pro")
+    assert m.residual_streams == c["hc_mult"] == 4
+    plain = coefficients(replace(m, residual_streams=1)).act_elems_per_token
+    assert coefficients(m).act_elems_per_token - plain == c["num_hidden_layers"] * 2 * 2 * 3 * c["hidden_size"]

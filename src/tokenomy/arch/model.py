@@ -187,6 +187,7 @@ class ModelArch:
     max_position_embeddings: int | None = None
     extra_params: int = 0  # documented extras outside the layers (e.g. attention sinks)
     state_dtype: str = "bf16"  # linear / SSM state (Qwen3.5's mamba_ssm_dtype float32 -> "fp32")
+    residual_streams: int = 1  # hyper-connections (DeepSeek-V4 hc_mult): the residual stream is n·D wide
     mtp_layers: int = 0  # multi-token-prediction modules (num_nextn_predict_layers / mtp_num_hidden_layers): not
     #                      part of the served forward pass or its parameter count; a speculative draft when used
 

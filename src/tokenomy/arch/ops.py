@@ -52,10 +52,13 @@ class Op:
 def _layer_ops(m: ModelArch, i: int) -> list[Op]:
     layer, D = m.layers[i], m.hidden_size
     a, mlp = layer.attention, layer.mlp
+    # hyper-connections: each of the layer's two sublayers reads its n·D-wide residual streams to mix its input and
+    # writes them back, (n - 1)·D more elements each way than a plain residual (DeepSeek-V4, hc_mult)
+    hc_act = 2 * 2 * (m.residual_streams - 1) * D
     qkv_width = a.num_heads * a.head_dim + a.kv_elements_per_token()
     ops = [
         Op(f"L{i}.attn.proj", "matmul", i, a.params(D) + layer.norms * D,
-           act_elems_per_token=2 * D + qkv_width + a.num_heads * a.v_head_dim),
+           act_elems_per_token=2 * D + qkv_width + a.num_heads * a.v_head_dim + hc_act),
         Op(f"L{i}.attn.scores", "attention", i, score_flops_decode=2 * a.num_heads * a.score_dims(True),
            score_flops_prefill=2 * a.num_heads * a.score_dims(False),
            unabsorb_flops_per_position=a.unabsorb_flops_per_position(), kv_elems_per_token=a.kv_elements_per_token(),

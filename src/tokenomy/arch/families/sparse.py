@@ -164,7 +164,8 @@ def deepseek_v4(c: _Cfg, name: str) -> ModelArch:
                   num_shared_experts=c.pos("n_shared_experts"), shared_intermediate_size=Fe, router_bias=i >= n_hash)
         layers.append(Layer(a, moe))
     quant = _v4_quant(c)
-    return replace(_base(c, name, layers), quantization=quant, mtp_layers=mtp, extra_params=hc * hc * D + hc + 1)
+    return replace(_base(c, name, layers), quantization=quant, mtp_layers=mtp, extra_params=hc * hc * D + hc + 1,
+                   residual_streams=hc)
 
 
 def _v4_quant(c: _Cfg) -> Quantization:
