@@ -11,7 +11,7 @@ import importlib
 _WHERE = {
     "decode": "passes", "prefill": "passes", "plan": "layouts",
     "batch": "economics", "latency": "economics", "context": "economics", "pricing": "economics",
-    "context_compare": "architectures",
+    "context_compare": "architectures", "serve": "serve",
     "speculate": "economics", "cache": "economics", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "training",
     "validate": "fidelity", "models": "catalog", "model": "catalog", "hardware": "catalog",

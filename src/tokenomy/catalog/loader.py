@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
-from tokenomy.catalog.schema import ApiPriceFile, ChipFile, StorageFile, SystemFile
+from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, StorageFile, SystemFile
 from tokenomy.specs import Chip, Hardware, Level, LinkSpec, Topology
 
 ROOT = Path(__file__).parent
@@ -69,6 +69,12 @@ def storage_file(name: str) -> StorageFile:
 @lru_cache(maxsize=None)
 def price_file(name: str) -> ApiPriceFile:
     return _validate(_pick("prices", name), ApiPriceFile)
+
+
+@lru_cache(maxsize=None)
+def engine_file(name: str) -> EngineFile:
+    """A serving-engine profile (catalog/engines/<name>.toml); unknown names list the allowed ones."""
+    return _validate(_pick("engines", name), EngineFile)
 
 
 def chip_names() -> list[str]:

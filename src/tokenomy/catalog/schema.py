@@ -166,3 +166,32 @@ class ApiPriceFile(BaseModel):
     source: str = Field(min_length=4)
     as_of: dt.date
     note: str = ""
+
+
+class EngineScheduler(Sourced):
+    chunked_prefill: bool  # prefill split into chunks riding with decodes (else whole prompts, still in the budget)
+    max_num_tokens: PositiveInt  # the scheduler's token budget per step (decode tokens + prefill tokens)
+    max_batch: PositiveInt  # running-sequence cap
+
+
+class EngineKv(Sourced):
+    block_size: PositiveInt  # tokens per KV block (page)
+    hbm_fraction: float = Field(gt=0, le=1)
+    fraction_of: Literal["total", "free"]  # of total HBM (weights inside it) or of the HBM free after weights
+    by_tp: dict[str, float] = {}  # the fraction by tensor-parallel degree where the engine sets it so ("8" = tp >= 8)
+
+
+class EngineGraphs(Sourced):
+    batch_sizes: list[PositiveInt]
+
+
+class EngineFile(BaseModel):
+    """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    version: str
+    scheduler: EngineScheduler
+    kv_cache: EngineKv
+    cuda_graphs: EngineGraphs
+    step_overhead_s: float | None = None  # host time per step, where the engine documents one

@@ -1,0 +1,70 @@
+"""tokenomy serve: a workload on a deployment (TTFT, TPOT, throughput, $/Mtok); a thin layer over answers.serve."""
+
+from __future__ import annotations
+
+import typer
+
+from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, KV_DTYPE, MODEL, REDUNDANT_EXPERTS, WEIGHT_DTYPE
+from tokenomy.cli.render import show_result
+
+
+def _floats(name: str, text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--{name}: {text!r} is not a comma list of numbers") from None
+    if not out or any(not v > 0 for v in out):
+        raise UsageError(f"--{name}: must be > 0, got {text!r}")
+    return out
+
+
+@app.command("serve")
+@guarded
+def serve_cmd(model: str = MODEL,
+              hardware: str = typer.Option(..., "--hardware", help="Chip or system name (tokenomy hardware)."),
+              chips: int = typer.Option(None, "--chips", help="Number of chips (default: the system's)."),
+              concurrency: str = typer.Option(None, "--concurrency", help="Closed loop: users, e.g. 1,4,16,64,256."),
+              rate: str = typer.Option(None, "--rate", help="Open loop: requests/s (Poisson), comma list."),
+              isl: int = typer.Option(1024, "--isl", help="Input tokens per request."),
+              osl: int = typer.Option(1024, "--osl", help="Output tokens per request."),
+              isl_dist: str = typer.Option(None, "--isl-dist", help="fixed:N | uniform:a:b | lognormal:mu:sigma."),
+              osl_dist: str = typer.Option(None, "--osl-dist", help="fixed:N | uniform:a:b | lognormal:mu:sigma."),
+              trace: str = typer.Option(None, "--trace", help="CSV: arrival_s, input_tokens, output_tokens."),
+              cache_hit: float = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens from a prefix cache."),
+              engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (catalog/engines)."),
+              max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
+              max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
+              ttft_slo: float = typer.Option(None, "--ttft-slo", help="TTFT SLO, s (goodput)."),
+              tpot_slo: float = typer.Option(None, "--tpot-slo", help="TPOT SLO, s (goodput)."),
+              method: str = typer.Option("analytic", "--method", help="analytic | simulate."),
+              arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
+              requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000)."),
+              seed: int = typer.Option(0, "--seed", help="simulate: random seed."),
+              mode: str = typer.Option("agg", "--mode", help="agg (disagg: not yet)."),
+              tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree."),
+              ep: int = typer.Option(None, "--ep", help="Expert-parallel degree."),
+              pp: int = typer.Option(None, "--pp", help="Pipeline stages."),
+              dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
+              redundant_experts: int = REDUNDANT_EXPERTS, weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE,
+              efficiency: str = EFFICIENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
+    """Serve a workload: TTFT, TPOT, throughput and $/Mtok per workload point (aggregated continuous batching).
+
+    Example: tokenomy serve --model llama-3.1-70b --hardware hgx-h100-8 --concurrency 64 --isl 1024 --osl 1024
+    """
+    from tokenomy.answers.serve import serve
+
+    if mode != "agg":
+        raise UsageError(f"--mode: {mode!r} is not yet supported (disaggregated serving is a later task); use agg")
+    for name, v in (("isl", isl), ("osl", osl)):
+        if v is not None and v <= 0:
+            raise UsageError(f"--{name}: must be a positive integer, got {v}")
+    res = serve(model, hardware, concurrency=int_list("concurrency", concurrency) if concurrency else None,
+                rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist, trace=trace,
+                cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
+                ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,
+                chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, redundant_experts=redundant_experts,
+                weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+    show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -1,0 +1,76 @@
+"""The serving engine as data (a profile) and what it implies: the KV capacity and the time of one scheduler step.
+
+    EngineProfile   token budget (max_num_tokens), running-sequence cap, chunked prefill or not, KV block size, the
+                    HBM share given to the cache (of the total, weights inside it: vLLM, SGLang; of the memory free
+                    after weights: TensorRT-LLM), CUDA-graph sizes — catalog/engines/<name>.toml, built by answers
+    kv_tokens       KV capacity per DP replica in tokens:
+                      total: (f·HBM − weights − activations) / KV bytes per token per chip
+                      free:  f·(HBM − weights − activations) / KV bytes per token per chip
+                    (activations: the engine's peak at a full token budget; KV per token from the engine at ISL+OSL)
+    step_time       one mixed step: n decodes at mean context c plus P prefill tokens at mean context c_p, timed by
+                    Deployment.run; a fractional n (a steady-state mean) interpolates between floor and ceil, and
+                    n = 0 (a prefill-only step) is timed as one one-token sequence beside the chunk (the engine
+                    needs a batch >= 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.core.deployment import Deployment
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    name: str
+    version: str
+    chunked_prefill: bool
+    max_num_tokens: int
+    max_batch: int
+    block_size: int
+    hbm_fraction: float
+    fraction_of: str  # "total" | "free"
+    cuda_graph_sizes: tuple[int, ...] = ()
+    step_overhead_s: float = 0.0
+
+    def label(self) -> str:
+        return (f"{self.name} {self.version}: budget {self.max_num_tokens} tokens/step, max batch {self.max_batch}, "
+                f"{'chunked' if self.chunked_prefill else 'whole-prompt'} prefill, KV blocks of {self.block_size}, "
+                f"{self.hbm_fraction:g} of {'total' if self.fraction_of == 'total' else 'free'} HBM")
+
+
+def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
+    """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
+    L = np.maximum(np.asarray(seq_tokens, float), 1.0)
+    dp = float(dep.layout.dp)
+    one = dep.work(dp, L)  # one sequence per replica at ISL + OSL
+    act = dep.work(dp, 1.0, prefill_tokens=float(prof.max_num_tokens) * dp * float(dep.layout.pp)).act_bytes_per_chip
+    hbm, w = float(dep.hardware.chip.hbm_bytes), np.asarray(one.weight_bytes_per_chip, float)
+    f = prof.hbm_fraction
+    free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
+    per_tok = np.asarray(one.kv_bytes_per_chip, float) / L
+    return np.maximum(free, 0.0) / per_tok, per_tok, free
+
+
+def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
+    """B_kv: sequences of ISL + OSL tokens (rounded up to KV blocks) whose cache fits, over all DP replicas."""
+    L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
+    tok, _, _ = kv_tokens(dep, prof, L)
+    return float(dep.layout.dp) * np.floor(tok / L)
+
+
+def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0, *, terms: bool = False):
+    """Seconds of one scheduler step (module docstring); ``terms``: also the PassTerms at the floor batch."""
+    n = np.maximum(np.asarray(n_dec, float), 0.0)
+    f, c = np.floor(n), np.ceil(n)
+    kw = dict(prefill_tokens=prefill, prefill_context=prefill_context)
+    r_lo = dep.run(np.maximum(f, 1.0), np.where(f >= 1.0, context, 1.0), **kw)  # 0 decodes: one 1-token sequence
+    t_lo = np.asarray(r_lo.step_s)
+    if np.any(c != f):
+        t_hi = np.asarray(dep.run(np.maximum(c, 1.0), np.where(c >= 1.0, context, 1.0), **kw).step_s)
+        t = t_lo + (n - f) * (t_hi - t_lo)
+    else:
+        t = t_lo
+    return (t, r_lo) if terms else t

@@ -1,0 +1,86 @@
+"""Serving: the analytic steady state against the iteration-level simulator, and the invariants of both."""
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.resolve import deployment
+from tokenomy.answers.serve import engine_profile
+from tokenomy.core.layout import Layout
+from tokenomy.serving.scheduler import kv_batch
+from tokenomy.serving.simulator import simulate
+from tokenomy.serving.steady import steady
+from tokenomy.serving.workload import Lengths, Workload, read_trace
+
+
+@pytest.fixture(scope="module")
+def dep():
+    return deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8))
+
+
+@pytest.fixture(scope="module")
+def prof():
+    return engine_profile("vllm", 8)
+
+
+def _w(C, isl, osl, **kw):
+    return Workload(Lengths("fixed", isl), Lengths("fixed", osl), concurrency=C, **kw)
+
+
+# the grid: Llama-3.1-70B on 8 x H100 (tp8), vLLM profile, closed loop staggered, below saturation
+GRID = [(C, 1024, 1024) for C in (1, 4, 16, 64)] + [(C, 2048, 256) for C in (1, 4, 16)]
+
+
+@pytest.mark.parametrize("C,isl,osl", GRID)
+def test_analytic_and_simulator_agree_below_saturation(dep, prof, C, isl, osl):
+    s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
+    sim = simulate(dep, prof, _w(C, isl, osl), max(10 * C, 100)).summary(dep.chips)
+    assert not s.capacity_limited[0]
+    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.05)
+    assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)
+
+
+def test_tpot_is_the_engine_step_of_the_running_batch(dep, prof):
+    s = steady(dep, prof, isl=1024, osl=1024, concurrency=[64])
+    n, P = float(s.decodes[0]), float(s.prefill_per_step[0])
+    lo = dep.run(np.floor(n), 1024 + 512, prefill_tokens=P, prefill_context=512.0).step_s
+    hi = dep.run(np.ceil(n), 1024 + 512, prefill_tokens=P, prefill_context=512.0).step_s
+    assert float(s.tpot_s[0]) == pytest.approx(float(lo + (n - np.floor(n)) * (hi - lo)), rel=1e-12)
+
+
+def test_above_saturation_capacity_limited_and_the_queue_grows(dep, prof):
+    b_kv = float(kv_batch(dep, prof, 1024, 1024))
+    C = int(max(b_kv, prof.max_batch)) * 2
+    assert steady(dep, prof, isl=1024, osl=1024, concurrency=[C]).capacity_limited[0]
+    R = 40.0  # requests/s, far above what 8 x H100 serve at 1k/1k
+    assert steady(dep, prof, isl=1024, osl=1024, rate=[R]).capacity_limited[0]
+    w = Workload(Lengths("fixed", 1024), Lengths("fixed", 1024), rate=R)
+    sims = [simulate(dep, prof, w, n) for n in (200, 800)]
+    q = [int(x.queue_len.max()) for x in sims]
+    assert q[1] > 2 * q[0] > 0
+    assert sims[1].summary(dep.chips)["ttft_s"] > 2 * sims[0].summary(dep.chips)["ttft_s"]
+
+
+def test_seeded_and_deterministic(dep, prof):
+    w = Workload(Lengths("uniform", 256, 2048), Lengths("lognormal", 5.0, 0.5), rate=4.0, seed=3)
+    a, b = simulate(dep, prof, w, 300), simulate(dep, prof, w, 300)
+    assert np.array_equal(a.ttft_s, b.ttft_s) and np.array_equal(a.e2e_s, b.e2e_s)
+    c = simulate(dep, prof, Workload(w.isl, w.osl, rate=4.0, seed=4), 300)
+    assert not np.array_equal(a.ttft_s, c.ttft_s)
+
+
+def test_kv_admission_never_exceeds_the_cache(dep):
+    small = engine_profile("vllm", 8, max_batch=1024)
+    from dataclasses import replace
+    small = replace(small, hbm_fraction=0.25)  # a cache of a few sequences: admission and preemption bind
+    sim = simulate(dep, small, _w(256, 4096, 512), 600)
+    assert 0 < sim.max_blocks_used <= sim.kv_blocks
+    assert np.all(np.isfinite(sim.e2e_s))
+
+
+def test_trace_bad_row_names_its_line(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,input_tokens,output_tokens\n0.0,100,10\n0.5,abc,10\n")
+    with pytest.raises(ValueError, match="line 3"):
+        read_trace(p)
+    p.write_text("0.0,100,10\n0.1,200,20\n")
+    assert len(read_trace(p)) == 2
