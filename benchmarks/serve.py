@@ -1,0 +1,37 @@
+"""Speed of serving: analytic workload points per second and simulated requests per CPU second (ratios in one run).
+
+Targets (issue 13): analytic >= 1e6 points/s per core; simulator >= 1e5 requests/s (10,000 of 1k/1k in < 0.1 s).
+"""
+
+import time
+
+import numpy as np
+
+from tokenomy.answers.resolve import deployment
+from tokenomy.answers.serve import engine_profile
+from tokenomy.core.layout import Layout
+from tokenomy.serving.simulator import simulate
+from tokenomy.serving.steady import steady
+from tokenomy.serving.workload import Lengths, Workload
+
+
+def main() -> None:
+    dep = deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8))
+    prof = engine_profile("vllm", 8)
+    n = 100_000
+    C = np.random.default_rng(0).integers(1, 512, n).astype(float)
+    steady(dep, prof, isl=1024, osl=1024, concurrency=C[:10])
+    t = time.process_time()
+    steady(dep, prof, isl=1024, osl=1024, concurrency=C)
+    a = n / (time.process_time() - t)
+    w = Workload(Lengths("fixed", 1024), Lengths("fixed", 1024), concurrency=64)
+    t = time.process_time()
+    simulate(dep, prof, w, 10_000)
+    s_t = time.process_time() - t
+    print(f"analytic: {a:,.0f} workload points per CPU second (target 1e6: {a / 1e6:.2f}x)")
+    print(f"simulator: 10,000 requests of 1k/1k at C=64 in {s_t:.2f} s CPU = {10_000 / s_t:,.0f} requests/s "
+          f"(target 1e5: {10_000 / s_t / 1e5:.3f}x)")
+
+
+if __name__ == "__main__":
+    main()
