@@ -53,9 +53,12 @@ def fmt_cell(key: str, v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else ("NO" if key == "fits" else "no")
     if isinstance(v, (int, float)):
-        for part, unit in (("bytes_per_s", "B/s"), ("flops_per_s", "FLOP/s"), ("tokens_per_s", "tok/s")):
+        for part, unit in (("bytes_per_s", "B/s"), ("flops_per_s", "FLOP/s"), ("tokens_per_s", "tok/s"),
+                           ("requests_per_s", "req/s")):
             if part in key:
                 return fmt_si(v, unit)
+        if key.endswith("_per_s"):  # a rate, never a time
+            return fmt_si(v, "/s")
         if key.endswith("bytes_per_token"):
             return f"{v:,.0f} B"
         if key.endswith("_s"):

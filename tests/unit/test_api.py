@@ -42,3 +42,10 @@ def test_header_names_chips_and_layout():
     r = tk.decode("llama-3.1-70b", "hgx-h100-8", batch=[1], context=[2048])
     assert "on 8 x h100-sxm (hgx-h100-8)" in r.title and "tp8 ep1 pp1 dp1" in r.title
     assert r.payload()[0]["plan"] == "tp8 ep1 pp1 dp1"
+
+
+def test_rates_are_never_formatted_as_times():
+    from tokenomy.formatting import fmt_cell
+
+    assert fmt_cell("requests_per_s", 2.818).endswith("req/s") and fmt_cell("step_s", 0.01) == "10 ms"
+    assert fmt_cell("goodput_requests_per_s", 3.0) == "3 req/s" and fmt_cell("tokens_per_s", 5.0) == "5 tok/s"
