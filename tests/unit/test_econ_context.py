@@ -115,3 +115,11 @@ def test_summary_and_inverse_rows(llama):
         2 * n * 3.35e12 / (989.4e12 * 200e3), rel=1e-9)
     assert by["llama-3.1-70b"]["kv_bytes_per_token"] == 80 * 2 * 8 * 128
     assert by["deepseek-v3"]["kv_bytes_per_token"] == 61 * 576
+
+
+def test_max_context_needs_a_layout_that_runs_the_batch():
+    # tp8 x dp9 over 72 chips cannot run one sequence (fewer sequences than replicas): no context fits at batch 1,
+    # while 9 sequences (one per replica) fit a long context (found by the context comparison: it said 1.31M).
+    s = sv("llama-3.1-405b", "gb200-nvl72", tp=8, dp=9)
+    assert ec.max_context_fit(s, 1) == 0
+    assert ec.max_context_fit(s, 9) > 100_000
