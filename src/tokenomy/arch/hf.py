@@ -32,11 +32,19 @@ class _Cfg:
         v = self.d.get(key)
         return default if v is None else self._check(key, v)
 
+    MAX_SIZE = 2**40  # no dimension, count or length of a real model comes near it (vocab ~2^18, context ~2^24)
+    MAX_LAYERS = 100_000  # layer counts become per-layer op lists; real models have ~10-200 layers
+
     def _check(self, key: str, v: Any) -> Any:
+        if isinstance(v, float) and (v != v or abs(v) == float("inf") or abs(v) > self.MAX_SIZE):
+            raise ConfigError(f"config {self.name}: field '{key}' must be a finite number of sensible size, got {v!r}")
         if isinstance(v, bool) or not isinstance(v, int):
             return v
         if v < 0:
             raise ConfigError(f"config {self.name}: field '{key}' must be >= 0, got {v}")
+        cap = self.MAX_LAYERS if "layers" in key else self.MAX_SIZE
+        if v > cap:
+            raise ConfigError(f"config {self.name}: field '{key}' must be at most {cap:,}, got {v:.3g}")
         return v
 
     def pos(self, key: str, default: Any = None) -> int:
@@ -132,6 +140,9 @@ def _quant(c: _Cfg) -> Quantization:
 def _gqa(c: _Cfg, window: int | None = None, bias: bool = False, qk_norm: bool = False) -> Attention:
     H = c.pos("num_attention_heads")
     K = c.pos("num_key_value_heads", H)
+    if H % K:  # each KV head serves a whole group of query heads (GQA)
+        raise ConfigError(f"config {c.name}: field 'num_key_value_heads' ({K}) must divide "
+                          f"num_attention_heads ({H})")
     d = c.pos("head_dim", c.pos("hidden_size") // H)
     kind = "mha" if K == H else ("mqa" if K == 1 else "gqa")
     return Attention(kind, H, K, d, d, window=window, bias=bias, qk_norm=qk_norm)

@@ -5,6 +5,7 @@ Errors are ``CatalogError`` with one line naming the file and the field (or the 
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from functools import lru_cache
@@ -44,11 +45,61 @@ def _names(kind: str, ext: str = "toml") -> list[str]:
     return sorted(p.stem for p in (ROOT / kind).glob(f"*.{ext}"))
 
 
+def _key(name: str) -> str:
+    """A typed name as the catalog compares it: case, spaces and underscores do not matter ('TPU v5e' = 'tpu-v5e')."""
+    return "-".join(str(name).strip().lower().replace("_", " ").split())
+
+
+@lru_cache(maxsize=None)
+def _index(kind: str) -> dict[str, str]:
+    """Every name a chip/system/... answers to -> its file stem: the stem, then the file's ``aliases`` list (read
+    with tomllib alone, no schema; only consulted when a name is not a stem)."""
+    stems = _names(kind)
+    index = {s: s for s in stems}
+    for s in stems:
+        try:
+            aliases = tomllib.loads((ROOT / kind / f"{s}.toml").read_text()).get("aliases", [])
+        except tomllib.TOMLDecodeError:
+            continue  # reported with its file and field when the file itself is loaded
+        for a in aliases if isinstance(aliases, list) else []:
+            index.setdefault(_key(a), s)
+    return index
+
+
+def nearest(name: str, index: dict[str, str], n: int = 3) -> list[str]:
+    """The n catalog names closest to a mistyped one (difflib ratio over names and aliases), best first."""
+    out: list[str] = []
+    for hit in difflib.get_close_matches(_key(name), list(index), n=len(index), cutoff=0.0):
+        if index[hit] not in out:
+            out.append(index[hit])
+        if len(out) == n:
+            break
+    return out
+
+
+def did_you_mean(name: str, index: dict[str, str]) -> str:
+    return f"did you mean {', '.join(nearest(name, index))}?"
+
+
+@lru_cache(maxsize=None)
+def _stems(kind: str) -> frozenset[str]:
+    return frozenset(_names(kind))
+
+
+def resolve(kind: str, name: str) -> str | None:
+    """The file stem a typed name means in ``kind`` ('H100' -> 'h100-sxm' in chips), or None."""
+    key = _key(name)
+    if key in _stems(kind):
+        return key
+    return _index(kind).get(key)
+
+
 def _pick(kind: str, name: str) -> Path:
-    path = ROOT / kind / f"{name.lower()}.toml"
-    if not path.is_file():
-        raise CatalogError(f"unknown {kind[:-1]} {name!r}; allowed: {', '.join(_names(kind))}")
-    return path
+    stem = resolve(kind, name)
+    if stem is None:
+        raise CatalogError(f"unknown {kind[:-1]} {name!r}; {did_you_mean(name, _index(kind))} "
+                           f"allowed: {', '.join(_names(kind))}")
+    return ROOT / kind / f"{stem}.toml"
 
 
 @lru_cache(maxsize=None)
@@ -112,8 +163,7 @@ def _topology(name: str, chip: Chip, cf: ChipFile, num_chips: int, domain: int, 
 @lru_cache(maxsize=None)
 def hardware(name: str) -> Hardware:
     """A chip name (one chip) or a system name (its chip count, scale-up domain and links)."""
-    key = name.lower()
-    if (ROOT / "systems" / f"{key}.toml").is_file():
+    if (key := resolve("systems", name)) is not None:
         s = system_file(key)
         cf = chip_file(s.chip)
         chip = _chip(cf)
@@ -121,13 +171,13 @@ def hardware(name: str) -> Hardware:
         topo = _topology(s.name, chip, cf, s.num_chips, s.scale_up_domain_size, s.scale_up, s.scale_out)
         return Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary,
                         topo)
-    if (ROOT / "chips" / f"{key}.toml").is_file():
+    if (key := resolve("chips", name)) is not None:
         cf = chip_file(key)
         chip = _chip(cf)
         topo = _topology(chip.name, chip, cf, 1, chip.scale_up.domain_size)
         return Hardware(chip.name, chip, 1, chip.scale_up.domain_size, chip.usd_per_hour, chip.preliminary, topo)
-    raise CatalogError(f"unknown hardware {name!r}; allowed chips: {', '.join(chip_names())}; "
-                       f"systems: {', '.join(system_names())}")
+    raise CatalogError(f"unknown hardware {name!r}; {did_you_mean(name, _index('chips') | _index('systems'))} "
+                       f"allowed chips: {', '.join(chip_names())}; systems: {', '.join(system_names())}")
 
 
 # ---- models ---------------------------------------------------------------------------------------------
@@ -184,7 +234,7 @@ def model_from_dict(data: object, label: str = "uploaded config.json") -> ModelA
 @lru_cache(maxsize=None)
 def model(name: str) -> ModelArch:
     """A catalog name ('deepseek-v3', 'meta-llama/Llama-3.1-70B'), a config.json path, or a directory with one."""
-    hit = _model_index().get(name.lower())
+    hit = _model_index().get(name.lower()) or _model_index().get(_key(name))
     if hit is not None:
         return _read_config(hit, hit.stem.partition("--")[2].lower())
     path = Path(name)
@@ -194,5 +244,8 @@ def model(name: str) -> ModelArch:
             raise CatalogError(f"model directory {name!r} holds no config.json")
     if path.is_file():
         return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
-    raise CatalogError(f"unknown model {name!r}; allowed: a catalog name ({', '.join(model_names())}), "
-                       "a path to a config.json, or a directory holding one")
+    if "/" in name or "\\" in name or name.lower().endswith(".json"):
+        raise CatalogError(f"no such file: {name} (given as a path, so not an unknown model name)")
+    short = {a: p.stem.partition("--")[2].lower() for a, p in _model_index().items()}
+    raise CatalogError(f"unknown model {name!r}; {did_you_mean(name, short)} allowed: a catalog name "
+                       f"({', '.join(model_names())}), a path to a config.json, or a directory holding one")

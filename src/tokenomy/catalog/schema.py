@@ -81,6 +81,7 @@ class ChipFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     display_name: str
+    aliases: tuple[str, ...] = ()  # other names it answers to (h100 -> h100-sxm); loader.resolve
     vendor: str
     kind: Literal["gpu", "tpu", "accelerator", "cpu"]
     preliminary: bool = False
@@ -99,6 +100,7 @@ class SystemFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     display_name: str
+    aliases: tuple[str, ...] = ()  # other names it answers to (nvl72 -> gb200-nvl72)
     chip: str  # name of a file in catalog/chips
     num_chips: PositiveInt
     scale_up_domain_size: PositiveInt  # chips per scale-up domain in this system

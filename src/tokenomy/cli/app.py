@@ -7,18 +7,74 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import typer
-
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="tokenomy: what it costs to train and serve an LLM, and why (roofline, layouts, $).")
+from typer._click import exceptions as cx  # typer vendors click; its parse errors are these classes
+from typer.core import TyperGroup
 
 F = TypeVar("F", bound=Callable)
 
 
 class UsageError(ValueError):
     """Bad input from the user; printed as one line with exit code 2."""
+
+
+def click_message(e: cx.ClickException) -> str:
+    """A click parsing error (missing option, bad integer, unknown option) as the one line the contract asks for."""
+    ctx = getattr(e, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    param = getattr(e, "param", None)
+    if isinstance(e, cx.MissingParameter) and param is not None:
+        opts = getattr(param, "opts", None)
+        name = opts[0] if param.param_type_name == "option" and opts else str(getattr(param, "name", None) or "argument").upper()
+        return f"{name}: required{where}"
+    lines = [x.strip() for x in e.format_message().splitlines() if x.strip()]
+    return " ".join(lines) + where
+
+
+class OneLineErrors(TyperGroup):
+    """The root command: every rejection, click's own included, is one line on stderr and exit code 2; --json
+    with --csv is refused for every command; --wide may also follow the command's name."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        cut = argv.index("--") if "--" in argv else len(argv)
+        if "--wide" in argv[1:cut]:  # a per-command --wide means the global one
+            argv = ["--wide"] + [a for i, a in enumerate(argv) if a != "--wide" or i >= cut]
+        try:
+            if "--json" in argv[:cut] and "--csv" in argv[:cut]:
+                raise cx.UsageError("--json and --csv: choose one")
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except cx.NoArgsIsHelpError as e:
+            if not standalone_mode:
+                raise
+            typer.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())
+            sys.exit(0)
+        except cx.ClickException as e:
+            if not standalone_mode:
+                raise
+            typer.echo(f"error: {click_message(e)}", err=True)
+            sys.exit(2)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            sys.exit(130)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="tokenomy: what it costs to train and serve an LLM, and why (roofline, layouts, $).")
+
+
+@app.callback()
+def _root(ctx: typer.Context,
+          wide: bool = typer.Option(False, "--wide", help="Show every table column (by default tables fit the "
+                                                          "terminal and a note names what was left out).")) -> None:
+    ctx.obj = {"wide": wide}
 
 
 def fail(msg: str) -> None:

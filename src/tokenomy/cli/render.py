@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from typing import Any, Iterable
 
 from rich.console import Console
@@ -9,15 +11,98 @@ from rich.table import Table
 
 from tokenomy.formatting import fmt_cell, to_csv, to_json  # noqa: F401  (re-exported for the commands)
 
+WRAP_AT = 28  # a longer cell (a reason, a name) is counted at this width: rich wraps it onto more lines
+WIDE_COLUMNS = 1000  # --wide: a console this wide never drops a column
+MEMORY_COLUMNS = ("memory_per_chip_bytes", "weights_per_chip_bytes", "kv_per_chip_bytes",
+                  "activations_per_chip_bytes", "memory_bytes")
 
-def table(rows: list[dict], title: str = "", columns: Iterable[str] | None = None) -> Table:
+
+def wide() -> bool:
+    """--wide given (the root command's option, kept on the click context)."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return bool(ctx is not None and isinstance(ctx.obj, dict) and ctx.obj.get("wide"))
+
+
+def width() -> int:
+    """Columns to fit on a terminal (its size; COLUMNS overrides it, the shell's convention); 200 when stdout is
+    no terminal (a pipe, a file, a test's runner), so what is saved keeps whole rows; --wide: no limit."""
+    if wide():
+        return WIDE_COLUMNS
+    if sys.stdout.isatty():
+        return max(shutil.get_terminal_size((200, 24)).columns, 40)
+    return 200
+
+
+def console(**kw: Any) -> Console:
+    return Console(width=width(), **kw)
+
+
+def _invalid(row: dict) -> str | None:
+    """'invalid: <reason>' for a row refused for its layout or batch (not for memory), else None."""
+    why = row.get("why")
+    if row.get("fits") is False and isinstance(why, str) and not (why.startswith("does not fit") or "HBM" in why):
+        return f"invalid: {why}"
+    return None
+
+
+def _cells(row: dict, cols: list[str]) -> list[str]:
+    bad = _invalid(row)
+    if bad is None:
+        return [fmt_cell(c, row.get(c)) for c in cols]
+    # an invalid layout has no memory figure to show, and its fits cell says why instead of 'NO'
+    return [bad if c == "fits" else "-" if c in MEMORY_COLUMNS else fmt_cell(c, row.get(c)) for c in cols]
+
+
+def _header(name: str, cell_width: int) -> str:
+    """A long field name folded after its underscores to about its column's width ('tokens_per_s_' / 'per_chip'),
+    so a header is not what makes a table too wide; names stay whole when folding saves under 3 characters."""
+    if len(name) - cell_width < 3 or "_" not in name:
+        return name
+    parts = [p + "_" for p in name.split("_")]
+    parts[-1] = parts[-1][:-1]
+    w = max(cell_width, max(map(len, parts)))
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(part) > w:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(lines)
+
+
+def _fit(heads: list[str], cells: list[list[str]], limit: int) -> int:
+    """How many leading columns fit in ``limit`` characters at their natural widths (widest header line or cell,
+    plus rich's 3-character separators); the first column always stays."""
+    used = 1
+    for j, h in enumerate(heads):
+        used += max([len(x) for x in h.splitlines()] + [min(len(r[j]), WRAP_AT) for r in cells]) + 3
+        if j and used > limit:
+            return j
+    return len(heads)
+
+
+def table(rows: list[dict], title: str = "", columns: Iterable[str] | None = None,
+          limit: int | None = None) -> tuple[Table, list[str]]:
+    """Rows as a rich table at most ``limit`` columns wide: trailing columns that do not fit are dropped and
+    returned (the caller names them); None: all columns."""
     cols = list(columns or (rows[0].keys() if rows else []))
+    cells = [_cells(r, cols) for r in rows]
+    heads = cols
+    dropped: list[str] = []
+    if limit is not None:
+        heads = [_header(c, max((len(r[j]) for r in cells), default=0)) for j, c in enumerate(cols)]
+        n = _fit(heads, cells, limit)
+        cols, heads, dropped = cols[:n], heads[:n], cols[n:]
+        cells = [r[:n] for r in cells]
     t = Table(title=title, show_lines=False)
-    for c in cols:
-        t.add_column(c, justify="right" if rows and isinstance(rows[0].get(c), (int, float)) else "left")
-    for r in rows:
-        t.add_row(*(fmt_cell(c, r.get(c)) for c in cols))
-    return t
+    for c, h in zip(cols, heads):
+        first = next((r.get(c) for r in rows if r.get(c) is not None), None)
+        numeric = isinstance(first, (int, float)) and not isinstance(first, bool)
+        t.add_column(h, justify="right" if numeric else "left", overflow="fold")
+    for r in cells:
+        t.add_row(*r)
+    return t, dropped
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -43,8 +128,12 @@ def record_table(record: dict, title: str = "") -> Table:
 
 def emit(rows: list[dict] | dict, *, as_json: bool, as_csv: bool, title: str = "",
          columns: Iterable[str] | None = None, notes: Iterable[str] = ()) -> None:
-    """Print rows in the requested format. JSON/CSV carry every key; the table shows ``columns``."""
-    console = Console(width=200)
+    """Print rows in the requested format. JSON/CSV carry every key; the table shows ``columns``, as many as fit
+    the terminal (a note names the rest; --wide shows all)."""
+    from tokenomy.cli.app import UsageError
+
+    if as_json and as_csv:
+        raise UsageError("--json and --csv: choose one")
     if as_json:
         print(to_json(rows))
         return
@@ -52,16 +141,21 @@ def emit(rows: list[dict] | dict, *, as_json: bool, as_csv: bool, title: str = "
     if as_csv:
         print(to_csv(rows_list), end="")
         return
+    out = console()
     if isinstance(rows, dict):
-        console.print(record_table(rows, title))
+        out.print(record_table(rows, title))
     else:
-        console.print(table(rows_list, title, columns))
+        t, dropped = table(rows_list, title, columns, limit=None if wide() else out.width)
+        out.print(t)
+        if dropped:
+            out.print(f"[dim]not shown at {out.width} columns: {', '.join(dropped)} (--wide shows all; "
+                      "--json/--csv carry every field)[/dim]", highlight=False)
     for n in notes:
-        console.print(n)
+        out.print(n)
 
 
 def explain(lines: Iterable[str]) -> None:
-    Console(width=200, highlight=False).print("\n".join(lines))
+    console(highlight=False).print("\n".join(lines))
 
 
 def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False, tables=()) -> None:
