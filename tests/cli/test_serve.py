@@ -42,8 +42,30 @@ def test_bad_input(tmp_path):
     _bad(["--concurrency", "0"], "--concurrency")
     _bad(["--rate", "-1"], "--rate")
     _bad(["--concurrency", "4", "--osl", "0"], "--osl")
-    _bad(["--concurrency", "4", "--mode", "disagg"], "not yet")
+    _bad(["--concurrency", "4", "--mode", "disagg"], "--prefill-chips")
+    _bad(["--concurrency", "4", "--mode", "disagg", "--prefill-chips", "1", "--decode-chips", "4"],
+         "does not fit: prefill pool")
     _bad(["--concurrency", "4,64", "--ttft-slo", "0.001"], "no workload point meets")
     p = tmp_path / "t.csv"
     p.write_text("0.0,100,10\n0.5,100\n")
     _bad(["--trace", str(p)], "line 2")
+
+
+DS = ["serve", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--mode", "disagg", "--isl", "4096", "--osl",
+      "1024", "--engine", "sglang"]
+
+
+def test_disagg_pools_json():
+    r = R.invoke(app, DS + ["--prefill-chips", "72", "--decode-chips", "144", "--concurrency", "256", "--json"])
+    assert r.exit_code == 0, r.output
+    row, = json.loads(r.output)
+    assert all(k in row for k in FIELDS) and row["mode"] == "disagg" and row["chips"] == 216
+    assert row["kv_link"] == "scale-out" and row["ttft_s"] > row["kv_transfer_s"] > 0
+
+
+def test_disagg_search_top1_is_the_best_plan():
+    r = R.invoke(app, DS + ["--search", "--chips", "288", "--concurrency", "256,1024", "--ttft-slo", "2",
+                            "--tpot-slo", "0.05", "--top", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    row, = json.loads(r.output)
+    assert row["best"] and row["ttft_s"] <= 2 and row["tpot_s"] <= 0.05

@@ -4,7 +4,14 @@
     method "simulate"  serving.simulator (iteration-level, seeded; percentiles from the requests)
 Layout: the degrees given, else the best valid layout over the chips for the running batch at ISL + OSL/2
 (parallel.search.best_layout). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
-batch cap overridable. Comma lists of concurrency or rate sweep. Disaggregated serving is not yet modelled.
+batch cap overridable. Comma lists of concurrency or rate sweep.
+    mode "disagg"      serving.disagg (analytic): a prefill pool of ``prefill_chips`` and a decode pool of
+                       ``decode_chips``, each with its own layout (``prefill_tp``... / ``decode_tp``...; default: the
+                       best valid layout of the pool for its own pass — prefill: the prompt pass at ISL under the
+                       token budget; decode: the running batch at ISL + OSL/2 — parallel.search.best_layout)
+    plan_disagg        the pool splits P + D <= the chip budget (whole scale-up domains or powers of two), each pool
+                       on its best layout, at every load point: the Pareto front (tokens/s per chip vs per user) and
+                       the best plan under the SLOs (most tokens/s per chip), or "no plan meets" with the closest
 """
 
 from __future__ import annotations
@@ -15,10 +22,11 @@ from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Result
 from tokenomy.catalog import loader
+from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import EngineProfile
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
-from tokenomy.units import fmt_seconds
+from tokenomy.units import fmt_bytes, fmt_seconds
 
 COLUMNS = ("concurrency", "rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
            "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "kv_occupancy", "capacity_limited",
@@ -64,14 +72,21 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
           ep=None, pp=None, dp=None, redundant_experts=None, weight_dtype=None, kv_dtype="bf16",
-          efficiency="calibrated", usd_per_chip_hour=None, mode="agg") -> Result:
-    """The serving answer (module docstring): one row per workload point."""
-    if mode == "disagg":
-        raise ValueError("mode: disagg is not yet modelled; use agg")
-    if mode != "agg":
-        raise ValueError(f"mode: {mode!r}; allowed: agg (disagg: not yet)")
+          efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None) -> Result:
+    """The serving answer (module docstring): one row per workload point. ``pools`` (disagg): prefill_chips,
+    decode_chips and the pools' degrees (prefill_tp, prefill_ep, ..., decode_tp, ...)."""
+    if mode not in ("agg", "disagg"):
+        raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
     if method not in ("analytic", "simulate"):
         raise ValueError(f"method: {method!r}; allowed: analytic, simulate")
+    if mode == "disagg":
+        if method != "analytic" or trace is not None:
+            raise ValueError("method: disaggregated serving is modelled analytically (no simulate, no trace) yet")
+        return serve_disagg(model, hardware, concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
+                            osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
+                            max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
+                            kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour,
+                            **(pools or {}))
     m, hw = model_of(model), hardware_of(hardware)
     tr = read_trace(trace) if trace is not None and not hasattr(trace, "isl") else trace
     C, R = _points("concurrency", concurrency), _points("rate", rate)
@@ -86,8 +101,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     for name, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
         if v is not None and not float(v) > 0:
             raise ValueError(f"{name}: must be > 0 seconds, got {v!r}")
-    dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or
-                     __import__("tokenomy.core.layout", fromlist=["Layout"]).Layout(), weight_dtype=weight_dtype,
+    dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or Layout(),
+                     weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
     B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or 256))
@@ -186,3 +201,213 @@ def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
                   f"{g(s.prefill_share):.3f} -> ${g(s.usd_per_mtok_input):.4g}/Mtok in, "
                   f"${g(s.usd_per_mtok_output):.4g}/Mtok out"]
     return tuple(lines)
+
+
+# ---- disaggregated serving -------------------------------------------------------------------------------------
+
+DISAGG_COLUMNS = ("plan", "prefill_chips", "decode_chips", "concurrency", "rate", "ttft_s", "tpot_s",
+                  "kv_transfer_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input",
+                  "usd_per_mtok_output", "capacity_limited", "goodput_requests_per_s")
+POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts")
+
+
+def _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo):
+    C, R = _points("concurrency", concurrency), _points("rate", rate)
+    if (C is None) == (R is None):
+        raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
+    for name, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
+        if v is not None and not float(v) > 0:
+            raise ValueError(f"{name}: must be > 0 seconds, got {v!r}")
+    return C, R, _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist)
+
+
+def _pool_layout(dep, name, chips, degrees, batch, context, len_pass, cache):
+    """A pool's layout: the degrees given (their product must be the pool's chips), else the pool's best."""
+    if degrees is not None:
+        if int(degrees.chips) != chips:
+            raise ValueError(f"{name}_chips: {chips} does not equal {name} tp*ep*pp*dp = {int(degrees.chips)}")
+        return degrees
+    key = (name, chips)
+    if key not in cache:
+        from tokenomy.parallel.search import best_layout
+
+        try:
+            cache[key] = best_layout(dep, chips, batch, context, len_pass)[0]
+        except ValueError:
+            from tokenomy.serving.disagg import PoolDoesNotFit
+
+            raise PoolDoesNotFit(name, f"does not fit: {name} pool has no valid layout of {dep.model.name} on {chips} chips") \
+                from None
+    return cache[key]
+
+
+def _pools(dep, prof, P, D, pre_deg, dec_deg, isl, osl, cache_hit, B0, cache):
+    from tokenomy.serving.workload import prefill_tokens
+
+    I = float(prefill_tokens(isl, cache_hit))
+    lp = _pool_layout(dep, "prefill", P, pre_deg, max(1.0, np.floor(prof.max_num_tokens / I)), isl, I, cache)
+    ld = _pool_layout(dep, "decode", D, dec_deg, B0, isl + osl / 2.0, 1.0, cache)
+    return dep.with_(layout=lp), dep.with_(layout=ld)
+
+
+def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo) -> list[dict]:
+    rows = []
+    for i in range(len(C if C is not None else R)):
+        g = lambda a: _f(np.ravel(np.broadcast_to(a, np.shape(s.tpot_s)))[i])  # noqa: E731
+        row = {"plan": f"prefill {pre.layout.label()} | decode {dec.layout.label()}", "mode": "disagg",
+               "engine": engine, "prefill_chips": pre.chips, "decode_chips": dec.chips, "chips": s.chips,
+               "prefill_plan": pre.layout.as_dict(), "decode_plan": dec.layout.as_dict(),
+               "concurrency": None if C is None else float(C[i]), "rate": None if R is None else float(R[i]),
+               "ttft_s": g(s.ttft_s), "tpot_s": g(s.tpot_s), "e2e_s": g(s.e2e_s), "ttft_p50_s": g(s.ttft_s),
+               "ttft_p99_s": g(s.ttft_s), "tpot_p50_s": g(s.tpot_s), "tpot_p99_s": g(s.tpot_s),
+               "prefill_wait_s": g(s.prefill_wait_s), "prefill_pass_s": g(s.prefill_pass_s),
+               "prompts_per_pass": g(s.prompts_per_pass), "kv_bytes": s.kv_bytes, "kv_transfer_s": s.kv_transfer_s,
+               "kv_link": "scale-out" if s.crosses_domain else "scale-up", "queue_s": g(s.queue_s),
+               "requests_per_s": g(s.requests_per_s), "tokens_per_s_per_chip": g(s.tokens_per_s_per_chip),
+               "tokens_per_s_per_user": _div(1.0, g(s.tpot_s)), "usd_per_mtok_input": g(s.usd_per_mtok_input),
+               "usd_per_mtok_output": g(s.usd_per_mtok_output), "kv_occupancy": g(s.kv_occupancy),
+               "running_batch": g(s.batch), "decode_cap": s.decode_cap,
+               "prefill_capacity_requests_per_s": s.prefill_capacity,
+               "decode_capacity_requests_per_s": g(s.decode_capacity),
+               "capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "bound": bound_name(np.ravel(s.bound)[i])}
+        ok = ((ttft_slo is None or (row["ttft_s"] or np.inf) <= ttft_slo)
+              and (tpot_slo is None or (row["tpot_s"] or np.inf) <= tpot_slo))
+        row["goodput_requests_per_s"] = row["requests_per_s"] if ok and not row["capacity_limited"] else 0.0
+        rows.append(row)
+    return rows
+
+
+def _degrees_of(pools: dict, name: str):
+    return layout_of(*(pools.get(f"{name}_{k}") for k in POOL_DEGREES))
+
+
+def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, concurrency=None, rate=None, isl=1024,
+                 osl=1024, isl_dist=None, osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None,
+                 max_batch=None, ttft_slo=None, tpot_slo=None, weight_dtype=None, kv_dtype="bf16",
+                 efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, **pool_degrees) -> Result:
+    """Disaggregated serving (module docstring): one row per workload point."""
+    from tokenomy.serving.disagg import disagg
+
+    bad = set(pool_degrees) - {f"{p}_{k}" for p in ("prefill", "decode") for k in POOL_DEGREES}
+    if bad:
+        raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + tp, ep, pp, dp, "
+                         "redundant_experts")
+    P, D = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
+    if P is None or D is None:
+        raise ValueError("prefill_chips, decode_chips: disaggregated serving needs both pool sizes")
+    C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
+    m, hw = model_of(model), hardware_of(hardware)
+    dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                     usd_per_chip_hour=usd_per_chip_hour)
+    pre_deg, dec_deg = _degrees_of(pool_degrees, "prefill"), _degrees_of(pool_degrees, "decode")
+    prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
+    B0 = float(min(np.max(C), prof0.max_batch)) if C is not None else float(prof0.max_batch)
+    pre, dec = _pools(dep, prof0, P, D, pre_deg, dec_deg, li.mean, lo.mean, float(cache_hit), B0, {})
+    prof_p = engine_profile(engine, int(pre.layout.tp), max_num_tokens, max_batch)
+    prof_d = engine_profile(engine, int(dec.layout.tp), max_num_tokens, max_batch)
+    s = disagg(pre, dec, prof_p, prof_d, isl=li.mean, osl=lo.mean, concurrency=C, rate=R, cache_hit=float(cache_hit),
+               crosses_domain=crosses_domain)
+    rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)
+    _check_slos(rows, ttft_slo, tpot_slo, "concurrency" if C is not None else "rate")
+    title = (f"serve (disagg, analytic): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
+             f"{pre.layout.label()}, decode {dec.layout.label()}; KV over {rows[0]['kv_link']}; {prof_d.label()}; "
+             f"ISL {li.label()} / OSL {lo.label()}, cache hit {float(cache_hit):g}; {dep.eff.name} efficiency")
+    notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (prefill pool "
+                  f"{r['prefill_capacity_requests_per_s']:.4g} req/s, decode pool "
+                  f"{r['decode_capacity_requests_per_s']:.4g} req/s)" for r in rows if r["capacity_limited"])
+    return Result("serve", title, tuple(rows), DISAGG_COLUMNS, {"mode": "disagg", "engine": prof_d.name}, notes,
+                  _disagg_explain(pre, dec, s, li.mean, lo.mean), rows_key="")
+
+
+def _disagg_explain(pre, dec, s, isl, osl) -> tuple[str, ...]:
+    g = lambda a, i=0: float(np.ravel(a)[i])  # noqa: E731
+    return (f"prefill pool {pre.chips} chips ({pre.layout.label()}): a pass of up to {s.prompts_per_pass_max:g} "
+            f"prompts of {isl:g} tokens; capacity {s.prefill_capacity:.4g} requests/s",
+            f"KV hand-off: kv({isl:g}) = {fmt_bytes(s.kv_bytes)} per request over "
+            f"{'scale-out' if s.crosses_domain else 'scale-up'}: alpha + bytes/beta = {fmt_seconds(s.kv_transfer_s)}",
+            f"decode pool {dec.chips} chips ({dec.layout.label()}): holds {s.decode_cap:g} sequences; capacity "
+            f"{g(s.decode_capacity):.4g} requests/s",
+            *(f"point {i}: TTFT = wait {fmt_seconds(g(s.prefill_wait_s, i))} + pass "
+              f"{fmt_seconds(g(s.prefill_pass_s, i))} + KV {fmt_seconds(s.kv_transfer_s)} + first decode step "
+              f"{fmt_seconds(g(s.tpot_s, i))} (+ queue {fmt_seconds(g(s.queue_s, i))}) = "
+              f"{fmt_seconds(g(s.ttft_s, i))}; TPOT = t(B = {g(s.batch, i):.4g}) = {fmt_seconds(g(s.tpot_s, i))}; "
+              f"tokens/s per chip = X·OSL/(P + D) = {g(s.tokens_per_s_per_chip, i):.4g}"
+              for i in range(np.size(s.tpot_s))))
+
+
+def pool_sizes(budget: int, domain: int) -> list[int]:
+    """Pool sizes the search tries: powers of two within one scale-up domain, then whole domains, below ``budget``."""
+    out = {1 << i for i in range(int(domain).bit_length())} | {k * domain for k in range(1, budget // domain + 1)}
+    return sorted(x for x in out if x < budget and (x <= domain or x % domain == 0))
+
+
+def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None,
+                osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
+                tpot_slo=None, weight_dtype=None, kv_dtype="bf16", efficiency="calibrated",
+                usd_per_chip_hour=None, top=None) -> Result:
+    """Search prefill/decode pool splits P + D <= ``chips`` (module docstring): the front and the best plan."""
+    from tokenomy.parallel.search import pareto
+    from tokenomy.serving.disagg import PoolDoesNotFit, disagg
+
+    budget = positive_int("chips", chips)
+    if budget is None:
+        raise ValueError("chips: the chip budget to split into a prefill and a decode pool is required")
+    C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
+    m, hw = model_of(model), hardware_of(hardware)
+    dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                     usd_per_chip_hour=usd_per_chip_hour)
+    prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
+    sizes = pool_sizes(budget, dep.topo.domain_size)
+    cache, rows, skipped, bad = {}, [], 0, set()
+    for P in sizes:
+        for D in sizes:
+            if P + D > budget or ("prefill", P) in bad or ("decode", D) in bad:
+                continue
+            B0 = float(min(np.max(C), prof0.max_batch * D)) if C is not None else float(prof0.max_batch)
+            try:
+                pre, dec = _pools(dep, prof0, P, D, None, None, li.mean, lo.mean, float(cache_hit), B0, cache)
+                s = disagg(pre, dec, engine_profile(engine, int(pre.layout.tp), max_num_tokens, max_batch),
+                           engine_profile(engine, int(dec.layout.tp), max_num_tokens, max_batch), isl=li.mean,
+                           osl=lo.mean, concurrency=C, rate=R, cache_hit=float(cache_hit))
+            except PoolDoesNotFit as e:
+                skipped += 1
+                bad.add((e.pool, P if e.pool == "prefill" else D))
+                continue
+            rows += _disagg_rows(pre, dec, prof0.name, s, C, R, ttft_slo, tpot_slo)
+    if not rows:
+        raise ValueError(f"chips: no prefill/decode split of {budget} x {hw.chip.name} fits {m.name}")
+    x = np.array([r["tokens_per_s_per_chip"] or 0.0 for r in rows])
+    y = np.array([r["tokens_per_s_per_user"] or 0.0 for r in rows])
+    ok = np.array([not r["capacity_limited"] and r["tpot_s"] is not None for r in rows])
+    front = [rows[i] for i in pareto(x, y, ok)]
+    meets = [r for r in rows if r["goodput_requests_per_s"] and (ttft_slo or tpot_slo)] or \
+        ([r for r in rows if not r["capacity_limited"]] if not (ttft_slo or tpot_slo) else [])
+    key = lambda r: (r["tokens_per_s_per_chip"], -(r["usd_per_mtok_output"] or np.inf))  # noqa: E731
+    notes = [f"{len(rows)} plans over pool sizes {', '.join(map(str, sizes))}; pools that do not fit: "
+             f"{', '.join(f'{p} {n}' for p, n in sorted(bad)) or 'none'}"]
+    if meets:
+        best = max(meets, key=key)
+        for r in front:
+            r["best"] = r is best
+        if best not in front:  # the best under the SLOs is on the front of the plans that meet them
+            front.append(dict(best, best=True))
+    else:
+        def miss(r):
+            return max((r["ttft_s"] or np.inf) / ttft_slo if ttft_slo else 0.0,
+                       (r["tpot_s"] or np.inf) / tpot_slo if tpot_slo else 0.0)
+        best = min(rows, key=miss)
+        notes.append(f"no plan meets the SLOs; closest: {best['plan']} on {best['prefill_chips']} + "
+                     f"{best['decode_chips']} chips at {'concurrency' if C is not None else 'rate'} "
+                     f"{best['concurrency'] or best['rate']:g}: TTFT {fmt_seconds(best['ttft_s'] or np.inf)}, TPOT "
+                     f"{fmt_seconds(best['tpot_s'] or np.inf)} ({(miss(best) - 1) * 100:.0f}% over)")
+        for r in front:
+            r["best"] = False
+    out = sorted(front, key=lambda r: (not r["best"], -(r["tokens_per_s_per_user"] or 0.0)))
+    if top is not None:
+        out = out[:positive_int("top", top)]
+    title = (f"plan (disagg): {m.name} on at most {budget} x {hw.chip.name} ({hw.name}); ISL {li.label()} / OSL "
+             f"{lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT {tpot_slo if tpot_slo else '-'} s; "
+             f"{engine}; {dep.eff.name} efficiency; the Pareto front (tokens/s per chip vs per user), best first")
+    extra = {"mode": "disagg", "best": best if meets else None, "closest": None if meets else best,
+             "plans": len(rows)}
+    return Result("serve", title, tuple(out), ("best",) + DISAGG_COLUMNS, extra, tuple(notes), rows_key="")

@@ -43,28 +43,67 @@ def serve_cmd(model: str = MODEL,
               arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
               requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000)."),
               seed: int = typer.Option(0, "--seed", help="simulate: random seed."),
-              mode: str = typer.Option("agg", "--mode", help="agg (disagg: not yet)."),
+              mode: str = typer.Option("agg", "--mode", help="agg | disagg (prefill and decode pools)."),
+              prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: chips of the prefill pool."),
+              decode_chips: int = typer.Option(None, "--decode-chips", help="disagg: chips of the decode pool."),
+              prefill_tp: int = typer.Option(None, "--prefill-tp", help="disagg: prefill pool TP (default: best)."),
+              prefill_ep: int = typer.Option(None, "--prefill-ep", help="disagg: prefill pool EP."),
+              prefill_pp: int = typer.Option(None, "--prefill-pp", help="disagg: prefill pool PP."),
+              prefill_dp: int = typer.Option(None, "--prefill-dp", help="disagg: prefill pool DP."),
+              decode_tp: int = typer.Option(None, "--decode-tp", help="disagg: decode pool TP (default: best)."),
+              decode_ep: int = typer.Option(None, "--decode-ep", help="disagg: decode pool EP."),
+              decode_pp: int = typer.Option(None, "--decode-pp", help="disagg: decode pool PP."),
+              decode_dp: int = typer.Option(None, "--decode-dp", help="disagg: decode pool DP."),
+              search: bool = typer.Option(False, "--search", help="disagg: search pool splits of --chips (the "
+                                          "budget) under the SLOs: the Pareto front and the best plan."),
+              top: int = typer.Option(None, "--top", help="--search: rows to show (1: the best plan)."),
               tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree."),
               ep: int = typer.Option(None, "--ep", help="Expert-parallel degree."),
               pp: int = typer.Option(None, "--pp", help="Pipeline stages."),
               dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
               redundant_experts: int = REDUNDANT_EXPERTS, weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE,
               efficiency: str = EFFICIENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
-    """Serve a workload: TTFT, TPOT, throughput and $/Mtok per workload point (aggregated continuous batching).
+    """Serve a workload: TTFT, TPOT, throughput and $/Mtok per workload point — aggregated continuous batching, or
+    disaggregated prefill and decode pools (KV handed over the link between them).
 
     Example: tokenomy serve --model llama-3.1-70b --hardware hgx-h100-8 --concurrency 64 --isl 1024 --osl 1024
-    """
-    from tokenomy.answers.serve import serve
 
-    if mode != "agg":
-        raise UsageError(f"--mode: {mode!r} is not yet supported (disaggregated serving is a later task); use agg")
+    Disaggregated: tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --prefill-chips 72
+    --decode-chips 144 --concurrency 256 --isl 4096 --osl 1024
+
+    Plan a split (--search: pools in powers of two within a scale-up domain or whole domains, P + D <= --chips):
+    tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --search --chips 288 --concurrency
+    256,1024 --isl 4096 --osl 1024 --ttft-slo 2 --tpot-slo 0.05 --top 1
+    """
+    from tokenomy.answers.serve import plan_disagg, serve
+
+    if mode not in ("agg", "disagg"):
+        raise UsageError(f"--mode: {mode!r}; allowed: agg, disagg")
+    pools = dict(prefill_tp=prefill_tp, prefill_ep=prefill_ep, prefill_pp=prefill_pp, prefill_dp=prefill_dp,
+                 decode_tp=decode_tp, decode_ep=decode_ep, decode_pp=decode_pp, decode_dp=decode_dp)
+    if mode == "agg" and (search or prefill_chips or decode_chips or any(v is not None for v in pools.values())):
+        raise UsageError("--prefill-*/--decode-*/--search: only with --mode disagg")
     for name, v in (("isl", isl), ("osl", osl)):
         if v is not None and v <= 0:
             raise UsageError(f"--{name}: must be a positive integer, got {v}")
+    if search:
+        if mode != "disagg" or chips is None:
+            raise UsageError("--search: needs --mode disagg and --chips (the budget to split)")
+        res = plan_disagg(model, hardware, chips=chips, concurrency=int_list("concurrency", concurrency)
+                          if concurrency else None, rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist,
+                          osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
+                          max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
+                          kv_dtype=kv_dtype, efficiency=efficiency, top=top)
+        return show_result(res, as_json=as_json, as_csv=as_csv, show=show)
+    if mode == "disagg":
+        pools.update(prefill_chips=prefill_chips, decode_chips=decode_chips)
+        if prefill_chips is None or decode_chips is None:
+            raise UsageError("--prefill-chips, --decode-chips: --mode disagg needs both pool sizes (or --search)")
     res = serve(model, hardware, concurrency=int_list("concurrency", concurrency) if concurrency else None,
                 rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist, trace=trace,
                 cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
                 ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,
                 chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, redundant_experts=redundant_experts,
-                weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+                weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, mode=mode,
+                pools=pools if mode == "disagg" else None)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

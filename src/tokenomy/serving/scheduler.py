@@ -11,6 +11,9 @@
                     Deployment.run; a fractional n (a steady-state mean) interpolates between floor and ceil, and
                     n = 0 (a prefill-only step) is timed as one one-token sequence beside the chunk (the engine
                     needs a batch >= 1)
+    kv_sequence_bytes  KV one sequence caches at ``tokens`` (engine.cache_terms: KV + index keys + linear state)
+    scheduler_ranks    the engine schedulers a layout runs: dp·ep under attention-DP (each attention rank batches
+                    its own sequences, SGLang/TensorRT-LLM wide EP), else dp
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 
 
@@ -66,11 +70,24 @@ def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0,
     n = np.maximum(np.asarray(n_dec, float), 0.0)
     f, c = np.floor(n), np.ceil(n)
     kw = dict(prefill_tokens=prefill, prefill_context=prefill_context)
-    r_lo = dep.run(np.maximum(f, 1.0), np.where(f >= 1.0, context, 1.0), **kw)  # 0 decodes: one 1-token sequence
+    one = float(dep.layout.dp)  # 0 decodes: one 1-token sequence per DP replica (the engine needs B >= dp)
+    r_lo = dep.run(np.where(f >= 1.0, f, one), np.where(f >= 1.0, context, 1.0), **kw)
     t_lo = np.asarray(r_lo.step_s)
     if np.any(c != f):
-        t_hi = np.asarray(dep.run(np.maximum(c, 1.0), np.where(c >= 1.0, context, 1.0), **kw).step_s)
+        t_hi = np.asarray(dep.run(np.where(c >= 1.0, c, one), np.where(c >= 1.0, context, 1.0), **kw).step_s)
         t = t_lo + (n - f) * (t_hi - t_lo)
     else:
         t = t_lo
     return (t, r_lo) if terms else t
+
+
+def kv_sequence_bytes(dep: Deployment, tokens):
+    """Bytes one sequence caches at ``tokens`` tokens, over the whole model (engine.cache_terms)."""
+    t = np.asarray(tokens, float)
+    return np.asarray(engine.cache_terms(dep.shape.coeffs, t, np.ones_like(t), dep.precision).cached_per_seq, float)
+
+
+def scheduler_ranks(layout) -> int:
+    """Schedulers that batch sequences independently: dp·ep under attention-DP (ep > 1), else dp."""
+    ep = int(layout.ep)
+    return int(layout.dp) * (ep if ep > 1 and layout.attn_dp is not False else 1)

@@ -1,0 +1,101 @@
+"""Disaggregated serving: the KV hand-off in TTFT, TPOT as the decode pool's step, chips of both pools, refusals,
+and the pool-split search (its best plan meets the SLOs and sits on its front)."""
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.resolve import deployment
+from tokenomy.answers.serve import engine_profile, plan_disagg, serve
+from tokenomy.arch.params import kv_bytes_at_context
+from tokenomy.core.layout import Layout
+from tokenomy.serving.disagg import PoolDoesNotFit, disagg
+
+ISL, OSL = 2048, 512
+
+
+@pytest.fixture(scope="module")
+def pools():
+    base = deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout())
+    return base.with_(layout=Layout(4)), base.with_(layout=Layout(4)), engine_profile("vllm", 4)
+
+
+def _run(pools, **kw):
+    pre, dec, prof = pools
+    return disagg(pre, dec, prof, prof, isl=ISL, osl=OSL, **kw)
+
+
+def test_ttft_includes_the_kv_transfer_over_the_links_alpha_beta(pools):
+    pre, _, _ = pools
+    kv = kv_bytes_at_context(pre.model, ISL, pre.kv_dtype)  # independent: the arch's own KV count
+    up, out = pre.topo.scale_up, pre.topo.scale_out
+    near, far = _run(pools, concurrency=[8], crosses_domain=False), _run(pools, concurrency=[8], crosses_domain=True)
+    assert near.kv_bytes == pytest.approx(kv, rel=1e-12)
+    assert near.kv_transfer_s == pytest.approx(up.latency_s + kv / up.bytes_per_s, rel=1e-12)
+    assert far.kv_transfer_s == pytest.approx(out.latency_s + kv / out.bytes_per_s, rel=1e-12)
+    for s in (near, far):  # TTFT = prefill wait + pass + transfer + first decode step
+        rest = s.prefill_wait_s + s.prefill_pass_s + s.tpot_s + s.queue_s
+        assert float(s.ttft_s[0]) == pytest.approx(float(rest[0]) + s.kv_transfer_s, rel=1e-9)
+    assert float(far.ttft_s[0]) > float(near.ttft_s[0])
+
+
+def test_pools_in_different_domains_use_scale_out():
+    a = serve("llama-3.1-70b", "hgx-h100-8", mode="disagg", concurrency=[8], isl=ISL, osl=OSL,
+              pools=dict(prefill_chips=4, decode_chips=4, prefill_tp=4, decode_tp=4)).rows()[0]
+    b = serve("llama-3.1-70b", "hgx-h100-8", mode="disagg", concurrency=[8], isl=ISL, osl=OSL,
+              pools=dict(prefill_chips=8, decode_chips=8, prefill_tp=8, decode_tp=8)).rows()[0]
+    assert a["kv_link"] == "scale-up" and b["kv_link"] == "scale-out"
+    assert b["kv_transfer_s"] > 5 * a["kv_transfer_s"]
+
+
+def test_tpot_is_the_decode_pools_engine_step(pools):
+    _, dec, _ = pools
+    s = _run(pools, concurrency=[32])
+    B = float(s.batch[0])
+    lo, hi = (float(dec.run(x, ISL + OSL / 2.0).step_s) for x in (np.floor(B), np.ceil(B)))
+    assert float(s.tpot_s[0]) == pytest.approx(lo + (B - np.floor(B)) * (hi - lo), rel=1e-12)
+
+
+def test_chips_are_both_pools_and_throughput_per_chip_uses_them(pools):
+    s = _run(pools, rate=[1.0, 2.0])
+    assert s.chips == 8
+    assert np.allclose(s.tokens_per_s_per_chip, s.requests_per_s * OSL / 8.0)
+    assert np.allclose(s.requests_per_s, [1.0, 2.0])
+    price = pools[0].price / 3600.0
+    assert np.allclose(s.usd_per_mtok_input, 1e6 * 4 * price / (s.requests_per_s * ISL))
+    assert np.allclose(s.usd_per_mtok_output, 1e6 * 4 * price / (s.requests_per_s * OSL))
+
+
+def test_open_loop_beyond_capacity_is_capacity_limited(pools):
+    s = _run(pools, rate=[1.0, 1e4])
+    assert not s.capacity_limited[0] and s.capacity_limited[1] and np.isinf(s.ttft_s[1])
+
+
+def test_a_pool_that_does_not_fit_is_refused_by_name():
+    base = deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout())
+    big, one = base.with_(layout=Layout(4)), base.with_(layout=Layout(1))
+    prof = engine_profile("vllm", 1)
+    with pytest.raises(PoolDoesNotFit, match="does not fit: decode pool"):
+        disagg(big, one, prof, prof, isl=ISL, osl=OSL, concurrency=[4])
+    with pytest.raises(PoolDoesNotFit, match="does not fit: prefill pool"):
+        disagg(one, big, prof, prof, isl=ISL, osl=OSL, concurrency=[4])
+
+
+def test_search_best_plan_meets_the_slos_and_is_on_its_front_deterministically():
+    kw = dict(chips=288, concurrency=[256, 1024], isl=4096, osl=1024, engine="sglang", ttft_slo=2.0, tpot_slo=0.05)
+    r = plan_disagg("deepseek-v3", "gb200-nvl72", **kw)
+    best = r.extra["best"]
+    assert best is not None and best["ttft_s"] <= 2.0 and best["tpot_s"] <= 0.05 and not best["capacity_limited"]
+    assert best["prefill_chips"] + best["decode_chips"] <= 288
+    front = r.rows()
+    assert front[0]["best"] and front[0]["plan"] == best["plan"]
+    beaten = [x for x in front[1:] if x["tokens_per_s_per_chip"] >= best["tokens_per_s_per_chip"]
+              and x["tokens_per_s_per_user"] >= best["tokens_per_s_per_user"] and x["goodput_requests_per_s"]]
+    assert not beaten  # no plan meeting the SLOs beats the best on both axes
+    assert plan_disagg("deepseek-v3", "gb200-nvl72", **kw).rows() == front
+
+
+def test_search_with_slos_no_plan_meets_names_the_closest():
+    r = plan_disagg("deepseek-v3", "gb200-nvl72", chips=288, concurrency=[256], isl=4096, osl=1024,
+                    tpot_slo=1e-4)
+    assert r.extra["best"] is None and r.extra["closest"] is not None
+    assert any("no plan meets" in n and "% over" in n for n in r.notes)
