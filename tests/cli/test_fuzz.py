@@ -19,8 +19,7 @@ EXAMPLES = 300
 runner = CliRunner()
 ROOT = typer.main.get_command(app)
 PARSE_ONLY = {"web", "demo", "calibrate", "revnet-demo"}
-# options whose large values mean long runs (simulated requests, written files), kept to small values
-BOUNDED = {"--requests": ["1", "8", "0", "-1", "abc"], "--write": ["x"], "--out": ["x"]}
+
 SLOW_FLAGS = {"--refit", "--loso"}  # validate's refits take minutes by design (benchmarks' business, not a fuzz's)
 LLAMA = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 2,
          "intermediate_size": 512, "vocab_size": 1000, "num_hidden_layers": 2}
@@ -41,6 +40,9 @@ for i, text in enumerate(MALFORMED):
     CONFIGS.append(str(CONFIG_DIR / f"c{i}.json"))
 (CONFIG_DIR / "d").mkdir()
 CONFIGS += [str(CONFIG_DIR / "d"), str(CONFIG_DIR / "missing.json"), str(CONFIG_DIR / "nope" / "config.json")]
+# options whose large values mean long runs (simulated requests), and paths written to (kept in the temp dir)
+BOUNDED = {"--requests": ["1", "8", "0", "-1", "abc"], "--write": [str(CONFIG_DIR / "w.md")],
+           "--out": [str(CONFIG_DIR / "out")]}
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b", "gpt-9"]
 HARDWARE = ["h100", "H100", "h100-sxm", "hgx-h100-8", "gb200-nvl72", "nvl72", "mi300x", "tpu-v5e", "b200", "h1000"]
