@@ -81,7 +81,7 @@ def test_does_not_fit_is_said():
     (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "abc"), "--batch"),
     (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--chips", "0"), "--chips"),
     (("decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--kv-dtype", "fp7"), "--kv-dtype"),
-    (("model", "/nonexistent/config.json"), "unknown model"),
+    (("model", "/nonexistent/config.json"), "no such file: /nonexistent/config.json"),
 ])
 def test_bad_input_one_line_exit_2(args, needle):
     r = run(*args)

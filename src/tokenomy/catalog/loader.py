@@ -245,7 +245,7 @@ def model(name: str) -> ModelArch:
     if path.is_file():
         return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
     if "/" in name or "\\" in name or name.lower().endswith(".json"):
-        raise CatalogError(f"no such file: {name} (given as a path, so not an unknown model name)")
+        raise CatalogError(f"no such file: {name}")
     short = {a: p.stem.partition("--")[2].lower() for a, p in _model_index().items()}
     raise CatalogError(f"unknown model {name!r}; {did_you_mean(name, short)} allowed: a catalog name "
                        f"({', '.join(model_names())}), a path to a config.json, or a directory holding one")
