@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import numpy as np
 import typer
 
-from tokenomy.answers import catalog
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.options import (CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, LAYOUT, MODEL,
                                    REDUNDANT_EXPERTS, WEIGHT_DTYPE)
 from tokenomy.cli.render import emit, show_result
-from tokenomy.core.efficiency import Efficiency
 from tokenomy.units import DTYPE_BYTES
-
 
 
 @app.command("models")
 @guarded
 def models_cmd(as_json: bool = JSON, as_csv: bool = CSV) -> None:
     """List the model catalog (vendored Hugging Face config.json files and paper descriptions)."""
+    from tokenomy.answers import catalog
+
     res = catalog.models()
     emit(res.payload(), as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
 
@@ -32,6 +30,8 @@ def model_cmd(name: str = typer.Argument(..., help="Catalog name, path to a conf
 
     Example: tokenomy model deepseek-v3 --json
     """
+    from tokenomy.answers import catalog
+
     res = catalog.model(name, kv_dtype)
     emit(res.payload(), as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
 
@@ -41,6 +41,8 @@ def model_cmd(name: str = typer.Argument(..., help="Catalog name, path to a conf
 def hardware_cmd(name: str = typer.Argument(None, help="Chip or system name; omit to list all."),
                  as_json: bool = JSON, as_csv: bool = CSV) -> None:
     """The hardware catalog, or one chip/system in full. Example: tokenomy hardware gb200-nvl72 --json"""
+    from tokenomy.answers import catalog
+
     res = catalog.hardware(name)
     if name:
         row = res.payload()
@@ -65,6 +67,8 @@ def efficiency_option(efficiency: str, flops_fraction: float | None, hbm_fractio
     """--efficiency by name, or a custom set when any of --flops-fraction/--hbm-fraction/--overhead-s is given."""
     if (flops_fraction, hbm_fraction, overhead_s) == (None, None, None):
         return efficiency
+    from tokenomy.core.efficiency import Efficiency
+
     return Efficiency(1.0 if flops_fraction is None else flops_fraction, 1.0 if hbm_fraction is None else hbm_fraction,
                       0.0 if overhead_s is None else overhead_s, name="custom")
 
