@@ -199,16 +199,28 @@ def _model_index() -> dict[str, Path]:
     """Every name a model answers to: its repo name (with and without -instruct/-it/...), org/repo, and the
     ``aliases`` its entry in models/SOURCES.toml lists (names people type, e.g. llama-4-scout)."""
     index: dict[str, Path] = {}
-    sources = tomllib.loads((ROOT / "models" / "SOURCES.toml").read_text()).get("files", {})
+    sources = _model_sources()
     for p in sorted((ROOT / "models").glob("*.json")):
         for a in _aliases(p.stem) | {x.lower() for x in sources.get(p.stem, {}).get("aliases", [])}:
             index.setdefault(a, p)
     return index
 
 
+@lru_cache(maxsize=1)
+def _model_sources() -> dict:
+    return tomllib.loads((ROOT / "models" / "SOURCES.toml").read_text()).get("files", {})
+
+
+def catalog_name(stem: str) -> str:
+    """A vendored config's catalog name: the first alias its SOURCES.toml entry lists (the name people use, e.g.
+    llama-4-scout for meta-llama--Llama-4-Scout-17B-16E-Instruct), else the repo part, lower-cased."""
+    aliases = _model_sources().get(stem, {}).get("aliases", [])
+    return aliases[0].lower() if aliases else stem.partition("--")[2].lower()
+
+
 def model_names() -> list[str]:
-    """Short catalog names (the repo part, lower-cased)."""
-    return sorted({p.stem.partition("--")[2].lower() for p in (ROOT / "models").glob("*.json")})
+    """Catalog names (``catalog_name`` of every vendored config)."""
+    return sorted({catalog_name(p.stem) for p in (ROOT / "models").glob("*.json")})
 
 
 def _read_config(path: Path, label: str) -> ModelArch:
@@ -236,7 +248,7 @@ def model(name: str) -> ModelArch:
     """A catalog name ('deepseek-v3', 'meta-llama/Llama-3.1-70B'), a config.json path, or a directory with one."""
     hit = _model_index().get(name.lower()) or _model_index().get(_key(name))
     if hit is not None:
-        return _read_config(hit, hit.stem.partition("--")[2].lower())
+        return _read_config(hit, catalog_name(hit.stem))
     path = Path(name)
     if path.is_dir():
         path = path / "config.json"
