@@ -240,3 +240,13 @@ def test_bridged_output_never_mixes_between_concurrent_requests(client):
 def test_the_url_is_bounded(client):
     r = client.get("/api/models?" + "x" * 40_000)
     assert field_of(r) == "query"
+
+
+def test_names_as_people_type_them_on_the_web(client):
+    # aliases resolve on the web as on the CLI; anything else (a path included) is a 422 naming the field
+    a = client.get("/api/decode?model=llama-4-scout&hardware=H100&batch=1&context=2048")
+    b = client.get("/api/decode?model=llama-4-scout&hardware=h100-sxm&batch=1&context=2048")
+    assert a.status_code == 200 and a.json() == b.json()
+    for q in ("model=../../etc/passwd&hardware=h100", "model=llama-3.1-8b&hardware=../chips/h100-sxm"):
+        r = client.get(f"/api/decode?{q}")
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] in ("model", "hardware")

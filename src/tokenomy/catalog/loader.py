@@ -218,6 +218,12 @@ def catalog_name(stem: str) -> str:
     return aliases[0].lower() if aliases else stem.partition("--")[2].lower()
 
 
+def catalog_model(name: str) -> str | None:
+    """The catalog name a typed model name means (any alias, any case), or None — never a path."""
+    hit = _model_index().get(name.strip().lower())
+    return None if hit is None else catalog_name(hit.stem)
+
+
 def model_names() -> list[str]:
     """Catalog names (``catalog_name`` of every vendored config)."""
     return sorted({catalog_name(p.stem) for p in (ROOT / "models").glob("*.json")})

@@ -154,10 +154,11 @@ class Query:
 
 
 def model_by_name(name: str) -> ModelArch:
-    """A catalog model by its short name only (never a path)."""
-    if name.lower() not in loader.model_names():
+    """A catalog model by a name or alias only (never a path)."""
+    known = loader.catalog_model(name)
+    if known is None:
         raise FieldError("model", f"unknown model {name!r}; allowed: {', '.join(loader.model_names())}")
-    return loader.model(name.lower())
+    return loader.model(known)
 
 
 def model_list(name: str, texts: Iterable[str]) -> list[ModelArch]:
@@ -178,9 +179,11 @@ def hardware_names() -> list[str]:
 
 
 def hardware_by_name(name: str) -> Hardware:
-    if name.lower() not in hardware_names():
+    """A catalog chip or system by a name or alias only (h100, NVL72, ...; never a path)."""
+    stem = loader.resolve("systems", name) or loader.resolve("chips", name)
+    if stem is None:
         raise FieldError("hardware", f"unknown hardware {name!r}; allowed: {', '.join(hardware_names())}")
-    return loader.hardware(name.lower())
+    return loader.hardware(stem)
 
 
 # ---- uploaded config.json, carried in the URL -----------------------------------------------------------
