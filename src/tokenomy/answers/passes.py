@@ -136,13 +136,3 @@ def decode(model, hardware, *, batch=(1,), context=(2048,), **kw) -> Result:
 def prefill(model, hardware, *, batch=(1,), context=(2048,), **kw) -> Result:
     """Prefill passes of ``context`` tokens (or ``len_pass`` new tokens over a cached context)."""
     return pass_answer("prefill", model, hardware, batch=batch, context=context, **kw)
-
-
-def headline(res: Result) -> str:
-    """One line for a pass answer's first fitting row."""
-    ok = [r for r in res.rows() if r["fits"]]
-    if not ok:
-        return "no point fits"
-    r = ok[0]
-    return (f"step {fmt_seconds(r['step_s'])} (roofline {fmt_seconds(r['roofline_step_s'])}), "
-            f"{r['tokens_per_s_per_user']:.4g} tok/s per user, bound by {r['bound']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.options import CSV, EXPLAIN, JSON
 from tokenomy.cli.render import show_result
 from tokenomy.cli.render import emit, explain

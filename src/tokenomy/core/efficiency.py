@@ -82,9 +82,6 @@ class Efficiency:
     def with_(self, **kw) -> "Efficiency":
         return replace(self, **kw)
 
-    @property
-    def is_roofline(self) -> bool:
-        return self.name == "roofline"
 
 
 ROOFLINE = Efficiency()

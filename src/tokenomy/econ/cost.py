@@ -22,7 +22,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.coeffs import ModelShape, coefficients, shape_of
-from tokenomy.core.deployment import Deployment, usd_per_mtok, usd_per_token  # noqa: F401  (the $ formula)
+from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.efficiency import ROOFLINE
 
 

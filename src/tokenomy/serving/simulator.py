@@ -121,7 +121,6 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int)
     qlen = np.zeros(N, np.int64)
     waiting: deque[int] = deque()
     running: list[int] = []
-    next_arr = 0 if not closed else min(C, N)  # open loop: index of the next arrival; closed: next to issue
     order = list(range(N)) if not closed else list(range(min(C, N)))
     order.sort(key=lambda i: arrival[i])
     pending = deque(order)
