@@ -16,7 +16,7 @@ $(STAMP_BASE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,web,torch]'
+	$(BIN)/pip install --quiet -e '.[dev,web,torch,sweep]'
 	touch $@ $(STAMP_BASE)
 
 venv: $(STAMP_BASE)
