@@ -36,6 +36,12 @@ class Chip:
     tdp_w: float
     usd_per_hour: float
     preliminary: bool = False
+    device_hbm_bytes: float | None = None  # what the driver exposes (nvidia-smi total), when the catalog cites it
+
+    @property
+    def exposed_hbm_bytes(self) -> float:
+        """HBM a serving engine can allocate from: the driver's figure where cited, else the datasheet's."""
+        return self.device_hbm_bytes or self.hbm_bytes
 
     def flops_for(self, dtype: str) -> tuple[str, float]:
         """(compute dtype, peak dense FLOP/s) for weights of ``dtype``: the fastest of the tensor-core dtypes that

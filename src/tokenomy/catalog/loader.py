@@ -147,7 +147,8 @@ def price_names() -> list[str]:
 def _chip(f: ChipFile) -> Chip:
     link = lambda s: LinkSpec(s.bytes_per_s_per_direction, s.latency_s, s.domain_size)  # noqa: E731
     return Chip(f.name, f.display_name, f.peak_flops_per_s.by_dtype(), f.hbm.bytes, f.hbm.bytes_per_s,
-                link(f.scale_up), link(f.scale_out), f.power.tdp_w, f.price.usd_per_hour, f.preliminary)
+                link(f.scale_up), link(f.scale_out), f.power.tdp_w, f.price.usd_per_hour, f.preliminary,
+                f.hbm.device_bytes)
 
 
 def _level(name: str, link, chips: float) -> Level:

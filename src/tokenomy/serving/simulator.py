@@ -212,7 +212,8 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int)
                 arrival[issued] = now
                 pending.append(issued)
                 issued += 1
-    e2e = finish - arrival
+    o_req = float(np.asarray(dep.eff.request_overhead_s))  # outside the engine: tokenise, HTTP, detokenise
+    ttft, e2e = ttft + o_req, finish - arrival + o_req
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(osl > 1, (e2e - ttft) / (osl - 1), np.nan)
     counted = np.ones(N, bool)

@@ -6,7 +6,8 @@ token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefil
     chunks  = ceil(I / (N − n)),  life = chunks + OSL − 1   steps a request holds its slot
     n       = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
     TPOT    = t(n, P)                                      every decode step carries its share of the prefill
-    TTFT    = queue + wait + chunks·t(n, min(I, N − n))     each chunk is a full mixed step
+    TTFT    = queue + wait + chunks·t(n, min(I, N − n)) + o_req   each chunk is a full mixed step; o_req the
+              request overhead around the engine (Efficiency.request_overhead_s)
               wait: t/2 for open-loop arrivals (the rest of the step under way), 0 for a closed loop (a client's
               next request lands at a step boundary); "together": all C prompts in the first steps, request j
               done after ceil((j+1)·I/N) prefill-only steps, TTFT the mean of that
@@ -59,7 +60,7 @@ class Steady:
     fits: np.ndarray
 
 
-def _mean_step(dep, B, isl, osl, I, budget, ctx, pctx):
+def _mean_step(B, osl, I, budget):
     chunks = np.ceil(I / np.maximum(budget - B, 1.0))
     life = chunks + osl - 1.0
     n = B * (osl - 1.0) / life
@@ -67,45 +68,67 @@ def _mean_step(dep, B, isl, osl, I, budget, ctx, pctx):
     return chunks, life, n, P
 
 
-def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
-           arrivals="staggered") -> Steady:
-    """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points."""
-    closed = concurrency is not None
-    load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
-    isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
-    I = prefill_tokens(isl, cache_hit)
-    budget = float(prof.max_num_tokens)
-    ctx, pctx = isl + osl / 2.0, isl * cache_hit + I / 2.0
-    b_kv = kv_batch(dep, prof, isl, osl)
-    cap = np.minimum(b_kv, float(prof.max_batch))
+@dataclass(frozen=True)
+class Solved:
+    """The scheduler's steady state from a step-time function alone (no Deployment): what ``solve`` returns."""
+
+    batch: np.ndarray
+    decodes: np.ndarray
+    prefill_per_step: np.ndarray
+    chunks: np.ndarray
+    tpot_s: np.ndarray
+    plain_step_s: np.ndarray  # the same decodes without prefill
+    chunk_step_s: np.ndarray
+    ttft0_s: np.ndarray  # time to first token without the queue (mean, p50, p99)
+    ttft_p50_s: np.ndarray
+    ttft_p99_s: np.ndarray
+    lifetime_s: np.ndarray
+    queue_s: np.ndarray
+    demand_limited: np.ndarray
+    over_budget: np.ndarray
+    requests_per_s: np.ndarray
+    prefill_share: np.ndarray
+    bound: np.ndarray
+    reason: np.ndarray
+
+
+def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals="staggered",
+          request_overhead_s=0.0) -> Solved:
+    """The module docstring's equations for any step-time function ``step(n, P) -> (seconds, bound, reason)`` (n
+    decodes at the point's mean context plus P prefill tokens, arrays over points): ``steady`` passes the engine
+    on a Deployment, validation the engine on each case's prepared work. ``prefill`` = I, ``cap`` = min(B_kv,
+    max_batch), ``request_overhead_s`` = o_req (tokenisation, HTTP and detokenisation around the engine) added to
+    TTFT."""
+    I, budget = prefill, np.asarray(budget, float)
     if closed:
         B = np.minimum(load, cap)
     else:  # Little's law: N = R·lifetime(N), from below
         B = np.minimum(np.ones_like(load), cap)
         for _ in range(OPEN_LOOP_ITERATIONS):
-            chunks, life, n, P = _mean_step(dep, B, isl, osl, I, budget, ctx, pctx)
-            t = step_time(dep, n, ctx, P, pctx)
-            t_chunk = step_time(dep, n, ctx, np.minimum(I, budget - n), pctx)
+            chunks, life, n, P = _mean_step(B, osl, I, budget)
+            t = step(n, P)[0]
+            t_chunk = step(n, np.minimum(I, budget - n))[0]
             lifetime = t / 2.0 + chunks * t_chunk + (osl - 1.0) * t
             B = np.minimum(np.maximum(load * lifetime, 1.0), cap)
-    chunks, life, n, P = _mean_step(dep, B, isl, osl, I, budget, ctx, pctx)
+    chunks, life, n, P = _mean_step(B, osl, I, budget)
     together = closed and arrivals == "together"
     if together:  # C prompts at once: prefill-only steps, then C decodes per step
         n, P = B, np.zeros_like(B)
-    tpot, r = step_time(dep, n, ctx, P, pctx, terms=True)
-    t_plain = step_time(dep, n, ctx, 0.0, pctx)
+    tpot, bound, reason = step(n, P)
+    t_plain = step(n, np.zeros_like(P))[0]
     if together:
-        t_chunk = step_time(dep, 0.0, ctx, np.minimum(B * I, budget), pctx)
+        t_chunk = step(np.zeros_like(B), np.minimum(B * I, budget))[0]
         steps_all = np.ceil(B * I / budget)
         idx = lambda q: np.ceil(np.maximum(q * B, 1.0) * I / budget)  # noqa: E731  (prefill steps to request q·B)
         mean_idx = np.where(steps_all <= 1, 1.0, (steps_all + 1.0) / 2.0)
         ttft0, p50, p99 = mean_idx * t_chunk, idx(0.5) * t_chunk, idx(0.99) * t_chunk
         chunks = steps_all
     else:
-        t_chunk = step_time(dep, n, ctx, np.minimum(I, budget - n), pctx)
+        t_chunk = step(n, np.minimum(I, budget - n))[0]
         wait = 0.0 if closed else tpot / 2.0
         ttft0 = wait + chunks * t_chunk
         p50 = p99 = ttft0
+    ttft0, p50, p99 = (x + request_overhead_s for x in (ttft0, p50, p99))
     lifetime = ttft0 + (osl - 1.0) * tpot
     if closed:
         queue = np.where(load > B, (load - B) * lifetime / B, 0.0)
@@ -115,20 +138,44 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
         queue = np.where(demand, np.inf, 0.0)
     over_budget = n + B * I / life > budget + 1e-9
     X = np.where(closed, B / lifetime, np.where(demand, B / lifetime, load))
-    out_tps = X * osl
     share = np.clip(np.where(together, chunks * t_chunk / lifetime, (tpot - t_plain) / tpot), 0.0, 1.0)
+    return Solved(B, n, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
+                  X, share, bound, reason)
+
+
+def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
+           arrivals="staggered") -> Steady:
+    """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points."""
+    closed = concurrency is not None
+    load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
+    isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
+    I = prefill_tokens(isl, cache_hit)
+    ctx, pctx = isl + osl / 2.0, isl * cache_hit + I / 2.0
+    b_kv = kv_batch(dep, prof, isl, osl)
+
+    def step(n, P):
+        t, r = step_time(dep, n, ctx, P, pctx, terms=True)
+        return t, np.broadcast_to(r.bound, load.shape), np.broadcast_to(np.asarray(r.reason), load.shape)
+
+    s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=np.minimum(b_kv, float(prof.max_batch)),
+              budget=float(prof.max_num_tokens), closed=closed, arrivals=arrivals,
+              request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
+    X, out_tps = s.requests_per_s, s.requests_per_s * osl
     usd_s = dep.chips * dep.price / SECONDS_PER_HOUR
     kv_tok, _, _ = kv_tokens(dep, prof, np.ceil((isl + osl) / prof.block_size) * prof.block_size)
-    occupancy = B * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
-    fits = (np.asarray(r.reason) == 0) & (b_kv >= 1)
+    occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
+    fits = (s.reason == 0) & (b_kv >= 1)
     nan = np.where(fits, 0.0, np.nan)
-    return Steady(batch=B, b_kv=b_kv, decodes=n, prefill_per_step=P, chunks=chunks, tpot_s=tpot + nan,
-                  ttft_s=ttft0 + queue + nan, ttft_p50_s=p50 + queue + nan, ttft_p99_s=p99 + queue + nan,
-                  queue_s=queue + nan, chunk_step_s=t_chunk + nan, e2e_s=lifetime + queue + nan,
-                  requests_per_s=X + nan, output_tokens_per_s=out_tps + nan, prefill_share=share,
-                  usd_per_mtok_input=1e6 * usd_s * share / (X * isl) + nan,
-                  usd_per_mtok_output=1e6 * usd_s * (1.0 - share) / out_tps + nan, kv_occupancy=occupancy + nan,
-                  capacity_limited=demand | over_budget, bound=np.broadcast_to(r.bound, load.shape), fits=fits)
+    q = s.queue_s
+    return Steady(batch=s.batch, b_kv=b_kv, decodes=s.decodes, prefill_per_step=s.prefill_per_step,
+                  chunks=s.chunks, tpot_s=s.tpot_s + nan, ttft_s=s.ttft0_s + q + nan,
+                  ttft_p50_s=s.ttft_p50_s + q + nan, ttft_p99_s=s.ttft_p99_s + q + nan, queue_s=q + nan,
+                  chunk_step_s=s.chunk_step_s + nan, e2e_s=s.lifetime_s + q + nan, requests_per_s=X + nan,
+                  output_tokens_per_s=out_tps + nan, prefill_share=s.prefill_share,
+                  usd_per_mtok_input=1e6 * usd_s * s.prefill_share / (X * isl) + nan,
+                  usd_per_mtok_output=1e6 * usd_s * (1.0 - s.prefill_share) / out_tps + nan,
+                  kv_occupancy=occupancy + nan, capacity_limited=s.demand_limited | s.over_budget,
+                  bound=s.bound, fits=fits)
 
 
 def bound_name(i) -> str:
