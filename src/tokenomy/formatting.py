@@ -72,3 +72,52 @@ def fmt_cell(key: str, v: Any) -> str:
         if isinstance(v, float):
             return f"{v:.4g}"
     return str(v)
+
+
+_DURATIONS = (("y", 365.25 * 86400), ("d", 86400.0), ("h", 3600.0), ("min", 60.0))
+
+
+def fmt_duration(s: float) -> str:
+    """Seconds as people read them: 1.388e4 -> '3.9 h', 86.4e6 -> '2.7 y'; under a minute as fmt_seconds."""
+    if s != s:
+        return "-"
+    for unit, scale in _DURATIONS:
+        if abs(s) >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return fmt_seconds(s)
+
+
+def fmt_usd(v: float) -> str:
+    """Dollars without SI prefixes on money: 1.2e7 -> '$12 M', 1234 -> '$1,234', 0.0001 -> '$0.0001'."""
+    if v != v:
+        return "-"
+    a = abs(v)
+    if a >= 1e9:
+        return f"${v / 1e9:.3g} B"
+    if a >= 1e6:
+        return f"${v / 1e6:.3g} M"
+    if a >= 100:
+        return f"${v:,.0f}"
+    if a >= 0.01 or a == 0:
+        return f"${v:.3g}" if a < 1 else f"${v:.2f}"
+    if a < 1e-6:
+        return f"${v:.2g}"
+    digits = 1 - math.floor(math.log10(a))  # two significant digits
+    return f"${v:.{digits}f}".rstrip("0")
+
+
+def fmt_human(key: str, v: Any) -> str:
+    """A table cell for a page: fmt_cell, with durations past a minute in min/h/d/y, dollars as dollars and
+    parameter counts with a 'B' (billions). The CLI keeps fmt_cell's outputs."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if key.endswith("_s") and "_per_" not in key and abs(v) >= 60:
+            return fmt_duration(v)
+        if key.startswith("usd") or key.endswith("usd") or "_usd_" in key:
+            return fmt_usd(v)
+        if key.endswith("flops") and abs(v) >= 1e18:  # training compute: 3.19e24 FLOP, not '3.192e+09 P'
+            return f"{v:.3g} FLOP"
+        if "params" in key:
+            return f"{v / 1e9:.4g} B" if abs(v) >= 1e8 else fmt_si(v)
+        if key.endswith("tokens") or key.startswith("d_"):
+            return fmt_si(v)
+    return fmt_cell(key, v)

@@ -80,16 +80,25 @@ def cost_vs_batch(rows: list[dict], title: str = "Cost per token vs batch", mark
     return {"data": data, "layout": lay}
 
 
-def pareto(rows: list[dict], title: str = "Tokens/s per user vs per chip") -> dict:
-    """One point per batch (labelled), with the Pareto-optimal ones joined."""
+def pareto(rows: list[dict], title: str = "Tokens/s per user vs per chip", group: str | None = None) -> dict:
+    """One point per batch (labelled), with the Pareto-optimal ones joined; ``group`` (e.g. "plan"): one marker
+    trace per value of that key, so points are coloured by layout."""
     ok = [r for r in rows if r.get("tokens_per_s_per_user") is not None]
     front = sorted((r for r in ok if r.get("pareto", True)), key=lambda r: r["tokens_per_s_per_user"])
-    data = [{"type": "scatter", "mode": "markers+text", "name": "batch", "x": [r["tokens_per_s_per_user"] for r in ok],
-             "y": [r["tokens_per_s_per_chip"] for r in ok], "text": [str(r["batch"]) for r in ok],
-             "textposition": "top right"},
-            _line([r["tokens_per_s_per_user"] for r in front], [r["tokens_per_s_per_chip"] for r in front],
-                  "Pareto front", mode="lines")]
-    return {"data": data, "layout": _layout(title, "tokens/s per user", "tokens/s per chip")}
+    groups = list(dict.fromkeys(r[group] for r in ok)) if group else ["batch"]
+    data = [{"type": "scatter", "mode": "markers+text", "name": str(g),
+             "x": [r["tokens_per_s_per_user"] for r in ok if not group or r[group] == g],
+             "y": [r["tokens_per_s_per_chip"] for r in ok if not group or r[group] == g],
+             "text": [str(r["batch"]) for r in ok if not group or r[group] == g], "textposition": "top right",
+             "marker": {"size": 9}, "hovertemplate": "batch %{text}<br>%{x:.4g} tok/s/user<br>%{y:.4g} tok/s/chip"}
+            for g in groups]
+    data.append(_line([r["tokens_per_s_per_user"] for r in front], [r["tokens_per_s_per_chip"] for r in front],
+                      "Pareto front", mode="lines", line={"color": "#888"}))
+    lay = _layout(title, "tokens/s per user", "tokens/s per chip")
+    if group and len(groups) > 4:
+        lay["legend"] = {"orientation": "h", "y": -0.25, "font": {"size": 10}}
+        lay["height"] = 480
+    return {"data": data, "layout": lay}
 
 
 def mfu_vs_context(rows: list[dict], title: str = "MFU vs context", summary: dict | None = None) -> dict:

@@ -12,16 +12,37 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from tokenomy.web import catalog_view, context_page, serve, views
-from tokenomy.formatting import fmt_cell
+from tokenomy.web import catalog_view, context_page, serve, views, workload_page
+from tokenomy.formatting import fmt_human
 from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
 from tokenomy.units import DTYPE_BYTES
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-NAV = [("/serve", "Serve"), ("/lecture", "Lecture"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
-       ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/catalog", "Catalog")]
+NAV = [("/serve", "Serve"), ("/workload", "Workload"), ("/latency", "Latency"), ("/pricing", "Pricing"),
+       ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
+       ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/lecture", "Lecture"), ("/catalog", "Catalog")]
+# names people read for payload keys (the rest: underscores to spaces, unit suffixes dropped)
+LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inference tokens",
+          "n_active_params": "model size N (active params)", "tokens_per_param": "tokens per parameter",
+          "overtraining": "over-training vs Chinchilla (x)", "usd_per_pretraining_flop": "$ per pre-training FLOP",
+          "ignoring_inference_n_active_params": "N if inference were ignored",
+          "ignoring_inference_total_usd": "total $ if inference were ignored", "saving_fraction": "saving",
+          "tp": "tp", "ep": "ep", "pp": "pp", "dp": "dp", "cp": "cp", "mfu": "MFU", "kv_dtype": "KV dtype",
+          "usd_per_chip_hour": "$ per chip-hour", "tick_s": "tick (s)", "ttft_s": "TTFT", "tpot_s": "TPOT",
+          "usd_per_mtok_input": "$ / M input", "usd_per_mtok_output": "$ / M output"}
+_SUFFIXES = ("_bytes", "_usd", "_s")
+
+
+def label(key: str) -> str:
+    if key in LABELS:
+        return LABELS[key]
+    for suffix in _SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            key = key[: -len(suffix)] + {"_usd": " ($)"}.get(suffix, "")
+            break
+    return key.replace("_", " ")
 
 
 def fig_json(fig) -> Markup:
@@ -30,7 +51,8 @@ def fig_json(fig) -> Markup:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-templates.env.filters["fmt"] = lambda v, key: fmt_cell(key, v)
+templates.env.filters["fmt"] = lambda v, key: fmt_human(key, v)
+templates.env.filters["label"] = label
 templates.env.filters["fig_json"] = fig_json
 
 
@@ -90,7 +112,7 @@ def _bridged_page(name: str, page: views.Page):
         values = page.values(request.query_params)
         form = {"page": page, "values": values, "options": page.options(), "dtypes": list(DTYPE_BYTES),
                 "models": loader.model_names(), "chip_names": loader.chip_names(),
-                "system_names": loader.system_names(), "choices": CHOICES}
+                "system_names": loader.system_names(), "choices": {**CHOICES, **views.PAGE_CHOICES}}
         return render(request, "bridged.html", f"_{name}_results.html", form,
                       lambda: page.view(request.query_params))
 
@@ -100,6 +122,13 @@ def _bridged_page(name: str, page: views.Page):
 
 for _name, _page in views.PAGES.items():
     _bridged_page(_name, _page)
+
+
+@router.get("/workload", response_class=HTMLResponse)
+def workload(request: Request):
+    values = workload_page.form_values(request.query_params)
+    return render(request, "workload.html", "_workload_results.html", {**serve_choices(values), "w": workload_page},
+                  lambda: workload_page.view(request.query_params))
 
 
 @router.get("/lecture", response_class=HTMLResponse)

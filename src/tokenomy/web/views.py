@@ -8,6 +8,10 @@ from functools import lru_cache
 from typing import Callable, Mapping
 from urllib.parse import urlencode
 
+from tokenomy.core.memory import SCHEDULES, STRATEGIES
+from tokenomy.econ import speculative as es
+from tokenomy.formatting import fmt_cell
+from tokenomy.plots import economics as ep
 from tokenomy.plots import serving as sp
 from tokenomy.plots import training as tp
 from tokenomy.web import params as P
@@ -60,7 +64,19 @@ HELP = {
     "layout": "ideal: every byte split evenly over the chips, no communication (a bound no layout reaches)",
     "hop_latency": "seconds per pipeline hop; empty: the link's latency",
     "usd_per_chip_hour": "rental price; empty: the catalog's",
+    "tick_s": "seconds between departures; empty: the step time (one batch leaves per step)",
+    "global_tokens_per_s": "the whole service's decode tokens/s (what share one replica serves)",
+    "prompt_tokens": "tokens of the prompt (input) priced by one prefill pass",
+    "draft": "model: a separate draft model; mtp: the model's own multi-token-prediction module",
+    "draft_tokens": "k: tokens drafted per round; empty: 3 (model) or the model's MTP modules",
+    "acceptance": "alpha: chance each drafted token is accepted (0..1)",
+    "draft_cost": "a draft step's cost as a fraction of the plain step (draft=model)",
+    "base_batch": "the plain-decoding batch the multipliers compare against",
+    "target_speed": "tokens/s-per-user multiple asked of speculation + a smaller batch",
 }
+# inputs with a closed set of values: a select on the form (the answer checks the value either way)
+PAGE_CHOICES = {"schedule": SCHEDULES, "recompute": STRATEGIES, "zero": ("0", "1", "2", "3"),
+                "draft": tuple(es.DRAFT_KINDS)}
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,8 @@ class Page:
     defaults: Mapping[str, str]
     fields: tuple[str, ...]  # the form's inputs, in order (every one an option of the command)
     figures: Callable[[object, dict], dict]
+    cards: Callable[[object], list] = lambda data: []  # the headline: (label, value, note) per card
+    table: str | None = None  # payload key of the rows shown as a table (a list payload: the payload itself)
 
     def values(self, params: Mapping[str, str]) -> dict[str, str]:
         return {**self.defaults, **params}
@@ -80,8 +98,10 @@ class Page:
         query = {k: v for k, v in self.values(params).items() if v.strip()}
         res = P.answer(self.command, query)
         data = res.payload()
+        rows = data if isinstance(data, list) else data.get(self.table, []) if self.table else []
         return {"data": data, "title": res.title, "notes": list(res.notes), "explain": plain(list(res.explain())),
-                "figures": self.figures(data, query)}
+                "figures": self.figures(data, query), "cards": self.cards(data), "rows": rows,
+                "columns": [c for c in res.columns if not rows or c in rows[0]]}
 
     def options(self) -> dict[str, P.Option]:
         """The form's inputs with the answer's defaults (plain text inputs while the answer is missing)."""
@@ -92,13 +112,15 @@ class Page:
         out = {}
         for f in self.fields:
             o = offered.get(f, P.Option("text"))
-            out[f] = P.Option(o.kind, o.default, HELP.get(f, o.help), o.required)
+            kind = "choice" if f in PAGE_CHOICES else o.kind
+            out[f] = P.Option(kind, o.default, HELP.get(f, o.help), o.required)
         return out
 
 
 def _plan_figures(d: dict, q: dict) -> dict:
     rows = [{**r, "pareto": True} for r in d["front"]]
-    return {"front": sp.pareto(rows, f"Pareto front: {d['model']} on <= {d['chips_budget']} x {d['hardware']}")}
+    return {"front": sp.pareto(rows, f"Pareto front: {d['model']} on <= {d['chips_budget']} x {d['hardware']}",
+                               group="plan")}
 
 
 def _train_figures(rows: list, q: dict) -> dict:
@@ -115,14 +137,78 @@ def _cache_figures(d: dict, q: dict) -> dict:
     return {"tiers": sp.tier_costs_vs_hold(curves)}
 
 
+def _best(rows: list, key: str, pick=max):
+    ok = [r for r in rows if r.get(key) is not None]
+    return pick(ok, key=lambda r: r[key]) if ok else None
+
+
+def _train_cards(rows: list) -> list:
+    ok = [r for r in rows if r.get("fits")]
+    if not ok:
+        return [("fits", "no global batch fits", rows[0].get("why") if rows else "")]
+    b = _best(ok, "mfu")
+    cards = [("best MFU", fmt_cell("mfu", b["mfu"]), f"global batch {b['global_batch']}"),
+             ("step", fmt_cell("step_s", b["step_s"]), f"{b['bound']}-bound"),
+             ("memory per chip", fmt_cell("bytes", b["memory_per_chip_bytes"]), f"of {fmt_cell('bytes', b['hbm_bytes'])}")]
+    if b.get("days") is not None:
+        cards += [("training time", fmt_cell("days_s", b["days"] * 86400), None),
+                  ("cost", fmt_cell("usd", b["usd"]), None)]
+    return cards
+
+
+def _latency_cards(d: dict) -> list:
+    s = d["schedule"]
+    b = _best(s, "tokens_per_s_per_chip")
+    if b is None:
+        return [("fits", "no batch fits", None)]
+    return [("most tokens/s per chip", fmt_cell("tokens_per_s", b["tokens_per_s_per_chip"]), f"batch {b['batch']}"),
+            ("its worst-case latency", fmt_cell("worst_case_latency_s", b["worst_case_latency_s"]), "tick + step"),
+            ("tokens/s per user", fmt_cell("tokens_per_s", b["tokens_per_s_per_user"]), None)]
+
+
+def _pricing_cards(d: dict) -> list:
+    b = _best(d["rows"], "usd_per_mtok_output", min)
+    if b is None:
+        return [("fits", "no decode batch fits", None)]
+    return [("input (prefill)", fmt_cell("usd_per_mtok", b["usd_per_mtok_input"]) + " / M", f"{b['prompt_tokens']:,}-token prompt"),
+            ("output (decode), cheapest", fmt_cell("usd_per_mtok", b["usd_per_mtok_output"]) + " / M", f"batch {b['decode_batch']}"),
+            ("output / input", f"{b['output_over_input']:.3g}x", f"providers charge {b['provider_ratio_lo']:g}-{b['provider_ratio_hi']:g}x")]
+
+
+def _speculate_cards(d: dict) -> list:
+    b = _best(d["rows"], "speedup")
+    if b is None:
+        return [("fits", "no batch fits", None)]
+    return [("best speed-up", f"{b['speedup']:.3g}x", f"batch {b['batch']}"),
+            ("tokens per round", f"{b['tokens_per_step']:.3g}", f"{b['binds']} binds"),
+            ("cost ratio there", f"{b['cost_ratio']:.3g}x", "$/token vs plain decoding")]
+
+
+_PASS_FIELDS = ("model", "hardware", "chips", "batch", "context")
+_PASS_TAIL = ("tp", "ep", "pp", "dp", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour")
+_PASS_DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "context": "8192"}
+
+
 PAGES = {
     "plan": Page("plan", "Plan", {"model": "deepseek-v3", "hardware": "gb200-nvl72", "context": "8192", "top": "24"},
                  ("model", "hardware", "chips", "context", "min_tokens_per_user", "max_ttft", "weight_dtype",
                   "kv_dtype", "efficiency", "top"), _plan_figures),
+    "latency": Page("latency", "Latency", _PASS_DEFAULTS,
+                    _PASS_FIELDS + ("tick_s", "global_tokens_per_s") + _PASS_TAIL,
+                    lambda d, q: {"schedule": ep.latency_schedule(d["schedule"]),
+                                  "pareto": sp.pareto(d["schedule"], "Tokens/s per chip vs per user")},
+                    _latency_cards, "schedule"),
+    "pricing": Page("pricing", "Pricing", _PASS_DEFAULTS,
+                    _PASS_FIELDS + ("prompt_tokens", "prefill_batch") + _PASS_TAIL,
+                    lambda d, q: {"prices": ep.pricing_vs_batch(d["rows"])}, _pricing_cards, "rows"),
+    "speculate": Page("speculate", "Speculative decoding", _PASS_DEFAULTS,
+                      _PASS_FIELDS + ("draft", "draft_tokens", "acceptance", "draft_cost", "base_batch",
+                                      "target_speed") + _PASS_TAIL,
+                      lambda d, q: {"speedup": ep.speculate_vs_batch(d["rows"])}, _speculate_cards, "rows"),
     "train": Page("train", "Train", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "chips": "1024", "tp": "8",
                                      "pp": "4", "seq_len": "8192", "global_batch": "256,512,1024", "tokens": "15e12"},
                   ("model", "hardware", "chips", "tp", "pp", "cp", "ep", "dp", "zero", "schedule", "recompute",
-                   "micro_batch", "seq_len", "global_batch", "tokens", "mfu"), _train_figures),
+                   "micro_batch", "seq_len", "global_batch", "tokens", "mfu"), _train_figures, _train_cards),
     "lifecycle": Page("lifecycle", "Lifecycle", {"demand_tokens_per_s": "5e7", "period_days": "60"},
                       ("demand_tokens_per_s", "period_days", "target_params", "target_loss", "hardware", "mfu",
                        "rl_tokens_ratio", "rl_flops_factor", "rl_penalty", "inference_penalty", "infer",

@@ -36,6 +36,8 @@
     var p = new URLSearchParams();
     new FormData(form).forEach(function (v, k) { if (v !== "") p.append(k, v); });
     var base = a.dataset.api;
+    var loop = p.get("loop");  // the Workload page: the load list of the loop chosen, not both
+    if (loop) { p.delete("loop"); p.delete(loop === "rate" ? "concurrency" : "rate"); }
     if (!base) {
       var kind = p.get("kind") || "decode";
       base = "/api/" + kind;
@@ -48,6 +50,10 @@
     var kind = form.querySelector("[name=kind]");
     form.querySelectorAll(".prefill-only").forEach(function (el) {
       el.hidden = !kind || kind.value !== "prefill";
+    });
+    var loop = form.querySelector("[name=loop]");  // the Workload page shows the list of the loop chosen
+    if (loop) ["concurrency", "rate"].forEach(function (k) {
+      form.querySelectorAll(".loop-" + k).forEach(function (el) { el.hidden = loop.value !== k; });
     });
   }
 
@@ -88,7 +94,7 @@
       });
     });
     form.addEventListener("input", function (e) {
-      if (e.target.name === "kind") prefillOnly(form);
+      if (e.target.name === "kind" || e.target.name === "loop") prefillOnly(form);
       if (e.target.type === "number") syncSliders(form);
     });
     var file = document.getElementById("config-file");

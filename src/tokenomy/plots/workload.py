@@ -1,0 +1,65 @@
+"""Figures of the Workload page, from ``tokenomy serve --json`` rows (answers.serve: one row per concurrency or
+rate point) as plain plotly figure dicts. No computation beyond unit scaling.
+
+    rows -> throughput_curve (tokens/s per chip vs tokens/s per user: the latency-throughput curve)
+         -> ttft_tpot_vs_load (TTFT and TPOT, mean and p99, vs concurrency or rate)
+         -> cost_vs_load ($ per M input and output tokens vs load)
+"""
+
+from __future__ import annotations
+
+from tokenomy.plots.serving import _layout, _line
+
+
+def load_key(rows: list[dict]) -> str:
+    """``concurrency`` for a closed loop, ``rate`` for an open one."""
+    return "concurrency" if rows and rows[0].get("concurrency") is not None else "rate"
+
+
+def _label(key: str) -> str:
+    return "concurrency (users)" if key == "concurrency" else "request rate (requests/s)"
+
+
+def throughput_curve(rows: list[dict], title: str = "Tokens/s per chip vs per user") -> dict:
+    """One point per load (labelled with it); capacity-limited points drawn as open circles."""
+    key = load_key(rows)
+    ok = [r for r in rows if r.get("tokens_per_s_per_user") is not None]
+    data = [_line([r["tokens_per_s_per_user"] for r in ok], [r["tokens_per_s_per_chip"] for r in ok],
+                  key, mode="lines+markers+text", text=[f"{r[key]:g}" for r in ok], textposition="top right",
+                  marker={"size": 9, "symbol": ["circle-open" if r.get("capacity_limited") else "circle"
+                                                for r in ok]})]
+    return {"data": data, "layout": _layout(title, "tokens/s per user", "tokens/s per chip")}
+
+
+def ttft_tpot_vs_load(rows: list[dict], title: str = "TTFT and TPOT vs load", slos: dict | None = None) -> dict:
+    """Mean and p99 TTFT (left, s) and TPOT (right, ms) over the load; the SLOs as dotted lines when given."""
+    key = load_key(rows)
+    ok = [r for r in rows if r.get("ttft_s") is not None]
+    x = [r[key] for r in ok]
+    data = [_line(x, [r["ttft_s"] for r in ok], "TTFT", line={"width": 3}),
+            _line(x, [r.get("ttft_p99_s") for r in ok], "TTFT p99", line={"dash": "dash"}),
+            _line(x, [1e3 * r["tpot_s"] for r in ok], "TPOT", yaxis="y2", line={"width": 3}),
+            _line(x, [1e3 * r["tpot_p99_s"] if r.get("tpot_p99_s") is not None else None for r in ok],
+                  "TPOT p99", yaxis="y2", line={"dash": "dash"})]
+    lay = _layout(title, _label(key), "TTFT (s)")
+    lay["yaxis2"] = {"title": {"text": "TPOT (ms)"}, "type": "log", "overlaying": "y", "side": "right",
+                     "showgrid": False}
+    shapes = []
+    for name, axis, scale in (("ttft_slo", "y", 1.0), ("tpot_slo", "y2", 1e3)):
+        if (slos or {}).get(name):
+            shapes.append({"type": "line", "xref": "paper", "yref": axis, "x0": 0, "x1": 1,
+                           "y0": scale * slos[name], "y1": scale * slos[name], "line": {"dash": "dot", "color": "#d62728"}})
+    lay["shapes"] = shapes
+    lay["legend"] = {"orientation": "h", "y": -0.2}
+    return {"data": data, "layout": lay}
+
+
+def cost_vs_load(rows: list[dict], title: str = "$ per M tokens vs load") -> dict:
+    key = load_key(rows)
+    ok = [r for r in rows if r.get("usd_per_mtok_output") is not None]
+    x = [r[key] for r in ok]
+    data = [_line(x, [r["usd_per_mtok_output"] for r in ok], "output", line={"width": 3}),
+            _line(x, [r["usd_per_mtok_input"] for r in ok], "input", line={"dash": "dash"})]
+    lay = _layout(title, _label(key), "$ per million tokens")
+    lay["yaxis"]["tickprefix"] = "$"
+    return {"data": data, "layout": lay}

@@ -1,0 +1,95 @@
+"""The Workload page (issue 13's question): a model served on chips to a workload — closed loop (a list of
+concurrencies) or open loop (a list of request rates), ISL/OSL, prefix-cache hit, engine profile and SLOs — and
+what users see at each point: TTFT, TPOT, throughput and $ (tokenomy.answers.serve.serve, the same answer as
+``tokenomy serve`` and ``/api/serve``). Figures: the latency-throughput curve (tokens/s per chip vs per user),
+TTFT/TPOT vs load, $ per M tokens vs load (tokenomy.plots.workload)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+from urllib.parse import urlencode
+
+from tokenomy.answers.serve import ENGINES, serve
+from tokenomy.plots import workload as wp
+from tokenomy.web import params as P
+from tokenomy.web.serve import plain
+
+LOOPS = ("concurrency", "rate")
+METHODS = ("analytic", "simulate")
+DEGREES = ("tp", "ep", "pp", "dp")
+FIELDS = ("model", "config", "hardware", "chips", "loop", "concurrency", "rate", "isl", "osl", "cache_hit", "engine",
+          "method", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour") + DEGREES
+DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurrency", "concurrency": "1,4,16,64,256",
+            "rate": "0.5,1,2,4,8", "isl": "1024", "osl": "1024", "cache_hit": "0", "engine": "vllm",
+            "method": "analytic", "kv_dtype": "bf16", "efficiency": "calibrated"}
+COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e_s", "requests_per_s",
+           "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
+           "kv_occupancy", "capacity_limited", "bound", "goodput_requests_per_s")
+MAX_POINTS = 16  # load points on one page (each an analytic steady state; simulate runs 2000 requests per point)
+SIM_MAX_POINTS = 6
+
+
+def form_values(params: Mapping[str, str]) -> dict[str, str]:
+    return {**DEFAULTS, **{k: v for k, v in params.items() if k in FIELDS}}
+
+
+def _loads(name: str, text: str) -> list[float]:
+    parts = [x for x in text.split(",") if x.strip()]
+    if not parts:
+        raise P.FieldError(name, "give at least one value, e.g. 1,4,16")
+    if len(parts) > MAX_POINTS:
+        raise P.FieldError(name, f"{len(parts)} values; at most {MAX_POINTS}")
+    hi = P.MAX_BATCH if name == "concurrency" else 1e6
+    return [P.Query({name: x}, (name,)).number(name, None, 0, hi, lo_open=True) for x in parts]
+
+
+def kwargs(params: Mapping[str, str]) -> dict:
+    """The page's query as serve()'s keyword arguments, each bounded (a bad one: FieldError naming it)."""
+    q = P.Query(params, FIELDS)
+    v = {k: x for k, x in form_values(params).items() if x.strip()}
+    qv = P.Query(v, FIELDS)
+    loop = qv.choice("loop", LOOPS)
+    method = qv.choice("method", METHODS)
+    load = _loads(loop, v.get(loop, ""))
+    if method == "simulate" and len(load) > SIM_MAX_POINTS:
+        raise P.FieldError(loop, f"the simulator runs at most {SIM_MAX_POINTS} points on the web; "
+                                 f"{len(load)} given")
+    P.hardware_by_name(qv.text("hardware"))
+    kw = {"model": P.model_from(q, v["model"]), "hardware": v["hardware"].lower(), loop: load, "method": method,
+          "engine": qv.choice("engine", ENGINES), "kv_dtype": qv.dtype("kv_dtype", "bf16"),
+          "weight_dtype": qv.dtype("weight_dtype", None),
+          "efficiency": qv.choice("efficiency", P.CHOICES["efficiency"]),
+          "isl": qv.integer("isl", 1024, 1, P.MAX_CONTEXT), "osl": qv.integer("osl", 1024, 1, P.MAX_CONTEXT),
+          "cache_hit": qv.number("cache_hit", 0.0, 0.0, 1.0),
+          "ttft_slo": qv.number("ttft_slo", None, 0, 1e6, lo_open=True),
+          "tpot_slo": qv.number("tpot_slo", None, 0, 1e6, lo_open=True),
+          "usd_per_chip_hour": qv.number("usd_per_chip_hour", None, 0, 1e6, lo_open=True),
+          "chips": qv.integer("chips", None, 1, P.MAX_CHIPS)}
+    for d in DEGREES:
+        kw[d] = qv.integer(d, None, 1, 2**16)
+    return kw
+
+
+def api_url(params: Mapping[str, str]) -> str:
+    """/api/serve for the question on screen (lists as the CLI writes them)."""
+    v = {k: x for k, x in form_values(params).items() if x.strip() and k not in ("loop",)}
+    loop = v.get("loop", form_values(params)["loop"])
+    v.pop("rate" if loop == "concurrency" else "concurrency", None)
+    return "/api/serve?" + urlencode(v)
+
+
+def view(params: Mapping[str, str]) -> dict:
+    kw = kwargs(params)
+    res = serve(**kw)
+    rows = list(res.rows())
+    key = wp.load_key(rows)
+    on = f"<br><sub>{rows[0]['plan']} on {rows[0]['chips']} chips, {res.extra['engine']}</sub>"
+    slos = {"ttft_slo": kw["ttft_slo"], "tpot_slo": kw["tpot_slo"]}
+    figures = {"curve": wp.throughput_curve(rows, f"Tokens/s per chip vs per user{on}"),
+               "latency": wp.ttft_tpot_vs_load(rows, f"TTFT and TPOT vs {key}{on}", slos),
+               "cost": wp.cost_vs_load(rows, f"$ per M tokens vs {key}{on}")}
+    best = max(rows, key=lambda r: (r["goodput_requests_per_s"] or 0, r["tokens_per_s_per_chip"] or 0))
+    return {"rows": rows, "columns": [c for c in COLUMNS if any(r.get(c) is not None for r in rows)],
+            "title": res.title, "notes": list(res.notes), "explain": plain(list(res.explain())),
+            "figures": figures, "best": best, "load_key": key, "plan": res.extra["plan"],
+            "layout_rule": res.extra["layout_rule"]}
