@@ -1,0 +1,172 @@
+"""sweep: the one engine over named axes -> an xarray.Dataset, or a Parquet/CSV/NetCDF file written chunk by chunk.
+
+    tk.sweep(model=["llama-3.1-70b", "qwen3-32b"], hardware="hgx-h100-8", tp=[1, 2, 4, 8], batch=[1, 8, 64],
+             context=[2048, 32768])                                   # decode on the degrees given
+    tk.sweep(model="kimi-k2-instruct", hardware="gb200-nvl72", chips=1152, batch=[1, 64, 1024])   # plan per point
+    tk.sweep(model="llama-3.1-8b", hardware="h100-sxm", concurrency=[1, 16, 256], isl=[1024, 8192], osl=1024)
+Axes (sweep_axes.py): model, hardware, weight_dtype, kv_dtype, efficiency, kind (decode | prefill), chips, tp, ep,
+pp, dp, batch, context, len_pass; serving: concurrency or rate, isl, osl. A list is a dimension, a scalar a
+coordinate. No degree given: each point on its best layout over ``chips`` (default: the system's), the degrees in
+``plan_tp``... The numbers are the ones ``tk.decode`` / ``tk.prefill`` / ``tk.serve`` give for that point alone
+(sweep_eval.py). Invalid layouts and points that do not fit are NaN with a ``reason`` code (attrs: ``reasons``).
+The grid is evaluated in chunks of at most ``chunk_points`` points (sweep_axes.blocks); ``out=`` streams them to a
+file (sweep_io.py) and returns its path; ``client=`` (a dask.distributed Client) evaluates the same chunks on a
+cluster, a bounded window of them in flight, and gives the same numbers bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from tokenomy.answers.resolve import hardware_of, model_of
+from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
+from tokenomy.answers.sweep_eval import REASONS, Spec, evaluate_block
+from tokenomy.answers.sweep_io import check_out, writer
+from tokenomy.core.engine import BOUNDS
+
+CHUNK_POINTS = 1 << 18
+MAX_IN_MEMORY = 1 << 25  # points held as a Dataset; beyond: out=
+IN_FLIGHT_PER_WORKER = 2
+
+
+def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None, engine="vllm",
+            max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered") -> Spec:
+    """Checked axes and settings -> the Spec every chunk is evaluated from."""
+    axes = {k: v for k, v in axes.items() if v is not None}
+    serving = any(k in axes for k in ("concurrency", "rate"))
+    if not serving:
+        axes.setdefault("kind", "decode")
+        axes.setdefault("batch", 1)
+        axes.setdefault("context", 2048)
+    else:
+        axes.setdefault("isl", 1024)
+        axes.setdefault("osl", 1024)
+    axes.setdefault("kv_dtype", "bf16")
+    axes.setdefault("efficiency", "calibrated")
+    grid = grid_of(axes)
+    for v in grid.axis("model"):
+        model_of(v)
+    for v in grid.axis("hardware"):
+        hardware_of(v)
+    if serving:
+        engine_profile(engine, 1, max_num_tokens, max_batch)
+    degrees = any(d in grid.names for d in DEGREES)
+    if layout not in (None, "plan"):
+        raise ValueError(f"layout: {layout!r}; allowed: 'plan' (each point on its best layout) or give tp, ep, pp, dp")
+    if layout == "plan" and degrees:
+        raise ValueError("layout: 'plan' and layout degrees (tp, ep, pp, dp) exclude each other; give one")
+    if degrees and "chips" in grid.names:
+        raise ValueError("chips: the layout degrees set the chips (tp*ep*pp*dp); give chips only to plan")
+    if not (isinstance(chunk_points, (int, np.integer)) and chunk_points > 0):
+        raise ValueError(f"chunk_points: must be a positive integer, got {chunk_points!r}")
+    if arrivals not in ("staggered", "together"):
+        raise ValueError(f"arrivals: {arrivals!r}; allowed: staggered, together")
+    if not 0.0 <= float(cache_hit) < 1.0:
+        raise ValueError(f"cache_hit: must be in [0, 1), got {cache_hit!r}")
+    return Spec(grid, not degrees, int(chunk_points), usd_per_chip_hour, engine, max_num_tokens, max_batch,
+                float(cache_hit), arrivals)
+
+
+def chunks(spec: Spec) -> list[tuple[slice, ...]]:
+    """The sweep's chunks, in order (the same for every evaluator)."""
+    return blocks(spec.grid.shape, spec.budget)
+
+
+def evaluated(spec: Spec, client=None):
+    """(block, values) for every chunk, in order: here, or on ``client``'s cluster with a bounded window in flight."""
+    todo = chunks(spec)
+    if client is None:
+        for b in todo:
+            yield b, _finish(evaluate_block(spec, b))
+        return
+    window = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
+    spec_f = client.scatter(spec, broadcast=True)
+    pending: deque = deque()
+    it = iter(todo)
+    for b in it:
+        pending.append((b, client.submit(evaluate_block, spec_f, b, pure=False)))
+        if len(pending) >= window:
+            break
+    while pending:
+        b, fut = pending.popleft()
+        values = _finish(fut.result())
+        nxt = next(it, None)
+        if nxt is not None:
+            pending.append((nxt, client.submit(evaluate_block, spec_f, nxt, pure=False)))
+        yield b, values
+
+
+def _finish(values: dict) -> dict:
+    """The binding term only where the point is valid (-1 elsewhere)."""
+    values["bound"] = np.where(values["reason"] == 0, values["bound"], -1).astype(np.int8)
+    return values
+
+
+def _meta(spec: Spec) -> dict:
+    return {"reasons": list(REASONS), "bounds": list(BOUNDS), "layout": "plan" if spec.plan else "degrees",
+            "efficiency_default": "calibrated", "engine": spec.engine if spec.grid.serving else "",
+            "kind": "serve" if spec.grid.serving else "pass"}
+
+
+def _dataset(spec: Spec, values: dict):
+    import xarray as xr
+
+    g, units = spec.grid, spec.variables()
+    coords = {n: labels(g, n) for n in g.names}
+    data = {}
+    for k, v in values.items():
+        attrs = {"units": units[k]} if units.get(k) else {}
+        if k == "reason":
+            attrs.update(flag_values=list(range(len(REASONS))), flag_meanings=list(REASONS))
+        if k == "bound":
+            attrs.update(flag_values=list(range(len(BOUNDS))), flag_meanings=list(BOUNDS), missing=-1)
+        data[k] = (g.names, v, attrs)
+    meta = _meta(spec)
+    ds = xr.Dataset(data, coords=coords, attrs={k: v for k, v in meta.items() if k not in ("reasons", "bounds")})
+    ds.attrs["reasons"] = "; ".join(f"{i}: {r or 'valid and fits'}" for i, r in enumerate(REASONS))
+    ds.attrs["bounds"] = "; ".join(f"{i}: {b}" for i, b in enumerate(BOUNDS))
+    return ds.squeeze([n for n in g.names if n in g.scalar])
+
+
+def run(spec: Spec, *, out=None, client=None):
+    """Evaluate every chunk; a Dataset, or (``out``) the path of the file written chunk by chunk."""
+    if out is not None:
+        path = check_out(out)
+        w = writer(path, spec.grid, spec.variables(), _meta(spec))
+        try:
+            for b, values in evaluated(spec, client):
+                w.write(b, values)
+        finally:
+            w.close()
+        return path
+    if spec.grid.size > MAX_IN_MEMORY:
+        raise ValueError(f"out: a sweep of {spec.grid.size:,} points is over the {MAX_IN_MEMORY:,} held in memory; "
+                         f"give out= a .parquet, .csv or .nc file to stream it")
+    full: dict = {}
+    for b, values in evaluated(spec, client):
+        for k, v in values.items():
+            if k not in full:
+                full[k] = np.empty(spec.grid.shape, dtype=v.dtype)
+            full[k][b] = v
+    return _dataset(spec, full)
+
+
+def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=None, efficiency=None, chips=None,
+          tp=None, ep=None, pp=None, dp=None, batch=None, context=None, len_pass=None, concurrency=None, rate=None,
+          isl=None, osl=None, layout=None, out=None, client=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None,
+          engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered"):
+    """The sweep (module docstring): an xarray.Dataset over the named axes, or the path of ``out``."""
+    axes = dict(model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                efficiency=efficiency, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch, context=context,
+                len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
+    spec = spec_of(axes, layout=layout, chunk_points=chunk_points, usd_per_chip_hour=usd_per_chip_hour,
+                   engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, cache_hit=cache_hit,
+                   arrivals=arrivals)
+    return run(spec, out=out, client=client)
+
+
+__all__ = ["sweep", "spec_of", "run", "chunks", "CATEGORICAL", "Grid"]

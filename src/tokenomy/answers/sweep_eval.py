@@ -1,0 +1,227 @@
+"""One chunk of a sweep through the one engine: a block of the grid in, one array per variable out.
+
+Passes (decode, prefill): per value of the loop axes one ``engine.work`` + ``engine.times`` call over the chunk's
+array axes broadcast (layout degrees, batch, context, len_pass), under the named efficiency set (the chip's
+calibrated set by default), exactly as ``tk.decode`` / ``tk.prefill`` run one point. Decode runs one new token;
+prefill runs ``len_pass`` new tokens (default: the whole context). ``plan`` (no degrees given): every valid layout
+over ``chips`` is evaluated against every point of the chunk and each point keeps the one ``best_layout`` would
+choose for it alone (fits, then the shortest step); its degrees are returned beside the numbers.
+Serving (concurrency or rate): per deployment ``serving.steady.steady`` over (load, ISL, OSL) points, as
+``tk.serve`` runs them; ``plan`` takes ``tk.serve``'s layout for each point.
+Points that are invalid or do not fit are NaN, with a code in ``reason`` (engine.REASONS, then SWEEP_REASONS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.answers.resolve import deployment
+from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid
+from tokenomy.core import engine
+from tokenomy.core.deployment import Deployment, usd_per_mtok
+from tokenomy.core.layout import Layout
+from tokenomy.parallel.search import best_layout, candidate_layouts
+from tokenomy.serving.steady import steady
+
+SWEEP_REASONS = ("len_pass exceeds the context", "no valid layout uses exactly the chips",
+                 "no room for the KV cache of one sequence beside the weights")
+REASONS = engine.REASONS + SWEEP_REASONS
+LEN_PASS_REASON, NO_LAYOUT_REASON, NO_KV_REASON = (len(engine.REASONS) + i for i in range(3))
+PASS_VARS = {"step_s": "s", "compute_s": "s", "memory_s": "s", "comms_s": "s", "overhead_s": "s",
+             "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s", "usd_per_mtok": "USD/Mtok",
+             "memory_per_chip_bytes": "bytes", "mfu": "1"}
+SERVE_VARS = {"ttft_s": "s", "tpot_s": "s", "e2e_s": "s", "requests_per_s": "requests/s",
+              "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s",
+              "usd_per_mtok_input": "USD/Mtok", "usd_per_mtok_output": "USD/Mtok", "kv_occupancy": "1",
+              "capacity_limited": "1"}
+CODES = {"bound": "index into engine.BOUNDS", "reason": "index into REASONS (0: valid and fits)"}
+PLAN_VARS = ("plan_tp", "plan_ep", "plan_pp", "plan_dp", "plan_redundant_experts", "plan_attn_dp", "plan_kv_batch")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything a worker needs to evaluate any chunk: the grid and the settings that are not axes."""
+
+    grid: Grid
+    plan: bool  # no layout degrees given: each point on its best layout
+    budget: int  # points per engine call (plan: candidates x points)
+    usd_per_chip_hour: float | None = None
+    engine: str = "vllm"
+    max_num_tokens: int | None = None
+    max_batch: int | None = None
+    cache_hit: float = 0.0
+    arrivals: str = "staggered"
+
+    def variables(self) -> dict[str, str]:
+        """Variable -> unit (codes and plan degrees have no unit)."""
+        out = dict(SERVE_VARS if self.grid.serving else PASS_VARS)
+        out.update({k: "" for k in CODES})
+        if self.plan:
+            out.update({k: "" for k in PLAN_VARS})
+        return out
+
+
+_BASE: dict = {}
+
+
+def base(spec: Spec, point: dict) -> Deployment:
+    """The deployment of a loop point (layout left at 1 chip), cached per process (workers keep theirs)."""
+    wd = point.get("weight_dtype", CHECKPOINT)
+    key = tuple(str(getattr(point.get(k), "name", point.get(k))) for k in ("model", "hardware", "kv_dtype",
+                                                                            "efficiency")) + (wd, spec.usd_per_chip_hour)
+    if key not in _BASE:
+        _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
+                                weight_dtype=None if wd == CHECKPOINT else wd, kv_dtype=point.get("kv_dtype", "bf16"),
+                                efficiency=point.get("efficiency", "calibrated"),
+                                usd_per_chip_hour=spec.usd_per_chip_hour)
+    return _BASE[key]
+
+
+def _run(dep: Deployment, lay: Layout, B, C, S) -> engine.PassTerms:
+    w = engine.work(dep.shape, dep.topo, lay, B, C, S, precision=dep.precision)
+    return engine.times(w, dep.topo, dep.peaks, dep.eff)
+
+
+def _pass_values(dep: Deployment, r: engine.PassTerms) -> dict:
+    vals = {k: getattr(r, k) for k in PASS_VARS if k != "usd_per_mtok"}
+    vals["usd_per_mtok"] = usd_per_mtok(r.step_s, r.batch * r.len_pass, r.chips, dep.price)
+    vals["bound"], vals["reason"] = r.bound, r.reason
+    return vals
+
+
+def _pass_explicit(dep, arrays, B, C, S):
+    lay = Layout(*(arrays.get(d, 1.0) for d in DEGREES))
+    return _pass_values(dep, _run(dep, lay, B, C, S))
+
+
+_CANDIDATES: dict = {}
+
+
+def _candidates(dep: Deployment, chips: int) -> Layout:
+    key = (dep.model.name, dep.hardware.name, chips)
+    if key not in _CANDIDATES:
+        _CANDIDATES[key] = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
+    return _CANDIDATES[key]
+
+
+def _pass_plan(dep, chips, B, C, S, shape, budget):
+    """Each point on the layout best_layout picks for it alone: valid, fits, then the shortest step."""
+    P = _candidates(dep, chips)
+    n_p = int(np.size(P.tp))
+    Bf, Cf, Sf = (np.ravel(np.broadcast_to(x, shape)) for x in (B, C, S))
+    out = {k: np.empty(Bf.size) for k in (*PASS_VARS, "bound", "reason", *PLAN_VARS)}
+    if n_p == 0:
+        for k in out:
+            out[k][:] = np.nan
+        out["reason"][:] = NO_LAYOUT_REASON
+        return {k: v.reshape(shape) for k, v in out.items()}
+    col = lambda x: np.asarray(x)[:, None]  # noqa: E731
+    lay = Layout(col(P.tp), col(P.ep), col(P.pp), col(P.dp), col(P.attn_dp), col(P.kv_batch),
+                 redundant_experts=col(P.redundant_experts))
+    degrees = {"plan_tp": P.tp, "plan_ep": P.ep, "plan_pp": P.pp, "plan_dp": P.dp,
+               "plan_redundant_experts": P.redundant_experts, "plan_attn_dp": P.attn_dp, "plan_kv_batch": P.kv_batch}
+    step = max(1, budget // n_p)
+    for lo in range(0, Bf.size, step):
+        sl = slice(lo, min(lo + step, Bf.size))
+        r = _run(dep, lay, Bf[None, sl], Cf[None, sl], Sf[None, sl])
+        ok = r.reason == 0
+        logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0)
+        valid = ~((r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON))
+        best = np.argmax(np.where(valid, ok * 1e6 - logt, -np.inf), axis=0)  # first of equals, as best_layout
+        full = (n_p, sl.stop - sl.start)
+        for k, v in _pass_values(dep, r).items():
+            out[k][sl] = np.take_along_axis(np.broadcast_to(v, full), best[None, :], 0)[0]
+        for k, v in degrees.items():
+            out[k][sl] = np.asarray(v, float)[best]
+    return {k: v.reshape(shape) for k, v in out.items()}
+
+
+def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
+    dep = base(spec, point)
+    B, C = arrays.get("batch", 1.0), arrays.get("context", 2048.0)
+    S = np.ones(()) if point.get("kind", "decode") == "decode" else arrays.get("len_pass", C)
+    if spec.plan:
+        chips = int(point.get("chips") or dep.hardware.num_chips)
+        vals = _pass_plan(dep, chips, B, C, S, shape, spec.budget)
+    else:
+        vals = _pass_explicit(dep, arrays, B, C, S)
+    long = np.broadcast_to(np.asarray(S) > np.asarray(C), shape)
+    if long.any():
+        vals = {k: np.where(long, np.nan, v) if k not in ("reason", "bound") else v for k, v in vals.items()}
+        vals["reason"] = np.where(long, LEN_PASS_REASON, vals["reason"])
+    return vals
+
+
+def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
+    """Per point: the degrees given, else tk.serve's default (the best layout for its running batch)."""
+    if not spec.plan:
+        lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
+        return [(lay, np.arange(load.size))]
+    chips = int(point.get("chips") or dep.hardware.num_chips)
+    cap = float(spec.max_batch or 256)
+    b0 = np.minimum(load if "concurrency" in spec.grid.names else np.full_like(load, 64.0), cap)
+    keys = np.stack([b0, isl + osl / 2.0], -1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    found: dict = {}
+    for j, (b, c) in enumerate(uniq):
+        lay, _ = best_layout(dep, chips, np.array([[b]]), np.array([[c]]), np.ones((1, 1)))
+        found.setdefault(lay.label(), [lay, []])[1].append(j)
+    return [(lay, np.flatnonzero(np.isin(np.ravel(inv), js))) for lay, js in found.values()]
+
+
+def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
+    dep0 = base(spec, point)
+    closed = "concurrency" in spec.grid.names
+    flat = lambda x: np.ravel(np.broadcast_to(x, shape)).astype(float)  # noqa: E731
+    load = flat(arrays["concurrency" if closed else "rate"])
+    isl, osl = flat(arrays.get("isl", 1024.0)), flat(arrays.get("osl", 1024.0))
+    keys = (*SERVE_VARS, "bound", "reason") + (PLAN_VARS if spec.plan else ())
+    out = {k: np.full(load.size, np.nan) for k in keys}
+    for lay, idx in _serve_layout(spec, dep0, point, load, isl, osl):
+        dep = dep0.with_(layout=lay)
+        prof = engine_profile(spec.engine, int(lay.tp), spec.max_num_tokens, spec.max_batch)
+        ld = {"concurrency" if closed else "rate": load[idx]}
+        s = steady(dep, prof, isl=isl[idx], osl=osl[idx], cache_hit=spec.cache_hit, arrivals=spec.arrivals, **ld)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vals = {"ttft_s": s.ttft_s, "tpot_s": s.tpot_s, "e2e_s": s.e2e_s, "requests_per_s": s.requests_per_s,
+                    "tokens_per_s_per_chip": s.output_tokens_per_s / dep.chips, "tokens_per_s_per_user": 1.0 / s.tpot_s,
+                    "usd_per_mtok_input": s.usd_per_mtok_input, "usd_per_mtok_output": s.usd_per_mtok_output,
+                    "kv_occupancy": s.kv_occupancy, "capacity_limited": s.capacity_limited, "bound": s.bound}
+        structure = int(np.asarray(dep.work(float(lay.dp), 1.0).structure))
+        vals["reason"] = np.where(s.fits, 0, structure if structure and structure < engine.FIRST_POINT_REASON
+                                  else NO_KV_REASON)
+        if spec.plan:
+            d = lay.as_dict()
+            vals.update({f"plan_{k}": float(d[k]) for k in ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp",
+                                                               "kv_batch")})
+        for k, v in vals.items():
+            out[k][idx] = np.broadcast_to(np.asarray(v, float), idx.shape)
+    return {k: v.reshape(shape) for k, v in out.items()}
+
+
+def evaluate_block(spec: Spec, block: tuple[slice, ...]) -> dict[str, np.ndarray]:
+    """The variables over one chunk (``block``: one slice per axis of ``spec.grid``), each of the block's shape."""
+    g = spec.grid
+    nloop = g.loop_axes()
+    arr_names, arr_sl = g.names[nloop:], block[nloop:]
+    sub = tuple(s.stop - s.start for s in arr_sl)
+    arrays = {}
+    for i, (n, s) in enumerate(zip(arr_names, arr_sl)):
+        shp = [1] * len(sub)
+        shp[i] = sub[i]
+        arrays[n] = np.asarray(g.values[nloop + i][s], dtype=float).reshape(shp)
+    loop_shape = tuple(s.stop - s.start for s in block[:nloop])
+    group = _serve_group if g.serving else _pass_group
+    out: dict[str, np.ndarray] = {}
+    for idx in np.ndindex(*loop_shape):
+        point = {g.names[i]: g.values[i][block[i].start + idx[i]] for i in range(nloop)}
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            vals = group(spec, point, arrays, sub)
+        for k, v in vals.items():
+            if k not in out:
+                out[k] = np.empty(loop_shape + sub, dtype=np.int8 if k in CODES else float)
+            out[k][idx] = np.broadcast_to(v, sub)
+    return out

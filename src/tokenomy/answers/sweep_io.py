@@ -1,0 +1,120 @@
+"""Sweep results to files, one chunk at a time, so a sweep of any size runs in bounded memory.
+
+    .parquet  long format (one row per point: the axes, then the variables), pyarrow ParquetWriter, one row group
+              per chunk; text axes dictionary-encoded
+    .csv      the same rows, appended chunk by chunk (pyarrow's CSV writer)
+    .nc       NetCDF-4 (h5netcdf): the axes as dimensions with their coordinates, each chunk written into its
+              block of every variable; units and code meanings in the attributes
+Reading back: ``pandas.read_parquet`` / ``read_csv``, ``xarray.open_dataset(path, engine="h5netcdf")``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tokenomy.answers.sweep_axes import CATEGORICAL, Grid, labels
+
+SUFFIXES = (".parquet", ".csv", ".nc")
+
+
+def check_out(path) -> Path:
+    p = Path(path)
+    if p.suffix not in SUFFIXES:
+        raise ValueError(f"out: {str(path)!r} must end in {', '.join(SUFFIXES)}")
+    if not p.parent.exists():
+        raise ValueError(f"out: folder {str(p.parent)!r} does not exist")
+    return p
+
+
+class _Table:
+    """Parquet and CSV: a chunk as a long table (the block's coordinates broadcast, then each variable)."""
+
+    def __init__(self, path: Path, grid: Grid, units: dict, meta: dict) -> None:
+        import pyarrow as pa
+
+        self.pa, self.path, self.grid, self.units, self.meta = pa, path, grid, units, meta
+        self.dicts = {n: pa.array([str(x) for x in labels(grid, n)]) for n in grid.names if n in CATEGORICAL}
+        self.writer = None
+
+    def _table(self, block, values):
+        pa, g = self.pa, self.grid
+        shape = tuple(s.stop - s.start for s in block)
+        cols, names = [], []
+        for i, (n, s) in enumerate(zip(g.names, block)):
+            idx = np.arange(s.start, s.stop)
+            shp = [1] * len(shape)
+            shp[i] = shape[i]
+            flat = np.ravel(np.broadcast_to(idx.reshape(shp), shape))
+            if n in self.dicts:
+                col = pa.DictionaryArray.from_arrays(pa.array(flat.astype(np.int32)), self.dicts[n])
+                cols.append(col if self.path.suffix == ".parquet" else col.cast(pa.string()))
+            else:
+                cols.append(pa.array(np.asarray(g.values[i], float)[flat]))
+            names.append(n)
+        for k, v in values.items():
+            cols.append(pa.array(np.ravel(v)))
+            names.append(k)
+        return pa.Table.from_arrays(cols, names=names)
+
+    def write(self, block, values) -> None:
+        t = self._table(block, values)
+        if self.writer is None:
+            if self.path.suffix == ".parquet":
+                import pyarrow.parquet as pq
+
+                meta = {b"tokenomy.sweep": json.dumps({"units": self.units, **self.meta}).encode()}
+                self.writer = pq.ParquetWriter(self.path, t.schema.with_metadata(meta))
+            else:
+                import pyarrow.csv as pcsv
+
+                self.writer = pcsv.CSVWriter(self.path, t.schema)
+        self.writer.write_table(t)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _NetCDF:
+    """NetCDF-4 via h5netcdf: dimensions = the axes; each chunk lands in its block of every variable."""
+
+    def __init__(self, path: Path, grid: Grid, units: dict, meta: dict) -> None:
+        import h5netcdf
+
+        self.f = h5netcdf.File(path, "w")
+        self.grid, self.units, self.vars = grid, units, {}
+        self.f.dimensions = dict(zip(grid.names, grid.shape))
+        for n in grid.names:
+            vals = labels(grid, n)
+            if n in CATEGORICAL:
+                import h5py
+
+                v = self.f.create_variable(n, (n,), dtype=h5py.string_dtype())
+                v[:] = np.array([str(x) for x in vals], dtype=object)
+            else:
+                v = self.f.create_variable(n, (n,), dtype=float)
+                v[:] = np.asarray(vals, float)
+        self.f.attrs.update({k: json.dumps(v) if not isinstance(v, str) else v for k, v in meta.items()})
+
+    def write(self, block, values) -> None:
+        for k, v in values.items():
+            if k not in self.vars:
+                fill = -1 if v.dtype.kind == "i" else np.nan
+                chunks = tuple(max(1, min(n, 1 << 16)) if i == len(self.grid.shape) - 1 else 1
+                               for i, n in enumerate(self.grid.shape))
+                var = self.f.create_variable(k, self.grid.names, dtype=v.dtype, fillvalue=fill, chunks=chunks)
+                if self.units.get(k):
+                    var.attrs["units"] = self.units[k]
+                self.vars[k] = var
+            self.vars[k][block] = v
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def writer(path: Path, grid: Grid, units: dict, meta: dict):
+    """The streaming writer for ``path``'s suffix: ``write(block, values)`` per chunk, then ``close()``."""
+    return (_NetCDF if path.suffix == ".nc" else _Table)(path, grid, units, meta)
