@@ -48,10 +48,13 @@ def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_
     axes.setdefault("kv_dtype", "bf16")
     axes.setdefault("efficiency", "calibrated")
     grid = grid_of(axes)
-    for v in grid.axis("model"):
-        model_of(v)
-    for v in grid.axis("hardware"):
-        hardware_of(v)
+    for name, resolve in (("model", model_of), ("hardware", hardware_of)):
+        for v in grid.axis(name):
+            try:
+                resolve(v)
+            except ValueError as e:
+                msg = str(e).splitlines()[0]
+                raise ValueError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
     if serving:
         engine_profile(engine, 1, max_num_tokens, max_batch)
     degrees = any(d in grid.names for d in DEGREES)
@@ -158,9 +161,10 @@ def run(spec: Spec, *, out=None, client=None):
 def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=None, efficiency=None, chips=None,
           tp=None, ep=None, pp=None, dp=None, batch=None, context=None, len_pass=None, concurrency=None, rate=None,
           isl=None, osl=None, layout=None, out=None, client=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None,
-          engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered"):
-    """The sweep (module docstring): an xarray.Dataset over the named axes, or the path of ``out``."""
-    axes = dict(model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+          engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", **unknown):
+    """The sweep (module docstring): an xarray.Dataset over the named axes, or the path of ``out``. A keyword that
+    is no axis or setting is refused naming it."""
+    axes = dict(**unknown, model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                 efficiency=efficiency, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch, context=context,
                 len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
     spec = spec_of(axes, layout=layout, chunk_points=chunk_points, usd_per_chip_hour=usd_per_chip_hour,
