@@ -168,7 +168,7 @@ def test_lifecycle_figure_both_directions():
 
     inverse = {"d_pre": 2.6e14, "d_rl": 1.7e14, "d_inf": 2.6e14}
     f = lifecycle_split(inverse)
-    assert [t["name"] for t in f["data"]] == ["tokens"] and f["layout"]["yaxis2"]["type"] == "log"
+    assert [t["name"] for t in f["data"]] == ["tokens"] and f["layout"]["yaxis2"]["type"] == "linear"  # bars on a linear axis (issue 14)
     priced = {**inverse, **{f"{k}_usd": v for k, v in (("pretraining", 6e6), ("rl", 6e6), ("inference", 2.8e7))},
               **{f"{k}_fraction": v for k, v in (("pretraining", 0.15), ("rl", 0.15), ("inference", 0.7))},
               "total_usd": 4e7}

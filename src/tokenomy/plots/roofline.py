@@ -12,6 +12,7 @@ import copy
 import math
 from typing import Sequence
 
+from tokenomy.plots.serving import wrap_title
 from tokenomy.plots.style import LAYOUT
 from tokenomy.units import fmt_bytes, fmt_si
 
@@ -44,8 +45,10 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
         {"type": "scatter", "mode": "lines", "name": RIDGE, "x": [ridge, ridge], "y": [peak / 1e3, peak],
          "line": {"dash": "dot", "color": "#999"},
          "hovertemplate": f"ridge I* = peak/BW = {ridge:.3g} FLOP/B<extra></extra>"},
-        {"type": "scatter", "mode": "markers", "name": OPS, "x": intensity,
+        {"type": "scatter", "mode": "markers+text", "name": OPS, "x": intensity,
          "y": [_roof(peak, bw, i) for i in intensity], "text": [o.name for o in shown],
+         "textposition": ["bottom center" if k % 2 else "top center" for k in range(len(shown))],
+         "textfont": {"size": 9, "color": "#555"},
          "marker": {"size": 11, "color": [KIND_COLORS.get(o.kind, "#1f77b4") for o in shown],
                     "line": {"width": 1, "color": "#fff"}},
          "customdata": [[o.count, fmt_si(o.flops) + "FLOP", fmt_bytes(o.bytes), f"{t * 1e6:.3g} µs",
@@ -60,6 +63,6 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
                      "hovertemplate": "whole pass<br>I=%{x:.3g} FLOP/B<br>achieved %{y:.3s}FLOP/s<extra></extra>"})
     layout = copy.deepcopy(LAYOUT)
     note = f"<br><sub>not shown (no FLOPs): {', '.join(hidden)}</sub>" if hidden else ""
-    layout.update(title={"text": title + note}, xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}},
+    layout.update(title={"text": wrap_title(title) + note}, xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}},
                   yaxis={"type": "log", "title": {"text": "FLOP/s per chip"}}, margin={"l": 60, "r": 20, "t": 70, "b": 50})
     return {"data": data, "layout": layout}

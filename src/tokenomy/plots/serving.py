@@ -18,12 +18,38 @@ from tokenomy.plots.style import LAYOUT
 LOG = {"type": "log"}
 
 
+TITLE_CHARS = 52  # a half-page plot's title line (~480 px at 17 px); longer lines wrap, never run off the box
+
+
+def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
+    """Break the first line of a plot title at spaces so each line fits ``width`` characters (plotly does not
+    wrap titles: a long one is cut off at the plot's edges)."""
+    head, sep, rest = title.partition("<br>")
+    lines, line = [], ""
+    for word in head.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "<br>".join(lines) + sep + rest
+
+
+def unit_range(values, floor: float = 1e-3) -> list[float]:
+    """A 0.. axis range for a fraction (MFU): to 1 when values reach a third of it, else to 1.15 x the largest,
+    so a curve at 2% is not flat along the bottom of a 0..1 axis."""
+    top = max([v for v in values if v is not None] or [1.0])
+    return [0, 1.05] if top > 0.33 else [0, max(1.15 * top, floor)]
+
+
 def _layout(title: str, x: str, y: str, *, xlog=True, ylog=True, **extra) -> dict:
     lay = copy.deepcopy(LAYOUT)
+    title = wrap_title(title)
     lay.update(title={"text": title}, xaxis={"title": {"text": x}, **(LOG if xlog else {})},
                yaxis={"title": {"text": y}, **(LOG if ylog else {})}, **extra)
-    if "<br>" in title:  # room for the subtitle line
-        lay["margin"] = {**lay["margin"], "t": 75}
+    if "<br>" in title:  # room for the subtitle (and wrapped) lines
+        lay["margin"] = {**lay["margin"], "t": 50 + 22 * title.count("<br>")}
     return lay
 
 
@@ -74,9 +100,9 @@ def cost_vs_batch(rows: list[dict], title: str = "Cost per token vs batch", mark
                   line={"width": 3}),
             _line([r["batch"] for r in ok], [r["mfu"] for r in ok], "MFU", yaxis="y2", line={"dash": "dot"})]
     lay = _layout(title, "batch (sequences)", "$ per million tokens", **_marks(marks))
-    lay["yaxis2"] = {"title": {"text": "MFU"}, "type": "linear", "overlaying": "y", "side": "right", "range": [0, 1],
-                     "tickmode": "linear", "tick0": 0, "dtick": 0.2,
-                     "showgrid": False}
+    lay["yaxis2"] = {"title": {"text": "MFU"}, "type": "linear", "overlaying": "y", "side": "right",
+                     "range": unit_range([r["mfu"] for r in ok]), "tickformat": ".0%", "showgrid": False}
+    lay["yaxis"]["tickprefix"] = "$"
     return {"data": data, "layout": lay}
 
 
@@ -115,7 +141,7 @@ def mfu_vs_context(rows: list[dict], title: str = "MFU vs context", summary: dic
                                 "x1": min(s["goldilocks_hi"], max(ctx)), "y0": 0, "y1": 1, "fillcolor": "#2ca02c", "opacity": 0.1,
                                 "line": {"width": 0}})
     lay = _layout(title, "context (tokens)", "MFU", ylog=False, **extra)
-    lay["yaxis"]["range"] = [0, 1.05]
+    lay["yaxis"].update(range=unit_range([r["mfu"] for r in ok]), tickformat=".0%")
     return {"data": data, "layout": lay}
 
 

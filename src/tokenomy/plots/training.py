@@ -59,5 +59,8 @@ def lifecycle_split(row: dict, title: str = "Lifecycle: pre-training vs RL vs in
         data.insert(0, _bar(names, [row[f"{k}_usd"] / 1e6 for k, _ in LIFECYCLE_TERMS], "$ (millions)", text=share,
                             textposition="auto", offsetgroup="usd"))
     lay = _layout(title, "phase", "$ millions" if "total_usd" in row else "", barmode="group")
-    lay["yaxis2"] = {"title": {"text": "tokens"}, "type": "log", "overlaying": "y", "side": "right", "showgrid": False}
+    lay["yaxis"]["tickprefix"] = "$"
+    lay["legend"] = {"orientation": "h", "y": -0.2}
+    lay["yaxis2"] = {"title": {"text": "tokens"}, "type": "linear", "overlaying": "y", "side": "right",
+                     "showgrid": False, "rangemode": "tozero", "exponentformat": "SI"}
     return {"data": data, "layout": lay}

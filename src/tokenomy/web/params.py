@@ -23,8 +23,12 @@ from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
 from tokenomy import answers
+from tokenomy.answers.serve import ENGINES
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
+from tokenomy.core.memory import SCHEDULES, STRATEGIES
+from tokenomy.core.training import ATTENTION_CONVENTIONS
+from tokenomy.econ.speculative import DRAFT_KINDS
 from tokenomy.specs import Hardware
 from tokenomy.units import DTYPE_BYTES
 
@@ -97,6 +101,14 @@ def int_list(name: str, text: str) -> list[int]:
     return out
 
 
+def readable(x: float) -> str:
+    """A bound as people read it: 1,048,576 for whole numbers below 10^10, else 1e-6 / 2.5e12 (no '+', no '06')."""
+    if x == int(x) and abs(x) < 1e10:
+        return f"{int(x):,}"
+    mantissa, _, exponent = f"{x:.4g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
 class Query:
     """The query string of one request; refuses parameters the endpoint does not know (typos are errors)."""
 
@@ -129,7 +141,7 @@ class Query:
         except ValueError:
             raise FieldError(name, f"{v!r} is not a number") from None
         if not (lo < x if lo_open else lo <= x) or not x <= hi:
-            raise FieldError(name, f"{v} is out of range {'(' if lo_open else '['}{lo:g}, {hi:g}]")
+            raise FieldError(name, f"{v} is out of range {'(' if lo_open else '['}{readable(lo)}, {readable(hi)}]")
         return x
 
     def integer(self, name: str, default: int | None, lo: int, hi: int) -> int | None:
@@ -146,7 +158,7 @@ class Query:
         if not values or len(values) > MAX_LIST:
             raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
         if max(values) > hi:
-            raise FieldError(name, f"{max(values)} exceeds the bound {hi}")
+            raise FieldError(name, f"{max(values):,} exceeds the bound {readable(hi)}")
         return values
 
     def dtype(self, name: str, default: str | None) -> str | None:
@@ -249,7 +261,8 @@ def model_from(q: Query, default: str | None = None) -> ModelArch:
 # ---- a query -> an answer's keyword arguments ------------------------------------------------------------
 
 ANSWERS = answers.SERVED  # the questions /api/<command> answers (the answer layer's own table)
-NOT_OFFERED = {"decode": {"len_pass"}}  # decode passes one new token: the CLI has no --len-pass for it
+NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI has no --len-pass for it
+               "serve": {"trace", "pools"}}  # a trace is a file; the pools a dict (the CLI's --prefill-chips ...)
 PASS_DEFAULTS = {"batch": [1, 8, 64], "context": [2048]}  # tokenomy decode|prefill's --batch and --context
 
 
@@ -257,33 +270,56 @@ PASS_DEFAULTS = {"batch": [1, 8, 64], "context": [2048]}  # tokenomy decode|pref
 class Bound:
     lo: float
     hi: float
+    lo_open: bool = False  # (lo, hi]: lo itself refused
+
+    def __str__(self) -> str:
+        return f"{'(' if self.lo_open else '['}{readable(self.lo)}, {readable(self.hi)}]"
 
 
-ANY_NUMBER = Bound(-1e30, 1e30)  # finite and of sane size
 DEGREE = Bound(1, 2**16)
-NUMBERS = {  # bounds by parameter name, shared by every answer that has it
+SHARE = Bound(0, 1)  # a fraction of something, 0..1
+UTILISATION = Bound(1e-3, 1)  # an MFU or a peak's share: 0 would make every time infinite
+SECONDS = Bound(1e-6, 1e6)  # a latency target or interval: 1 µs .. 11.6 days
+PARAMS = Bound(1e6, 1e15)  # parameters of a model: 1M .. 1,000T
+NUMBERS = {  # bounds by parameter name, shared by every answer that has it (tests: every number has one)
     "chips": Bound(1, MAX_CHIPS), "len_pass": Bound(1, MAX_CONTEXT), "context": Bound(1, MAX_CONTEXT),
     "batch": Bound(1, MAX_BATCH), "usd_per_chip_hour": Bound(0, 1e4), "hop_latency": Bound(0, 10),
     "tp": DEGREE, "ep": DEGREE, "pp": DEGREE, "dp": DEGREE, "cp": DEGREE, "virtual_stages": DEGREE,
     "redundant_experts": Bound(0, 2**16), "micro_batch": Bound(1, MAX_BATCH), "seq_len": Bound(1, MAX_CONTEXT),
     "prefix_tokens": Bound(1, MAX_CONTEXT), "prefill_batch": Bound(1, MAX_BATCH), "prompt_tokens": Bound(1, MAX_CONTEXT),
-    "step_context": Bound(1, 1e9), "stall": Bound(0, 1), "rollouts": Bound(1, 2**20), "prompt_len": Bound(1, MAX_CONTEXT),
+    "step_context": Bound(1, 1e9), "stall": SHARE, "rollouts": Bound(1, 2**20), "prompt_len": Bound(1, MAX_CONTEXT),
     "output_len": Bound(1, MAX_CONTEXT), "draft_tokens": Bound(1, 64), "top": Bound(0, 1000),
     "global_batch": Bound(1, 2**24), "hold": Bound(0, 1e9), "min_tokens_per_user": Bound(0, 1e9),
-    "max_ttft": Bound(0, 1e6),
+    "max_ttft": SECONDS, "max_batch": Bound(1, MAX_BATCH), "zero": Bound(0, 3),
+    # latency, context, speculate
+    "tick_s": SECONDS, "global_tokens_per_s": Bound(1, 1e15), "sparse_const": Bound(0, 1e9, lo_open=True),
+    "sparse_exponent": Bound(0, 1, lo_open=True), "band": Bound(1, 1e6), "acceptance": SHARE,
+    "draft_cost": Bound(0, 0.999), "base_batch": Bound(1, MAX_BATCH), "target_speed": Bound(1, 1000),
+    # serve (a workload)
+    "concurrency": Bound(1, 1e7), "rate": Bound(1e-6, 1e7), "isl": Bound(1, MAX_CONTEXT), "osl": Bound(1, MAX_CONTEXT),
+    "cache_hit": Bound(0, 0.99), "max_num_tokens": Bound(1, MAX_CONTEXT), "ttft_slo": SECONDS, "tpot_slo": SECONDS,
+    "requests": Bound(1, 100_000), "seed": Bound(0, 2**32 - 1),
+    # train, rl, lifecycle
+    "ep_overlap": SHARE, "tokens": Bound(1, 1e17), "mfu": UTILISATION, "flops_fraction": UTILISATION,
+    "flops_factor": Bound(2, 6), "train_mfu": UTILISATION, "demand_tokens_per_s": Bound(1, 1e15),
+    "period_days": Bound(0.01, 36_500), "target_loss": Bound(0, 20, lo_open=True), "target_params": PARAMS,
+    "rl_tokens_ratio": Bound(0, 100), "rl_flops_factor": Bound(2, 6), "rl_penalty": Bound(1, 100),
+    "inference_penalty": Bound(1, 100), "active_params": PARAMS, "models_per_family": Bound(1, 1e6),
 }
 KINDS = {  # parameters whose default (None) does not say their kind
     "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
     "top": "int", "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
     "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
-    "published": "text", "schedule": "text", "recompute": "text", "attention": "text", "attn_dp": "bool",
-    "kv_batch": "bool",
+    "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
+    "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text",
 }
-ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list",
-          "models": "model_list"}  # lists whatever the default
+ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list", "models": "model_list",
+          "concurrency": "float_list", "rate": "float_list"}  # lists whatever the default
 FORWARDS = {c: "serving" for c in ("batch", "latency", "context", "pricing", "speculate", "cache")}  # **kw -> serving()
-CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",)}
+CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": SCHEDULES,
+           "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
+           "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg")}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file
 MAX_SEARCH_CHIPS = 1024  # a layout search over 1024 chips takes ~1 s and ~100 MB; pods are searched by budget
@@ -348,9 +384,11 @@ def options(command: str) -> dict[str, Option]:
 
 
 def _number(name: str, text: str, integer: bool) -> float | int:
-    b = NUMBERS.get(name, ANY_NUMBER)
+    b = NUMBERS[name]  # a number without a bound is a bug (tests/web: every numeric option has one)
     q = Query({name: text}, (name,))
-    return q.integer(name, None, b.lo, b.hi) if integer else q.number(name, None, b.lo, b.hi)
+    if integer:
+        return q.integer(name, None, b.lo, b.hi)
+    return q.number(name, None, b.lo, b.hi, lo_open=b.lo_open)
 
 
 def _value(name: str, opt: Option, text: str):
@@ -369,7 +407,7 @@ def _value(name: str, opt: Option, text: str):
         return text.lower()
     if opt.kind in ("int_list", "float_list"):
         parts = text.split(",")
-        values = (Query({name: text}, (name,)).int_list(name, text, int(NUMBERS.get(name, Bound(1, 2**40)).hi))
+        values = (Query({name: text}, (name,)).int_list(name, text, int(NUMBERS[name].hi))
                   if opt.kind == "int_list" else [_number(name, x, False) for x in parts])
         if len(values) > MAX_LIST:
             raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")

@@ -52,6 +52,24 @@ def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     return kind, q
 
 
+def op_table(ops, peak_flops_per_s: float, hbm_bytes_per_s: float) -> list[dict]:
+    """The roofline plot's op rows as a table (busiest chip, one micro-batch): FLOPs, bytes, intensity I = F/B,
+    roofline time max(F/peak, B/BW) and the bound (compute when I >= the ridge peak/BW), the same arithmetic as
+    plots.roofline places the points with."""
+    ridge = peak_flops_per_s / hbm_bytes_per_s
+    rows = []
+    for o in ops:
+        t = max(o.flops / peak_flops_per_s, o.bytes / hbm_bytes_per_s)
+        i = o.flops / o.bytes if o.bytes else None
+        rows.append({"op": o.name, "kind": o.kind, "count": o.count, "flops": o.flops, "bytes": o.bytes,
+                     "intensity": i, "time_s": t, "bound": "-" if i is None or not o.flops else
+                     ("compute" if i >= ridge else "memory")})
+    total = sum(r["time_s"] for r in rows) or 1.0
+    for r in rows:
+        r["share"] = r["time_s"] / total
+    return rows
+
+
 def _sweep(kind: str, q: dict, plan: dict, **grid) -> list[dict]:
     """The ``kind`` answer over a grid on the point's layout (so the curves pass through the point)."""
     degrees = ({"layout": "ideal"} if plan["ideal"] else
@@ -71,10 +89,11 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     dep = deployment(kw["model"], kw["hardware"], layout=layout, weight_dtype=kw.get("weight_dtype"),
                      kv_dtype=kw.get("kv_dtype", "bf16"))
     compute_dtype, _ = dep.compute
-    figures = {}
+    figures, op_rows = {}, []
     if row["fits"]:  # a configuration that does not fit gets no times, so no point on the roofline
         ops = op_costs(dep, batch=row["batch"], context=row["context"], len_pass=row["len_pass"])  # busiest chip
         chip, m = dep.hardware.chip, plan["microbatches"]  # a step runs M micro-batches through each stage
+        op_rows = op_table(ops, chip.peak_flops_per_s[compute_dtype], chip.hbm_bytes_per_s)
         figures["roofline"] = roofline_figure(
             ops, peak_flops_per_s=chip.peak_flops_per_s[compute_dtype], hbm_bytes_per_s=chip.hbm_bytes_per_s,
             pass_flops=m * sum(o.flops for o in ops), pass_bytes=m * sum(o.bytes for o in ops),
@@ -82,15 +101,17 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
             title=f"{kind} roofline: {row['batch'] * row['len_pass']:,} new tokens, context {row['context']:,}")
     on = f"<br><sub>on {plan['label']}, {row['efficiency']}</sub>"  # second line: plots are half the page wide
     marks = {"this batch": row["batch"]}
-    brows = _sweep("decode", q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
-    krows = brows if kind == "decode" else _sweep(kind, q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
-    figures["latency"] = sp.latency_vs_batch(krows, f"{kind.capitalize()} step time vs batch at context "
-                                                    f"{row['context']:,}{on}", marks)
-    figures["cost"] = sp.cost_vs_batch(brows, f"Decode $/Mtok and MFU vs batch{on}", marks)
-    figures["mfu"] = sp.mfu_vs_context(_sweep("decode", q, plan, batch=str(row["batch"]), context=CONTEXT_SWEEP),
-                                       f"Decode MFU vs context at batch {row['batch']:,}{on}")
-    figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user (decode){on}")
+    Kind = kind.capitalize()  # every sweep is the page's own pass kind on the page's own layout
+    brows = _sweep(kind, q, plan, batch=BATCH_SWEEP, context=str(row["context"]))
+    figures["latency"] = sp.latency_vs_batch(brows, f"{Kind} step time vs batch at context {row['context']:,}{on}",
+                                             marks)
+    figures["cost"] = sp.cost_vs_batch(brows, f"{Kind} $/Mtok and MFU vs batch{on}", marks)
+    contexts = ",".join(c for c in CONTEXT_SWEEP.split(",") if int(c) >= row["len_pass"])  # len_pass <= context
+    figures["mfu"] = sp.mfu_vs_context(_sweep(kind, q, plan, batch=str(row["batch"]), context=contexts or
+                                              str(row["context"])),
+                                       f"{Kind} MFU vs context at batch {row['batch']:,}{on}")
+    figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user ({kind}){on}")
     return {"row": row, "title": res.title, "layout_rule": res.extra["layout_rule"], "plan": plan,
-            "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "chips": plan["chips"],
+            "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
             "weight_dtype": kw.get("weight_dtype"), "kv_dtype": kw.get("kv_dtype", "bf16")}

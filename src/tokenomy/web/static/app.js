@@ -107,8 +107,52 @@
     });
   }
 
+  function cellValue(td) {
+    // a cell's sort key: the number it shows with its SI prefix ("1.2 T", "$3.4 M", "85.5 GB"), else its text
+    var t = (td.innerText || "").trim().replace(/[$,]/g, "");
+    var m = t.match(/^(-?[0-9.]+(?:e[-+]?[0-9]+)?)\s*([kMGTPB]?)/);
+    if (!m) return t.toLowerCase();
+    var scale = {"": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, B: 1e9}[m[2]];
+    return Number(m[1]) * scale;
+  }
+
+  function sortBy(th) {
+    var table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
+    var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir);
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
+      var c = (typeof x === "number" && typeof y === "number") ? x - y : String(x).localeCompare(String(y));
+      return dir === "ascending" ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+
+  function catalogTools() {
+    // the Catalog page: sortable columns and one search box over every table's rows (its source cells aside)
+    document.querySelectorAll("table.sortable th").forEach(function (th) {
+      if (th.dataset.sortable) return;
+      th.dataset.sortable = "1";
+      th.addEventListener("click", function () { sortBy(th); });
+    });
+    var box = document.getElementById("catalog-search");
+    if (!box || box.dataset.ready) return;
+    box.dataset.ready = "1";
+    box.addEventListener("input", function () {
+      var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+      document.querySelectorAll("table.sortable tbody tr").forEach(function (tr) {
+        var text = Array.prototype.filter.call(tr.cells, function (c) { return !c.classList.contains("src"); })
+          .map(function (c) { return c.innerText.toLowerCase(); }).join(" ");
+        tr.hidden = !words.every(function (w) { return text.indexOf(w) >= 0; });
+      });
+    });
+  }
+
   function setup() {
     drawFigures(document);
+    catalogTools();
     initForm(currentForm());
     document.body.addEventListener("htmx:configRequest", function (e) {
       var p = e.detail.parameters;
