@@ -14,11 +14,11 @@ _WHERE = {
     "context_compare": "architectures", "serve": "serve",
     "speculate": "economics", "cache": "economics", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "training",
-    "validate": "fidelity", "models": "catalog", "model": "catalog", "hardware": "catalog",
+    "validate": "fidelity", "models": "catalog", "model": "catalog", "hardware": "catalog", "sweep": "sweep",
 }
 
 __all__ = sorted(_WHERE)
-SERVED = tuple(q for q in _WHERE if q not in ("validate", "models", "model", "hardware"))  # the web's /api/<q>
+SERVED = tuple(q for q in _WHERE if q not in ("validate", "models", "model", "hardware", "sweep"))  # the web's /api/<q>
 
 
 def module_of(name: str) -> str:

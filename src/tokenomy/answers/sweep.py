@@ -135,13 +135,16 @@ def _dataset(spec: Spec, values: dict):
     return ds.squeeze([n for n in g.names if n in g.scalar])
 
 
-def run(spec: Spec, *, out=None, client=None):
-    """Evaluate every chunk; a Dataset, or (``out``) the path of the file written chunk by chunk."""
+def run(spec: Spec, *, out=None, client=None, on_chunk=None):
+    """Evaluate every chunk; a Dataset, or (``out``) the path of the file written chunk by chunk. ``on_chunk(block,
+    values)`` sees every chunk in order (e.g. sweep_front.Fronts.add)."""
+    see = on_chunk or (lambda b, v: None)
     if out is not None:
         path = check_out(out)
         w = writer(path, spec.grid, spec.variables(), _meta(spec))
         try:
             for b, values in evaluated(spec, client):
+                see(b, values)
                 w.write(b, values)
         finally:
             w.close()
@@ -151,6 +154,7 @@ def run(spec: Spec, *, out=None, client=None):
                          f"give out= a .parquet, .csv or .nc file to stream it")
     full: dict = {}
     for b, values in evaluated(spec, client):
+        see(b, values)
         for k, v in values.items():
             if k not in full:
                 full[k] = np.empty(spec.grid.shape, dtype=v.dtype)

@@ -8,3 +8,4 @@ from tokenomy.cli import serving, serving_econ  # noqa: F401
 from tokenomy.cli import fidelity  # noqa: F401
 from tokenomy.cli import reversible  # noqa: F401,E402
 from tokenomy.cli import serve  # noqa: F401
+from tokenomy.cli import sweep  # noqa: F401

@@ -1,0 +1,153 @@
+"""tokenomy sweep: the one engine over named axes (comma lists), streamed to a file, on this machine or a dask
+cluster, with an HTML page of the Pareto fronts; a thin layer over answers.sweep."""
+
+from __future__ import annotations
+
+import typer
+
+from tokenomy.cli.app import UsageError, app, guarded, int_list
+
+LIST = "comma list"
+
+
+def _words(name: str, text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    if not out:
+        raise UsageError(f"--{name}: empty; give at least one value")
+    return out
+
+
+def _numbers(name: str, text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--{name}: {text!r} is not a comma list of numbers") from None
+    if not out:
+        raise UsageError(f"--{name}: empty; give at least one value")
+    return out
+
+
+def _ints(name: str, text: str | None) -> list[int] | None:
+    return None if text is None else int_list(name, text)
+
+
+def _client(address: str | None):
+    if address is None:
+        return None
+    if not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        raise UsageError(f"--dask: {address!r} must be a scheduler address, e.g. tcp://host:8786")
+    from distributed import Client
+
+    try:
+        return Client(address, timeout="10s")
+    except (OSError, TimeoutError) as e:
+        raise UsageError(f"--dask: no scheduler at {address} ({type(e).__name__})") from None
+
+
+def _plot(path: str, fronts, serving: bool) -> None:
+    import plotly.io as pio
+
+    from tokenomy.plots.sweep import pareto_figure
+
+    x, y = fronts.x_name, fronts.y_name
+    title = ("sweep: $/Mtok vs TTFT (Pareto fronts)" if serving else
+             "sweep: tokens/s per chip vs tokens/s per user (Pareto fronts)")
+    fig = pareto_figure(fronts.rows(), x, y, title)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(pio.to_html(fig, include_plotlyjs=True, full_html=True, validate=False))
+
+
+def _summary(spec, ds_or_path, counts, n_chunks) -> str:
+    from tokenomy.answers.sweep_eval import REASONS
+
+    total = spec.grid.size
+    valid = counts.get(0, 0)
+    dims = " x ".join(f"{n} {len(v)}" for n, v in zip(spec.grid.names, spec.grid.values) if len(v) > 1) or "1 point"
+    lines = [f"sweep: {dims} = {total:,} points in {n_chunks} chunk(s); {valid:,} valid and fitting"]
+    lines += [f"  {n:,} x {REASONS[c]}" for c, n in sorted(counts.items()) if c]
+    if not hasattr(ds_or_path, "data_vars"):
+        lines.append(f"written: {ds_or_path}")
+    return "\n".join(lines)
+
+
+@app.command("sweep")
+@guarded
+def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model names, {LIST}."),
+              hardware: str = typer.Option(..., "--hardware", help=f"Chip or system names, {LIST}."),
+              kind: str = typer.Option(None, "--kind", help="decode | prefill (comma list; default decode)."),
+              weight_dtype: str = typer.Option(None, "--weight-dtype", help="Weight dtypes (checkpoint = its own)."),
+              kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV dtypes (default bf16)."),
+              efficiency: str = typer.Option(None, "--efficiency", help="calibrated | roofline (default calibrated)."),
+              chips: str = typer.Option(None, "--chips", help="plan: chip budgets (default: the system's)."),
+              tp: str = typer.Option(None, "--tp", help="Tensor-parallel degrees (none given: best layout per point)."),
+              ep: str = typer.Option(None, "--ep", help="Expert-parallel degrees."),
+              pp: str = typer.Option(None, "--pp", help="Pipeline stages."),
+              dp: str = typer.Option(None, "--dp", help="Data-parallel replicas."),
+              batch: str = typer.Option(None, "--batch", help="Batches, e.g. 1,8,64 or 1..4096 (powers of two)."),
+              context: str = typer.Option(None, "--context", help="Contexts, e.g. 2k,32k,128k or 1k..1M."),
+              len_pass: str = typer.Option(None, "--len-pass", help="prefill: new tokens per sequence."),
+              concurrency: str = typer.Option(None, "--concurrency", help="Serving, closed loop: users."),
+              rate: str = typer.Option(None, "--rate", help="Serving, open loop: requests/s."),
+              isl: str = typer.Option(None, "--isl", help="Serving: input tokens per request."),
+              osl: str = typer.Option(None, "--osl", help="Serving: output tokens per request."),
+              engine: str = typer.Option("vllm", "--engine", help="Serving: vllm | sglang | trtllm."),
+              out: str = typer.Option(None, "--out", help="Stream to a .parquet, .csv or .nc file."),
+              plot: str = typer.Option(None, "--plot", help="Write an HTML page of the Pareto fronts."),
+              dask: str = typer.Option(None, "--dask", help="Evaluate on a dask scheduler, e.g. tcp://host:8786."),
+              chunk_points: int = typer.Option(None, "--chunk-points", help="Points per chunk (default 262144)."),
+              as_csv: bool = typer.Option(False, "--csv", help="Print every point as CSV (small sweeps).")) -> None:
+    """Sweep the one engine over named axes: every combination of the comma lists, evaluated in chunks.
+
+    Example: tokenomy sweep --model llama-3.1-70b,qwen3-32b --hardware hgx-h100-8 --tp 1,2,4,8 --batch 1..4096
+    --context 2k,32k --out sweep.parquet --plot sweep.html
+
+    Plan per point (no degrees): tokenomy sweep --model kimi-k2-instruct --hardware gb200-nvl72 --chips 1152
+    --batch 1..4096 --context 8k
+
+    Serving: tokenomy sweep --model llama-3.1-8b --hardware h100-sxm --concurrency 1..256 --isl 1k,8k --osl 1k
+
+    On a cluster: tokenomy sweep ... --out big.parquet --dask tcp://scheduler:8786
+    """
+    from tokenomy.answers.sweep import CHUNK_POINTS, chunks, run, spec_of
+    from tokenomy.answers.sweep_front import Fronts
+
+    axes = dict(model=_words("model", model), hardware=_words("hardware", hardware), kind=_words("kind", kind),
+                weight_dtype=_words("weight-dtype", weight_dtype), kv_dtype=_words("kv-dtype", kv_dtype),
+                efficiency=_words("efficiency", efficiency), chips=_ints("chips", chips), tp=_ints("tp", tp),
+                ep=_ints("ep", ep), pp=_ints("pp", pp), dp=_ints("dp", dp), batch=_ints("batch", batch),
+                context=_ints("context", context), len_pass=_ints("len-pass", len_pass),
+                concurrency=_numbers("concurrency", concurrency), rate=_numbers("rate", rate),
+                isl=_ints("isl", isl), osl=_ints("osl", osl))
+    if as_csv and out:
+        raise UsageError("--csv: prints the points; with --out they go to the file instead, choose one")
+    spec = spec_of(axes, chunk_points=CHUNK_POINTS if chunk_points is None else chunk_points, engine=engine)
+    fronts = Fronts(spec.grid) if plot else None
+    counts: dict = {}
+
+    def seen(block, values):
+        import numpy as np
+
+        c = np.bincount(np.ravel(values["reason"]).astype(np.int64))
+        for code in np.flatnonzero(c):
+            counts[int(code)] = counts.get(int(code), 0) + int(c[code])
+        if fronts is not None:
+            fronts.add(block, values)
+
+    client = _client(dask)
+    try:
+        res = run(spec, out=out, client=client, on_chunk=seen)
+    finally:
+        if client is not None:
+            client.close()
+    if plot:
+        _plot(plot, fronts, spec.grid.serving)
+    if as_csv:
+        typer.echo(res.to_dataframe().reset_index().to_csv(index=False), nl=False)
+        return
+    typer.echo(_summary(spec, res, counts, len(chunks(spec))))
+    if plot:
+        typer.echo(f"plot: {plot}")
