@@ -34,6 +34,8 @@ class _Cfg:
 
     MAX_SIZE = 2**40  # no dimension, count or length of a real model comes near it (vocab ~2^18, context ~2^24)
     MAX_LAYERS = 100_000  # layer counts become per-layer op lists; real models have ~10-200 layers
+    MAX_WIDTH = 2**20  # hidden/intermediate sizes and head dims: real ones are below 2^17
+    WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
 
     def _check(self, key: str, v: Any) -> Any:
         if isinstance(v, float) and (v != v or abs(v) == float("inf") or abs(v) > self.MAX_SIZE):
@@ -42,7 +44,7 @@ class _Cfg:
             return v
         if v < 0:
             raise ConfigError(f"config {self.name}: field '{key}' must be >= 0, got {v}")
-        cap = self.MAX_LAYERS if "layers" in key else self.MAX_SIZE
+        cap = self.MAX_LAYERS if "layers" in key else self.MAX_WIDTH if key.endswith(self.WIDTHS) else self.MAX_SIZE
         if v > cap:
             raise ConfigError(f"config {self.name}: field '{key}' must be at most {cap:,}, got {v:.3g}")
         return v
