@@ -1,31 +1,43 @@
 """The iteration-level simulator: a loop over scheduler steps, each timed by the one engine.
 
-Each iteration: arrivals join the FCFS queue; the scheduler admits waiting requests while the running set is under
-max_batch and their prompt's KV blocks fit (KV admission never exceeds the cache); every running decode takes one
-token of the budget, then prefill chunks fill what is left in admission order (whole prompts only when the engine
-does not chunk); a decode that needs a new block when none is free preempts the latest-admitted request (recompute:
-it re-queues at the front and prefills its prompt and its generated tokens again). The step's time is the engine's
-for n decodes at their mean context plus P prefill tokens: the engine is evaluated once, vectorised, over every
-batch 0..B_max, a grid of P and of context (scheduler.step_time) and read off by interpolation in P and context.
-Runs of pure-decode steps with no arrival, completion or block boundary are taken at once (same times: the table is
-linear in context between grid points). Closed loop: each of C clients sends its next request on completion.
+Each step, as vLLM, SGLang and TensorRT-LLM schedule one:
+  1. arrivals due by now join the FCFS queue;
+  2. admission, in queue order, while the running set is under max_batch and the head's KV blocks fit:
+     ceil((ISL + max(g − 1, 0)) / b) blocks of b tokens (g tokens it generated before a preemption);
+  3. every running decode takes one token of the budget and caches one token: a decode holding K tokens
+     (ISL + g − 1) needs a new block when K is a multiple of b; when none is free the latest-admitted request is
+     preempted (recompute: its blocks are freed, it re-queues at the front and later prefills its uncached
+     prompt and the g − 1 tokens it had cached, then decodes on from g);
+  4. prefill chunks fill the rest of the budget in admission order (whole prompts only, when the engine does
+     not chunk); a prompt's last chunk emits its first token (time to first token);
+  5. the step takes t(n decodes at their mean context, P prefill tokens), the engine on a grid
+     (sim_table.StepTable); requests that reached their OSL finish and free their blocks.
+Runs of pure-decode steps up to the next event (a completion, an arrival, the step that would need more blocks
+than are free) are taken at once: the blocks in closed form (sim_blocks.DecodeBlocks), the seconds in closed
+form (StepTable.decode_run_s), the same as stepping them one by one.
+Closed loop: each of C clients sends its next request when its last completes (all at t = 0 "together", or
+spread over one estimated lifetime "staggered"); open loop: the workload's Poisson arrivals or a trace's.
 Statistics skip the first and last C requests of a closed loop (warm-up and drain) when there are > 3·C.
+TTFT and end-to-end times add the request overhead outside the engine (Efficiency.request_overhead_s).
 """
 
 from __future__ import annotations
 
-import math
+import heapq
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import EngineProfile, kv_tokens, step_time
+from tokenomy.serving.scheduler import EngineProfile, kv_tokens
+from tokenomy.serving.sim_blocks import DecodeBlocks
+from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.workload import Workload, prefill_tokens
 
-P_GRID = 16  # prefill-token grid cells over the budget
-C_GRID = 8  # context grid cells
+__all__ = ["C_GRID", "P_GRID", "Simulation", "StepTable", "simulate"]
+
+EPS_S = 1e-12  # an arrival this close to a step boundary is in time for that step
 
 
 @dataclass(frozen=True)
@@ -42,18 +54,17 @@ class Simulation:
     kv_blocks: int
     max_queue: int
     queue_len: np.ndarray  # waiting requests seen by each request at arrival
+    first_token_s: np.ndarray  # absolute time of each request's first token (engine only, no request overhead)
 
     def summary(self, chips: int) -> dict:
         c = self.counted
         t, p, e = self.ttft_s[c], self.tpot_s[c], self.e2e_s[c]
         span = float(np.max(self.finish_s) - np.min(self.arrival_s))
-        out_tokens = None
         return {"ttft_s": float(np.mean(t)), "tpot_s": float(np.nanmean(p)), "e2e_s": float(np.mean(e)),
                 "ttft_p50_s": float(np.percentile(t, 50)), "ttft_p99_s": float(np.percentile(t, 99)),
                 "tpot_p50_s": float(np.nanpercentile(p, 50)), "tpot_p99_s": float(np.nanpercentile(p, 99)),
                 "requests_per_s": len(self.ttft_s) / span if span > 0 else None, "sim_steps": self.steps,
-                "preemptions": self.preemptions, "max_queue": self.max_queue, "sim_requests": len(self.ttft_s),
-                **({} if out_tokens is None else {})}
+                "preemptions": self.preemptions, "max_queue": self.max_queue, "sim_requests": len(self.ttft_s)}
 
     def goodput(self, ttft_slo, tpot_slo) -> float:
         ok = np.ones(len(self.ttft_s), bool)
@@ -65,159 +76,302 @@ class Simulation:
         return float(np.sum(ok)) / span if span > 0 else 0.0
 
 
-class StepTable:
-    """t(n decodes, context, P prefill tokens): the engine over n = 0..n_max, P and context grids, then bilinear."""
-
-    def __init__(self, dep: Deployment, n_max: int, budget: int, c_lo: float, c_hi: float, pctx: float):
-        self.budget, self.c_lo = float(budget), float(c_lo)
-        self.dc = max((c_hi - c_lo) / C_GRID, 1.0)
-        n = np.arange(n_max + 1, dtype=float)[:, None, None]
-        P = np.linspace(0.0, budget, P_GRID + 1)[None, :, None]
-        C = (c_lo + self.dc * np.arange(C_GRID + 1))[None, None, :]
-        t = np.asarray(step_time(dep, n, C, P, pctx), float)
-        self.t = np.where(np.isfinite(t), t, np.inf)
-        self.dp = self.budget / P_GRID
-
-    def __call__(self, n: int, ctx: float, P: float) -> float:
-        x = min(max((ctx - self.c_lo) / self.dc, 0.0), C_GRID - 1e-9)
-        y = min(P / self.dp, P_GRID - 1e-9)
-        i, j = int(x), int(y)
-        fx, fy = x - i, y - j
-        row = self.t[n]
-        a = row[j, i] + fx * (row[j, i + 1] - row[j, i])
-        b = row[j + 1, i] + fx * (row[j + 1, i + 1] - row[j + 1, i])
-        return float(a + fy * (b - a))
-
-
-def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int) -> Simulation:
-    """Run ``n_requests`` of workload ``w`` (module docstring); deterministic for a seed."""
+def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int, *, table: StepTable | None = None,
+             kv_blocks: int | None = None) -> Simulation:
+    """Run ``n_requests`` of workload ``w`` (module docstring); deterministic for a seed. ``table`` and
+    ``kv_blocks`` replace the engine's step times and the KV cache's size (tests, what-ifs)."""
     req = w.requests(n_requests)
-    N = len(req)
     isl, osl = req.isl.astype(np.int64), req.osl.astype(np.int64)
     need0 = prefill_tokens(isl, w.cache_hit).astype(np.int64)
-    blk = prof.block_size
-    L_max = int(np.max(isl + osl))
-    tok, _, _ = kv_tokens(dep, prof, float(np.ceil(np.mean(isl + osl) / blk) * blk))
-    kv_blocks = int(float(tok) * float(dep.layout.dp) // blk)
-    budget = prof.max_num_tokens
-    n_max = int(min(prof.max_batch, N, kv_blocks))
-    table = StepTable(dep, max(n_max, 1), budget, float(np.min(isl)), float(L_max), float(np.mean(isl) * w.cache_hit
-                                                                                             + np.mean(need0) / 2.0))
-    arrival = np.array(req.arrival_s, float)
-    closed = w.closed
-    C = int(w.concurrency) if closed else 0
-    if closed:
-        first = min(C, N)
+    blk = int(prof.block_size)
+    if kv_blocks is None:
+        tok, _, _ = kv_tokens(dep, prof, float(np.ceil(np.mean(isl + osl) / blk) * blk))
+        kv_blocks = int(float(tok) * float(dep.layout.dp) // blk)
+    _check_fits(isl, osl, need0, blk, int(kv_blocks), prof)
+    n_max = int(max(min(prof.max_batch, len(isl), kv_blocks), 1))
+    if table is None:
+        table = StepTable.for_deployment(dep, n_max, prof.max_num_tokens, float(np.min(isl)),
+                                         float(np.max(isl + osl)),
+                                         float(np.mean(isl) * w.cache_hit + np.mean(need0) / 2.0))
+    arrival = _first_arrivals(w, req.arrival_s, isl, osl, table, n_max)
+    run = _Run(prof, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival, table,
+               int(kv_blocks))
+    run.loop()
+    return _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)) if dep is not None else 0.0)
+
+
+def _check_fits(isl, osl, need0, blk, kv_blocks, prof) -> None:
+    """A request that cannot finish even alone: its last step's KV over the whole cache, or (an engine that does
+    not chunk) a prompt over the token budget."""
+    need_blocks = -(-(isl + osl - 1) // blk)
+    i = int(np.argmax(need_blocks))
+    if need_blocks[i] > kv_blocks:
+        raise ValueError(f"isl, osl: a request of {int(isl[i])} + {int(osl[i])} tokens needs {int(need_blocks[i])} "
+                         f"KV blocks of {blk} tokens; the cache holds {kv_blocks}")
+    if not prof.chunked_prefill and int(np.max(need0)) > prof.max_num_tokens:
+        raise ValueError(f"max_num_tokens: {prof.name} prefills whole prompts; a {int(np.max(need0))}-token prompt "
+                         f"needs a budget >= {int(np.max(need0))}, got {prof.max_num_tokens}")
+
+
+def _first_arrivals(w: Workload, arrival_s, isl, osl, table: StepTable, n_max: int) -> list:
+    """Arrival times: the open loop's (or trace's); a closed loop's first C at 0 or spread over one lifetime."""
+    arrival = np.array(arrival_s, float)
+    if w.closed:
+        first = min(int(w.concurrency), len(arrival))
         if w.arrivals == "together":
             arrival[:first] = 0.0
         else:  # spread over one estimated lifetime
             life = float(np.mean(osl)) * table(min(first, n_max), float(np.mean(isl + osl / 2)), 0.0)
             arrival[:first] = np.arange(first) * life / first
-    ttft, finish = np.full(N, np.nan), np.full(N, np.nan)
-    gen = np.zeros(N, np.int64)  # tokens generated
-    done_pf = np.zeros(N, np.int64)  # prefill tokens computed this admission
-    need = need0.copy()  # prefill tokens to compute this admission
-    held = np.zeros(N, np.int64)  # KV blocks held
-    qlen = np.zeros(N, np.int64)
-    waiting: deque[int] = deque()
-    running: list[int] = []
-    order = list(range(N)) if not closed else list(range(min(C, N)))
-    order.sort(key=lambda i: arrival[i])
-    pending = deque(order)
-    issued = len(order)
-    now, free, steps, preempt, max_used, max_q = 0.0, kv_blocks, 0, 0, 0, 0
-    finished = 0
-    while finished < N:
-        while pending and arrival[pending[0]] <= now + 1e-12:
+    return arrival.tolist()
+
+
+class _Run:
+    """The scheduler's state and its steps (module docstring). Decoders carry an offset a_r: K_r = a_r + S tokens
+    cached after S steps, so their generated tokens, blocks and mean context need no per-step update."""
+
+    def __init__(self, prof, closed, C, isl, osl, need0, arrival, table, kv_blocks):
+        N = len(isl)
+        self.prof, self.closed, self.C, self.table, self.kv = prof, closed, C, table, kv_blocks
+        self.blk, self.budget, self.max_batch = int(prof.block_size), int(prof.max_num_tokens), int(prof.max_batch)
+        self.chunked = bool(prof.chunked_prefill)
+        self.isl, self.osl, self.need0, self.arrival = isl.tolist(), osl.tolist(), need0.tolist(), arrival
+        self.gen, self.done, self.need = [0] * N, [0] * N, list(self.need0)
+        self.held = [0] * N  # blocks of a prefilling request (a decoder's are the ledger's)
+        self.a = [0] * N  # decoder offsets
+        self.serial = [-1] * N  # admission serial (orders the heap; -1: not decoding)
+        self.ttft, self.finish, self.first = [np.nan] * N, [np.nan] * N, [np.nan] * N
+        self.qlen = [0] * N
+        self.running: dict[int, None] = {}  # admission order
+        self.prefilling: dict[int, None] = {}  # admission order
+        self.waiting: deque[int] = deque()
+        order = sorted(range(N if not closed else min(C, N)), key=lambda i: arrival[i])
+        self.pending: deque[int] = deque(order)
+        self.issued, self.N = len(order), N
+        self.heap: list[tuple[int, int, int]] = []  # (step it finishes at, serial, request)
+        self.dec = DecodeBlocks(self.blk)
+        self.sum_a = 0
+        self.held_pf = 0
+        self.now, self.S, self.serials = 0.0, 0, 0
+        self.preemptions, self.max_used, self.max_q, self.finished = 0, 0, 0, 0
+
+    # -- the loop -------------------------------------------------------------------------------------------------
+    def loop(self) -> None:
+        while self.finished < self.N:
+            self.arrivals()
+            if not self.running and not self.waiting:
+                self.now = self.arrival[self.pending[0]]
+                continue
+            self.admit()
+            if len(self.waiting) > self.max_q:
+                self.max_q = len(self.waiting)
+            self.make_room()
+            chunks = self.plan_chunks(self.dec.n)
+            if not chunks and self.dec.n == 0:
+                self.no_progress()
+                continue
+            self.step(chunks)
+            self.fast_forward()
+
+    def arrivals(self) -> None:
+        pending, arrival, waiting, due = self.pending, self.arrival, self.waiting, self.now + EPS_S
+        while pending and arrival[pending[0]] <= due:
             r = pending.popleft()
-            qlen[r] = len(waiting)
+            self.qlen[r] = len(waiting)
             waiting.append(r)
-        if not running and not waiting:
-            now = float(arrival[pending[0]])
-            continue
-        while waiting and len(running) < prof.max_batch:  # admission: the prompt's blocks must fit
+
+    def free(self) -> int:
+        return self.kv - self.held_pf - self.dec.held(self.S)
+
+    def blocks_to_admit(self, r: int) -> int:
+        return -(-(self.isl[r] + max(self.gen[r] - 1, 0)) // self.blk)
+
+    def admit(self) -> None:
+        waiting, running = self.waiting, self.running
+        if not waiting or len(running) >= self.max_batch:
+            return
+        free = self.free()
+        while waiting and len(running) < self.max_batch:
             r = waiting[0]
-            b = -(-(int(isl[r]) + int(gen[r])) // blk)
+            b = self.blocks_to_admit(r)
             if b > free:
                 break
             waiting.popleft()
             free -= b
-            held[r] = b
-            running.append(r)
-        max_q = max(max_q, len(waiting))
-        dec = [r for r in running if done_pf[r] >= need[r]]
-        for r in list(dec):  # KV growth: one token each; preempt the latest admitted when a block is missing
-            if isl[r] + gen[r] + 1 > held[r] * blk:
-                while free < 1 and running:
-                    v = running.pop()
-                    free += int(held[v])
-                    held[v], done_pf[v] = 0, 0
-                    need[v] = int(isl[v]) + int(gen[v])  # recompute the prompt and what it generated
-                    waiting.appendleft(v)
-                    preempt += 1
-                    if v in dec:
-                        dec.remove(v)
-                if r in running:
-                    free -= 1
-                    held[r] += 1
-        max_used = max(max_used, kv_blocks - free)
-        left = budget - len(dec)
-        chunks = []
-        for r in running:
-            if done_pf[r] < need[r] and left > 0:
-                c = min(int(need[r] - done_pf[r]), left)
-                if not prof.chunked_prefill and c < need[r] - done_pf[r]:
-                    break
-                chunks.append((r, c))
-                left -= c
-        P = budget - len(dec) - left
-        if not dec and not chunks:
-            if pending:
-                now = max(now, float(arrival[pending[0]]))
+            self.held[r], self.held_pf = b, self.held_pf + b
+            running[r] = None
+            self.prefilling[r] = None
+            self.serial[r] = self.serials
+            self.serials += 1
+
+    def can_admit(self, free: int) -> bool:
+        return bool(self.waiting) and len(self.running) < self.max_batch and self.blocks_to_admit(self.waiting[0]) \
+            <= free
+
+    # -- KV growth and preemption ---------------------------------------------------------------------------------
+    def make_room(self) -> None:
+        """Blocks for this step's decodes; preempt the latest-admitted request while one is missing."""
+        dec, S = self.dec, self.S
+        h0 = dec.held(S)
+        free = self.kv - self.held_pf - h0
+        if dec.held(S + 1) - h0 <= free:
+            return
+        for r in list(self.running):
+            if r not in self.running or self.serial[r] < 0 or r in self.prefilling or (self.a[r] + S) % self.blk:
                 continue
-            raise RuntimeError("simulator: no progress (a prompt larger than the KV cache or the budget)")
-        ctx = float(np.mean(isl[dec] + gen[dec])) if dec else 1.0
-        k = 1
-        if not chunks and dec and not (waiting and len(running) < prof.max_batch):
-            g = gen[dec]
-            k = int(np.min(osl[dec] - g))
-            room = held[dec] * blk - (isl[dec] + g)  # tokens until each needs a new block
-            k = max(1, min(k, int(np.min(room)) + 1))
-            if pending:
-                dt1 = table(len(dec), ctx, 0.0)
-                k = max(1, min(k, int(math.ceil((float(arrival[pending[0]]) - now) / dt1))))
-        dt = k * table(len(dec), ctx + (k - 1) / 2.0, float(P))
-        now += dt
-        steps += k
-        if k > 1:
-            for r in dec:
-                held[r] += 0
-            gen[dec] += k - 1
-            # the block for the k-th token was taken above; the k-1 earlier fit in the room counted
-        for r in dec:
-            gen[r] += 1
+            while free < 1 and r in self.running:
+                free += self.preempt(next(reversed(self.running)))
+            if r in self.running:
+                free -= 1
+
+    def preempt(self, v: int) -> int:
+        """Recompute: free v's blocks (returned), re-queue it at the front to prefill what it had cached again."""
+        S = self.S
+        if v in self.prefilling:
+            freed = self.held[v]
+            self.held_pf -= freed
+            del self.prefilling[v]
+        else:
+            a = self.a[v]
+            freed = -(-(a + S) // self.blk)
+            self.gen[v] = a + S - self.isl[v] + 1
+            self.dec.remove(a)
+            self.sum_a -= a
+        del self.running[v]
+        self.serial[v] = -1
+        self.need[v], self.done[v] = self.need0[v] + max(self.gen[v] - 1, 0), 0
+        self.waiting.appendleft(v)
+        self.preemptions += 1
+        return freed
+
+    # -- one step -------------------------------------------------------------------------------------------------
+    def plan_chunks(self, n_dec: int) -> list[tuple[int, int]]:
+        """Prefill chunks in admission order under what the decodes leave of the budget."""
+        left, chunks, need, done = self.budget - n_dec, [], self.need, self.done
+        for r in self.prefilling:
+            if left <= 0:
+                break
+            rem = need[r] - done[r]
+            c = rem if rem < left else left
+            if c < rem and not self.chunked:
+                break
+            chunks.append((r, c))
+            left -= c
+        return chunks
+
+    def context(self) -> float:
+        """The decodes' mean context (ISL + generated), the step's attention length."""
+        n = self.dec.n
+        return self.sum_a / n + self.S + 1 if n else 1.0
+
+    def step(self, chunks) -> None:
+        P = 0
+        for _, c in chunks:
+            P += c
+        self.now += self.table(self.dec.n, self.context(), P)
+        self.S += 1
+        self.note_used()
+        done, need = self.done, self.need
         for r, c in chunks:
-            done_pf[r] += c
-            if done_pf[r] >= need[r]:
-                if gen[r] == 0:
-                    gen[r] = 1
-                    ttft[r] = now - arrival[r]
-        for r in [r for r in running if gen[r] >= osl[r] and done_pf[r] >= need[r]]:
-            running.remove(r)
-            free += int(held[r])
-            held[r] = 0
-            finish[r] = now
-            finished += 1
-            if closed and issued < N:
-                arrival[issued] = now
-                pending.append(issued)
-                issued += 1
-    o_req = float(np.asarray(dep.eff.request_overhead_s))  # outside the engine: tokenise, HTTP, detokenise
-    ttft, e2e = ttft + o_req, finish - arrival + o_req
+            done[r] += c
+            if done[r] >= need[r]:
+                self.prefilled(r)
+        self.complete()
+
+    def prefilled(self, r: int) -> None:
+        """r's prompt is in the cache: its first token (unless recomputing), then it decodes (or is done)."""
+        del self.prefilling[r]
+        self.held_pf -= self.held[r]
+        g = self.gen[r]
+        if g == 0:
+            g = self.gen[r] = 1
+            self.first[r] = self.now
+            self.ttft[r] = self.now - self.arrival[r]
+        if g >= self.osl[r]:
+            self.serial[r] = -1
+            self.retire(r)
+            return
+        a = self.isl[r] + g - 1 - self.S
+        self.a[r] = a
+        self.dec.add(a)
+        self.sum_a += a
+        heapq.heappush(self.heap, (self.S + self.osl[r] - g, self.serial[r], r))
+
+    def note_used(self) -> None:
+        used = self.held_pf + self.dec.held(self.S)
+        if used > self.max_used:
+            self.max_used = used
+
+    def complete(self) -> None:
+        heap, S, serial = self.heap, self.S, self.serial
+        while heap and heap[0][0] <= S:
+            _, ser, r = heapq.heappop(heap)
+            if serial[r] != ser:
+                continue  # preempted since
+            a = self.a[r]
+            self.dec.remove(a)
+            self.sum_a -= a
+            serial[r] = -1
+            self.gen[r] = self.osl[r]
+            self.retire(r)
+
+    def retire(self, r: int) -> None:
+        del self.running[r]
+        self.finish[r] = self.now
+        self.finished += 1
+        if self.closed and self.issued < self.N:
+            self.arrival[self.issued] = self.now
+            self.pending.append(self.issued)
+            self.issued += 1
+
+    def no_progress(self) -> None:
+        """Nothing to run this step: jump to the next arrival, retry after a preemption, or say why not."""
+        if self.waiting and not self.running:
+            if self.blocks_to_admit(self.waiting[0]) <= self.kv:
+                return  # a request preempted itself: it is admitted again next step
+        elif not self.running and self.pending:
+            self.now = max(self.now, self.arrival[self.pending[0]])
+            return
+        raise ValueError("max_num_tokens: no request can be scheduled (a prompt larger than the step budget of an "
+                         "engine that does not chunk prefill)")
+
+    # -- runs of pure-decode steps --------------------------------------------------------------------------------
+    def fast_forward(self) -> None:
+        """Take the pure-decode steps up to the next event at once (module docstring)."""
+        n = self.dec.n
+        if n == 0 or (self.prefilling and self.plan_chunks(n)):
+            return
+        pending = self.pending
+        if pending and self.arrival[pending[0]] <= self.now + EPS_S:
+            return
+        free = self.free()
+        if self.can_admit(free):
+            return
+        heap, serial = self.heap, self.serial
+        while serial[heap[0][2]] != heap[0][1]:
+            heapq.heappop(heap)
+        k = heap[0][0] - self.S
+        ctx = self.context()
+        if pending:
+            k = self.table.steps_to_reach(n, ctx, self.arrival[pending[0]] - EPS_S - self.now, k)
+        k = self.dec.steps_within(self.S, free, k)
+        if k < 1:
+            return
+        self.now += self.table.decode_run_s(n, ctx, k)
+        self.S += k
+        self.note_used()
+        self.complete()
+
+
+def _result(run: _Run, isl, osl, o_req: float) -> Simulation:
+    N = run.N
+    arrival, finish = np.array(run.arrival, float), np.array(run.finish, float)
+    ttft, e2e = np.array(run.ttft, float) + o_req, finish - arrival + o_req
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(osl > 1, (e2e - ttft) / (osl - 1), np.nan)
     counted = np.ones(N, bool)
-    if closed and N > 3 * C:
-        counted[:C] = False
-        counted[N - C:] = False
-    return Simulation(ttft, tpot, e2e, arrival, finish, counted, steps, preempt, max_used, kv_blocks, max_q, qlen)
+    if run.closed and N > 3 * run.C:
+        counted[:run.C] = False
+        counted[N - run.C:] = False
+    return Simulation(ttft, tpot, e2e, arrival, finish, counted, run.S, run.preemptions, run.max_used, run.kv,
+                      run.max_q, np.array(run.qlen, np.int64), np.array(run.first, float))

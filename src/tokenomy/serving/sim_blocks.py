@@ -1,0 +1,54 @@
+"""KV blocks held by the decoding requests, in closed form over the simulator's step counter S.
+
+A decode caches one token a step, so decoder r holds K_r = a_r + S tokens (a_r fixed while it decodes) and
+ceil(K_r / b) blocks of b tokens. With a_r = b·q_r + m_r (0 <= m_r < b) and S = b·Q + s (0 <= s < b):
+    ceil(K_r / b) = q_r + Q + ceil((m_r + s) / b),   ceil((m_r + s)/b) = 0 if m_r + s = 0, 1 up to b, 2 above b
+so over the decoders (n of them; h[m] of them with residue m):
+    held(S) = Σq + n·Q + (n − h[0]·[s = 0]) + Σ_{m > b − s} h[m]
+— O(b) per read, none per step, and the blocks k steps take are held(S + k) − held(S).
+"""
+
+from __future__ import annotations
+
+
+class DecodeBlocks:
+    """The decoders' offsets a_r as residue counts (module docstring)."""
+
+    def __init__(self, block_tokens: int):
+        self.b = int(block_tokens)
+        self.hist = [0] * self.b
+        self.sum_q = 0
+        self.n = 0
+
+    def add(self, a: int) -> None:
+        q, m = divmod(a, self.b)
+        self.hist[m] += 1
+        self.sum_q += q
+        self.n += 1
+
+    def remove(self, a: int) -> None:
+        q, m = divmod(a, self.b)
+        self.hist[m] -= 1
+        self.sum_q -= q
+        self.n -= 1
+
+    def held(self, S: int) -> int:
+        """Σ_r ceil((a_r + S) / b)."""
+        Q, s = divmod(S, self.b)
+        h = self.hist
+        return self.sum_q + self.n * (Q + 1) - (h[0] if s == 0 else 0) + sum(h[self.b + 1 - s:])
+
+    def steps_within(self, S: int, free: int, k_max: int) -> int:
+        """The most steps k <= k_max from S whose new blocks held(S + k) − held(S) fit in ``free``."""
+        b, n = self.b, self.n
+        if n * -(-k_max // b) <= free:  # each decoder takes at most ceil(k/b) blocks in k steps
+            return k_max
+        h0 = self.held(S)
+        lo, hi = 0, k_max  # held(S + lo) − h0 <= free < held(S + hi + 1) − h0 ... bisect the largest fit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.held(S + mid) - h0 <= free:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo

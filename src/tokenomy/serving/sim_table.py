@@ -1,0 +1,105 @@
+"""The simulator's step times: the engine evaluated once on a grid, read off by interpolation, summed in closed form.
+
+    grid        t[n, j, i] = scheduler.step_time(n decodes, context c_i, P_j prefill tokens), n = 0..n_max,
+                P_j = j·N/P_GRID (N the token budget), c_i = c_lo + i·dc (dc = (c_hi − c_lo)/C_GRID, >= 1 token)
+    one step    t(n, c, P): bilinear in (P, c) between grid points, clamped to the grid's edges
+    a run       k pure-decode steps of n decodes whose mean context starts at c and grows one token a step:
+                Σ_{j<k} t(n, c + j, 0). t is linear in c inside a context cell (slope s per token), so each cell
+                the run crosses adds m·t(n, c') + s·m(m − 1)/2 for its m steps — the same seconds as stepping
+    first step  ``steps_to_reach(n, c, T)``: the fewest m >= 1 steps of a run whose seconds reach T (an arrival
+                is due), from the same closed form (the root of the cell's quadratic, then checked exactly)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+P_GRID = 16  # prefill-token grid cells over the budget
+C_GRID = 8  # context grid cells
+_TOP = C_GRID - 1e-9  # the last grid cell's clamp, in cells
+
+
+class StepTable:
+    """Step seconds t(n decodes, context, P prefill tokens) from a grid ``t[n, P, context]`` (module docstring)."""
+
+    def __init__(self, t: np.ndarray, budget: float, c_lo: float, dc: float):
+        t = np.asarray(t, float)
+        self.t = np.where(np.isfinite(t), t, np.inf)
+        self.budget, self.c_lo, self.dc = float(budget), float(c_lo), float(dc)
+        self.dp = self.budget / (self.t.shape[1] - 1)
+        self.c_cells = self.t.shape[2] - 1
+        self._rows = self.t.tolist()  # Python floats: the per-step reads stay off numpy
+        self._decode = [r[0] for r in self._rows]  # P = 0 rows, t[n][i]
+
+    @classmethod
+    def for_deployment(cls, dep, n_max: int, budget: float, c_lo: float, c_hi: float, pctx: float) -> "StepTable":
+        """The engine (scheduler.step_time) over n = 0..n_max, the P grid over the budget and the context grid."""
+        from tokenomy.serving.scheduler import step_time
+
+        dc = max((c_hi - c_lo) / C_GRID, 1.0)
+        n = np.arange(n_max + 1, dtype=float)[:, None, None]
+        P = np.linspace(0.0, float(budget), P_GRID + 1)[None, :, None]
+        C = (c_lo + dc * np.arange(C_GRID + 1))[None, None, :]
+        return cls(np.asarray(step_time(dep, n, C, P, pctx), float), budget, c_lo, dc)
+
+    def _cell(self, ctx: float) -> tuple[int, float]:
+        x = min(max((ctx - self.c_lo) / self.dc, 0.0), self.c_cells - 1e-9)
+        i = int(x)
+        return i, x - i
+
+    def __call__(self, n: int, ctx: float, P: float) -> float:
+        """One step: bilinear in P and context."""
+        i, fx = self._cell(ctx)
+        y = min(P / self.dp, len(self._rows[n]) - 1 - 1e-9)
+        j = int(y)
+        lo, hi = self._rows[n][j], self._rows[n][j + 1]
+        a = lo[i] + fx * (lo[i + 1] - lo[i])
+        b = hi[i] + fx * (hi[i + 1] - hi[i])
+        return a + (y - j) * (b - a)
+
+    def _segment(self, n: int, ctx: float, left: int) -> tuple[int, float, float]:
+        """(m, t at ctx, slope per token) of the next m <= ``left`` steps from ``ctx`` that share one linear piece."""
+        row, c_lo, dc = self._decode[n], self.c_lo, self.dc
+        x = (ctx - c_lo) / dc
+        if x <= 0.0:  # below the grid: the first value, flat, until the context passes c_lo
+            return max(min(left, math.floor(c_lo - ctx) + 1), 1), row[0], 0.0
+        if x >= self.c_cells - 1e-9:  # above it: the clamped last value
+            i = self.c_cells - 1
+            return left, row[i] + (self.c_cells - 1e-9 - i) * (row[i + 1] - row[i]), 0.0
+        i = int(x)
+        edge = c_lo + (i + 1) * dc  # where the next piece starts
+        m = max(min(left, math.ceil(edge - ctx)), 1)
+        s = (row[i + 1] - row[i]) / dc
+        return m, row[i] + (x - i) * (row[i + 1] - row[i]), s
+
+    def decode_run_s(self, n: int, ctx: float, k: int) -> float:
+        """Σ_{j<k} t(n, ctx + j, 0): seconds of k pure-decode steps (module docstring)."""
+        total, j = 0.0, 0
+        while j < k:
+            m, f0, s = self._segment(n, ctx + j, k - j)
+            total += m * f0 + s * (m * (m - 1) / 2.0)
+            j += m
+        return total
+
+    def steps_to_reach(self, n: int, ctx: float, T: float, k_max: int) -> int:
+        """The fewest m in 1..k_max with decode_run_s(n, ctx, m) >= T (k_max when none)."""
+        total, j = 0.0, 0
+        while j < k_max:
+            m, f0, s = self._segment(n, ctx + j, k_max - j)
+            seg = m * f0 + s * (m * (m - 1) / 2.0)
+            if total + seg < T:
+                total, j = total + seg, j + m
+                continue
+            R = T - total
+            b = f0 - s / 2.0  # G(q) = (s/2)q² + b·q reaches R at q = 2R / (b + sqrt(b² + 2sR))
+            q = 2.0 * R / (b + math.sqrt(max(b * b + 2.0 * s * R, 0.0)))
+            q = min(max(math.ceil(q), 1), m)
+            G = lambda q: q * f0 + s * (q * (q - 1) / 2.0)  # noqa: E731
+            while q > 1 and total + G(q - 1) >= T:
+                q -= 1
+            while q < m and total + G(q) < T:
+                q += 1
+            return j + q
+        return k_max
