@@ -5,8 +5,6 @@ Units convention (DESIGN.md): bytes, bytes/s, FLOP/s (a multiply-add is 2 FLOPs)
 
 from __future__ import annotations
 
-import numpy as np
-
 KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
 KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
 SECONDS_PER_HOUR = 3600.0
@@ -49,7 +47,10 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
 
 def floats(x):
     """A float array; a quantity (anything with units, e.g. pint's in the dimensional tests) keeps its units, its
-    magnitude made a float array. The engine's formulas take either."""
+    magnitude made a float array. The engine's formulas take either. (numpy loads here: importing the constants
+    stays cheap for the CLI's --help.)"""
+    import numpy as np
+
     if hasattr(x, "units"):
         return np.asarray(x.magnitude, dtype=np.float64) * x.units
     return np.asarray(x, dtype=np.float64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence, TypeVar
 
 import typer
@@ -33,6 +34,77 @@ def click_message(e: cx.ClickException) -> str:
     return " ".join(lines) + where
 
 
+INT_MSG = "Input should be a valid integer, unable to parse string as an integer"
+FLOAT_MSG = "Input should be a valid number, unable to parse string as a number"
+
+
+def plain_number(kind: type, text: str) -> int | float:
+    """'12', ' 12 ', '+5', '1_000', '12.0' (int) or '1e3', 'inf' (float) as typer's pydantic coercion reads them,
+    without importing pydantic; ValueError with pydantic's wording otherwise (ASCII digits only, as pydantic)."""
+    t = text.strip()
+    if not t.isascii():
+        raise ValueError(INT_MSG if kind is int else FLOAT_MSG)
+    try:
+        if kind is float:
+            return float(t)
+        whole, dot, frac = t.partition(".")
+        if dot and (not frac or frac.strip("0")):
+            raise ValueError
+        return int(whole)
+    except ValueError:
+        raise ValueError(INT_MSG if kind is int else FLOAT_MSG) from None
+
+
+def _light_coercion():
+    """A typer runtime-coercion class for plain str/int/float/bool options, or None where this typer has none.
+
+    typer (>= 0.2x) coerces each option through a pydantic TypeAdapter built on first use (an unset option's None
+    included): its imports are ~45 ms of a simple command's start-up. A plain str, int or float (no min/max, no
+    parser) or a flag needs none of it; anything else is handed to typer's own coercion."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+        from typer.core import _TyperParameter  # noqa: F401
+    except ImportError:
+        return None
+
+    class Light(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            kind = self.annotation
+            if type(value) is kind or (kind is float and type(value) is int):
+                return value
+            if not isinstance(value, str) or kind is bool:
+                return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+            if kind is str:
+                return value
+            try:
+                return plain_number(kind, value)
+            except ValueError as e:
+                raise cx.BadParameter(str(e), ctx=ctx, param=param) from None
+
+    return Light
+
+
+def _plain(param: Any) -> bool:
+    desc = getattr(param, "type_descriptor", None)
+    info = getattr(desc, "parameter_info", None)
+    return (info is not None and getattr(desc, "annotation", None) in (str, int, float, bool) and param.nargs == 1
+            and not param.multiple and getattr(param, "_runtime_param", 0) is None
+            and all(getattr(info, k, None) is None for k in ("min", "max", "parser")) and not getattr(info, "clamp", None))
+
+
+def light_coercion(group: Any) -> None:
+    """Give every plain option of every command the pydantic-free coercion (see _light_coercion)."""
+    light = _light_coercion()
+    if light is None:
+        return
+    for cmd in [group, *getattr(group, "commands", {}).values()]:
+        helps = [cmd.get_help_option(SimpleNamespace(help_option_names=["--help"]))]  # made once, then cached
+        for p in [*cmd.params, *(h for h in helps if h is not None)]:
+            if _plain(p):
+                p._runtime_param = light(parameter_info=p.type_descriptor.parameter_info,
+                                         annotation=p.type_descriptor.annotation)
+
+
 class OneLineErrors(TyperGroup):
     """The root command: every rejection, click's own included, is one line on stderr and exit code 2; --json
     with --csv is refused for every command; --wide may also follow the command's name."""
@@ -43,6 +115,7 @@ class OneLineErrors(TyperGroup):
         cut = argv.index("--") if "--" in argv else len(argv)
         if "--wide" in argv[1:cut]:  # a per-command --wide means the global one
             argv = ["--wide"] + [a for i, a in enumerate(argv) if a != "--wide" or i >= cut]
+        light_coercion(self)
         try:
             if "--json" in argv[:cut] and "--csv" in argv[:cut]:
                 raise cx.UsageError("--json and --csv: choose one")
@@ -67,6 +140,7 @@ class OneLineErrors(TyperGroup):
 
 
 app = typer.Typer(cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,  # click's plain help: typer's rich panels import rich and markdown-it (~50 ms)
                   help="tokenomy: what it costs to train and serve an LLM, and why (roofline, layouts, $).")
 
 
@@ -143,10 +217,25 @@ def int_list(name: str, text: str) -> list[int]:
     return out
 
 
+def asked_command(argv: Sequence[str]) -> str | None:
+    """The command a command line names (its first word that is not an option), if one is registered."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    names = {c.name or c.callback.__name__ for c in app.registered_commands}
+    return word if word in names else None
+
+
 def main() -> None:
+    """The ``tokenomy`` process: typer turns only the command asked for into a click command (all of them for the
+    root's --help or a name it must refuse), which saves building ~30 commands' options on every start."""
     from tokenomy.cli import commands  # noqa: F401  (registers every command)
 
+    every = list(app.registered_commands)
+    name = asked_command(sys.argv[1:])
+    if name is not None:
+        app.registered_commands = [c for c in every if c.name == name]
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    finally:
+        app.registered_commands = every

@@ -7,7 +7,6 @@ import typer
 from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, MODEL, WEIGHT_DTYPE
-from tokenomy.parallel.topology import parse_torus
 
 
 @app.command("plan")
@@ -32,6 +31,7 @@ def plan_cmd(model: str = MODEL,
     --explain derives the best plan (most tokens/s per chip on the front) step by step.
     """
     from tokenomy.answers.layouts import plan
+    from tokenomy.parallel.topology import parse_torus
 
     res = plan(model, hardware, chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
                max_ttft=max_ttft, batch=None if batch is None else int_list("batch", batch), weight_dtype=weight_dtype,

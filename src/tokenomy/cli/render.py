@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shutil
 import sys
-from typing import Any, Iterable
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Iterable
 
 from tokenomy.formatting import fmt_cell, to_csv, to_json  # noqa: F401  (re-exported for the commands)
+
+if TYPE_CHECKING:  # rich loads when a table is drawn, not for --json/--csv/--help
+    from rich.console import Console
+    from rich.table import Table
 
 WRAP_AT = 28  # a longer cell (a reason, a name) is counted at this width: rich wraps it onto more lines
 WIDE_COLUMNS = 1000  # --wide: a console this wide never drops a column
@@ -36,6 +37,8 @@ def width() -> int:
 
 
 def console(**kw: Any) -> Console:
+    from rich.console import Console
+
     return Console(width=width(), **kw)
 
 
@@ -87,6 +90,8 @@ def table(rows: list[dict], title: str = "", columns: Iterable[str] | None = Non
     """Rows as a rich table at most ``limit`` columns wide: trailing columns that do not fit are dropped and
     returned (the caller names them); None: all columns."""
     cols = list(columns or (rows[0].keys() if rows else []))
+    from rich.table import Table
+
     cells = [_cells(r, cols) for r in rows]
     heads = cols
     dropped: list[str] = []
@@ -117,6 +122,8 @@ def _flatten(d: dict, prefix: str = "") -> dict:
 
 def record_table(record: dict, title: str = "") -> Table:
     """One object as a two-column field/value table; nested objects become dotted field names."""
+    from rich.table import Table
+
     t = Table(title=title)
     t.add_column("field")
     t.add_column("value", justify="right")

@@ -6,7 +6,6 @@ tokenomy.answers.economics, render its Result with cli/render.py.
 
 from __future__ import annotations
 
-import numpy as np
 import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
@@ -34,6 +33,8 @@ CONTEXT = typer.Option("8192", "--context", help="Context length in tokens.")
 def num(name: str, text, lo: float | None = 0.0, hi: float | None = None, integer: bool = False,
         open_lo: bool = True) -> float:
     """Parse one number, or raise a one-line UsageError naming the option and the allowed range."""
+    import numpy as np
+
     try:
         v = float(text)
     except (TypeError, ValueError):

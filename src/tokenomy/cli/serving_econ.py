@@ -6,7 +6,6 @@ Thin typer layers over tokenomy.answers.economics: parse, call the answer, rende
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
 
 from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS
@@ -135,6 +134,8 @@ def lecture_cmd(real: bool = typer.Option(False, "--real", help="JSON/CSV: the r
 
     Example: tokenomy lecture --json
     """
+    from rich.markup import escape
+
     from tokenomy.answers import economics
 
     want = None if ids is None else ids.split(",")

@@ -7,7 +7,10 @@ import typer
 from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EXPLAIN, JSON
-from tokenomy.core.memory import SCHEDULES, STRATEGIES
+
+# core.memory's SCHEDULES and STRATEGIES, written out so --help loads no numpy (tests/cli/test_cli_lazy.py checks them)
+SCHEDULES = "gpipe, 1f1b, interleaved"
+STRATEGIES = "none, selective, full, reversible"
 
 
 @app.command("train")
@@ -25,9 +28,9 @@ def train_cmd(
         zero: int = typer.Option(1, "--zero", help="ZeRO stage 0-3 (3 = FSDP)."),
         fsdp: bool = typer.Option(False, "--fsdp", help="Shorthand for --zero 3."),
         no_sp: bool = typer.Option(False, "--no-sp", help="Tensor parallel without sequence parallelism."),
-        schedule: str = typer.Option("1f1b", "--schedule", help=f"One of {', '.join(SCHEDULES)}."),
+        schedule: str = typer.Option("1f1b", "--schedule", help=f"One of {SCHEDULES}."),
         virtual_stages: int = typer.Option(1, "--virtual-stages", help="Model chunks per chip (interleaved)."),
-        recompute: str = typer.Option("selective", "--recompute", help=f"One of {', '.join(STRATEGIES)}."),
+        recompute: str = typer.Option("selective", "--recompute", help=f"One of {STRATEGIES}."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         seq_len: int = typer.Option(4096, "--seq-len", help="Tokens per sequence."),
         global_batch: str = typer.Option("1024", "--global-batch", help="Sequences per step; comma list."),

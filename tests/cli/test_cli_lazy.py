@@ -1,0 +1,92 @@
+"""CLI start-up stays lazy (issue 14): what a process imports for --help and for a simple answer, checked by module
+name, never by wall-clock time (the timings are benchmarks/cli_startup.py's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tokenomy.cli.app import plain_number
+
+PROBE = ("import atexit, sys\n"
+         "atexit.register(lambda: print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr))\n"
+         "from tokenomy.cli import main\n"
+         "sys.argv = ['tokenomy'] + sys.argv[1:]\n"
+         "main()\n")
+
+
+def loaded(*argv: str) -> tuple[set[str], str]:
+    p = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120)
+    line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
+    return set(line.split()[1:]), p.stdout
+
+
+def tops(mods: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in mods}
+
+
+def test_help_loads_no_numpy_pydantic_or_rich():
+    mods, out = loaded("--help")
+    assert "decode" in out and "serve" in out  # every command is still listed
+    assert not tops(mods) & {"numpy", "pydantic", "rich", "markdown_it", "pandas"}
+
+
+def test_a_json_answer_loads_no_rich_and_no_typer_pydantic_adapters():
+    mods, out = loaded("decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "1,64", "--json")
+    assert '"batch": 64' in out
+    assert "typer._adapters" not in mods  # typer's pydantic coercion, replaced for plain options
+    assert not tops(mods) & {"rich", "pandas", "plotly", "fastapi", "torch"}
+
+
+def test_training_help_lists_core_memory_choices():
+    from tokenomy.cli import training
+    from tokenomy.core.memory import SCHEDULES, STRATEGIES
+
+    assert training.SCHEDULES == ", ".join(SCHEDULES)
+    assert training.STRATEGIES == ", ".join(STRATEGIES)
+
+
+@pytest.mark.parametrize("text", ["12", " 12 ", "+5", "-3", "12.0", "1e3", "1_000", "0x10", "\u0661\u0662", "inf",
+                                  "nan", "1e400", "", "12.5", "True", "007", "1.", ".5", "- 1", "+1.0", "-0.0", "1.00", " 1.0 ",
+                                  ".0", "1.0e0", "Infinity", "-inf"])
+@pytest.mark.parametrize("kind", [int, float])
+def test_plain_numbers_read_as_pydantic_reads_them(kind, text):
+    """The light coercion accepts exactly what typer's pydantic TypeAdapter accepts, with the same value."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        want = TypeAdapter(kind).validate_python(text)
+    except ValidationError:
+        with pytest.raises(ValueError, match="Input should be a valid"):
+            plain_number(kind, text)
+        return
+    got = plain_number(kind, text)
+    assert type(got) is kind and (got == want or (got != got and want != want))
+
+
+def test_main_builds_only_the_command_asked_and_restores_the_app(monkeypatch, capsys):
+    from tokenomy.cli import app, commands, main  # noqa: F401
+
+    before = list(app.registered_commands)
+    monkeypatch.setattr(sys, "argv", ["tokenomy", "hardware", "h100-sxm", "--json"])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 0 and '"h100-sxm"' in capsys.readouterr().out
+    assert app.registered_commands == before
+
+
+@pytest.mark.parametrize("argv, code, text", [
+    (["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--chips", "abc"], 2, "valid integer"),
+    (["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--flops-fraction", "x"], 2, "valid number"),
+    (["nosuchcommand"], 2, "No such command"),
+])
+def test_rejections_stay_one_line(monkeypatch, capsys, argv, code, text):
+    from tokenomy.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["tokenomy", *argv])
+    with pytest.raises(SystemExit) as e:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == code and text in err and len(err.splitlines()) == 1
