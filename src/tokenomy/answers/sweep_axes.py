@@ -32,6 +32,7 @@ CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own quantization
 EFFICIENCIES = ("calibrated", "roofline")
 WHOLE = ("chips", "tp", "ep", "pp", "dp", "batch", "context", "len_pass", "isl", "osl")  # positive integers
 POSITIVE = ("concurrency", "rate")  # positive numbers
+MAX_CHIPS = 1 << 20  # the plan enumerates the divisors of the budget
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ def _check(name: str, vals: list) -> tuple:
     if not np.all(np.isfinite(a)) or np.any(a <= 0) or (name in WHOLE and np.any(a != np.round(a))):
         kind = "positive whole numbers" if name in WHOLE else "positive numbers"
         raise ValueError(f"{name}: must be {kind}, got {vals!r}")
+    if name == "chips" and np.any(a > MAX_CHIPS):
+        raise ValueError(f"chips: at most {MAX_CHIPS:,} chips, got {vals!r}")
     return tuple(a.tolist())
 
 

@@ -79,37 +79,40 @@ class _Table:
 
 
 class _NetCDF:
-    """NetCDF-4 via h5netcdf: dimensions = the axes; each chunk lands in its block of every variable."""
+    """NetCDF-4 via h5netcdf: dimensions = the axes given as lists (those given as one value are scalar coordinates,
+    as in the Dataset); each chunk lands in its block of every variable."""
 
     def __init__(self, path: Path, grid: Grid, units: dict, meta: dict) -> None:
         import h5netcdf
+        import h5py
 
         self.f = h5netcdf.File(path, "w")
         self.grid, self.units, self.vars = grid, units, {}
-        self.f.dimensions = dict(zip(grid.names, grid.shape))
+        self.keep = [i for i, n in enumerate(grid.names) if n not in grid.scalar]
+        self.dims = tuple(grid.names[i] for i in self.keep)
+        self.shape = tuple(grid.shape[i] for i in self.keep)
+        self.f.dimensions = dict(zip(self.dims, self.shape))
         for n in grid.names:
             vals = labels(grid, n)
-            if n in CATEGORICAL:
-                import h5py
-
-                v = self.f.create_variable(n, (n,), dtype=h5py.string_dtype())
-                v[:] = np.array([str(x) for x in vals], dtype=object)
-            else:
-                v = self.f.create_variable(n, (n,), dtype=float)
-                v[:] = np.asarray(vals, float)
+            dims = () if n in grid.scalar else (n,)
+            text = n in CATEGORICAL
+            v = self.f.create_variable(n, dims, dtype=h5py.string_dtype() if text else float)
+            data = np.array([str(x) for x in vals], dtype=object) if text else np.asarray(vals, float)
+            v[...] = data[0] if not dims else data
         self.f.attrs.update({k: json.dumps(v) if not isinstance(v, str) else v for k, v in meta.items()})
 
     def write(self, block, values) -> None:
+        where = tuple(block[i] for i in self.keep)
+        sub = tuple(s.stop - s.start for s in where)
         for k, v in values.items():
             if k not in self.vars:
-                fill = -1 if v.dtype.kind == "i" else np.nan
-                chunks = tuple(max(1, min(n, 1 << 16)) if i == len(self.grid.shape) - 1 else 1
-                               for i, n in enumerate(self.grid.shape))
-                var = self.f.create_variable(k, self.grid.names, dtype=v.dtype, fillvalue=fill, chunks=chunks)
+                fill = None if v.dtype.kind == "i" else np.nan  # codes: -1 is a value, not a gap
+                chunks = tuple(min(n, 1 << 16) if i == len(self.shape) - 1 else 1 for i, n in enumerate(self.shape))
+                var = self.f.create_variable(k, self.dims, dtype=v.dtype, fillvalue=fill, chunks=chunks or None)
                 if self.units.get(k):
                     var.attrs["units"] = self.units[k]
                 self.vars[k] = var
-            self.vars[k][block] = v
+            self.vars[k][where] = v.reshape(sub)
 
     def close(self) -> None:
         self.f.close()

@@ -3,11 +3,14 @@ cluster, with an HTML page of the Pareto fronts; a thin layer over answers.sweep
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 
 LIST = "comma list"
+MAX_PRINTED = 100_000
 
 
 def _words(name: str, text: str | None) -> list[str] | None:
@@ -124,7 +127,11 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
                 isl=_ints("isl", isl), osl=_ints("osl", osl))
     if as_csv and out:
         raise UsageError("--csv: prints the points; with --out they go to the file instead, choose one")
+    if plot is not None and (not plot.endswith(".html") or not Path(plot).resolve().parent.is_dir()):
+        raise UsageError(f"--plot: {plot!r} must be an .html file in an existing folder")
     spec = spec_of(axes, chunk_points=CHUNK_POINTS if chunk_points is None else chunk_points, engine=engine)
+    if as_csv and spec.grid.size > MAX_PRINTED:
+        raise UsageError(f"--csv: {spec.grid.size:,} points is over the {MAX_PRINTED:,} printed; use --out")
     fronts = Fronts(spec.grid) if plot else None
     counts: dict = {}
 
