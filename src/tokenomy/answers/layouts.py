@@ -1,5 +1,11 @@
 """plan: search every valid layout x batch for a model on hardware; the Pareto front of tokens/s per chip vs per user.
 
+Given a serving workload (``concurrency`` or ``rate``, ``isl``/``osl``, SLOs ``ttft_slo``/``tpot_slo``) the
+objective is the workload instead of one decode step: answers.plan_serving (aggregated layouts through
+serving.steady; ``mode="disagg"``: prefill/decode pool splits through answers.serve.plan_disagg), ranked by
+plan_serving.RULE (goodput per dollar under the SLOs), the table showing $/Mtok in and out beside tokens/s per chip
+and per user, TTFT and TPOT. Without a workload, the bare decode search below.
+
 Every point is the engine under the efficiency set asked for (default: calibrated) — the same engine decode and
 prefill answer with, so the best plan's row is reproduced by ``decode`` with its degrees. ``best`` is the feasible
 point with the most tokens/s per chip; ``--top N`` keeps N points evenly spread along the front, ``best`` among them.
@@ -27,9 +33,31 @@ def _positive(name: str, v):
     return v
 
 
+SERVING_COLUMNS = ("best", "plan", "chips", "concurrency", "rate", "ttft_s", "tpot_s", "tokens_per_s_per_chip",
+                   "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "goodput_requests_per_usd",
+                   "bound")
+DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurrency", "rate", "ttft_s", "tpot_s",
+                       "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
+                       "goodput_requests_per_usd", "prefill_utilisation")
+
+
 def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, max_ttft=None, batch=None,
          weight_dtype=None, kv_dtype="bf16", efficiency="calibrated", hop_latency=None, torus=None, top=0,
-         usd_per_chip_hour=None) -> Result:
+         usd_per_chip_hour=None, mode="agg", concurrency=None, rate=None, isl=1024, osl=1024, ttft_slo=None,
+         tpot_slo=None, engine="vllm", cache_hit=0.0, max_num_tokens=None, max_batch=None, prefill_chips=None,
+         decode_chips=None) -> Result:
+    """The layout search (module docstring); a serving plan when a workload or ``mode="disagg"`` is given."""
+    if mode not in ("agg", "disagg"):
+        raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
+    if concurrency is not None or rate is not None or mode == "disagg":
+        return _serving_plan(model, hardware, chips=chips, mode=mode, concurrency=concurrency, rate=rate, isl=isl,
+                             osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
+                             max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
+                             decode_chips=decode_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                             efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, top=top, batch=batch,
+                             torus=torus)
+    if prefill_chips is not None or decode_chips is not None:
+        raise ValueError("prefill_chips, decode_chips: only with mode disagg")
     for name, v in (("context", context), ("max_ttft", max_ttft), ("hop_latency", hop_latency)):
         _positive(name, v)
     if min_tokens_per_user is None or not min_tokens_per_user >= 0:
@@ -68,3 +96,54 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
     derivation = () if res.best is None else tuple(explain_plan(dep, _column(res.layouts), res.decode, res.best))
     return Result("plan", title, tuple(front), PLAN_COLUMNS, extra, tuple(notes), derivation, rows_key="front")
 
+
+
+def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, ttft_slo, tpot_slo, engine, cache_hit,
+                  max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
+                  usd_per_chip_hour, top, batch, torus) -> Result:
+    from tokenomy.answers.plan_serving import RULE, misses_by, rank, search_agg
+    from tokenomy.answers.serve import _workload, engine_profile, plan_disagg
+
+    if batch is not None:
+        raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")
+    if concurrency is None and rate is None:
+        raise ValueError("concurrency, rate: mode disagg plans for a workload; give one (closed loop C users, or "
+                         "open loop R requests/s)")
+    if top is None or int(top) != top or top < 0:
+        raise ValueError(f"top: must be an integer >= 0, got {top}")
+    if mode == "disagg":
+        if torus is not None:
+            raise ValueError("torus: not with mode disagg")
+        dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                         efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
+        budget = positive_int("chips", chips) or dep.hardware.num_chips
+        r = plan_disagg(model, hardware, chips=budget, concurrency=concurrency, rate=rate, isl=isl, osl=osl,
+                        cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
+                        ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                        efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, top=top or None,
+                        prefill_chips=prefill_chips, decode_chips=decode_chips)
+        return Result("plan", r.title, r.table, DISAGG_PLAN_COLUMNS, r.extra, r.notes, rows_key="front")
+    if prefill_chips is not None or decode_chips is not None:
+        raise ValueError("prefill_chips, decode_chips: only with mode disagg")
+    C, R, li, lo = _workload(concurrency, rate, isl, osl, None, None, ttft_slo, tpot_slo)
+    engine_profile(engine, 1, max_num_tokens, max_batch)  # the engine, token budget and batch cap checked first
+    dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                     efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
+    dep = dep.with_(topology=topology(dep.hardware, torus=torus))
+    budget = positive_int("chips", chips) or dep.hardware.num_chips
+    rows, n_layouts, n_eval = search_agg(dep, chips=budget, concurrency=C, rate=R, isl=li.mean, osl=lo.mean,
+                                         cache_hit=float(cache_hit), engine=engine, max_num_tokens=max_num_tokens,
+                                         max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo)
+    if not rows:
+        raise ValueError(f"chips: {dep.model.name} does not fit on <= {budget} x {dep.hardware.chip.name} with a KV "
+                         f"cache for one {li.mean + lo.mean:g}-token sequence under {engine}'s memory share")
+    table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top or None)
+    notes.insert(0, f"{n_layouts:,} candidate layouts on <= {budget} chips; {n_eval} on the decode Pareto front at "
+                    f"context {li.mean + lo.mean / 2:g} run through the serving steady state ({len(rows)} plans)")
+    title = (f"plan (agg serving): {dep.model.name} on <= {budget} x {dep.hardware.chip.name} ({dep.hardware.name}); "
+             f"ISL {li.label()} / OSL {lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT "
+             f"{tpot_slo if tpot_slo else '-'} s; {engine}; {dep.eff.name} efficiency; {RULE}")
+    extra = {"mode": "agg", "model": dep.model.name, "hardware": dep.hardware.name, "chips_budget": budget,
+             "rule": RULE, "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
+             "plans": len(rows), "candidates": n_layouts}
+    return Result("plan", title, tuple(table), SERVING_COLUMNS, extra, tuple(notes), rows_key="front")

@@ -221,33 +221,57 @@ def _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_sl
     return C, R, _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist)
 
 
-def _pool_layout(dep, name, chips, degrees, batch, context, len_pass, cache):
-    """A pool's layout: the degrees given (their product must be the pool's chips), else the pool's best."""
+def _exact_layout(dep, name, chips, batch, context, len_pass):
+    from tokenomy.parallel.search import best_layout
+    from tokenomy.serving.disagg import PoolDoesNotFit
+
+    try:
+        return best_layout(dep, chips, batch, context, len_pass)[0]
+    except ValueError:
+        raise PoolDoesNotFit(name, f"does not fit: {name} pool has no valid layout of {dep.model.name} on {chips} "
+                             "chips") from None
+
+
+def _decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_batch, cache):
+    """The decode pool (serving.disagg docstring): its Deployment, profile and DecodePool terms, cached by D."""
+    from tokenomy.serving.disagg import decode_pool, with_layout
+
     if degrees is not None:
-        if int(degrees.chips) != chips:
-            raise ValueError(f"{name}_chips: {chips} does not equal {name} tp*ep*pp*dp = {int(degrees.chips)}")
-        return degrees
-    key = (name, chips)
-    if key not in cache:
-        from tokenomy.parallel.search import best_layout
+        if int(degrees.chips) != D:
+            raise ValueError(f"decode_chips: {D} does not equal decode tp*ep*pp*dp = {int(degrees.chips)}")
+        lay = degrees
+    elif ("decode", D) in cache:
+        lay = cache[("decode", D)]
+    else:
+        ctx, cap = isl + osl / 2.0, float(engine_profile(engine, 1, max_num_tokens, max_batch).max_batch) * D
+        if C is not None:
+            B0 = max(min(float(np.max(C)), cap), 1.0)
+        else:  # open loop: Little's law at the batch-1 layout's step, B0 = R·OSL·TPOT(1)
+            one = with_layout(dep, _exact_layout(dep, "decode", D, 1.0, ctx, 1.0))
+            B0 = min(max(float(np.max(R)) * osl * float(one.run(float(one.layout.dp), ctx).step_s), 1.0), cap)
+        points = B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)  # B0 and its halvings: the most it holds wins
+        lay = cache[("decode", D)] = _exact_layout(dep, "decode", D, points, ctx, 1.0)
+    dec = with_layout(dep, lay)
+    prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
+    return dec, prof, decode_pool(dec, prof, isl, osl)
 
-        try:
-            cache[key] = best_layout(dep, chips, batch, context, len_pass)[0]
-        except ValueError:
-            from tokenomy.serving.disagg import PoolDoesNotFit
 
-            raise PoolDoesNotFit(name, f"does not fit: {name} pool has no valid layout of {dep.model.name} on {chips} chips") \
-                from None
-    return cache[key]
+def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables):
+    """The prefill pool for the decode pool's request rate ``rate_d`` (serving.disagg docstring): (Deployment,
+    profile, capacity at the chosen layout — or None for given degrees)."""
+    from tokenomy.serving.disagg import prefill_choice, prefill_table, with_layout
 
-
-def _pools(dep, prof, P, D, pre_deg, dec_deg, isl, osl, cache_hit, B0, cache):
-    from tokenomy.serving.workload import prefill_tokens
-
-    I = float(prefill_tokens(isl, cache_hit))
-    lp = _pool_layout(dep, "prefill", P, pre_deg, max(1.0, np.floor(prof.max_num_tokens / I)), isl, I, cache)
-    ld = _pool_layout(dep, "decode", D, dec_deg, B0, isl + osl / 2.0, 1.0, cache)
-    return dep.with_(layout=lp), dep.with_(layout=ld)
+    mu = None
+    if degrees is not None:
+        if int(degrees.chips) != P:
+            raise ValueError(f"prefill_chips: {P} does not equal prefill tp*ep*pp*dp = {int(degrees.chips)}")
+        lay = degrees
+    else:
+        if P not in tables:
+            tables[P] = prefill_table(dep, engine_profile(engine, 1, max_num_tokens, max_batch), P, isl, cache_hit)
+        lay, mu = prefill_choice(dep, lambda tp: engine_profile(engine, tp, max_num_tokens, max_batch), tables[P],
+                                 rate_d, isl, cache_hit)
+    return with_layout(dep, lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
 
 
 def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo) -> list[dict]:
@@ -269,6 +293,8 @@ def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo) -> list[dict]:
                "running_batch": g(s.batch), "decode_cap": s.decode_cap,
                "prefill_capacity_requests_per_s": s.prefill_capacity,
                "decode_capacity_requests_per_s": g(s.decode_capacity),
+               "prefill_utilisation": _div(g(s.requests_per_s), s.prefill_capacity),
+               "decode_utilisation": _div(g(s.requests_per_s), g(s.decode_capacity)),
                "capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "bound": bound_name(np.ravel(s.bound)[i])}
         ok = ((ttft_slo is None or (row["ttft_s"] or np.inf) <= ttft_slo)
               and (tpot_slo is None or (row["tpot_s"] or np.inf) <= tpot_slo))
@@ -281,13 +307,24 @@ def _degrees_of(pools: dict, name: str):
     return layout_of(*(pools.get(f"{name}_{k}") for k in POOL_DEGREES))
 
 
+def _split(dep, P, D, pre_deg, dec_deg, C, R, isl, osl, cache_hit, engine, max_num_tokens, max_batch, dec_cache,
+           tables, crosses_domain=None):
+    """Both pools (the decode pool first: its request rate sizes the prefill pool's layout) and their steady state."""
+    from tokenomy.serving.disagg import decode_rate, disagg
+
+    dec, prof_d, pool = _decode_side(dep, D, dec_deg, C, R, isl, osl, engine, max_num_tokens, max_batch, dec_cache)
+    x_d = decode_rate(pool, osl, C, R)
+    pre, prof_p, _ = _prefill_side(dep, P, pre_deg, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
+    s = disagg(pre, dec, prof_p, prof_d, isl=isl, osl=osl, concurrency=C, rate=R, cache_hit=cache_hit,
+               crosses_domain=crosses_domain, decode=pool)
+    return pre, prof_p, dec, prof_d, s
+
+
 def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, concurrency=None, rate=None, isl=1024,
                  osl=1024, isl_dist=None, osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None,
                  max_batch=None, ttft_slo=None, tpot_slo=None, weight_dtype=None, kv_dtype="bf16",
                  efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, **pool_degrees) -> Result:
     """Disaggregated serving (module docstring): one row per workload point."""
-    from tokenomy.serving.disagg import disagg
-
     bad = set(pool_degrees) - {f"{p}_{k}" for p in ("prefill", "decode") for k in POOL_DEGREES}
     if bad:
         raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + tp, ep, pp, dp, "
@@ -300,13 +337,8 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     pre_deg, dec_deg = _degrees_of(pool_degrees, "prefill"), _degrees_of(pool_degrees, "decode")
-    prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
-    B0 = float(min(np.max(C), prof0.max_batch)) if C is not None else float(prof0.max_batch)
-    pre, dec = _pools(dep, prof0, P, D, pre_deg, dec_deg, li.mean, lo.mean, float(cache_hit), B0, {})
-    prof_p = engine_profile(engine, int(pre.layout.tp), max_num_tokens, max_batch)
-    prof_d = engine_profile(engine, int(dec.layout.tp), max_num_tokens, max_batch)
-    s = disagg(pre, dec, prof_p, prof_d, isl=li.mean, osl=lo.mean, concurrency=C, rate=R, cache_hit=float(cache_hit),
-               crosses_domain=crosses_domain)
+    pre, prof_p, dec, prof_d, s = _split(dep, P, D, pre_deg, dec_deg, C, R, li.mean, lo.mean, float(cache_hit),
+                                         engine, max_num_tokens, max_batch, {}, {}, crosses_domain)
     rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)
     _check_slos(rows, ttft_slo, tpot_slo, "concurrency" if C is not None else "rate")
     title = (f"serve (disagg, analytic): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
@@ -341,73 +373,98 @@ def pool_sizes(budget: int, domain: int) -> list[int]:
     return sorted(x for x in out if x < budget and (x <= domain or x % domain == 0))
 
 
+EXTRA_PREFILL_SIZES = 2  # prefill pools tried above the smallest that keeps up (TTFT headroom)
+
+
+def _splits(sizes, budget, P_fixed, D_fixed):
+    """(D, the P sizes beside it) pairs in the budget; a fixed pool size is the only one tried."""
+    for D in ([D_fixed] if D_fixed else sizes):
+        Ps = [P for P in ([P_fixed] if P_fixed else sizes) if P + D <= budget]
+        if Ps:
+            yield D, Ps
+
+
+def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables, bad):
+    """The prefill sizes that keep up with the decode pool's rate x_d: the smallest whose capacity >= x_d and the
+    next EXTRA_PREFILL_SIZES up (or, when none keeps up, the largest that fits); pools that do not fit go in ``bad``."""
+    from tokenomy.serving.disagg import PoolDoesNotFit
+
+    fit = []
+    for P in Ps:
+        if ("prefill", P) in bad:
+            continue
+        try:
+            _, _, mu = _prefill_side(dep, P, None, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
+        except PoolDoesNotFit:
+            bad.add(("prefill", P))
+            continue
+        fit.append((P, mu))
+    keep = [i for i, (_, mu) in enumerate(fit) if mu >= x_d]
+    if len(Ps) == 1 or not fit:
+        return [P for P, _ in fit]
+    return [P for P, _ in fit[keep[0]:keep[0] + 1 + EXTRA_PREFILL_SIZES]] if keep else [fit[-1][0]]
+
+
 def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None,
                 osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
                 tpot_slo=None, weight_dtype=None, kv_dtype="bf16", efficiency="calibrated",
-                usd_per_chip_hour=None, top=None) -> Result:
-    """Search prefill/decode pool splits P + D <= ``chips`` (module docstring): the front and the best plan."""
-    from tokenomy.parallel.search import pareto
-    from tokenomy.serving.disagg import PoolDoesNotFit, disagg
+                usd_per_chip_hour=None, top=None, prefill_chips=None, decode_chips=None) -> Result:
+    """Search prefill/decode pool splits P + D <= ``chips`` (module docstring; serving.disagg for how the pools are
+    sized for each other): rows ranked by answers.plan_serving.RULE, the front of those meeting the SLOs."""
+    from tokenomy.answers.plan_serving import RULE, misses_by, rank, with_goodput
+    from tokenomy.serving.disagg import PoolDoesNotFit, decode_rate, disagg
 
     budget = positive_int("chips", chips)
     if budget is None:
         raise ValueError("chips: the chip budget to split into a prefill and a decode pool is required")
+    P_fix, D_fix = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
+    if (P_fix or 0) + (D_fix or 0) > budget or (P_fix or D_fix or 0) >= budget:
+        raise ValueError(f"prefill_chips, decode_chips: {P_fix or '-'} + {D_fix or '-'} chips leave no room in the "
+                         f"{budget} chips available (--chips); each pool needs at least one")
+    top = None if top is None or top == 0 else positive_int("top", top)
     C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
     m, hw = model_of(model), hardware_of(hardware)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
-    prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
+    isl_m, osl_m, hit = li.mean, lo.mean, float(cache_hit)
     sizes = pool_sizes(budget, dep.topo.domain_size)
-    cache, rows, skipped, bad = {}, [], 0, set()
-    for P in sizes:
-        for D in sizes:
-            if P + D > budget or ("prefill", P) in bad or ("decode", D) in bad:
-                continue
-            B0 = float(min(np.max(C), prof0.max_batch * D)) if C is not None else float(prof0.max_batch)
+    dec_cache, tables, rows, bad, why = {}, {}, [], set(), {}
+    for D, Ps in _splits(sizes, budget, P_fix, D_fix):
+        try:
+            dec, prof_d, pool = _decode_side(dep, D, None, C, R, isl_m, osl_m, engine, max_num_tokens, max_batch,
+                                             dec_cache)
+        except PoolDoesNotFit as e:
+            bad.add(("decode", D))
+            why[("decode", D)] = str(e)
+            continue
+        x_d = decode_rate(pool, osl_m, C, R)
+        for P in _balanced(dep, Ps, x_d, isl_m, hit, engine, max_num_tokens, max_batch, tables, bad):
             try:
-                pre, dec = _pools(dep, prof0, P, D, None, None, li.mean, lo.mean, float(cache_hit), B0, cache)
-                s = disagg(pre, dec, engine_profile(engine, int(pre.layout.tp), max_num_tokens, max_batch),
-                           engine_profile(engine, int(dec.layout.tp), max_num_tokens, max_batch), isl=li.mean,
-                           osl=lo.mean, concurrency=C, rate=R, cache_hit=float(cache_hit))
+                pre, prof_p, _ = _prefill_side(dep, P, None, x_d, isl_m, hit, engine, max_num_tokens, max_batch,
+                                               tables)
+                s = disagg(pre, dec, prof_p, prof_d, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=hit,
+                           decode=pool, prefill=tables[P].terms.get(pre.layout.label()))
             except PoolDoesNotFit as e:
-                skipped += 1
                 bad.add((e.pool, P if e.pool == "prefill" else D))
+                why[(e.pool, P if e.pool == "prefill" else D)] = str(e)
                 continue
-            rows += _disagg_rows(pre, dec, prof0.name, s, C, R, ttft_slo, tpot_slo)
+            rows += [with_goodput(r, dep.price, ttft_slo, tpot_slo)
+                     for r in _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)]
     if not rows:
+        if why:
+            raise ValueError(f"{'decode' if D_fix or not P_fix else 'prefill'}_chips: {next(iter(why.values()))}"
+                             if (P_fix or D_fix) else f"chips: no split of {budget} x {hw.chip.name} fits "
+                             f"{m.name}: {next(iter(why.values()))}")
         raise ValueError(f"chips: no prefill/decode split of {budget} x {hw.chip.name} fits {m.name}")
-    x = np.array([r["tokens_per_s_per_chip"] or 0.0 for r in rows])
-    y = np.array([r["tokens_per_s_per_user"] or 0.0 for r in rows])
-    ok = np.array([not r["capacity_limited"] and r["tpot_s"] is not None for r in rows])
-    front = [rows[i] for i in pareto(x, y, ok)]
-    meets = [r for r in rows if r["goodput_requests_per_s"] and (ttft_slo or tpot_slo)] or \
-        ([r for r in rows if not r["capacity_limited"]] if not (ttft_slo or tpot_slo) else [])
-    key = lambda r: (r["tokens_per_s_per_chip"], -(r["usd_per_mtok_output"] or np.inf))  # noqa: E731
-    notes = [f"{len(rows)} plans over pool sizes {', '.join(map(str, sizes))}; pools that do not fit: "
-             f"{', '.join(f'{p} {n}' for p, n in sorted(bad)) or 'none'}"]
-    if meets:
-        best = max(meets, key=key)
-        for r in front:
-            r["best"] = r is best
-        if best not in front:  # the best under the SLOs is on the front of the plans that meet them
-            front.append(dict(best, best=True))
-    else:
-        def miss(r):
-            return max((r["ttft_s"] or np.inf) / ttft_slo if ttft_slo else 0.0,
-                       (r["tpot_s"] or np.inf) / tpot_slo if tpot_slo else 0.0)
-        best = min(rows, key=miss)
-        notes.append(f"no plan meets the SLOs; closest: {best['plan']} on {best['prefill_chips']} + "
-                     f"{best['decode_chips']} chips at {'concurrency' if C is not None else 'rate'} "
-                     f"{best['concurrency'] or best['rate']:g}: TTFT {fmt_seconds(best['ttft_s'] or np.inf)}, TPOT "
-                     f"{fmt_seconds(best['tpot_s'] or np.inf)} ({(miss(best) - 1) * 100:.0f}% over)")
-        for r in front:
-            r["best"] = False
-    out = sorted(front, key=lambda r: (not r["best"], -(r["tokens_per_s_per_user"] or 0.0)))
-    if top is not None:
-        out = out[:positive_int("top", top)]
+    table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top)
+    notes.insert(0, f"{len(rows)} plans over pool sizes {', '.join(map(str, sizes))} (each decode pool with the "
+                 f"prefill pools that keep up with it); pools that do not fit: "
+                 f"{', '.join(f'{p} {n}' for p, n in sorted(bad)) or 'none'}")
     title = (f"plan (disagg): {m.name} on at most {budget} x {hw.chip.name} ({hw.name}); ISL {li.label()} / OSL "
              f"{lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT {tpot_slo if tpot_slo else '-'} s; "
-             f"{engine}; {dep.eff.name} efficiency; the Pareto front (tokens/s per chip vs per user), best first")
-    extra = {"mode": "disagg", "best": best if meets else None, "closest": None if meets else best,
-             "plans": len(rows)}
-    return Result("serve", title, tuple(out), ("best",) + DISAGG_COLUMNS, extra, tuple(notes), rows_key="")
+             f"{engine}; {dep.eff.name} efficiency; {RULE}")
+    extra = {"mode": "disagg", "model": m.name, "hardware": hw.name, "chips_budget": budget, "rule": RULE,
+             "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
+             "plans": len(rows), "pool_sizes": sizes}
+    return Result("serve", title, tuple(table), ("best",) + DISAGG_COLUMNS + ("goodput_requests_per_usd",), extra,
+                  tuple(notes), rows_key="")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import app, guarded, int_list
+from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, MODEL, WEIGHT_DTYPE
 
@@ -22,18 +22,52 @@ def plan_cmd(model: str = MODEL,
              weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE, efficiency: str = EFFICIENCY,
              hop_latency: float = HOP_LATENCY,
              torus: str = typer.Option(None, "--torus", help="TPU ICI torus shape of the domain, e.g. 4x4x4."),
-             top: int = typer.Option(0, "--top", help="Show only this many front points (0: all; best kept)."),
+             top: int = typer.Option(0, "--top", help="Show only this many front points (0: all; best kept; with "
+                                     "a workload: the N best by the stated rule, 1 = the best plan)."),
+             mode: str = typer.Option("agg", "--mode", help="agg | disagg (prefill/decode pool splits; needs a "
+                                      "workload)."),
+             concurrency: str = typer.Option(None, "--concurrency", help="Workload, closed loop: users, comma list."),
+             rate: str = typer.Option(None, "--rate", help="Workload, open loop: requests/s, comma list."),
+             isl: int = typer.Option(1024, "--isl", help="Workload: input tokens per request."),
+             osl: int = typer.Option(1024, "--osl", help="Workload: output tokens per request."),
+             ttft_slo: float = typer.Option(None, "--ttft-slo", help="TTFT SLO, s."),
+             tpot_slo: float = typer.Option(None, "--tpot-slo", help="TPOT SLO, s."),
+             engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (catalog/engines)."),
+             cache_hit: float = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens from a prefix cache."),
+             max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
+             max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
+             prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: fix the prefill pool's chips."),
+             decode_chips: int = typer.Option(None, "--decode-chips", help="disagg: fix the decode pool's chips."),
              as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """Search every tp x ep x pp x dp layout and batch; print the Pareto front of tokens/s per chip vs per user.
 
     Example: tokenomy plan --model deepseek-v3 --hardware gb200-nvl72 --chips 288 --min-tokens-per-user 20
 
     --explain derives the best plan (most tokens/s per chip on the front) step by step.
+
+    With a workload (--concurrency or --rate, --isl/--osl, SLOs --ttft-slo/--tpot-slo) the search serves it: each
+    plan through the serving steady state, $/Mtok in and out beside tokens/s per chip and per user; best = the most
+    SLO-meeting requests per dollar (the rule is in the header and the JSON). --mode disagg searches prefill/decode
+    pool splits of --chips. When no plan meets the SLOs the answer says so, with the closest plan and by how much it
+    misses (exit 0); bad input (rate/concurrency <= 0, --osl 0, pools that do not fit or exceed --chips) is one
+    line, exit 2.
+
+    Example: tokenomy plan --model deepseek-v3 --hardware gb200-nvl72 --chips 288 --mode disagg --concurrency 256
+    --isl 4096 --osl 1024 --ttft-slo 2 --tpot-slo 0.05 --engine sglang --top 1
     """
     from tokenomy.answers.layouts import plan
     from tokenomy.parallel.topology import parse_torus
 
+    from tokenomy.cli.serve import _floats
+
+    for name, v in (("isl", isl), ("osl", osl)):
+        if v <= 0:
+            raise UsageError(f"--{name}: must be a positive integer, got {v}")
     res = plan(model, hardware, chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
                max_ttft=max_ttft, batch=None if batch is None else int_list("batch", batch), weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, hop_latency=hop_latency, torus=parse_torus(torus), top=top)
+               kv_dtype=kv_dtype, efficiency=efficiency, hop_latency=hop_latency, torus=parse_torus(torus), top=top,
+               mode=mode, concurrency=_floats("concurrency", concurrency), rate=_floats("rate", rate), isl=isl,
+               osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
+               max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
+               decode_chips=decode_chips)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -19,17 +19,33 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
     open loop     X = R; capacity-limited (the queue grows without bound) when R >= min(mu_p, mu_d)
     $             input tokens pay the prefill pool's chip-seconds, output tokens the decode pool's:
                   $/Mtok in = 1e6·P·price/(X·ISL), out = 1e6·D·price/(X·OSL); tokens/s per chip = X·OSL/(P + D)
+
+The pools' default layouts, sized for each other (neither idles):
+    decode pool   best_layout over its D chips at the running batches it must hold, B0 = min(C, max_batch·D)
+                  (closed loop; open loop B0 = R·OSL·TPOT(1)) and its halvings; its rate
+                  X_d = min(C / (OSL·TPOT(min(C, B_cap))), mu_d) (closed) or min(R, mu_d) (open)
+    prefill pool  it must take the prompts the decode pool's rate implies: X_d requests/s, X_d·I tokens/s — not
+                  the floor(N/I) prompts of one scheduler step. Over every valid layout l of its P chips, with
+                  b_max(l) = ranks(l)·max(1, floor(N/I)) prompts a pass and t_l(b) the prefill-only pass of b
+                  prompts (engine; b on a 1.5x grid):
+                      mu_l = b_max(l) / t_l(b_max(l))            capacity, requests/s
+                      b*_l = min{b : b >= X_d·t_l(b)}            the pass the rate fills (prompts arriving meanwhile)
+                  the layout with mu_l >= X_d and the shortest t_l(b*_l) (its TTFT share 1.5·t_l(b*)); when none
+                  keeps up, the one with the largest mu_l. (b_max here ignores the KV cap at ISL; disagg applies it.)
+    split         plan_disagg pairs each decode pool D with the smallest prefill pool P whose mu >= X_d (and the
+                  next sizes up, for TTFT headroom): a smaller P starves the decode pool, a larger one idles
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.collectives import p2p
 from tokenomy.core.deployment import Deployment
+from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_sequence_bytes, kv_tokens, scheduler_ranks, step_time
 from tokenomy.serving.workload import prefill_tokens
 from tokenomy.units import SECONDS_PER_HOUR, fmt_bytes
@@ -76,14 +92,15 @@ class PoolDoesNotFit(ValueError):
         self.pool = pool
 
 
-def _fits(name: str, dep: Deployment, prof: EngineProfile, tokens: float, r) -> None:
-    """Refuse a pool whose pass does not fit or whose KV cannot hold one ``tokens``-token sequence."""
+def _fits(name: str, dep: Deployment, prof: EngineProfile, tokens: float, r, kv=None) -> None:
+    """Refuse a pool whose pass does not fit or whose KV cannot hold one ``tokens``-token sequence (``kv``:
+    kv_tokens(dep, prof, tokens) when already computed)."""
     if int(np.ravel(r.reason)[0]) != 0:
         raise PoolDoesNotFit(name, f"does not fit: {name} pool ({dep.layout.label()} on {dep.chips} chips): "
                              f"{engine.REASONS[int(np.ravel(r.reason)[0])]}; it needs "
                              f"{fmt_bytes(float(np.ravel(r.memory_per_chip_bytes)[0]))} per chip of "
                              f"{fmt_bytes(float(np.ravel(r.hbm_bytes)[0]))}")
-    _, per_tok, free = kv_tokens(dep, prof, tokens)
+    _, per_tok, free = kv if kv is not None else kv_tokens(dep, prof, tokens)
     need = float(per_tok) * tokens
     if float(free) < need:
         raise PoolDoesNotFit(name, f"does not fit: {name} pool ({dep.layout.label()} on {dep.chips} chips) needs KV for one "
@@ -91,47 +108,182 @@ def _fits(name: str, dep: Deployment, prof: EngineProfile, tokens: float, r) -> 
                              f"left after weights and activations under {prof.name}'s {prof.hbm_fraction:g} HBM share")
 
 
-def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: EngineProfile, *, isl, osl,
-           concurrency=None, rate=None, cache_hit=0.0, crosses_domain: bool | None = None) -> Disagg:
-    """The steady state at each load point (module docstring). ``crosses_domain``: the pools sit in different
-    scale-up domains (default: when P + D exceeds one domain). Raises PoolDoesNotFit naming the pool."""
-    closed = concurrency is not None
-    load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
-    isl, osl = float(isl), float(osl)
+@dataclass(frozen=True)
+class DecodePool:
+    """The decode pool's fixed terms: what it holds, its step at every whole batch, its capacity."""
+
+    context: float  # ISL + OSL/2
+    seq_tokens: float  # ISL + OSL rounded up to KV blocks
+    cap: float  # B_cap = min(B_kv, max_batch·ranks)
+    kv_tokens: float  # KV capacity per DP replica, tokens
+    capacity: float  # mu_d = B_cap / (OSL·TPOT(B_cap)), requests/s
+    batches: np.ndarray  # 1..ceil(B_cap)
+    step_s: np.ndarray  # TPOT at each
+
+
+def decode_pool(dec: Deployment, prof_d: EngineProfile, isl: float, osl: float) -> DecodePool:
+    """The decode pool's terms (module docstring); raises PoolDoesNotFit naming the decode pool."""
+    ctx = isl + osl / 2.0
+    L_d = float(np.ceil((isl + osl) / prof_d.block_size) * prof_d.block_size)
+    b_kv = float(kv_batch(dec, prof_d, isl, osl))
+    cap = min(b_kv, float(prof_d.max_batch) * float(scheduler_ranks(dec.layout)))
+    _, r_d0 = step_time(dec, float(dec.layout.dp), ctx, terms=True)  # one sequence per replica
+    kv = kv_tokens(dec, prof_d, L_d)
+    _fits("decode", dec, prof_d, L_d, r_d0, kv)
+    Bg = np.arange(1.0, np.ceil(cap) + 1.0)
+    tg = np.asarray(step_time(dec, Bg, ctx), float)
+    t_cap = float(np.interp(cap, Bg, tg))
+    return DecodePool(ctx, L_d, cap, float(kv[0]), cap / (osl * t_cap), Bg, tg)
+
+
+def decode_rate(pool: DecodePool, osl: float, concurrency=None, rate=None) -> float:
+    """X_d, the request rate the decode pool runs at the busiest load point (module docstring), requests/s."""
+    if concurrency is not None:
+        C = np.atleast_1d(np.asarray(concurrency, float))
+        x = C / (osl * np.interp(np.minimum(C, pool.cap), pool.batches, pool.step_s))
+    else:
+        x = np.atleast_1d(np.asarray(rate, float))
+    return float(min(np.max(x), pool.capacity))
+
+
+PROMPT_GRID = (1.0, 1.5)  # prompts per pass tried: powers of two and 1.5x between them, then each layout's b_max
+
+
+@dataclass(frozen=True)
+class PrefillTable:
+    """Every valid layout of a prefill pool and its pass time at a grid of prompts per pass (module docstring)."""
+
+    layouts: Layout  # flat, shape (L,)
+    b_max: np.ndarray  # (L,) prompts per pass at most (scheduler ranks x floor(N/I))
+    grid: np.ndarray  # (G,) prompts per pass
+    pass_s: np.ndarray  # (L, G) t_l(b); nan above b_max or where the pass does not fit
+    capacity: np.ndarray  # (L,) mu_l = b_max / t_l(b_max); 0 where the layout is not valid
+    checked: dict = field(default_factory=dict)  # layout index -> mu with the engine's KV share, or why it fails
+    terms: dict = field(default_factory=dict)  # layout label -> _prefill_terms (for disagg's ``prefill``)
+
+
+def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, cache_hit: float = 0.0
+                  ) -> PrefillTable:
+    """The pass of b prompts (a prefill-only step, as disagg times it) for every valid layout of ``chips`` chips."""
+    from tokenomy.parallel.search import _column, candidate_layouts
+
     I = float(prefill_tokens(isl, cache_hit))
     pctx = isl * cache_hit + I / 2.0
-    topo = pre.topo
-    cross = (pre.chips + dec.chips > topo.domain_size) if crosses_domain is None else bool(crosses_domain)
+    lay = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
+    ep = np.asarray(lay.ep)
+    ranks = np.asarray(lay.dp) * np.where((ep > 1) & (np.asarray(lay.attn_dp) != 0), ep, 1)  # scheduler_ranks
+    b_max = (ranks * max(1.0, np.floor(prof.max_num_tokens / I))).astype(float)
+    top = float(np.max(b_max)) if b_max.size else 1.0
+    g = np.unique(np.concatenate([m * 2.0 ** np.arange(0, np.log2(top) + 1) for m in PROMPT_GRID]))
+    grid = g[g <= top]
+    col = _column(lay)
+    run = with_layout(dep, col).run
+    dp = np.asarray(lay.dp, float)[:, None]
+    r = run(dp, 1.0, prefill_tokens=grid[None, :] * I, prefill_context=pctx)
+    at_max = run(dp, 1.0, prefill_tokens=b_max[:, None] * I, prefill_context=pctx)
+    ok_max = np.ravel(at_max.reason == 0)
+    t = np.where((r.reason == 0) & (grid[None, :] <= b_max[:, None]), r.step_s, np.nan)
+    cap = np.where(ok_max, b_max / np.where(ok_max, np.ravel(at_max.step_s), 1.0), 0.0)
+    return PrefillTable(lay, b_max, grid, t, cap)
 
-    # prefill pool: whole prompts per pass, as many as the budget and the KV at ISL allow
+
+CHOICES_CHECKED = 8  # ranked prefill layouts checked against the engine's KV share before settling
+
+
+def prefill_choice(dep: Deployment, profile_of, table: PrefillTable, rate: float, isl: float,
+                   cache_hit: float = 0.0) -> tuple[Layout, float]:
+    """(layout, mu) the prefill pool runs at ``rate`` requests/s (module docstring's rule). The ranked layouts are
+    checked in order against what disagg applies with the engine's HBM share (KV for one ISL prompt; b_max capped
+    by the KV at ISL): the first that keeps up wins, else the most capacity among the first CHOICES_CHECKED (past
+    those that do not fit). Raises PoolDoesNotFit when no layout fits."""
+    t = table.pass_s
+    filled = (table.grid[None, :] >= rate * t) & np.isfinite(t)  # b >= X·t(b): the pass the rate fills
+    first = np.argmax(filled, axis=1)
+    t_star = np.where(filled.any(axis=1), np.take_along_axis(np.nan_to_num(t, nan=np.inf), first[:, None], 1)[:, 0],
+                      np.inf)
+    keeps = table.capacity >= rate
+    order = np.lexsort((-table.capacity, np.where(keeps, t_star, np.inf), ~keeps))
+    order = order[table.capacity[order] > 0]
+    n, seen, why = np.size(table.b_max), [], "no valid layout whose pass fits"
+    for k, i in enumerate(order):
+        if seen and k >= CHOICES_CHECKED:
+            break
+        lay = table.layouts.at((n,), int(i))
+        if int(i) not in table.checked:  # mu or the refusal, per layout (it does not depend on the rate)
+            try:
+                terms = _prefill_terms(with_layout(dep, lay), profile_of(int(lay.tp)), isl, cache_hit)
+                table.checked[int(i)] = terms[2] / terms[3]
+                table.terms[lay.label()] = terms
+            except PoolDoesNotFit as e:
+                table.checked[int(i)] = str(e)
+        mu = table.checked[int(i)]
+        if isinstance(mu, str):
+            why = mu
+            continue
+        if mu >= rate:
+            return lay, mu
+        seen.append((mu, int(i), lay))
+    if not seen:
+        raise PoolDoesNotFit("prefill", why if why.startswith("does not fit") else f"does not fit: prefill pool: {why}")
+    mu, _, lay = max(seen, key=lambda x: (x[0], -x[1]))
+    return lay, mu
+
+
+def _prefill_terms(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit: float):
+    """(I, prefill context, b_max, t_p(b_max), its PassTerms): the prefill pool's pass at its most prompts."""
+    I = float(prefill_tokens(isl, cache_hit))
+    pctx = isl * cache_hit + I / 2.0
     blk = prof_p.block_size
-    kv_p, _, _ = kv_tokens(pre, prof_p, np.ceil(isl / blk) * blk)
+    kv = kv_tokens(pre, prof_p, np.ceil(isl / blk) * blk)
+    kv_p = kv[0]
     per_rank = max(1.0, np.floor(prof_p.max_num_tokens / I))
     ranks_p = float(scheduler_ranks(pre.layout))
     by_kv = float(np.floor(float(kv_p) * float(pre.layout.dp) / (np.ceil(isl / blk) * blk)))
     b_max = max(min(per_rank * ranks_p, by_kv), 1.0)
     t_max, r_p = step_time(pre, 0.0, 1.0, b_max * I, pctx, terms=True)
-    _fits("prefill", pre, prof_p, float(np.ceil(isl / blk) * blk), r_p)
-    mu_p = b_max / float(t_max)
+    _fits("prefill", pre, prof_p, float(np.ceil(isl / blk) * blk), r_p, kv)
+    return I, pctx, b_max, float(t_max)
+
+
+def prefill_capacity(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit: float = 0.0) -> float:
+    """mu_p = b_max / t_p(b_max) requests/s, as disagg computes it; raises PoolDoesNotFit naming the prefill pool."""
+    _, _, b_max, t_max = _prefill_terms(pre, prof_p, isl, cache_hit)
+    return b_max / t_max
+
+
+def with_layout(dep: Deployment, layout) -> Deployment:
+    """``dep`` on another layout, keeping its lowered model shape (it does not depend on the layout)."""
+    out = dep.with_(layout=layout)
+    if "shape" in dep.__dict__:
+        out.__dict__["shape"] = dep.__dict__["shape"]  # Deployment.shape is a cached_property of the model alone
+    return out
+
+
+def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: EngineProfile, *, isl, osl,
+           concurrency=None, rate=None, cache_hit=0.0, crosses_domain: bool | None = None,
+           decode: DecodePool | None = None, prefill: tuple | None = None) -> Disagg:
+    """The steady state at each load point (module docstring). ``crosses_domain``: the pools sit in different
+    scale-up domains (default: when P + D exceeds one domain). Raises PoolDoesNotFit naming the pool."""
+    closed = concurrency is not None
+    load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
+    isl, osl = float(isl), float(osl)
+    topo = pre.topo
+    cross = (pre.chips + dec.chips > topo.domain_size) if crosses_domain is None else bool(crosses_domain)
+
+    # prefill pool: whole prompts per pass, as many as the budget and the KV at ISL allow
+    I, pctx, b_max, t_max = prefill or _prefill_terms(pre, prof_p, isl, cache_hit)  # ``prefill``: computed once
+    mu_p = b_max / t_max
 
     # KV hand-off: one message per request
     kv_b = float(kv_sequence_bytes(pre, isl))
     t_kv = float(p2p(topo, kv_b, cross))
 
     # decode pool
-    ctx = isl + osl / 2.0
-    L_d = float(np.ceil((isl + osl) / prof_d.block_size) * prof_d.block_size)
-    b_kv = float(kv_batch(dec, prof_d, isl, osl))
-    cap = min(b_kv, float(prof_d.max_batch) * float(scheduler_ranks(dec.layout)))
-    _, r_d0 = step_time(dec, float(dec.layout.dp), ctx, terms=True)  # one sequence per replica
-    _fits("decode", dec, prof_d, L_d, r_d0)
-    t_cap = float(step_time(dec, cap, ctx))
-    mu_d = cap / (osl * t_cap)
+    pool = decode or decode_pool(dec, prof_d, isl, osl)  # ``decode``: the same pool's terms, computed once
+    ctx, L_d, cap, mu_d, Bg, tg_d = pool.context, pool.seq_tokens, pool.cap, pool.capacity, pool.batches, pool.step_s
 
     # the fixed point runs on tables of whole batches (step_time is linear between them, so np.interp is exact for
     # the decode step; the prefill pass between whole prompts is interpolated the same way)
-    Bg = np.arange(1.0, np.ceil(cap) + 1.0)
-    tg_d = np.asarray(step_time(dec, Bg, ctx), float)
     bg = np.arange(1.0, np.ceil(b_max) + 1.0)
     tg_p = np.asarray(step_time(pre, 0.0, 1.0, bg * I, pctx), float)
     B, b_p = np.minimum(np.ones_like(load), cap), np.ones_like(load)
@@ -163,7 +315,7 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
         queue = np.where(limited, np.inf, 0.0)
     chips = pre.chips + dec.chips
     usd = lambda dep: dep.chips * dep.price / SECONDS_PER_HOUR  # noqa: E731  ($ per second of the pool)
-    kv_d, _, _ = kv_tokens(dec, prof_d, L_d)
+    kv_d = pool.kv_tokens
     return Disagg(prompts_per_pass=b_p, prefill_pass_s=t_p, prompts_per_pass_max=b_max, prefill_capacity=mu_p, kv_bytes=kv_b, kv_transfer_s=t_kv,
                   crosses_domain=cross, decode_cap=cap, decode_capacity=np.full_like(load, mu_d), batch=B,
                   prefill_wait_s=wait, queue_s=queue, tpot_s=tpot, ttft_s=ttft0 + queue, e2e_s=cycle + queue,

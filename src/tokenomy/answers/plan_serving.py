@@ -1,0 +1,137 @@
+"""plan for a serving workload: search layouts (aggregated) or pool splits (disaggregated) under TTFT/TPOT SLOs.
+
+The objective is the workload, not one decode step. Every row is a plan evaluated at a workload point by the
+serving model itself — serving.steady for aggregated continuous batching (the same ``answers.serve._row`` that
+``tokenomy serve --tp .. --ep ..`` prints), serving.disagg for prefill/decode pools (``answers.serve.plan_disagg``):
+    meets     not capacity-limited, TTFT <= ttft_slo, TPOT <= tpot_slo (a missing SLO always holds)
+    goodput   goodput_requests_per_s = requests/s where it meets, else 0
+    rule      RULE: the most goodput per dollar, goodput_requests_per_usd = goodput·3600/(chips·$/chip-hour); ties:
+              more tokens/s per user. With one OSL this is the most output tokens/s per chip among the plans that
+              meet, so the best plan is always on the front.
+    table     the Pareto front (tokens/s per chip vs per user) of the plans that meet, best first by the rule, so
+              ``top`` N keeps the N best; when none meets: the closest plan (the smallest worst ratio of TTFT/SLO
+              and TPOT/SLO) and by how much it misses each SLO — an answer (exit 0), not an error
+    $/Mtok    in·ISL + out·OSL = 1e6·chips·$/chip-s / requests/s: every chip-second is paid by the tokens it served
+Aggregated candidates: every valid layout on at most ``chips`` chips (parallel.search.candidate_layouts), screened
+by the vectorised decode search at context ISL + OSL/2 (parallel.search.search): only layouts on its Pareto front
+(tokens/s per chip vs per user over all batches) go on to the steady state — a layout off it is beaten on both axes,
+at every batch, by one on it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tokenomy.units import SECONDS_PER_HOUR, fmt_seconds
+
+RULE = ("best = the plan meeting the SLOs (not capacity-limited, TTFT <= TTFT SLO, TPOT <= TPOT SLO) with the most "
+        "goodput per dollar (goodput requests/s x 3600 / (chips x $/chip-hour)); ties: more tokens/s per user")
+RULE_SHORT = "best = most SLO-meeting requests per $ (goodput/$)"
+
+
+def meets(r: dict, ttft_slo, tpot_slo) -> bool:
+    if r["capacity_limited"] or r["tpot_s"] is None or r["ttft_s"] is None:
+        return False
+    return (ttft_slo is None or r["ttft_s"] <= ttft_slo) and (tpot_slo is None or r["tpot_s"] <= tpot_slo)
+
+
+def misses(r: dict, ttft_slo, tpot_slo) -> dict:
+    """Each SLO's ratio value/SLO (> 1: missed); capacity-limited rows miss by an infinite TTFT when open loop."""
+    out = {}
+    if ttft_slo is not None:
+        out["ttft"] = (r["ttft_s"] if r["ttft_s"] is not None else math.inf) / ttft_slo
+    if tpot_slo is not None:
+        out["tpot"] = (r["tpot_s"] if r["tpot_s"] is not None else math.inf) / tpot_slo
+    return out
+
+
+def with_goodput(r: dict, usd_per_chip_hour: float, ttft_slo, tpot_slo) -> dict:
+    """The row plus ``meets``, ``goodput_requests_per_s`` and ``goodput_requests_per_usd`` (module docstring)."""
+    ok = meets(r, ttft_slo, tpot_slo)
+    good = (r["requests_per_s"] or 0.0) if ok else 0.0
+    return dict(r, meets_slos=ok, goodput_requests_per_s=good,
+                goodput_requests_per_usd=good * SECONDS_PER_HOUR / (r["chips"] * usd_per_chip_hour))
+
+
+def _key(r: dict):
+    return (-r["goodput_requests_per_usd"], -(r["tokens_per_s_per_user"] or 0.0))
+
+
+def rank(rows: list[dict], ttft_slo, tpot_slo, top=None) -> tuple[list[dict], dict | None, dict | None, list[str]]:
+    """(table, best, closest, notes) by RULE over ``rows`` (each already ``with_goodput``)."""
+    from tokenomy.parallel.search import pareto
+
+    good = [r for r in rows if r["meets_slos"]]
+    notes: list[str] = []
+    if good:
+        x = np.array([r["tokens_per_s_per_chip"] for r in good])
+        y = np.array([r["tokens_per_s_per_user"] for r in good])
+        front = [good[i] for i in pareto(x, y, np.ones(len(good), bool))]
+        best = min(good, key=_key)
+        if not any(r is best for r in front):
+            front.append(best)
+        table = sorted(front, key=_key)
+        for r in table:
+            r["best"] = r is best
+        notes.append(f"{len(good)} of {len(rows)} plans meet the SLOs; the table is their Pareto front, best first")
+        closest = None
+    else:
+        best = None
+        closest = min(rows, key=lambda r: (max(misses(r, ttft_slo, tpot_slo).values(), default=math.inf)
+                                            if not r["capacity_limited"] else math.inf,
+                                            -(r["requests_per_s"] or 0.0)))
+        table = [dict(closest, best=False)]
+        notes.append(no_plan_meets(closest, ttft_slo, tpot_slo))
+    if top is not None and top > 0:
+        table = table[:int(top)]
+    return table, best, closest, notes
+
+
+def no_plan_meets(r: dict, ttft_slo, tpot_slo) -> str:
+    load = f"concurrency {r['concurrency']:g}" if r.get("concurrency") is not None else f"rate {r['rate']:g}/s"
+    miss = [f"{k.upper()} {fmt_seconds(r[k + '_s'] if r[k + '_s'] is not None else math.inf)} vs SLO "
+            f"{fmt_seconds(slo)} ({f'{(v - 1) * 100:.0f}% over' if v > 1 else 'meets it'})"
+            for (k, v), slo in zip(misses(r, ttft_slo, tpot_slo).items(),
+                                   [s for s in (ttft_slo, tpot_slo) if s is not None])]
+    cap = "; capacity-limited (the pools cannot hold the load)" if r["capacity_limited"] else ""
+    return f"no plan meets the SLOs; closest: {r['plan']} on {r['chips']} chips at {load}: {', '.join(miss)}{cap}"
+
+
+def misses_by(r: dict | None, ttft_slo, tpot_slo) -> dict | None:
+    """JSON: by what fraction the closest plan misses each SLO (0 where it meets it)."""
+    if r is None:
+        return None
+    return {f"{k}_over": max(v - 1.0, 0.0) for k, v in misses(r, ttft_slo, tpot_slo).items()}
+
+
+def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, cache_hit: float, engine: str,
+               max_num_tokens, max_batch, ttft_slo, tpot_slo) -> tuple[list[dict], int, int]:
+    """Every screened layout (module docstring) at every workload point through serving.steady: (rows, candidate
+    layouts, layouts evaluated). Each row is ``answers.serve._row`` of that layout: what ``serve`` prints."""
+    from tokenomy.answers.serve import _row, engine_profile
+    from tokenomy.parallel.search import Constraints, default_batches, search
+    from tokenomy.serving.disagg import with_layout
+    from tokenomy.serving.steady import steady
+
+    prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
+    res = search(dep, chips=chips, constraints=Constraints(context=isl + osl / 2.0),
+                 batches=default_batches(prof0.max_batch))
+    n_b = np.size(res.batches)
+    shortlist = sorted({int(i) // n_b for i in res.front})
+    rows = []
+    for j in shortlist:
+        lay = res.layout(j * n_b)
+        d = with_layout(dep, lay)
+        prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a layout whose KV holds nothing: nan rows, skipped
+            s = steady(d, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit)
+        if not np.any(s.fits):
+            continue
+        load = concurrency if concurrency is not None else rate
+        for i in range(len(load)):
+            r = _row(d, prof, s, i, concurrency, rate, None, ttft_slo, tpot_slo)
+            r.update({k: v for k, v in lay.as_dict().items() if k != "label"})
+            rows.append(with_goodput(r, d.price, ttft_slo, tpot_slo))
+    return rows, int(np.size(res.layouts.tp)), len(shortlist)
