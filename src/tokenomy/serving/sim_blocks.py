@@ -19,24 +19,31 @@ class DecodeBlocks:
         self.hist = [0] * self.b
         self.sum_q = 0
         self.n = 0
+        self._memo = (-1, 0)  # (S, held(S)) until the decoders change
 
     def add(self, a: int) -> None:
         q, m = divmod(a, self.b)
         self.hist[m] += 1
         self.sum_q += q
         self.n += 1
+        self._memo = (-1, 0)
 
     def remove(self, a: int) -> None:
         q, m = divmod(a, self.b)
         self.hist[m] -= 1
         self.sum_q -= q
         self.n -= 1
+        self._memo = (-1, 0)
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""
+        if self._memo[0] == S:
+            return self._memo[1]
         Q, s = divmod(S, self.b)
         h = self.hist
-        return self.sum_q + self.n * (Q + 1) - (h[0] if s == 0 else 0) + sum(h[self.b + 1 - s:])
+        v = self.sum_q + self.n * (Q + 1) - (h[0] if s == 0 else 0) + sum(h[self.b + 1 - s:])
+        self._memo = (S, v)
+        return v
 
     def steps_within(self, S: int, free: int, k_max: int) -> int:
         """The most steps k <= k_max from S whose new blocks held(S + k) − held(S) fit in ``free``."""

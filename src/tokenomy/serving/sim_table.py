@@ -18,7 +18,6 @@ import numpy as np
 
 P_GRID = 16  # prefill-token grid cells over the budget
 C_GRID = 8  # context grid cells
-_TOP = C_GRID - 1e-9  # the last grid cell's clamp, in cells
 
 
 class StepTable:
@@ -44,16 +43,14 @@ class StepTable:
         C = (c_lo + dc * np.arange(C_GRID + 1))[None, None, :]
         return cls(np.asarray(step_time(dep, n, C, P, pctx), float), budget, c_lo, dc)
 
-    def _cell(self, ctx: float) -> tuple[int, float]:
-        x = min(max((ctx - self.c_lo) / self.dc, 0.0), self.c_cells - 1e-9)
-        i = int(x)
-        return i, x - i
-
     def __call__(self, n: int, ctx: float, P: float) -> float:
-        """One step: bilinear in P and context."""
-        i, fx = self._cell(ctx)
-        y = min(P / self.dp, len(self._rows[n]) - 1 - 1e-9)
-        j = int(y)
+        """One step: bilinear in P and context (clamped to the grid)."""
+        top_c, top_p = self.c_cells, len(self._rows[n]) - 1
+        x = min(max((ctx - self.c_lo) / self.dc, 0.0), float(top_c))
+        i = min(int(x), top_c - 1)
+        fx = x - i
+        y = min(max(P / self.dp, 0.0), float(top_p))
+        j = min(int(y), top_p - 1)
         lo, hi = self._rows[n][j], self._rows[n][j + 1]
         a = lo[i] + fx * (lo[i + 1] - lo[i])
         b = hi[i] + fx * (hi[i + 1] - hi[i])
@@ -65,9 +62,8 @@ class StepTable:
         x = (ctx - c_lo) / dc
         if x <= 0.0:  # below the grid: the first value, flat, until the context passes c_lo
             return max(min(left, math.floor(c_lo - ctx) + 1), 1), row[0], 0.0
-        if x >= self.c_cells - 1e-9:  # above it: the clamped last value
-            i = self.c_cells - 1
-            return left, row[i] + (self.c_cells - 1e-9 - i) * (row[i + 1] - row[i]), 0.0
+        if x >= self.c_cells:  # above it: the last value, flat
+            return left, row[self.c_cells], 0.0
         i = int(x)
         edge = c_lo + (i + 1) * dc  # where the next piece starts
         m = max(min(left, math.ceil(edge - ctx)), 1)

@@ -55,6 +55,8 @@ class Simulation:
     max_queue: int
     queue_len: np.ndarray  # waiting requests seen by each request at arrival
     first_token_s: np.ndarray  # absolute time of each request's first token (engine only, no request overhead)
+    tokens_out: int  # tokens generated: first tokens plus one per decode per step
+    prefill_tokens: int  # prompt (and recomputed) tokens prefilled
 
     def summary(self, chips: int) -> dict:
         c = self.counted
@@ -154,6 +156,7 @@ class _Run:
         self.held_pf = 0
         self.now, self.S, self.serials = 0.0, 0, 0
         self.preemptions, self.max_used, self.max_q, self.finished = 0, 0, 0, 0
+        self.tokens_out, self.prefilled_tokens = 0, 0
 
     # -- the loop -------------------------------------------------------------------------------------------------
     def loop(self) -> None:
@@ -268,8 +271,11 @@ class _Run:
         P = 0
         for _, c in chunks:
             P += c
-        self.now += self.table(self.dec.n, self.context(), P)
+        n = self.dec.n
+        self.now += self.table(n, self.context(), P)
         self.S += 1
+        self.tokens_out += n
+        self.prefilled_tokens += P
         self.note_used()
         done, need = self.done, self.need
         for r, c in chunks:
@@ -285,6 +291,7 @@ class _Run:
         g = self.gen[r]
         if g == 0:
             g = self.gen[r] = 1
+            self.tokens_out += 1
             self.first[r] = self.now
             self.ttft[r] = self.now - self.arrival[r]
         if g >= self.osl[r]:
@@ -359,6 +366,7 @@ class _Run:
             return
         self.now += self.table.decode_run_s(n, ctx, k)
         self.S += k
+        self.tokens_out += n * k
         self.note_used()
         self.complete()
 
@@ -374,4 +382,5 @@ def _result(run: _Run, isl, osl, o_req: float) -> Simulation:
         counted[:run.C] = False
         counted[N - run.C:] = False
     return Simulation(ttft, tpot, e2e, arrival, finish, counted, run.S, run.preemptions, run.max_used, run.kv,
-                      run.max_q, np.array(run.qlen, np.int64), np.array(run.first, float))
+                      run.max_q, np.array(run.qlen, np.int64), np.array(run.first, float), run.tokens_out,
+                      run.prefilled_tokens)
