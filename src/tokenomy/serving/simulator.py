@@ -148,7 +148,7 @@ class _Run:
         self.prefilling: dict[int, None] = {}  # admission order
         self.waiting: deque[int] = deque()
         order = sorted(range(N if not closed else min(C, N)), key=lambda i: arrival[i])
-        self.pending: deque[int] = deque(order)
+        self.pending = [(arrival[i], i) for i in order]  # a heap by (arrival, request): FCFS, ties by index
         self.issued, self.N = len(order), N
         self.heap: list[tuple[int, int, int]] = []  # (step it finishes at, serial, request)
         self.dec = DecodeBlocks(self.blk)
@@ -163,7 +163,7 @@ class _Run:
         while self.finished < self.N:
             self.arrivals()
             if not self.running and not self.waiting:
-                self.now = self.arrival[self.pending[0]]
+                self.now = self.pending[0][0]
                 continue
             self.admit()
             if len(self.waiting) > self.max_q:
@@ -177,9 +177,9 @@ class _Run:
             self.fast_forward()
 
     def arrivals(self) -> None:
-        pending, arrival, waiting, due = self.pending, self.arrival, self.waiting, self.now + EPS_S
-        while pending and arrival[pending[0]] <= due:
-            r = pending.popleft()
+        pending, waiting, due = self.pending, self.waiting, self.now + EPS_S
+        while pending and pending[0][0] <= due:
+            r = heapq.heappop(pending)[1]
             self.qlen[r] = len(waiting)
             waiting.append(r)
 
@@ -328,7 +328,7 @@ class _Run:
         self.finished += 1
         if self.closed and self.issued < self.N:
             self.arrival[self.issued] = self.now
-            self.pending.append(self.issued)
+            heapq.heappush(self.pending, (self.now, self.issued))
             self.issued += 1
 
     def no_progress(self) -> None:
@@ -337,7 +337,7 @@ class _Run:
             if self.blocks_to_admit(self.waiting[0]) <= self.kv:
                 return  # a request preempted itself: it is admitted again next step
         elif not self.running and self.pending:
-            self.now = max(self.now, self.arrival[self.pending[0]])
+            self.now = max(self.now, self.pending[0][0])
             return
         raise ValueError("max_num_tokens: no request can be scheduled (a prompt larger than the step budget of an "
                          "engine that does not chunk prefill)")
@@ -349,7 +349,7 @@ class _Run:
         if n == 0 or (self.prefilling and self.plan_chunks(n)):
             return
         pending = self.pending
-        if pending and self.arrival[pending[0]] <= self.now + EPS_S:
+        if pending and pending[0][0] <= self.now + EPS_S:
             return
         free = self.free()
         if self.can_admit(free):
@@ -360,7 +360,7 @@ class _Run:
         k = heap[0][0] - self.S
         ctx = self.context()
         if pending:
-            k = self.table.steps_to_reach(n, ctx, self.arrival[pending[0]] - EPS_S - self.now, k)
+            k = self.table.steps_to_reach(n, ctx, pending[0][0] - EPS_S - self.now, k)
         k = self.dec.steps_within(self.S, free, k)
         if k < 1:
             return
