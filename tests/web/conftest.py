@@ -21,7 +21,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 def app():
     from tokenomy.web.app import create_app
 
-    return create_app()
+    return create_app(allowed_hosts=("testserver",))  # the TestClient's Host; the live server is 127.0.0.1
 
 
 @pytest.fixture(scope="session")

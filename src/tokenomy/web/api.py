@@ -22,6 +22,18 @@ from tokenomy.web import params as P
 from tokenomy.formatting import to_json
 
 router = APIRouter(prefix="/api")
+OWN_OPTIONS = {  # the parameters of the endpoints that are not an answer's keywords (web/openapi.py declares them)
+    "models": {},
+    "model": {"model": P.Option("model", required=True), "config": P.Option("config"),
+              "kv_dtype": P.Option("dtype", "bf16")},
+    "hardware": {"hardware": P.Option("hardware")},
+    "upload": {},
+}
+
+
+def endpoint_options(name: str) -> dict[str, P.Option]:
+    """What ``/api/<name>`` accepts in its query: an answer's keywords, or the endpoint's own."""
+    return OWN_OPTIONS[name] if name in OWN_OPTIONS else P.options(name)
 
 
 def json_response(obj) -> Response:
@@ -34,19 +46,22 @@ def query(request: Request, allowed: tuple[str, ...]) -> P.Query:
 
 @router.get("/models")
 def models(request: Request) -> Response:
-    query(request, ())
+    """The catalog's models: what `tokenomy models --json` prints."""
+    query(request, tuple(OWN_OPTIONS["models"]))
     return json_response(catalog.models().payload())
 
 
 @router.get("/model")
 def model(request: Request) -> Response:
-    q = query(request, ("model", "config", "kv_dtype"))
+    """One model's architecture, parameters and KV bytes per token: what `tokenomy model NAME --json` prints."""
+    q = query(request, tuple(OWN_OPTIONS["model"]))
     return json_response(catalog.model(P.model_from(q), q.dtype("kv_dtype", "bf16")).payload())
 
 
 @router.get("/hardware")
 def hardware(request: Request) -> Response:
-    name = query(request, ("hardware",)).text("hardware")
+    """The catalog's chips and systems, or one of them: what `tokenomy hardware [NAME] --json` prints."""
+    name = query(request, tuple(OWN_OPTIONS["hardware"])).text("hardware")
     if name:
         P.hardware_by_name(name)
     return json_response(catalog.hardware(name.lower() if name else None).payload())
@@ -57,7 +72,8 @@ def _endpoint(command: str):
         return json_response(P.answer(command, request.query_params).payload())
 
     endpoint.__name__ = command
-    endpoint.__doc__ = f"What `tokenomy {command} --json` prints; query keys are its options with '-' -> '_'."
+    endpoint.__doc__ = (f"What `tokenomy {command} --json` prints (the answer's payload); query keys are its options "
+                        "with '-' -> '_'. Bad input: 422 naming the field and what is allowed.")
     return endpoint
 
 
@@ -81,7 +97,7 @@ async def read_limited(request: Request, limit: int) -> bytes:
 @router.post("/upload")
 async def upload(request: Request) -> Response:
     """A config.json in the body (raw JSON): parsed, validated, and returned as a token for ``config=``."""
-    query(request, ())
+    query(request, tuple(OWN_OPTIONS["upload"]))
     data = P.parse_config_bytes(await read_limited(request, P.MAX_CONFIG_BYTES))
     token = P.encode_config(data)
     return json_response({"config": token, "model": catalog.model(P.model_from_token(token)).payload()})

@@ -115,7 +115,8 @@ class Query:
     def __init__(self, params: Mapping[str, str], allowed: tuple[str, ...]):
         unknown = sorted(set(params) - set(allowed))
         if unknown:
-            raise FieldError(unknown[0], f"unknown parameter; allowed: {', '.join(allowed)}")
+            raise FieldError(unknown[0] or "query", f"unknown parameter {unknown[0]!r}; "
+                             + (f"allowed: {', '.join(allowed)}" if allowed else "this takes no parameters"))
         self.p = params
 
     def text(self, name: str, default: str | None = None, limit: int = MAX_VALUE_CHARS) -> str | None:
@@ -298,7 +299,8 @@ NUMBERS = {  # bounds by parameter name, shared by every answer that has it (tes
     # serve (a workload)
     "concurrency": Bound(1, 1e7), "rate": Bound(1e-6, 1e7), "isl": Bound(1, MAX_CONTEXT), "osl": Bound(1, MAX_CONTEXT),
     "cache_hit": Bound(0, 0.99), "max_num_tokens": Bound(1, MAX_CONTEXT), "ttft_slo": SECONDS, "tpot_slo": SECONDS,
-    "requests": Bound(1, 100_000), "seed": Bound(0, 2**32 - 1),
+    "requests": Bound(1, 100_000), "seed": Bound(0, 2**32 - 1), "prefill_chips": Bound(1, MAX_CHIPS),
+    "decode_chips": Bound(1, MAX_CHIPS),
     # train, rl, lifecycle
     "ep_overlap": SHARE, "tokens": Bound(1, 1e17), "mfu": UTILISATION, "flops_fraction": UTILISATION,
     "flops_factor": Bound(2, 6), "train_mfu": UTILISATION, "demand_tokens_per_s": Bound(1, 1e15),
@@ -312,7 +314,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "top": "int", "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
     "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
     "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
-    "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text",
+    "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
+    "decode_chips": "int",
 }
 ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list", "models": "model_list",
           "concurrency": "float_list", "rate": "float_list"}  # lists whatever the default

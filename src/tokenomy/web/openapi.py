@@ -1,0 +1,149 @@
+"""``/openapi.json`` made self-describing: every query parameter of every ``/api`` endpoint, with its type, bounds,
+allowed values, default and a line of help.
+
+The endpoints read their query themselves (web/params.py parses it into the answer's keywords), so FastAPI sees no
+parameters; this module declares them from the same tables the parser uses (``api.endpoint_options``: an answer's
+keywords and their kinds, ``params.NUMBERS`` bounds, ``params.CHOICES``), so the schema cannot drift from what is
+accepted. Help lines: ``views.HELP`` (the forms' help), else ``HELP`` below.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from tokenomy.catalog import loader
+from tokenomy.units import DTYPE_BYTES
+from tokenomy.web import api
+from tokenomy.web import params as P
+
+HELP = {  # parameters the forms do not show (views.HELP has the rest)
+    "config": "an uploaded config.json: the token POST /api/upload returns (stands for model)",
+    "torus": "torus dimensions of a TPU slice, e.g. 16x16x16; empty: the system's own",
+    "sparse_const": "c in the sparse-attention keys read per query, c * context^p",
+    "sparse_exponent": "p in c * context^p (0 < p <= 1)",
+    "band": "Goldilocks: both terms within this factor of each other",
+    "step_context": "context at which the step-time table is read",
+    "models": "catalog models to compare, comma-separated",
+    "max_batch": "largest running batch (an engine's cap, or the context answer's operating batch)",
+    "concurrency": "closed loop: users each with one request in flight; a list sweeps",
+    "rate": "open loop: requests per second arriving; a list sweeps",
+    "isl": "input (prompt) tokens per request",
+    "osl": "output tokens per request",
+    "isl_dist": "input-length distribution: fixed:N, uniform:a:b or lognormal:mu:sigma",
+    "osl_dist": "output-length distribution: fixed:N, uniform:a:b or lognormal:mu:sigma",
+    "cache_hit": "share of the prompt's tokens found in the prefix cache",
+    "engine": "serving-engine profile from the catalog (token budget, batch cap, KV share)",
+    "max_num_tokens": "tokens the engine schedules per step; empty: the profile's",
+    "ttft_slo": "SLO: longest time to first token, seconds (goodput counts requests within it)",
+    "tpot_slo": "SLO: longest time per output token, seconds",
+    "method": "analytic: the steady state; simulate: the iteration-level simulator",
+    "arrivals": "closed loop: staggered (steady state) or together (all at t = 0)",
+    "requests": "simulate: requests to run",
+    "seed": "simulate: random seed of the lengths and arrivals",
+    "mode": "agg: prefill and decode on the same chips; disagg: separate pools",
+    "real": "yes: the claims on real hardware (calibrated efficiency) instead of the lecture's ideal",
+    "ids": "claim ids to show, comma-separated (L1,L2); empty: all",
+    "ep_overlap": "share of compute hiding the EP all-to-alls (0..1)",
+    "fsdp": "yes: fully sharded data parallel (ZeRO-3)",
+    "no_sp": "yes: no sequence parallelism over tp",
+    "virtual_stages": "interleaved schedule: model chunks per pipeline stage",
+    "flops_fraction": "share of the chip's peak FLOP/s a GEMM reaches",
+    "attention": "attention FLOPs counted: causal (half), full, or none",
+    "compute_dtype": "element type of the matmuls",
+    "grad_dtype": "element type of the gradients",
+    "optimizer_dtype": "element type of the optimizer state",
+    "flash_attention": "yes: no attention scores stored for backward",
+    "dropout": "yes: dropout masks stored for backward",
+    "published": "a published training run to compare against, by id",
+    "rollouts": "RL rollouts per step",
+    "prompt_len": "tokens per rollout prompt",
+    "output_len": "tokens generated per rollout",
+    "flops_factor": "FLOPs per parameter per RL token: 2 (score only) .. 6 (train on all)",
+    "train_mfu": "MFU of the training part of the RL step",
+}
+
+
+def help_of(name: str) -> str:
+    from tokenomy.web.views import HELP as FORM_HELP
+
+    return FORM_HELP.get(name) or HELP.get(name, "")
+
+
+def _default(value) -> object:
+    if isinstance(value, (list, tuple)):
+        return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in value)
+    return value if isinstance(value, (bool, int, float, str)) else None
+
+
+def schema_of(name: str, opt: P.Option) -> dict:
+    """The JSON schema of one query value, from the parser's kind and bounds."""
+    b = P.NUMBERS.get(name)
+    if opt.kind in ("int", "float", "number"):
+        out = {"type": "integer" if opt.kind == "int" else "number", "minimum": b.lo, "maximum": b.hi}
+        if b.lo_open:
+            out |= {"exclusiveMinimum": b.lo}
+            del out["minimum"]
+        return out
+    if opt.kind == "bool":
+        return {"type": "boolean"}
+    if opt.kind in ("dtype", "choice", "model", "hardware"):
+        values = {"dtype": lambda: list(DTYPE_BYTES), "choice": lambda: list(P.CHOICES[name]),
+                  "model": loader.model_names, "hardware": P.hardware_names}[opt.kind]()
+        return {"type": "string", "enum": values}
+    if opt.kind == "config":
+        return {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": P.MAX_CONFIG_TOKEN_CHARS}
+    return {"type": "string", "maxLength": P.MAX_VALUE_CHARS}
+
+
+def parameter(name: str, opt: P.Option, options: dict[str, P.Option]) -> dict:
+    """One OpenAPI query parameter; ``model`` is optional where ``config`` can stand for it."""
+    schema = schema_of(name, opt)
+    if (d := _default(opt.default)) is not None:
+        schema["default"] = d
+    text = help_of(name)
+    if opt.kind == "int_list":
+        text += f" (a comma list, e.g. 1,8,64, or a range of powers of two, 1..4096; each in {P.NUMBERS[name]})"
+    elif opt.kind == "float_list":
+        text += f" (a comma list, e.g. 10,300; each in {P.NUMBERS[name]})"
+    required = opt.required and not (name == "model" and "config" in options)
+    if name == "model" and "config" in options:
+        text += "; required unless config is given"
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": text}
+
+
+def description_of(name: str) -> str:
+    """The answer's docstring (its first paragraph), else the endpoint's."""
+    fn: Callable = getattr(api, name, None) if name in api.OWN_OPTIONS else P._function(name)
+    doc = inspect.getdoc(fn) or ""
+    return doc.split("\n\n")[0]
+
+
+def declare(schema: dict) -> dict:
+    """The FastAPI schema with each /api endpoint's query parameters and description filled in."""
+    for path, ops in schema.get("paths", {}).items():
+        if not path.startswith("/api/"):
+            continue
+        name = path.removeprefix("/api/")
+        options = api.endpoint_options(name)
+        for op in ops.values():
+            op["parameters"] = [parameter(k, o, options) for k, o in options.items()]
+            op["description"] = description_of(name)
+            if name == "upload":
+                op["requestBody"] = {"required": True, "description": "a Hugging Face config.json",
+                                     "content": {"application/json": {"schema": {"type": "object"}}}}
+            op.setdefault("responses", {})["422"] = {"description": "bad input: the field and what is allowed",
+                                                     "content": {"application/json": {}}}
+    return schema
+
+
+def install(app) -> None:
+    """Make ``app.openapi()`` return the declared schema (built once, on first ask)."""
+    base = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = declare(base())
+        return app.openapi_schema
+
+    app.openapi = openapi
