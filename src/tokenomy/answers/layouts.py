@@ -57,7 +57,7 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
                              efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, top=top, batch=batch,
                              torus=torus)
     if prefill_chips is not None or decode_chips is not None:
-        raise ValueError("prefill_chips, decode_chips: only with mode disagg")
+        raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
     for name, v in (("context", context), ("max_ttft", max_ttft), ("hop_latency", hop_latency)):
         _positive(name, v)
     if min_tokens_per_user is None or not min_tokens_per_user >= 0:
@@ -107,8 +107,8 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
     if batch is not None:
         raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")
     if concurrency is None and rate is None:
-        raise ValueError("concurrency, rate: mode disagg plans for a workload; give one (closed loop C users, or "
-                         "open loop R requests/s)")
+        raise ValueError("concurrency: mode disagg plans for a workload; give concurrency (closed loop, users) or "
+                         "rate (open loop, requests/s)")
     if top is None or int(top) != top or top < 0:
         raise ValueError(f"top: must be an integer >= 0, got {top}")
     if mode == "disagg":
@@ -124,7 +124,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                         prefill_chips=prefill_chips, decode_chips=decode_chips)
         return Result("plan", r.title, r.table, DISAGG_PLAN_COLUMNS, r.extra, r.notes, rows_key="front")
     if prefill_chips is not None or decode_chips is not None:
-        raise ValueError("prefill_chips, decode_chips: only with mode disagg")
+        raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
     C, R, li, lo = _workload(concurrency, rate, isl, osl, None, None, ttft_slo, tpot_slo)
     engine_profile(engine, 1, max_num_tokens, max_batch)  # the engine, token budget and batch cap checked first
     dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,

@@ -384,7 +384,7 @@ def _splits(sizes, budget, P_fixed, D_fixed):
             yield D, Ps
 
 
-def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables, bad):
+def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables, bad, why):
     """The prefill sizes that keep up with the decode pool's rate x_d: the smallest whose capacity >= x_d and the
     next EXTRA_PREFILL_SIZES up (or, when none keeps up, the largest that fits); pools that do not fit go in ``bad``."""
     from tokenomy.serving.disagg import PoolDoesNotFit
@@ -395,8 +395,9 @@ def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, t
             continue
         try:
             _, _, mu = _prefill_side(dep, P, None, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
-        except PoolDoesNotFit:
+        except PoolDoesNotFit as e:
             bad.add(("prefill", P))
+            why[("prefill", P)] = str(e)
             continue
         fit.append((P, mu))
     keep = [i for i, (_, mu) in enumerate(fit) if mu >= x_d]
@@ -419,8 +420,8 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
         raise ValueError("chips: the chip budget to split into a prefill and a decode pool is required")
     P_fix, D_fix = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
     if (P_fix or 0) + (D_fix or 0) > budget or (P_fix or D_fix or 0) >= budget:
-        raise ValueError(f"prefill_chips, decode_chips: {P_fix or '-'} + {D_fix or '-'} chips leave no room in the "
-                         f"{budget} chips available (--chips); each pool needs at least one")
+        raise ValueError(f"prefill_chips: {P_fix or 0} + decode_chips {D_fix or 0} leave no room in the {budget} "
+                         "chips available (chips); each pool needs at least one and P + D <= chips")
     top = None if top is None or top == 0 else positive_int("top", top)
     C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
     m, hw = model_of(model), hardware_of(hardware)
@@ -438,7 +439,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
             why[("decode", D)] = str(e)
             continue
         x_d = decode_rate(pool, osl_m, C, R)
-        for P in _balanced(dep, Ps, x_d, isl_m, hit, engine, max_num_tokens, max_batch, tables, bad):
+        for P in _balanced(dep, Ps, x_d, isl_m, hit, engine, max_num_tokens, max_batch, tables, bad, why):
             try:
                 pre, prof_p, _ = _prefill_side(dep, P, None, x_d, isl_m, hit, engine, max_num_tokens, max_batch,
                                                tables)
@@ -450,11 +451,12 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
                 continue
             rows += [with_goodput(r, dep.price, ttft_slo, tpot_slo)
                      for r in _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)]
-    if not rows:
+    if not rows:  # one line naming the pool and why (the largest pool's refusal when sizes were searched)
         if why:
-            raise ValueError(f"{'decode' if D_fix or not P_fix else 'prefill'}_chips: {next(iter(why.values()))}"
-                             if (P_fix or D_fix) else f"chips: no split of {budget} x {hw.chip.name} fits "
-                             f"{m.name}: {next(iter(why.values()))}")
+            (pool, n), msg = max(why.items(), key=lambda kv: kv[0][1])
+            fixed = {"prefill": P_fix, "decode": D_fix}[pool]
+            raise ValueError(f"{pool}_chips: {msg}" if fixed else f"chips: no split of {budget} x {hw.chip.name} "
+                             f"fits {m.name}; the largest {pool} pool tried, {n} chips: {msg}")
         raise ValueError(f"chips: no prefill/decode split of {budget} x {hw.chip.name} fits {m.name}")
     table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top)
     notes.insert(0, f"{len(rows)} plans over pool sizes {', '.join(map(str, sizes))} (each decode pool with the "

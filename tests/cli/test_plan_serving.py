@@ -1,0 +1,112 @@
+"""`tokenomy plan` for a serving workload (agg and --mode disagg): the best plan is what `tokenomy serve` reports
+for its layout, the ranking rule holds over the table, $/Mtok in + out pays every chip-second, bad input is one
+line with exit 2, and SLOs no plan meets give the closest plan (exit 0)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tokenomy.catalog import loader
+from tokenomy.cli import commands  # noqa: F401
+from tokenomy.cli.app import app
+
+R = CliRunner()
+LLAMA = ["plan", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--concurrency", "64", "--isl", "1024",
+         "--osl", "1024", "--ttft-slo", "1", "--tpot-slo", "0.05"]
+DS = ["plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--chips", "288", "--mode", "disagg",
+      "--concurrency", "256", "--isl", "4096", "--osl", "1024", "--engine", "sglang", "--ttft-slo", "2",
+      "--tpot-slo", "0.05"]
+
+
+def _json(args):
+    r = R.invoke(app, args + ["--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return _json(LLAMA)
+
+
+def test_agg_best_row_equals_serve_for_its_layout(llama):
+    best = llama["best"]
+    assert "goodput per dollar" in llama["rule"] and llama["front"][0]["plan"] == best["plan"]
+    args = ["serve", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--concurrency", "64", "--isl", "1024",
+            "--osl", "1024", "--chips", str(best["chips"])]
+    for k in ("tp", "ep", "pp", "dp"):
+        args += [f"--{k}", str(best[k])]
+    (row,) = _json(args)
+    assert row["plan"] == best["plan"]
+    for k in ("ttft_s", "tpot_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input",
+              "usd_per_mtok_output", "requests_per_s"):
+        assert row[k] == pytest.approx(best[k], rel=1e-9), k
+
+
+@pytest.mark.parametrize("args", [LLAMA, DS])
+def test_the_rule_holds_over_the_table_and_top_1_is_the_best(args):
+    d = _json(args)
+    rows, best = d["front"], d["best"]
+    assert rows[0]["best"] and best["meets_slos"]
+    for r in rows:
+        assert r["goodput_requests_per_usd"] <= best["goodput_requests_per_usd"]
+        assert not any(x["tokens_per_s_per_chip"] > r["tokens_per_s_per_chip"]
+                       and x["tokens_per_s_per_user"] > r["tokens_per_s_per_user"] for x in rows)
+    (top,) = _json(args + ["--top", "1"])["front"]
+    assert top["plan"] == best["plan"] and top["tokens_per_s_per_chip"] == best["tokens_per_s_per_chip"]
+
+
+def test_usd_per_mtok_in_and_out_pay_the_chips(llama):
+    price = loader.hardware("hgx-h100-8").usd_per_chip_hour
+    for r in llama["front"]:
+        paid = (r["usd_per_mtok_input"] * 1024 + r["usd_per_mtok_output"] * 1024) / 1e6
+        assert paid == pytest.approx(r["chips"] * price / 3600 / r["requests_per_s"], rel=1e-9)
+
+
+def test_table_shows_cost_beside_throughput():
+    r = R.invoke(app, LLAMA)
+    assert r.exit_code == 0, r.output
+    for col in ("usd_", "tokens_per_", "ttft_s", "tpot_s"):
+        assert col in r.stdout
+    assert "goodput per dollar" in " ".join(r.stdout.split())
+
+
+@pytest.mark.parametrize("args", [LLAMA, DS])
+def test_slos_no_plan_meets_say_so_with_the_closest(args):
+    d = _json(args + ["--tpot-slo", "1e-5"])
+    assert d["best"] is None and d["closest"] is not None and d["misses_by"]["tpot_over"] > 1
+    r = R.invoke(app, args + ["--tpot-slo", "1e-5"])
+    assert r.exit_code == 0 and "no plan meets the SLOs; closest:" in r.stdout and "% over" in r.stdout
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--concurrency", "0"], "--concurrency"),
+    (["--rate", "-2"], "--rate"),
+    (["--osl", "0"], "--osl"),
+    (["--mode", "x"], "--mode"),
+    (["--prefill-chips", "8"], "--prefill-chips"),  # only with --mode disagg
+])
+def test_agg_bad_input_is_one_line_exit_2(extra, words):
+    r = R.invoke(app, LLAMA + extra)
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert words in line and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--prefill-chips", "200", "--decode-chips", "144"], "--prefill-chips: 200 + decode_chips 144"),
+    (["--prefill-chips", "1", "--decode-chips", "16"], "prefill pool"),
+    (["--prefill-chips", "16", "--decode-chips", "1"], "decode pool"),
+    (["--osl", "0"], "--osl"),
+])
+def test_disagg_bad_input_is_one_line_exit_2(extra, words):
+    r = R.invoke(app, DS + extra)
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert words in line and "Traceback" not in r.output
+
+
+def test_disagg_without_a_workload_says_what_to_add():
+    r = R.invoke(app, ["plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--mode", "disagg"])
+    assert r.exit_code == 2 and "--concurrency: mode disagg plans" in r.output and len(r.output.strip().splitlines()) == 1
