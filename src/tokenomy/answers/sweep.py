@@ -11,12 +11,14 @@ coordinate. No degree given: each point on its best layout over ``chips`` (defau
 (sweep_eval.py). Invalid layouts and points that do not fit are NaN with a ``reason`` code (attrs: ``reasons``).
 The grid is evaluated in chunks of at most ``chunk_points`` points (sweep_axes.blocks); ``out=`` streams them to a
 file (sweep_io.py) and returns its path; ``client=`` (a dask.distributed Client) evaluates the same chunks on a
-cluster, a bounded window of them in flight, and gives the same numbers bit for bit.
+cluster, a bounded window of them in flight, and gives the same numbers bit for bit. ``variables=`` keeps only the
+named variables (and ``reason``): less memory, smaller files.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +36,7 @@ IN_FLIGHT_PER_WORKER = 2
 
 
 def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None, engine="vllm",
-            max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered") -> Spec:
+            max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", variables=None) -> Spec:
     """Checked axes and settings -> the Spec every chunk is evaluated from."""
     axes = {k: v for k, v in axes.items() if v is not None}
     serving = any(k in axes for k in ("concurrency", "rate"))
@@ -70,8 +72,15 @@ def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_
         raise ValueError(f"arrivals: {arrivals!r}; allowed: staggered, together")
     if not 0.0 <= float(cache_hit) < 1.0:
         raise ValueError(f"cache_hit: must be in [0, 1), got {cache_hit!r}")
-    return Spec(grid, not degrees, int(chunk_points), usd_per_chip_hour, engine, max_num_tokens, max_batch,
+    spec = Spec(grid, not degrees, int(chunk_points), usd_per_chip_hour, engine, max_num_tokens, max_batch,
                 float(cache_hit), arrivals)
+    if variables is None:
+        return spec
+    keep = (variables,) if isinstance(variables, str) else tuple(variables)
+    bad = [v for v in keep if v not in spec.all_variables()]
+    if bad or not keep:
+        raise ValueError(f"variables: {bad[0] if bad else 'none given'!r}; allowed: {', '.join(spec.all_variables())}")
+    return replace(spec, keep=keep)
 
 
 def chunks(spec: Spec) -> list[tuple[slice, ...]]:
@@ -84,7 +93,7 @@ def evaluated(spec: Spec, client=None):
     todo = chunks(spec)
     if client is None:
         for b in todo:
-            yield b, _finish(evaluate_block(spec, b))
+            yield b, evaluate_block(spec, b)
         return
     window = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
     spec_f = client.scatter(spec, broadcast=True)
@@ -96,17 +105,11 @@ def evaluated(spec: Spec, client=None):
             break
     while pending:
         b, fut = pending.popleft()
-        values = _finish(fut.result())
+        values = fut.result()
         nxt = next(it, None)
         if nxt is not None:
             pending.append((nxt, client.submit(evaluate_block, spec_f, nxt, pure=False)))
         yield b, values
-
-
-def _finish(values: dict) -> dict:
-    """The binding term only where the point is valid (-1 elsewhere)."""
-    values["bound"] = np.where(values["reason"] == 0, values["bound"], -1).astype(np.int8)
-    return values
 
 
 def _meta(spec: Spec) -> dict:
@@ -165,7 +168,8 @@ def run(spec: Spec, *, out=None, client=None, on_chunk=None):
 def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=None, efficiency=None, chips=None,
           tp=None, ep=None, pp=None, dp=None, batch=None, context=None, len_pass=None, concurrency=None, rate=None,
           isl=None, osl=None, layout=None, out=None, client=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None,
-          engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", **unknown):
+          engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", variables=None,
+          **unknown):
     """The sweep (module docstring): an xarray.Dataset over the named axes, or the path of ``out``. A keyword that
     is no axis or setting is refused naming it."""
     axes = dict(**unknown, model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -173,7 +177,7 @@ def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=N
                 len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
     spec = spec_of(axes, layout=layout, chunk_points=chunk_points, usd_per_chip_hour=usd_per_chip_hour,
                    engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, cache_hit=cache_hit,
-                   arrivals=arrivals)
+                   arrivals=arrivals, variables=variables)
     return run(spec, out=out, client=client)
 
 

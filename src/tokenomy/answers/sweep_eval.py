@@ -19,7 +19,7 @@ import numpy as np
 
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.serve import engine_profile
-from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid
+from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
@@ -54,14 +54,19 @@ class Spec:
     max_batch: int | None = None
     cache_hit: float = 0.0
     arrivals: str = "staggered"
+    keep: tuple[str, ...] | None = None  # the variables to return (None: all); reason always
 
-    def variables(self) -> dict[str, str]:
+    def all_variables(self) -> dict[str, str]:
         """Variable -> unit (codes and plan degrees have no unit)."""
         out = dict(SERVE_VARS if self.grid.serving else PASS_VARS)
         out.update({k: "" for k in CODES})
         if self.plan:
             out.update({k: "" for k in PLAN_VARS})
         return out
+
+    def variables(self) -> dict[str, str]:
+        out = self.all_variables()
+        return out if self.keep is None else {k: u for k, u in out.items() if k in self.keep or k == "reason"}
 
 
 _BASE: dict = {}
@@ -70,8 +75,8 @@ _BASE: dict = {}
 def base(spec: Spec, point: dict) -> Deployment:
     """The deployment of a loop point (layout left at 1 chip), cached per process (workers keep theirs)."""
     wd = point.get("weight_dtype", CHECKPOINT)
-    key = tuple(str(getattr(point.get(k), "name", point.get(k))) for k in ("model", "hardware", "kv_dtype",
-                                                                            "efficiency")) + (wd, spec.usd_per_chip_hour)
+    key = tuple(_label(point.get(k, "")) for k in ("model", "hardware", "kv_dtype", "efficiency")) + (
+        wd, spec.usd_per_chip_hour)
     if key not in _BASE:
         _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
                                 weight_dtype=None if wd == CHECKPOINT else wd, kv_dtype=point.get("kv_dtype", "bf16"),
@@ -224,4 +229,5 @@ def evaluate_block(spec: Spec, block: tuple[slice, ...]) -> dict[str, np.ndarray
             if k not in out:
                 out[k] = np.empty(loop_shape + sub, dtype=np.int8 if k in CODES else float)
             out[k][idx] = np.broadcast_to(v, sub)
-    return out
+    out["bound"] = np.where(out["reason"] == 0, out["bound"], -1).astype(np.int8)  # only where the point is valid
+    return out if spec.keep is None else {k: v for k, v in out.items() if k in spec.keep or k == "reason"}
