@@ -49,3 +49,38 @@ def test_rates_are_never_formatted_as_times():
 
     assert fmt_cell("requests_per_s", 2.818).endswith("req/s") and fmt_cell("step_s", 0.01) == "10 ms"
     assert fmt_cell("goodput_requests_per_s", 3.0) == "3 req/s" and fmt_cell("tokens_per_s", 5.0) == "5 tok/s"
+
+
+def test_lists_of_different_lengths_cross_and_context_is_optional():
+    """Issue 14: batch=[1, 64] with context=[2k, 32k, 128k] is the 2 x 3 grid, as on the CLI, never a numpy
+    broadcasting error; context may be left out (the CLI's default, 2048)."""
+    r = tk.decode("llama-3.1-70b", "hgx-h100-8", batch=[1, 64], context=[2048, 32768, 131072])
+    assert [(x["batch"], x["context"]) for x in r.rows()] == [(b, c) for b in (1, 64) for c in (2048, 32768, 131072)]
+    default = tk.decode("llama-3.1-70b", "hgx-h100-8", batch=[1, 64]).rows()
+    assert [x["context"] for x in default] == [2048, 2048]
+    assert tk.decode("llama-3.1-70b", "hgx-h100-8", batch=64, context=2048).rows()[0]["batch"] == 64
+
+
+@pytest.mark.parametrize("bad", ["abc", [[1, 2], [3]], {"a": 1}, [1, None], [], float("inf"), [1.5]])
+def test_bad_batch_is_one_line_naming_the_field(bad):
+    with pytest.raises(ValueError, match=r"^batch: must be positive whole numbers") as e:
+        tk.decode("llama-3.1-70b", "hgx-h100-8", batch=bad)
+    assert "\n" not in str(e.value)
+
+
+def _cli_options(command: str) -> set[str]:
+    import typer.main
+
+    from tokenomy.cli import app, commands  # noqa: F401  (registers every command)
+
+    cmd = typer.main.get_command(app).commands[command]
+    return {p.name for p in cmd.params} - {"as_json", "as_csv", "show"}
+
+
+@pytest.mark.parametrize("command", ["train", "rl", "lifecycle", "plan"])
+def test_api_functions_take_every_option_of_their_command(command):
+    """tk.<command> takes each option of ``tokenomy <command>`` under the same name (dashes -> underscores)."""
+    import inspect
+
+    params = inspect.signature(getattr(tk, command)).parameters
+    assert _cli_options(command) <= set(params), sorted(_cli_options(command) - set(params))

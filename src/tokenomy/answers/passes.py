@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
-from tokenomy.answers.result import Result
+from tokenomy.answers.result import Later, Result
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
@@ -28,7 +28,10 @@ TERM_KEYS = ("compute_s", "memory_s", "weights_read_s", "kv_s", "act_s", "tp_com
 
 
 def _grid(name: str, values) -> np.ndarray:
-    a = np.atleast_1d(np.asarray(values, dtype=float)).ravel()
+    try:
+        a = np.atleast_1d(np.asarray(values, dtype=float)).ravel()
+    except (TypeError, ValueError):  # a string, a ragged or nested list: one line naming the field, never numpy's
+        raise ValueError(f"{name}: must be positive whole numbers (a number or a list), got {values!r}") from None
     if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.round(a)):
         raise ValueError(f"{name}: must be positive whole numbers, got {values!r}")
     return a
@@ -76,15 +79,17 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
         raise ValueError(f"tp, ep, pp, dp: {lay.label()} is not valid for {m.name}: "
                          f"{engine.REASONS[int(structural[0])]}")
     bound = dep.run(B, C, S, eff=engine.ROOFLINE, **hop)
-    rows = pass_rows(dep, r, bound)
     used, _ = dep.compute
     title = (f"{kind}: {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} ({rule}); "
              f"{dep.eff.name} efficiency{' (terms of ' + dep.eff.terms_from + ')' if dep.eff.terms_from else ''}; "
              f"compute {used}")
-    notes = tuple(f"{row['batch']} x {row['context']}: {row['why']}" for row in rows if row["why"])
-    derivation = tuple(line for i in range(len(rows)) for line in explain_point(dep, r, bound, i))
-    return Result(kind, title, tuple(rows), PASS_COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule},
-                  notes, derivation, rows_key="")
+    # rows, notes and the per-point derivation are written on first use: a sweep returns once it is computed
+    rows = Later(lambda: pass_rows(dep, r, bound))
+    notes = lambda: (f"{row['batch']} x {row['context']}: {row['why']}" for row in rows if row["why"])  # noqa: E731
+    derivation = lambda: (line for i in range(int(np.prod(r.shape))) for line in explain_point(dep, r, bound, i))  # noqa: E731
+    return Result(kind, title, rows, PASS_COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule},
+                  notes, derivation, rows_key="", coords={"model": m.name, "hardware": hw.name},
+                  dims=("plan", "batch", "context"))
 
 
 def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms) -> list[dict]:
