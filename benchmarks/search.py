@@ -5,6 +5,8 @@ Problem: DeepSeek-V3 (fp8 weights, bf16 KV) on GB200 NVL72 racks, a budget of 1,
 crossed with 111 distinct batch sizes in 1..65,536. Both measurements run in this process on one core; we print
 the median of repeated runs and the ratio, by wall clock and by this process's CPU time (robust to other load). The loop evaluates a random sample of the same candidates (decode and the
 plan's TTFT prefill, exactly as the search does) and is timed per candidate.
+Also: `tokenomy plan --mode disagg` for DeepSeek-V3 on 4 GB200 NVL72 racks (288 chips) as a CLI process, wall
+clock, median of 3 (issue 13 item 6: < 2 s).
 Run: .venv/bin/python benchmarks/search.py
 """
 
@@ -70,6 +72,26 @@ def cpu_rate(fn, *args, repeats=5):
     return statistics.median(rates)
 
 
+DISAGG_PLAN = ["plan", "--model", MODEL, "--hardware", HARDWARE, "--chips", "288", "--mode", "disagg",
+               "--concurrency", "256,1024", "--isl", "4096", "--osl", "1024", "--engine", "sglang", "--ttft-slo", "2",
+               "--tpot-slo", "0.05", "--top", "1"]
+
+
+def cli_wall_s(args, repeats=3) -> float:
+    """Median wall seconds of ``tokenomy <args>`` as a fresh process (start-up included)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("tokenomy")
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run([str(exe), *args], check=True, capture_output=True)
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(walls)
+
+
 def main() -> None:
     dep, batches = setup()
     vec_rate, n = timed(vectorised, dep, batches)
@@ -81,6 +103,9 @@ def main() -> None:
           f"(median of 5; Pareto front and TTFT included)")
     print(f"one at a time:      {loop_rate:,.0f} configs/s wall, {loop_cpu:,.0f} per CPU-second (median of 3 x {m})")
     print(f"ratio:              {vec_rate / loop_rate:,.0f}x wall, {vec_cpu / loop_cpu:,.0f}x CPU")
+    wall = cli_wall_s(DISAGG_PLAN)
+    print(f"plan --mode disagg: {MODEL} on 288 x {dep.hardware.chip.name} (4 racks), concurrency 256,1024, 4k/1k: "
+          f"{wall:.2f} s wall as a CLI process (median of 3; target < 2 s: {2.0 / wall:.1f}x inside it)")
 
 
 if __name__ == "__main__":
