@@ -29,7 +29,7 @@ HERE = Path(__file__).parent
 MEDIA = {".js": "application/javascript", ".css": "text/css"}
 STATIC_FILES = ("htmx.min.js", "app.js", "style.css")
 MAX_QUERY_CHARS = 32_000  # a config token (<= 24,000) and the rest of a page's inputs
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # as the Host header writes them
 GZIP_MIN_BYTES = 1024  # below this the gzip header costs more than it saves
 GZIP_LEVEL = 6  # zlib's default: ~all of level 9's ratio on JSON/HTML at a third of its CPU
 
@@ -49,6 +49,7 @@ def accepts_gzip(request: Request) -> bool:
 def allowed_hosts_of(hosts: Iterable[str] = ()) -> list[str]:
     """The Host names the app answers: the loopback names and those given (a wildcard bind address is no name)."""
     extra = [h.strip().lower() for h in hosts if h.strip() and h.strip() not in ("0.0.0.0", "::")]
+    extra = [f"[{h}]" if ":" in h and not h.startswith("[") else h for h in extra]  # an IPv6 literal
     return list(dict.fromkeys([*LOCAL_HOSTS, *extra]))
 
 
@@ -58,7 +59,7 @@ def error_body(field: str, msg: str) -> dict:
 
 
 def create_app(allowed_hosts: Iterable[str] = ()) -> FastAPI:
-    """The app; it answers requests for localhost, 127.0.0.1, ::1 and ``allowed_hosts`` only."""
+    """The app; it answers requests for localhost, 127.0.0.1, [::1] and ``allowed_hosts`` only."""
     app = FastAPI(title="tokenomy", docs_url=None, redoc_url=None,  # the docs UIs load scripts from a CDN
                   description="What it costs to train and serve an LLM, and why. Same answers as the CLI's --json.")
     static = _static_bundle()
