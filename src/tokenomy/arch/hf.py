@@ -46,7 +46,8 @@ class _Cfg:
             raise ConfigError(f"config {self.name}: field '{key}' must be >= 0, got {v}")
         cap = self.MAX_LAYERS if "layers" in key else self.MAX_WIDTH if key.endswith(self.WIDTHS) else self.MAX_SIZE
         if v > cap:
-            raise ConfigError(f"config {self.name}: field '{key}' must be at most {cap:,}, got {v:.3g}")
+            got = f"{v:,}" if v < 10**15 else f"{v:.2e}"
+            raise ConfigError(f"config {self.name}: field '{key}' must be at most {cap:,}, got {got}")
         return v
 
     def pos(self, key: str, default: Any = None) -> int:

@@ -42,6 +42,8 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "requests": "simulate: requests to run",
     "seed": "simulate: random seed of the lengths and arrivals",
     "mode": "agg: prefill and decode on the same chips; disagg: separate pools",
+    "prefill_chips": "disagg: chips of the prefill pool; empty: searched",
+    "decode_chips": "disagg: chips of the decode pool; empty: searched",
     "real": "yes: the claims on real hardware (calibrated efficiency) instead of the lecture's ideal",
     "ids": "claim ids to show, comma-separated (L1,L2); empty: all",
     "ep_overlap": "share of compute hiding the EP all-to-alls (0..1)",
@@ -115,7 +117,7 @@ def parameter(name: str, opt: P.Option, options: dict[str, P.Option]) -> dict:
 def description_of(name: str) -> str:
     """The answer's docstring (its first paragraph), else the endpoint's."""
     fn: Callable = getattr(api, name, None) if name in api.OWN_OPTIONS else P._function(name)
-    doc = inspect.getdoc(fn) or ""
+    doc = inspect.getdoc(fn) or f"What `tokenomy {name} --json` prints."
     return doc.split("\n\n")[0]
 
 

@@ -44,6 +44,8 @@ def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     P.Query(params, SERVE_FIELDS)
     values = {k: v for k, v in form_values(params).items() if v.strip()}
     kind = P.Query(values, SERVE_FIELDS).choice("kind", ("decode", "prefill"), "decode")
+    if "len_pass" in values:  # decode ignores it, but a bad number is refused, never silently dropped
+        P.Query(values, SERVE_FIELDS).integer("len_pass", None, 1, P.NUMBERS["len_pass"].hi)
     q = {k: v for k, v in values.items() if k != "kind" and not (kind == "decode" and k == "len_pass")}
     if "config" in q:
         q.pop("model", None)
