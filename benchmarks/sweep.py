@@ -1,78 +1,204 @@
-"""Decode-grid sweep speed: the one engine (real tp-8 layout, calibrated efficiency) vectorised over batch x context,
-vs the same engine called one configuration at a time.
+"""Sweep speed, measured in one run (medians; ratios between lines of the same run, never absolute claims):
 
-Grid: every catalog model x every catalog chip x 128 batch sizes in 1..4096 x 11 contexts in 1k..1M, each on a
-tensor-parallel layout over 8 chips (tp 8, or the largest tp <= 8 that divides the heads, dp for the rest) with the
-chip's calibrated efficiency set. Both measurements run in this process; we print medians of repeated runs and their
-ratio. Run: .venv/bin/python benchmarks/sweep.py
+1. full engine: tk.sweep on a dense-model decode grid (calibrated efficiency, real tp layouts, every point through
+   core.engine.work + times in chunks) vs the same engine one configuration at a time (Deployment.run on scalars)
+   vs llm-analysis 0.2.2 on the same grid, run in its own venv (benchmarks/.venv-peers, bash
+   benchmarks/peers_env.sh; never a dependency of tokenomy) as a subprocess, one configuration per call.
+   llm-analysis needs the FFN width to be a multiple of the hidden size: its models get the next multiple (its
+   cost per call does not depend on the widths).
+2. plan: Kimi-K2 on 1,152 GB200 chips (gb200-nvl72 topology), every valid layout x batch at 8k context, in process.
+3. Dask: 1 vs 2 local worker processes on a --dask-points sweep (default 10^8): speed-up, and the scheduler overhead
+   per chunk = (wall on 1 worker − the same chunks in process) / chunks.
+4. memory: peak RSS of a fresh process streaming a --rss-points sweep (default 10^9) to a temporary Parquet file
+   (step_s and reason only), and of one 10x smaller, to show it does not grow with the sweep.
+Run: .venv/bin/python benchmarks/sweep.py [--quick] [--dask-points N] [--rss-points N]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from tokenomy.answers.resolve import efficiency_of
+from tokenomy.answers.sweep import run, spec_of
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 
-CHIPS = 8
+HERE = Path(__file__).resolve().parent
+PEERS = HERE / ".venv-peers" / "bin" / "python"
+DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
+HARDWARE = "hgx-h100-8"
+TP = (1, 2, 4, 8)
 
 
-def _layout(m) -> Layout:
-    a = m.layers[0].attention
-    tp = max(t for t in (1, 2, 4, 8) if a.num_heads % t == 0)
-    return Layout(tp=tp, dp=CHIPS // tp)
+def dense_axes(n_batch: int, n_context: int) -> dict:
+    return dict(model=list(DENSE), hardware=HARDWARE, tp=list(TP), batch=list(range(1, n_batch + 1)),
+                context=[int(x) for x in np.unique(np.geomspace(1024, 1 << 20, n_context).round())])
 
 
-def build_grid():
-    models = [loader.model(n) for n in loader.model_names()]
-    chips = [loader.hardware(n) for n in loader.chip_names()]
-    deps = [Deployment(m, h, _layout(m), eff=efficiency_of(h)) for m in models for h in chips]
-    B = np.unique(np.geomspace(1, 4096, 128).round()).reshape(-1, 1)
-    C = (1024 * 2.0 ** np.arange(11)).reshape(1, -1)
-    return models, chips, deps, B, C
-
-
-def vectorised(deps, B, C):
-    return sum(np.size(d.run(B, C).step_s) for d in deps)
-
-
-def one_at_a_time(deps, B, C, samples):
-    rng = np.random.default_rng(0)
-    Bf, Cf = B.ravel(), C.ravel()
-    for _ in range(samples):
-        d = deps[rng.integers(len(deps))]
-        d.run(float(Bf[rng.integers(Bf.size)]), float(Cf[rng.integers(Cf.size)]))
-    return samples
-
-
-def timed(fn, *args, repeats=5):
-    rates = []
+def timed(fn, repeats):
+    out = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        n = fn(*args)
-        rates.append(n / (time.perf_counter() - t0))
-    return statistics.median(rates), n
+        n = fn()
+        out.append((n, time.perf_counter() - t0))
+    return statistics.median(n / t for n, t in out), out[0][0]
+
+
+def full_engine(axes, repeats=3):
+    spec = spec_of(axes)
+    run(spec)  # warm: catalog, calibrated sets, shapes
+    return timed(lambda: run(spec).sizes and spec.grid.size, repeats)
+
+
+def one_at_a_time(axes, samples=2000):
+    hw = loader.hardware(HARDWARE)
+    deps = {(m, tp): Deployment(loader.model(m), hw, Layout(tp=tp), eff=efficiency_of(hw)) for m in DENSE for tp in TP}
+    rng = np.random.default_rng(0)
+    picks = [(deps[(DENSE[rng.integers(3)], TP[rng.integers(4)])], float(rng.choice(axes["batch"])),
+              float(rng.choice(axes["context"]))) for _ in range(samples)]
+
+    def go():
+        for d, b, c in picks:
+            d.run(b, c)
+        return samples
+    return timed(go, 3)
+
+
+def peer_model(name: str) -> dict:
+    m = loader.model(name)
+    a, D = m.layers[0].attention, m.hidden_size
+    ffn = m.layers[0].mlp.intermediate_size
+    return {"name": name, "num_layers": m.num_layers, "n_head": a.num_heads, "hidden_dim": D,
+            "vocab_size": m.vocab_size, "max_seq_len": 1 << 20, "num_key_value_heads": a.num_kv_heads,
+            "ffn_embed_dim": int(math.ceil(ffn / D) * D)}
+
+
+def llm_analysis(axes, samples=300):
+    if not PEERS.exists():
+        return None, "not run: bash benchmarks/peers_env.sh first"
+    spec = {"gpu": "h100-sxm-80gb", "models": [peer_model(m) for m in DENSE], "tp": list(TP),
+            "batch": axes["batch"], "context": axes["context"], "samples": samples}
+    rates = []
+    for _ in range(3):
+        p = subprocess.run([str(PEERS), str(HERE / "sweep_peer.py")], input=json.dumps(spec), capture_output=True,
+                           text=True, check=True)
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        rates.append(r["configs"] / r["seconds"])
+    return statistics.median(rates), f"median of 3 x {samples} configs"
+
+
+def plan_kimi():
+    axes = dict(model="kimi-k2-instruct", hardware="gb200-nvl72", chips=1152,
+                batch=[int(b) for b in 2.0 ** np.arange(13)], context=8192)
+    spec = spec_of(axes)
+    run(spec)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        ds = run(spec)
+        times.append(time.perf_counter() - t0)
+    from tokenomy.answers.sweep_eval import _CANDIDATES
+
+    n_layouts = sum(int(np.size(v.tp)) for k, v in _CANDIDATES.items() if k[2] == 1152)
+    return statistics.median(times), n_layouts, int(ds.sizes["batch"]), int((ds.reason == 0).sum())
+
+
+def big_axes(points: int) -> dict:
+    """A dense decode sweep of about ``points`` points: 3 models x 4 tp x 1024 batches x contexts."""
+    n_ctx = max(1, round(points / (3 * 4 * 1024)))
+    ctx = list(range(1024, 1024 + n_ctx))  # distinct whole contexts
+    return dict(model=list(DENSE), hardware=HARDWARE, tp=list(TP), batch=list(range(1, 1025)), context=ctx)
+
+
+def dask_speedup(points: int):
+    from distributed import Client, LocalCluster
+
+    from tokenomy.answers.sweep import chunks, evaluated
+
+    spec = spec_of(big_axes(points), variables=["step_s"], chunk_points=1 << 20)
+    n_chunks = len(chunks(spec))
+    t0 = time.perf_counter()
+    for _ in evaluated(spec):
+        pass
+    local = time.perf_counter() - t0
+    walls = {}
+    for n in (1, 2):
+        with LocalCluster(n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None) as cl, \
+                Client(cl) as c:
+            list(evaluated(spec_of(dict(model="llama-3.1-8b", hardware=HARDWARE, tp=1)), c))  # warm the workers
+            t0 = time.perf_counter()
+            for _ in evaluated(spec, c):
+                pass
+            walls[n] = time.perf_counter() - t0
+    return spec.grid.size, n_chunks, local, walls
+
+
+RSS_CHILD = """
+import resource, sys, time
+from tokenomy.answers.sweep import sweep
+sys.path.insert(0, {here!r})
+from sweep import big_axes
+t0 = time.perf_counter()
+sweep(**big_axes({points}), variables=["step_s"], out={out!r}, chunk_points=1 << 18)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, time.perf_counter() - t0)
+"""
+
+
+def streamed_rss(points: int):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "sweep.parquet")
+        code = RSS_CHILD.format(here=str(HERE), points=points, out=out)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        rss, secs = p.stdout.split()
+        size = os.path.getsize(out)
+    return int(rss), float(secs), size
 
 
 def main() -> None:
-    try:  # one core: the target is per core
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(1)
-    except ImportError:
-        pass
-    models, chips, deps, B, C = build_grid()
-    vec_rate, n = timed(vectorised, deps, B, C)
-    loop_rate, m = timed(one_at_a_time, deps, B, C, 2000, repeats=3)
-    print(f"grid: {len(models)} models x {len(chips)} chips x {B.size} batches x {C.size} contexts = {n:,} configs "
-          f"(tp-8 layouts, calibrated)")
-    print(f"vectorised:      {vec_rate:,.0f} configs/s (median of 5)")
-    print(f"one at a time:   {loop_rate:,.0f} configs/s (median of 3 x {m} configs)")
-    print(f"ratio:           {vec_rate / loop_rate:,.0f}x")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--dask-points", type=float, default=1e8)
+    ap.add_argument("--rss-points", type=float, default=1e9)
+    args = ap.parse_args()
+    axes = dense_axes(64, 16) if args.quick else dense_axes(1024, 256)
+    vec, n = full_engine(axes)
+    loop, _ = one_at_a_time(axes)
+    peer, how = llm_analysis(axes)
+    print(f"grid: {len(DENSE)} dense models x {HARDWARE} x tp {TP} x {len(axes['batch'])} batches x "
+          f"{len(axes['context'])} contexts = {n:,} configs (decode, calibrated, through tk.sweep)")
+    print(f"full engine: {vec:,.0f} configs/s (median of 3; one process, {os.cpu_count()} cores on the box)")
+    print(f"one at a time: {loop:,.0f} configs/s (the same engine, Deployment.run per configuration)")
+    print(f"vectorised / one at a time: {vec / loop:,.0f}x")
+    if peer:
+        print(f"llm-analysis: {peer:,.0f} configs/s ({how}, llm-analysis 0.2.2 in benchmarks/.venv-peers)")
+        print(f"full engine / llm-analysis: {vec / peer:,.0f}x")
+    else:
+        print(f"llm-analysis: {how}")
+    t, n_lay, n_b, ok = plan_kimi()
+    print(f"plan kimi-k2-instruct on 1,152 GB200 (gb200-nvl72): {n_lay} valid layouts x {n_b} batches at 8k: "
+          f"{t * 1e3:,.0f} ms in process (median of 3; {ok} batches fit)")
+    dpts = int(1e6 if args.quick else args.dask_points)
+    size, n_chunks, local, walls = dask_speedup(dpts)
+    print(f"dask: {size:,} points in {n_chunks} chunks: in process {local:.1f} s, 1 worker {walls[1]:.1f} s, "
+          f"2 workers {walls[2]:.1f} s -> speed-up {walls[1] / walls[2]:.2f}x; scheduler overhead "
+          f"{max(walls[1] - local, 0.0) / n_chunks * 1e3:.1f} ms per chunk")
+    rpts = int(1e6 if args.quick else args.rss_points)
+    for pts in (rpts // 10, rpts):
+        rss, secs, size = streamed_rss(pts)
+        print(f"streamed to Parquet: {pts:,} points in {secs:.0f} s, peak RSS {rss / 1e9:.2f} GB, file "
+              f"{size / 1e9:.2f} GB")
 
 
 if __name__ == "__main__":
