@@ -23,7 +23,7 @@ from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_o
 from tokenomy.answers.result import Result
 from tokenomy.catalog import loader
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import EngineProfile
+from tokenomy.serving.scheduler import EngineProfile, profile_of
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import fmt_bytes, fmt_seconds
@@ -38,16 +38,8 @@ def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) 
     """The catalog's profile for ``name`` (the HBM share for ``tp`` where the engine sets it by TP degree)."""
     if name not in ENGINES:
         raise ValueError(f"engine: {name!r}; allowed: {', '.join(ENGINES)}")
-    f = loader.engine_file(name)
-    kv, sch = f.kv_cache, f.scheduler
-    frac = kv.hbm_fraction
-    for k in sorted(kv.by_tp, key=int):
-        if tp >= int(k):
-            frac = kv.by_tp[k]
-    return EngineProfile(f.name, f.version, sch.chunked_prefill, positive_int("max_num_tokens", max_num_tokens)
-                         or sch.max_num_tokens, positive_int("max_batch", max_batch) or sch.max_batch,
-                         kv.block_size, frac, kv.fraction_of, tuple(f.cuda_graphs.batch_sizes),
-                         f.step_overhead_s or 0.0)
+    return profile_of(loader.engine_file(name), tp, positive_int("max_num_tokens", max_num_tokens),
+                      positive_int("max_batch", max_batch))
 
 
 def _points(name, values):

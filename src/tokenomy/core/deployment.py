@@ -89,8 +89,10 @@ class Deployment:
 
     @property
     def peaks(self) -> engine.Peaks:
+        """Peak FLOP/s at the compute dtype, HBM bandwidth, and the HBM capacity a program can allocate (what the
+        driver exposes where the catalog cites it: 85.5e9 B on an "80 GB" H100; else the datasheet figure)."""
         chip = self.hardware.chip
-        return engine.Peaks(self.compute[1], chip.hbm_bytes_per_s, chip.hbm_bytes)
+        return engine.Peaks(self.compute[1], chip.hbm_bytes_per_s, chip.exposed_hbm_bytes)
 
     def work(self, batch, context, len_pass=1, **kw) -> engine.Work:
         return engine.work(self.shape, self.topo, self.layout, batch, context, len_pass, precision=self.precision,

@@ -6,6 +6,8 @@
     kv_tokens       KV capacity per DP replica in tokens:
                       total: (f·HBM − weights − activations) / KV bytes per token per chip
                       free:  f·(HBM − weights − activations) / KV bytes per token per chip
+                    HBM = what the driver exposes (Chip.exposed_hbm_bytes: 85.5e9 B on an "80 GB" H100), since the
+                    engines size the cache from cudaMemGetInfo, not from the datasheet
                     (activations: the engine's peak at a full token budget; KV per token from the engine at ISL+OSL)
     step_time       one mixed step: n decodes at mean context c plus P prefill tokens at mean context c_p, timed by
                     Deployment.run; a fractional n (a steady-state mean) interpolates between floor and ceil, and
@@ -45,13 +47,37 @@ class EngineProfile:
                 f"{self.hbm_fraction:g} of {'total' if self.fraction_of == 'total' else 'free'} HBM")
 
 
+def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int | None = None) -> EngineProfile:
+    """The EngineProfile of a catalog engine file (catalog.schema.EngineFile), with the HBM share the engine
+    sets for ``tp`` (kv_cache.by_tp: the largest TP key <= tp) and optional scheduler overrides."""
+    kv, sch = f.kv_cache, f.scheduler
+    frac = kv.hbm_fraction
+    for k in sorted(kv.by_tp, key=int):
+        if tp >= int(k):
+            frac = kv.by_tp[k]
+    return EngineProfile(f.name, f.version, sch.chunked_prefill, int(max_num_tokens or sch.max_num_tokens),
+                         int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
+                         tuple(f.cuda_graphs.batch_sizes), f.step_overhead_s or 0.0)
+
+
+def step_budget(prof: EngineProfile, isl, running=0.0):
+    """Tokens one step may carry: the profile's max_num_tokens, or — for an engine that does not chunk prefill
+    (TensorRT-LLM's default) — at least a whole prompt beside the running decodes (the engine refuses a prompt
+    longer than its budget, so a deployment serving ISL-token prompts is configured with budget >= ISL + B;
+    trtllm-bench sizes max_num_tokens from the dataset the same way)."""
+    base = float(prof.max_num_tokens)
+    if prof.chunked_prefill:
+        return np.full(np.shape(isl), base) if np.ndim(isl) else base
+    return np.maximum(base, np.asarray(isl, float) + np.asarray(running, float))
+
+
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
     L = np.maximum(np.asarray(seq_tokens, float), 1.0)
     dp = float(dep.layout.dp)
     one = dep.work(dp, L)  # one sequence per replica at ISL + OSL
     act = dep.work(dp, 1.0, prefill_tokens=float(prof.max_num_tokens) * dp * float(dep.layout.pp)).act_bytes_per_chip
-    hbm, w = float(dep.hardware.chip.hbm_bytes), np.asarray(one.weight_bytes_per_chip, float)
+    hbm, w = float(dep.hardware.chip.exposed_hbm_bytes), np.asarray(one.weight_bytes_per_chip, float)
     f = prof.hbm_fraction
     free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
     per_tok = np.asarray(one.kv_bytes_per_chip, float) / L

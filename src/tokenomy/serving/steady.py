@@ -26,11 +26,11 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_tokens, step_time
+from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_tokens, step_budget, step_time
 from tokenomy.serving.workload import prefill_tokens
 from tokenomy.units import SECONDS_PER_HOUR
 
-OPEN_LOOP_ITERATIONS = 40
+OPEN_LOOP_ITERATIONS = 40  # at most; most points converge in a few
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,11 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
             t = step(n, P)[0]
             t_chunk = step(n, np.minimum(I, budget - n))[0]
             lifetime = t / 2.0 + chunks * t_chunk + (osl - 1.0) * t
-            B = np.minimum(np.maximum(load * lifetime, 1.0), cap)
+            B_next = np.minimum(np.maximum(load * lifetime, 1.0), cap)
+            converged = np.allclose(B_next, B, rtol=1e-9, atol=0.0, equal_nan=True)
+            B = B_next
+            if converged:  # the iteration is monotone from below: a fixed point, not a stall
+                break
     chunks, life, n, P = _mean_step(B, osl, I, budget)
     together = closed and arrivals == "together"
     if together:  # C prompts at once: prefill-only steps, then C decodes per step
@@ -157,8 +161,9 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
         t, r = step_time(dep, n, ctx, P, pctx, terms=True)
         return t, np.broadcast_to(r.bound, load.shape), np.broadcast_to(np.asarray(r.reason), load.shape)
 
-    s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=np.minimum(b_kv, float(prof.max_batch)),
-              budget=float(prof.max_num_tokens), closed=closed, arrivals=arrivals,
+    cap = np.minimum(b_kv, float(prof.max_batch))
+    s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=step_budget(prof, I, cap),
+              closed=closed, arrivals=arrivals,
               request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
     usd_s = dep.chips * dep.price / SECONDS_PER_HOUR

@@ -1,18 +1,15 @@
 """Predict every validation case from its lowered work (prepare.py) timed by the engine under efficiency terms.
 
 Every step and pass time is ``engine.times(work, topology, peaks, Efficiency(...))`` with one efficiency set per
-case (arrays gathered by chip); this module adds only the serving scenario around it (t_step(B, P): a decode
-step of B sequences with P interleaved prefill tokens; t_pf: the prefill pass):
-  static_batch   latency = t_pf(B·ISL) + (OSL−1)·t_step(B, 0);  throughput/chip = B·OSL/(latency·n)
+case (arrays gathered by chip). Runs a serving engine schedules — concurrency (closed loop of C clients), request
+rate (open loop, Poisson) and max throughput (every request queued at once: a closed loop at the scheduler cap) —
+are predicted by the serving model users run, ``serving.steady.solve`` (continuous batching with chunked
+prefill under the token budget, KV capacity from the case's engine profile, queueing), its step(n, P) the engine
+on the case's work interpolated on a batch grid (``work_at``). The rest (t_step(B): a decode step of B sequences;
+t_pf: the prefill pass):
+  static_batch   latency = t_pf(B·ISL) + (OSL−1)·t_step(B);  throughput/chip = B·OSL/(latency·n)
   prefill        latency = t_pf(B·ISL)
-  decode         latency = OSL·t_step(B, 0);  time per output token = t_step(B, 0)
-  concurrency    B = min(C, B_kv);  P = B·ISL/OSL;  TPOT = t_step(B, P)
-                 TTFT = t_pf(ISL) + o_req + TPOT/2 + queue,  queue = (C/B_kv − 1)·lifetime when C > B_kv
-  request_rate   Little's law for the mean number in the system N = min(λ·lifetime(1 + N), B_kv), a request
-                 running with 1 + N others; P = λ·ISL·t_step(1 + N, 0) (prefill arriving during one plain step
-                 rides in the next); solved for the smallest root on the batch grid, then timed at B = 1 + N
-  max_throughput B = min(cap, B_kv);  P = B·ISL/OSL (every request's prefill is interleaved);  out tokens/s = B/t_step
-B_kv: the batch whose KV cache of ISL+OSL tokens per sequence fits in kv_free_fraction of the HBM left after weights.
+  decode         latency = OSL·t_step(B);  time per output token = t_step(B)
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.serving import steady
 from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, Serving, Training, add_prefill, interp_work,
                                          take_work)
 from tokenomy.validation.schema import EfficiencyTerms
@@ -31,7 +29,6 @@ SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "ste
                   "overlap_loss",
                   "allreduce_latency_s", "link_fraction", "request_overhead_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
-MAX_STEP_TOKENS = 8192.0  # scheduler token budget per step (TensorRT-LLM and vLLM default max_num_tokens)
 
 
 @dataclass(frozen=True)
@@ -114,61 +111,72 @@ class Prediction:
     capacity_limited: np.ndarray  # the KV cache, not the workload, set the batch
 
 
-def _request_rate(s: Serving, th: Theta, t_pf: np.ndarray) -> tuple[np.ndarray, np.ndarray, Timed]:
-    """Request-rate cases: the smallest N with N = min(λ·lifetime(1 + N), B_kv), lifetime = t_pf + o_req +
-    t_step/2 + (OSL − 1)·t_step. h(N) = min(λ·lifetime, B_kv) − N is found on the batch grid (whose last point,
-    B_kv + 1, always has h <= 0) and interpolated linearly between the bracketing points; the step is then timed
-    at B = 1 + N (work between whole batches: the mean of the two) with P = λ·ISL·t_step(B, 0)."""
-    lam, isl, osl = s.rate[:, None], s.isl[:, None], s.osl[:, None]
-    o_req = np.asarray(th.request_overhead_s, dtype=float)
-    o_req = o_req[:, None] if o_req.ndim else o_req
-    t0 = time_work(s, s.grid, th).step_s
-    p = np.minimum(lam * isl * t0, MAX_STEP_TOKENS)
-    t1 = time_work(s, add_prefill(s.grid, s.grid_per_token, p), th).step_s
-    life = t_pf[:, None] + o_req + t1 / 2 + (osl - 1) * t1
-    N = s.grid_batch - 1.0
-    h = np.minimum(lam * life, s.bmax[:, None]) - N
-    h = np.where(np.isfinite(h), h, -1.0)  # a batch that does not fit is past the root
-    j = np.clip(np.argmax(h <= 0, axis=1), 1, N.shape[1] - 1) - 1  # bracket [j, j + 1]
-    rows = np.arange(N.shape[0])
-    h0, h1, n0, n1 = h[rows, j], h[rows, j + 1], N[rows, j], N[rows, j + 1]
-    u = np.where(n1 > n0, np.clip(h0 / np.maximum(h0 - h1, 1e-300), 0.0, 1.0), 0.0)
-    w = interp_work(s.grid, j, u)
-    per_tok = interp_work(s.grid_per_token, j, u)
-    t0 = time_work(s, w, th).step_s
-    p = np.minimum(s.rate * s.isl * t0, MAX_STEP_TOKENS)
-    st = time_work(s, add_prefill(w, per_tok, p), th)
-    return 1.0 + n0 + u * (n1 - n0), p, st
+def work_at(s: Serving, batch) -> tuple[engine.Work, engine.Work]:
+    """(decode work, work of one interleaved prefill token) of each case at a fractional ``batch``: linear
+    interpolation between the bracketing points of the case's batch grid (exact for the affine fields of a dense
+    model; clamped to the grid's ends)."""
+    g = s.grid_batch
+    b = np.clip(np.asarray(batch, float), g[:, 0], g[:, -1])
+    j = np.clip(np.sum(g <= b[:, None], axis=1) - 1, 0, g.shape[1] - 2)
+    rows = np.arange(g.shape[0])
+    lo, hi = g[rows, j], g[rows, j + 1]
+    u = np.where(hi > lo, (b - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+    return interp_work(s.grid, j, u), interp_work(s.grid_per_token, j, u)
+
+
+def step_function(s: Serving, th: Theta):
+    """steady.solve's step(n, P) for the cases of ``s``: n decodes (at least one: the grid starts at batch 1) at
+    the case's mean decode context plus P prefill tokens, timed by the engine under the cases' terms."""
+    def step(n, P):
+        w, per_tok = work_at(s, np.maximum(n, 1.0))
+        t = time_work(s, add_prefill(w, per_tok, P), th)
+        return t.step_s, t.bound, np.zeros_like(t.bound)
+    return step
+
+
+SERVED = ("concurrency", "request_rate", "max_throughput")  # scenarios predicted by the serving model (steady)
+
+
+def _served(s: Serving, th: Theta, closed: bool) -> steady.Solved:
+    """steady.solve on these cases: closed loop at C clients (concurrency) or at the scheduler cap (max
+    throughput: trtllm-bench queues every request at once), open loop at the request rate."""
+    conc = s.scenario == SCENARIO_CODE["concurrency"]
+    load = np.where(conc, s.concurrency, s.cap) if closed else s.rate
+    o_req = np.asarray(th.request_overhead_s, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return steady.solve(step_function(s, th), isl=s.isl, osl=s.osl, prefill=s.isl, load=load,
+                            cap=np.minimum(s.bmax, s.cap), budget=s.budget, closed=closed,
+                            request_overhead_s=o_req)
 
 
 def predict_serving(s: Serving, th: Theta) -> Prediction:
+    """Static, prefill and decode runs by the module docstring's formulas; concurrency, request-rate and
+    max-throughput runs by the serving model itself (serving.steady.solve, the equations ``tokenomy serve``
+    uses), each step timed by the engine on the case's prepared work."""
     sc, me = s.scenario, s.metric
     pf = time_work(s, s.prefill, th)
     t_pf = pf.step_s
     st = time_work(s, s.step, th)
-    ts, bound_st, b, p = st.step_s, st.bound, s.step_batch.copy(), s.step_prefill.copy()
-    rr = np.flatnonzero(sc == SCENARIO_CODE["request_rate"])
-    if rr.size:
-        b_rr, p_rr, st_rr = _request_rate(s.take(rr), th.take(rr), t_pf[rr])
-        ts, bound_st = ts.copy(), bound_st.copy()
-        ts[rr], bound_st[rr], b[rr], p[rr] = st_rr.step_s, st_rr.bound, b_rr, p_rr
-    o_req = th.request_overhead_s
-    ttft_online = t_pf + o_req + ts / 2
-    life = ttft_online + (s.osl - 1) * ts
-    conc = sc == SCENARIO_CODE["concurrency"]
-    queue = np.where(conc, np.maximum(s.concurrency / s.bmax - 1.0, 0.0) * life, 0.0)
+    ts, bound_st, b, p = st.step_s.copy(), st.bound.copy(), s.step_batch.copy(), s.step_prefill.copy()
     static_lat = t_pf + (s.osl - 1) * ts
     lat = np.select([sc == SCENARIO_CODE["prefill"], sc == SCENARIO_CODE["decode"]], [t_pf, s.osl * ts],
                     default=static_lat)
-    ttft = np.where(sc == SCENARIO_CODE["static_batch"], t_pf, ttft_online + queue)
-    tput = np.select([sc == SCENARIO_CODE["static_batch"], conc],
-                     [s.batch * s.osl / (static_lat * s.n), b * s.osl / (life * s.n)], default=b / (ts * s.n))
+    ttft, tput = t_pf.copy(), s.batch * s.osl / (static_lat * s.n)
+    cap_lim = np.zeros(len(sc), bool)
+    codes = [SCENARIO_CODE[x] for x in SERVED]
+    for closed, want in ((True, codes[::2]), (False, codes[1:2])):
+        idx = np.flatnonzero(np.isin(sc, want))
+        if not idx.size:
+            continue
+        r = _served(s.take(idx), th.take(idx), closed)
+        ts[idx], bound_st[idx], b[idx], p[idx] = r.tpot_s, r.bound, r.batch, r.prefill_per_step
+        ttft[idx] = r.ttft0_s + r.queue_s
+        tput[idx] = r.requests_per_s * s.osl[idx] / s.n[idx]
+        cap_lim[idx] = r.demand_limited | r.over_budget
     value = np.select([me == METRIC_CODE["tpot_s"], me == METRIC_CODE["ttft_s"], me == METRIC_CODE["latency_s"]],
                       [ts, ttft, lat], default=tput)
     prefill_metric = (me == METRIC_CODE["ttft_s"]) | (sc == SCENARIO_CODE["prefill"])
     bound = np.where(prefill_metric, pf.bound, bound_st)
-    cap_lim = ((conc & (s.concurrency > s.bmax))
-               | ((sc == SCENARIO_CODE["max_throughput"]) & (s.bmax < s.cap)))
     return Prediction(np.where(s.bmax >= 1, value, np.nan), bound, b, p, cap_lim)
 
 

@@ -7,7 +7,7 @@ engine.work gives, efficiency-free:
     prefill   the standalone prefill pass: B·ISL tokens for static and prefill runs, one request's ISL otherwise
     grid      decode steps at P = 0 on a batch grid (up to the KV-capacity batch + 1) and the work of one
               interleaved prefill token there, for request-rate runs, whose batch follows from Little's law
-B_kv = floor(kv_free_fraction·(HBM − resident weights − reserve) / KV per sequence per chip at ISL + OSL).
+B_kv = the sequences of ISL + OSL tokens the case's engine cache holds (serving.scheduler.kv_batch, as `tokenomy serve`).
 Training cases keep the forward FLOPs of one sequence (engine.work) and the pipeline bubble.
 """
 
@@ -24,12 +24,12 @@ from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 from tokenomy.core.pipeline import bubble_fraction
+from tokenomy.serving.scheduler import EngineProfile, kv_batch, profile_of, step_budget
 from tokenomy.specs import Topology
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import ServingCase, TrainingCase
 
-GRID = 2.0 ** np.arange(0, 15)  # decode batch grid of request-rate runs, 1 .. 16384 sequences
-RUNTIME_RESERVE_BYTES = 3e9  # per chip, outside weights and KV: CUDA context, activation buffers, graphs (declared)
+GRID = np.unique(np.round(2.0 ** (np.arange(0, 57) / 4.0)))  # decode batch grid, 1 .. 16384, 4 points per octave
 DEFAULT_MAX_BATCH = 4096  # scheduler cap when a source does not publish one (TensorRT-LLM's example log shows 4096)
 SCENARIO_CODE = {s: i for i, s in enumerate(("static_batch", "prefill", "decode", "concurrency", "request_rate",
                                               "max_throughput"))}
@@ -100,6 +100,7 @@ class Serving:
     concurrency: np.ndarray
     rate: np.ndarray
     cap: np.ndarray  # scheduler cap on the decode batch
+    budget: np.ndarray  # tokens per scheduler step (serving.scheduler.step_budget)
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
     step_batch: np.ndarray  # decode batch of ``step`` (request-rate runs: solved at prediction time)
     step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
@@ -135,11 +136,17 @@ def _ctx_decode(c: ServingCase) -> float:
     return c.isl + c.osl / 2.0
 
 
+def case_profile(c: ServingCase) -> EngineProfile:
+    """The case's serving-engine profile (catalog/engines), its cache share the one the source states
+    (kv_free_fraction of the memory free after weights and activations, TensorRT-LLM's rule) and its batch cap."""
+    prof = profile_of(loader.engine_file(c.engine), c.tp, max_batch=c.max_batch or DEFAULT_MAX_BATCH)
+    return dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free")
+
+
 def capacity_batch(d: Deployment, c: ServingCase) -> float:
-    """B_kv: sequences of ISL + OSL positions whose KV fits in kv_free_fraction of the HBM left after weights."""
-    one = d.work(d.layout.dp, c.isl + c.osl)  # one sequence per replica
-    free = float(d.hardware.chip.hbm_bytes - one.weight_bytes_per_chip - RUNTIME_RESERVE_BYTES)
-    return float(d.layout.dp * np.floor(c.kv_free_fraction * max(free, 0.0) / float(one.kv_bytes_per_chip)))
+    """B_kv: sequences of ISL + OSL tokens whose KV fits the case's engine cache (serving.scheduler.kv_batch, the
+    rule ``tokenomy serve`` uses: device-exposed HBM, weights and activations at a full step budget)."""
+    return float(kv_batch(d, case_profile(c), c.isl, c.osl))
 
 
 def _step_batch(c: ServingCase, bmax: float) -> tuple[float, float]:
@@ -158,7 +165,7 @@ def _step_batch(c: ServingCase, bmax: float) -> tuple[float, float]:
 
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
-    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "bmax", "step_batch", "step_prefill",
+    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "bmax", "step_batch", "step_prefill",
             "flops_per_s", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
@@ -183,6 +190,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     concurrency=c.concurrency if c.concurrency is not None else np.nan,
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
+                    budget=step_budget(case_profile(c), c.isl, min(c.max_batch or DEFAULT_MAX_BATCH, bmax)),
                     flops_per_s=pk.flops_per_s, hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():

@@ -74,6 +74,7 @@ class ServingCase(_Strict):
     request_rate: float | None = Field(default=None, gt=0)  # requests/s, Poisson
     max_batch: int | None = Field(default=None, gt=0)  # scheduler cap when published
     kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
+    engine: Literal["trtllm", "vllm", "sglang"] = "trtllm"  # the serving engine's profile (catalog/engines)
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
     value: float = Field(gt=0)
     published: str  # the cell(s) as published

@@ -1,0 +1,59 @@
+"""Validation scores serving cases by the serving model users run: each concurrency, request-rate and
+max-throughput case predicted by validation (vectorised over cases, the engine on prepared work) equals what
+``serving.steady`` — the code behind ``tokenomy serve`` — gives on the case's own Deployment, engine profile and
+calibrated efficiency set (a different path to the same number: the Deployment re-lowers the work at each step)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from tokenomy.serving.steady import steady
+from tokenomy.validation import load, run
+from tokenomy.validation.predict import SERVED, gather, predict_serving
+from tokenomy.validation.prepare import case_deployment, case_profile
+
+
+@pytest.fixture(scope="module")
+def predicted():
+    p = run.prepare()
+    s = p.serving
+    terms = {c: load.efficiency_for(c).terms for c in set(s.chip)}
+    return s, predict_serving(s, gather(s.chip, terms))
+
+
+def _serve_value(case) -> float:
+    c = case.case
+    dep = dataclasses.replace(case_deployment(c), eff=load.efficiency_set(c.hardware))
+    prof = case_profile(c)
+    if c.scenario == "request_rate":
+        r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate])
+    else:
+        load_ = c.concurrency if c.scenario == "concurrency" else prof.max_batch
+        r = steady(dep, prof, isl=c.isl, osl=c.osl, concurrency=[load_])
+    return {"tpot_s": r.tpot_s, "ttft_s": r.ttft_s,
+            "throughput_per_chip": r.output_tokens_per_s / c.chips}[c.metric][0]
+
+
+def test_every_served_scenario_is_in_the_catalog(predicted):
+    s, _ = predicted
+    assert {c.case.scenario for c in s.cases} >= set(SERVED)
+
+
+def test_validation_predicts_through_the_serving_model(predicted):
+    s, pr = predicted
+    rng = np.random.default_rng(7)
+    idx = [i for i, c in enumerate(s.cases) if c.case.scenario in SERVED]
+    sample = rng.choice(idx, size=40, replace=False)
+    compared = 0
+    for i in sample:
+        want, got = _serve_value(s.cases[i]), pr.value[i]
+        if not np.isfinite(want):
+            assert not np.isfinite(got), s.cases[i].case.id
+            continue
+        moe = "mixtral" in s.cases[i].case.model or "qwen3" in s.cases[i].case.model
+        assert got == pytest.approx(want, rel=0.05 if moe else 0.02), s.cases[i].case.id
+        compared += 1
+    assert compared >= 30
