@@ -1,9 +1,10 @@
-"""Load test of ``tokenomy web``: N requests fired at once on loopback; latency percentiles and errors.
+"""Load test of ``tokenomy web``: bursts of concurrent requests on loopback, one worker vs one per core.
 
-Starts the real command (``tokenomy web --port <free>``) in a subprocess, waits until it answers, warms each
-URL once, then sends all requests concurrently (one connection each) over a mix of pages, htmx fragments and
-API calls, and prints p50/p95/p99/max latency, throughput and the count of non-2xx answers or failures.
-Target: no errors. Run: .venv/bin/python benchmarks/web_load.py [--requests 200]
+For each worker count (1 and N = the cores, same run) starts the real command (``tokenomy web --port <free>
+--workers W``) in a subprocess, waits until it answers, warms each URL once per worker, then for each concurrency
+(10 and 200) fires that many requests at once (one connection each) over a mix of pages, htmx fragments and API
+calls, a few rounds, and prints p50/p99 latency, throughput and the count of non-2xx answers or failures.
+Target: no errors; N workers below one worker's p50 at 200. Run: .venv/bin/python benchmarks/web_load.py
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -43,10 +45,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, workers: int) -> subprocess.Popen:
     exe = Path(sys.executable).parent / "tokenomy"
-    proc = subprocess.Popen([str(exe), "web", "--port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([str(exe), "web", "--port", str(port), "--workers", str(workers)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -68,11 +70,17 @@ async def one(client: httpx.AsyncClient, url: str, headers: dict) -> tuple[float
     return time.perf_counter() - t0, err
 
 
+async def warm(base: str, workers: int) -> None:
+    """Each URL a few times per worker on fresh connections, so every process has filled its first-use caches."""
+    async with httpx.AsyncClient(base_url=base, timeout=120,
+                                 limits=httpx.Limits(max_keepalive_connections=0)) as client:
+        for _ in range(3 * workers):
+            await asyncio.gather(*(one(client, url, headers) for url, headers in URLS))
+
+
 async def burst(base: str, n: int) -> tuple[list[float], list[str], float]:
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
-        for url, headers in URLS:  # warm: first-use caches (catalog, coefficients, templates)
-            await one(client, url, headers)
         gate = asyncio.Event()
 
         async def fire(i: int):
@@ -89,33 +97,55 @@ async def burst(base: str, n: int) -> tuple[list[float], list[str], float]:
     return [r[0] for r in results], [r[1] for r in results if r[1]], wall
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=200)
-    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args = ap.parse_args()
+def measure(workers: int, concurrencies: list[int], rounds: int) -> list[dict]:
+    """p50/p99 over ``rounds`` bursts at each concurrency, on a fresh server with ``workers`` processes."""
     port = free_port()
-    proc = start_server(port)
+    proc = start_server(port, workers)
+    base = f"http://127.0.0.1:{port}"
+    out = []
     try:
-        lat, errors, wall = asyncio.run(burst(f"http://127.0.0.1:{port}", args.requests))
+        asyncio.run(warm(base, workers))
+        for n in concurrencies:
+            lat, errors, wall = [], [], 0.0
+            for _ in range(rounds):
+                la, er, w = asyncio.run(burst(base, n))
+                lat, errors, wall = lat + la, errors + er, wall + w
+            ms = np.array(lat) * 1e3
+            out.append({"workers": workers, "concurrency": n, "requests": len(lat), "errors": len(errors),
+                        "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
+                        "requests_per_s": len(lat) / wall, "error_samples": sorted(set(errors))[:5]})
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
-    ms = np.array(lat) * 1e3
-    summary = {"requests": args.requests, "concurrent": args.requests, "errors": len(errors),
-               "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
-               "p99_ms": float(np.percentile(ms, 99)), "max_ms": float(ms.max()), "wall_s": wall,
-               "requests_per_s": args.requests / wall, "urls": len(URLS)}
+        proc.wait(timeout=30)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="N (default: the cores)")
+    ap.add_argument("--concurrency", default="10,200", help="burst sizes, comma-separated")
+    ap.add_argument("--rounds", type=int, default=3, help="bursts per concurrency (percentiles over all)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+    conc = [int(x) for x in args.concurrency.split(",")]
+    rows = [r for w in dict.fromkeys([1, args.workers]) for r in measure(w, conc, args.rounds)]
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(rows, indent=2))
     else:
-        print(f"{args.requests} concurrent requests over {len(URLS)} URLs on loopback (one uvicorn worker):")
-        print(f"  latency p50 {summary['p50_ms']:.0f} ms, p95 {summary['p95_ms']:.0f} ms, "
-              f"p99 {summary['p99_ms']:.0f} ms, max {summary['max_ms']:.0f} ms")
-        print(f"  all answered in {wall:.2f} s ({summary['requests_per_s']:.0f} requests/s); errors: {len(errors)}")
-        for e in sorted(set(errors))[:10]:
+        print(f"tokenomy web on loopback, {len(URLS)} URLs (pages, htmx fragments, /api), {args.rounds} bursts each, "
+              f"{len(os.sched_getaffinity(0))} cores:")
+        print(f"  {'workers':>7} {'concurrent':>10} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>7} {'errors':>6}")
+        for r in rows:
+            print(f"  {r['workers']:>7} {r['concurrency']:>10} {r['p50_ms']:>8.0f} {r['p99_ms']:>8.0f} "
+                  f"{r['requests_per_s']:>7.0f} {r['errors']:>6}")
+        by = {(r["workers"], r["concurrency"]): r for r in rows}
+        for n in conc:
+            if (args.workers, n) in by and args.workers != 1:
+                print(f"  p50 at {n}: {args.workers} workers / 1 worker = "
+                      f"{by[args.workers, n]['p50_ms'] / by[1, n]['p50_ms']:.2f}")
+        for e in sorted({e for r in rows for e in r["error_samples"]})[:10]:
             print("   ", e)
-    sys.exit(1 if errors else 0)
+    sys.exit(1 if any(r["errors"] for r in rows) else 0)
 
 
 if __name__ == "__main__":
