@@ -34,9 +34,14 @@ def reference(w, n_requests, prof, table, kv_blocks):
         C = min(int(w.concurrency), N)
         if w.arrivals == "together":
             arrival[:C] = [0.0] * C
-        else:
+        else:  # spread over the steady-state lifetime: c chunk steps, then OSL - 1 steps carrying C·I/L prefill
             n_max = max(min(prof.max_batch, N, kv_blocks), 1)
-            life = float(np.mean(osl)) * table(min(C, n_max), float(np.mean(np.add(isl, np.divide(osl, 2)))), 0.0)
+            I, O = sum(need0) / N, sum(osl) / N
+            c = math.ceil(I / max(budget - C, 1))
+            L = c + O - 1
+            n = min(round(C * (O - 1) / L), n_max)
+            ctx = sum(i + o / 2 for i, o in zip(isl, osl)) / N
+            life = c * table(n, ctx, min(I, max(budget - n, 0))) + (O - 1) * table(n, ctx, C * I / L)
             arrival[:C] = [j * life / C for j in range(C)]
         pending = list(range(C))
     else:

@@ -16,7 +16,7 @@ Runs of pure-decode steps up to the next event (a completion, an arrival, the st
 than are free) are taken at once: the blocks in closed form (sim_blocks.DecodeBlocks), the seconds in closed
 form (StepTable.decode_run_s), the same as stepping them one by one.
 Closed loop: each of C clients sends its next request when its last completes (all at t = 0 "together", or
-spread over one estimated lifetime "staggered"); open loop: the workload's Poisson arrivals or a trace's.
+spread over one steady-state lifetime "staggered", _lifetime_s); open loop: the workload's Poisson arrivals or a trace's.
 Statistics skip the first and last C requests of a closed loop (warm-up and drain) when there are > 3·C.
 TTFT and end-to-end times add the request overhead outside the engine (Efficiency.request_overhead_s).
 """
@@ -24,6 +24,7 @@ TTFT and end-to-end times add the request overhead outside the engine (Efficienc
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
         table = StepTable.for_deployment(dep, n_max, prof.max_num_tokens, float(np.min(isl)),
                                          float(np.max(isl + osl)),
                                          float(np.mean(isl) * w.cache_hit + np.mean(need0) / 2.0))
-    arrival = _first_arrivals(w, req.arrival_s, isl, osl, table, n_max)
+    arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max)
     run = _Run(prof, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival, table,
                int(kv_blocks))
     run.loop()
@@ -115,17 +116,30 @@ def _check_fits(isl, osl, need0, blk, kv_blocks, prof) -> None:
                          f"needs a budget >= {int(np.max(need0))}, got {prof.max_num_tokens}")
 
 
-def _first_arrivals(w: Workload, arrival_s, isl, osl, table: StepTable, n_max: int) -> list:
+def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n_max: int) -> list:
     """Arrival times: the open loop's (or trace's); a closed loop's first C at 0 or spread over one lifetime."""
     arrival = np.array(arrival_s, float)
     if w.closed:
         first = min(int(w.concurrency), len(arrival))
         if w.arrivals == "together":
             arrival[:first] = 0.0
-        else:  # spread over one estimated lifetime
-            life = float(np.mean(osl)) * table(min(first, n_max), float(np.mean(isl + osl / 2)), 0.0)
-            arrival[:first] = np.arange(first) * life / first
+        else:
+            arrival[:first] = np.arange(first) * _lifetime_s(first, isl, osl, need0, table, n_max) / first
     return arrival.tolist()
+
+
+def _lifetime_s(C, isl, osl, need0, table: StepTable, n_max: int) -> float:
+    """A request's lifetime in the steady state of C clients (the analytic model's, on the table): L = c + OSL − 1
+    steps (c = ceil(I / (N − C)) prefill chunks), n = C·(OSL − 1)/L decodes and P = C·I/L prefill tokens a step,
+    lifetime = c·t(n, min(I, N − n)) + (OSL − 1)·t(n, P). Spreading the first C arrivals over it starts the loop
+    in its steady state; over a shorter time (the pure-decode lifetime, without the prefill share) the first
+    prompts queue behind each other and, with fixed lengths, stay in lockstep convoys for the whole run."""
+    I, O, N = float(np.mean(need0)), float(np.mean(osl)), table.budget
+    chunks = math.ceil(I / max(N - C, 1.0))
+    L = chunks + O - 1.0
+    n = min(int(round(C * (O - 1.0) / L)), n_max)
+    ctx = float(np.mean(isl + osl / 2))
+    return chunks * table(n, ctx, min(I, max(N - n, 0.0))) + (O - 1.0) * table(n, ctx, C * I / L)
 
 
 class _Run:
@@ -364,6 +378,8 @@ class _Run:
         k = self.dec.steps_within(self.S, free, k)
         if k < 1:
             return
+        if len(self.waiting) > self.max_q:  # the queue each step of the run sees (a preemption may have grown it)
+            self.max_q = len(self.waiting)
         self.now += self.table.decode_run_s(n, ctx, k)
         self.S += k
         self.tokens_out += n * k
