@@ -28,7 +28,7 @@ class StepTable:
         self.t = np.where(np.isfinite(t), t, np.inf)
         self.budget, self.c_lo, self.dc = float(budget), float(c_lo), float(dc)
         self.dp = self.budget / (self.t.shape[1] - 1)
-        self.c_cells = self.t.shape[2] - 1
+        self.c_cells, self.p_cells = self.t.shape[2] - 1, self.t.shape[1] - 1
         self._rows = self.t.tolist()  # Python floats: the per-step reads stay off numpy
         self._decode = [r[0] for r in self._rows]  # P = 0 rows, t[n][i]
 
@@ -45,13 +45,23 @@ class StepTable:
 
     def __call__(self, n: int, ctx: float, P: float) -> float:
         """One step: bilinear in P and context (clamped to the grid)."""
-        top_c, top_p = self.c_cells, len(self._rows[n]) - 1
-        x = min(max((ctx - self.c_lo) / self.dc, 0.0), float(top_c))
-        i = min(int(x), top_c - 1)
-        fx = x - i
-        y = min(max(P / self.dp, 0.0), float(top_p))
-        j = min(int(y), top_p - 1)
-        lo, hi = self._rows[n][j], self._rows[n][j + 1]
+        top_c, top_p = self.c_cells, self.p_cells
+        x = (ctx - self.c_lo) / self.dc
+        if x <= 0.0:
+            i, fx = 0, 0.0
+        elif x >= top_c:
+            i, fx = top_c - 1, 1.0
+        else:
+            i = int(x)
+            fx = x - i
+        y = P / self.dp
+        if y >= top_p:
+            j, y = top_p - 1, float(top_p)
+        else:
+            j = int(y) if y > 0.0 else 0
+            y = y if y > 0.0 else 0.0
+        rows = self._rows[n]
+        lo, hi = rows[j], rows[j + 1]
         a = lo[i] + fx * (lo[i + 1] - lo[i])
         b = hi[i] + fx * (hi[i + 1] - hi[i])
         return a + (y - j) * (b - a)

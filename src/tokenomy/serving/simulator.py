@@ -231,7 +231,7 @@ class _Run:
         dec, S = self.dec, self.S
         h0 = dec.held(S)
         free = self.kv - self.held_pf - h0
-        if dec.held(S + 1) - h0 <= free:
+        if dec.n <= free or dec.held(S + 1) - h0 <= free:  # (a decode takes at most one block a step)
             return
         for r in list(self.running):
             if r not in self.running or self.serial[r] < 0 or r in self.prefilling or (self.a[r] + S) % self.blk:
