@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP_BASE := $(VENV)/.installed-base
+STAMP_BASE := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
 .PHONY: demo test venv clean bench
@@ -11,8 +11,9 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# the demo's install carries the web extra, so `tokenomy web` (the next thing to try) works after `make demo`
 $(STAMP_BASE): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[web]'
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
@@ -23,6 +24,12 @@ venv: $(STAMP_BASE)
 
 demo: $(STAMP_BASE)
 	$(BIN)/tokenomy demo
+	@echo ""
+	@echo "tokenomy is installed in $(abspath $(BIN)); run it from there, or put it on PATH first:"
+	@echo "  source $(BIN)/activate"
+	@echo "  tokenomy --help"
+	@echo "  tokenomy decode --model llama-3.1-70b --hardware hgx-h100-8 --batch 1,64"
+	@echo "  tokenomy web          # then open http://127.0.0.1:8000/"
 
 test: $(STAMP_TEST)
 	@# The browser tests drive Debian's chromium (never `playwright install`); install it when missing.
