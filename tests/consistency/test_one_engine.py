@@ -72,7 +72,7 @@ def _same(a: dict, b: dict, where: str):
 
 @pytest.fixture(scope="module")
 def client():
-    return TestClient(create_app())
+    return TestClient(create_app(allowed_hosts=("testserver",)))  # the TestClient's Host name
 
 
 def test_api_cli_and_web_agree_on_200_random_points(client):
