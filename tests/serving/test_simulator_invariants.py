@@ -132,3 +132,18 @@ def test_a_staggered_closed_loop_starts_in_its_steady_state(dep, prof):
     s = simulate(dep, prof, Workload(Lengths("fixed", 2048), Lengths("fixed", 256), concurrency=64), 1280)
     alone = float(step_time(dep, 63, 2048 + 128, 2048, 1024)) + float(np.asarray(dep.eff.request_overhead_s))
     assert float(np.median(s.ttft_s[s.counted])) == pytest.approx(alone, rel=0.01)
+
+
+def test_an_engine_that_does_not_chunk_takes_a_prompt_longer_than_max_num_tokens_whole(dep):
+    """TensorRT-LLM's profile: no chunked prefill, so the budget is sized to the longest prompt beside the batch
+    (scheduler.step_budget) and a 10,000-token prompt is one step; a chunking engine takes two."""
+    from tokenomy.serving.scheduler import step_time
+
+    w = Workload(Lengths("fixed", 10_000), Lengths("fixed", 4), concurrency=1)
+    trt = engine_profile("trtllm", 8)
+    assert not trt.chunked_prefill and trt.max_num_tokens < 10_000
+    s = simulate(dep, trt, w, 3)
+    one = float(step_time(dep, 0, 1.0, 10_000, 5_000)) + float(np.asarray(dep.eff.request_overhead_s))
+    assert np.all(np.isfinite(s.finish_s)) and s.ttft_s[0] == pytest.approx(one, rel=0.02)
+    v = simulate(dep, engine_profile("vllm", 8), w, 3)
+    assert v.steps == s.steps + 3  # one more prefill step per request

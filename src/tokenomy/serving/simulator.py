@@ -9,7 +9,8 @@ Each step, as vLLM, SGLang and TensorRT-LLM schedule one:
      preempted (recompute: its blocks are freed, it re-queues at the front and later prefills its uncached
      prompt and the g − 1 tokens it had cached, then decodes on from g);
   4. prefill chunks fill the rest of the budget in admission order (whole prompts only, when the engine does
-     not chunk); a prompt's last chunk emits its first token (time to first token);
+     not chunk: its budget is then at least the longest prompt beside max_batch decodes, scheduler.step_budget);
+     a prompt's last chunk emits its first token (time to first token);
   5. the step takes t(n decodes at their mean context, P prefill tokens), the engine on a grid
      (sim_table.StepTable); requests that reached their OSL finish and free their blocks.
 Runs of pure-decode steps up to the next event (a completion, an arrival, the step that would need more blocks
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import EngineProfile, kv_tokens
+from tokenomy.serving.scheduler import EngineProfile, kv_tokens, step_budget
 from tokenomy.serving.sim_blocks import DecodeBlocks
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.workload import Workload, prefill_tokens
@@ -90,30 +91,27 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
     if kv_blocks is None:
         tok, _, _ = kv_tokens(dep, prof, float(np.ceil(np.mean(isl + osl) / blk) * blk))
         kv_blocks = int(float(tok) * float(dep.layout.dp) // blk)
-    _check_fits(isl, osl, need0, blk, int(kv_blocks), prof)
+    _check_fits(isl, osl, blk, int(kv_blocks))
     n_max = int(max(min(prof.max_batch, len(isl), kv_blocks), 1))
+    budget = int(step_budget(prof, float(np.max(need0)), float(n_max)))  # whole prompts: the longest fits
     if table is None:
-        table = StepTable.for_deployment(dep, n_max, prof.max_num_tokens, float(np.min(isl)),
+        table = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)),
                                          float(np.max(isl + osl)),
                                          float(np.mean(isl) * w.cache_hit + np.mean(need0) / 2.0))
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max)
-    run = _Run(prof, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival, table,
+    run = _Run(prof, budget, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival, table,
                int(kv_blocks))
     run.loop()
     return _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)) if dep is not None else 0.0)
 
 
-def _check_fits(isl, osl, need0, blk, kv_blocks, prof) -> None:
-    """A request that cannot finish even alone: its last step's KV over the whole cache, or (an engine that does
-    not chunk) a prompt over the token budget."""
+def _check_fits(isl, osl, blk, kv_blocks) -> None:
+    """A request that cannot finish even alone: its last step's KV over the whole cache."""
     need_blocks = -(-(isl + osl - 1) // blk)
     i = int(np.argmax(need_blocks))
     if need_blocks[i] > kv_blocks:
         raise ValueError(f"isl, osl: a request of {int(isl[i])} + {int(osl[i])} tokens needs {int(need_blocks[i])} "
                          f"KV blocks of {blk} tokens; the cache holds {kv_blocks}")
-    if not prof.chunked_prefill and int(np.max(need0)) > prof.max_num_tokens:
-        raise ValueError(f"max_num_tokens: {prof.name} prefills whole prompts; a {int(np.max(need0))}-token prompt "
-                         f"needs a budget >= {int(np.max(need0))}, got {prof.max_num_tokens}")
 
 
 def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n_max: int) -> list:
@@ -146,10 +144,10 @@ class _Run:
     """The scheduler's state and its steps (module docstring). Decoders carry an offset a_r: K_r = a_r + S tokens
     cached after S steps, so their generated tokens, blocks and mean context need no per-step update."""
 
-    def __init__(self, prof, closed, C, isl, osl, need0, arrival, table, kv_blocks):
+    def __init__(self, prof, budget, closed, C, isl, osl, need0, arrival, table, kv_blocks):
         N = len(isl)
         self.prof, self.closed, self.C, self.table, self.kv = prof, closed, C, table, kv_blocks
-        self.blk, self.budget, self.max_batch = int(prof.block_size), int(prof.max_num_tokens), int(prof.max_batch)
+        self.blk, self.budget, self.max_batch = int(prof.block_size), int(budget), int(prof.max_batch)
         self.chunked = bool(prof.chunked_prefill)
         self.isl, self.osl, self.need0, self.arrival = isl.tolist(), osl.tolist(), need0.tolist(), arrival
         self.gen, self.done, self.need = [0] * N, [0] * N, list(self.need0)
@@ -353,8 +351,8 @@ class _Run:
         elif not self.running and self.pending:
             self.now = max(self.now, self.pending[0][0])
             return
-        raise ValueError("max_num_tokens: no request can be scheduled (a prompt larger than the step budget of an "
-                         "engine that does not chunk prefill)")
+        raise ValueError("max_num_tokens: no request can be scheduled (a preempted request's prompt and generated "
+                         "tokens exceed the step budget of an engine that does not chunk prefill)")
 
     # -- runs of pure-decode steps --------------------------------------------------------------------------------
     def fast_forward(self) -> None:
