@@ -15,7 +15,8 @@ from tokenomy.answers.result import Result
 STAT_COLUMNS = ("n", "median_abs_error", "within_20pct", "signed_bias", "roofline_median_abs_error",
                 "roofline_signed_bias")
 CASE_COLUMNS = ("id", "split", "metric", "measured", "roofline", "calibrated", "calibrated_error", "bound")
-GROUP_KEYS = ("metric", "chip", "bound", "source", "scenario", "capacity_limited", "model", "split")
+GROUP_KEYS = ("metric", "chip", "engine", "shape", "bound", "source", "scenario", "capacity_limited", "model",
+              "split")
 
 
 def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None) -> Result:

@@ -118,6 +118,13 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
     L += _table(summary(rows, ("metric",), "train"), [("metric", "metric"), ("n", "n")] + STAT_COLS[1:4])
     L += ["", "## By metric and chip (held-out)", ""]
     L += _table(summary(rows, ("metric", "chip")), [("metric", "metric"), ("chip", "chip")] + STAT_COLS)
+    L += ["", "## By metric and serving engine (held-out)", "",
+          "Concurrency, request-rate and max-throughput cases are predicted by the serving model `tokenomy serve` "
+          "runs (serving.steady: continuous batching, prefill under the token budget, KV capacity from the "
+          "engine's profile in catalog/engines, queueing), each step timed by the engine.", ""]
+    L += _table(summary(rows, ("metric", "engine")), [("metric", "metric"), ("engine", "engine")] + STAT_COLS)
+    L += ["", "## By metric and workload shape (held-out)", ""]
+    L += _table(summary(rows, ("metric", "shape")), [("metric", "metric"), ("workload", "shape")] + STAT_COLS)
     L += ["", "## By regime: which term binds in the calibrated prediction (held-out)", ""]
     L += _table(summary(rows, ("metric", "bound")), [("metric", "metric"), ("binding term", "bound")] + STAT_COLS)
     L += ["", "'compute' at small batch means GEMM-size-limited: the fitted η(M) = η_max·M/(M + M½) makes a GEMM "

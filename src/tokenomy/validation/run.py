@@ -46,15 +46,28 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
         tput = s.metric[i] == METRIC_CODE["throughput_per_chip"]
         out.append(_row(case, c.model, c.hardware, METRIC_NAMES[int(s.metric[i])], c.scenario, s.measured[i],
                         roof.value[i], cal.value[i], bool(tput), bound_names([cal.bound[i]])[0],
-                        bool(cal.capacity_limited[i]), float(cal.batch[i])))
+                        bool(cal.capacity_limited[i]), float(cal.batch[i]))
+                   | {"engine": c.engine if case.source.id != "pope2022-esti" else "paper (TPU v4)",
+                      "shape": workload_shape(c.isl, c.osl)})
     if t.cases:
         t_roof = t.roofline_s
         t_cal = predict_training(t, *([getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS))
         for i, case in enumerate(t.cases):
             c = case.case
             out.append(_row(case, c.model, c.hardware, "train_step_s", "pretraining", t.measured[i], t_roof[i],
-                            t_cal[i], False, "compute", False, float(c.global_batch)))
+                            t_cal[i], False, "compute", False, float(c.global_batch))
+                       | {"engine": "megatron", "shape": "pretraining"})
     return out
+
+
+def workload_shape(isl: float, osl: float) -> str:
+    """The workload class of a serving case: prefill-heavy (ISL >= 4·OSL), decode-heavy (OSL >= 4·ISL), else
+    balanced — the three regimes the scheduler mixes differently."""
+    if isl >= 4 * osl:
+        return "prefill-heavy (ISL >= 4 OSL)"
+    if osl >= 4 * isl:
+        return "decode-heavy (OSL >= 4 ISL)"
+    return "balanced"
 
 
 def _row(case, model, chip, metric, scenario, measured, roof, cal, tput, bound, cap, batch) -> dict:
