@@ -34,15 +34,15 @@ def reference(w, n_requests, prof, table, kv_blocks):
         C = min(int(w.concurrency), N)
         if w.arrivals == "together":
             arrival[:C] = [0.0] * C
-        else:  # spread over the steady-state lifetime: c chunk steps, then OSL - 1 steps carrying C·I/L prefill
-            n_max = max(min(prof.max_batch, N, kv_blocks), 1)
+        else:  # over C/B steady-state lifetimes of B running: c chunk steps, OSL - 1 steps carrying B·I/L prefill
             I, O = sum(need0) / N, sum(osl) / N
-            c = math.ceil(I / max(budget - C, 1))
+            B = max(min(C, prof.max_batch, N, kv_blocks // math.ceil((sum(isl) + sum(osl)) / N / b)), 1)
+            c = math.ceil(I / max(budget - B, 1))
             L = c + O - 1
-            n = min(round(C * (O - 1) / L), n_max)
+            n = round(B * (O - 1) / L)
             ctx = sum(i + o / 2 for i, o in zip(isl, osl)) / N
-            life = c * table(n, ctx, min(I, max(budget - n, 0))) + (O - 1) * table(n, ctx, C * I / L)
-            arrival[:C] = [j * life / C for j in range(C)]
+            life = c * table(n, ctx, min(I, max(budget - n, 0))) + (O - 1) * table(n, ctx, B * I / L)
+            arrival[:C] = [j * life / B for j in range(C)]
         pending = list(range(C))
     else:
         pending = list(range(N))

@@ -98,7 +98,7 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
         table = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)),
                                          float(np.max(isl + osl)),
                                          float(np.mean(isl) * w.cache_hit + np.mean(need0) / 2.0))
-    arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max)
+    arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
     run = _Run(prof, budget, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival, table,
                int(kv_blocks))
     run.loop()
@@ -114,7 +114,8 @@ def _check_fits(isl, osl, blk, kv_blocks) -> None:
                          f"KV blocks of {blk} tokens; the cache holds {kv_blocks}")
 
 
-def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n_max: int) -> list:
+def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n_max: int, kv_blocks: int,
+                    blk: int) -> list:
     """Arrival times: the open loop's (or trace's); a closed loop's first C at 0 or spread over one lifetime."""
     arrival = np.array(arrival_s, float)
     if w.closed:
@@ -122,22 +123,25 @@ def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n
         if w.arrivals == "together":
             arrival[:first] = 0.0
         else:
-            arrival[:first] = np.arange(first) * _lifetime_s(first, isl, osl, need0, table, n_max) / first
+            B = max(min(first, n_max, kv_blocks // math.ceil(float(np.mean(isl + osl)) / blk)), 1)
+            spread = _lifetime_s(B, isl, osl, need0, table) * first / B
+            arrival[:first] = np.arange(first) * spread / first
     return arrival.tolist()
 
 
-def _lifetime_s(C, isl, osl, need0, table: StepTable, n_max: int) -> float:
-    """A request's lifetime in the steady state of C clients (the analytic model's, on the table): L = c + OSL − 1
-    steps (c = ceil(I / (N − C)) prefill chunks), n = C·(OSL − 1)/L decodes and P = C·I/L prefill tokens a step,
-    lifetime = c·t(n, min(I, N − n)) + (OSL − 1)·t(n, P). Spreading the first C arrivals over it starts the loop
-    in its steady state; over a shorter time (the pure-decode lifetime, without the prefill share) the first
-    prompts queue behind each other and, with fixed lengths, stay in lockstep convoys for the whole run."""
+def _lifetime_s(B, isl, osl, need0, table: StepTable) -> float:
+    """A request's lifetime in the steady state of B running requests (the analytic model's, on the table):
+    L = c + OSL − 1 steps (c = ceil(I / (N − B)) prefill chunks), n = B·(OSL − 1)/L decodes and P = B·I/L prefill
+    tokens a step, lifetime = c·t(n, min(I, N − n)) + (OSL − 1)·t(n, P). C clients finish B per lifetime, so
+    their first arrivals spread over C/B lifetimes start the loop in its steady state; over a shorter time (the
+    pure-decode lifetime, without the prefill share) the first prompts queue behind each other and, with fixed
+    lengths, stay in lockstep convoys for the whole run."""
     I, O, N = float(np.mean(need0)), float(np.mean(osl)), table.budget
-    chunks = math.ceil(I / max(N - C, 1.0))
+    chunks = math.ceil(I / max(N - B, 1.0))
     L = chunks + O - 1.0
-    n = min(int(round(C * (O - 1.0) / L)), n_max)
+    n = int(round(B * (O - 1.0) / L))
     ctx = float(np.mean(isl + osl / 2))
-    return chunks * table(n, ctx, min(I, max(N - n, 0.0))) + (O - 1.0) * table(n, ctx, C * I / L)
+    return chunks * table(n, ctx, min(I, max(N - n, 0.0))) + (O - 1.0) * table(n, ctx, B * I / L)
 
 
 class _Run:
@@ -153,7 +157,7 @@ class _Run:
         self.gen, self.done, self.need = [0] * N, [0] * N, list(self.need0)
         self.held = [0] * N  # blocks of a prefilling request (a decoder's are the ledger's)
         self.a = [0] * N  # decoder offsets
-        self.serial = [-1] * N  # admission serial (orders the heap; -1: not decoding)
+        self.serial = [-1] * N  # admission serial (orders the heap, dates its entries; -1: not running)
         self.ttft, self.finish, self.first = [np.nan] * N, [np.nan] * N, [np.nan] * N
         self.qlen = [0] * N
         self.running: dict[int, None] = {}  # admission order
