@@ -90,3 +90,17 @@ def test_rejections_stay_one_line(monkeypatch, capsys, argv, code, text):
         main()
     err = capsys.readouterr().err.strip()
     assert e.value.code == code and text in err and len(err.splitlines()) == 1
+
+
+def test_command_modules_name_where_each_command_is_registered():
+    from tokenomy.cli import app, commands  # noqa: F401  (registers every command)
+    from tokenomy.cli.app import COMMAND_MODULES
+
+    registered = {c.name: c.callback.__module__.removeprefix("tokenomy.cli.") for c in app.registered_commands}
+    assert COMMAND_MODULES == registered
+
+
+def test_a_command_loads_only_its_own_cli_module():
+    mods, _ = loaded("hardware", "h100-sxm", "--json")
+    cli = {m for m in mods if m.startswith("tokenomy.cli.")}
+    assert cli <= {"tokenomy.cli.app", "tokenomy.cli.foundation", "tokenomy.cli.options", "tokenomy.cli.render"}

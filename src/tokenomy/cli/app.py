@@ -217,20 +217,32 @@ def int_list(name: str, text: str) -> list[int]:
     return out
 
 
+# command -> the module under tokenomy.cli that registers it (tests/cli/test_cli_lazy.py checks this against
+# commands.py): a process imports only the module of the command it runs
+COMMAND_MODULES = {
+    **dict.fromkeys(("models", "model", "hardware", "decode", "estimate", "prefill", "demo"), "foundation"),
+    "web": "web", "plan": "parallel", "train": "training", "lifecycle": "lifecycle", "rl": "lifecycle",
+    **dict.fromkeys(("batch", "latency", "context"), "serving"),
+    **dict.fromkeys(("pricing", "speculate", "cache", "lecture"), "serving_econ"),
+    "validate": "fidelity", "calibrate": "fidelity", "revnet-demo": "reversible", "serve": "serve", "sweep": "sweep",
+}
+
+
 def asked_command(argv: Sequence[str]) -> str | None:
-    """The command a command line names (its first word that is not an option), if one is registered."""
+    """The command a command line names (its first word that is not an option), if it is one."""
     word = next((a for a in argv if not a.startswith("-")), None)
-    names = {c.name or c.callback.__name__ for c in app.registered_commands}
-    return word if word in names else None
+    return word if word in COMMAND_MODULES else None
 
 
 def main() -> None:
-    """The ``tokenomy`` process: typer turns only the command asked for into a click command (all of them for the
-    root's --help or a name it must refuse), which saves building ~30 commands' options on every start."""
-    from tokenomy.cli import commands  # noqa: F401  (registers every command)
+    """The ``tokenomy`` process: it imports only the module of the command asked for, and typer turns only that
+    command into a click command (every command for the root's --help or a name to refuse), which saves importing
+    and building ~30 commands' options on every start."""
+    import importlib
 
-    every = list(app.registered_commands)
     name = asked_command(sys.argv[1:])
+    importlib.import_module(f"tokenomy.cli.{COMMAND_MODULES[name]}" if name else "tokenomy.cli.commands")
+    every = list(app.registered_commands)
     if name is not None:
         app.registered_commands = [c for c in every if c.name == name]
     try:
