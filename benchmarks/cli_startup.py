@@ -1,7 +1,12 @@
 """CLI start-up: `tokenomy --help` and a simple answer as processes vs `python -c "import numpy"` (median of N runs,
 the ratio in the same run), then `python -X importtime` naming the heaviest imports of each.
 
-    .venv/bin/python benchmarks/cli_startup.py [N]      (goal, issue 14: both within 2.5x the numpy import)
+    .venv/bin/python benchmarks/cli_startup.py [N] [--before SRC]   (goal, issue 14: both within 2.5x the numpy import)
+
+--before SRC also times the same commands from another checkout's src/ (e.g. `git archive <rev> src | tar -x -C
+/tmp/old`, then --before /tmp/old/src), interleaved with these, so before/after share one machine state.
+The load average is printed: numpy's import starts its BLAS threads, so on a busy 2-core machine the baseline
+slows more than the CLI does and the ratio falls; compare ratios measured at similar load.
 
 Bytecode as an installed package has it: the runs write and read .pyc files under a temporary PYTHONPYCACHEPREFIX
 (a warm-up run fills it), even where PYTHONDONTWRITEBYTECODE is set, so compiling tokenomy's sources on every
@@ -19,13 +24,23 @@ import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-TOKENOMY = [sys.executable, "-c", "import sys; from tokenomy.cli import main; sys.argv[0] = 'tokenomy'; main()"]
-CASES = {
-    "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
-    "tokenomy --help": TOKENOMY + ["--help"],
-    "tokenomy decode ... --json": TOKENOMY + ["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8",
-                                              "--batch", "1,64", "--json"],
-}
+BASELINE = "python -c 'import numpy'"
+DECODE = ["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "1,64", "--json"]
+
+
+def tokenomy(src: str | None = None) -> list[str]:
+    """The console script's body as a command (from ``src`` first on sys.path when given)."""
+    path = f"sys.path.insert(0, {src!r}); " if src else ""
+    return [sys.executable, "-c", f"import sys; {path}from tokenomy.cli import main; sys.argv[0] = 'tokenomy'; main()"]
+
+
+def cases(before: str | None = None) -> dict[str, list[str]]:
+    out = {BASELINE: [sys.executable, "-c", "import numpy"],
+           "tokenomy --help": tokenomy() + ["--help"], "tokenomy decode ... --json": tokenomy() + DECODE}
+    if before:
+        out.update({"before: tokenomy --help": tokenomy(before) + ["--help"],
+                    "before: tokenomy decode ... --json": tokenomy(before) + DECODE})
+    return out
 
 
 def bytecode_env(cache_dir: str) -> dict[str, str]:
@@ -76,17 +91,26 @@ def heaviest(cmd: list[str], k: int = 8) -> list[tuple[int, str]]:
     return sorted(rows, reverse=True)[:k]
 
 
-def main(n: int = 15) -> None:
-    meds = medians_s(CASES, n)
-    base_wall, base_cpu = meds["python -c 'import numpy'"]
-    print(f"{'':32s} {'wall (median)':>22s} {'CPU user+sys (median)':>26s}")
+def main(n: int = 15, before: str | None = None) -> None:
+    runs = cases(before)
+    meds = medians_s(runs, n)
+    base_wall, base_cpu = meds[BASELINE]
+    print(f"median of {n} runs; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"{'':36s} {'wall (median)':>22s} {'CPU user+sys (median)':>26s}")
     for label, (wall, cpu) in meds.items():
-        print(f"{label:32s} {wall * 1e3:8.1f} ms {wall / base_wall:5.2f}x numpy {cpu * 1e3:10.1f} ms {cpu / base_cpu:5.2f}x numpy")
-    for label, cmd in list(CASES.items())[1:]:
+        print(f"{label:36s} {wall * 1e3:8.1f} ms {wall / base_wall:5.2f}x numpy {cpu * 1e3:10.1f} ms "
+              f"{cpu / base_cpu:5.2f}x numpy")
+    for label in ("tokenomy --help", "tokenomy decode ... --json"):
         print(f"\nheaviest imports of {label} (cumulative ms):")
-        for us, name in heaviest(cmd):
+        for us, name in heaviest(runs[label]):
             print(f"  {us / 1e3:7.1f}  {name}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 15)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", nargs="?", type=int, default=15, help="runs per command (median)")
+    ap.add_argument("--before", help="another checkout's src/ to time beside this one")
+    a = ap.parse_args()
+    main(a.n, a.before)
