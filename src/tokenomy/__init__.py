@@ -2,12 +2,15 @@
 
     import tokenomy as tk
     m, hw = tk.model("deepseek-v3"), tk.hardware("gb200-nvl72")
-    r = tk.decode(m, hw, batch=[1, 64, 2048], context=[8192])
-    r.rows(), r.to_pandas(), r.explain()
+    r = tk.decode(m, hw, batch=[1, 64, 2048], context=[2048, 32768])    # 3 x 2 points: the lists cross
+    r.rows(), r.to_pandas(), r.to_xarray(), r.explain()
 
-Every question (decode, prefill, plan, batch, latency, context, pricing, speculate, cache, train, rl, lifecycle,
-lecture) is a function of tokenomy.answers returning a Result; batch and context lists cross, as on the CLI.
-Names load on first use, so ``import tokenomy`` stays cheap.
+Every question (decode, prefill, plan, serve, batch, latency, context, pricing, speculate, cache, train, rl,
+lifecycle, lecture) is a function of tokenomy.answers returning a Result, with its command's options as keywords
+(dashes -> underscores; context optional, as on the CLI); batch and context lists cross, as on the CLI, whatever
+their lengths. to_xarray() puts the rows on named dimensions (model, hardware, plan, batch, context, ...) with units
+in attrs. Names load on first use, so ``import tokenomy`` stays cheap; rows and derivations are written on first
+use, so a large sweep returns in its compute time.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The answer layer: one function per question, each returning a Result (rows(), payload(), to_pandas(), explain()).
+"""The answer layer: one function per question, each returning a Result (rows(), payload(), to_pandas(),
+to_xarray(), explain()).
 
 The CLI, the web and the HTML report call these and only format what they return. Modules load on first use, so
 importing tokenomy.answers costs nothing until a question is asked.
