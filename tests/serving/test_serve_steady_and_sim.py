@@ -84,3 +84,16 @@ def test_trace_bad_row_names_its_line(tmp_path):
         read_trace(p)
     p.write_text("0.0,100,10\n0.1,200,20\n")
     assert len(read_trace(p)) == 2
+
+
+# lengths that vary (OSL uniform ±10%): prompts arriving together share a step, and long prompts take several chunks
+VARIED = [(64, 2048, 256), (128, 2048, 256), (64, 4096, 128), (32, 8192, 512), (64, 1024, 1024)]
+
+
+@pytest.mark.parametrize("C,isl,osl", VARIED)
+def test_ttft_with_shared_and_chunked_prefill_matches_the_simulator(dep, prof, C, isl, osl):
+    w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.9 * osl), round(1.1 * osl)), concurrency=C)
+    s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
+    sim = simulate(dep, prof, w, 12 * C).summary(dep.chips)
+    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.12)
+    assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)

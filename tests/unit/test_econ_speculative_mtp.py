@@ -62,10 +62,14 @@ def test_speedup_at_batch_1_is_between_1_and_k_plus_1(h200):
 
 
 def test_speedup_falls_below_1_where_decode_is_compute_bound():
-    # short context, large batch: the weight GEMMs bind, verifying k+1 = 4 tokens costs ~4x a decode step
+    # short context, large batch: the weight GEMMs outweigh the HBM stream, verifying k+1 = 4 tokens costs ~4x a
+    # decode step. (On this layout, tp1 ep8 with attention-DP, the expert all-to-all is within 0.2% of the GEMMs,
+    # so the binding label is compute or comms by a hair: the test asks the physics, compute over memory.)
     sv = serving(*H200, batch=[8192], context=[1024], kv_dtype="fp8")
     sp = es.speculate(sv, np.array([8192.0]), 1024, 3, 0.85, draft=es.mtp_draft(sv))
-    assert sp.base_bound[0] == engine.BOUNDS.index("compute")
+    base = sv.run(8192.0, 1024.0)
+    assert float(base.compute_s) > 1.2 * float(base.memory_s)
+    assert sp.base_bound[0] in (engine.BOUNDS.index("compute"), engine.BOUNDS.index("comms"))
     assert float(sp.speedup[0]) < 1.0 and float(sp.cost_ratio[0]) > 1.0
 
 

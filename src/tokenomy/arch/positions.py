@@ -57,16 +57,26 @@ def indexed(C, window=np.inf, ratio=0.0, chunk=np.inf):
     return np.where(np.asarray(getattr(ratio, "magnitude", ratio)) > 0, _f(C) * ratio, cached(C, window, ratio, chunk))
 
 
+def _nowhere(x, absent) -> bool:
+    """True when no layer class uses the feature (every value is ``absent``): its branch can be skipped."""
+    return bool(np.all(np.asarray(getattr(x, "magnitude", x)) == absent))
+
+
 def attended(C, S, window=np.inf, ratio=0.0, chunk=np.inf, topk=None):
-    """Mean entries a new token attends over the S new tokens of a pass (module docstring; topk None: all)."""
+    """Mean entries a new token attends over the S new tokens of a pass (module docstring; topk None: all).
+    Without windows the raw sum is an arithmetic series, mean (lo + C)/2; without chunks the cyclic branch is
+    not evaluated (the same values, fewer array passes: this runs on every point of every sweep)."""
     C, S = _f(C), _f(S)
     lo = C - S + _one(C)
-    raw = _window_sum(lo, C, window) / S
+    raw = (lo + C) / 2.0 if _nowhere(window, np.inf) else _window_sum(lo, C, window) / S
     compressed = ratio * (lo + C) / 2.0
     if topk is not None:
         compressed, capped = np.minimum(compressed, topk), np.minimum(raw, topk)
     else:
         capped = raw
-    plain = np.where(np.asarray(getattr(ratio, "magnitude", ratio)) > 0, raw + compressed, capped)
+    plain = capped if _nowhere(ratio, 0.0) else np.where(np.asarray(getattr(ratio, "magnitude", ratio)) > 0,
+                                                         raw + compressed, capped)
+    if _nowhere(chunk, np.inf):
+        return plain
     cyc = (_chunk_sum(C, chunk) - _chunk_sum(lo - _one(C), chunk)) / S
     return np.where(np.isfinite(chunk), cyc, plain)

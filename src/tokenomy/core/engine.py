@@ -165,13 +165,15 @@ def cache_terms(m, C, S, precision, kv_read_fraction=1.0) -> CacheTerms:
     Cn, Sn = _classes(C), _classes(S)
     where = (m.attn_window, m.attn_ratio, m.attn_chunk)
     att = attended(Cn, Sn, *where, m.attn_topk)
-    scored = attended(Cn, Sn, *where)  # every entry the indexer scores, on average over the new tokens
+    topk = np.isfinite(m.attn_topk)
+    # every entry the indexer scores, on average over the new tokens (only top-k layers have an indexer)
+    scored = attended(Cn, Sn, *where) if np.any(topk) else att
     cache_n, index_n = cached(Cn, *where), indexed(Cn, *where)
     before = cached(np.maximum(Cn - Sn, 0.0 * Cn), *where)  # entries already cached: the plain form expands them
     absorbed = m.attn_score_absorbed * att
     plain = m.attn_score_plain * att + m.attn_unabsorb * before / Sn
     flops = (np.sum(np.minimum(absorbed, plain), axis=-1) * kv_read_fraction
-             + np.sum(m.attn_index_flops * np.where(np.isfinite(m.attn_topk), scored, 0.0 * scored), axis=-1))
+             + np.sum(m.attn_index_flops * np.where(topk, scored, 0.0 * scored), axis=-1))
     # each new token reads its attended entries; all of them together at most the whole cache (top-k: S·k)
     kv_read = np.sum(m.attn_kv * np.minimum(cache_n, Sn / _one(Sn) * att), axis=-1) * kv_read_fraction
     state = m.state_elems * precision.state

@@ -73,7 +73,10 @@ def step_budget(prof: EngineProfile, isl, running=0.0):
 
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
-    L = np.maximum(np.asarray(seq_tokens, float), 1.0)
+    L_all = np.maximum(np.asarray(seq_tokens, float), 1.0)
+    L, back = np.unique(L_all, return_inverse=True)  # a sweep repeats few sequence lengths: lower each once
+    if L_all.ndim == 0:
+        L, back = L_all, None
     dp = float(dep.layout.dp)
     one = dep.work(dp, L)  # one sequence per replica at ISL + OSL
     act = dep.work(dp, 1.0, prefill_tokens=float(prof.max_num_tokens) * dp * float(dep.layout.pp)).act_bytes_per_chip
@@ -81,7 +84,8 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     f = prof.hbm_fraction
     free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
     per_tok = np.asarray(one.kv_bytes_per_chip, float) / L
-    return np.maximum(free, 0.0) / per_tok, per_tok, free
+    out = np.maximum(free, 0.0) / per_tok, per_tok, np.broadcast_to(free, np.shape(L))
+    return out if back is None else tuple(np.reshape(x[back], L_all.shape) for x in out)
 
 
 def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
