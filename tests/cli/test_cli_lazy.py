@@ -104,3 +104,32 @@ def test_a_command_loads_only_its_own_cli_module():
     mods, _ = loaded("hardware", "h100-sxm", "--json")
     cli = {m for m in mods if m.startswith("tokenomy.cli.")}
     assert cli <= {"tokenomy.cli.app", "tokenomy.cli.foundation", "tokenomy.cli.options", "tokenomy.cli.render"}
+
+
+def test_light_coercion_gives_what_typers_own_gives_for_every_default_and_a_typed_value():
+    """Every plain option of every command: its default, and a value typed for it, coerce to the same value and type
+    through the pydantic-free path as through typer's TypeAdapter."""
+    import typer.main
+    from typer._click import Context
+    from typer._coercion import build_runtime_param
+
+    from tokenomy.cli import app, commands  # noqa: F401
+    from tokenomy.cli.app import _light_coercion, _plain
+
+    light = _light_coercion()
+    group = typer.main.get_command(app)
+    typed = {str: "abc", int: "42", float: "2.5e3", bool: True}
+    checked = 0
+    for cmd in group.commands.values():
+        ctx = Context(cmd)
+        for p in cmd.params:
+            if not _plain(p):
+                continue
+            desc = p.type_descriptor
+            ours = light(parameter_info=desc.parameter_info, annotation=desc.annotation)
+            theirs = build_runtime_param(desc)
+            for value in (p.default, typed[desc.annotation]):
+                a, b = ours.coerce(value, p, ctx), theirs.coerce(value, p, ctx)
+                assert (a, type(a)) == (b, type(b)), (cmd.name, p.name, value)
+                checked += 1
+    assert checked > 200

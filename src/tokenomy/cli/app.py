@@ -70,8 +70,10 @@ def _light_coercion():
     class Light(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             kind = self.annotation
-            if type(value) is kind or (kind is float and type(value) is int):
+            if type(value) is kind:
                 return value
+            if kind is float and type(value) is int:  # an int default of a float option, as pydantic gives it
+                return float(value)
             if not isinstance(value, str) or kind is bool:
                 return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
             if kind is str:
@@ -98,7 +100,10 @@ def light_coercion(group: Any) -> None:
     if light is None:
         return
     for cmd in [group, *getattr(group, "commands", {}).values()]:
-        helps = [cmd.get_help_option(SimpleNamespace(help_option_names=["--help"]))]  # made once, then cached
+        try:  # --help is made on first use, then cached; a typer that makes it otherwise keeps its own coercion
+            helps = [cmd.get_help_option(SimpleNamespace(help_option_names=["--help"]))]
+        except (AttributeError, TypeError):
+            helps = []
         for p in [*cmd.params, *(h for h in helps if h is not None)]:
             if _plain(p):
                 p._runtime_param = light(parameter_info=p.type_descriptor.parameter_info,
