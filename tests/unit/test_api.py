@@ -84,3 +84,20 @@ def test_api_functions_take_every_option_of_their_command(command):
 
     params = inspect.signature(getattr(tk, command)).parameters
     assert _cli_options(command) <= set(params), sorted(_cli_options(command) - set(params))
+
+
+@pytest.mark.parametrize("command", ["decode", "prefill"])
+def test_pass_defaults_are_the_commands(command):
+    """tk.decode / tk.prefill without batch or context ask what `tokenomy decode` / `prefill` ask by default."""
+    import inspect
+
+    import typer.main
+
+    from tokenomy.cli import app, commands  # noqa: F401
+    from tokenomy.cli.app import int_list
+
+    cmd = typer.main.get_command(app).commands[command]
+    cli = {p.name: p.default for p in cmd.params}
+    api = inspect.signature(getattr(tk, command)).parameters
+    for name in ("batch", "context"):
+        assert list(api[name].default) == int_list(name, cli[name])

@@ -133,11 +133,12 @@ def explain_point(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms,
     return lines
 
 
-def decode(model, hardware, *, batch=(1,), context=(2048,), **kw) -> Result:
-    """Decode steps (one new token per sequence); see the module docstring for the keywords."""
+def decode(model, hardware, *, batch=(1, 8, 64), context=(2048,), **kw) -> Result:
+    """Decode steps (one new token per sequence) at every batch x context (lists cross, any lengths; defaults as
+    ``tokenomy decode``'s); the keywords are the command's options (see the module docstring)."""
     return pass_answer("decode", model, hardware, batch=batch, context=context, **kw)
 
 
-def prefill(model, hardware, *, batch=(1,), context=(2048,), **kw) -> Result:
+def prefill(model, hardware, *, batch=(1, 8, 64), context=(2048,), **kw) -> Result:
     """Prefill passes of ``context`` tokens (or ``len_pass`` new tokens over a cached context)."""
     return pass_answer("prefill", model, hardware, batch=batch, context=context, **kw)
