@@ -31,7 +31,8 @@ LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inferen
           "ignoring_inference_total_usd": "total $ if inference were ignored", "saving_fraction": "saving",
           "tp": "tp", "ep": "ep", "pp": "pp", "dp": "dp", "cp": "cp", "mfu": "MFU", "kv_dtype": "KV dtype",
           "usd_per_chip_hour": "$ per chip-hour", "tick_s": "tick (s)", "ttft_s": "TTFT", "tpot_s": "TPOT",
-          "usd_per_mtok_input": "$ / M input", "usd_per_mtok_output": "$ / M output"}
+          "usd_per_mtok_input": "$ / M input", "usd_per_mtok_output": "$ / M output", "ttft_p99_s": "TTFT p99",
+          "tpot_p99_s": "TPOT p99", "e2e_s": "end to end"}
 _SUFFIXES = ("_bytes", "_usd", "_s")
 
 
@@ -39,7 +40,7 @@ def label(key: str) -> str:
     if key in LABELS:
         return LABELS[key]
     for suffix in _SUFFIXES:
-        if key.endswith(suffix) and len(key) > len(suffix):
+        if key.endswith(suffix) and len(key) > len(suffix) and not key.endswith("_per_s"):
             key = key[: -len(suffix)] + {"_usd": " ($)"}.get(suffix, "")
             break
     return key.replace("_", " ")
