@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from tokenomy.web import catalog_view, context_page, serve, views, workload_page
+from tokenomy.web import catalog_view, compare_page, context_page, serve, views, workload_page
 from tokenomy.formatting import fmt_human
 from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
@@ -20,8 +20,8 @@ from tokenomy.units import DTYPE_BYTES
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-NAV = [("/serve", "Serve"), ("/workload", "Workload"), ("/latency", "Latency"), ("/pricing", "Pricing"),
-       ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
+NAV = [("/serve", "Serve"), ("/compare", "Compare"), ("/workload", "Workload"), ("/latency", "Latency"),
+       ("/pricing", "Pricing"), ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
        ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/lecture", "Lecture"), ("/catalog", "Catalog")]
 # names people read for payload keys (the rest: underscores to spaces, unit suffixes dropped)
 LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inference tokens",
@@ -149,3 +149,11 @@ def context_compare_page(request: Request):
             "system_names": loader.system_names(), "dtypes": list(DTYPE_BYTES)}
     return render(request, "context_compare.html", "_context_compare_results.html", form,
                   lambda: context_page.view(request.query_params))
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare(request: Request):
+    values = compare_page.form_values(request.query_params)
+    form = {**serve_choices(values), "all_columns": compare_page.COLUMNS, "optional_columns": compare_page.OPTIONAL}
+    return render(request, "compare.html", "_compare_results.html", form,
+                  lambda: compare_page.view(request.query_params))
