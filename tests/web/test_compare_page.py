@@ -44,8 +44,9 @@ def expected_rows(kind: str, params: dict, col: str) -> list[dict]:
     """tk's rows over the sweep on the layout the column's point resolves to (the page's rule, stated here)."""
     fn = getattr(tk, kind)
     kw = column_kwargs(params, col)
-    plan = fn(batch=[int(params["batch"])], context=[CONTEXT], **kw).extra["plan"]
-    if not plan["ideal"]:
+    point = fn(batch=[int(params["batch"])], context=[CONTEXT], **kw)
+    plan, fits = point.extra["plan"], point.rows()[0]["fits"]
+    if not plan["ideal"] and not (fits is False and not {"tp", "layout"} & set(kw)):  # a chosen layout that fits
         kw = {k: v for k, v in kw.items() if k not in ("chips", "tp", "layout")}
         kw |= {k: plan[k] for k in ("tp", "ep", "pp", "dp")}
     return fn(batch=SWEEP, context=[CONTEXT], **kw).rows()
@@ -78,6 +79,20 @@ def test_each_trace_is_tk_for_its_configuration(client, kind):
         assert pareto["y"] == pytest.approx([w["tokens_per_s_per_chip"] for w in ok], rel=1e-12)
         assert cost["y"] == pytest.approx([w["usd_per_mtok"] for w in ok], rel=1e-12)
     assert kind.capitalize() in figs["step"]["layout"]["title"]["text"]
+
+
+def test_a_point_that_does_not_fit_still_has_its_curve(client):
+    """At batch 512 llama-3.1-70b on 8 H100s fits no layout: its headline says so, and its curve is the answer over
+    the sweep on the layout the answer chooses for the sweep (the points that fit)."""
+    params = {"batch": "512", "context": str(CONTEXT), "a.model": "llama-3.1-70b", "a.hardware": "hgx-h100-8",
+              "b.model": "llama-3.1-8b", "b.hardware": "hgx-h100-8"}
+    r = client.get("/compare", params=params)
+    assert r.status_code == 200
+    assert re.search(r'<tr data-key="fits">.*?data-column="a">NO: ', r.text, re.S)
+    ok = [w for w in expected_rows("decode", params, "a") if w["step_s"] is not None]
+    step = figures(r.text)["step"]["data"][0]
+    assert ok and step["x"] == [w["batch"] for w in ok]
+    assert step["y"] == pytest.approx([1e3 * w["step_s"] for w in ok], rel=1e-12)
 
 
 def test_headline_table_is_tk_at_the_page_batch(client):

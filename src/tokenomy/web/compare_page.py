@@ -70,17 +70,20 @@ def parse(params: Mapping[str, str]) -> tuple[str, list[tuple[str, dict[str, str
     return kind, configs
 
 
-def sweep_query(q: dict[str, str], plan: dict) -> dict[str, str]:
-    """The column's query over the batch sweep on the layout its point resolved to (ideal: the same chips)."""
-    if plan["ideal"]:
+def sweep_query(q: dict[str, str], plan: dict, fits: bool) -> dict[str, str]:
+    """The column's query over the batch sweep on the layout its point resolved to (ideal: the same chips). A
+    point that does not fit on a layout the answer chose says nothing of a good layout: then the answer chooses
+    one for the sweep (the column's query as given), so the configuration still has a curve."""
+    chosen = not any(k in q for k in ("layout",) + DEGREES)
+    if plan["ideal"] or (chosen and not fits):
         return {**q, "batch": BATCH_SWEEP}
     keep = {k: x for k, x in q.items() if k not in ("chips", "layout") + DEGREES}
     return {**keep, **{k: str(plan[k]).lower() for k in DEGREES}, "batch": BATCH_SWEEP}
 
 
 def label_of(col: str, q: dict[str, str], plan: dict) -> str:
-    """A configuration as its traces and table column name it: letter, model, chips x hardware, layout, and what
-    differs from the defaults (dtypes, roofline efficiency, price)."""
+    """A configuration as its traces and table column name it: letter, model, chips x hardware, the layout of its
+    curve, and what differs from the defaults (dtypes, roofline efficiency, price)."""
     extra = ["ideal even split" if plan["ideal"] else plan["label"]]
     if q.get("weight_dtype"):
         extra.append(f"weights {q['weight_dtype']}")
@@ -98,9 +101,10 @@ def column(kind: str, col: str, q: dict[str, str]) -> dict:
     """One configuration: its headline row at the page's batch, its sweep, its label and its /api link."""
     res = _in_column(col, q, lambda: P.answer(kind, q))
     row, plan = res.rows()[0], res.extra["plan"]
-    swept = sweep_query(q, plan)
-    rows = _in_column(col, swept, lambda: P.answer(kind, swept).rows())
-    return {"col": col, "label": label_of(col, q, plan), "row": row, "plan": plan, "rows": rows, "title": res.title,
+    swept = sweep_query(q, plan, row["fits"])
+    curve = _in_column(col, swept, lambda: P.answer(kind, swept))  # its plan: the point's, unless re-chosen
+    rows = curve.rows()
+    return {"col": col, "label": label_of(col, q, curve.extra["plan"]), "row": row, "plan": plan, "rows": rows, "title": res.title,
             "layout_rule": res.extra["layout_rule"], "api": f"/api/{kind}?" + urlencode(q)}
 
 
