@@ -105,9 +105,10 @@ def parameter(name: str, opt: P.Option, options: dict[str, P.Option]) -> dict:
         schema["default"] = d
     text = help_of(name)
     if opt.kind == "int_list":
-        text += f" (a comma list, e.g. 1,8,64, or a range of powers of two, 1..4096; each in {P.NUMBERS[name]})"
+        text += (f" (a comma list, e.g. 1,8,64, or a range of powers of two, 1..4096; at most {P.MAX_LIST} values, "
+                 f"each in {P.NUMBERS[name]})")
     elif opt.kind == "float_list":
-        text += f" (a comma list, e.g. 10,300; each in {P.NUMBERS[name]})"
+        text += f" (a comma list, e.g. 1,4,16; at most {P.MAX_LIST} values, each in {P.NUMBERS[name]})"
     required = opt.required and not (name == "model" and "config" in options)
     if name == "model" and "config" in options:
         text += "; required unless config is given"

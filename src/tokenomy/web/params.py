@@ -409,7 +409,9 @@ def _value(name: str, opt: Option, text: str):
         hardware_by_name(text)
         return text.lower()
     if opt.kind in ("int_list", "float_list"):
-        parts = text.split(",")
+        parts = [x for x in text.split(",") if x.strip()]  # '1,,4' is 1,4, as the CLI's --concurrency/--rate read it
+        if not parts:
+            raise FieldError(name, "give at least one number, e.g. 1,4,16")
         values = (Query({name: text}, (name,)).int_list(name, text, int(NUMBERS[name].hi))
                   if opt.kind == "int_list" else [_number(name, x, False) for x in parts])
         if len(values) > MAX_LIST:
