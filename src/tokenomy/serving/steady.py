@@ -95,6 +95,18 @@ class Solved:
     reason: np.ndarray
 
 
+def _prefill_s(step, B, n, P, chunks, I, budget):
+    """(seconds from a request's first prefill chunk to its first token, the step of its last chunk): c − 1 full
+    chunks (the room N − n the decodes leave), then the last r = I − (c − 1)(N − n) tokens beside the other
+    requests' mean prefill P·(B − 1)/B (a lone client shares its step with no one)."""
+    room = np.maximum(budget - n, 1.0)
+    r = I - (chunks - 1.0) * room
+    others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)
+    t_last = step(n, np.minimum(r + others, room))[0]
+    t_full = step(n, room)[0] if np.any(chunks > 1) else 0.0
+    return (chunks - 1.0) * t_full + t_last, t_last
+
+
 def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals="staggered",
           request_overhead_s=0.0) -> Solved:
     """The module docstring's equations for any step-time function ``step(n, P) -> (seconds, bound, reason)`` (n
@@ -110,8 +122,7 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
         for _ in range(OPEN_LOOP_ITERATIONS):
             chunks, life, n, P = _mean_step(B, osl, I, budget)
             t = step(n, P)[0]
-            t_chunk = step(n, np.minimum(I, budget - n))[0]
-            lifetime = t / 2.0 + chunks * t_chunk + (osl - 1.0) * t
+            lifetime = t / 2.0 + _prefill_s(step, B, n, P, chunks, I, budget)[0] + (osl - 1.0) * t
             B_next = np.minimum(np.maximum(load * lifetime, 1.0), cap)
             converged = np.allclose(B_next, B, rtol=1e-9, atol=0.0, equal_nan=True)
             B = B_next
@@ -130,22 +141,19 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
         mean_idx = np.where(steps_all <= 1, 1.0, (steps_all + 1.0) / 2.0)
         ttft0, p50, p99 = mean_idx * t_chunk, idx(0.5) * t_chunk, idx(0.99) * t_chunk
         chunks = steps_all
-    else:  # c − 1 full chunks (the room the decodes leave), then the last r tokens beside the others' prefill
-        room = np.maximum(budget - n, 1.0)
-        r = I - (chunks - 1.0) * room
-        others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)  # a lone client shares its step with no one
-        t_chunk = step(n, np.minimum(r + others, room))[0]
-        t_full = step(n, room)[0] if np.any(chunks > 1) else 0.0
+    else:
+        pf, t_chunk = _prefill_s(step, B, n, P, chunks, I, budget)
         wait = 0.0 if closed else tpot / 2.0
-        ttft0 = wait + (chunks - 1.0) * t_full + t_chunk
+        ttft0 = wait + pf
         p50 = p99 = ttft0
+    in_engine = ttft0 + (osl - 1.0) * tpot  # Little's law counts the time inside the engine
     ttft0, p50, p99 = (x + request_overhead_s for x in (ttft0, p50, p99))
-    lifetime = ttft0 + (osl - 1.0) * tpot
+    lifetime = in_engine + request_overhead_s
     if closed:
         queue = np.where(load > B, (load - B) * lifetime / B, 0.0)
         demand = load > cap
     else:
-        demand = load * lifetime > cap
+        demand = load * in_engine > cap * (1.0 + 1e-9)
         queue = np.where(demand, np.inf, 0.0)
     over_budget = n + B * I / life > budget + 1e-9
     X = np.where(closed, B / lifetime, np.where(demand, B / lifetime, load))

@@ -21,7 +21,7 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.serving import steady
-from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, Serving, Training, add_prefill, interp_work,
+from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, WORK_FIELDS, Serving, Training, add_prefill,
                                          take_work)
 from tokenomy.validation.schema import EfficiencyTerms
 
@@ -121,7 +121,13 @@ def work_at(s: Serving, batch) -> tuple[engine.Work, engine.Work]:
     rows = np.arange(g.shape[0])
     lo, hi = g[rows, j], g[rows, j + 1]
     u = np.where(hi > lo, (b - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
-    return interp_work(s.grid, j, u), interp_work(s.grid_per_token, j, u)
+    num, W, T = s.grid_stacked
+
+    def at(X, w):
+        x0 = X[:, rows, j]
+        out = dict(zip(num, x0 + u * (X[:, rows, j + 1] - x0)))
+        return engine.Work(**out, **{f: np.asarray(getattr(w, f))[rows, j] for f in WORK_FIELDS if f not in out})
+    return at(W, s.grid), at(T, s.grid_per_token)
 
 
 def step_function(s: Serving, th: Theta):

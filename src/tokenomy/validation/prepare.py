@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -58,18 +58,6 @@ def add_prefill(w: engine.Work, per_token: engine.Work, tokens) -> engine.Work:
     p = np.asarray(tokens, dtype=float)
     return engine.Work(**{f: (getattr(w, f) + p * getattr(per_token, f)) if _numeric(getattr(w, f))
                           else getattr(w, f) for f in WORK_FIELDS})
-
-
-def interp_work(w: engine.Work, j, u) -> engine.Work:
-    """Row-wise linear interpolation along the last axis between columns j and j + 1 (weight u on j + 1).
-    Between whole batches this is the mean over steps at the two batches; exact at u = 0 and u = 1."""
-    rows = np.arange(np.shape(j)[0])
-
-    def one(x):
-        x = np.asarray(x)
-        lo = x[rows, j]
-        return lo + u * (x[rows, j + 1] - lo) if x.dtype.kind == "f" else lo
-    return engine.Work(**{f: one(getattr(w, f)) for f in WORK_FIELDS})
 
 
 @lru_cache(maxsize=None)
@@ -122,6 +110,15 @@ class Serving:
             out[f.name] = ([v[i] for i in idx] if f.name == "cases" else take_work(v, idx)
                            if isinstance(v, engine.Work) else v[idx])
         return Serving(**out)
+
+    @cached_property
+    def grid_stacked(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(float fields, [fields, cases, grid] of ``grid``, the same of ``grid_per_token``): stacked once, so that
+        interpolating a step's work on the grid is one index operation, not one per field (the fit does it
+        thousands of times)."""
+        num = [f for f in WORK_FIELDS if _numeric(getattr(self.grid, f))]
+        return num, *(np.stack([np.asarray(getattr(w, f), float) for f in num]) for w in (self.grid,
+                                                                                          self.grid_per_token))
 
     def peaks(self, idx=slice(None)) -> engine.Peaks:
         return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx])
