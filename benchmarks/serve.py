@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.simulator import simulate
 from tokenomy.serving.steady import steady

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenomy.answers.resolve import efficiency_of
-from tokenomy.answers.sweep import run, spec_of
+from tokenomy.answers.sweeps import run, spec_of
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
@@ -125,7 +125,7 @@ def big_axes(points: int) -> dict:
 def dask_speedup(points: int):
     from distributed import Client, LocalCluster
 
-    from tokenomy.answers.sweep import chunks, evaluated
+    from tokenomy.answers.sweeps import chunks, evaluated
 
     spec = spec_of(big_axes(points), variables=["step_s"], chunk_points=1 << 20)
     n_chunks = len(chunks(spec))
@@ -147,7 +147,7 @@ def dask_speedup(points: int):
 
 RSS_CHILD = """
 import resource, sys, time
-from tokenomy.answers.sweep import sweep
+from tokenomy.answers.sweeps import sweep
 sys.path.insert(0, {here!r})
 from sweep import big_axes
 t0 = time.perf_counter()

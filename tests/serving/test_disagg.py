@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile, plan_disagg, serve
+from tokenomy.answers.workloads import engine_profile, plan_disagg, serve
 from tokenomy.arch.params import kv_bytes_at_context
 from tokenomy.core.layout import Layout
 from tokenomy.serving.disagg import PoolDoesNotFit, disagg

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from tokenomy.answers.layouts import plan
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile, plan_disagg, pool_sizes
+from tokenomy.answers.workloads import engine_profile, plan_disagg, pool_sizes
 from tokenomy.catalog import loader
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app

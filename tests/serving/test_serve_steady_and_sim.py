@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import kv_batch
 from tokenomy.serving.simulator import simulate
@@ -32,8 +32,12 @@ GRID = [(C, 1024, 1024) for C in (1, 4, 16, 64)] + [(C, 2048, 256) for C in (1, 
 
 @pytest.mark.parametrize("C,isl,osl", GRID)
 def test_analytic_and_simulator_agree_below_saturation(dep, prof, C, isl, osl):
+    # OSL uniform within ±5% of its mean: with every length fixed, all clients share one period of OSL steps and
+    # the simulator phase-locks (prompts that once shared a step share it every cycle: +5% TTFT at C = 16,
+    # 2048/256), an artefact of identical requests that measured benchmarks, whose lengths vary, do not show
+    w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.95 * osl), round(1.05 * osl)), concurrency=C)
     s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
-    sim = simulate(dep, prof, _w(C, isl, osl), max(10 * C, 100)).summary(dep.chips)
+    sim = simulate(dep, prof, w, max(10 * C, 100)).summary(dep.chips)
     assert not s.capacity_limited[0]
     assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.05)
     assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.sim_blocks import DecodeBlocks
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable

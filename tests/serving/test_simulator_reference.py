@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import EngineProfile
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.passes import decode, prefill
-from tokenomy.answers.serve import serve
-from tokenomy.answers.sweep import sweep
+from tokenomy.answers.workloads import serve
+from tokenomy.answers.sweeps import sweep
 from tokenomy.answers.sweep_eval import LEN_PASS_REASON, REASONS
 from tokenomy.core import engine
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tokenomy.answers.passes import decode
-from tokenomy.answers.serve import serve
+from tokenomy.answers.workloads import serve
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.cli.app import app
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tokenomy.answers.sweep import sweep
+from tokenomy.answers.sweeps import sweep
 
 KW = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="hgx-h100-8", tp=[1, 2, 4], ep=[1, 2],
           batch=[1, 8, 64, 512], context=[2048, 32768], chunk_points=6)

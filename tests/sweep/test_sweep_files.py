@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from tokenomy.answers.sweep import sweep
+from tokenomy.answers.sweeps import sweep
 
 KW = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware=["h100-sxm", "hgx-h100-8"], tp=[1, 2], ep=[1, 2],
           batch=[1, 16, 1024], context=[2048, 131072], chunk_points=7)

@@ -14,6 +14,7 @@ from schemathesis import GenerationMode
 
 from tokenomy.web.app import create_app
 
+pytestmark = pytest.mark.xdist_group("schema_fuzz")  # one worker runs the module in order (make test: --dist loadgroup)
 EXAMPLES = 30  # per operation and mode
 APP = create_app(allowed_hosts=("testserver",))
 SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", APP)

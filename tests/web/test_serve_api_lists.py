@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tokenomy.answers.serve import serve  # tk.serve (tk.serve is the module once it is imported: reported)
+from tokenomy.answers.workloads import serve  # tk.serve (tk.serve is the module once it is imported: reported)
 from tokenomy.web import params as P
 
 BASE = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8"}

@@ -12,10 +12,10 @@ import importlib
 _WHERE = {
     "decode": "passes", "prefill": "passes", "plan": "layouts",
     "batch": "economics", "latency": "economics", "context": "economics", "pricing": "economics",
-    "context_compare": "architectures", "serve": "serve",
+    "context_compare": "architectures", "serve": "workloads",
     "speculate": "economics", "cache": "economics", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "training",
-    "validate": "fidelity", "models": "catalog", "model": "catalog", "hardware": "catalog", "sweep": "sweep",
+    "validate": "fidelity", "models": "catalog", "model": "catalog", "hardware": "catalog", "sweep": "sweeps",
 }
 
 __all__ = sorted(_WHERE)

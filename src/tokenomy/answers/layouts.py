@@ -2,7 +2,7 @@
 
 Given a serving workload (``concurrency`` or ``rate``, ``isl``/``osl``, SLOs ``ttft_slo``/``tpot_slo``) the
 objective is the workload instead of one decode step: answers.plan_serving (aggregated layouts through
-serving.steady; ``mode="disagg"``: prefill/decode pool splits through answers.serve.plan_disagg), ranked by
+serving.steady; ``mode="disagg"``: prefill/decode pool splits through answers.workloads.plan_disagg), ranked by
 plan_serving.RULE (goodput per dollar under the SLOs), the table showing $/Mtok in and out beside tokens/s per chip
 and per user, TTFT and TPOT. Without a workload, the bare decode search below.
 
@@ -102,7 +102,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                   max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
                   usd_per_chip_hour, top, batch, torus) -> Result:
     from tokenomy.answers.plan_serving import RULE, misses_by, rank, search_agg
-    from tokenomy.answers.serve import _workload, engine_profile, plan_disagg
+    from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg
 
     if batch is not None:
         raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")

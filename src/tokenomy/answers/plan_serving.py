@@ -1,8 +1,8 @@
 """plan for a serving workload: search layouts (aggregated) or pool splits (disaggregated) under TTFT/TPOT SLOs.
 
 The objective is the workload, not one decode step. Every row is a plan evaluated at a workload point by the
-serving model itself — serving.steady for aggregated continuous batching (the same ``answers.serve._row`` that
-``tokenomy serve --tp .. --ep ..`` prints), serving.disagg for prefill/decode pools (``answers.serve.plan_disagg``):
+serving model itself — serving.steady for aggregated continuous batching (the same ``answers.workloads._row`` that
+``tokenomy serve --tp .. --ep ..`` prints), serving.disagg for prefill/decode pools (``answers.workloads.plan_disagg``):
     meets     not capacity-limited, TTFT <= ttft_slo, TPOT <= tpot_slo (a missing SLO always holds)
     goodput   goodput_requests_per_s = requests/s where it meets, else 0
     rule      RULE: the most goodput per dollar, goodput_requests_per_usd = goodput·3600/(chips·$/chip-hour); ties:
@@ -109,8 +109,8 @@ def misses_by(r: dict | None, ttft_slo, tpot_slo) -> dict | None:
 def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, cache_hit: float, engine: str,
                max_num_tokens, max_batch, ttft_slo, tpot_slo) -> tuple[list[dict], int, int]:
     """Every screened layout (module docstring) at every workload point through serving.steady: (rows, candidate
-    layouts, layouts evaluated). Each row is ``answers.serve._row`` of that layout: what ``serve`` prints."""
-    from tokenomy.answers.serve import _row, engine_profile
+    layouts, layouts evaluated). Each row is ``answers.workloads._row`` of that layout: what ``serve`` prints."""
+    from tokenomy.answers.workloads import _row, engine_profile
     from tokenomy.parallel.search import Constraints, default_batches, search
     from tokenomy.serving.disagg import with_layout
     from tokenomy.serving.steady import steady

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok

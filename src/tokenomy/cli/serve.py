@@ -1,4 +1,4 @@
-"""tokenomy serve: a workload on a deployment (TTFT, TPOT, throughput, $/Mtok); a thin layer over answers.serve."""
+"""tokenomy serve: a workload on a deployment (TTFT, TPOT, throughput, $/Mtok); a thin layer over answers.workloads."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def serve_cmd(model: str = MODEL,
     tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --search --chips 288 --concurrency
     256,1024 --isl 4096 --osl 1024 --ttft-slo 2 --tpot-slo 0.05 --top 1
     """
-    from tokenomy.answers.serve import plan_disagg, serve
+    from tokenomy.answers.workloads import plan_disagg, serve
 
     if mode not in ("agg", "disagg"):
         raise UsageError(f"--mode: {mode!r}; allowed: agg, disagg")

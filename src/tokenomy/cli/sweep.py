@@ -1,5 +1,5 @@
 """tokenomy sweep: the one engine over named axes (comma lists), streamed to a file, on this machine or a dask
-cluster, with an HTML page of the Pareto fronts; a thin layer over answers.sweep."""
+cluster, with an HTML page of the Pareto fronts; a thin layer over answers.sweeps."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
 
     On a cluster: tokenomy sweep ... --out big.parquet --dask tcp://scheduler:8786
     """
-    from tokenomy.answers.sweep import CHUNK_POINTS, chunks, run, spec_of
+    from tokenomy.answers.sweeps import CHUNK_POINTS, chunks, run, spec_of
     from tokenomy.answers.sweep_front import Fronts
 
     axes = dict(model=_words("model", model), hardware=_words("hardware", hardware), kind=_words("kind", kind),

@@ -1,4 +1,4 @@
-"""Figures of the Workload page, from ``tokenomy serve --json`` rows (answers.serve: one row per concurrency or
+"""Figures of the Workload page, from ``tokenomy serve --json`` rows (answers.workloads: one row per concurrency or
 rate point) as plain plotly figure dicts. No computation beyond unit scaling.
 
     rows -> throughput_curve (tokens/s per chip vs tokens/s per user: the latency-throughput curve)

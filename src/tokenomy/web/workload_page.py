@@ -1,6 +1,6 @@
 """The Workload page (issue 13's question): a model served on chips to a workload — closed loop (a list of
 concurrencies) or open loop (a list of request rates), ISL/OSL, prefix-cache hit, engine profile and SLOs — and
-what users see at each point: TTFT, TPOT, throughput and $ (tokenomy.answers.serve.serve, the same answer as
+what users see at each point: TTFT, TPOT, throughput and $ (tokenomy.answers.workloads.serve, the same answer as
 ``tokenomy serve`` and ``/api/serve``). Figures: the latency-throughput curve (tokens/s per chip vs per user),
 TTFT/TPOT vs load, $ per M tokens vs load (tokenomy.plots.workload)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 from urllib.parse import urlencode
 
-from tokenomy.answers.serve import ENGINES, serve
+from tokenomy.answers.workloads import ENGINES, serve
 from tokenomy.plots import workload as wp
 from tokenomy.web import params as P
 from tokenomy.web.serve import plain

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenomy.answers.resolve import hardware_of, model_of
-from tokenomy.answers.serve import engine_profile
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
 from tokenomy.answers.sweep_eval import REASONS, Spec, evaluate_block
 from tokenomy.answers.sweep_io import check_out, writer
