@@ -222,6 +222,22 @@ def int_list(name: str, text: str) -> list[int]:
     return out
 
 
+def float_list(name: str, text: str | None, *, positive: bool = False) -> list[float] | None:
+    """'1,4.5,16' -> [1.0, 4.5, 16.0] (blank items skipped); None when the option was not given; ``positive``:
+    every value > 0 (rates, concurrencies)."""
+    if text is None:
+        return None
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--{name}: {text!r} is not a comma list of numbers") from None
+    if not out:
+        raise UsageError(f"--{name}: empty; give at least one value")
+    if positive and any(not v > 0 for v in out):
+        raise UsageError(f"--{name}: must be > 0, got {text!r}")
+    return out
+
+
 # command -> the module under tokenomy.cli that registers it (tests/cli/test_cli_lazy.py checks this against
 # commands.py): a process imports only the module of the command it runs
 COMMAND_MODULES = {

@@ -16,3 +16,13 @@ EFFICIENCY = typer.Option("calibrated", "--efficiency",
 LAYOUT = typer.Option(None, "--layout", help="ideal: the even split over all chips, a bound no layout reaches.")
 REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts",
                                  help="Extra expert replicas (EPLB), so ep may divide experts + replicas.")
+
+# a serving workload (tokenomy serve, tokenomy plan with a workload)
+CONCURRENCY = typer.Option(None, "--concurrency", help="Closed loop: users, comma list (e.g. 1,4,16,64,256).")
+RATE = typer.Option(None, "--rate", help="Open loop: requests/s (Poisson arrivals), comma list.")
+ISL = typer.Option(1024, "--isl", help="Input tokens per request.")
+OSL = typer.Option(1024, "--osl", help="Output tokens per request.")
+CACHE_HIT = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens served from a prefix cache.")
+ENGINE = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines).")
+TTFT_SLO = typer.Option(None, "--ttft-slo", help="TTFT SLO, s (goodput).")
+TPOT_SLO = typer.Option(None, "--tpot-slo", help="TPOT SLO, s (goodput).")

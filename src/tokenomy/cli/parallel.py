@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.render import show_result
-from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, MODEL, WEIGHT_DTYPE
+from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, HOP_LATENCY, ISL, JSON, KV_DTYPE,
+                                  MODEL, OSL, RATE, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
 
 
 @app.command("plan")
@@ -26,14 +27,14 @@ def plan_cmd(model: str = MODEL,
                                      "a workload: the N best by the stated rule, 1 = the best plan)."),
              mode: str = typer.Option("agg", "--mode", help="agg | disagg (prefill/decode pool splits; needs a "
                                       "workload)."),
-             concurrency: str = typer.Option(None, "--concurrency", help="Workload, closed loop: users, comma list."),
-             rate: str = typer.Option(None, "--rate", help="Workload, open loop: requests/s, comma list."),
-             isl: int = typer.Option(1024, "--isl", help="Workload: input tokens per request."),
-             osl: int = typer.Option(1024, "--osl", help="Workload: output tokens per request."),
-             ttft_slo: float = typer.Option(None, "--ttft-slo", help="TTFT SLO, s."),
-             tpot_slo: float = typer.Option(None, "--tpot-slo", help="TPOT SLO, s."),
-             engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (catalog/engines)."),
-             cache_hit: float = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens from a prefix cache."),
+             concurrency: str = CONCURRENCY,
+             rate: str = RATE,
+             isl: int = ISL,
+             osl: int = OSL,
+             ttft_slo: float = TTFT_SLO,
+             tpot_slo: float = TPOT_SLO,
+             engine: str = ENGINE,
+             cache_hit: float = CACHE_HIT,
              max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
              max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
              prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: fix the prefill pool's chips."),
@@ -58,15 +59,14 @@ def plan_cmd(model: str = MODEL,
     from tokenomy.answers.layouts import plan
     from tokenomy.parallel.topology import parse_torus
 
-    from tokenomy.cli.serve import _floats
-
     for name, v in (("isl", isl), ("osl", osl)):
         if v <= 0:
             raise UsageError(f"--{name}: must be a positive integer, got {v}")
     res = plan(model, hardware, chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
                max_ttft=max_ttft, batch=None if batch is None else int_list("batch", batch), weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, hop_latency=hop_latency, torus=parse_torus(torus), top=top,
-               mode=mode, concurrency=_floats("concurrency", concurrency), rate=_floats("rate", rate), isl=isl,
+               mode=mode, concurrency=float_list("concurrency", concurrency, positive=True),
+               rate=float_list("rate", rate, positive=True), isl=isl,
                osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
                max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
                decode_chips=decode_chips)

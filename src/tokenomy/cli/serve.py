@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, KV_DTYPE, MODEL, REDUNDANT_EXPERTS, WEIGHT_DTYPE
+from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
+from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, ISL, JSON, KV_DTYPE, MODEL, OSL,
+                                  RATE, REDUNDANT_EXPERTS, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
 from tokenomy.cli.render import show_result
 
 
 def _floats(name: str, text: str | None) -> list[float] | None:
-    if text is None:
-        return None
-    try:
-        out = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--{name}: {text!r} is not a comma list of numbers") from None
-    if not out or any(not v > 0 for v in out):
-        raise UsageError(f"--{name}: must be > 0, got {text!r}")
-    return out
+    return float_list(name, text, positive=True)
 
 
 @app.command("serve")
@@ -26,19 +19,19 @@ def _floats(name: str, text: str | None) -> list[float] | None:
 def serve_cmd(model: str = MODEL,
               hardware: str = typer.Option(..., "--hardware", help="Chip or system name (tokenomy hardware)."),
               chips: int = typer.Option(None, "--chips", help="Number of chips (default: the system's)."),
-              concurrency: str = typer.Option(None, "--concurrency", help="Closed loop: users, e.g. 1,4,16,64,256."),
-              rate: str = typer.Option(None, "--rate", help="Open loop: requests/s (Poisson), comma list."),
-              isl: int = typer.Option(1024, "--isl", help="Input tokens per request."),
-              osl: int = typer.Option(1024, "--osl", help="Output tokens per request."),
+              concurrency: str = CONCURRENCY,
+              rate: str = RATE,
+              isl: int = ISL,
+              osl: int = OSL,
               isl_dist: str = typer.Option(None, "--isl-dist", help="fixed:N | uniform:a:b | lognormal:mu:sigma."),
               osl_dist: str = typer.Option(None, "--osl-dist", help="fixed:N | uniform:a:b | lognormal:mu:sigma."),
               trace: str = typer.Option(None, "--trace", help="CSV: arrival_s, input_tokens, output_tokens."),
-              cache_hit: float = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens from a prefix cache."),
-              engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (catalog/engines)."),
+              cache_hit: float = CACHE_HIT,
+              engine: str = ENGINE,
               max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
               max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
-              ttft_slo: float = typer.Option(None, "--ttft-slo", help="TTFT SLO, s (goodput)."),
-              tpot_slo: float = typer.Option(None, "--tpot-slo", help="TPOT SLO, s (goodput)."),
+              ttft_slo: float = TTFT_SLO,
+              tpot_slo: float = TPOT_SLO,
               method: str = typer.Option("analytic", "--method", help="analytic | simulate."),
               arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
               requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000)."),

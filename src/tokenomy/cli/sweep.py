@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 
 LIST = "comma list"
 MAX_PRINTED = 100_000
@@ -23,15 +23,7 @@ def _words(name: str, text: str | None) -> list[str] | None:
 
 
 def _numbers(name: str, text: str | None) -> list[float] | None:
-    if text is None:
-        return None
-    try:
-        out = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--{name}: {text!r} is not a comma list of numbers") from None
-    if not out:
-        raise UsageError(f"--{name}: empty; give at least one value")
-    return out
+    return float_list(name, text)
 
 
 def _ints(name: str, text: str | None) -> list[int] | None:
