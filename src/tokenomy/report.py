@@ -18,8 +18,8 @@ from tokenomy.econ import batch as eb
 from tokenomy.econ import context as ec
 from tokenomy.econ import kv_tiers as kt
 from tokenomy.econ import latency as el
-from tokenomy.lecture import evaluate, seed_corrections
-from tokenomy.lecture.real import (CONTEXT, KV_DTYPE, MODEL, PREFIX, PREFIX_BATCH, SYSTEMS, closing_note, real_rows,
+from tokenomy.lecture_claims import evaluate, seed_corrections
+from tokenomy.lecture_claims.real import (CONTEXT, KV_DTYPE, MODEL, PREFIX, PREFIX_BATCH, SYSTEMS, closing_note, real_rows,
                                    system_serving)
 from tokenomy.plots import serving as ps
 

@@ -92,7 +92,7 @@ def check(argv):
     r = runner.invoke(app, argv)
     out = r.stdout + r.stderr
     assert "Traceback" not in out, (argv, out[-2000:])
-    assert r.exception is None or isinstance(r.exception, SystemExit), (argv, repr(r.exception))
+    assert r.exception is None or isinstance(r.exception, SystemExit), (" ".join(argv), repr(r.exception))
     assert r.exit_code in (0, 2), (argv, r.exit_code, out[-2000:])
     if r.exit_code == 2:
         err = r.stderr.strip().splitlines()

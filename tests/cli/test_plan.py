@@ -87,7 +87,9 @@ def test_decode_without_layout_flags_uses_the_best_real_layout():
     ideal = json.loads(invoke("decode", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--batch", "1",
                               "--layout", "ideal", "--json").stdout)[0]
     assert "no layout reaches it" in ideal["plan"] and ideal["comms_s"] == 0
-    assert ideal["tokens_per_s_per_user"] > 3 * row["tokens_per_s_per_user"]
+    # the bound no layout reaches: no all-to-all, no all-reduce, weights spread evenly (the real layout pays one-
+    # or two-shot all-reduces and the busiest expert rank)
+    assert ideal["tokens_per_s_per_user"] > 2 * row["tokens_per_s_per_user"]
 
 
 def test_efficiency_roofline_makes_the_bound_the_answer():

@@ -1,15 +1,15 @@
 """Every lecture claim L1-L28, computed by tokenomy, against reference/lecture.md §4.1.
 
 The expected figures below are typed from lecture.md §4.1 (the "expected" column, with its tolerance), not read from
-tokenomy.lecture, so the claim table cannot grade itself.
+tokenomy.lecture_claims, so the claim table cannot grade itself.
 """
 
 import math
 
 import pytest
 
-from tokenomy.lecture import CLAIMS, evaluate, seed_corrections
-from tokenomy.lecture.tolerance import Tol
+from tokenomy.lecture_claims import CLAIMS, evaluate, seed_corrections
+from tokenomy.lecture_claims.tolerance import Tol
 
 # id: (expected per lecture.md §4.1, relative tolerance there; lists compare element-wise)
 EXPECTED = {

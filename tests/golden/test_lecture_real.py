@@ -4,7 +4,7 @@
 import pytest
 
 from tokenomy.answers.economics import lecture_serving
-from tokenomy.lecture.real import closing_note, ratio_rows, real_rows, system_rows
+from tokenomy.lecture_claims.real import closing_note, ratio_rows, real_rows, system_rows
 
 
 @pytest.fixture(scope="module")

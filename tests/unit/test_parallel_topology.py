@@ -50,7 +50,13 @@ def test_single_level_closed_forms(hgx):
     # 8 GPUs: log2(8) = 3 latency steps and 7/8 of the buffer each way (Thakur et al. 2005).
     assert float(col.all_gather(hgx, 8, n)) == pytest.approx(3 * a + 7 / 8 * n / b)
     assert float(col.reduce_scatter(hgx, 8, n)) == pytest.approx(3 * a + 7 / 8 * n / b)
-    assert float(col.all_reduce(hgx, 8, n)) == pytest.approx(2 * (3 * a + 7 / 8 * n / b))
+    # all-reduce inside the node: the fastest of the ring (2·3 latency steps), the two-shot custom all-reduce
+    # (2 steps, the ring's bandwidth term) and the one-shot (1 step, every peer's whole buffer): two-shot at 1 MB
+    ring, two = 2 * (3 * a + 7 / 8 * n / b), 2 * a + 2 * 7 / 8 * n / b
+    assert float(col.all_reduce(hgx, 8, n)) == pytest.approx(two) and two < ring
+    small = 1e4  # a decode-sized message: one-shot, a + 7·n/b
+    assert float(col.all_reduce(hgx, 8, small)) == pytest.approx(a + 7 * small / b)
+    assert a + 7 * small / b < 2 * a + 2 * 7 / 8 * small / b
     assert float(col.all_to_all(hgx, 8, n)) == pytest.approx(a + 7 / 8 * n / b)
     assert float(col.p2p(hgx, n, False)) == pytest.approx(a + n / b)
     assert float(col.p2p(hgx, n, True)) == pytest.approx(5e-6 + n / 50e9)

@@ -6,13 +6,17 @@ changes goes to docs/screenshots/compare.png."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# screenshots go to a temp dir unless TOKENOMY_SCREENSHOTS names one (docs/screenshots to refresh the committed
+# ones): a test run must not rewrite tracked files
+SHOTS = Path(os.environ.get("TOKENOMY_SCREENSHOTS") or tempfile.mkdtemp(prefix="tokenomy-shots-"))
 START = ("/compare?batch=64&context=8192&a.model=llama-3.1-70b&a.hardware=hgx-h100-8"
          "&b.model=llama-3.1-70b&b.hardware=hgx-b200-8&c.model=deepseek-v3&c.hardware=gb200-nvl72&c.ep=64&c.chips=64")
 CHANGES = [("select[name='b.kv_dtype']", "fp8"), ("input[name='batch']", "256"),

@@ -6,13 +6,17 @@ changes goes to docs/screenshots/<page>.png (the closing note of issue 14 refers
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# screenshots go to a temp dir unless TOKENOMY_SCREENSHOTS names one (docs/screenshots to refresh the committed
+# ones): a test run must not rewrite tracked files
+SHOTS = Path(os.environ.get("TOKENOMY_SCREENSHOTS") or tempfile.mkdtemp(prefix="tokenomy-shots-"))
 
 # page, start URL, three changes (selector, value); every page of the nav
 PAGES = [

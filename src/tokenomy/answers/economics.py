@@ -348,8 +348,8 @@ def lecture_serving(model, hardware, *, kv_dtype, batch, context, len_pass=1) ->
 def lecture(*, real=False, ids=None) -> Result:
     """Lecture claims L1-L28 from their stated inputs (``real``: the claims re-asked on today's hardware instead,
     calibrated on real layouts)."""
-    from tokenomy.lecture import CLAIMS, evaluate, seed_corrections
-    from tokenomy.lecture.real import closing_note, real_rows
+    from tokenomy.lecture_claims import CLAIMS, evaluate, seed_corrections
+    from tokenomy.lecture_claims.real import closing_note, real_rows
 
     want = None if ids is None else [str(x).strip() for x in ids if str(x).strip()]
     known = {c.id for c in CLAIMS}

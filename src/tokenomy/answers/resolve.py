@@ -58,11 +58,16 @@ def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated") -> Effi
     raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(EFFICIENCY_SETS)}")
 
 
-def positive_int(field: str, v) -> int | None:
+MAX_DEGREE = 2**20  # chips in a layout dimension: beyond any machine, and what numpy's integer arrays hold exactly
+
+
+def positive_int(field: str, v, limit: int = 2**40) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool) or not float(v) == int(float(v)) or int(float(v)) <= 0:
         raise ValueError(f"{field}: must be a positive integer, got {v!r}")
+    if int(float(v)) > limit:
+        raise ValueError(f"{field}: must be a positive integer at most {limit:,}, got {v!r}")
     return int(float(v))
 
 
@@ -70,10 +75,10 @@ def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_d
               kv_batch=None) -> Layout | None:
     """An explicit layout from degrees (those left out are 1), or None when no degree is given. ``attn_dp``
     False keeps attention tensor-parallel beside EP; ``kv_batch`` shards KV by sequence beyond the KV heads."""
-    degrees = {k: positive_int(k, v) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
+    degrees = {k: positive_int(k, v, MAX_DEGREE) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
     r = redundant_experts
-    if r is not None and (float(r) != int(float(r)) or int(float(r)) < 0):
-        raise ValueError(f"redundant_experts: must be an integer >= 0, got {r!r}")
+    if r is not None and (float(r) != int(float(r)) or not 0 <= int(float(r)) <= MAX_DEGREE):
+        raise ValueError(f"redundant_experts: must be an integer in [0, {MAX_DEGREE:,}], got {r!r}")
     if all(v is None for v in degrees.values()) and not r and attn_dp is None and not kv_batch:
         return None
     return Layout(*(degrees[k] or 1 for k in ("tp", "ep", "pp", "dp")), attn_dp=attn_dp, kv_batch=bool(kv_batch),

@@ -36,6 +36,7 @@ def click_message(e: cx.ClickException) -> str:
 
 INT_MSG = "Input should be a valid integer, unable to parse string as an integer"
 FLOAT_MSG = "Input should be a valid number, unable to parse string as a number"
+MAX_INT = 2**53
 
 
 def plain_number(kind: type, text: str) -> int | float:
@@ -50,9 +51,12 @@ def plain_number(kind: type, text: str) -> int | float:
         whole, dot, frac = t.partition(".")
         if dot and (not frac or frac.strip("0")):
             raise ValueError
-        return int(whole)
+        v = int(whole)
     except ValueError:
         raise ValueError(INT_MSG if kind is int else FLOAT_MSG) from None
+    if abs(v) > MAX_INT:  # beyond what a float (and numpy's arrays) hold exactly: refused, never a traceback later
+        raise ValueError(f"Input should be a whole number of magnitude at most 2^53, got {t[:40]}")
+    return v
 
 
 def _light_coercion():

@@ -12,6 +12,8 @@ A group of g chips with g_in per domain over g_out = ceil(g/g_in) domains runs h
     all-gather:  all-gather of nbytes/g_in across, then inside;  reduce-scatter: the mirror image
     all-to-all:  the (g_in-1)/g share moves on scale-up while the (g-g_in)/g share crosses scale-out at the
                  same time; the slower link binds (lecture §2.7: two racks send half the tokens over the slow one)
+All-reduce inside one scale-up domain may instead run as a one-shot or two-shot custom all-reduce (``shot_terms``,
+what TensorRT-LLM, vLLM and SGLang ship for decode-sized messages); the fastest algorithm is taken (``Fastest``).
 Every function broadcasts over numpy arrays of ``group``, ``nbytes`` and ``stride``; a group of 1 costs 0. Byte
 counts, link bandwidths and latencies may be quantities with units (e.g. pint's; tests/dims).
 """
@@ -72,8 +74,44 @@ def _hierarchical(topo: Topology, group, stride, phases: float) -> Cost:
     return Cost(((a1 + a2, b1 + b2 / g_in),))  # the outer ring carries nbytes/g_in
 
 
-def all_reduce_cost(topo: Topology, group, stride=1) -> Cost:
-    return _hierarchical(topo, group, stride, 2.0)
+@dataclass(frozen=True)
+class Fastest:
+    """Alternative algorithms for one collective; an auto-tuned library runs the fastest: t = min_k(cost_k)."""
+
+    costs: tuple[Cost, ...]
+
+    def __call__(self, nbytes):
+        t = None
+        for c in self.costs:
+            x = c(nbytes)
+            t = x if t is None else np.minimum(t, x)
+        return t
+
+
+def shot_terms(g, bytes_per_s, latency_s):
+    """The custom all-reduces serving engines run inside one NVLink domain (TensorRT-LLM AllReduceStrategy
+    ONESHOT/TWOSHOT under AUTO; vLLM's and SGLang's custom_all_reduce 1-stage/2-stage; each rank reads its peers'
+    buffers over P2P, flashinfer.comm docs): (alpha, beta) of
+        one-shot:  alpha + (g-1)·nbytes/beta          every rank pulls every peer's whole buffer, one step
+        two-shot:  2·alpha + 2(g-1)/g·nbytes/beta     reduce-scatter then all-gather, one step each
+    Against a ring's 2·ceil(log2 g) latency steps they win small (decode-sized) messages; beyond, two-shot has the
+    ring's bandwidth term in two steps."""
+    g = _f(g)
+    on = g > 1
+    one = (np.where(on, latency_s, 0.0), np.where(on, (g - 1) / bytes_per_s, 0.0))
+    two = (np.where(on, 2.0 * latency_s, 0.0), np.where(on, 2.0 * (g - 1) / np.maximum(g, 1.0) / bytes_per_s, 0.0))
+    return one, two
+
+
+def all_reduce_cost(topo: Topology, group, stride=1) -> Fastest:
+    """The fastest of the hierarchical ring (NCCL) and, for a group inside one scale-up domain, the one-shot and
+    two-shot custom all-reduces (``shot_terms``)."""
+    ring_cost = _hierarchical(topo, group, stride, 2.0)
+    g, g_in, g_out, bw_up = _levels(topo, group, stride)
+    inside = g_out <= 1
+    far = np.inf * _f(topo.scale_up.latency_s)  # a group that leaves the domain has no P2P shot: never chosen
+    shots = tuple(Cost(((np.where(inside, a, far), b),)) for a, b in shot_terms(g_in, bw_up, topo.scale_up.latency_s))
+    return Fastest((ring_cost,) + shots)
 
 
 def all_gather_cost(topo: Topology, group, stride=1) -> Cost:

@@ -44,6 +44,9 @@ class Constraints:
             raise ValueError("min_tokens_per_s_per_user: must be >= 0, and max_ttft_s > 0")
 
 
+MAX_CHIPS = 2**20  # beyond any machine; the web's bound too (web/params.py MAX_CHIPS)
+
+
 def _degrees(limit: int, *extra: int) -> np.ndarray:
     out = {1 << i for i in range(int(limit).bit_length())}
     for x in extra:
@@ -53,8 +56,8 @@ def _degrees(limit: int, *extra: int) -> np.ndarray:
 
 def candidate_layouts(shape: ModelShape, chips: int, domain_size: int, *, exact: bool = False) -> Layout:
     """Structurally valid layouts using at most (``exact``: exactly) ``chips`` chips, as flat arrays."""
-    if chips <= 0:
-        raise ValueError(f"chips: must be a positive integer, got {chips}")
+    if not 0 < chips <= MAX_CHIPS:  # the divisors of chips are enumerated: bound it where every search starts
+        raise ValueError(f"chips: must be a positive integer at most {MAX_CHIPS:,}, got {chips}")
     m, deg = shape.coeffs, _degrees(chips, chips, domain_size)
     E, H, K = float(m.num_experts), shape.num_heads, shape.kv_heads
     moe = bool(m.moe_layers)

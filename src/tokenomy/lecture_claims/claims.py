@@ -18,8 +18,8 @@ from tokenomy.econ import cost as ecost
 from tokenomy.econ import latency as el
 from tokenomy.econ import pricing as ep
 from tokenomy.econ.kv_tiers import drain_rule_choice
-from tokenomy.lecture import local
-from tokenomy.lecture.tolerance import Tol
+from tokenomy.lecture_claims import local
+from tokenomy.lecture_claims.tolerance import Tol
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The lecture regenerated claim by claim (reference/lecture.md §4.1), then re-asked on today's hardware.
 
-    from tokenomy.lecture import evaluate, real_hardware
+    from tokenomy.lecture_claims import evaluate, real_hardware
     rows = [r.as_dict() for r in evaluate()]
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tokenomy.lecture.claims import CLAIMS, Claim
+from tokenomy.lecture_claims.claims import CLAIMS, Claim
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def seed_corrections() -> list[dict]:
 
 def real_hardware(serve):
     """The key claims re-evaluated on catalog hardware and models (see lecture/real.py for ``serve``)."""
-    from tokenomy.lecture.real import real_rows
+    from tokenomy.lecture_claims.real import real_rows
 
     return real_rows(serve)
 

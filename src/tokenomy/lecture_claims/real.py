@@ -21,7 +21,7 @@ from tokenomy.econ import latency as el
 from tokenomy.econ import pricing as ep
 from tokenomy.econ import speculative as es
 from tokenomy.econ.cost import Serving
-from tokenomy.lecture.tolerance import Tol
+from tokenomy.lecture_claims.tolerance import Tol
 from tokenomy.units import DTYPE_BYTES
 
 SYSTEMS = ("gb200-nvl72", "hgx-h200-8")  # today's rack vs today's 8-GPU box
