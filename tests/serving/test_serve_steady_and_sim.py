@@ -44,11 +44,19 @@ def test_analytic_and_simulator_agree_below_saturation(dep, prof, C, isl, osl):
 
 
 def test_tpot_is_the_engine_step_of_the_running_batch(dep, prof):
+    """64 users of 1k/1k: a request holds its slot 1 + 1023 steps, one of them its whole prompt (1,024 tokens fit
+    the 8,192-token budget beside the decodes), so 64 of every 1,024 steps carry a prompt and the rest only
+    decodes: TPOT = (1/16)·t(n, 1024) + (15/16)·t(n, 0), each step interpolated between whole batches."""
     s = steady(dep, prof, isl=1024, osl=1024, concurrency=[64])
     n, P = float(s.decodes[0]), float(s.prefill_per_step[0])
-    lo = dep.run(np.floor(n), 1024 + 512, prefill_tokens=P, prefill_context=512.0).step_s
-    hi = dep.run(np.ceil(n), 1024 + 512, prefill_tokens=P, prefill_context=512.0).step_s
-    assert float(s.tpot_s[0]) == pytest.approx(float(lo + (n - np.floor(n)) * (hi - lo)), rel=1e-12)
+    assert n == pytest.approx(64 * 1023 / 1024) and P == pytest.approx(64 * 1024 / 1024)
+
+    def t(tokens):
+        lo, hi = (float(dep.run(b, 1024 + 512, prefill_tokens=tokens, prefill_context=512.0).step_s)
+                  for b in (np.floor(n), np.ceil(n)))
+        return lo + (n - np.floor(n)) * (hi - lo)
+    f = 64 / 1024
+    assert float(s.tpot_s[0]) == pytest.approx(f * t(1024.0) + (1 - f) * t(0.0), rel=1e-12)
 
 
 def test_above_saturation_capacity_limited_and_the_queue_grows(dep, prof):

@@ -43,6 +43,14 @@ def _first(s, scenario, metric, pred=lambda c: True):
                 and pred(k.case))
 
 
+def _mixed_step(d, c, n, p_heavy, share):
+    """A decode step of n sequences as the serving model times it: a share of the steps carry p_heavy prefill
+    tokens, the rest none (serving.steady: TPOT = f·t(n, P/f) + (1 − f)·t(n, 0)), here on the case's own
+    Deployment."""
+    t = lambda p: float(d.run(n, c.isl + c.osl / 2, prefill_tokens=p, prefill_context=(c.isl + 1) / 2).step_s)  # noqa: E731
+    return share * t(p_heavy) + (1 - share) * t(0.0)
+
+
 def _close(a, b, rel=1e-9):
     assert np.isfinite(a) and abs(a / b - 1) < rel, (a, b)
 
@@ -92,29 +100,34 @@ def test_max_throughput_runs_the_capacity_batch_and_pays_every_prompt(prepared, 
 
 
 def test_concurrency_tpot_is_the_engine_step(prepared, calibrated):
+    """Closed loop of C clients, whole prompts (TensorRT-LLM): B = min(C, B_kv) running, each request 1 prompt
+    step of its OSL, so a share min(1, B/OSL) of the steps carry a prompt (P/share = ISL tokens) and the TPOT lies
+    between the mixed steps at floor(n) and ceil(n) decodes, n = B·(OSL − 1)/OSL (at least 1)."""
     s = prepared.serving
     i = _first(s, "concurrency", "tpot_s")
     c = s.cases[i].case
     b = calibrated.batch[i]
     assert b == min(c.concurrency, s.bmax[i])
-    step = _deployment(c).run(b, c.isl + c.osl / 2, prefill_tokens=b * c.isl / c.osl,
-                              prefill_context=(c.isl + 1) / 2).step_s
-    _close(calibrated.value[i], float(step))
+    n, share = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
+    _close(calibrated.prefill_tokens[i], b * c.isl / c.osl)
+    d = _deployment(c)
+    lo, hi = (_mixed_step(d, c, x, calibrated.prefill_tokens[i] / share, share) for x in (np.floor(n), np.ceil(n)))
+    assert lo * (1 - 1e-9) <= calibrated.value[i] <= hi * (1 + 1e-9), (c.id, n, lo, calibrated.value[i], hi)
 
 
 def test_request_rate_step_lies_between_the_whole_batches_around_it(prepared, calibrated):
     """A request-rate step runs n = B·(OSL − 1)/OSL decodes on average (whole prompts: one prefill step per
-    request) plus P prefill tokens: its time lies between the engine's at floor(n) and ceil(n) (dense models)."""
+    request, a share min(1, B/OSL) of the steps carrying one): its time lies between the mixed steps at floor(n)
+    and ceil(n) (dense models)."""
     s = prepared.serving
     rr = [i for i in np.flatnonzero(s.scenario == SCENARIO_CODE["request_rate"]) if s.cases[i].case.metric == "tpot_s"]
     assert rr
     for i in rr[:6]:
         c = s.cases[i].case
         b, p = calibrated.batch[i], calibrated.prefill_tokens[i]
-        n = max(b * (c.osl - 1) / c.osl, 1.0)
+        n, share = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
         d = _deployment(c)
-        lo, hi = (float(d.run(x, c.isl + c.osl / 2, prefill_tokens=p, prefill_context=(c.isl + 1) / 2).step_s)
-                  for x in (np.floor(n), np.ceil(n)))
+        lo, hi = (_mixed_step(d, c, x, p / share, share) for x in (np.floor(n), np.ceil(n)))
         assert lo * (1 - 1e-9) <= calibrated.value[i] <= hi * (1 + 1e-9), (c.id, n, lo, calibrated.value[i], hi)
 
 

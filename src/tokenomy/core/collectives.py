@@ -48,6 +48,11 @@ class Cost:
         return t
 
 
+def _one_s(a):
+    """1 in ``a``'s unit (seconds, or its pint unit): inf·(a + 1) is inf even where a is 0 (inf·0 is NaN)."""
+    return 1.0 * a.units if hasattr(a, "units") else np.ones_like(np.asarray(a, dtype=float))
+
+
 def ring_terms(g, bytes_per_s, latency_s, phases: float = 1.0):
     """``phases`` passes at one level (1 = all-gather or reduce-scatter, 2 = all-reduce): (alpha, beta)."""
     g = _f(g)
@@ -109,8 +114,9 @@ def all_reduce_cost(topo: Topology, group, stride=1) -> Fastest:
     ring_cost = _hierarchical(topo, group, stride, 2.0)
     g, g_in, g_out, bw_up = _levels(topo, group, stride)
     inside = g_out <= 1
-    far = np.inf * _f(topo.scale_up.latency_s)  # a group that leaves the domain has no P2P shot: never chosen
-    shots = tuple(Cost(((np.where(inside, a, far), b),)) for a, b in shot_terms(g_in, bw_up, topo.scale_up.latency_s))
+    # a group that leaves the domain has no P2P shot: infinite latency, never chosen
+    shots = tuple(Cost(((np.where(inside, a, np.inf * (a + _one_s(a))), b),))
+                  for a, b in shot_terms(g_in, bw_up, topo.scale_up.latency_s))
     return Fastest((ring_cost,) + shots)
 
 

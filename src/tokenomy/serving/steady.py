@@ -5,7 +5,8 @@ token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefil
     B       = min(C, B_kv, max_batch)                       running sequences (closed loop)
     chunks  = ceil(I / (N − n)),  life = chunks + OSL − 1   steps a request holds its slot
     n       = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
-    TPOT    = t(n, P)                                      every decode step carries its share of the prefill
+    TPOT    = f·t(n, P/f) + (1 − f)·t(n, 0)               f = min(1, B·chunks/life): the share of steps carrying a
+                                                           prefill chunk (the rest are plain decode steps)
     TTFT    = queue + wait + (c − 1)·t(n, N − n) + t(n, min(r + P·(B − 1)/B, N − n)) + o_req
               c = chunks, the first c − 1 full (the room the decodes leave), the last r = I − (c − 1)(N − n) tokens
               sharing its step with the other requests' mean prefill; o_req the request overhead around the
@@ -33,7 +34,7 @@ from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_tokens, step_
 from tokenomy.serving.workload import prefill_tokens
 from tokenomy.units import SECONDS_PER_HOUR
 
-OPEN_LOOP_ITERATIONS = 40  # at most; most points converge in a few
+OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,18 @@ class Solved:
     reason: np.ndarray
 
 
+def _decode_s(step, B, n, P, chunks, life, budget):
+    """(mean seconds per decode step, a step without prefill, bound and reason of a step with it): a request holds
+    its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share f = min(1, B·chunks/life) of the
+    steps carry prefill — P/f tokens each — and the rest none: TPOT = f·t(n, P/f) + (1 − f)·t(n, 0). (A mean step
+    t(n, P) would overstate it where t is concave in P, as a one-shot all-reduce that gives way to a two-shot
+    makes it; the simulator sees the mix.)"""
+    f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
+    heavy, bound, reason = step(n, np.minimum(P / f, np.maximum(budget - n, 0.0)))
+    plain = step(n, np.zeros_like(P))[0]
+    return f * heavy + (1.0 - f) * plain, plain, bound, reason
+
+
 def _prefill_s(step, B, n, P, chunks, I, budget):
     """(seconds from a request's first prefill chunk to its first token, the step of its last chunk): c − 1 full
     chunks (the room N − n the decodes leave), then the last r = I − (c − 1)(N − n) tokens beside the other
@@ -107,6 +120,39 @@ def _prefill_s(step, B, n, P, chunks, I, budget):
     return (chunks - 1.0) * t_full + t_last, t_last
 
 
+def _littles_law(step, load, cap, osl, I, budget):
+    """The running batch of an open loop: the smallest root of N = g(N) = min(max(R·L(N), 1), cap), L(N) the time a
+    request spends in the engine with N running (half a step's wait, its prefill, OSL − 1 decode steps). Plain
+    iteration from N = 1 climbs to it but crawls near saturation (R·L'(N) -> 1: 200 steps at 3% under capacity),
+    so each step is the secant's fixed point through the last two (N, g(N)) — below the root while g is convex,
+    the chord lying under g past its last point — kept inside the bracket [lo, hi] of points known below
+    (g >= N) and above (g < N) the root, bisected when the secant leaves it."""
+    def g(N):
+        chunks, life, n, P = _mean_step(N, osl, I, budget)
+        t = _decode_s(step, N, n, P, chunks, life, budget)[0]
+        lifetime = t / 2.0 + _prefill_s(step, N, n, P, chunks, I, budget)[0] + (osl - 1.0) * t
+        return np.minimum(np.maximum(load * lifetime, 1.0), cap)
+
+    lo = np.minimum(np.ones_like(load), cap)
+    hi = np.full_like(lo, np.inf)
+    x_prev, g_prev = lo, g(lo)
+    x = g_prev
+    for _ in range(OPEN_LOOP_ITERATIONS):
+        gx = g(x)
+        if np.allclose(gx, x, rtol=1e-10, atol=0.0, equal_nan=True):
+            return gx
+        below = gx >= x
+        lo, hi = np.where(below, np.maximum(lo, x), lo), np.where(below, hi, np.minimum(hi, x))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slope = (gx - g_prev) / (x - x_prev)
+            secant = x + (gx - x) / (1.0 - slope)
+        nxt = np.where(np.isfinite(secant) & (slope < 1.0), secant, gx)
+        inside = (nxt > lo) & (nxt < hi)
+        nxt = np.where(inside, nxt, np.where(np.isfinite(hi), (lo + hi) / 2.0, gx))
+        x_prev, g_prev, x = x, gx, np.clip(nxt, 1.0, cap)
+    return g(x)
+
+
 def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals="staggered",
           request_overhead_s=0.0) -> Solved:
     """The module docstring's equations for any step-time function ``step(n, P) -> (seconds, bound, reason)`` (n
@@ -117,23 +163,13 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
     I, budget = prefill, np.asarray(budget, float)
     if closed:
         B = np.minimum(load, cap)
-    else:  # Little's law: N = R·lifetime(N), from below
-        B = np.minimum(np.ones_like(load), cap)
-        for _ in range(OPEN_LOOP_ITERATIONS):
-            chunks, life, n, P = _mean_step(B, osl, I, budget)
-            t = step(n, P)[0]
-            lifetime = t / 2.0 + _prefill_s(step, B, n, P, chunks, I, budget)[0] + (osl - 1.0) * t
-            B_next = np.minimum(np.maximum(load * lifetime, 1.0), cap)
-            converged = np.allclose(B_next, B, rtol=1e-9, atol=0.0, equal_nan=True)
-            B = B_next
-            if converged:  # the iteration is monotone from below: a fixed point, not a stall
-                break
+    else:
+        B = _littles_law(step, load, cap, osl, I, budget)
     chunks, life, n, P = _mean_step(B, osl, I, budget)
     together = closed and arrivals == "together"
     if together:  # C prompts at once: prefill-only steps, then C decodes per step
         n, P = B, np.zeros_like(B)
-    tpot, bound, reason = step(n, P)
-    t_plain = step(n, np.zeros_like(P))[0]
+    tpot, t_plain, bound, reason = _decode_s(step, B, n, P, chunks, life, budget)
     if together:
         t_chunk = step(np.zeros_like(B), np.minimum(B * I, budget))[0]
         steps_all = np.ceil(B * I / budget)
