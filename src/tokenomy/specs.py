@@ -80,6 +80,12 @@ class Topology:
         return int(self.scale_up.chips)
 
     @property
+    def peer_to_peer(self) -> bool:
+        """Every chip of the scale-up domain reads every other's memory in one hop (NVLink/NVSwitch, AMD's fully
+        connected Infinity Fabric): what a one-shot or two-shot custom all-reduce needs. A TPU's ICI torus is not."""
+        return not self.torus and "torus" not in self.scale_up.technology.lower()
+
+    @property
     def scale_out_ratio(self) -> float:
         """Scale-up over scale-out bandwidth per chip: the lecture's "scale-out is ~8x slower", from the catalog."""
         return self.scale_up.bytes_per_s / self.scale_out.bytes_per_s

@@ -52,11 +52,16 @@ def test_single_level_closed_forms(hgx):
     assert float(col.reduce_scatter(hgx, 8, n)) == pytest.approx(3 * a + 7 / 8 * n / b)
     # all-reduce inside the node: the fastest of the ring (2·3 latency steps), the two-shot custom all-reduce
     # (2 steps, the ring's bandwidth term) and the one-shot (1 step, every peer's whole buffer): two-shot at 1 MB
-    ring, two = 2 * (3 * a + 7 / 8 * n / b), 2 * a + 2 * 7 / 8 * n / b
-    assert float(col.all_reduce(hgx, 8, n)) == pytest.approx(two) and two < ring
+    assert float(col.ring(8, n, b, a, 2.0)) == pytest.approx(2 * (3 * a + 7 / 8 * n / b))  # NCCL's ring alone
+    assert float(col.all_reduce(hgx, 8, n)) == pytest.approx(2 * a + 2 * 7 / 8 * n / b)
+    assert float(col.all_reduce(hgx, 8, n)) < float(col.ring(8, n, b, a, 2.0))
     small = 1e4  # a decode-sized message: one-shot, a + 7·n/b
     assert float(col.all_reduce(hgx, 8, small)) == pytest.approx(a + 7 * small / b)
-    assert a + 7 * small / b < 2 * a + 2 * 7 / 8 * small / b
+    # a TPU torus has no peer-to-peer shot: its all-reduce is the ring's
+    tpu = loader.hardware("tpu-v5p-pod").topology
+    up = tpu.scale_up
+    assert float(col.all_reduce(tpu, 8, small)) == pytest.approx(float(col.ring(8, small, tpu.up_bytes_per_s(8),
+                                                                                   up.latency_s, 2.0)))
     assert float(col.all_to_all(hgx, 8, n)) == pytest.approx(a + 7 / 8 * n / b)
     assert float(col.p2p(hgx, n, False)) == pytest.approx(a + n / b)
     assert float(col.p2p(hgx, n, True)) == pytest.approx(5e-6 + n / 50e9)

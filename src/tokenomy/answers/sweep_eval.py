@@ -166,7 +166,7 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
         lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
         return [(lay, np.arange(load.size))]
     chips = int(point.get("chips") or dep.hardware.num_chips)
-    cap = float(spec.max_batch or 256)
+    cap = float(spec.max_batch or engine_profile(spec.engine).max_batch)  # as tk.serve: the engine's batch cap
     b0 = np.minimum(load if "concurrency" in spec.grid.names else np.full_like(load, 64.0), cap)
     keys = np.stack([b0, isl + osl / 2.0], -1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)

@@ -11,7 +11,7 @@ batch cap overridable. Comma lists of concurrency or rate sweep.
                        token budget; decode: the running batch at ISL + OSL/2 — parallel.search.best_layout)
     plan_disagg        the pool splits P + D <= the chip budget (whole scale-up domains or powers of two), each pool
                        on its best layout, at every load point: the Pareto front (tokens/s per chip vs per user) and
-                       the best plan under the SLOs (most tokens/s per chip), or "no plan meets" with the closest
+                       the best plan under the SLOs (plan_serving.RULE: most goodput per dollar), or "no plan meets" with the closest
 """
 
 from __future__ import annotations
@@ -60,6 +60,15 @@ def _lengths(field, fixed, dist):
     return Lengths("fixed", float(v))
 
 
+def check_hit_and_arrivals(cache_hit, arrivals) -> None:
+    """The workload's prefix-cache hit fraction in [0, 1) (a request computes at least one token) and its closed-loop
+    arrival pattern, checked where every method and mode starts."""
+    if not 0.0 <= float(cache_hit) < 1.0:  # NaN fails too
+        raise ValueError(f"cache_hit: must be in [0, 1), got {cache_hit!r}")
+    if arrivals not in ("together", "staggered"):
+        raise ValueError(f"arrivals: {arrivals!r}; allowed: together, staggered")
+
+
 def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
@@ -71,6 +80,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
     if method not in ("analytic", "simulate"):
         raise ValueError(f"method: {method!r}; allowed: analytic, simulate")
+    check_hit_and_arrivals(cache_hit, arrivals)
     if mode == "disagg":
         if method != "analytic" or trace is not None:
             raise ValueError("method: disaggregated serving is modelled analytically (no simulate, no trace) yet")
@@ -97,7 +107,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
-    B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or 256))
+    B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
     lay, rule = choose_layout(dep, positive_int("chips", chips), degrees, np.array([[B0]]),
                               np.array([[isl_m + osl_m / 2.0]]), np.ones((1, 1)))
     dep = dep.with_(layout=lay)
@@ -148,10 +158,9 @@ def _row(dep, prof, s, i, C, R, sim, ttft_slo, tpot_slo) -> dict:
         row.update(sim.summary(dep.chips))
     ok = ((ttft_slo is None or (row["ttft_s"] or np.inf) <= ttft_slo)
           and (tpot_slo is None or (row["tpot_s"] or np.inf) <= tpot_slo))
-    row["goodput_requests_per_s"] = (row.get("goodput_requests_per_s_sim") if sim is not None and
-                                     (ttft_slo or tpot_slo) else (row["requests_per_s"] if ok else 0.0))
-    if sim is not None and (ttft_slo or tpot_slo):
-        row["goodput_requests_per_s"] = sim.goodput(ttft_slo, tpot_slo)
+    # goodput: the simulator counts the requests that met the SLOs; the analytic mean meets them or not
+    row["goodput_requests_per_s"] = (sim.goodput(ttft_slo, tpot_slo) if sim is not None and (ttft_slo or tpot_slo)
+                                     else (row["requests_per_s"] if ok else 0.0))
     return row
 
 
@@ -185,9 +194,10 @@ def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
         lines += [f"point {x:g}: B = min(load, B_kv, max_batch {prof.max_batch}) = {g(s.batch):g}; a mean step runs "
                   f"n = {g(s.decodes):.4g} decodes at context {isl + osl / 2:g} + P = {g(s.prefill_per_step):.4g} "
                   f"prefill tokens",
-                  f"  TPOT = t(n, P) = {fmt_seconds(g(s.tpot_s))} (engine; bound {bound_name(np.ravel(s.bound)[i])})",
-                  f"  TTFT = queue {fmt_seconds(g(s.queue_s))} + {g(s.chunks):g} chunk step(s) x "
-                  f"{fmt_seconds(g(s.chunk_step_s))} (+ the wait for the next step, open loop) = "
+                  f"  TPOT = f·t(n, P/f) + (1 - f)·t(n, 0), f the share of steps carrying a prefill chunk = "
+                  f"{fmt_seconds(g(s.tpot_s))} (engine; bound {bound_name(np.ravel(s.bound)[i])})",
+                  f"  TTFT = queue {fmt_seconds(g(s.queue_s))} + {g(s.chunks):g} chunk step(s), the last "
+                  f"{fmt_seconds(g(s.chunk_step_s))} (+ the wait for the next step, open loop; + request overhead) = "
                   f"{fmt_seconds(g(s.ttft_s))}",
                   f"  requests/s = B / lifetime = {g(s.requests_per_s):.4g}; prefill share of step time "
                   f"{g(s.prefill_share):.3f} -> ${g(s.usd_per_mtok_input):.4g}/Mtok in, "

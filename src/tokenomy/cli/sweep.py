@@ -103,7 +103,7 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     Plan per point (no degrees): tokenomy sweep --model kimi-k2-instruct --hardware gb200-nvl72 --chips 1152
     --batch 1..4096 --context 8k
 
-    Serving: tokenomy sweep --model llama-3.1-8b --hardware h100-sxm --concurrency 1..256 --isl 1k,8k --osl 1k
+    Serving: tokenomy sweep --model llama-3.1-8b --hardware h100-sxm --concurrency 1,4,16,64,256 --isl 1k,8k --osl 1k
 
     On a cluster: tokenomy sweep ... --out big.parquet --dask tcp://scheduler:8786
     """

@@ -109,12 +109,13 @@ def shot_terms(g, bytes_per_s, latency_s):
 
 
 def all_reduce_cost(topo: Topology, group, stride=1) -> Fastest:
-    """The fastest of the hierarchical ring (NCCL) and, for a group inside one scale-up domain, the one-shot and
-    two-shot custom all-reduces (``shot_terms``)."""
+    """The fastest of the hierarchical ring (NCCL) and, for a group inside one peer-to-peer scale-up domain
+    (Topology.peer_to_peer: NVLink, Infinity Fabric; not a TPU torus), the one-shot and two-shot custom
+    all-reduces (``shot_terms``)."""
     ring_cost = _hierarchical(topo, group, stride, 2.0)
     g, g_in, g_out, bw_up = _levels(topo, group, stride)
-    inside = g_out <= 1
-    # a group that leaves the domain has no P2P shot: infinite latency, never chosen
+    inside = (g_out <= 1) & topo.peer_to_peer
+    # a group that leaves the domain (or a torus) has no P2P shot: infinite latency, never chosen
     shots = tuple(Cost(((np.where(inside, a, np.inf * (a + _one_s(a))), b),))
                   for a, b in shot_terms(g_in, bw_up, topo.scale_up.latency_s))
     return Fastest((ring_cost,) + shots)

@@ -44,11 +44,11 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.collectives import p2p
-from tokenomy.core.deployment import Deployment
+from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_sequence_bytes, kv_tokens, scheduler_ranks, step_time
 from tokenomy.serving.workload import prefill_tokens
-from tokenomy.units import SECONDS_PER_HOUR, fmt_bytes
+from tokenomy.units import fmt_bytes
 
 ITERATIONS = 200
 RHO_MAX = 1.0 - 1e-6
@@ -314,12 +314,13 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
         limited = load >= min(mu_p, mu_d)
         queue = np.where(limited, np.inf, 0.0)
     chips = pre.chips + dec.chips
-    usd = lambda dep: dep.chips * dep.price / SECONDS_PER_HOUR  # noqa: E731  ($ per second of the pool)
     kv_d = pool.kv_tokens
     return Disagg(prompts_per_pass=b_p, prefill_pass_s=t_p, prompts_per_pass_max=b_max, prefill_capacity=mu_p, kv_bytes=kv_b, kv_transfer_s=t_kv,
                   crosses_domain=cross, decode_cap=cap, decode_capacity=np.full_like(load, mu_d), batch=B,
                   prefill_wait_s=wait, queue_s=queue, tpot_s=tpot, ttft_s=ttft0 + queue, e2e_s=cycle + queue,
                   requests_per_s=X, tokens_per_s_per_chip=X * osl / chips,
-                  usd_per_mtok_input=1e6 * usd(pre) / (X * isl), usd_per_mtok_output=1e6 * usd(dec) / (X * osl),
+                  # each pool's chip-seconds pay for its own tokens: input on the prefill pool, output on decode
+                  usd_per_mtok_input=usd_per_mtok(1.0, X * isl, pre.chips, pre.price),
+                  usd_per_mtok_output=usd_per_mtok(1.0, X * osl, dec.chips, dec.price),
                   kv_occupancy=B * ctx / (float(kv_d) * float(dec.layout.dp)), capacity_limited=limited,
                   bound=np.broadcast_to(r.bound, load.shape), chips=chips)

@@ -101,10 +101,12 @@ def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0,
     f, c = np.floor(n), np.ceil(n)
     kw = dict(prefill_tokens=prefill, prefill_context=prefill_context)
     one = float(dep.layout.dp)  # 0 decodes: one 1-token sequence per DP replica (the engine needs B >= dp)
-    r_lo = dep.run(np.where(f >= 1.0, f, one), np.where(f >= 1.0, context, 1.0), **kw)
+    # fewer decodes than replicas: the busiest replica runs one sequence (the others idle), as at B = dp
+    r_lo = dep.run(np.where(f >= 1.0, np.maximum(f, one), one), np.where(f >= 1.0, context, 1.0), **kw)
     t_lo = np.asarray(r_lo.step_s)
     if np.any(c != f):
-        t_hi = np.asarray(dep.run(np.where(c >= 1.0, c, one), np.where(c >= 1.0, context, 1.0), **kw).step_s)
+        t_hi = np.asarray(dep.run(np.where(c >= 1.0, np.maximum(c, one), one), np.where(c >= 1.0, context, 1.0),
+                                  **kw).step_s)
         t = t_lo + (n - f) * (t_hi - t_lo)
     else:
         t = t_lo

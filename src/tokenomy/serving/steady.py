@@ -15,8 +15,8 @@ token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefil
               wait: t/2 for open-loop arrivals (the rest of the step under way), 0 for a closed loop (a client's
               next request lands at a step boundary); "together": all C prompts in the first steps, request j
               done after ceil((j+1)·I/N) prefill-only steps, TTFT the mean of that
-    queue   = (C − B)·lifetime/B when C > B (closed loop, Little's law); open loop: N = R·lifetime solved by
-              fixed-point iteration, capacity-limited (queue grows without bound) when R·lifetime > B_cap
+    queue   = (C − B)·lifetime/B when C > B (closed loop, Little's law); open loop: N = R·lifetime, its smallest root
+              by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap
     X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
     $       chips·$/chip-s split by time: the prefill share of a step (t(n, P) − t(n, 0))/t(n, P) to the input tokens
 capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens n + P exceed the budget.
@@ -29,10 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core import engine
-from tokenomy.core.deployment import Deployment
+from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_tokens, step_budget, step_time
 from tokenomy.serving.workload import prefill_tokens
-from tokenomy.units import SECONDS_PER_HOUR
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
 
@@ -200,7 +199,14 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
 
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
            arrivals="staggered") -> Steady:
-    """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points."""
+    """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
+    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return _steady(dep, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit,
+                       arrivals=arrivals)
+
+
+def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
     closed = concurrency is not None
     load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
     isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
@@ -217,7 +223,6 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
               closed=closed, arrivals=arrivals,
               request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
-    usd_s = dep.chips * dep.price / SECONDS_PER_HOUR
     kv_tok, _, _ = kv_tokens(dep, prof, np.ceil((isl + osl) / prof.block_size) * prof.block_size)
     occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
     fits = (s.reason == 0) & (b_kv >= 1)
@@ -228,8 +233,9 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
                   ttft_p50_s=s.ttft_p50_s + q + nan, ttft_p99_s=s.ttft_p99_s + q + nan, queue_s=q + nan,
                   chunk_step_s=s.chunk_step_s + nan, e2e_s=s.lifetime_s + q + nan, requests_per_s=X + nan,
                   output_tokens_per_s=out_tps + nan, prefill_share=s.prefill_share,
-                  usd_per_mtok_input=1e6 * usd_s * s.prefill_share / (X * isl) + nan,
-                  usd_per_mtok_output=1e6 * usd_s * (1.0 - s.prefill_share) / out_tps + nan,
+                  # the chip-seconds split by step time: the prefill share pays for the input tokens
+                  usd_per_mtok_input=usd_per_mtok(s.prefill_share, X * isl, dep.chips, dep.price) + nan,
+                  usd_per_mtok_output=usd_per_mtok(1.0 - s.prefill_share, out_tps, dep.chips, dep.price) + nan,
                   kv_occupancy=occupancy + nan, capacity_limited=s.demand_limited | s.over_budget,
                   bound=s.bound, fits=fits)
 

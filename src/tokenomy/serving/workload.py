@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 DISTS = ("fixed", "uniform", "lognormal")
+MAX_TOKENS = 2**24  # tokens per request (16.8M): beyond any model's context, and the web's context bound
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,12 @@ class Lengths:
             raise ValueError(f"{field}: uniform:a:b needs 1 <= a <= b, got {text!r}")
         if kind == "lognormal" and not d.b >= 0:
             raise ValueError(f"{field}: lognormal:mu:sigma needs sigma >= 0, got {text!r}")
+        try:
+            mean = d.mean
+        except OverflowError:
+            mean = math.inf
+        if not mean <= MAX_TOKENS:  # NaN fails too
+            raise ValueError(f"{field}: {text!r} has a mean of {mean:.3g} tokens; at most {MAX_TOKENS:,}")
         return d
 
     @property
