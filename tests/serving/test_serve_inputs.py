@@ -44,3 +44,12 @@ def test_the_layout_batch_is_the_engines_own_cap():
     b = serve("llama-3.1-8b", "hgx-h100-8", concurrency=[1024], engine="trtllm",
               max_batch=engine_profile("trtllm").max_batch).rows()[0]
     assert a["plan"] == b["plan"] and a["tokens_per_s_per_chip"] == pytest.approx(b["tokens_per_s_per_chip"])
+
+
+@pytest.mark.parametrize("kw", [{"context": 4096}, {"min_tokens_per_user": 20.0}, {"max_ttft": 1.0},
+                                {"hop_latency": 1e-3}])
+def test_plan_with_a_workload_refuses_the_bare_searchs_knobs(kw):
+    from tokenomy.answers.layouts import plan
+    name = next(iter(kw))
+    with pytest.raises(ValueError, match=f"^{name}: not used with a workload"):
+        plan("llama-3.1-70b", "hgx-h100-8", concurrency=[16], **kw)

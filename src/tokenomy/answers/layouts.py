@@ -50,6 +50,12 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
     if mode not in ("agg", "disagg"):
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
     if concurrency is not None or rate is not None or mode == "disagg":
+        # a workload brings its own lengths and SLOs: the bare search's knobs would be silently unused
+        unused = [n for n, v, d in (("context", context, 8192), ("min_tokens_per_user", min_tokens_per_user, 0.0),
+                                    ("max_ttft", max_ttft, None), ("hop_latency", hop_latency, None)) if v != d]
+        if unused:
+            raise ValueError(f"{unused[0]}: not used with a workload (its lengths are isl/osl, its limits "
+                             "ttft_slo/tpot_slo); leave it out")
         return _serving_plan(model, hardware, chips=chips, mode=mode, concurrency=concurrency, rate=rate, isl=isl,
                              osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
                              max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
