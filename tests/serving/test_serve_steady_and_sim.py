@@ -3,23 +3,13 @@
 import numpy as np
 import pytest
 
-from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile
-from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import kv_batch
 from tokenomy.serving.simulator import simulate
 from tokenomy.serving.steady import steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 
 
-@pytest.fixture(scope="module")
-def dep():
-    return deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8))
-
-
-@pytest.fixture(scope="module")
-def prof():
-    return engine_profile("vllm", 8)
 
 
 def _w(C, isl, osl, **kw):

@@ -7,23 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile
-from tokenomy.core.layout import Layout
 from tokenomy.serving.sim_blocks import DecodeBlocks
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.simulator import simulate
 from tokenomy.serving.workload import Lengths, Requests, Workload, prefill_tokens
 
 
-@pytest.fixture(scope="module")
-def dep():
-    return deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8))
-
-
-@pytest.fixture(scope="module")
-def prof():
-    return engine_profile("vllm", 8)
 
 
 def _fields(s):

@@ -47,7 +47,7 @@ def _mixed_step(d, c, n, p_heavy, share):
     """A decode step of n sequences as the serving model times it: a share of the steps carry p_heavy prefill
     tokens, the rest none (serving.steady: TPOT = f·t(n, P/f) + (1 − f)·t(n, 0)), here on the case's own
     Deployment."""
-    t = lambda p: float(d.run(n, c.isl + c.osl / 2, prefill_tokens=p, prefill_context=(c.isl + 1) / 2).step_s)  # noqa: E731
+    t = lambda p: float(d.run(n, c.isl + c.osl / 2, prefill_tokens=p, prefill_context=c.isl / 2).step_s)  # noqa: E731 (no cache hit: half the prompt)
     return share * t(p_heavy) + (1 - share) * t(0.0)
 
 
@@ -95,7 +95,7 @@ def test_max_throughput_runs_the_capacity_batch_and_pays_every_prompt(prepared, 
         d = _deployment(c)
         n = b * (c.osl - 1) / steps
         step_hi = float(d.run(np.ceil(n), c.isl + c.osl / 2, prefill_tokens=calibrated.prefill_tokens[i],
-                              prefill_context=(c.isl + 1) / 2).step_s)
+                              prefill_context=c.isl / 2).step_s)  # no cache hit: half the prompt
         assert calibrated.value[i] * c.chips <= b * c.osl / ((c.osl - 1) * step_hi * (1 - 0.05))
 
 

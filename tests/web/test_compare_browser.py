@@ -6,17 +6,13 @@ changes goes to docs/screenshots/compare.png."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
+from .browsing import SHOTS, change, mark, settle
+
 pytestmark = pytest.mark.browser
 
-# screenshots go to a temp dir unless TOKENOMY_SCREENSHOTS names one (docs/screenshots to refresh the committed
-# ones): a test run must not rewrite tracked files
-SHOTS = Path(os.environ.get("TOKENOMY_SCREENSHOTS") or tempfile.mkdtemp(prefix="tokenomy-shots-"))
 START = ("/compare?batch=64&context=8192&a.model=llama-3.1-70b&a.hardware=hgx-h100-8"
          "&b.model=llama-3.1-70b&b.hardware=hgx-b200-8&c.model=deepseek-v3&c.hardware=gb200-nvl72&c.ep=64&c.chips=64")
 CHANGES = [("select[name='b.kv_dtype']", "fp8"), ("input[name='batch']", "256"),
@@ -31,15 +27,6 @@ PLOTS = """() => [...document.querySelectorAll('#results .plot')].map(el => {
 HEADS = "() => [...document.querySelectorAll('#headline th[data-column]')].map(th => th.textContent)"
 
 
-def mark(pg) -> None:
-    """Remember the results on screen, so that settle waits for new ones (htmx pushes the URL before it swaps)."""
-    pg.evaluate("() => { window.__old = document.querySelector('#results > *'); }")
-
-
-def settle(pg) -> None:
-    pg.wait_for_load_state("networkidle")
-    pg.wait_for_function("() => !(window.__old && window.__old.isConnected) && !document.querySelector('.htmx-request')"
-                         " && [...document.querySelectorAll('#results .plot')].every(p => p.querySelector('.gtitle'))")
 
 
 def check(pg, where: str, configurations: int = 3) -> list[str]:
@@ -53,16 +40,6 @@ def check(pg, where: str, configurations: int = 3) -> list[str]:
         assert p["names"] == heads, f"{where}: {p['id']} draws {p['names']}, the configurations are {heads}"
     return heads
 
-
-def change(pg, selector: str, value: str) -> None:
-    old = pg.url
-    mark(pg)
-    if selector.startswith("select"):
-        pg.select_option(selector, value)
-    else:
-        pg.fill(selector, value)
-    pg.wait_for_function("(o) => location.href !== o", arg=old)
-    settle(pg)
 
 
 def test_compare_survives_use(page, live_server):

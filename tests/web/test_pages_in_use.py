@@ -6,17 +6,13 @@ changes goes to docs/screenshots/<page>.png (the closing note of issue 14 refers
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
+from .browsing import SHOTS, change, settle
+
 pytestmark = pytest.mark.browser
 
-# screenshots go to a temp dir unless TOKENOMY_SCREENSHOTS names one (docs/screenshots to refresh the committed
-# ones): a test run must not rewrite tracked files
-SHOTS = Path(os.environ.get("TOKENOMY_SCREENSHOTS") or tempfile.mkdtemp(prefix="tokenomy-shots-"))
 
 # page, start URL, three changes (selector, value); every page of the nav
 PAGES = [
@@ -53,11 +49,6 @@ PLOTS = """() => [...document.querySelectorAll('#results .plot')].map(el => {
     traces: (el.data || []).length, asked: script ? JSON.parse(script.textContent).data.length : -1}; })"""
 
 
-def settle(pg) -> None:
-    pg.wait_for_load_state("networkidle")
-    pg.wait_for_function("() => !document.querySelector('.htmx-request') && "
-                         "[...document.querySelectorAll('#results .plot')].every(p => p.querySelector('.gtitle'))")
-
 
 def check(pg, live_server, where: str) -> None:
     """The page's plots, sliders and JSON link are right (``where`` names the step in a failure)."""
@@ -78,15 +69,6 @@ def check(pg, live_server, where: str) -> None:
         assert href.startswith("/api/") and "?" in href, f"{where}: JSON link {href!r}"
         assert pg.request.get(live_server + href).status == 200, f"{where}: {href}"
 
-
-def change(pg, selector: str, value: str) -> None:
-    old = pg.url
-    if selector.startswith("select"):
-        pg.select_option(selector, value)
-    else:
-        pg.fill(selector, value)
-    pg.wait_for_function("(o) => location.href !== o", arg=old)
-    settle(pg)
 
 
 @pytest.mark.parametrize("name, start, changes", PAGES, ids=[p[0] for p in PAGES])

@@ -47,7 +47,7 @@ from tokenomy.core.collectives import p2p
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_sequence_bytes, kv_tokens, scheduler_ranks, step_time
-from tokenomy.serving.workload import prefill_tokens
+from tokenomy.serving.workload import prefill_context, prefill_tokens
 from tokenomy.units import fmt_bytes
 
 ITERATIONS = 200
@@ -168,7 +168,7 @@ def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, 
     from tokenomy.parallel.search import _column, candidate_layouts
 
     I = float(prefill_tokens(isl, cache_hit))
-    pctx = isl * cache_hit + I / 2.0
+    pctx = prefill_context(isl, cache_hit, I)
     lay = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
     ep = np.asarray(lay.ep)
     ranks = np.asarray(lay.dp) * np.where((ep > 1) & (np.asarray(lay.attn_dp) != 0), ep, 1)  # scheduler_ranks
@@ -232,7 +232,7 @@ def prefill_choice(dep: Deployment, profile_of, table: PrefillTable, rate: float
 def _prefill_terms(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit: float):
     """(I, prefill context, b_max, t_p(b_max), its PassTerms): the prefill pool's pass at its most prompts."""
     I = float(prefill_tokens(isl, cache_hit))
-    pctx = isl * cache_hit + I / 2.0
+    pctx = prefill_context(isl, cache_hit, I)
     blk = prof_p.block_size
     kv = kv_tokens(pre, prof_p, np.ceil(isl / blk) * blk)
     kv_p = kv[0]

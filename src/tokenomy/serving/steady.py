@@ -31,7 +31,7 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_tokens, step_budget, step_time
-from tokenomy.serving.workload import prefill_tokens
+from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
 
@@ -211,7 +211,7 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
     isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
     I = prefill_tokens(isl, cache_hit)
-    ctx, pctx = isl + osl / 2.0, isl * cache_hit + I / 2.0
+    ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv = kv_batch(dep, prof, isl, osl)
 
     def step(n, P):

@@ -170,3 +170,8 @@ class Workload:
 def prefill_tokens(isl, cache_hit):
     """Tokens a prompt computes when a fraction F is a prefix-cache hit: max(ceil(ISL·(1−F)), 1)."""
     return np.maximum(np.ceil(np.asarray(isl, float) * (1.0 - cache_hit) - 1e-9), 1.0)
+
+
+def prefill_context(isl, cache_hit, computed):
+    """Mean context a computed prompt token attends: the ISL·F cached positions plus half the I computed ones."""
+    return np.asarray(isl, float) * cache_hit + np.asarray(computed, float) / 2.0

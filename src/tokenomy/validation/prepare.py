@@ -25,6 +25,7 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 from tokenomy.core.pipeline import bubble_fraction
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, profile_of, step_budget
+from tokenomy.serving.workload import prefill_context
 from tokenomy.specs import Topology
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import ServingCase, TrainingCase
@@ -172,12 +173,12 @@ def prepare_serving(cases: list[Case]) -> Serving:
         bmax = capacity_batch(d, c)
         b, p = _step_batch(c, bmax)
         ctx = _ctx_decode(c)
-        steps.append(d.work(b, ctx, prefill_tokens=p, prefill_context=(c.isl + 1) / 2.0))
+        steps.append(d.work(b, ctx, prefill_tokens=p, prefill_context=prefill_context(c.isl, 0.0, c.isl)))
         pf_b = float(c.batch) if c.scenario in ("static_batch", "prefill") else 1.0
         prefills.append(d.work(pf_b, c.isl, c.isl))
         g = np.minimum(GRID, max(bmax, 0.0) + 1.0)
         w0 = d.work(g, ctx)
-        w1 = d.work(g, ctx, prefill_tokens=1.0, prefill_context=(c.isl + 1) / 2.0)
+        w1 = d.work(g, ctx, prefill_tokens=1.0, prefill_context=prefill_context(c.isl, 0.0, c.isl))
         grids.append(w0)
         per_tok.append(engine.Work(**{f: (getattr(w1, f) - getattr(w0, f)) if _numeric(getattr(w0, f))
                                       else getattr(w0, f) for f in WORK_FIELDS}))
