@@ -28,7 +28,8 @@ zero and NaN masks stay bare, which quantities accept; counts used as exponents 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -78,7 +79,9 @@ class Precision:
 
 @dataclass(frozen=True)
 class PassTerms:
-    """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid."""
+    """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid.
+    The split of the memory term, the hop and the rates are derived on first read (``cached_property``): the sweep
+    and the serving model read a few of them, and each is a grid-sized array."""
 
     chips: object
     batch: object
@@ -89,21 +92,13 @@ class PassTerms:
     attention_flops: object  # the part spent in q·k and p·v, all chips
     compute_s: object
     memory_s: object
-    weights_read_s: object  # the memory term split by what is read
-    kv_s: object
-    act_s: object
     tp_comm_s: object
     ep_comm_s: object
     comms_s: object
     overhead_s: object
     stage_s: object
-    hop_s: object  # one pipeline hop
     hops: object
     step_s: object  # TPOT in decode; the whole pass otherwise
-    tokens_per_s: object
-    tokens_per_s_per_chip: object
-    tokens_per_s_per_user: object
-    mfu: object
     weight_bytes_per_chip: object  # resident
     kv_bytes_per_chip: object
     act_bytes_per_chip: object
@@ -114,6 +109,41 @@ class PassTerms:
     rack_hop_ratio: object
     bound: object  # index into BOUNDS
     reason: object  # index into REASONS; 0 = valid and fits
+    nan: object = field(repr=False, default=0.0)  # 0 where the point is valid and fits, NaN elsewhere
+    unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop) in seconds
+    flops_per_s: object = field(repr=False, default=None)  # the chip's peak, for the MFU
+
+    @cached_property
+    def weights_read_s(self):  # the memory term split by what is read
+        return self.unmasked[0] + self.nan
+
+    @cached_property
+    def kv_s(self):
+        return self.unmasked[1] + self.nan
+
+    @cached_property
+    def act_s(self):
+        return self.unmasked[2] + self.nan
+
+    @cached_property
+    def hop_s(self):  # one pipeline hop
+        return self.unmasked[3] + self.nan
+
+    @cached_property
+    def tokens_per_s(self):
+        return self.batch * self.len_pass / self.step_s
+
+    @cached_property
+    def tokens_per_s_per_chip(self):
+        return self.tokens_per_s / self.chips
+
+    @cached_property
+    def tokens_per_s_per_user(self):
+        return self.len_pass / self.step_s
+
+    @cached_property
+    def mfu(self):
+        return self.flops / (self.step_s * self.chips * self.flops_per_s)
 
     @property
     def ok(self):
@@ -350,52 +380,121 @@ def _expert_load(T, k, slots, e_rank, ep, moe):
     return A, np.where(moe > 0, x, 0.0)
 
 
+def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
+    """[F_dense / η(M_dense) + F_attn / η(M_attn) + F_expert / η(M_expert)] / peak, each GEMM at rows no fewer than
+    its balance rows: below them it is memory-bound and its time is the read, counted in memory_s (efficiency.py)."""
+    def share(rows, operand_bytes):
+        balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes)
+        return eff.gemm_fraction(np.maximum(rows, balance))
+    return (w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w)
+            + w.expert_flops / share(w.expert_rows, w.expert_w)) / peaks.flops_per_s
+
+
+def _comms_s(w: Work, topo: Topology):
+    """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls."""
+    tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group)(w.ar_bytes)
+    tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
+    ep = np.where(w.ep_count > 0, w.ep_count * col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes), 0.0)
+    return tp, ep
+
+
+def _reason(structure, over_hbm):
+    """The layout's or batch's code where it has one, else FITS_REASON where the memory is over the HBM, else 0.
+    (Without any layout code — the common case — the second np.where over the grid is skipped: same values.)"""
+    structure = np.asarray(structure)
+    fits_code = over_hbm * FITS_REASON  # int64, as np.where(over_hbm, FITS_REASON, 0)
+    shape = np.broadcast_shapes(structure.shape, fits_code.shape)
+    if structure.dtype == fits_code.dtype and shape == fits_code.shape and not np.any(structure):
+        return fits_code
+    return np.where(structure != 0, structure, fits_code)
+
+
+def _nan_where(reason):
+    """0 where the point is valid and fits, NaN elsewhere: added to every time."""
+    return np.where(np.asarray(reason) == 0, _ZERO, _NAN)
+
+
+_ZERO, _NAN = np.zeros(()), np.full((), np.nan)  # 0-d operands: np.where's fast path for scalar branches
+
+
+def _times(k, x):
+    """k·x, or x itself where every k is 1 and does not widen x (multiplying by 1 is exact)."""
+    k_arr = np.asarray(_mag(k))
+    if not hasattr(k, "units") and np.all(k_arr == 1.0) and np.broadcast_shapes(k_arr.shape, np.shape(x)) == \
+            np.shape(x):
+        return x
+    return k * x
+
+
+def _period(w: Work, stage_s, hop_total):
+    """Decode: max(M·stage, pp·stage + hops·hop); a longer pass: (M + pp − 1)·stage + hops·hop (``hop_total`` None:
+    no hops). Only the kind of pass present is formed, and max(M·stage, pp·stage + h) = pp·stage + h when M is pp
+    (h >= 0; the default micro-batches): the same values as the full expression."""
+    pp, M, decode = w.pp, w.microbatches, np.asarray(w.decode)
+    add = (lambda x: x) if hop_total is None else (lambda x: x + hop_total)  # noqa: E731
+
+    def dec():
+        if M is pp or np.array_equal(M, pp):
+            return add(_times(pp, stage_s))
+        return np.maximum(_times(M, stage_s), add(_times(pp, stage_s)))
+
+    def longer():
+        return add(_times(M + pp - 1.0, stage_s))
+    if np.broadcast_shapes(decode.shape, np.shape(stage_s)) == np.shape(stage_s):
+        if np.all(decode):
+            return dec()
+        if not np.any(decode):
+            return longer()
+    return np.where(decode, dec(), longer())
+
+
+def _bound(compute_s, memory_s, top, others):
+    """Index into BOUNDS of the largest term: compute or memory, then each of ``others`` ((index, seconds) pairs)
+    where it is strictly larger than all before it; ``top`` = max(compute, memory). NaN compares false."""
+    bound = np.where(compute_s >= memory_s, 0, 1)
+    shape = np.broadcast_shapes(bound.shape, *(np.shape(t) for _, t in others))
+    if shape != bound.shape:
+        bound = np.broadcast_to(bound, shape).copy()
+    for j, (i, t) in enumerate(others):
+        np.putmask(bound, t > top, i)
+        if j < len(others) - 1:
+            top = np.maximum(top, t)
+    return bound
+
+
 def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
-    """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit."""
-    topo_e = _calibrated(topo, eff)
-    # a GEMM below its balance rows is memory-bound: its time is the read, counted in memory_s (efficiency.py)
-    rows = lambda M, wb: np.maximum(M, eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, wb))  # noqa: E731
-    compute_s = (w.dense_flops / eff.gemm_fraction(rows(w.dense_rows, w.dense_w))
-                 + w.attn_flops / eff.gemm_fraction(rows(w.attn_rows, w.kv_w))
-                 + w.expert_flops / eff.gemm_fraction(rows(w.expert_rows, w.expert_w))) / peaks.flops_per_s
+    """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit (module
+    docstring). Every time gets ``nan`` (0, or NaN where the point is invalid or does not fit) added once."""
+    compute_s = _compute_s(w, peaks, eff)
     bw = peaks.hbm_bytes_per_s * eff.hbm_fraction
     weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / bw, w.act_bytes / bw
     memory_s = weights_read_s + kv_s + act_s
-    tp_comm = w.ar_count * col.all_reduce_cost(topo_e, w.ar_group)(w.ar_bytes)
-    tp_comm = tp_comm + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo_e, w.ar_group)(w.q_bytes), 0.0)
-    ep_comm = np.where(w.ep_count > 0, w.ep_count * col.all_to_all_cost(topo_e, w.ep_group, w.ep_stride)(w.ep_bytes),
-                       0.0)
+    tp_comm, ep_comm = _comms_s(w, _calibrated(topo, eff))
     mem_chip = w.weight_bytes_per_chip + w.kv_bytes_per_chip + w.act_bytes_per_chip
     hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
-    reason = np.where(w.structure != 0, w.structure, np.where(mem_chip > hbm, FITS_REASON, 0))
-    nan = np.where(reason == 0, 0.0, np.nan)  # added to every time: NaN where invalid or not fitting
+    reason = _reason(w.structure, mem_chip > hbm)
+    nan = _nan_where(reason)
     compute_s, memory_s, tp_comm, ep_comm = compute_s + nan, memory_s + nan, tp_comm + nan, ep_comm + nan
     comms_s = tp_comm + ep_comm
     overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + nan
-    overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
-    stage_s = np.maximum(compute_s, memory_s) + overlap + comms_s + overhead
-    hop_s = w.hop_s + nan
-    pp, M = w.pp, w.microbatches
-    hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)
-    hop_total = hops * hop_s
-    period = np.where(w.decode, np.maximum(M * stage_s, pp * stage_s + hop_total),
-                      (M + pp - 1.0) * stage_s + hop_total)
-    bound = np.where(compute_s >= memory_s, 0, 1)
     top = np.maximum(compute_s, memory_s)
-    for i, t in ((2, comms_s), (3, overhead), (4, hop_total / pp)):
-        bound = np.where(t > top, i, bound)
-        top = np.maximum(top, t)
-    rate = w.batch * w.len_pass / period
+    overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
+    stage_s = top + overlap + comms_s + overhead
+    pp = w.pp
+    hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)
+    # no hops (pp = 1): hops·hop is 0 (NaN only where the stage is NaN), adds nothing and binds nothing
+    hop_total = None if not np.any(hops) else hops * (w.hop_s + nan)
+    period = _period(w, stage_s, hop_total)
+    others = ((2, comms_s), (3, overhead)) + (() if hop_total is None else ((4, hop_total / pp),))
     return PassTerms(
         chips=w.n, batch=w.batch, context=w.context, len_pass=w.len_pass, micro_batch=w.micro_batch, flops=w.flops,
-        attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s,
-        weights_read_s=weights_read_s + nan, kv_s=kv_s + nan, act_s=act_s + nan, tp_comm_s=tp_comm,
-        ep_comm_s=ep_comm, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hop_s=hop_s, hops=hops,
-        step_s=period, tokens_per_s=rate, tokens_per_s_per_chip=rate / w.n, tokens_per_s_per_user=w.len_pass / period,
-        mfu=w.flops / (period * w.n * peaks.flops_per_s), weight_bytes_per_chip=w.weight_bytes_per_chip,
-        kv_bytes_per_chip=w.kv_bytes_per_chip, act_bytes_per_chip=w.act_bytes_per_chip, memory_per_chip_bytes=mem_chip,
-        hbm_bytes=hbm, expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio,
-        bound=bound, reason=reason)
+        attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s, tp_comm_s=tp_comm,
+        ep_comm_s=ep_comm, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hops=hops, step_s=period,
+        weight_bytes_per_chip=w.weight_bytes_per_chip, kv_bytes_per_chip=w.kv_bytes_per_chip,
+        act_bytes_per_chip=w.act_bytes_per_chip, memory_per_chip_bytes=mem_chip, hbm_bytes=hbm,
+        expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio,
+        bound=_bound(compute_s, memory_s, top, others), reason=reason, nan=nan,
+        unmasked=(weights_read_s, kv_s, act_s, w.hop_s), flops_per_s=peaks.flops_per_s)
 
 
 def at(x, shape: tuple[int, ...], i: int) -> float:
