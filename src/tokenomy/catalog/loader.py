@@ -1,36 +1,46 @@
 """Catalog access: a name, a path to a config.json, or a directory holding one -> a validated spec.
 
 Errors are ``CatalogError`` with one line naming the file and the field (or the allowed names).
+
+pydantic (catalog/schema.py) is imported only where a file is validated: ``hardware()`` answers from the
+validated-value cache (catalog/cache.py) when its files are unchanged, so a simple answer's start-up skips it.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, TypeVar
 
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
-from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, StorageFile, SystemFile
+from tokenomy.catalog import cache
 from tokenomy.specs import Chip, Hardware, Level, LinkSpec, Topology
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, StorageFile, SystemFile
+
 ROOT = Path(__file__).parent
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
+SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
+           "engines": "EngineFile"}  # catalog kind -> its class in catalog/schema.py (imported on first validation)
 
 
 class CatalogError(ValueError):
     """Unknown name or invalid catalog file; the message is one line for the user."""
 
 
-def _validate(path: Path, schema: type[M]) -> M:
+def _validate(path: Path, schema: type[M], raw: bytes | None = None) -> M:
+    """``path`` (its bytes ``raw`` where the caller read them already) validated against ``schema``."""
+    from pydantic import ValidationError
+
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text() if raw is None else raw.decode())
     except tomllib.TOMLDecodeError as e:
         raise CatalogError(f"{path.name}: not valid TOML ({e})") from None
     try:
@@ -68,6 +78,8 @@ def _index(kind: str) -> dict[str, str]:
 
 def nearest(name: str, index: dict[str, str], n: int = 3) -> list[str]:
     """The n catalog names closest to a mistyped one (difflib ratio over names and aliases), best first."""
+    import difflib  # only a mistyped name needs it
+
     out: list[str] = []
     for hit in difflib.get_close_matches(_key(name), list(index), n=len(index), cutoff=0.0):
         if index[hit] not in out:
@@ -103,29 +115,38 @@ def _pick(kind: str, name: str) -> Path:
 
 
 @lru_cache(maxsize=None)
+def _file(kind: str, stem: str) -> tuple[BaseModel, bytes]:
+    """The validated file ``kind/stem.toml`` and the bytes it was validated from (what the cache records)."""
+    from tokenomy.catalog import schema
+
+    path = ROOT / kind / f"{stem}.toml"
+    raw = path.read_bytes()
+    return _validate(path, getattr(schema, SCHEMAS[kind]), raw), raw
+
+
+def _load(kind: str, name: str):
+    return _file(kind, _pick(kind, name).stem)[0]
+
+
 def chip_file(name: str) -> ChipFile:
-    return _validate(_pick("chips", name), ChipFile)
+    return _load("chips", name)
 
 
-@lru_cache(maxsize=None)
 def system_file(name: str) -> SystemFile:
-    return _validate(_pick("systems", name), SystemFile)
+    return _load("systems", name)
 
 
-@lru_cache(maxsize=None)
 def storage_file(name: str) -> StorageFile:
-    return _validate(_pick("storage", name), StorageFile)
+    return _load("storage", name)
 
 
-@lru_cache(maxsize=None)
 def price_file(name: str) -> ApiPriceFile:
-    return _validate(_pick("prices", name), ApiPriceFile)
+    return _load("prices", name)
 
 
-@lru_cache(maxsize=None)
 def engine_file(name: str) -> EngineFile:
     """A serving-engine profile (catalog/engines/<name>.toml); unknown names list the allowed ones."""
-    return _validate(_pick("engines", name), EngineFile)
+    return _load("engines", name)
 
 
 def chip_names() -> list[str]:
@@ -161,22 +182,37 @@ def _topology(name: str, chip: Chip, cf: ChipFile, num_chips: int, domain: int, 
                     _level("scale-out", out or cf.scale_out, float("inf")), max(num_chips, 1))
 
 
+def _system_hardware(stem: str) -> tuple[Hardware, cache.Sources | None]:
+    """A system's Hardware and the bytes of its files (None: not cacheable, its chip named by an alias, whose
+    meaning depends on every chip file)."""
+    s, s_raw = _file("systems", stem)
+    chip_stem = _pick("chips", s.chip).stem
+    cf, c_raw = _file("chips", chip_stem)
+    chip = _chip(cf)
+    usd = s.price.usd_per_hour if s.price else chip.usd_per_hour
+    topo = _topology(s.name, chip, cf, s.num_chips, s.scale_up_domain_size, s.scale_up, s.scale_out)
+    hw = Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary, topo)
+    if _key(s.chip) != chip_stem:
+        return hw, None
+    return hw, {ROOT / "systems" / f"{stem}.toml": s_raw, ROOT / "chips" / f"{chip_stem}.toml": c_raw}
+
+
+def _chip_hardware(stem: str) -> tuple[Hardware, cache.Sources]:
+    cf, raw = _file("chips", stem)
+    chip = _chip(cf)
+    topo = _topology(chip.name, chip, cf, 1, chip.scale_up.domain_size)
+    hw = Hardware(chip.name, chip, 1, chip.scale_up.domain_size, chip.usd_per_hour, chip.preliminary, topo)
+    return hw, {ROOT / "chips" / f"{stem}.toml": raw}
+
+
 @lru_cache(maxsize=None)
 def hardware(name: str) -> Hardware:
-    """A chip name (one chip) or a system name (its chip count, scale-up domain and links)."""
+    """A chip name (one chip) or a system name (its chip count, scale-up domain and links); the name is resolved
+    on every call, the Hardware comes from the cache while the files it was built from are unchanged."""
     if (key := resolve("systems", name)) is not None:
-        s = system_file(key)
-        cf = chip_file(s.chip)
-        chip = _chip(cf)
-        usd = s.price.usd_per_hour if s.price else chip.usd_per_hour
-        topo = _topology(s.name, chip, cf, s.num_chips, s.scale_up_domain_size, s.scale_up, s.scale_out)
-        return Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary,
-                        topo)
+        return cache.cached(("hardware", "systems", key, str(ROOT)), lambda: _system_hardware(key))
     if (key := resolve("chips", name)) is not None:
-        cf = chip_file(key)
-        chip = _chip(cf)
-        topo = _topology(chip.name, chip, cf, 1, chip.scale_up.domain_size)
-        return Hardware(chip.name, chip, 1, chip.scale_up.domain_size, chip.usd_per_hour, chip.preliminary, topo)
+        return cache.cached(("hardware", "chips", key, str(ROOT)), lambda: _chip_hardware(key))
     raise CatalogError(f"unknown hardware {name!r}; {did_you_mean(name, _index('chips') | _index('systems'))} "
                        f"allowed chips: {', '.join(chip_names())}; systems: {', '.join(system_names())}")
 

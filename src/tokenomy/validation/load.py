@@ -1,19 +1,24 @@
-"""Read the validation catalog and the fitted efficiency files; the declared train/test split."""
+"""Read the validation catalog and the fitted efficiency files; the declared train/test split.
+
+pydantic (validation/schema.py) is imported only where a file is validated: ``efficiency_set``, the one thing a
+simple answer asks of this module, comes from the validated-value cache (catalog/cache.py) while its file is
+unchanged.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from tokenomy.catalog import loader
+from tokenomy.catalog import cache, loader
 from tokenomy.core.efficiency import Efficiency
-from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
-                                        ValidationFile)
+
+if TYPE_CHECKING:
+    from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
+                                            ValidationFile)
 
 CATALOG = Path(loader.__file__).parent
 CASES_DIR = CATALOG / "validation"
@@ -35,6 +40,8 @@ class Case:
 
     @property
     def kind(self) -> str:
+        from tokenomy.validation.schema import TrainingCase
+
         return "training" if isinstance(self.case, TrainingCase) else "serving"
 
     @property
@@ -42,9 +49,12 @@ class Case:
         return "train_step_s" if self.kind == "training" else self.case.metric
 
 
-def _read(path: Path, schema):
+def _read(path: Path, schema, raw: bytes | None = None):
+    """``path`` (its bytes ``raw`` where the caller read them already) validated against ``schema``."""
+    from pydantic import ValidationError
+
     try:
-        return schema.model_validate(tomllib.loads(path.read_text()))
+        return schema.model_validate(tomllib.loads(path.read_text() if raw is None else raw.decode()))
     except (tomllib.TOMLDecodeError, ValidationError) as e:
         first = str(e).splitlines()
         raise loader.CatalogError(f"{path.name}: {' '.join(first[:3])}") from None
@@ -52,11 +62,15 @@ def _read(path: Path, schema):
 
 @lru_cache(maxsize=1)
 def split_rule() -> SplitRule:
+    from tokenomy.validation.schema import SplitRule
+
     return _read(SPLIT_FILE, SplitRule)
 
 
 def split_of(case_id: str, rule: SplitRule | None = None) -> str:
     """sha256 of the case id, first 8 hex digits as an integer, modulo the rule's modulus."""
+    import hashlib
+
     r = rule or split_rule()
     h = int(hashlib.sha256(case_id.encode()).hexdigest()[:8], 16)
     return "train" if h % r.modulus < r.train_below else "test"
@@ -64,6 +78,8 @@ def split_of(case_id: str, rule: SplitRule | None = None) -> str:
 
 @lru_cache(maxsize=1)
 def validation_files() -> tuple[ValidationFile, ...]:
+    from tokenomy.validation.schema import ValidationFile
+
     return tuple(_read(p, ValidationFile) for p in sorted(CASES_DIR.glob("*.toml")))
 
 
@@ -87,22 +103,43 @@ def skipped() -> list[tuple[Source, Skipped]]:
 
 
 def efficiency_file(chip: str) -> EfficiencyFile | None:
+    from tokenomy.validation.schema import EfficiencyFile
+
     p = EFF_DIR / f"{chip}.toml"
     return _read(p, EfficiencyFile) if p.is_file() else None
+
+
+def _efficiency_read(chip: str) -> tuple[EfficiencyFile, cache.Sources]:
+    """The chip's fitted terms, else the pooled fit, and the bytes they were validated from (the chip's own file
+    recorded absent when the pooled fit stands in, so adding one is seen)."""
+    from tokenomy.validation.schema import EfficiencyFile
+
+    own, pooled = EFF_DIR / f"{chip}.toml", EFF_DIR / "pooled.toml"
+    for path, absent in ((own, {}), (pooled, {own: None})):
+        if (raw := cache.read_bytes(path)) is not None:
+            return _read(path, EfficiencyFile, raw), {**absent, path: raw}
+    raise loader.CatalogError("catalog/efficiency/pooled.toml is missing; run `tokenomy validate --refit`")
 
 
 @lru_cache(maxsize=64)
 def efficiency_for(chip: str) -> EfficiencyFile:
     """The chip's fitted terms, else the pooled fit (every chip's training split)."""
-    f = efficiency_file(chip) or efficiency_file("pooled")
-    if f is None:
-        raise loader.CatalogError("catalog/efficiency/pooled.toml is missing; run `tokenomy validate --refit`")
-    return f
+    return _efficiency_read(chip)[0]
+
+
+def _efficiency_set(chip: str) -> tuple[Efficiency, cache.Sources]:
+    f, sources = _efficiency_read(chip)
+    return _as_efficiency(f), sources
 
 
 def efficiency_set(chip: str) -> Efficiency:
-    """The chip's calibrated efficiency set for the engine (core.efficiency.Efficiency), from its fitted terms."""
-    f = efficiency_for(chip)
+    """The chip's calibrated efficiency set for the engine (core.efficiency.Efficiency), from its fitted terms;
+    from the cache while the file it comes from is unchanged (read afresh on a miss, whatever efficiency_for
+    holds: a refit is seen)."""
+    return cache.cached(("efficiency", chip, str(EFF_DIR)), lambda: _efficiency_set(chip))
+
+
+def _as_efficiency(f: EfficiencyFile) -> Efficiency:
     t = f.terms
     return Efficiency(flops_fraction=t.flops_fraction_max, hbm_fraction=t.hbm_fraction, overhead_s=t.step_overhead_s,
                       layer_overhead_s=t.layer_overhead_s, overlap_loss=t.overlap_loss,
