@@ -32,8 +32,9 @@ def test_ttft_includes_the_kv_transfer_over_the_links_alpha_beta(pools):
     assert near.kv_bytes == pytest.approx(kv, rel=1e-12)
     assert near.kv_transfer_s == pytest.approx(up.latency_s + kv / up.bytes_per_s, rel=1e-12)
     assert far.kv_transfer_s == pytest.approx(out.latency_s + kv / out.bytes_per_s, rel=1e-12)
-    for s in (near, far):  # TTFT = prefill wait + pass + transfer + first decode step
-        rest = s.prefill_wait_s + s.prefill_pass_s + s.tpot_s + s.queue_s
+    o_req = float(pre.eff.request_overhead_s)
+    for s in (near, far):  # TTFT = prefill wait + pass + transfer + half a decode step + the first + overhead
+        rest = s.prefill_wait_s + s.prefill_pass_s + 1.5 * s.tpot_s + s.queue_s + o_req
         assert float(s.ttft_s[0]) == pytest.approx(float(rest[0]) + s.kv_transfer_s, rel=1e-9)
     assert float(far.ttft_s[0]) > float(near.ttft_s[0])
 

@@ -3,8 +3,9 @@
 The objective is the workload, not one decode step. Every row is a plan evaluated at a workload point by the
 serving model itself — serving.steady for aggregated continuous batching (the same ``answers.workloads._row`` that
 ``tokenomy serve --tp .. --ep ..`` prints), serving.disagg for prefill/decode pools (``answers.workloads.plan_disagg``):
-    meets     not capacity-limited, TTFT <= ttft_slo, TPOT <= tpot_slo (a missing SLO always holds)
-    goodput   goodput_requests_per_s = requests/s where it meets, else 0
+    meets     TTFT <= ttft_slo, TPOT <= tpot_slo (a missing SLO always holds), and not an open loop beyond capacity
+              (``meets``: the rule ``tokenomy serve`` applies too, and why)
+    goodput   goodput_requests_per_s = requests/s where it meets, else 0 (``goodput_requests_per_s``)
     rule      RULE: the most goodput per dollar, goodput_requests_per_usd = goodput·3600/(chips·$/chip-hour); ties:
               more tokens/s per user. With one OSL this is the most output tokens/s per chip among the plans that
               meet, so the best plan is always on the front.
@@ -26,15 +27,41 @@ import numpy as np
 
 from tokenomy.units import SECONDS_PER_HOUR, fmt_seconds
 
-RULE = ("best = the plan meeting the SLOs (not capacity-limited, TTFT <= TTFT SLO, TPOT <= TPOT SLO) with the most "
-        "goodput per dollar (goodput requests/s x 3600 / (chips x $/chip-hour)); ties: more tokens/s per user")
+RULE = ("best = the plan meeting the SLOs (TTFT <= TTFT SLO, TPOT <= TPOT SLO, not an open loop beyond capacity) "
+        "with the most goodput per dollar (goodput requests/s x 3600 / (chips x $/chip-hour)); ties: more tokens/s "
+        "per user")
 RULE_SHORT = "best = most SLO-meeting requests per $ (goodput/$)"
 
 
+def overloaded(r: dict) -> bool:
+    """An open-loop point (a request rate or a trace, no concurrency) at or beyond what the deployment serves."""
+    return bool(r["capacity_limited"]) and r.get("concurrency") is None
+
+
 def meets(r: dict, ttft_slo, tpot_slo) -> bool:
-    if r["capacity_limited"] or r["tpot_s"] is None or r["ttft_s"] is None:
+    """A workload point meets the SLOs in steady state when its TTFT and TPOT are within them and it is not an
+    open loop beyond capacity. Such a point has no steady state: its queue grows without bound (the k-th request
+    waits about k·(1/mu − 1/R) at R requests/s offered and mu served), so past a finite transient every request
+    misses any TTFT SLO; and under a TPOT SLO alone its requests still wait without bound for their turn — it serves
+    mu of the R offered and the rest pile up. Counting the served rate mu would make the cheapest overloaded plan
+    the best under a TPOT-only SLO, so it meets nothing and its goodput is 0 (a finite simulation's first requests,
+    served before the queue has grown, are a transient, not a rate it sustains). A closed loop beyond capacity is
+    another matter: its C clients wait in a queue of finite length (Little's law), their TTFT counts that wait,
+    and the point meets the SLOs or not on those values."""
+    if overloaded(r) or r["tpot_s"] is None or r["ttft_s"] is None:
         return False
     return (ttft_slo is None or r["ttft_s"] <= ttft_slo) and (tpot_slo is None or r["tpot_s"] <= tpot_slo)
+
+
+def goodput_requests_per_s(r: dict, ttft_slo, tpot_slo, sim=None) -> float:
+    """Requests/s that meet the SLOs (``meets``' rule): 0 for an open loop beyond capacity; a simulation's own count
+    of the requests within the SLOs over its span when one ran and an SLO is set; else the point's requests/s where
+    its means meet the SLOs, 0 where they do not."""
+    if overloaded(r):
+        return 0.0
+    if sim is not None and (ttft_slo or tpot_slo):
+        return sim.goodput(ttft_slo, tpot_slo)
+    return (r["requests_per_s"] or 0.0) if meets(r, ttft_slo, tpot_slo) else 0.0
 
 
 def misses(r: dict, ttft_slo, tpot_slo) -> dict:
@@ -49,9 +76,8 @@ def misses(r: dict, ttft_slo, tpot_slo) -> dict:
 
 def with_goodput(r: dict, usd_per_chip_hour: float, ttft_slo, tpot_slo) -> dict:
     """The row plus ``meets``, ``goodput_requests_per_s`` and ``goodput_requests_per_usd`` (module docstring)."""
-    ok = meets(r, ttft_slo, tpot_slo)
-    good = (r["requests_per_s"] or 0.0) if ok else 0.0
-    return dict(r, meets_slos=ok, goodput_requests_per_s=good,
+    good = goodput_requests_per_s(r, ttft_slo, tpot_slo)
+    return dict(r, meets_slos=meets(r, ttft_slo, tpot_slo), goodput_requests_per_s=good,
                 goodput_requests_per_usd=good * SECONDS_PER_HOUR / (r["chips"] * usd_per_chip_hour))
 
 
@@ -76,27 +102,33 @@ def rank(rows: list[dict], ttft_slo, tpot_slo, top=None) -> tuple[list[dict], di
         for r in table:
             r["best"] = r is best
         notes.append(f"{len(good)} of {len(rows)} plans meet the SLOs; the table is their Pareto front, best first")
-        closest = None
+        near = None
     else:
         best = None
-        closest = min(rows, key=lambda r: (max(misses(r, ttft_slo, tpot_slo).values(), default=math.inf)
-                                            if not r["capacity_limited"] else math.inf,
-                                            -(r["requests_per_s"] or 0.0)))
-        table = [dict(closest, best=False)]
-        notes.append(no_plan_meets(closest, ttft_slo, tpot_slo))
+        near = closest(rows, ttft_slo, tpot_slo)
+        table = [dict(near, best=False)]
+        notes.append(no_plan_meets(near, ttft_slo, tpot_slo))
     if top is not None and top > 0:
         table = table[:int(top)]
-    return table, best, closest, notes
+    return table, best, near, notes
 
 
-def no_plan_meets(r: dict, ttft_slo, tpot_slo) -> str:
+def closest(rows: list[dict], ttft_slo, tpot_slo) -> dict:
+    """The row nearest to meeting the SLOs: the smallest worst ratio of TTFT/SLO and TPOT/SLO (an open loop beyond
+    capacity last); ties: more requests/s."""
+    return min(rows, key=lambda r: (max(misses(r, ttft_slo, tpot_slo).values(), default=math.inf)
+                                    if not overloaded(r) else math.inf, -(r["requests_per_s"] or 0.0)))
+
+
+def no_plan_meets(r: dict, ttft_slo, tpot_slo, what: str = "plan") -> str:
+    """"no <what> meets the SLOs; closest: ..." with by how much the closest row misses each SLO."""
     load = f"concurrency {r['concurrency']:g}" if r.get("concurrency") is not None else f"rate {r['rate']:g}/s"
     miss = [f"{k.upper()} {fmt_seconds(r[k + '_s'] if r[k + '_s'] is not None else math.inf)} vs SLO "
             f"{fmt_seconds(slo)} ({f'{(v - 1) * 100:.0f}% over' if v > 1 else 'meets it'})"
             for (k, v), slo in zip(misses(r, ttft_slo, tpot_slo).items(),
                                    [s for s in (ttft_slo, tpot_slo) if s is not None])]
-    cap = "; capacity-limited (the pools cannot hold the load)" if r["capacity_limited"] else ""
-    return f"no plan meets the SLOs; closest: {r['plan']} on {r['chips']} chips at {load}: {', '.join(miss)}{cap}"
+    cap = "; capacity-limited (the deployment cannot hold the load)" if r["capacity_limited"] else ""
+    return f"no {what} meets the SLOs; closest: {r['plan']} on {r['chips']} chips at {load}: {', '.join(miss)}{cap}"
 
 
 def misses_by(r: dict | None, ttft_slo, tpot_slo) -> dict | None:

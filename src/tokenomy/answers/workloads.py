@@ -82,27 +82,16 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
         raise ValueError(f"method: {method!r}; allowed: analytic, simulate")
     check_hit_and_arrivals(cache_hit, arrivals)
     if mode == "disagg":
-        if method != "analytic" or trace is not None:
-            raise ValueError("method: disaggregated serving is modelled analytically (no simulate, no trace) yet")
+        sim = dict(method=method, trace=trace, arrivals=arrivals, requests=requests, seed=seed)
         return serve_disagg(model, hardware, concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
                             osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
                             max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
                             kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour,
-                            **(pools or {}))
+                            sim=sim, **(pools or {}))
     m, hw = model_of(model), hardware_of(hardware)
-    tr = read_trace(trace) if trace is not None and not hasattr(trace, "isl") else trace
-    C, R = _points("concurrency", concurrency), _points("rate", rate)
-    if tr is None and (C is None) == (R is None):
-        raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
-    if tr is not None:
-        R = np.array([len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9)])
-        C = None
-    li, lo = _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist)
+    C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, trace)
     isl_m = float(np.mean(tr.isl)) if tr is not None else li.mean
     osl_m = float(np.mean(tr.osl)) if tr is not None else lo.mean
-    for name, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
-        if v is not None and not float(v) > 0:
-            raise ValueError(f"{name}: must be > 0 seconds, got {v!r}")
     dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or Layout(),
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
@@ -122,20 +111,27 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     if method == "simulate":
         from tokenomy.serving.simulator import simulate
 
-        n_req = positive_int("requests", requests) or 2000
-        for i, x in enumerate(load):
-            w = Workload(li, lo, concurrency=x if C is not None else None, rate=x if C is None else None,
-                         cache_hit=float(cache_hit), arrivals=arrivals, trace=tr, seed=seed)
-            sims[i] = simulate(dep, prof, w, n_req)
+        sims = _simulations(lambda w, n: simulate(dep, prof, w, n), C, R, li, lo, tr, cache_hit, arrivals,
+                            requests, seed)
     rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo) for i in range(len(load))]
-    _check_slos(rows, ttft_slo, tpot_slo, "concurrency" if C is not None else "rate")
     title = (f"serve (agg, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
              f"({rule}); {prof.label()}; ISL {li.label() if tr is None else 'trace'} / OSL "
              f"{lo.label() if tr is None else 'trace'}, cache hit {float(cache_hit):g}; {dep.eff.name} efficiency")
     notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (demand exceeds B_kv = {r['b_kv']:g}, max batch "
                   f"{prof.max_batch} or the {prof.max_num_tokens}-token budget)" for r in rows if r["capacity_limited"])
+    slo_notes, slo_extra = _slo_verdict(rows, ttft_slo, tpot_slo)
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
-                  "engine": prof.name}, notes, _explain(dep, prof, s, load, isl_m, osl_m), rows_key="")
+                  "engine": prof.name, **slo_extra}, slo_notes + notes, _explain(dep, prof, s, load, isl_m, osl_m),
+                  rows_key="")
+
+
+def _simulations(run, C, R, li, lo, tr, cache_hit, arrivals, requests, seed) -> list:
+    """One simulation per load point, ``run(workload, n_requests)`` (the aggregated or the disaggregated
+    simulator): ``requests`` requests (default 2000; a trace: its own), seeded."""
+    n_req = positive_int("requests", requests) or 2000
+    return [run(Workload(li, lo, concurrency=x if C is not None else None, rate=x if C is None else None,
+                         cache_hit=float(cache_hit), arrivals=arrivals, trace=tr, seed=seed), n_req)
+            for x in (C if C is not None else R)]
 
 
 def _f(x):
@@ -154,13 +150,17 @@ def _row(dep, prof, s, i, C, R, sim, ttft_slo, tpot_slo) -> dict:
            "usd_per_mtok_output": g(s.usd_per_mtok_output), "kv_occupancy": g(s.kv_occupancy),
            "capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "bound": bound_name(np.ravel(s.bound)[i]),
            "running_batch": g(s.batch), "b_kv": g(s.b_kv), "queue_s": g(s.queue_s), "chips": dep.chips}
+    return _with_sim(row, sim, dep.chips, ttft_slo, tpot_slo)
+
+
+def _with_sim(row: dict, sim, chips: int, ttft_slo, tpot_slo) -> dict:
+    """The row with the simulation's statistics (means and percentiles from its requests) and its goodput by
+    plan_serving.goodput_requests_per_s, the rule plan uses too."""
+    from tokenomy.answers.plan_serving import goodput_requests_per_s
+
     if sim is not None:
-        row.update(sim.summary(dep.chips))
-    ok = ((ttft_slo is None or (row["ttft_s"] or np.inf) <= ttft_slo)
-          and (tpot_slo is None or (row["tpot_s"] or np.inf) <= tpot_slo))
-    # goodput: the simulator counts the requests that met the SLOs; the analytic mean meets them or not
-    row["goodput_requests_per_s"] = (sim.goodput(ttft_slo, tpot_slo) if sim is not None and (ttft_slo or tpot_slo)
-                                     else (row["requests_per_s"] if ok else 0.0))
+        row.update(sim.summary(chips))
+    row["goodput_requests_per_s"] = goodput_requests_per_s(row, ttft_slo, tpot_slo, sim)
     return row
 
 
@@ -168,21 +168,16 @@ def _div(a, b):
     return None if a is None or b in (None, 0) else a / b
 
 
-def _check_slos(rows, ttft_slo, tpot_slo, key):
-    if ttft_slo is None and tpot_slo is None:
-        return
-    if any(r["goodput_requests_per_s"] for r in rows):
-        return
+def _slo_verdict(rows, ttft_slo, tpot_slo) -> tuple[tuple[str, ...], dict]:
+    """(notes, payload fields) on the SLOs, as plan answers them: when no workload point meets them, a note naming
+    the closest point and by how much it misses each SLO (an answer, not an error), and ``closest``/``misses_by``."""
+    from tokenomy.answers.plan_serving import closest, misses_by, no_plan_meets
 
-    def miss(r):
-        m = [(r["ttft_s"] or np.inf) / ttft_slo if ttft_slo else 0.0, (r["tpot_s"] or np.inf) / tpot_slo
-             if tpot_slo else 0.0]
-        return max(m)
-
-    best = min(rows, key=miss)
-    raise ValueError(f"ttft_slo, tpot_slo: no workload point meets them; closest is {key} {best[key]:g} with TTFT "
-                     f"{fmt_seconds(best['ttft_s'] or np.inf)}, TPOT {fmt_seconds(best['tpot_s'] or np.inf)} "
-                     f"({(miss(best) - 1) * 100:.0f}% over)")
+    if (ttft_slo is None and tpot_slo is None) or any(r["goodput_requests_per_s"] for r in rows):
+        return (), {}
+    near = closest(rows, ttft_slo, tpot_slo)
+    return ((no_plan_meets(near, ttft_slo, tpot_slo, "workload point"),),
+            {"closest": near, "misses_by": misses_by(near, ttft_slo, tpot_slo)})
 
 
 def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
@@ -214,13 +209,24 @@ POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts")
 
 
 def _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo):
+    """(C, R, ISL lengths, OSL lengths), each checked."""
+    return _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, None)[:4]
+
+
+def _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, trace):
+    """(C, R, ISL lengths, OSL lengths, trace), each checked; a trace (a path or Requests) replaces the load points
+    by its mean request rate (R), as the analytic models read it."""
+    tr = read_trace(trace) if trace is not None and not hasattr(trace, "isl") else trace
     C, R = _points("concurrency", concurrency), _points("rate", rate)
-    if (C is None) == (R is None):
+    if tr is None and (C is None) == (R is None):
         raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
+    if tr is not None:
+        R = np.array([len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9)])
+        C = None
     for name, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
         if v is not None and not float(v) > 0:
             raise ValueError(f"{name}: must be > 0 seconds, got {v!r}")
-    return C, R, _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist)
+    return C, R, _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist), tr
 
 
 def _exact_layout(dep, name, chips, batch, context, len_pass):
@@ -276,7 +282,7 @@ def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_token
     return with_layout(dep, lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
 
 
-def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo) -> list[dict]:
+def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo, sims=None) -> list[dict]:
     rows = []
     for i in range(len(C if C is not None else R)):
         g = lambda a: _f(np.ravel(np.broadcast_to(a, np.shape(s.tpot_s)))[i])  # noqa: E731
@@ -298,10 +304,7 @@ def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo) -> list[dict]:
                "prefill_utilisation": _div(g(s.requests_per_s), s.prefill_capacity),
                "decode_utilisation": _div(g(s.requests_per_s), g(s.decode_capacity)),
                "capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "bound": bound_name(np.ravel(s.bound)[i])}
-        ok = ((ttft_slo is None or (row["ttft_s"] or np.inf) <= ttft_slo)
-              and (tpot_slo is None or (row["tpot_s"] or np.inf) <= tpot_slo))
-        row["goodput_requests_per_s"] = row["requests_per_s"] if ok and not row["capacity_limited"] else 0.0
-        rows.append(row)
+        rows.append(_with_sim(row, sims[i] if sims else None, s.chips, ttft_slo, tpot_slo))
     return rows
 
 
@@ -325,8 +328,10 @@ def _split(dep, P, D, pre_deg, dec_deg, C, R, isl, osl, cache_hit, engine, max_n
 def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, concurrency=None, rate=None, isl=1024,
                  osl=1024, isl_dist=None, osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None,
                  max_batch=None, ttft_slo=None, tpot_slo=None, weight_dtype=None, kv_dtype="bf16",
-                 efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, **pool_degrees) -> Result:
-    """Disaggregated serving (module docstring): one row per workload point."""
+                 efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, sim=None,
+                 **pool_degrees) -> Result:
+    """Disaggregated serving (module docstring): one row per workload point. ``sim``: method ("analytic" |
+    "simulate": serving.sim_disagg per point, percentiles from its requests), trace, arrivals, requests, seed."""
     bad = set(pool_degrees) - {f"{p}_{k}" for p in ("prefill", "decode") for k in POOL_DEGREES}
     if bad:
         raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + tp, ep, pp, dp, "
@@ -334,23 +339,34 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     P, D = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
     if P is None or D is None:
         raise ValueError("prefill_chips, decode_chips: disaggregated serving needs both pool sizes")
-    C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
+    sim = {"method": "analytic", **(sim or {})}
+    C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, sim.get("trace"))
+    isl_m, osl_m = (float(np.mean(tr.isl)), float(np.mean(tr.osl))) if tr is not None else (li.mean, lo.mean)
     m, hw = model_of(model), hardware_of(hardware)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     pre_deg, dec_deg = _degrees_of(pool_degrees, "prefill"), _degrees_of(pool_degrees, "decode")
-    pre, prof_p, dec, prof_d, s = _split(dep, P, D, pre_deg, dec_deg, C, R, li.mean, lo.mean, float(cache_hit),
+    pre, prof_p, dec, prof_d, s = _split(dep, P, D, pre_deg, dec_deg, C, R, isl_m, osl_m, float(cache_hit),
                                          engine, max_num_tokens, max_batch, {}, {}, crosses_domain)
-    rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)
-    _check_slos(rows, ttft_slo, tpot_slo, "concurrency" if C is not None else "rate")
-    title = (f"serve (disagg, analytic): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
+    sims = None
+    if sim["method"] == "simulate":
+        from tokenomy.serving.sim_disagg import simulate_disagg
+
+        sims = _simulations(lambda w, n: simulate_disagg(pre, dec, prof_p, prof_d, w, n,
+                                                         crosses_domain=crosses_domain),
+                            C, R, li, lo, tr, cache_hit, sim.get("arrivals", "staggered"), sim.get("requests"),
+                            sim.get("seed", 0))
+    rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo, sims)
+    title = (f"serve (disagg, {sim['method']}): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
              f"{pre.layout.label()}, decode {dec.layout.label()}; KV over {rows[0]['kv_link']}; {prof_d.label()}; "
-             f"ISL {li.label()} / OSL {lo.label()}, cache hit {float(cache_hit):g}; {dep.eff.name} efficiency")
+             f"ISL {li.label() if tr is None else 'trace'} / OSL {lo.label() if tr is None else 'trace'}, cache hit "
+             f"{float(cache_hit):g}; {dep.eff.name} efficiency")
     notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (prefill pool "
                   f"{r['prefill_capacity_requests_per_s']:.4g} req/s, decode pool "
                   f"{r['decode_capacity_requests_per_s']:.4g} req/s)" for r in rows if r["capacity_limited"])
-    return Result("serve", title, tuple(rows), DISAGG_COLUMNS, {"mode": "disagg", "engine": prof_d.name}, notes,
-                  _disagg_explain(pre, dec, s, li.mean, lo.mean), rows_key="")
+    slo_notes, slo_extra = _slo_verdict(rows, ttft_slo, tpot_slo)
+    return Result("serve", title, tuple(rows), DISAGG_COLUMNS, {"mode": "disagg", "engine": prof_d.name,
+                  **slo_extra}, slo_notes + notes, _disagg_explain(pre, dec, s, isl_m, osl_m), rows_key="")
 
 
 def _disagg_explain(pre, dec, s, isl, osl) -> tuple[str, ...]:

@@ -2,18 +2,24 @@
 
 Per workload point (means of the length distributions; I = prefill tokens computed per request, N the engine's token
 budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment.run):
-    prefill pool  a pass runs the prompts that arrived during the last one, b_p = clip(X·t_p, 1, b_max), at most
+    prefill pool  a pass runs the prompts that arrived during the last one, b_p = clip(X·t_p, 1, b_max) (closed
+                  loop: at least 1 + X·W_p, a prompt and those that arrived while it waited — the clients' arrivals,
+                  regular, leave no M/D/1 queue to stand for them; checked against serving.sim_disagg), at most
                   b_max = ranks_p·max(1, floor(N/I)) (ranks: the pool's schedulers, dp·ep under attention-DP, else
                   dp; fewer when their KV at ISL would not fit); t_p = t(0, b_p·I) a prefill-only step; capacity
                   mu_p = b_max / t_p(b_max) requests/s
-    queue         W_p = t_p/2 (the pass under way) + open loop: the M/D/1 wait rho/(1 − rho)·t_p/2 at rho = R/mu_p
+    queue         W_p = u·t_p/2 (the pass under way, found with probability u = min(1, X·t_p/b_p), the share of
+                  time the pool is busy: X/b_p passes a second of t_p each) + open loop: the M/D/1 wait
+                  rho/(1 − rho)·t_p/2 at rho = R/mu_p
     KV transfer   one message per request of kv(ISL) bytes (engine cache terms: what the sequence caches at ISL)
                   from the prefill pool to the decode pool: t_kv = alpha + bytes/beta over scale-up when both pools
                   sit in one scale-up domain, else scale-out (core.collectives.p2p); not overlapped with the
                   prefill pass (a conservative bound: layer-wise streaming hides part of it) and not contended
     decode pool   B running sequences, B = min(X·OSL·TPOT, B_kv, max_batch·ranks_d); TPOT = t(B, 0) at context
                   ISL + OSL/2; capacity mu_d = B_cap / (OSL·TPOT(B_cap))
-    TTFT          W_p + t_p + t_kv + TPOT (the first decode step)
+    TTFT          W_p + t_p + t_kv + TPOT/2 (the KV lands during a decode step and joins at the next) + TPOT (the
+                  first decode step) + o_req (the request overhead around the engine, Efficiency.request_overhead_s,
+                  as the aggregated model adds it); checked against the disaggregated simulator (serving.sim_disagg)
     closed loop   X = min(C / (TTFT + (OSL − 1)·TPOT), mu_p, mu_d), B and X by fixed-point iteration; clients
                   beyond what the pools hold queue (Little's law: C/X − cycle)
     open loop     X = R; capacity-limited (the queue grows without bound) when R >= min(mu_p, mu_d)
@@ -259,6 +265,29 @@ def with_layout(dep: Deployment, layout) -> Deployment:
     return out
 
 
+def _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed: bool):
+    """(W_p, TTFT without the clients' queue, a request's cycle = TTFT + (OSL − 1)·TPOT): the module docstring's
+    queue and TTFT at request rate X, b_p prompts a pass of t_p seconds, the decode step TPOT."""
+    busy = np.minimum(X * t_p / b_p, 1.0)
+    rho = np.minimum(X / mu_p, RHO_MAX)
+    wait = busy * t_p / 2.0 + (0.0 if closed else rho / (1.0 - rho) * t_p / 2.0)
+    ttft0 = wait + t_p + t_kv + 1.5 * tpot + o_req
+    return wait, ttft0, ttft0 + (osl - 1.0) * tpot
+
+
+def kv_handoff(pre: Deployment, isl, crosses_domain: bool):
+    """(bytes, seconds) of the KV hand-off of a prompt of ``isl`` tokens: one message of kv(ISL) bytes (engine cache
+    terms) from the prefill pool to the decode pool, t_kv = alpha + bytes/beta over scale-up, or scale-out when the
+    pools sit in different domains (core.collectives.p2p); broadcasts over ``isl`` (the simulator's requests)."""
+    kv_b = np.asarray(kv_sequence_bytes(pre, isl), float)
+    return kv_b, np.asarray(p2p(pre.topo, kv_b, crosses_domain), float)
+
+
+def crosses(pre: Deployment, dec: Deployment, crosses_domain: bool | None) -> bool:
+    """The pools sit in different scale-up domains: as given, else when P + D chips exceed one domain."""
+    return (pre.chips + dec.chips > pre.topo.domain_size) if crosses_domain is None else bool(crosses_domain)
+
+
 def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: EngineProfile, *, isl, osl,
            concurrency=None, rate=None, cache_hit=0.0, crosses_domain: bool | None = None,
            decode: DecodePool | None = None, prefill: tuple | None = None) -> Disagg:
@@ -267,16 +296,13 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     closed = concurrency is not None
     load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
     isl, osl = float(isl), float(osl)
-    topo = pre.topo
-    cross = (pre.chips + dec.chips > topo.domain_size) if crosses_domain is None else bool(crosses_domain)
+    cross = crosses(pre, dec, crosses_domain)
 
     # prefill pool: whole prompts per pass, as many as the budget and the KV at ISL allow
     I, pctx, b_max, t_max = prefill or _prefill_terms(pre, prof_p, isl, cache_hit)  # ``prefill``: computed once
     mu_p = b_max / t_max
 
-    # KV hand-off: one message per request
-    kv_b = float(kv_sequence_bytes(pre, isl))
-    t_kv = float(p2p(topo, kv_b, cross))
+    kv_b, t_kv = (float(x) for x in kv_handoff(pre, isl, cross))
 
     # decode pool
     pool = decode or decode_pool(dec, prof_d, isl, osl)  # ``decode``: the same pool's terms, computed once
@@ -288,14 +314,12 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     tg_p = np.asarray(step_time(pre, 0.0, 1.0, bg * I, pctx), float)
     B, b_p = np.minimum(np.ones_like(load), cap), np.ones_like(load)
     X = np.minimum(load, min(mu_p, mu_d)) if not closed else np.zeros_like(load)
+    o_req = float(np.asarray(dec.eff.request_overhead_s))
     for _ in range(ITERATIONS + 1):
         t_p, tpot = np.interp(b_p, bg, tg_p), np.interp(B, Bg, tg_d)
-        rho = np.minimum(X / mu_p, RHO_MAX)
-        wait = t_p / 2.0 + (0.0 if closed else rho / (1.0 - rho) * t_p / 2.0)
-        ttft0 = wait + t_p + t_kv + tpot
-        cycle = ttft0 + (osl - 1.0) * tpot
+        wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed)
         X = np.minimum(load / cycle, min(mu_p, mu_d)) if closed else np.minimum(load, min(mu_p, mu_d))
-        b_new = np.clip(X * t_p, 1.0, b_max)  # a pass takes the prompts that arrived during the last one
+        b_new = np.clip(np.maximum(X * t_p, 1.0 + X * wait if closed else 1.0), 1.0, b_max)  # prompts a pass
         B_new = np.clip(X * osl * tpot, 1.0, cap)
         done = np.allclose(b_new, b_p, rtol=TOL) and np.allclose(B_new, B, rtol=TOL)
         b_p, B = b_new, B_new
@@ -303,10 +327,7 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
             break
     t_p = np.interp(b_p, bg, tg_p)
     tpot, r = step_time(dec, B, ctx, terms=True)
-    rho = np.minimum(X / mu_p, RHO_MAX)
-    wait = t_p / 2.0 + (0.0 if closed else rho / (1.0 - rho) * t_p / 2.0)
-    ttft0 = wait + t_p + t_kv + tpot
-    cycle = ttft0 + (osl - 1.0) * tpot
+    wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed)
     if closed:  # clients the pools cannot hold wait in the prefill queue (Little's law)
         limited = load / cycle >= min(mu_p, mu_d) * (1.0 - 1e-6)
         queue = np.maximum(load / X - cycle, 0.0)

@@ -33,14 +33,16 @@ class StepTable:
         self._decode = [r[0] for r in self._rows]  # P = 0 rows, t[n][i]
 
     @classmethod
-    def for_deployment(cls, dep, n_max: int, budget: float, c_lo: float, c_hi: float, pctx: float) -> "StepTable":
-        """The engine (scheduler.step_time) over n = 0..n_max, the P grid over the budget and the context grid."""
+    def for_deployment(cls, dep, n_max: int, budget: float, c_lo: float, c_hi: float, pctx: float, *,
+                       p_cells: int = P_GRID, c_cells: int = C_GRID) -> "StepTable":
+        """The engine (scheduler.step_time) over n = 0..n_max, the P grid over the budget and the context grid
+        (``p_cells``/``c_cells`` cells: the disaggregated pools' prefill-only and decode-only tables)."""
         from tokenomy.serving.scheduler import step_time
 
-        dc = max((c_hi - c_lo) / C_GRID, 1.0)
+        dc = max((c_hi - c_lo) / c_cells, 1.0)
         n = np.arange(n_max + 1, dtype=float)[:, None, None]
-        P = np.linspace(0.0, float(budget), P_GRID + 1)[None, :, None]
-        C = (c_lo + dc * np.arange(C_GRID + 1))[None, None, :]
+        P = np.linspace(0.0, float(budget), p_cells + 1)[None, :, None]
+        C = (c_lo + dc * np.arange(c_cells + 1))[None, None, :]
         return cls(np.asarray(step_time(dep, n, C, P, pctx), float), budget, c_lo, dc)
 
     def __call__(self, n: int, ctx: float, P: float) -> float:

@@ -389,16 +389,24 @@ class _Run:
         self.complete()
 
 
-def _result(run: _Run, isl, osl, o_req: float) -> Simulation:
-    N = run.N
-    arrival, finish = np.array(run.arrival, float), np.array(run.finish, float)
-    ttft, e2e = np.array(run.ttft, float) + o_req, finish - arrival + o_req
+def request_times(arrival, first, finish, osl, o_req: float, closed: bool, C: int):
+    """(TTFT, TPOT, end-to-end, counted) per request from the absolute times of its arrival, first token and last:
+    TTFT = first − arrival + o_req, e2e = finish − arrival + o_req, TPOT = (e2e − TTFT)/(OSL − 1) (NaN at OSL 1);
+    counted: a closed loop's statistics window (module docstring)."""
+    arrival, first, finish = (np.array(x, float) for x in (arrival, first, finish))
+    ttft, e2e = first - arrival + o_req, finish - arrival + o_req
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(osl > 1, (e2e - ttft) / (osl - 1), np.nan)
+    N = len(arrival)
     counted = np.ones(N, bool)
-    if run.closed and N > 3 * run.C:
-        counted[:run.C] = False
-        counted[N - run.C:] = False
-    return Simulation(ttft, tpot, e2e, arrival, finish, counted, run.S, run.preemptions, run.max_used, run.kv,
-                      run.max_q, np.array(run.qlen, np.int64), np.array(run.first, float), run.tokens_out,
-                      run.prefilled_tokens)
+    if closed and N > 3 * C:
+        counted[:C] = False
+        counted[N - C:] = False
+    return ttft, tpot, e2e, counted
+
+
+def _result(run: _Run, isl, osl, o_req: float) -> Simulation:
+    ttft, tpot, e2e, counted = request_times(run.arrival, run.first, run.finish, osl, o_req, run.closed, run.C)
+    return Simulation(ttft, tpot, e2e, np.array(run.arrival, float), np.array(run.finish, float), counted, run.S,
+                      run.preemptions, run.max_used, run.kv, run.max_q, np.array(run.qlen, np.int64),
+                      np.array(run.first, float), run.tokens_out, run.prefilled_tokens)
