@@ -162,3 +162,13 @@ def test_a_simple_answer_imports_no_pydantic_once_cached(tmp_path):
     assert "pydantic" in mods[0]  # the first start validated
     assert not {m.split(".")[0] for m in mods[1]} & {"pydantic", "pydantic_core"}
     assert not {"tokenomy.catalog.schema", "tokenomy.validation.schema"} & mods[1]
+
+
+def test_an_entry_records_the_validating_pydantic(catalog, tmp_path):
+    import pickle
+
+    loader.hardware("h100-sxm")
+    (entry,) = (tmp_path / "xdg" / "tokenomy").glob("*.pickle")
+    sources = pickle.loads(entry.read_bytes())["sources"]
+    assert any(p.endswith("pydantic/version.py") and b for p, b in sources.items())
+    assert {str(p) for p in cache.CODE} <= set(sources)

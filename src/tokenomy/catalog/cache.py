@@ -7,8 +7,8 @@ was built from, under ``$XDG_CACHE_HOME/tokenomy`` (else ``~/.cache/tokenomy``);
 again and uses the pickle only when every one is byte-for-byte unchanged. So:
 
 - editing, adding or removing a catalog file is seen on the next call: a file recorded absent must still be absent;
-- the code that builds the values (``CODE``) is recorded the same way, so a changed loader or dataclass is never
-  served an object pickled by the old one;
+- the code that builds the values (``CODE``, and pydantic's version file) is recorded the same way, so a changed
+  loader or dataclass, or another pydantic, is never served an object pickled by the old one;
 - pydantic stays the one validator: nothing is cached that it did not accept, and a bad file raises its
   ``CatalogError`` on every call (errors are never cached);
 - a cache dir that cannot be read or written (or a corrupt entry) costs only the validation, silently.
@@ -88,7 +88,7 @@ def store(key: tuple[str, ...], value: object, sources: Sources) -> None:
     path = _entry_path(key)
     if path is None:
         return
-    code = {p: read_bytes(p) for p in CODE}
+    code = {p: read_bytes(p) for p in (*CODE, *_validator_version())}
     entry = {"format": FORMAT, "key": key, "python": sys.version, "value": value,
              "sources": {str(p): b for p, b in {**code, **sources}.items()}}
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -102,6 +102,15 @@ def store(key: tuple[str, ...], value: object, sources: Sources) -> None:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def _validator_version() -> list[Path]:
+    """pydantic's version file, where this process imported pydantic (every build validates, so it has): another
+    pydantic may accept or convert differently. Its path is taken from the module, so reading it back costs a
+    later start no import."""
+    mod = sys.modules.get("pydantic")
+    path = getattr(mod, "__file__", None)
+    return [Path(path).with_name("version.py")] if path else []
 
 
 def cached(key: tuple[str, ...], build: Callable[[], tuple[T, Sources | None]]) -> T:
