@@ -4,8 +4,10 @@
     method "simulate"  serving.simulator (iteration-level, seeded; percentiles from the requests)
 Layout: the degrees given, else the best valid layout over the chips for the running batch at ISL + OSL/2
 (parallel.search.best_layout). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
-batch cap overridable. Comma lists of concurrency or rate sweep.
-    mode "disagg"      serving.disagg (analytic): a prefill pool of ``prefill_chips`` and a decode pool of
+batch cap overridable. Comma lists of concurrency or rate sweep. SLOs: goodput by plan_serving.meets (the rule plan
+uses); when no point meets them, a note names the closest and by how much it misses (an answer, as plan gives).
+    mode "disagg"      serving.disagg (analytic) or serving.sim_disagg (simulate: both pools iteration by iteration,
+                       percentiles from the requests): a prefill pool of ``prefill_chips`` and a decode pool of
                        ``decode_chips``, each with its own layout (``prefill_tp``... / ``decode_tp``...; default: the
                        best valid layout of the pool for its own pass — prefill: the prompt pass at ISL under the
                        token budget; decode: the running batch at ISL + OSL/2 — parallel.search.best_layout)
@@ -378,8 +380,9 @@ def _disagg_explain(pre, dec, s, isl, osl) -> tuple[str, ...]:
             f"decode pool {dec.chips} chips ({dec.layout.label()}): holds {s.decode_cap:g} sequences; capacity "
             f"{g(s.decode_capacity):.4g} requests/s",
             *(f"point {i}: TTFT = wait {fmt_seconds(g(s.prefill_wait_s, i))} + pass "
-              f"{fmt_seconds(g(s.prefill_pass_s, i))} + KV {fmt_seconds(s.kv_transfer_s)} + first decode step "
-              f"{fmt_seconds(g(s.tpot_s, i))} (+ queue {fmt_seconds(g(s.queue_s, i))}) = "
+              f"{fmt_seconds(g(s.prefill_pass_s, i))} + KV {fmt_seconds(s.kv_transfer_s)} + half a decode step and "
+              f"the first, 1.5 x {fmt_seconds(g(s.tpot_s, i))} (+ request overhead, + queue "
+              f"{fmt_seconds(g(s.queue_s, i))}) = "
               f"{fmt_seconds(g(s.ttft_s, i))}; TPOT = t(B = {g(s.batch, i):.4g}) = {fmt_seconds(g(s.tpot_s, i))}; "
               f"tokens/s per chip = X·OSL/(P + D) = {g(s.tokens_per_s_per_chip, i):.4g}"
               for i in range(np.size(s.tpot_s))))

@@ -32,7 +32,7 @@ def serve_cmd(model: str = MODEL,
               max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
               ttft_slo: float = TTFT_SLO,
               tpot_slo: float = TPOT_SLO,
-              method: str = typer.Option("analytic", "--method", help="analytic | simulate."),
+              method: str = typer.Option("analytic", "--method", help="analytic | simulate (either mode)."),
               arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
               requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000)."),
               seed: int = typer.Option(0, "--seed", help="simulate: random seed."),
@@ -62,7 +62,7 @@ def serve_cmd(model: str = MODEL,
     Example: tokenomy serve --model llama-3.1-70b --hardware hgx-h100-8 --concurrency 64 --isl 1024 --osl 1024
 
     Disaggregated: tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --prefill-chips 72
-    --decode-chips 144 --concurrency 256 --isl 4096 --osl 1024
+    --decode-chips 144 --concurrency 256 --isl 4096 --osl 1024 (--method simulate: p50/p99 from the requests)
 
     Plan a split (--search: pools in powers of two within a scale-up domain or whole domains, P + D <= --chips):
     tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --search --chips 288 --concurrency

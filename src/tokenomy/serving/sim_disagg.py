@@ -30,7 +30,7 @@ from tokenomy.serving.disagg import crosses, kv_handoff
 from tokenomy.serving.scheduler import EngineProfile
 from tokenomy.serving.sim_decode import DecodePool
 from tokenomy.serving.sim_prefill import PrefillPool
-from tokenomy.serving.simulator import Simulation, request_times
+from tokenomy.serving.simulator import Simulation, first_arrivals, request_times
 from tokenomy.serving.workload import Workload, prefill_context, prefill_tokens
 
 
@@ -86,18 +86,13 @@ def simulate_disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, pro
 
 
 def _first_arrivals(w: Workload, arrival_s, pf: PrefillPool, dp: DecodePool, need, osl, t_kv: float) -> list:
-    """Arrival times: the open loop's (or trace's); a closed loop's first C at 0 or spread over C/B lifetimes, a
-    lifetime = a one-prompt pass + the hand-off + OSL decode steps at B = min(C, the decode pool's cap) running
-    (B finish per lifetime, so the spread starts the loop near its steady state, as the aggregated simulator's)."""
-    arrival = np.array(arrival_s, float)
-    if w.closed:
-        first = min(int(w.concurrency), len(arrival))
-        if w.arrivals == "together":
-            arrival[:first] = 0.0
-        else:
-            B = max(min(first, dp.cap, dp.kv // int(np.ceil(np.mean(dp.need)))), 1)
-            ctx = float(np.mean(dp.isl)) + float(np.mean(osl)) / 2.0
-            life = (pf.table(0, 1.0, float(pf.dp) * float(np.mean(need))) + t_kv
-                    + float(np.mean(osl)) * dp.table(min(B, dp.table.t.shape[0] - 1), ctx, 0.0))
-            arrival[:first] = np.arange(first) * (life / B)
-    return arrival.tolist()
+    """simulator.first_arrivals with a disaggregated lifetime: a one-prompt pass + the hand-off + OSL decode steps
+    at B = min(C, the decode pool's cap) running."""
+    def running_and_lifetime(first: int) -> tuple[int, float]:
+        B = max(min(first, dp.cap, dp.kv // int(np.ceil(np.mean(dp.need)))), 1)
+        ctx = float(np.mean(dp.isl)) + float(np.mean(osl)) / 2.0
+        life = (pf.table(0, 1.0, float(pf.dp) * float(np.mean(need))) + t_kv
+                + float(np.mean(osl)) * dp.table(min(B, dp.table.t.shape[0] - 1), ctx, 0.0))
+        return B, life
+
+    return first_arrivals(w, arrival_s, running_and_lifetime)

@@ -117,15 +117,26 @@ def _check_fits(isl, osl, blk, kv_blocks) -> None:
 def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n_max: int, kv_blocks: int,
                     blk: int) -> list:
     """Arrival times: the open loop's (or trace's); a closed loop's first C at 0 or spread over one lifetime."""
+    def running_and_lifetime(first: int) -> tuple[int, float]:
+        B = max(min(first, n_max, kv_blocks // math.ceil(float(np.mean(isl + osl)) / blk)), 1)
+        return B, _lifetime_s(B, isl, osl, need0, table)
+
+    return first_arrivals(w, arrival_s, running_and_lifetime)
+
+
+def first_arrivals(w: Workload, arrival_s, running_and_lifetime) -> list:
+    """Arrival times: the open loop's (or trace's); a closed loop's first C at t = 0 ("together") or spread evenly
+    over C/B lifetimes ("staggered"), (B, lifetime) = ``running_and_lifetime(C)``: the requests the deployment runs
+    at once and the seconds each holds its place, so B finish per lifetime and the loop starts near its steady
+    state. The later requests' arrivals are set when a client's last request finishes."""
     arrival = np.array(arrival_s, float)
     if w.closed:
         first = min(int(w.concurrency), len(arrival))
         if w.arrivals == "together":
             arrival[:first] = 0.0
         else:
-            B = max(min(first, n_max, kv_blocks // math.ceil(float(np.mean(isl + osl)) / blk)), 1)
-            spread = _lifetime_s(B, isl, osl, need0, table) * first / B
-            arrival[:first] = np.arange(first) * spread / first
+            B, life = running_and_lifetime(first)
+            arrival[:first] = np.arange(first) * (life / B)
     return arrival.tolist()
 
 
