@@ -98,6 +98,10 @@ class Deployment:
         return engine.work(self.shape, self.topo, self.layout, batch, context, len_pass, precision=self.precision,
                            **kw)
 
+    def lower(self, context, len_pass=1, **kw) -> engine.Lowered:
+        """The batch-free half of ``work`` (engine.lower): batch it with engine.batched."""
+        return engine.lower(self.shape, self.topo, self.layout, context, len_pass, precision=self.precision, **kw)
+
     def run(self, batch, context, len_pass=1, *, eff: Efficiency | None = None, **kw) -> engine.PassTerms:
         """The pass (engine.evaluate) under this deployment's efficiency set, or ``eff``."""
         return engine.times(self.work(batch, context, len_pass, **kw), self.topo, self.peaks, eff or self.eff)

@@ -92,8 +92,6 @@ class PassTerms:
     attention_flops: object  # the part spent in q·k and p·v, all chips
     compute_s: object
     memory_s: object
-    tp_comm_s: object
-    ep_comm_s: object
     comms_s: object
     overhead_s: object
     stage_s: object
@@ -110,7 +108,7 @@ class PassTerms:
     bound: object  # index into BOUNDS
     reason: object  # index into REASONS; 0 = valid and fits
     nan: object = field(repr=False, default=0.0)  # 0 where the point is valid and fits, NaN elsewhere
-    unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop) in seconds
+    unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop, TP, EP) seconds
     flops_per_s: object = field(repr=False, default=None)  # the chip's peak, for the MFU
 
     @cached_property
@@ -128,6 +126,14 @@ class PassTerms:
     @cached_property
     def hop_s(self):  # one pipeline hop
         return self.unmasked[3] + self.nan
+
+    @cached_property
+    def tp_comm_s(self):
+        return self.unmasked[4] + self.nan
+
+    @cached_property
+    def ep_comm_s(self):
+        return self.unmasked[5] + self.nan
 
     @cached_property
     def tokens_per_s(self):
@@ -288,15 +294,52 @@ def evaluate(shape: ModelShape, topo: Topology, peaks: Peaks, layout: Layout, ba
     return times(w, topo, peaks, eff)
 
 
-def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_pass=1, *, precision: Precision,
-         prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None) -> Work:
-    """Lower a pass on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
+@dataclass(frozen=True)
+class Lowered:
+    """A pass on a layout at a context, per sequence and per token, before its batch (``work``'s first half): the
+    splits, the stage share, attention FLOPs and KV bytes per token and per sequence. Lowered once, batched many
+    times: the serving model times one context at several batches and prefill loads (serving/scheduler.py)."""
+
+    shape: ModelShape
+    layout: Layout
+    precision: Precision
+    ideal: object
+    tp: object
+    ep: object
+    pp: object
+    dp: object
+    microbatches: object  # M
+    attn_dp: object  # attention data-parallel beside EP (bool)
+    context: object  # C
+    len_pass: object  # S
+    group: object  # g = tp·ep
+    chips: object  # n
+    stage_share: object  # f = ceil(L/pp)/L
+    attn_group: object  # a: the attention tensor-parallel group
+    kv_split_heads: object  # the KV-head split of the attention group
+    slots: object  # routed + redundant expert slots
+    slots_per_rank: object
+    hop_latency_s: object  # a pipeline hop: latency + seconds per token of activations
+    hop_s_per_token: object
+    weight_bytes_per_chip: object  # resident
+    attn_flops_per_token: object  # attention + state FLOPs per new token at the context
+    chunk_attn_flops_per_token: object  # ... per interleaved prefill token at its context
+    chunk_kv_bytes_per_token: object  # KV written per interleaved prefill token
+    kv_bytes_per_seq: object  # KV read + written per sequence per pass
+    cached_bytes_per_seq: object  # KV kept per sequence
+    layout_code: object  # reason code from the layout alone (_structure)
+    decode: object  # S <= 1
+    rack_hop_ratio: object
+
+
+def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1, *, precision: Precision,
+          prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None) -> Lowered:
+    """The batch-free half of ``work``: layout-shaped splits and context-shaped costs (module docstring)."""
     m, lay, pr = shape.coeffs, layout, precision
     ideal = np.asarray(lay.ideal, dtype=bool)
     tp, ep, pp, dp = (_f(x) for x in (lay.tp, lay.ep, lay.pp, lay.dp))
-    B, C, S = _f(batch), _f(context), _f(len_pass)
+    C, S = _f(context), _f(len_pass)
     one = _one(S)  # one token
-    P = _f(prefill_tokens) + 0.0 * one  # in the unit of S (the default 0 has none)
     M = pp if lay.microbatches is None else _f(lay.microbatches)
     ad = (ep > 1) if lay.attn_dp is None else (np.asarray(lay.attn_dp, dtype=bool) & (ep > 1))
     ab = _f(pr.act)
@@ -309,7 +352,6 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
     a = np.where(ad, tp, g)  # attention tensor-parallel group
     kvs = np.where(ideal, a, np.minimum(a, shape.kv_heads))
     slots = E + _f(lay.redundant_experts)
-    e_rank = slots / ep  # expert slots per EP rank
     crosses = pp * g > topo.domain_size
     up, out = topo.scale_up, topo.scale_out
     hop_a = np.where(crosses, out.latency_s, up.latency_s) if hop_latency_s is None else _f(hop_latency_s)
@@ -321,47 +363,117 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
     # context-shaped: FLOPs per token, KV per sequence
     ct = cache_terms(m, C, S, pr, kv_read_fraction)
     pf = cache_terms(m, np.maximum(prefill_context, one), one + 0.0 * C, pr)  # one chunk token
-    attn_tok, attn_pf = ct.flops_per_token + m.state_flops_per_token, pf.flops_per_token + m.state_flops_per_token
-    dense_ftok = shape.dense_flops_per_token
-    kv_tok = pf.written_per_token
-    kv_seq = ct.read_per_seq + S * ct.written_per_token + ct.written_per_seq  # read + written per sequence per pass
+    return Lowered(
+        shape=shape, layout=lay, precision=pr, ideal=ideal, tp=tp, ep=ep, pp=pp, dp=dp, microbatches=M, attn_dp=ad,
+        context=C, len_pass=S, group=g, chips=n, stage_share=f, attn_group=a, kv_split_heads=kvs, slots=slots,
+        slots_per_rank=slots / ep, hop_latency_s=hop_a, hop_s_per_token=hop_b, weight_bytes_per_chip=w_chip,
+        attn_flops_per_token=ct.flops_per_token + m.state_flops_per_token,
+        chunk_attn_flops_per_token=pf.flops_per_token + m.state_flops_per_token,
+        chunk_kv_bytes_per_token=pf.written_per_token,
+        kv_bytes_per_seq=ct.read_per_seq + S * ct.written_per_token + ct.written_per_seq,
+        cached_bytes_per_seq=ct.cached_per_seq, layout_code=_structure(shape, lay, tp, ep, pp, a, ideal),
+        decode=S <= one, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
 
-    # the grid: the busiest chip of a stage, per micro-batch
+
+def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_pass=1, *, precision: Precision,
+         prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None) -> Work:
+    """Lower a pass on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
+    lo = lower(shape, topo, layout, context, len_pass, precision=precision, prefill_context=prefill_context,
+               kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s)
+    return batched(lo, batch, prefill_tokens)
+
+
+def _plus(x, k, y):
+    """x + k·y; x itself where every k is 0 and y is finite (0·y adds 0, exactly): a step without prefill tokens
+    skips their grid-sized terms. (Quantities always take the sum: the dimensional tests check its units.)"""
+    if not hasattr(k, "units") and not np.any(k) and np.all(np.isfinite(y)):
+        return x
+    return x + k * y
+
+
+def batched(lo: Lowered, batch, prefill_tokens=0.0) -> Work:
+    """``work`` of a lowered pass at ``batch`` sequences (+ ``prefill_tokens`` interleaved prefill tokens): the
+    busiest chip of a stage, per micro-batch (module docstring). Terms that are exactly 0 or 1 on this layout and
+    model (no attention-DP, no KV batch split, no routed experts, no prefill) are not formed over the grid."""
+    shape, lay, pr = lo.shape, lo.layout, lo.precision
+    m = shape.coeffs
+    tp, ep, pp, dp, M, ad, f, a, g = lo.tp, lo.ep, lo.pp, lo.dp, lo.microbatches, lo.attn_dp, lo.stage_share, \
+        lo.attn_group, lo.group
+    B, S = _f(batch), lo.len_pass
+    P = _f(prefill_tokens) + 0.0 * _one(S)  # in the unit of S (the default 0 has none)
+    ab = _f(pr.act)
+    L, D, moe = _f(shape.num_layers), _f(shape.hidden_size), _f(m.moe_layers)
+    dense_ftok, attn_tok, attn_pf = shape.dense_flops_per_token, lo.attn_flops_per_token, \
+        lo.chunk_attn_flops_per_token
+
     b = np.ceil(B / (dp * M))
     p_mb = P / (dp * M)  # prefill tokens per micro-batch
-    ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)
-    b_a = np.ceil(b / ep_eff)  # sequences of the busiest attention replica
-    T, T_a = b * S + p_mb, b_a * S + p_mb / ep_eff
-    kv_split = np.where(np.asarray(lay.kv_batch, dtype=bool), np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))),
-                        kvs)
-    A, x_read = _expert_load(T, k, slots, e_rank, ep, moe)
-    decode = S <= one
-    structure = np.select([_structure(shape, lay, tp, ep, pp, a, ideal) != 0, B != np.round(B), B < dp * M,
-                           decode & (M < pp)], [_structure(shape, lay, tp, ep, pp, a, ideal), 6, 7, 8], 0)
+    per_rank = np.ceil(B / dp)  # sequences per DP replica, and per attention replica with attention-DP
+    if np.any(ad):
+        ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)
+        b_a, p_a = np.ceil(b / ep_eff), p_mb / ep_eff  # the busiest attention replica's sequences and prefill
+        per_rank = np.ceil(per_rank / np.where(ad, ep, 1.0))
+    else:  # ep_eff = 1: ceil(b/1) = b, p_mb/1 = p_mb
+        b_a, p_a = b, p_mb
+    T, T_a = b * S + p_mb, b_a * S + p_a
+    kvs, kv_batch = lo.kv_split_heads, np.asarray(lay.kv_batch, dtype=bool)
+    kv_split = np.where(kv_batch, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs) if np.any(kv_batch) \
+        else kvs
+    A, x_read, expert_flops, expert_rows, expert_bytes = _routed(lo, T)
+    structure = _first_code([lo.layout_code != 0, B != np.round(B), B < dp * M, lo.decode & (M < pp)],
+                            [lo.layout_code, 6, 7, 8])
     return Work(
-        n=n, batch=B, context=C, len_pass=S, micro_batch=b, pp=pp, stage_layers=f * L + 0.0 * b, microbatches=M,
-        decode=decode,
-        flops=B * S * (dense_ftok + attn_tok) + P * (dense_ftok + attn_pf)
+        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_layers=_like(f * L, b),
+        microbatches=M, decode=lo.decode,
+        flops=_plus(B * S * (dense_ftok + attn_tok), P, dense_ftok + attn_pf)
         + (B * S + P) * (m.matmul_flops_per_token - dense_ftok),
         attention_flops=B * S * attn_tok,
-        dense_flops=f * (b_a * S * dense_ftok + (p_mb / ep_eff) * (dense_ftok + attn_pf)) / a,
+        dense_flops=f * _plus(b_a * S * dense_ftok, p_a, dense_ftok + attn_pf) / a,
         dense_rows=T_a, attn_flops=f * b_a * S * attn_tok / a,
         attn_rows=S * shape.num_heads / np.maximum(_f(shape.kv_heads), a),
-        dense_w=_f(pr.dense_w) + 0.0 * _mag(T), expert_w=_f(pr.expert_w) + 0.0 * _mag(T),
-        kv_w=_f(pr.kv) + 0.0 * _mag(T), expert_flops=f * moe * A * efficiency.FLOPS_PER_WEIGHT * m.expert_params / tp,
-        expert_rows=np.where(x_read > 0, A / np.maximum(x_read, 1e-30), _one(A)), experts_read=x_read,
-        weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a
-        + f * moe * x_read * m.expert_params * pr.expert_w / tp,
-        kv_bytes=f * (b_a * kv_seq + (p_mb / ep_eff) * kv_tok) / kv_split,
+        dense_w=_like(_f(pr.dense_w), _mag(T)), expert_w=_like(_f(pr.expert_w), _mag(T)),
+        kv_w=_like(_f(pr.kv), _mag(T)), expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
+        weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a + expert_bytes,
+        kv_bytes=f * _plus(b_a * lo.kv_bytes_per_seq, p_a, lo.chunk_kv_bytes_per_token) / kv_split,
         act_bytes=T * (f * m.act_elems_per_token * ab / g),
-        ar_group=np.where(ideal, 1.0, a), ar_count=f * (L + np.where(shape.parallel_block, moe, L)),
-        ar_bytes=T_a * D * ab, q_count=np.where(np.asarray(lay.kv_batch, dtype=bool), f * L, 0.0),
+        ar_group=np.where(lo.ideal, 1.0, a), ar_count=f * (L + np.where(shape.parallel_block, moe, L)),
+        ar_bytes=T_a * D * ab, q_count=np.where(kv_batch, f * L, 0.0),
         q_bytes=T_a * 2.0 * shape.num_heads * shape.head_dim * ab / a,
-        ep_group=np.where(ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
-        ep_bytes=A * D * ab / tp, hop_s=hop_a + hop_b * T,
-        weight_bytes_per_chip=w_chip, kv_bytes_per_chip=f * np.ceil(np.ceil(B / dp) / np.where(ad, ep, 1.0))
-        * ct.cached_per_seq / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=ideal,
-        structure=structure, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
+        ep_group=np.where(lo.ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
+        ep_bytes=A * D * ab / tp, hop_s=lo.hop_latency_s + lo.hop_s_per_token * T,
+        weight_bytes_per_chip=lo.weight_bytes_per_chip, kv_bytes_per_chip=f * per_rank * lo.cached_bytes_per_seq
+        / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=lo.ideal,
+        structure=structure, rack_hop_ratio=lo.rack_hop_ratio)
+
+
+def _like(x, grid):
+    """x in the grid's shape (x + 0·grid), or x itself where the grid is finite (adding 0 changes no value)."""
+    if not hasattr(grid, "units") and np.all(np.isfinite(grid)):
+        return x
+    return x + 0.0 * grid
+
+
+def _first_code(conds, codes):
+    """np.select(conds, codes, 0) over the conditions' broadcast shape, the conditions that hold nowhere skipped."""
+    shape = np.broadcast_shapes(*(np.shape(c) for c in conds), *(np.shape(v) for v in codes))
+    live = [(c, v) for c, v in zip(conds, codes) if np.any(c)]
+    out = np.select([c for c, _ in live], [v for _, v in live], 0) if live else \
+        np.zeros((), dtype=np.result_type(*codes, 0))
+    return out if np.shape(out) == shape else np.broadcast_to(out, shape).copy()
+
+
+def _routed(lo: Lowered, T):
+    """(A, x, expert FLOPs, expert rows, expert bytes read) of the routed experts on the busiest EP rank at T tokens
+    per micro-batch (module docstring). A model without MoE layers has none: zeros (rows 1), not formed."""
+    m, pr, f, tp = lo.shape.coeffs, lo.precision, lo.stage_share, lo.tp
+    k, moe = _f(m.experts_per_tok), _f(m.moe_layers)
+    if not np.any(moe > 0) and not hasattr(T, "units"):
+        zero = np.zeros(np.shape(T))
+        return zero, zero, zero, np.ones(np.shape(T)), 0.0
+    A, x_read = _expert_load(T, k, lo.slots, lo.slots_per_rank, lo.ep, moe)
+    return (A, x_read, f * moe * A * efficiency.FLOPS_PER_WEIGHT * m.expert_params / tp,
+            np.where(x_read > 0, A / np.maximum(x_read, 1e-30), _one(A)),
+            f * moe * x_read * m.expert_params * pr.expert_w / tp)
 
 
 def experts_touched(tokens, num_experts, experts_per_tok):
@@ -398,20 +510,17 @@ def _comms_s(w: Work, topo: Topology):
     return tp, ep
 
 
-def _reason(structure, over_hbm):
-    """The layout's or batch's code where it has one, else FITS_REASON where the memory is over the HBM, else 0.
-    (Without any layout code — the common case — the second np.where over the grid is skipped: same values.)"""
+def _fit(structure, over_hbm):
+    """(reason, nan): the layout's or batch's code where it has one, else FITS_REASON where the memory is over the
+    HBM, else 0; and 0 where that is 0, NaN elsewhere (added to every time). Without any layout code — the common
+    case — both come from ``over_hbm`` alone: the same values, two grid-sized np.where fewer."""
     structure = np.asarray(structure)
     fits_code = over_hbm * FITS_REASON  # int64, as np.where(over_hbm, FITS_REASON, 0)
     shape = np.broadcast_shapes(structure.shape, fits_code.shape)
     if structure.dtype == fits_code.dtype and shape == fits_code.shape and not np.any(structure):
-        return fits_code
-    return np.where(structure != 0, structure, fits_code)
-
-
-def _nan_where(reason):
-    """0 where the point is valid and fits, NaN elsewhere: added to every time."""
-    return np.where(np.asarray(reason) == 0, _ZERO, _NAN)
+        return fits_code, np.where(over_hbm, _NAN, _ZERO)
+    reason = np.where(structure != 0, structure, fits_code)
+    return reason, np.where(reason == 0, _ZERO, _NAN)
 
 
 _ZERO, _NAN = np.zeros(()), np.full((), np.nan)  # 0-d operands: np.where's fast path for scalar branches
@@ -472,10 +581,9 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     tp_comm, ep_comm = _comms_s(w, _calibrated(topo, eff))
     mem_chip = w.weight_bytes_per_chip + w.kv_bytes_per_chip + w.act_bytes_per_chip
     hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
-    reason = _reason(w.structure, mem_chip > hbm)
-    nan = _nan_where(reason)
-    compute_s, memory_s, tp_comm, ep_comm = compute_s + nan, memory_s + nan, tp_comm + nan, ep_comm + nan
-    comms_s = tp_comm + ep_comm
+    reason, nan = _fit(w.structure, mem_chip > hbm)
+    compute_s, memory_s = compute_s + nan, memory_s + nan
+    comms_s = (tp_comm + ep_comm) + nan  # = (tp + nan) + (ep + nan): the masked parts are read lazily
     overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + nan
     top = np.maximum(compute_s, memory_s)
     overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
@@ -488,13 +596,12 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     others = ((2, comms_s), (3, overhead)) + (() if hop_total is None else ((4, hop_total / pp),))
     return PassTerms(
         chips=w.n, batch=w.batch, context=w.context, len_pass=w.len_pass, micro_batch=w.micro_batch, flops=w.flops,
-        attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s, tp_comm_s=tp_comm,
-        ep_comm_s=ep_comm, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hops=hops, step_s=period,
+        attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hops=hops, step_s=period,
         weight_bytes_per_chip=w.weight_bytes_per_chip, kv_bytes_per_chip=w.kv_bytes_per_chip,
         act_bytes_per_chip=w.act_bytes_per_chip, memory_per_chip_bytes=mem_chip, hbm_bytes=hbm,
         expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio,
         bound=_bound(compute_s, memory_s, top, others), reason=reason, nan=nan,
-        unmasked=(weights_read_s, kv_s, act_s, w.hop_s), flops_per_s=peaks.flops_per_s)
+        unmasked=(weights_read_s, kv_s, act_s, w.hop_s, tp_comm, ep_comm), flops_per_s=peaks.flops_per_s)
 
 
 def at(x, shape: tuple[int, ...], i: int) -> float:

@@ -95,22 +95,52 @@ def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
     return float(dep.layout.dp) * np.floor(tok / L)
 
 
+class StepTimer:
+    """Scheduler steps at one mean decode context and prefill context (module docstring: step_time): the contexts
+    lowered once (engine.lower) and batched per call, so the serving model's several steps per point — with and
+    without prefill, floor and ceil of a fractional batch — share the attention and KV terms of the context."""
+
+    def __init__(self, dep: Deployment, context, prefill_context=1.0):
+        self.dep, self.context, self.prefill_context = dep, context, prefill_context
+        self._lowered: list[tuple] = []  # (context, its engine.Lowered), the most recent last
+
+    def _lower(self, context) -> engine.Lowered:
+        """The lowering at ``context``: one of the last two again when the context is the same (the floor and the
+        ceil of a batch below 1 differ in context: 1 for a step without decodes)."""
+        for c, lo in self._lowered:
+            if np.shape(c) == np.shape(context) and np.array_equal(c, context):
+                return lo
+        lo = self.dep.lower(context, prefill_context=self.prefill_context)
+        self._lowered = [*self._lowered[-1:], (context, lo)]
+        return lo
+
+    def _run(self, k, prefill) -> engine.PassTerms:
+        """The pass at k decodes (k whole): fewer than the DP replicas run as one sequence per replica (the busiest
+        times it, the others idle); none as one 1-token sequence per replica (the engine needs B >= dp)."""
+        one = float(self.dep.layout.dp)
+        lo = self._lower(np.where(k >= 1.0, self.context, 1.0))
+        d = self.dep
+        return engine.times(engine.batched(lo, np.where(k >= 1.0, np.maximum(k, one), one), prefill), d.topo,
+                            d.peaks, d.eff)
+
+    def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
+        """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between
+        floor and ceil; ``terms``: also the PassTerms at the floor."""
+        n = np.maximum(np.asarray(n_dec, float), 0.0)
+        f, c = np.floor(n), np.ceil(n)
+        r_lo = self._run(f, prefill)
+        t_lo = np.asarray(r_lo.step_s)
+        if np.any(c != f):
+            t_hi = np.asarray(self._run(c, prefill).step_s)
+            t = t_lo + (n - f) * (t_hi - t_lo)
+        else:
+            t = t_lo
+        return (t, r_lo) if terms else t
+
+
 def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0, *, terms: bool = False):
     """Seconds of one scheduler step (module docstring); ``terms``: also the PassTerms at the floor batch."""
-    n = np.maximum(np.asarray(n_dec, float), 0.0)
-    f, c = np.floor(n), np.ceil(n)
-    kw = dict(prefill_tokens=prefill, prefill_context=prefill_context)
-    one = float(dep.layout.dp)  # 0 decodes: one 1-token sequence per DP replica (the engine needs B >= dp)
-    # fewer decodes than replicas: the busiest replica runs one sequence (the others idle), as at B = dp
-    r_lo = dep.run(np.where(f >= 1.0, np.maximum(f, one), one), np.where(f >= 1.0, context, 1.0), **kw)
-    t_lo = np.asarray(r_lo.step_s)
-    if np.any(c != f):
-        t_hi = np.asarray(dep.run(np.where(c >= 1.0, np.maximum(c, one), one), np.where(c >= 1.0, context, 1.0),
-                                  **kw).step_s)
-        t = t_lo + (n - f) * (t_hi - t_lo)
-    else:
-        t = t_lo
-    return (t, r_lo) if terms else t
+    return StepTimer(dep, context, prefill_context)(n_dec, prefill, terms=terms)
 
 
 def kv_sequence_bytes(dep: Deployment, tokens):

@@ -30,7 +30,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
-from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_tokens, step_budget, step_time
+from tokenomy.serving.scheduler import EngineProfile, StepTimer, kv_batch, kv_tokens, step_budget
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -214,8 +214,10 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv = kv_batch(dep, prof, isl, osl)
 
+    timer = StepTimer(dep, ctx, pctx)
+
     def step(n, P):
-        t, r = step_time(dep, n, ctx, P, pctx, terms=True)
+        t, r = timer(n, P, terms=True)
         return t, np.broadcast_to(r.bound, load.shape), np.broadcast_to(np.asarray(r.reason), load.shape)
 
     cap = np.minimum(b_kv, float(prof.max_batch))
