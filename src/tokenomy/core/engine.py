@@ -80,8 +80,8 @@ class Precision:
 @dataclass(frozen=True)
 class PassTerms:
     """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid.
-    The split of the memory term, the hop and the rates are derived on first read (``cached_property``): the sweep
-    and the serving model read a few of them, and each is a grid-sized array."""
+    The splits of the memory and comms terms, the hop and the rates are derived on first read (``cached_property``):
+    the sweep and the serving model read a few of them, and each is a grid-sized array."""
 
     chips: object
     batch: object
@@ -415,15 +415,17 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0) -> Work:
         per_rank = np.ceil(per_rank / np.where(ad, ep, 1.0))
     else:  # ep_eff = 1: ceil(b/1) = b, p_mb/1 = p_mb
         b_a, p_a = b, p_mb
-    T, T_a = b * S + p_mb, b_a * S + p_a
+    T = b * S + p_mb
+    T_a = T if b_a is b else b_a * S + p_a  # without attention-DP the attention replica is the stage's chip
+    pad = _zero_of(_mag(T))  # T's shape for the operand widths (efficiency.balance_rows)
     kvs, kv_batch = lo.kv_split_heads, np.asarray(lay.kv_batch, dtype=bool)
     kv_split = np.where(kv_batch, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs) if np.any(kv_batch) \
         else kvs
-    A, x_read, expert_flops, expert_rows, expert_bytes = _routed(lo, T)
+    A, x_read, expert_flops, expert_rows, expert_bytes, ep_bytes = _routed(lo, T)
     structure = _first_code([lo.layout_code != 0, B != np.round(B), B < dp * M, lo.decode & (M < pp)],
                             [lo.layout_code, 6, 7, 8])
     return Work(
-        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_layers=_like(f * L, b),
+        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_layers=f * L + _zero_of(b),
         microbatches=M, decode=lo.decode,
         flops=_plus(B * S * (dense_ftok + attn_tok), P, dense_ftok + attn_pf)
         + (B * S + P) * (m.matmul_flops_per_token - dense_ftok),
@@ -431,8 +433,8 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0) -> Work:
         dense_flops=f * _plus(b_a * S * dense_ftok, p_a, dense_ftok + attn_pf) / a,
         dense_rows=T_a, attn_flops=f * b_a * S * attn_tok / a,
         attn_rows=S * shape.num_heads / np.maximum(_f(shape.kv_heads), a),
-        dense_w=_like(_f(pr.dense_w), _mag(T)), expert_w=_like(_f(pr.expert_w), _mag(T)),
-        kv_w=_like(_f(pr.kv), _mag(T)), expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
+        dense_w=_f(pr.dense_w) + pad, expert_w=_f(pr.expert_w) + pad, kv_w=_f(pr.kv) + pad,
+        expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a + expert_bytes,
         kv_bytes=f * _plus(b_a * lo.kv_bytes_per_seq, p_a, lo.chunk_kv_bytes_per_token) / kv_split,
         act_bytes=T * (f * m.act_elems_per_token * ab / g),
@@ -440,17 +442,23 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0) -> Work:
         ar_bytes=T_a * D * ab, q_count=np.where(kv_batch, f * L, 0.0),
         q_bytes=T_a * 2.0 * shape.num_heads * shape.head_dim * ab / a,
         ep_group=np.where(lo.ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
-        ep_bytes=A * D * ab / tp, hop_s=lo.hop_latency_s + lo.hop_s_per_token * T,
+        ep_bytes=ep_bytes, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
         weight_bytes_per_chip=lo.weight_bytes_per_chip, kv_bytes_per_chip=f * per_rank * lo.cached_bytes_per_seq
         / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=lo.ideal,
         structure=structure, rack_hop_ratio=lo.rack_hop_ratio)
 
 
-def _like(x, grid):
-    """x in the grid's shape (x + 0·grid), or x itself where the grid is finite (adding 0 changes no value)."""
-    if not hasattr(grid, "units") and np.all(np.isfinite(grid)):
-        return x
-    return x + 0.0 * grid
+def _affine(a, b, x, zero_x):
+    """a + b·x; where a and b are 0 and x finite (``zero_x`` the plain 0 of _zero_of), zeros of that shape."""
+    if isinstance(zero_x, float) and not np.any(a) and not np.any(b) and not hasattr(b, "units"):
+        return np.zeros(np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(x)))
+    return a + b * x
+
+
+def _zero_of(grid):
+    """0·grid (zeros in a bare grid's shape), or a plain 0 where the grid is finite: adding either to a number
+    gives the same value, the plain 0 without a grid-sized array."""
+    return 0.0 if np.all(np.isfinite(grid)) else 0.0 * grid
 
 
 def _first_code(conds, codes):
@@ -463,17 +471,19 @@ def _first_code(conds, codes):
 
 
 def _routed(lo: Lowered, T):
-    """(A, x, expert FLOPs, expert rows, expert bytes read) of the routed experts on the busiest EP rank at T tokens
-    per micro-batch (module docstring). A model without MoE layers has none: zeros (rows 1), not formed."""
+    """(A, x, expert FLOPs, expert rows, expert bytes read, EP all-to-all bytes) of the routed experts on the busiest
+    EP rank at T tokens per micro-batch (module docstring). A model without MoE layers has none: zeros (rows 1),
+    not formed."""
     m, pr, f, tp = lo.shape.coeffs, lo.precision, lo.stage_share, lo.tp
     k, moe = _f(m.experts_per_tok), _f(m.moe_layers)
+    D, ab = _f(lo.shape.hidden_size), _f(pr.act)
     if not np.any(moe > 0) and not hasattr(T, "units"):
         zero = np.zeros(np.shape(T))
-        return zero, zero, zero, np.ones(np.shape(T)), 0.0
+        return zero, zero, zero, np.ones(np.shape(T)), 0.0, zero
     A, x_read = _expert_load(T, k, lo.slots, lo.slots_per_rank, lo.ep, moe)
     return (A, x_read, f * moe * A * efficiency.FLOPS_PER_WEIGHT * m.expert_params / tp,
             np.where(x_read > 0, A / np.maximum(x_read, 1e-30), _one(A)),
-            f * moe * x_read * m.expert_params * pr.expert_w / tp)
+            f * moe * x_read * m.expert_params * pr.expert_w / tp, A * D * ab / tp)
 
 
 def experts_touched(tokens, num_experts, experts_per_tok):
@@ -498,16 +508,21 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     def share(rows, operand_bytes):
         balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes)
         return eff.gemm_fraction(np.maximum(rows, balance))
-    return (w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w)
-            + w.expert_flops / share(w.expert_rows, w.expert_w)) / peaks.flops_per_s
+    flops_s = w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w)
+    if hasattr(w.expert_flops, "units") or np.any(w.expert_flops):  # a dense model's 0/η adds nothing
+        flops_s = flops_s + w.expert_flops / share(w.expert_rows, w.expert_w)
+    return flops_s / peaks.flops_per_s
 
 
 def _comms_s(w: Work, topo: Topology):
     """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls."""
     tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group)(w.ar_bytes)
-    tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
-    ep = np.where(w.ep_count > 0, w.ep_count * col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes), 0.0)
-    return tp, ep
+    if np.any(w.q_count > 0):
+        tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
+    if not np.any(w.ep_count > 0) and not hasattr(tp, "units"):  # no dispatch and combine (no attention-DP with
+        return tp, 0.0  # EP): 0, not formed (quantities take the masked sum: its unit is checked, tests/dims)
+    return tp, np.where(w.ep_count > 0, w.ep_count * col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes),
+                        0.0)
 
 
 def _fit(structure, over_hbm):

@@ -10,9 +10,10 @@
                     engines size the cache from cudaMemGetInfo, not from the datasheet
                     (activations: the engine's peak at a full token budget; KV per token from the engine at ISL+OSL)
     step_time       one mixed step: n decodes at mean context c plus P prefill tokens at mean context c_p, timed by
-                    Deployment.run; a fractional n (a steady-state mean) interpolates between floor and ceil, and
-                    n = 0 (a prefill-only step) is timed as one one-token sequence beside the chunk (the engine
-                    needs a batch >= 1)
+                    the engine as Deployment.run times it; a fractional n (a steady-state mean) interpolates between
+                    floor and ceil, and n = 0 (a prefill-only step) is timed as one one-token sequence beside the
+                    chunk (the engine needs a batch >= 1). StepTimer: the same for many steps at one context,
+                    lowered once (engine.lower) and batched per step (engine.batched)
     kv_sequence_bytes  KV one sequence caches at ``tokens`` (engine.cache_terms: KV + index keys + linear state)
     scheduler_ranks    the engine schedulers a layout runs: dp·ep under attention-DP (each attention rank batches
                     its own sequences, SGLang/TensorRT-LLM wide EP), else dp
@@ -90,9 +91,14 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
 
 def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
     """B_kv: sequences of ISL + OSL tokens (rounded up to KV blocks) whose cache fits, over all DP replicas."""
+    return kv_capacity(dep, prof, isl, osl)[0]
+
+
+def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl):
+    """(B_kv, the KV capacity per DP replica in tokens from kv_tokens) at ISL + OSL rounded up to KV blocks."""
     L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
     tok, _, _ = kv_tokens(dep, prof, L)
-    return float(dep.layout.dp) * np.floor(tok / L)
+    return float(dep.layout.dp) * np.floor(tok / L), tok
 
 
 class StepTimer:
@@ -102,26 +108,26 @@ class StepTimer:
 
     def __init__(self, dep: Deployment, context, prefill_context=1.0):
         self.dep, self.context, self.prefill_context = dep, context, prefill_context
-        self._lowered: list[tuple] = []  # (context, its engine.Lowered), the most recent last
+        self._lowered: list[tuple] = []  # (where decodes run, the lowering), the most recent last
 
-    def _lower(self, context) -> engine.Lowered:
-        """The lowering at ``context``: one of the last two again when the context is the same (the floor and the
-        ceil of a batch below 1 differ in context: 1 for a step without decodes)."""
-        for c, lo in self._lowered:
-            if np.shape(c) == np.shape(context) and np.array_equal(c, context):
+    def _lower(self, busy) -> engine.Lowered:
+        """The lowering at the context where ``busy`` (some decodes), at 1 elsewhere; one of the last two again for
+        the same mask (the floor and the ceil of a batch below 1 differ: 0 and 1 decodes)."""
+        for mask, lo in self._lowered:
+            if np.shape(mask) == np.shape(busy) and np.array_equal(mask, busy):
                 return lo
-        lo = self.dep.lower(context, prefill_context=self.prefill_context)
-        self._lowered = [*self._lowered[-1:], (context, lo)]
+        lo = self.dep.lower(np.where(busy, self.context, 1.0), prefill_context=self.prefill_context)
+        self._lowered = [*self._lowered[-1:], (busy, lo)]
         return lo
 
     def _run(self, k, prefill) -> engine.PassTerms:
         """The pass at k decodes (k whole): fewer than the DP replicas run as one sequence per replica (the busiest
         times it, the others idle); none as one 1-token sequence per replica (the engine needs B >= dp)."""
         one = float(self.dep.layout.dp)
-        lo = self._lower(np.where(k >= 1.0, self.context, 1.0))
+        busy = k >= 1.0
+        batch = k if np.all(k >= one) else np.where(busy, np.maximum(k, one), one)  # max(k, one) = k where k >= one
         d = self.dep
-        return engine.times(engine.batched(lo, np.where(k >= 1.0, np.maximum(k, one), one), prefill), d.topo,
-                            d.peaks, d.eff)
+        return engine.times(engine.batched(self._lower(busy), batch, prefill), d.topo, d.peaks, d.eff)
 
     def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
         """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between
