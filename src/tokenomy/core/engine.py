@@ -77,6 +77,11 @@ class Precision:
     state: object = 2.0  # linear / SSM state
 
 
+def _masked(i: int) -> cached_property:
+    """A PassTerms time read on first use: part ``i`` of its ``unmasked`` seconds plus its NaN mask."""
+    return cached_property(lambda terms: terms.unmasked[i] + terms.nan)
+
+
 @dataclass(frozen=True)
 class PassTerms:
     """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid.
@@ -111,29 +116,12 @@ class PassTerms:
     unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop, TP, EP) seconds
     flops_per_s: object = field(repr=False, default=None)  # the chip's peak, for the MFU
 
-    @cached_property
-    def weights_read_s(self):  # the memory term split by what is read
-        return self.unmasked[0] + self.nan
-
-    @cached_property
-    def kv_s(self):
-        return self.unmasked[1] + self.nan
-
-    @cached_property
-    def act_s(self):
-        return self.unmasked[2] + self.nan
-
-    @cached_property
-    def hop_s(self):  # one pipeline hop
-        return self.unmasked[3] + self.nan
-
-    @cached_property
-    def tp_comm_s(self):
-        return self.unmasked[4] + self.nan
-
-    @cached_property
-    def ep_comm_s(self):
-        return self.unmasked[5] + self.nan
+    weights_read_s = _masked(0)  # the memory term split by what is read
+    kv_s = _masked(1)
+    act_s = _masked(2)
+    hop_s = _masked(3)  # one pipeline hop
+    tp_comm_s = _masked(4)  # the comms term split by what it carries
+    ep_comm_s = _masked(5)
 
     @cached_property
     def tokens_per_s(self):

@@ -34,8 +34,8 @@ from tokenomy.serving.scheduler import EngineProfile, StepTimer, kv_capacity, st
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
-PIECE_POINTS = 1 << 16  # closed-loop points per pass: its point-sized arrays stay in cache (2^15-2^16 measured fastest
-# of 2^13..2^20 on 100k points, +12% over one pass; benchmarks/serve.py)
+PIECE_POINTS = 1 << 14  # closed-loop points per pass: its arrays (3 prefill loads x points) stay in cache (2^14
+# measured fastest of 5,000..2^20 on 100k points: +40% over one pass; benchmarks/serve.py)
 
 
 @dataclass(frozen=True)
@@ -97,28 +97,37 @@ class Solved:
     reason: np.ndarray
 
 
-def _decode_s(step, B, n, P, chunks, life, budget):
-    """(mean seconds per decode step, a step without prefill, bound and reason of a step with it): a request holds
-    its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share f = min(1, B·chunks/life) of the
-    steps carry prefill — P/f tokens each — and the rest none: TPOT = f·t(n, P/f) + (1 − f)·t(n, 0). (A mean step
-    t(n, P) would overstate it where t is concave in P, as a one-shot all-reduce that gives way to a two-shot
-    makes it; the simulator sees the mix.)"""
+def _steps(step, n, loads):
+    """[step(n, P) for P in loads]: one call where the step function offers ``many`` (the engine's does: the
+    decodes' terms formed once for every load), else one call each (validation's)."""
+    many = getattr(step, "many", None)
+    return many(n, loads) if many is not None else [step(n, P) for P in loads]
+
+
+def _step_times(step, B, n, P, chunks, life, I, budget, prefill: bool = True):
+    """(TPOT, a step without prefill, bound and reason of a step with it, seconds from a request's first prefill
+    chunk to its first token, the step of its last chunk): the steps of a point, all at its n decodes.
+    TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
+    f = min(1, B·chunks/life) of the steps carry prefill — P/f tokens each — and the rest none:
+    TPOT = f·t(n, P/f) + (1 − f)·t(n, 0). (A mean step t(n, P) would overstate it where t is concave in P, as a
+    one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
+    Prefill (``prefill``; else 0 and 0): c − 1 full chunks (the room N − n the decodes leave), then the last
+    r = I − (c − 1)(N − n) tokens beside the other requests' mean prefill P·(B − 1)/B (a lone client shares its
+    step with no one)."""
     f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
-    heavy, bound, reason = step(n, np.minimum(P / f, np.maximum(budget - n, 0.0)))
-    plain = step(n, np.zeros_like(P))[0]
-    return f * heavy + (1.0 - f) * plain, plain, bound, reason
-
-
-def _prefill_s(step, B, n, P, chunks, I, budget):
-    """(seconds from a request's first prefill chunk to its first token, the step of its last chunk): c − 1 full
-    chunks (the room N − n the decodes leave), then the last r = I − (c − 1)(N − n) tokens beside the other
-    requests' mean prefill P·(B − 1)/B (a lone client shares its step with no one)."""
-    room = np.maximum(budget - n, 1.0)
-    r = I - (chunks - 1.0) * room
-    others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)
-    t_last = step(n, np.minimum(r + others, room))[0]
-    t_full = step(n, room)[0] if np.any(chunks > 1) else 0.0
-    return (chunks - 1.0) * t_full + t_last, t_last
+    loads = [np.minimum(P / f, np.maximum(budget - n, 0.0)), np.zeros_like(P)]
+    if prefill:
+        room = np.maximum(budget - n, 1.0)
+        r = I - (chunks - 1.0) * room
+        others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)
+        loads += [np.minimum(r + others, room)] + ([room] if np.any(chunks > 1) else [])
+    out = _steps(step, n, loads)
+    (heavy, bound, reason), plain = out[0], out[1][0]
+    tpot = f * heavy + (1.0 - f) * plain
+    if not prefill:
+        return tpot, plain, bound, reason, 0.0, 0.0
+    t_full = out[3][0] if len(out) > 3 else 0.0
+    return tpot, plain, bound, reason, (chunks - 1.0) * t_full + out[2][0], out[2][0]
 
 
 def _littles_law(step, load, cap, osl, I, budget):
@@ -130,8 +139,8 @@ def _littles_law(step, load, cap, osl, I, budget):
     (g >= N) and above (g < N) the root, bisected when the secant leaves it."""
     def g(N):
         chunks, life, n, P = _mean_step(N, osl, I, budget)
-        t = _decode_s(step, N, n, P, chunks, life, budget)[0]
-        lifetime = t / 2.0 + _prefill_s(step, N, n, P, chunks, I, budget)[0] + (osl - 1.0) * t
+        t, _, _, _, pf, _ = _step_times(step, N, n, P, chunks, life, I, budget)
+        lifetime = t / 2.0 + pf + (osl - 1.0) * t
         return np.minimum(np.maximum(load * lifetime, 1.0), cap)
 
     lo = np.minimum(np.ones_like(load), cap)
@@ -170,7 +179,8 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
     together = closed and arrivals == "together"
     if together:  # C prompts at once: prefill-only steps, then C decodes per step
         n, P = B, np.zeros_like(B)
-    tpot, t_plain, bound, reason = _decode_s(step, B, n, P, chunks, life, budget)
+    tpot, t_plain, bound, reason, pf, t_chunk = _step_times(step, B, n, P, chunks, life, I, budget,
+                                                             prefill=not together)
     if together:
         t_chunk = step(np.zeros_like(B), np.minimum(B * I, budget))[0]
         steps_all = np.ceil(B * I / budget)
@@ -179,7 +189,6 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
         ttft0, p50, p99 = mean_idx * t_chunk, idx(0.5) * t_chunk, idx(0.99) * t_chunk
         chunks = steps_all
     else:
-        pf, t_chunk = _prefill_s(step, B, n, P, chunks, I, budget)
         wait = 0.0 if closed else tpot / 2.0
         ttft0 = wait + pf
         p50 = p99 = ttft0
@@ -197,6 +206,24 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
     share = np.clip(np.where(together, chunks * t_chunk / lifetime, (tpot - t_plain) / tpot), 0.0, 1.0)
     return Solved(B, n, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
                   X, share, bound, reason)
+
+
+class _EngineStep:
+    """solve's step(n, P) -> (seconds, bound, reason) over the points on the engine (scheduler.StepTimer), and
+    ``many``: the step at several prefill loads beside the same decodes in one engine call, the loads stacked on a
+    leading axis, so what depends on the batch alone is formed once (elementwise: the same numbers)."""
+
+    def __init__(self, timer: StepTimer, shape: tuple[int, ...]):
+        self.timer, self.shape = timer, shape
+
+    def __call__(self, n, P):
+        return self.many(n, [P])[0]
+
+    def many(self, n, loads):
+        P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads)))
+        t, r = self.timer(n, P, terms=True)
+        t, bound, reason = (np.broadcast_to(x, (len(loads), *self.shape)) for x in (t, r.bound, r.reason))
+        return [(t[i], bound[i], reason[i]) for i in range(len(loads))]
 
 
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
@@ -241,12 +268,7 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
 
-    timer = StepTimer(dep, ctx, pctx)
-
-    def step(n, P):
-        t, r = timer(n, P, terms=True)
-        return t, np.broadcast_to(r.bound, load.shape), np.broadcast_to(np.asarray(r.reason), load.shape)
-
+    step = _EngineStep(StepTimer(dep, ctx, pctx), load.shape)
     cap = np.minimum(b_kv, float(prof.max_batch))
     s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=step_budget(prof, I, cap),
               closed=closed, arrivals=arrivals,
