@@ -19,7 +19,7 @@ import numpy as np
 
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile
-from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label, blocks
+from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
@@ -207,22 +207,6 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     return {k: v.reshape(shape) for k, v in out.items()}
 
 
-PIECE_POINTS = 1 << 16  # points per engine call on a chunk of explicit-layout passes: its grid-sized temporaries
-# (some 40 arrays of 8 bytes a point) then stay in a core's L2 cache; measured fastest of 2^12..2^18 (benchmarks/sweep.py)
-
-
-def _pieces(spec: Spec, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
-    """The parts of a chunk's array axes evaluated one engine call each (elementwise: the same numbers)."""
-    if spec.grid.serving or spec.plan:
-        return [tuple(slice(0, n) for n in shape)]
-    return blocks(shape, PIECE_POINTS)
-
-
-def _part(x: np.ndarray, piece: tuple[slice, ...]) -> np.ndarray:
-    """An array axis value (size 1 on every axis but its own) cut to ``piece``."""
-    return x[tuple(s if n > 1 else slice(None) for s, n in zip(piece, x.shape))]
-
-
 def evaluate_block(spec: Spec, block: tuple[slice, ...]) -> dict[str, np.ndarray]:
     """The variables over one chunk (``block``: one slice per axis of ``spec.grid``), each of the block's shape."""
     g = spec.grid
@@ -237,17 +221,13 @@ def evaluate_block(spec: Spec, block: tuple[slice, ...]) -> dict[str, np.ndarray
     loop_shape = tuple(s.stop - s.start for s in block[:nloop])
     group = _serve_group if g.serving else _pass_group
     out: dict[str, np.ndarray] = {}
-    pieces = _pieces(spec, sub)
     for idx in np.ndindex(*loop_shape):
         point = {g.names[i]: g.values[i][block[i].start + idx[i]] for i in range(nloop)}
-        for piece in pieces:
-            part = {n: _part(a, piece) for n, a in arrays.items()} if len(pieces) > 1 else arrays
-            shape = tuple(s.stop - s.start for s in piece)
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                vals = group(spec, point, part, shape)
-            vals["bound"] = np.where(vals["reason"] == 0, vals["bound"], -1)  # only where the point is valid
-            for k, v in vals.items():
-                if k not in out:
-                    out[k] = np.empty(loop_shape + sub, dtype=np.int8 if k in CODES else float)
-                out[k][idx + piece] = np.broadcast_to(v, shape)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            vals = group(spec, point, arrays, sub)
+        for k, v in vals.items():
+            if k not in out:
+                out[k] = np.empty(loop_shape + sub, dtype=np.int8 if k in CODES else float)
+            out[k][idx] = np.broadcast_to(v, sub)
+    out["bound"] = np.where(out["reason"] == 0, out["bound"], -1).astype(np.int8)  # only where the point is valid
     return out if spec.keep is None else {k: v for k, v in out.items() if k in spec.keep or k == "reason"}
