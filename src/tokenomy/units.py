@@ -26,6 +26,14 @@ DTYPE_BYTES: dict[str, float] = {
     "nvfp4": 0.5625,  # NVFP4: e2m1 values with one e4m3 scale per 16 elements: (16*4 + 8)/16/8 (NVIDIA ModelOpt)
 }
 
+
+
+def is_narrow(compute_dtype: str) -> bool:
+    """A tensor-core dtype of 8 bits or fewer (fp8, int8, fp6, fp4): its GEMMs reach a different share of its peak
+    than 16-bit ones (core.efficiency.Efficiency.at_compute)."""
+    return DTYPE_BYTES[compute_dtype] <= 1.0
+
+
 # The tensor-core dtypes a weight dtype can multiply in. A chip runs the fastest of them that it has: fp8 weights on
 # an A100 (no fp8 units) run bf16 math at 312 TF, never its int8 624 TOPS (int8 units cannot do fp8 arithmetic);
 # int8 weights on a B300 (int8 cut to ~0.15 PF) run fp8 or bf16. fp4/int4 weights dequantize to a wider dtype

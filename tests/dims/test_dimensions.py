@@ -95,12 +95,12 @@ def _topology(name):
     return dataclasses.replace(t, scale_up=level(t.scale_up), scale_out=level(t.scale_out))
 
 
-def _consistent_balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes):
+def _consistent_balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes, kv=False):
     """The balance rows in a consistent form (module docstring): 2 FLOPs per operand element (weight or KV
     element) per row."""
     per_element = Q(2.0, "flop/token") * (operand_bytes / Q(1.0, "byte_")).units
-    return (peak_flops_per_s * self.flops_fraction * operand_bytes
-            / (per_element * hbm_bytes_per_s * self.hbm_fraction))
+    eta = self.kv_fraction if kv else self.hbm_fraction
+    return (peak_flops_per_s * self.flops_fraction * operand_bytes / (per_element * hbm_bytes_per_s * eta))
 
 
 def _with_units(monkeypatch):

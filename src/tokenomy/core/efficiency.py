@@ -1,11 +1,15 @@
 """Efficiency sets: the named gap terms between a roofline and a real system, as the engine consumes them.
 
     achievable FLOP/s of a GEMM with M rows = peak · η_max · M'/(M' + M_½),  M' = max(M, M_bal)
+        η_max for 16-bit GEMMs; ρ·η_max where the compute dtype has 8 bits or fewer (``at_compute``)
         M_bal = peak·η_max·w / (2·bw·η_hbm): the rows at which a GEMM streaming w bytes per operand element spends
         as long computing as reading. Below it the GEMM is memory-bound and its time is the read (the memory term),
         so the tensor cores' small-M inefficiency (M_½) does not add a second, weight-proportional time to compute
         (the engine passes M' = max(M, M_bal)); M_½ = 0 gives a constant fraction
-    achievable HBM bytes/s                  = bw · η_hbm
+    achievable HBM bytes/s                  = bw · η_hbm for weights and activations (streamed: η_hbm is the chip's
+                                              measured streaming share, catalog/efficiency/streaming.toml, not fitted)
+                                            = bw · η_kv for KV-cache reads and writes (paged attention gathers
+                                              blocks of a few KB per sequence and head: η_kv < η_hbm; None = η_hbm)
     collectives                             = alpha-beta per topology level, alpha = α_AR when the set gives one,
                                               beta over link_bw · η_link   (core/collectives.py)
     per-step overhead                       = o_step (scheduling, sampling, host work between steps)
@@ -38,8 +42,10 @@ def magnitude(x):
 class Efficiency:
     """Achievable fractions of peak, collective terms and fixed overheads. Defaults: the pure roofline."""
 
-    flops_fraction: object = 1.0  # η_max: the share of peak FLOP/s large GEMMs reach
-    hbm_fraction: object = 1.0  # η_hbm
+    flops_fraction: object = 1.0  # η_max: the share of peak FLOP/s large 16-bit GEMMs reach
+    narrow_flops_ratio: object = 1.0  # ρ: the share of η_max GEMMs in 8 bits or fewer reach (fp8, int8, fp4)
+    hbm_fraction: object = 1.0  # η_hbm: streamed weights and activations
+    kv_hbm_fraction: object = None  # η_kv: KV-cache reads and writes (paged attention); None = η_hbm
     overhead_s: object = 0.0  # per step (per pipeline stage and micro-batch)
     layer_overhead_s: object = 0.0  # per layer of a stage, per step
     overlap_loss: object = 0.0  # φ: share of the smaller of compute and memory not hidden under the larger
@@ -53,10 +59,14 @@ class Efficiency:
     fitted_on_cases: int = 0
 
     def __post_init__(self) -> None:
-        for field in ("flops_fraction", "hbm_fraction", "hbm_usable_fraction", "link_fraction"):
+        for field in ("flops_fraction", "narrow_flops_ratio", "hbm_fraction", "hbm_usable_fraction", "link_fraction"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
+        if self.kv_hbm_fraction is not None:
+            v = np.asarray(magnitude(self.kv_hbm_fraction), dtype=float)
+            if not np.all((v > 0) & (v <= 1)):
+                raise ValueError(f"kv_hbm_fraction: must be in (0, 1], got {self.kv_hbm_fraction}")
         v = magnitude(self.overlap_loss)
         if not np.all((v >= 0) & (v <= 1)):
             raise ValueError(f"overlap_loss: must be in [0, 1], got {self.overlap_loss}")
@@ -74,10 +84,26 @@ class Efficiency:
         m = np.maximum(rows, 1e-30 * getattr(rows, "units", 1.0))
         return self.flops_fraction * m / (m + self.gemm_half_tokens)
 
-    def balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes):
-        """M_bal = peak·η_max·w / (2·bw·η_hbm): GEMM rows below which streaming the operand (w bytes per element,
-        2 FLOPs per element per row) takes longer than computing: 2·M·N·K / (peak·η) = N·K·w / (bw·η_hbm)."""
-        return peak_flops_per_s * self.flops_fraction * operand_bytes / (2.0 * hbm_bytes_per_s * self.hbm_fraction)
+    def at_compute(self, narrow) -> "Efficiency":
+        """The set as GEMMs at the pass's compute dtype see it: η_max·ρ where ``narrow`` (8 bits or fewer: an FP8
+        GEMM on H100 runs at ~2x BF16's peak but reaches a smaller share of it; catalog/efficiency fits ρ on the
+        chips' FP8/FP4 cases beside their BF16/FP16 ones), η_max itself elsewhere."""
+        if np.all(np.asarray(narrow) == 0) or np.all(np.asarray(magnitude(self.narrow_flops_ratio)) == 1.0):
+            return self
+        return replace(self, flops_fraction=np.where(narrow, self.flops_fraction * self.narrow_flops_ratio,
+                                                     self.flops_fraction))
+
+    @property
+    def kv_fraction(self):
+        """η_kv, or η_hbm where the set has no separate KV share."""
+        return self.hbm_fraction if self.kv_hbm_fraction is None else self.kv_hbm_fraction
+
+    def balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_bytes, kv: bool = False):
+        """M_bal = peak·η_max·w / (2·bw·η): GEMM rows below which streaming the operand (w bytes per element,
+        2 FLOPs per element per row) takes longer than computing: 2·M·N·K / (peak·η_max) = N·K·w / (bw·η), with
+        η = η_kv for attention over the KV cache (``kv``), else η_hbm."""
+        eta = self.kv_fraction if kv else self.hbm_fraction
+        return peak_flops_per_s * self.flops_fraction * operand_bytes / (2.0 * hbm_bytes_per_s * eta)
 
     def with_(self, **kw) -> "Efficiency":
         return replace(self, **kw)

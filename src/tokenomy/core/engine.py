@@ -10,7 +10,7 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
                F_dense = f·T_a·2·N_dense/a,  F_attn = f·b_a·S·attention(C)/a,  F_expert = f·L_moe·A·2·N_expert/tp
                (a GEMM's rows: tokens for weight GEMMs; per sequence the S new tokens of the H/max(K, a) query
                heads that share one KV head for attention — 128/a for MLA's one latent; per expert A/x)
-    memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + f·b_a·KV(C)/kv_split + acts] / (bw·η_hbm)
+    memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + acts] / (bw·η_hbm) + f·b_a·KV(C)/kv_split / (bw·η_kv)
     TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)      (+ batch-sharded KV all-to-all)      (core/collectives.py)
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·2/tp bytes)      (dispatch + combine, with attention-DP)
     stage    = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm + overhead,
@@ -63,6 +63,7 @@ class Peaks:
     flops_per_s: object  # at the compute dtype
     hbm_bytes_per_s: object
     hbm_bytes: object
+    narrow: object = False  # the compute dtype is 8 bits or fewer: GEMMs reach ρ·η_max (efficiency.py)
 
 
 @dataclass(frozen=True)
@@ -492,11 +493,14 @@ def _expert_load(T, k, slots, e_rank, ep, moe):
 
 def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     """[F_dense / η(M_dense) + F_attn / η(M_attn) + F_expert / η(M_expert)] / peak, each GEMM at rows no fewer than
-    its balance rows: below them it is memory-bound and its time is the read, counted in memory_s (efficiency.py)."""
-    def share(rows, operand_bytes):
-        balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes)
+    its balance rows: below them it is memory-bound and its time is the read, counted in memory_s (efficiency.py).
+    η_max is the set's 16-bit share, times ρ where the compute dtype is narrow (``Efficiency.at_compute``)."""
+    eff = eff.at_compute(peaks.narrow)
+
+    def share(rows, operand_bytes, kv=False):
+        balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes, kv)
         return eff.gemm_fraction(np.maximum(rows, balance))
-    flops_s = w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w)
+    flops_s = w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w, True)
     if hasattr(w.expert_flops, "units") or np.any(w.expert_flops):  # a dense model's 0/η adds nothing
         flops_s = flops_s + w.expert_flops / share(w.expert_rows, w.expert_w)
     return flops_s / peaks.flops_per_s
@@ -578,8 +582,9 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit (module
     docstring). Every time gets ``nan`` (0, or NaN where the point is invalid or does not fit) added once."""
     compute_s = _compute_s(w, peaks, eff)
-    bw = peaks.hbm_bytes_per_s * eff.hbm_fraction
-    weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / bw, w.act_bytes / bw
+    bw = peaks.hbm_bytes_per_s * eff.hbm_fraction  # streamed weights and activations
+    kv_bw = bw if eff.kv_hbm_fraction is None else peaks.hbm_bytes_per_s * eff.kv_hbm_fraction  # paged KV gathers
+    weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / kv_bw, w.act_bytes / bw
     memory_s = weights_read_s + kv_s + act_s
     tp_comm, ep_comm = _comms_s(w, _calibrated(topo, eff))
     mem_chip = w.weight_bytes_per_chip + w.kv_bytes_per_chip + w.act_bytes_per_chip

@@ -72,6 +72,28 @@ def step_budget(prof: EngineProfile, isl, running=0.0):
     return np.maximum(base, np.asarray(isl, float) + np.asarray(running, float))
 
 
+BUDGET_ITERATIONS = 8  # chunk counts are integers: the batch settles in a few
+
+
+def budget_batch(cap, osl, prefill, budget):
+    """The most running sequences a token budget N sustains. Each request asks for I prefill and OSL − 1 decode
+    tokens from steps that carry at most N, over the life = chunks + OSL − 1 steps it holds a slot, so
+    B·(I + OSL − 1)/life <= N. Without the limit a prefill-heavy workload (2048 in / 128 out) would claim the
+    KV cache's whole batch while each step prefilled only N − B tokens, and throughput would grow with TP past
+    the compute bound. chunks = ceil(I/(N − B)) grows with B, so iterating B <- min(cap, N·life(B)/(I + OSL − 1))
+    from the cap falls monotonically to the largest B that fits."""
+    cap = np.asarray(cap, float)
+    I, osl, N = (np.asarray(x, float) for x in (prefill, osl, budget))
+    B = cap
+    for _ in range(BUDGET_ITERATIONS):
+        life = np.ceil(I / np.maximum(N - B, 1.0)) + osl - 1.0
+        nxt = np.minimum(cap, np.maximum(N * life / np.maximum(I + osl - 1.0, 1.0), 1.0))
+        if np.array_equal(nxt, B):  # settled (at once where the budget does not bind)
+            break
+        B = nxt
+    return B
+
+
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
     L_all = np.maximum(np.asarray(seq_tokens, float), 1.0)

@@ -30,7 +30,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
-from tokenomy.serving.scheduler import EngineProfile, StepTimer, kv_capacity, step_budget
+from tokenomy.serving.scheduler import EngineProfile, StepTimer, budget_batch, kv_capacity, step_budget
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -171,6 +171,7 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
     max_batch), ``request_overhead_s`` = o_req (tokenisation, HTTP and detokenisation around the engine) added to
     TTFT."""
     I, budget = prefill, np.asarray(budget, float)
+    cap = budget_batch(cap, osl, I, budget)  # the token budget, too, caps the running batch
     if closed:
         B = np.minimum(load, cap)
     else:

@@ -3,7 +3,8 @@
 Serving terms: minimise Σ w·softL1(log(pred/measured)) over the chip's training cases (each metric weighted
 equally), plus a ridge pulling every term toward the pooled fit (all chips' training cases), so chips with few
 cases borrow strength instead of over-fitting. Nelder–Mead in an unconstrained space (logit for fractions, log
-for positive terms). Training terms: the median log-ratio of roofline to measured step time per chip (dense),
+for positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
+measured streaming share) are held at their cited values. Training terms: the median log-ratio of roofline to measured step time per chip (dense),
 and one pooled factor for MoE.
 """
 
@@ -14,16 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.validation import anchors
 from tokenomy.validation.load import Case, split_rule
-from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, predict_training
+from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, predict_training, term
 from tokenomy.validation.prepare import Serving, Training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
-                        layer_overhead_s=5e-6, overlap_loss=0.3,
+                        layer_overhead_s=5e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,
                         allreduce_latency_s=5e-6, link_fraction=0.7, request_overhead_s=0.02,
                         train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=1.0)
-FRACTIONS = {"flops_fraction_max", "hbm_fraction", "link_fraction", "overlap_loss"}
+FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss"}
 RIDGE_POOLED, RIDGE_CHIP, RIDGE_TRAIN = 1e-4, 2e-3, 2e-3  # per term, in transformed units
 SOFT_SCALE = 0.15  # residuals beyond ~15% count linearly, not quadratically
 NAN_RESIDUAL = np.log(3.0)  # a configuration the model says cannot run counts as a 3x error
@@ -31,7 +33,7 @@ MIN_CASES_FOR_CHIP_FIT = 1
 
 
 def _to_z(t: EfficiencyTerms) -> np.ndarray:
-    v = [getattr(t, f) for f in SERVING_FIELDS]
+    v = [term(t, f) for f in SERVING_FIELDS]
     return np.array([np.log(x / (1 - x)) if f in FRACTIONS else np.log(max(x, 1e-12)) for f, x in
                      zip(SERVING_FIELDS, v)])
 
@@ -43,7 +45,7 @@ def _from_z(z: np.ndarray, base: EfficiencyTerms) -> EfficiencyTerms:
 
 
 def _theta(t: EfficiencyTerms) -> Theta:
-    return Theta(**{f: getattr(t, f) for f in SERVING_FIELDS})
+    return Theta(**{f: term(t, f) for f in SERVING_FIELDS})
 
 
 def log_residuals(s: Serving, t: EfficiencyTerms) -> np.ndarray:
@@ -92,18 +94,28 @@ def nelder_mead(f, x0: np.ndarray, step: float = 0.5, max_evals: int = 2500, tol
     return pts[np.argmin(vals)]
 
 
-def fit_serving(s: Serving, prior: EfficiencyTerms, ridge: float) -> EfficiencyTerms:
+def fit_serving(s: Serving, prior: EfficiencyTerms, ridge: float,
+                fixed: dict[str, float] | None = None) -> EfficiencyTerms:
+    """The serving terms minimising the module docstring's loss, the ``fixed`` terms held at their values."""
+    fixed = fixed or {}
+    prior = prior.model_copy(update=fixed)
     w = _weights(s)
     z0 = _to_z(prior)
+    free = np.array([f not in fixed for f in SERVING_FIELDS])
 
-    def loss(z):
-        r = log_residuals(s, _from_z(z, prior))
+    def full(zf):
+        z = z0.copy()
+        z[free] = zf
+        return z
+
+    def loss(zf):
+        r = log_residuals(s, _from_z(full(zf), prior))
         soft = 2 * SOFT_SCALE ** 2 * (np.sqrt(1 + (r / SOFT_SCALE) ** 2) - 1)
-        return float(np.sum(w * soft) / np.sum(w) + ridge * np.sum((z - z0) ** 2))
+        return float(np.sum(w * soft) / np.sum(w) + ridge * np.sum((zf - z0[free]) ** 2))
 
-    z = nelder_mead(loss, z0)
-    z = nelder_mead(loss, z, step=0.1)  # restart from the optimum: Nelder–Mead stalls on ridges
-    return _from_z(z, prior)
+    zf = nelder_mead(loss, z0[free])
+    zf = nelder_mead(loss, zf, step=0.1)  # restart from the optimum: Nelder–Mead stalls on ridges
+    return _from_z(full(zf), prior)
 
 
 def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, float], float, float]:
@@ -146,13 +158,13 @@ def fit_all(s: Serving, t: Training, train_ids: set[str]) -> Fit:
     mt = np.array([c.id in train_ids for c in t.cases], dtype=bool)
     eta, phi_d, phi_m = fit_training(t, mt)
     train_terms = dict(train_other_dense=phi_d, train_other_moe=phi_m)
-    pooled = fit_serving(s.take(ms), START, RIDGE_POOLED)
+    pooled = fit_serving(s.take(ms), START, RIDGE_POOLED, anchors.anchored("pooled"))
     pooled = pooled.model_copy(update=dict(train_flops_fraction=eta["pooled"], **train_terms))
     terms, used = {"pooled": pooled}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in train_ids)}
     for chip in sorted(set(s.chip) | set(t.chip)):
         sel = ms & (s.chip == chip)
-        chip_terms = (fit_serving(s.take(sel), pooled, RIDGE_CHIP) if sel.sum() >= MIN_CASES_FOR_CHIP_FIT
-                      else pooled)
+        chip_terms = (fit_serving(s.take(sel), pooled, RIDGE_CHIP, anchors.anchored(chip))
+                      if sel.sum() >= MIN_CASES_FOR_CHIP_FIT else pooled.model_copy(update=anchors.anchored(chip)))
         terms[chip] = chip_terms.model_copy(update=dict(train_flops_fraction=eta.get(chip, eta["pooled"]),
                                                         **train_terms))
         used[chip] = sorted([c.id for c, m in zip(s.cases, sel) if m]
@@ -167,7 +179,7 @@ def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[s
                                  in_sample=in_sample.get(chip, {}),
                                  note=("Fitted by `tokenomy validate --refit` (tokenomy/validation/calibrate_fit.py). "
                                        "pooled = every chip's training split, used as the prior and as the fallback "
-                                       "for chips without a file."))
+                                       "for chips without a file. " + anchors.provenance(chip) + "."))
             for chip, terms in fit.terms.items()}
 
 

@@ -25,9 +25,8 @@ from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, WORK_FIELDS
                                          take_work)
 from tokenomy.validation.schema import EfficiencyTerms
 
-SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "step_overhead_s", "layer_overhead_s",
-                  "overlap_loss",
-                  "allreduce_latency_s", "link_fraction", "request_overhead_s")
+SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "kv_hbm_fraction", "step_overhead_s",
+                  "layer_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s", "link_fraction", "request_overhead_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
 
 
@@ -38,6 +37,8 @@ class Theta:
     flops_fraction_max: object
     gemm_half_tokens: object
     hbm_fraction: object
+    kv_hbm_fraction: object
+    narrow_flops_ratio: object
     step_overhead_s: object
     layer_overhead_s: object
     overlap_loss: object
@@ -55,22 +56,30 @@ class Theta:
             v = v[idx] if v.ndim else v
             return v[:, None] if col and v.ndim else v
         return Efficiency(flops_fraction=g(self.flops_fraction_max), gemm_half_tokens=g(self.gemm_half_tokens),
-                          hbm_fraction=g(self.hbm_fraction), overhead_s=g(self.step_overhead_s),
+                          hbm_fraction=g(self.hbm_fraction), kv_hbm_fraction=g(self.kv_hbm_fraction),
+                          narrow_flops_ratio=g(self.narrow_flops_ratio),
+                          overhead_s=g(self.step_overhead_s),
                           layer_overhead_s=g(self.layer_overhead_s), overlap_loss=g(self.overlap_loss),
                           allreduce_latency_s=g(self.allreduce_latency_s), link_fraction=g(self.link_fraction),
                           request_overhead_s=g(self.request_overhead_s), name="custom")
 
 
+def term(t: EfficiencyTerms, field: str) -> float:
+    """A serving term of a chip's set; a set without a KV share (kv_hbm_fraction None) reads KV at η_hbm."""
+    v = getattr(t, field)
+    return t.hbm_fraction if v is None and field == "kv_hbm_fraction" else v
+
+
 def gather(chips: np.ndarray, terms_by_chip: dict[str, EfficiencyTerms]) -> Theta:
-    return Theta(**{f: np.array([getattr(terms_by_chip[c], f) for c in chips], dtype=float)
-                    for f in SERVING_FIELDS})
+    return Theta(**{f: np.array([term(terms_by_chip[c], f) for c in chips], dtype=float) for f in SERVING_FIELDS})
 
 
 def roofline_theta(s: Serving) -> Theta:
     """The roofline set (core.efficiency.ROOFLINE) for every case: peak FLOP/s, HBM and link bandwidth, the link's
     own latency, no overhead."""
     return Theta(flops_fraction_max=ROOFLINE.flops_fraction, gemm_half_tokens=ROOFLINE.gemm_half_tokens,
-                 hbm_fraction=ROOFLINE.hbm_fraction, step_overhead_s=ROOFLINE.overhead_s,
+                 hbm_fraction=ROOFLINE.hbm_fraction, kv_hbm_fraction=ROOFLINE.kv_fraction,
+                 narrow_flops_ratio=ROOFLINE.narrow_flops_ratio, step_overhead_s=ROOFLINE.overhead_s,
                  layer_overhead_s=ROOFLINE.layer_overhead_s, overlap_loss=ROOFLINE.overlap_loss,
                  allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction,
                  request_overhead_s=ROOFLINE.request_overhead_s)
@@ -96,7 +105,7 @@ def time_work(s: Serving, w: engine.Work, th: Theta) -> Timed:
     for idx, topo in s.groups():
         pk = s.peaks(idx)
         if col:
-            pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes)))
+            pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes, pk.narrow)))
         r = engine.times(take_work(w, idx), topo, pk, _eff(th, idx, col))
         step[idx], bound[idx] = r.step_s, r.bound
     return Timed(step, bound)

@@ -94,6 +94,7 @@ class Serving:
     step_batch: np.ndarray  # decode batch of ``step`` (request-rate runs: solved at prediction time)
     step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
     flops_per_s: np.ndarray  # engine.Peaks per case
+    narrow: np.ndarray  # 1 where the compute dtype has 8 bits or fewer
     hbm_bytes_per_s: np.ndarray
     hbm_bytes: np.ndarray
     step: engine.Work  # [N]
@@ -122,7 +123,7 @@ class Serving:
                                                                                           self.grid_per_token))
 
     def peaks(self, idx=slice(None)) -> engine.Peaks:
-        return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx])
+        return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx], self.narrow[idx] > 0)
 
     def groups(self) -> list[tuple[np.ndarray, Topology]]:
         """(case indices, topology) per hardware: the engine times one topology at a time."""
@@ -164,7 +165,7 @@ def _step_batch(c: ServingCase, bmax: float) -> tuple[float, float]:
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
     keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "bmax", "step_batch", "step_prefill",
-            "flops_per_s", "hbm_bytes_per_s", "hbm_bytes", "measured")
+            "flops_per_s", "narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
     for i, case in enumerate(rows):
@@ -189,7 +190,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
                     budget=step_budget(case_profile(c), c.isl, min(c.max_batch or DEFAULT_MAX_BATCH, bmax)),
-                    flops_per_s=pk.flops_per_s, hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
+                    flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():
             out[k][i] = v

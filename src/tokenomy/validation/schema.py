@@ -138,9 +138,11 @@ class ValidationFile(_Strict):
 class EfficiencyTerms(_Strict):
     """Named gap terms between the roofline and a real system, per chip (consumed by core.efficiency.Efficiency; validation/predict.py)."""
 
-    flops_fraction_max: float = Field(gt=0, le=1)  # achievable share of peak FLOP/s for large GEMMs
+    flops_fraction_max: float = Field(gt=0, le=1)  # achievable share of peak FLOP/s for large 16-bit GEMMs
     gemm_half_tokens: float = Field(ge=0)  # GEMM rows (tokens) at which half of flops_fraction_max is reached
-    hbm_fraction: float = Field(gt=0, le=1)  # achievable share of HBM bandwidth
+    hbm_fraction: float = Field(gt=0, le=1)  # share of HBM bandwidth streamed weights reach (anchored: anchors.py)
+    kv_hbm_fraction: float | None = Field(default=None, gt=0, le=1)  # share paged KV reads reach (None: hbm_fraction)
+    narrow_flops_ratio: float = Field(default=1.0, gt=0, le=1)  # share of that GEMMs in <= 8 bits reach
     step_overhead_s: float = Field(ge=0)  # fixed per forward step (scheduling, sampling, host work)
     layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: launch / small-kernel floor
     overlap_loss: float = Field(default=0.0, ge=0, le=1)  # share of min(compute, memory) not hidden under the max

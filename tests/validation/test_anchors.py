@@ -1,0 +1,33 @@
+"""η_hbm is anchored, not fitted: each chip's efficiency file carries the measured streaming share of its
+microbenchmark (catalog/efficiency/streaming.toml), and the fit moves only the free terms."""
+
+import numpy as np
+import pytest
+
+from tokenomy.validation import anchors, calibrate_fit as cf, load, run
+
+
+def test_every_measurement_cites_a_source_and_is_a_share_of_the_datasheet():
+    import tomllib
+    data = tomllib.loads(anchors.STREAMING.read_text())
+    assert data
+    for chip, e in data.items():
+        assert e["source"].startswith("http"), chip
+        assert 0.5 < e["measured_bytes_per_s"] / e["datasheet_bytes_per_s"] < 1.0, chip
+        assert e["fraction"] == pytest.approx(e["measured_bytes_per_s"] / e["datasheet_bytes_per_s"], abs=0.01)
+
+
+@pytest.mark.parametrize("chip", ["h100-sxm", "h200", "a100-80gb-sxm", "b200", "gb200", "mi300x", "pooled"])
+def test_stored_terms_carry_the_anchor(chip):
+    assert load.efficiency_for(chip).terms.hbm_fraction == pytest.approx(anchors.anchored(chip)["hbm_fraction"])
+
+
+def test_the_fit_holds_fixed_terms_and_moves_the_rest():
+    p = run.prepare(("rocm-vllm-0.10-mi300x",))
+    s = p.serving
+    fixed = {"hbm_fraction": 0.61}
+    out = cf.fit_serving(s, cf.START, cf.RIDGE_POOLED, fixed)
+    assert out.hbm_fraction == 0.61
+    moved = [f for f in cf.SERVING_FIELDS if f != "hbm_fraction" and
+             not np.isclose(cf.term(out, f), cf.term(cf.START, f))]
+    assert len(moved) >= 3, moved
