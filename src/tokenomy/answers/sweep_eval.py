@@ -207,8 +207,10 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     return {k: v.reshape(shape) for k, v in out.items()}
 
 
-def evaluate_block(spec: Spec, block: tuple[slice, ...]) -> dict[str, np.ndarray]:
-    """The variables over one chunk (``block``: one slice per axis of ``spec.grid``), each of the block's shape."""
+def evaluate_block(spec: Spec, block: tuple[slice, ...], into: dict | None = None) -> dict[str, np.ndarray]:
+    """The variables over one chunk (``block``: one slice per axis of ``spec.grid``), each of the block's shape;
+    with ``into`` (variable -> an array of the whole grid, filled in as variables appear) written straight into
+    ``into[k][block]`` instead, and those views returned: an in-memory sweep copies each value once, not twice."""
     g = spec.grid
     nloop = g.loop_axes()
     arr_names, arr_sl = g.names[nloop:], block[nloop:]
@@ -220,14 +222,29 @@ def evaluate_block(spec: Spec, block: tuple[slice, ...]) -> dict[str, np.ndarray
         arrays[n] = np.asarray(g.values[nloop + i][s], dtype=float).reshape(shp)
     loop_shape = tuple(s.stop - s.start for s in block[:nloop])
     group = _serve_group if g.serving else _pass_group
+    kept = (lambda k: True) if spec.keep is None else (lambda k: k in spec.keep or k in CODES)  # noqa: E731
     out: dict[str, np.ndarray] = {}
     for idx in np.ndindex(*loop_shape):
         point = {g.names[i]: g.values[i][block[i].start + idx[i]] for i in range(nloop)}
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             vals = group(spec, point, arrays, sub)
         for k, v in vals.items():
+            if not kept(k):
+                continue
             if k not in out:
-                out[k] = np.empty(loop_shape + sub, dtype=np.int8 if k in CODES else float)
+                out[k] = _destination(k, into, g.shape, block, loop_shape + sub)
             out[k][idx] = np.broadcast_to(v, sub)
-    out["bound"] = np.where(out["reason"] == 0, out["bound"], -1).astype(np.int8)  # only where the point is valid
-    return out if spec.keep is None else {k: v for k, v in out.items() if k in spec.keep or k == "reason"}
+    np.putmask(out["bound"], out["reason"] != 0, -1)  # a bound only where the point is valid
+    if spec.keep is not None and "bound" not in spec.keep:
+        out.pop("bound")
+    return out
+
+
+def _destination(k: str, into: dict | None, grid_shape, block, shape) -> np.ndarray:
+    """Where variable ``k`` of a block is written: a fresh array, or the block's view of ``into[k]``."""
+    dtype = np.int8 if k in CODES else float
+    if into is None:
+        return np.empty(shape, dtype=dtype)
+    if k not in into:
+        into[k] = np.empty(grid_shape, dtype=dtype)
+    return into[k][block]

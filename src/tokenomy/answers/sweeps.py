@@ -156,6 +156,11 @@ def run(spec: Spec, *, out=None, client=None, on_chunk=None):
         raise ValueError(f"out: a sweep of {spec.grid.size:,} points is over the {MAX_IN_MEMORY:,} held in memory; "
                          f"give out= a .parquet, .csv or .nc file to stream it")
     full: dict = {}
+    if client is None:  # each chunk written straight into the whole grid's arrays
+        for b in chunks(spec):
+            see(b, evaluate_block(spec, b, into=full))
+        keep = spec.variables()
+        return _dataset(spec, {k: v for k, v in full.items() if k in keep})
     for b, values in evaluated(spec, client):
         see(b, values)
         for k, v in values.items():
