@@ -25,15 +25,16 @@ from tokenomy.units import SECONDS_PER_HOUR, dtype_bytes, is_narrow
 WIDE_EMBED_BYTES = 2.0
 
 
-def usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour):
-    """$ per token = chips · $/chip-s · step_s / tokens per step (broadcasts)."""
-    return np.asarray(chips, float) * np.asarray(usd_per_chip_hour, float) / SECONDS_PER_HOUR * \
-        np.asarray(step_s, float) / np.asarray(tokens_per_step, float)
+def usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour, scale=1.0):
+    """$ per token = chips · $/chip-s · step_s / tokens per step (broadcasts; times ``scale``). The factors without
+    the step are formed first, so a grid-sized step_s is multiplied once."""
+    per_step = scale * np.asarray(chips, float) * np.asarray(usd_per_chip_hour, float) / SECONDS_PER_HOUR
+    return per_step / np.asarray(tokens_per_step, float) * np.asarray(step_s, float)
 
 
 def usd_per_mtok(step_s, tokens_per_step, chips, usd_per_chip_hour):
     """$ per million tokens (lecture L27: 72 chips · $2/h · 20 ms / 2,000 tokens = $0.40/M)."""
-    return 1e6 * usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour)
+    return usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour, scale=1e6)
 
 
 @dataclass(frozen=True)

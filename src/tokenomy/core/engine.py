@@ -124,13 +124,14 @@ class PassTerms:
     tp_comm_s = _masked(4)  # the comms term split by what it carries
     ep_comm_s = _masked(5)
 
+    # the rates divide the small factors first, then the grid-sized step once (one pass over the grid each)
     @cached_property
     def tokens_per_s(self):
         return self.batch * self.len_pass / self.step_s
 
     @cached_property
     def tokens_per_s_per_chip(self):
-        return self.tokens_per_s / self.chips
+        return (self.batch * self.len_pass / self.chips) / self.step_s
 
     @cached_property
     def tokens_per_s_per_user(self):
@@ -138,7 +139,7 @@ class PassTerms:
 
     @cached_property
     def mfu(self):
-        return self.flops / (self.step_s * self.chips * self.flops_per_s)
+        return self.flops / (self.chips * self.flops_per_s) / self.step_s
 
     @property
     def ok(self):
