@@ -5,10 +5,30 @@ Formatting only: every number printed is a field of ``engine.PassTerms`` (the fo
 
 from __future__ import annotations
 
+import numpy as np
+
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.units import fmt_bytes, fmt_seconds, fmt_si
 
+
+
+def _first(x) -> float:
+    return float(np.ravel(np.asarray(getattr(x, "magnitude", x), float))[0])  # a deployment's set holds scalars
+
+
+def efficiency_terms(dep: Deployment) -> str:
+    """The efficiency set's terms as the pass uses them (core/efficiency.py), one line: eta_max (x rho where the
+    compute dtype has 8 bits or fewer), eta_hbm, eta_kv, the per-layer floor, the per-step overhead, the
+    all-reduce latency."""
+    e = dep.eff
+    eta = f"eta_max {_first(e.flops_fraction):.3g}"
+    if bool(np.any(dep.peaks.narrow)):
+        eta += f" x rho {_first(e.narrow_flops_ratio):.3g} ({dep.compute[0]})"
+    ar = "the link's" if e.allreduce_latency_s is None else fmt_seconds(_first(e.allreduce_latency_s))
+    return (f"{e.name} ({e.terms_from or 'given'}): {eta}, eta_hbm {_first(e.hbm_fraction):.3g}, eta_kv "
+            f"{_first(e.kv_fraction):.3g}, o_layer {fmt_seconds(_first(e.layer_overhead_s))}, o_step "
+            f"{fmt_seconds(_first(e.overhead_s))}, alpha_AR {ar}")
 
 def explain_pass(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms | None, i: int) -> list[str]:
     """Point ``i`` (flat) of ``r`` (``dep``'s efficiency set) as formula = numbers = value, with the roofline
@@ -29,8 +49,11 @@ def explain_pass(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms |
     if why:
         return lines + [mem, f"  [red]no answer: {why}[/red]"]
     lines += [
-        f"  compute_s = FLOPs per chip / (peak {fmt_si(peak)}FLOP/s x achievable fraction) = {fmt_seconds(g(r.compute_s))}",
-        f"  memory_s = bytes per chip / (HBM {fmt_si(dep.peaks.hbm_bytes_per_s)}B/s x {eff.name} fraction) = weights "
+        f"  terms: {efficiency_terms(dep)}",
+        f"  compute_s = FLOPs per chip / (peak {fmt_si(peak)}FLOP/s x eta_max [x rho], less at few GEMM rows) = "
+        f"{fmt_seconds(g(r.compute_s))}",
+        f"  memory_s = weights and activations / (HBM {fmt_si(dep.peaks.hbm_bytes_per_s)}B/s x eta_hbm) + KV / (HBM x "
+        f"eta_kv) = weights "
         f"{fmt_seconds(g(r.weights_read_s))} + KV {fmt_seconds(g(r.kv_s))} + activations {fmt_seconds(g(r.act_s))} = "
         f"{fmt_seconds(g(r.memory_s))}",
         f"  comms_s = TP {fmt_seconds(g(r.tp_comm_s))} + EP {fmt_seconds(g(r.ep_comm_s))}; overhead_s = "

@@ -21,6 +21,7 @@ from tokenomy.core import engine
 from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.engine import BOUNDS, REASONS, PassTerms, why_not
+from tokenomy.core.explain import efficiency_terms
 from tokenomy.core.layout import Layout
 from tokenomy.units import fmt_bytes, fmt_seconds, fmt_si
 
@@ -212,7 +213,8 @@ def explain_plan(dep: Deployment, plans: Layout, r: PassTerms, i: int) -> list[s
            f"{fmt_bytes(g(r.memory_per_chip_bytes))} of {fmt_bytes(g(r.hbm_bytes))} usable"]
     if g(r.reason):
         return out + [f"  [red]not evaluated: {why_not(r, plans, i)}[/red]"]
-    out += [f"  per stage and micro-batch: compute {fmt_seconds(g(r.compute_s))} (peak {fmt_si(peak_flops_per_s)}FLOP/s, {dep.eff.name} efficiency),"
+    out += [f"  efficiency: {efficiency_terms(dep)}",
+            f"  per stage and micro-batch: compute {fmt_seconds(g(r.compute_s))} (peak {fmt_si(peak_flops_per_s)}FLOP/s),"
             f" HBM {fmt_seconds(g(r.memory_s))}, TP all-reduce/all-to-all {fmt_seconds(g(r.tp_comm_s))}, EP dispatch"
             f"+combine {fmt_seconds(g(r.ep_comm_s))}",
             f"  t_stage = max(compute, memory) + comms + overhead = {fmt_seconds(g(r.stage_s))}; hop "

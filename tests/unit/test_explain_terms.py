@@ -1,0 +1,22 @@
+"""--explain names the efficiency terms the pass ran under (core/explain.efficiency_terms): rho only where the
+compute dtype has 8 bits or fewer, each value the chip's fitted or anchored one."""
+
+from tokenomy.answers.resolve import deployment
+from tokenomy.core.explain import efficiency_terms
+from tokenomy.core.layout import Layout
+from tokenomy.validation.load import efficiency_for
+
+
+def test_fp8_names_rho_and_bf16_does_not():
+    t = efficiency_for("h100-sxm").terms
+    fp8 = efficiency_terms(deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8), weight_dtype="fp8"))
+    bf16 = efficiency_terms(deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8), weight_dtype="bf16"))
+    assert f"rho {t.narrow_flops_ratio:.3g} (fp8)" in fp8 and "rho" not in bf16
+    for line in (fp8, bf16):
+        assert f"eta_hbm {t.hbm_fraction:.3g}" in line and f"eta_kv {t.kv_hbm_fraction:.3g}" in line
+        assert line.startswith("calibrated (h100-sxm)")
+
+
+def test_a100_fp8_weights_run_bf16_math_without_rho():
+    line = efficiency_terms(deployment("llama-3.1-8b", "a100-80gb-sxm", layout=Layout(1), weight_dtype="fp8"))
+    assert "rho" not in line  # no FP8 tensor cores on an A100: the GEMMs are 16-bit
