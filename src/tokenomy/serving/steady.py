@@ -27,6 +27,7 @@ capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens n +
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -126,12 +127,15 @@ def spill_share(others_per_step, prefill, last, room):
     if not live.size:
         return out
     lam_l, k_l = lam.flat[live], k_star.flat[live]
-    pmf, acc = np.exp(-lam_l), np.zeros_like(lam_l)
-    for K in range(int(np.max(lam_l + SPILL_SIGMAS * np.sqrt(lam_l) + SPILL_SIGMAS)) + 1):
-        if K:
-            pmf = pmf * lam_l / K
-        acc += pmf * np.maximum(K + 1.0 - k_l, 0.0) / (K + 1.0)
-    out.flat[live] = acc
+    # terms below K = k* − 1 are zero: start there, the Poisson log-pmf from lgamma so a large λ does not underflow
+    k0 = int(np.min(k_l)) - 1
+    log_pmf = -lam_l + k0 * np.log(np.maximum(lam_l, 1e-300)) - math.lgamma(k0 + 1.0)
+    acc = np.zeros_like(lam_l)
+    for K in range(k0, int(np.max(lam_l + SPILL_SIGMAS * np.sqrt(lam_l) + SPILL_SIGMAS)) + 1):
+        if K > k0:
+            log_pmf = log_pmf + np.log(np.maximum(lam_l, 1e-300)) - math.log(K)
+        acc += np.exp(log_pmf) * np.maximum(K + 1.0 - k_l, 0.0) / (K + 1.0)
+    out.flat[live] = np.where(lam_l > 0, acc, 0.0)
     return out
 
 
