@@ -43,3 +43,24 @@ def test_prefill_heavy_throughput_stays_under_the_compute_bound():
         per_chip.append(float(s.requests_per_s[0]) / tp)
         assert per_chip[-1] < bound, (tp, per_chip[-1], bound)
     assert per_chip[-1] <= per_chip[0]  # TP adds all-reduces to compute-bound prefill, never free compute
+
+
+def test_a_cap_above_the_budget_finds_the_true_limit_not_the_budget():
+    """Iterating from a cap >= N stalled at the false root B = N (no room left for prefill: TTFT and requests/s
+    came out negative); the closed form gives the same limit whatever the cap."""
+    assert budget_batch(8192.0, 128, 2048, N) == budget_batch(8000.0, 128, 2048, N) == budget_batch(1e5, 128, 2048, N)
+    r = engine_profile("sglang", 8, max_num_tokens=1024)
+    dep = deployment("llama-3.1-8b", "hgx-h100-8", layout=Layout(8))
+    s = steady(dep, r, isl=2048, osl=128, concurrency=[4096])
+    assert float(s.requests_per_s[0]) > 0 and float(s.ttft_s[0]) > 0
+
+
+def test_dp_replicas_each_carry_their_own_budget_and_batch_cap():
+    """Four tp2 replicas serve four times what one tp2 replica does on a budget-bound workload (each scheduler has
+    max_num_tokens and max_batch of its own, as the disaggregated pools count them)."""
+    one = deployment("llama-3.1-8b", "hgx-h100-8", layout=Layout(tp=2))
+    four = deployment("llama-3.1-8b", "hgx-h100-8", layout=Layout(tp=2, dp=4))
+    prof = engine_profile("vllm", 2, max_batch=2048)
+    x1 = float(steady(one, prof, isl=2048, osl=128, concurrency=[1024]).requests_per_s[0])
+    x4 = float(steady(four, prof, isl=2048, osl=128, concurrency=[4096]).requests_per_s[0])
+    assert x4 == pytest.approx(4 * x1, rel=0.02)

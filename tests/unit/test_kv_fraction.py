@@ -36,3 +36,11 @@ def test_no_kv_share_reads_kv_at_the_streaming_share():
 def test_kv_share_outside_0_1_is_refused(bad):
     with pytest.raises(ValueError, match="kv_hbm_fraction"):
         Efficiency(**BASE, kv_hbm_fraction=bad)
+
+
+def test_an_array_valued_overhead_broadcasts_against_the_grid():
+    """engine._bound sets a code where a term binds; an efficiency term with its own axis must broadcast."""
+    d = Deployment(loader.model("llama-3.1-8b"), loader.hardware("h100-sxm"), Layout(), None, "bf16",
+                   Efficiency(**BASE, overhead_s=np.array([0.0, 1e-3, 1.0])))
+    r = d.run(batch=8.0, context=1024.0)
+    assert r.step_s.shape == (3,) and int(r.bound[-1]) == 3  # a 1 s overhead binds

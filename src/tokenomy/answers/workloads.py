@@ -197,13 +197,15 @@ def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
              f"{float(np.ravel(s.b_kv)[0]):g} sequences"]
     for i, x in enumerate(load):
         g = lambda a: float(np.ravel(a)[i])  # noqa: E731
-        lines += [f"point {x:g}: B = min(load, B_kv, max_batch {prof.max_batch}) = {g(s.batch):g}; a mean step runs "
+        lines += [f"point {x:g}: B = min(load, B_kv, max_batch {prof.max_batch} per scheduler, B_N the most the "
+                  f"{prof.max_num_tokens}-token budget sustains) = {g(s.batch):g}; a mean step runs "
                   f"n = {g(s.decodes):.4g} decodes at context {isl + osl / 2:g} + P = {g(s.prefill_per_step):.4g} "
                   f"prefill tokens",
                   f"  TPOT = f·t(n, P/f) + (1 - f)·t(n, 0), f the share of steps carrying a prefill chunk = "
                   f"{fmt_seconds(g(s.tpot_s))} (engine; bound {bound_name(np.ravel(s.bound)[i])})",
                   f"  TTFT = queue {fmt_seconds(g(s.queue_s))} + {g(s.chunks):g} chunk step(s), the last "
-                  f"{fmt_seconds(g(s.chunk_step_s))} (+ the wait for the next step, open loop; + request overhead) = "
+                  f"{fmt_seconds(g(s.chunk_step_s))} (open loop: + the rest of a size-biased step, spills past the room "
+                  f"and the queue behind full-room chunks; + request overhead) = "
                   f"{fmt_seconds(g(s.ttft_s))}",
                   f"  requests/s = B / lifetime = {g(s.requests_per_s):.4g}; prefill share of step time "
                   f"{g(s.prefill_share):.3f} -> ${g(s.usd_per_mtok_input):.4g}/Mtok in, "

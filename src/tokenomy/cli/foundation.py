@@ -69,8 +69,9 @@ def efficiency_option(efficiency: str, flops_fraction: float | None, hbm_fractio
         return efficiency
     from tokenomy.core.efficiency import Efficiency
 
-    return Efficiency(1.0 if flops_fraction is None else flops_fraction, 1.0 if hbm_fraction is None else hbm_fraction,
-                      0.0 if overhead_s is None else overhead_s, name="custom")
+    return Efficiency(flops_fraction=1.0 if flops_fraction is None else flops_fraction,
+                      hbm_fraction=1.0 if hbm_fraction is None else hbm_fraction,
+                      overhead_s=0.0 if overhead_s is None else overhead_s, name="custom")
 
 
 def _pass_command(kind: str):

@@ -38,7 +38,7 @@ def magnitude(x):
     return getattr(x, "magnitude", x)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keyword-only: a new term can never shift a caller's arguments
 class Efficiency:
     """Achievable fractions of peak, collective terms and fixed overheads. Defaults: the pure roofline."""
 

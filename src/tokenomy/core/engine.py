@@ -575,7 +575,7 @@ def _bound(compute_s, memory_s, top, others):
     if shape != bound.shape:
         bound = np.broadcast_to(bound, shape).copy()
     for j, (i, t) in enumerate(others):
-        np.putmask(bound, t > top, i)
+        np.copyto(bound, np.int8(i), where=t > top)  # the mask broadcasts (an array-valued term may be smaller)
         if j < len(others) - 1:
             top = np.maximum(top, t)
     return bound

@@ -72,7 +72,13 @@ def step_budget(prof: EngineProfile, isl, running=0.0):
     return np.maximum(base, np.asarray(isl, float) + np.asarray(running, float))
 
 
-BUDGET_ITERATIONS = 8  # chunk counts are integers: the batch settles in a few
+def pooled_limits(prof: EngineProfile, layout, isl, running):
+    """(running-sequence cap, tokens per step) of a deployment's schedulers pooled: each of the r = scheduler_ranks
+    schedulers (the DP replicas; the attention ranks under attention-DP) batches up to max_batch sequences and
+    carries its own step budget beside its share of the ``running`` decodes, so the pool holds r·max_batch and
+    r·step_budget(isl, running/r) — as the disaggregated pools count them."""
+    r = float(scheduler_ranks(layout))
+    return r * float(prof.max_batch), r * step_budget(prof, isl, np.asarray(running, float) / r)
 
 
 def budget_batch(cap, osl, prefill, budget):
@@ -80,18 +86,15 @@ def budget_batch(cap, osl, prefill, budget):
     tokens from steps that carry at most N, over the life = chunks + OSL − 1 steps it holds a slot, so
     B·(I + OSL − 1)/life <= N. Without the limit a prefill-heavy workload (2048 in / 128 out) would claim the
     KV cache's whole batch while each step prefilled only N − B tokens, and throughput would grow with TP past
-    the compute bound. chunks = ceil(I/(N − B)) grows with B, so iterating B <- min(cap, N·life(B)/(I + OSL − 1))
-    from the cap falls monotonically to the largest B that fits."""
-    cap = np.asarray(cap, float)
+    the compute bound. At the limit every step is full and the decodes hold n = N·(OSL − 1)/(I + OSL − 1) of it,
+    so a prompt's chunks = ceil(I/(N − n)) = ceil((I + OSL − 1)/N) and
+        B_N = N·(ceil((I + OSL − 1)/N) + OSL − 1)/(I + OSL − 1)
+    (closed form: iterating B <- N·life(B)/(I + OSL − 1) from a cap >= N stalls at the false root B = N, where
+    the room N − B vanishes)."""
     I, osl, N = (np.asarray(x, float) for x in (prefill, osl, budget))
-    B = cap
-    for _ in range(BUDGET_ITERATIONS):
-        life = np.ceil(I / np.maximum(N - B, 1.0)) + osl - 1.0
-        nxt = np.minimum(cap, np.maximum(N * life / np.maximum(I + osl - 1.0, 1.0), 1.0))
-        if np.array_equal(nxt, B):  # settled (at once where the budget does not bind)
-            break
-        B = nxt
-    return B
+    per_request = np.maximum(I + osl - 1.0, 1.0)
+    life = np.ceil(per_request / np.maximum(N, 1.0)) + osl - 1.0
+    return np.minimum(np.asarray(cap, float), np.maximum(N * life / per_request, 1.0))
 
 
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import EngineProfile, kv_tokens, step_budget
+from tokenomy.serving.scheduler import EngineProfile, kv_tokens, pooled_limits, step_budget
 from tokenomy.serving.sim_blocks import DecodeBlocks
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.workload import Workload, prefill_context, prefill_tokens
@@ -92,15 +92,18 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
         tok, _, _ = kv_tokens(dep, prof, float(np.ceil(np.mean(isl + osl) / blk) * blk))
         kv_blocks = int(float(tok) * float(dep.layout.dp) // blk)
     _check_fits(isl, osl, blk, int(kv_blocks))
-    n_max = int(max(min(prof.max_batch, len(isl), kv_blocks), 1))
-    budget = int(step_budget(prof, float(np.max(need0)), float(n_max)))  # whole prompts: the longest fits
+    max_batch = int(pooled_limits(prof, dep.layout, 0.0, 0.0)[0]) if dep is not None else int(prof.max_batch)
+    n_max = int(max(min(max_batch, len(isl), kv_blocks), 1))
+    # whole prompts (an engine that does not chunk): the longest fits beside the decodes
+    budget = (int(pooled_limits(prof, dep.layout, float(np.max(need0)), float(n_max))[1]) if dep is not None
+              else int(step_budget(prof, float(np.max(need0)), float(n_max))))
     if table is None:
         table = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)),
                                          float(np.max(isl + osl)),
                                          float(prefill_context(np.mean(isl), w.cache_hit, np.mean(need0))))
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
-    run = _Run(prof, budget, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival, table,
-               int(kv_blocks))
+    run = _Run(prof, budget, max_batch, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival,
+               table, int(kv_blocks))
     run.loop()
     return _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)) if dep is not None else 0.0)
 
@@ -159,10 +162,10 @@ class _Run:
     """The scheduler's state and its steps (module docstring). Decoders carry an offset a_r: K_r = a_r + S tokens
     cached after S steps, so their generated tokens, blocks and mean context need no per-step update."""
 
-    def __init__(self, prof, budget, closed, C, isl, osl, need0, arrival, table, kv_blocks):
+    def __init__(self, prof, budget, max_batch, closed, C, isl, osl, need0, arrival, table, kv_blocks):
         N = len(isl)
         self.prof, self.closed, self.C, self.table, self.kv = prof, closed, C, table, kv_blocks
-        self.blk, self.budget, self.max_batch = int(prof.block_size), int(budget), int(prof.max_batch)
+        self.blk, self.budget, self.max_batch = int(prof.block_size), int(budget), int(max_batch)
         self.chunked = bool(prof.chunked_prefill)
         self.isl, self.osl, self.need0, self.arrival = isl.tolist(), osl.tolist(), need0.tolist(), arrival
         self.gen, self.done, self.need = [0] * N, [0] * N, list(self.need0)

@@ -3,7 +3,8 @@
 Per point (means of the length distributions; I = ceil(ISL·(1−F)) prefill tokens computed per request, N the
 token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefill tokens, scheduler.step_time):
     B       = min(C, B_kv, max_batch, B_N)                  running sequences (closed loop); B_N the most the token
-                                                           budget sustains (scheduler.budget_batch)
+                                                           budget sustains (scheduler.budget_batch); max_batch and
+                                                           N pooled over the schedulers (scheduler.pooled_limits)
     chunks  = ceil(I / (N − n)),  life = chunks + OSL − 1   steps a request holds its slot
     n       = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
     TPOT    = f·t(n, P/f) + (1 − f)·t(n, 0)               f = min(1, B·chunks/life): the share of steps carrying a
@@ -34,7 +35,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
-from tokenomy.serving.scheduler import EngineProfile, StepTimer, budget_batch, kv_capacity, step_budget
+from tokenomy.serving.scheduler import EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -113,8 +114,8 @@ SPILL_SIGMAS = 8.0  # co-arrival counts beyond mean + 8 sd (and 8) carry no prob
 
 def spill_share(others_per_step, prefill, last, room):
     """P(spill): the chance that a request's last chunk does not finish in its step. The other prompts that land in
-    the same step are Poisson with mean λ = P·(B − 1)/(B·I) (arrivals are completions, B/life per step; a lone
-    client has none) and the scheduler packs them FCFS, the request at a uniform place among them; each one ahead
+    the same step are Poisson with mean λ (the open loop's R·E[T²]/E[T], ``_step_times``) and the scheduler packs
+    them FCFS, the request at a uniform place among them; each one ahead
     takes q = min(I, room) of the room, so the last r tokens spill into the next step when k* = floor((room − r)/q)
     + 1 or more are ahead: P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1). The iteration-level simulator shows
     it: 4096-token prompts at C = 64 under an 8192-token budget spill about one time in five."""
@@ -346,8 +347,9 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
 
     step = _EngineStep(StepTimer(dep, ctx, pctx), load.shape)
-    cap = np.minimum(b_kv, float(prof.max_batch))
-    s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=step_budget(prof, I, cap),
+    max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
+    cap = np.minimum(b_kv, max_batch)
+    s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
               closed=closed, arrivals=arrivals,
               request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
     X, out_tps = s.requests_per_s, s.requests_per_s * osl

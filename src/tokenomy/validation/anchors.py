@@ -21,8 +21,12 @@ ANCHORED_FIELDS = ("hbm_fraction",)
 def streaming_fractions() -> dict[str, float]:
     """chip -> measured streaming bandwidth / datasheet bandwidth, for the chips with a cited measurement."""
     data = tomllib.loads(STREAMING.read_text())
-    return {chip: float(entry["measured_bytes_per_s"]) / float(entry["datasheet_bytes_per_s"])
-            for chip, entry in data.items()}
+    out = {chip: float(entry["measured_bytes_per_s"]) / float(entry["datasheet_bytes_per_s"])
+           for chip, entry in data.items()}
+    bad = [c for c, f in out.items() if not 0.0 < f < 1.0]
+    if bad:  # a share of 1 or more is a typo, and the fit's logit of it would be infinite
+        raise ValueError(f"{STREAMING.name}: {', '.join(bad)}: measured_bytes_per_s must be below datasheet_bytes_per_s")
+    return out
 
 
 def pooled_fraction() -> float:
