@@ -41,3 +41,10 @@ def test_busy_prefill_is_named_in_the_answer():
     r = workloads.serve("llama-3.1-70b", "hgx-h100-8", tp=8, rate=[1.0, 3.0], isl=6000, osl=200)
     busy = [n for n in r.notes if "of its time on prefill" in n]
     assert len(busy) == 1 and busy[0].startswith("3 requests/s")
+
+
+def test_full_room_chunks_beyond_their_capacity_are_capacity_limited(dep, prof):
+    """16k-token prompts hold two full-room steps each; at 20 requests/s those steps alone outlast a second, so
+    the queue behind them has no steady state: capacity-limited, never a finite TTFT."""
+    s = steady(dep, prof, isl=16384, osl=64, rate=[20.0])
+    assert bool(s.capacity_limited[0]) and not np.isfinite(float(s.ttft_s[0]))

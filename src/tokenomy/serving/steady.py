@@ -115,10 +115,10 @@ SPILL_SIGMAS = 8.0  # co-arrival counts beyond mean + 8 sd (and 8) carry no prob
 def spill_share(others_per_step, prefill, last, room):
     """P(spill): the chance that a request's last chunk does not finish in its step. The other prompts that land in
     the same step are Poisson with mean λ (the open loop's R·E[T²]/E[T], ``_step_times``) and the scheduler packs
-    them FCFS, the request at a uniform place among them; each one ahead
-    takes q = min(I, room) of the room, so the last r tokens spill into the next step when k* = floor((room − r)/q)
-    + 1 or more are ahead: P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1). The iteration-level simulator shows
-    it: 4096-token prompts at C = 64 under an 8192-token budget spill about one time in five."""
+    them FCFS, the request at a uniform place among them; each one ahead takes q = min(I, room) of the room, so
+    the last r tokens spill into the next step when k* = floor((room − r)/q) + 1 or more are ahead:
+    P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1). (One prompt ahead of a 4096-token one under an 8192-token
+    budget spills it: at λ = 0.5 about one time in five.)"""
     lam = np.asarray(others_per_step, float)
     q = np.maximum(np.minimum(prefill, room), 1.0)
     k_star = np.floor(np.maximum(room - last, 0.0) / q) + 1.0
@@ -172,7 +172,8 @@ def _step_times(step, B, n, P, chunks, life, I, budget, prefill: bool = True, ra
     room = np.maximum(budget - n, 1.0)
     r = I - (chunks - 1.0) * room
     closed_others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)
-    loads = [np.minimum(P / f, np.maximum(budget - n, 0.0)), np.zeros_like(P)]
+    full = prefill and bool(np.any(chunks > 1))  # some prompts take full-room chunks before their last
+    loads = [np.minimum(P / f, np.maximum(budget - n, 0.0)), np.zeros_like(P)] + ([room] if full else [])
     if prefill and rate is None:  # the closed loop's last-chunk step rides in the same engine call
         loads += [np.minimum(r + closed_others, room)]
     out = _steps(step, n, loads)
@@ -182,15 +183,12 @@ def _step_times(step, B, n, P, chunks, life, I, budget, prefill: bool = True, ra
     if not prefill:
         zero = np.zeros_like(tpot)
         return StepTimes(tpot, plain, bound, reason, residual, zero, zero)
+    t_full = out[2][0] if full else 0.0
     if rate is None:
-        others, rest = closed_others, [out[2][0]]
-    else:
+        others, t_last = closed_others, out[-1][0]
+    else:  # the co-arrivals depend on the steps just timed: one more engine call
         others = np.minimum(rate * I * 2.0 * residual, room)
-        rest = [x[0] for x in _steps(step, n, [np.minimum(r + others, room)])]
-    if np.any(chunks > 1):
-        rest.append(_steps(step, n, [room])[0][0])
-    t_last = rest[0]
-    t_full = rest[1] if len(rest) > 1 else 0.0
+        t_last = _steps(step, n, [np.minimum(r + others, room)])[0][0]
     pf = (chunks - 1.0) * t_full + t_last
     if rate is not None:  # Poisson arrivals: spills and the queue behind full-room chunks
         spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
@@ -201,15 +199,17 @@ def _step_times(step, B, n, P, chunks, life, I, budget, prefill: bool = True, ra
 def _full_chunk_queue_s(rate, exclusive_s):
     """The wait of a Poisson arrival behind the full-room chunks of the prompts ahead (a prompt longer than the
     room holds whole steps, FCFS): an M/D/1 queue, W = ρ·S/(2(1 − ρ)), ρ = R·S, S = (c − 1)·t(n, N − n); zero for
-    prompts of one chunk. (ρ -> 1 is capacity: clipped here, caught by the capacity test on the lifetime.)"""
-    rho = np.minimum(rate * exclusive_s, 0.999)
-    return rho * exclusive_s / (2.0 * (1.0 - rho))
+    prompts of one chunk. ρ >= 1 is beyond capacity: an infinite wait, which the capacity test on the lifetime
+    then reports (``capacity_limited``), as it does a queue that outgrows the KV cache."""
+    rho = np.asarray(rate * exclusive_s, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rho < 1.0, rho * exclusive_s / (2.0 * (1.0 - rho)), np.inf)
 
 
 def _littles_law(step, load, cap, osl, I, budget):
     """The running batch of an open loop: the smallest root of N = g(N) = min(max(R·L(N), 1), cap), L(N) the time a
-    request spends in the engine with N running (half a step's wait, its prefill, OSL − 1 decode steps). Plain
-    iteration from N = 1 climbs to it but crawls near saturation (R·L'(N) -> 1: 200 steps at 3% under capacity),
+    request spends in the engine with N running (the rest of the step it lands in, its prefill, OSL − 1 decode
+    steps). Plain iteration from N = 1 climbs to it but crawls near saturation (R·L'(N) -> 1: 200 steps at 3% under capacity),
     so each step is the secant's fixed point through the last two (N, g(N)) — below the root while g is convex,
     the chord lying under g past its last point — kept inside the bracket [lo, hi] of points known below
     (g >= N) and above (g < N) the root, bisected when the secant leaves it."""
