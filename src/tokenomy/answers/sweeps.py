@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 

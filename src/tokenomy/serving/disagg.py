@@ -176,8 +176,7 @@ def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, 
     I = float(prefill_tokens(isl, cache_hit))
     pctx = prefill_context(isl, cache_hit, I)
     lay = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
-    ep = np.asarray(lay.ep)
-    ranks = np.asarray(lay.dp) * np.where((ep > 1) & (np.asarray(lay.attn_dp) != 0), ep, 1)  # scheduler_ranks
+    ranks = scheduler_ranks(lay)
     b_max = (ranks * max(1.0, np.floor(prof.max_num_tokens / I))).astype(float)
     top = float(np.max(b_max)) if b_max.size else 1.0
     g = np.unique(np.concatenate([m * 2.0 ** np.arange(0, np.log2(top) + 1) for m in PROMPT_GRID]))
@@ -306,7 +305,7 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
 
     # decode pool
     pool = decode or decode_pool(dec, prof_d, isl, osl)  # ``decode``: the same pool's terms, computed once
-    ctx, L_d, cap, mu_d, Bg, tg_d = pool.context, pool.seq_tokens, pool.cap, pool.capacity, pool.batches, pool.step_s
+    ctx, cap, mu_d, Bg, tg_d = pool.context, pool.cap, pool.capacity, pool.batches, pool.step_s
 
     # the fixed point runs on tables of whole batches (step_time is linear between them, so np.interp is exact for
     # the decode step; the prefill pass between whole prompts is interpolated the same way)

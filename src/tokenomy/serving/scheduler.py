@@ -180,7 +180,10 @@ def kv_sequence_bytes(dep: Deployment, tokens):
     return np.asarray(engine.cache_terms(dep.shape.coeffs, t, np.ones_like(t), dep.precision).cached_per_seq, float)
 
 
-def scheduler_ranks(layout) -> int:
-    """Schedulers that batch sequences independently: dp·ep under attention-DP (ep > 1), else dp."""
-    ep = int(layout.ep)
-    return int(layout.dp) * (ep if ep > 1 and layout.attn_dp is not False else 1)
+def scheduler_ranks(layout):
+    """Schedulers that batch sequences independently: dp·ep under attention-DP (ep > 1; attn_dp None = on, as the
+    layout reads it), else dp. An int for one layout, an array for a column of layouts (their degrees arrays)."""
+    ep = np.asarray(layout.ep)
+    attn = np.asarray(True if layout.attn_dp is None else layout.attn_dp)
+    ranks = np.asarray(layout.dp) * np.where((ep > 1) & (attn != 0), ep, 1)
+    return int(ranks) if ranks.ndim == 0 else ranks
