@@ -8,7 +8,8 @@ import pytest
 
 from tokenomy.answers import workloads
 from tokenomy.serving.simulator import simulate
-from tokenomy.serving.steady import spill_share, steady
+from tokenomy.serving.prefill_queue import spill_share
+from tokenomy.serving.steady import steady
 from tokenomy.serving.workload import Lengths, Workload
 
 # (rate, ISL, OSL): prefill 16-37% of engine time; measured when written: -3.3% .. +8.8% (8192 = two chunks)
@@ -48,3 +49,10 @@ def test_full_room_chunks_beyond_their_capacity_are_capacity_limited(dep, prof):
     the queue behind them has no steady state: capacity-limited, never a finite TTFT."""
     s = steady(dep, prof, isl=16384, osl=64, rate=[20.0])
     assert bool(s.capacity_limited[0]) and not np.isfinite(float(s.ttft_s[0]))
+
+
+def test_busy_prefill_is_named_in_a_closed_loop_too():
+    # 4096/128 on 8 x H100: prefill is a small share at one user and most of the engine's time at 128
+    r = workloads.serve("llama-3.1-70b", "hgx-h100-8", tp=8, concurrency=[1, 128], isl=4096, osl=128)
+    busy = [n for n in r.notes if "of its time on prefill" in n]
+    assert len(busy) == 1 and busy[0].startswith("128 users")

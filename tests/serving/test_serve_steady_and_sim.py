@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
+from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile
+from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import kv_batch
 from tokenomy.serving.simulator import simulate
 from tokenomy.serving.steady import steady
@@ -36,7 +38,9 @@ def test_analytic_and_simulator_agree_below_saturation(dep, prof, C, isl, osl):
 def test_tpot_is_the_engine_step_of_the_running_batch(dep, prof):
     """64 users of 1k/1k: a request holds its slot 1 + 1023 steps, one of them its whole prompt (1,024 tokens fit
     the 8,192-token budget beside the decodes), so 64 of every 1,024 steps carry a prompt and the rest only
-    decodes: TPOT = (1/16)·t(n, 1024) + (15/16)·t(n, 0), each step interpolated between whole batches."""
+    decodes; a request's own prompt step is before its first token, so the steps it decodes in carry the other
+    63 clients' prompts: TPOT = (63/1024)·t(n, 1024) + (961/1024)·t(n, 0), each step interpolated between whole
+    batches."""
     s = steady(dep, prof, isl=1024, osl=1024, concurrency=[64])
     n, P = float(s.decodes[0]), float(s.prefill_per_step[0])
     assert n == pytest.approx(64 * 1023 / 1024) and P == pytest.approx(64 * 1024 / 1024)
@@ -45,7 +49,7 @@ def test_tpot_is_the_engine_step_of_the_running_batch(dep, prof):
         lo, hi = (float(dep.run(b, 1024 + 512, prefill_tokens=tokens, prefill_context=512.0).step_s)
                   for b in (np.floor(n), np.ceil(n)))
         return lo + (n - np.floor(n)) * (hi - lo)
-    f = 64 / 1024
+    f = 63 / 1024
     assert float(s.tpot_s[0]) == pytest.approx(f * t(1024.0) + (1 - f) * t(0.0), rel=1e-12)
 
 
@@ -88,17 +92,41 @@ def test_trace_bad_row_names_its_line(tmp_path):
     assert len(read_trace(p)) == 2
 
 
-# lengths that vary (OSL uniform ±10%): prompts arriving together share a step, and long prompts take several chunks.
-# TTFT within 15%: the analytic step gives a request's last chunk the others' mean prefill beside it, but when
-# co-arriving prompts overflow the budget's room the simulator's FCFS order spills part of it into the next step,
-# which the mean does not queue for; the gap grows with ISL/room (4096/128 at C = 64: the simulator 9-12% higher)
-VARIED = [(64, 2048, 256), (128, 2048, 256), (64, 4096, 128), (32, 8192, 512), (64, 1024, 1024)]
+# lengths that vary: prompts arriving together share a step, long prompts take several chunks, the prompts ahead
+# push one back a step and those behind fill its last (serving/prefill_queue.closed_loop_prompt). OSL uniform within
+# ±30% of its mean: within ±10% a pair of clients that co-arrived completes in one step again about 1 cycle in 27
+# (vs 1 in OSL at random), so a few clients co-arrive more often than Poisson (at C = 4, 8192/128: two prompts at
+# one boundary 3.5x Poisson's share), an artefact of narrow spreads; ±10% gave within 5% too but 16/8192/128 and
+# 48/12000/300 (-5%, +8%). At least 600 requests: at 100 the mean TTFT of few clients moves +-2-3% by chance.
+# The grid was chosen before the model: prompts of 1-16k tokens against the 8,192-token budget, one to three
+# chunks, prefill 11-82% of the engine's time; the worst when written 4.7% (12000/300).
+VARIED = [(64, 2048, 256), (128, 2048, 256), (64, 4096, 128), (32, 8192, 512), (64, 1024, 1024), (16, 8192, 128),
+          (64, 8192, 256), (8, 16384, 256), (128, 4096, 512), (32, 4096, 64), (48, 12000, 300)]
 
 
 @pytest.mark.parametrize("C,isl,osl", VARIED)
 def test_ttft_with_shared_and_chunked_prefill_matches_the_simulator(dep, prof, C, isl, osl):
-    w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.9 * osl), round(1.1 * osl)), concurrency=C)
+    w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.7 * osl), round(1.3 * osl)), concurrency=C)
     s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
-    sim = simulate(dep, prof, w, 12 * C).summary(dep.chips)
-    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.15)
+    sim = simulate(dep, prof, w, max(12 * C, 600)).summary(dep.chips)
+    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.05)
+    assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)
+
+
+# an engine that schedules whole prompts (TensorRT-LLM's default): one 4096-token prompt ahead under an 8,192-token
+# budget holds the next a step even where its tokens would fit; Qwen3-30B-A3B (MoE) on 2 x H200 under the trtllm profile
+WHOLE = [(8, 4096, 128), (16, 2048, 256), (64, 1024, 1024), (16, 4096, 512), (32, 2048, 256)]
+
+
+@pytest.mark.parametrize("C,isl,osl", WHOLE)
+def test_whole_prompt_engine_matches_the_simulator(C, isl, osl):
+    from tokenomy.answers import workloads
+    dep = deployment("qwen3-30b-a3b", "hgx-h200-8", layout=Layout(2))
+    prof = engine_profile("trtllm", 2)
+    assert not prof.chunked_prefill
+    w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.7 * osl), round(1.3 * osl)), concurrency=C)
+    s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
+    assert float(s.prefill_share[0]) < workloads.BUSY_PREFILL
+    sim = simulate(dep, prof, w, max(12 * C, 600)).summary(dep.chips)
+    assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.05)
     assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)

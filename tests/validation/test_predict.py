@@ -101,8 +101,9 @@ def test_max_throughput_runs_the_capacity_batch_and_pays_every_prompt(prepared, 
 
 def test_concurrency_tpot_is_the_engine_step(prepared, calibrated):
     """Closed loop of C clients, whole prompts (TensorRT-LLM): B = min(C, B_kv) running, each request 1 prompt
-    step of its OSL, so a share min(1, B/OSL) of the steps carry a prompt (P/share = ISL tokens) and the TPOT lies
-    between the mixed steps at floor(n) and ceil(n) decodes, n = B·(OSL − 1)/OSL (at least 1)."""
+    step of its OSL, so a share min(1, B/OSL) of the steps carry a prompt (P/share = ISL tokens), the other B − 1
+    clients' in the steps a request decodes in (a share min(1, B/OSL)·(B − 1)/B), and the TPOT lies between the
+    mixed steps at floor(n) and ceil(n) decodes, n = B·(OSL − 1)/OSL (at least 1)."""
     s = prepared.serving
     i = _first(s, "concurrency", "tpot_s")
     c = s.cases[i].case
@@ -111,7 +112,8 @@ def test_concurrency_tpot_is_the_engine_step(prepared, calibrated):
     n, share = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
     _close(calibrated.prefill_tokens[i], b * c.isl / c.osl)
     d = _deployment(c)
-    lo, hi = (_mixed_step(d, c, x, calibrated.prefill_tokens[i] / share, share) for x in (np.floor(n), np.ceil(n)))
+    lo, hi = (_mixed_step(d, c, x, calibrated.prefill_tokens[i] / share, share * (b - 1) / b)
+              for x in (np.floor(n), np.ceil(n)))
     assert lo * (1 - 1e-9) <= calibrated.value[i] <= hi * (1 + 1e-9), (c.id, n, lo, calibrated.value[i], hi)
 
 

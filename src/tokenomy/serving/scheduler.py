@@ -81,7 +81,16 @@ def pooled_limits(prof: EngineProfile, layout, isl, running):
     return r * float(prof.max_batch), r * step_budget(prof, isl, np.asarray(running, float) / r)
 
 
-def budget_batch(cap, osl, prefill, budget):
+def prompt_slot(room, prefill, whole_prompts):
+    """Prefill tokens a step can take: the room N − n the decodes leave, or — for an engine that schedules whole
+    prompts (does not chunk) — floor(room/I) whole prompts of I tokens (at least one: its budget fits a prompt
+    beside the decodes, step_budget). A 4096-token prompt under an 8192-token budget beside 127 decodes: 8,065
+    tokens chunked, 4,096 whole."""
+    room, I = np.asarray(room, float), np.maximum(np.asarray(prefill, float), 1.0)
+    return np.where(whole_prompts, np.maximum(np.floor(room / I), 1.0) * I, room)
+
+
+def budget_batch(cap, osl, prefill, budget, whole_prompts=False):
     """The most running sequences a token budget N sustains. Each request asks for I prefill and OSL − 1 decode
     tokens from steps that carry at most N, over the life = chunks + OSL − 1 steps it holds a slot, so
     B·(I + OSL − 1)/life <= N. Without the limit a prefill-heavy workload (2048 in / 128 out) would claim the
@@ -90,11 +99,18 @@ def budget_batch(cap, osl, prefill, budget):
     so a prompt's chunks = ceil(I/(N − n)) = ceil((I + OSL − 1)/N) and
         B_N = N·(ceil((I + OSL − 1)/N) + OSL − 1)/(I + OSL − 1)
     (closed form: iterating B <- N·life(B)/(I + OSL − 1) from a cap >= N stalls at the false root B = N, where
-    the room N − B vanishes)."""
+    the room N − B vanishes). ``whole_prompts``: an engine that does not chunk starts at most k = prompt_slot/I
+    prompts a step, one chunk each, so B/OSL <= k: B_W = k·OSL, k at the room the decodes leave at B_N (4096/128
+    under 8192 tokens: one prompt a step, B <= 128 however much KV is free)."""
     I, osl, N = (np.asarray(x, float) for x in (prefill, osl, budget))
     per_request = np.maximum(I + osl - 1.0, 1.0)
     life = np.ceil(per_request / np.maximum(N, 1.0)) + osl - 1.0
-    return np.minimum(np.asarray(cap, float), np.maximum(N * life / per_request, 1.0))
+    B = np.minimum(np.asarray(cap, float), np.maximum(N * life / per_request, 1.0))
+    if not np.any(whole_prompts):
+        return B
+    decodes = B * (osl - 1.0) / np.maximum(osl, 1.0)
+    k = prompt_slot(N - decodes, I, True) / np.maximum(I, 1.0)
+    return np.where(whole_prompts, np.minimum(B, np.maximum(k * osl, 1.0)), B)
 
 
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):

@@ -28,14 +28,15 @@ capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens n +
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
-from tokenomy.serving.scheduler import EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits
+from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
+from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits,
+                                        prompt_slot)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -70,8 +71,12 @@ class Steady:
     fits: np.ndarray
 
 
-def _mean_step(B, osl, I, budget):
-    chunks = np.ceil(I / np.maximum(budget - B, 1.0))
+def _mean_step(B, osl, I, budget, closed=False):
+    """(chunks, life, n, P) of the module docstring. A prompt's chunks take the room beside the decodes running
+    with it, at most B of them, B − 1 in a closed loop (the other clients: a lone client's 8192-token prompt is one
+    chunk under an 8192-token budget)."""
+    beside = np.maximum(B - 1.0, 0.0) if closed else B
+    chunks = np.ceil(I / np.maximum(budget - beside, 1.0))
     life = chunks + osl - 1.0
     n = B * (osl - 1.0) / life
     P = np.minimum(B * I / life, np.maximum(budget - n, 0.0))
@@ -109,42 +114,12 @@ def _steps(step, n, loads):
     return many(n, loads) if many is not None else [step(n, P) for P in loads]
 
 
-SPILL_SIGMAS = 8.0  # co-arrival counts beyond mean + 8 sd (and 8) carry no probability worth a term
-
-
-def spill_share(others_per_step, prefill, last, room):
-    """P(spill): the chance that a request's last chunk does not finish in its step. The other prompts that land in
-    the same step are Poisson with mean λ (the open loop's R·E[T²]/E[T], ``_step_times``) and the scheduler packs
-    them FCFS, the request at a uniform place among them; each one ahead takes q = min(I, room) of the room, so
-    the last r tokens spill into the next step when k* = floor((room − r)/q) + 1 or more are ahead:
-    P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1). (One prompt ahead of a 4096-token one under an 8192-token
-    budget spills it: at λ = 0.5 about one time in five.)"""
-    lam = np.asarray(others_per_step, float)
-    q = np.maximum(np.minimum(prefill, room), 1.0)
-    k_star = np.floor(np.maximum(room - last, 0.0) / q) + 1.0
-    out = np.zeros(np.broadcast_shapes(lam.shape, np.shape(k_star)))
-    lam, k_star = np.broadcast_to(lam, out.shape), np.broadcast_to(k_star, out.shape)
-    live = np.flatnonzero(k_star <= lam + SPILL_SIGMAS * np.sqrt(lam) + SPILL_SIGMAS)
-    if not live.size:
-        return out
-    lam_l, k_l = lam.flat[live], k_star.flat[live]
-    # terms below K = k* − 1 are zero: start there, the Poisson log-pmf from lgamma so a large λ does not underflow
-    k0 = int(np.min(k_l)) - 1
-    log_pmf = -lam_l + k0 * np.log(np.maximum(lam_l, 1e-300)) - math.lgamma(k0 + 1.0)
-    acc = np.zeros_like(lam_l)
-    for K in range(k0, int(np.max(lam_l + SPILL_SIGMAS * np.sqrt(lam_l) + SPILL_SIGMAS)) + 1):
-        if K > k0:
-            log_pmf = log_pmf + np.log(np.maximum(lam_l, 1e-300)) - math.log(K)
-        acc += np.exp(log_pmf) * np.maximum(K + 1.0 - k_l, 0.0) / (K + 1.0)
-    out.flat[live] = np.where(lam_l > 0, acc, 0.0)
-    return out
-
-
 @dataclass(frozen=True)
 class StepTimes:
     """The steps of a point (arrays over points), all at its n decodes."""
 
-    tpot_s: np.ndarray  # the mean decode step
+    tpot_s: np.ndarray  # the mean step of a request's decode
+    mean_s: np.ndarray  # the mean step over all steps (a request's own prefill chunks included)
     plain_s: np.ndarray  # a step without prefill
     bound: np.ndarray  # of a step with prefill
     reason: np.ndarray
@@ -153,60 +128,66 @@ class StepTimes:
     last_chunk_s: np.ndarray  # the step of its last chunk
 
 
-def _step_times(step, B, n, P, chunks, life, I, budget, prefill: bool = True, rate=None) -> StepTimes:
+def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: bool = True, rate=None) -> StepTimes:
     """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
-    f = min(1, B·chunks/life) of the steps carry prefill — P/f tokens each — and the rest none:
-    TPOT = f·t(n, P/f) + (1 − f)·t(n, 0). (A mean step t(n, P) would overstate it where t is concave in P, as a
-    one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
+    f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none; its own chunks are
+    before its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks, a
+    share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether it runs or not: f_d = f): TPOT = f_d·t(n, P/f) + (1 − f_d)·t(n, 0) (8 users of 16k/256: 7 of the 8 prompts' chunks
+    land in a request's decode). (A mean step t(n, P) would overstate it where t is concave in P, as a one-shot
+    all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
     Residual: an arrival lands in a step chosen by its length (the inspection paradox), so the rest of that step
-    is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·TPOT), not TPOT/2.
+    is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2.
     Prefill (``prefill``; else zeros): c − 1 full chunks (the room N − n the decodes leave), then the last
-    r = I − (c − 1)(N − n) tokens beside the prompts that share its step — in a closed loop the others' mean
-    prefill P·(B − 1)/B (clients arrive at step boundaries; a lone client shares with no one); in an open loop
-    at rate R those that landed in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken
-    1 + P(spill) times (``spill_share``: Poisson prompts ahead of it can fill the room) after the wait behind
-    full-room chunks (``_full_chunk_queue_s``). A closed loop's arrivals are completions, more regular than
-    Poisson (with OSL ±10% the simulator spills about half as often as Poisson says), so it gets neither: its
-    TTFT runs up to 12% under the simulator's where prompts fill over a third of the budget (4096/128 at C = 64)."""
+    r = I − (c − 1)(N − n) tokens beside the prompts that share its step. Closed loop (clients arrive at step
+    boundaries; a lone client shares with no one): the others' mean prefill P·(B − 1)/B, then pushed back by the
+    prompts ahead of it and filled by those behind (prefill_queue.closed_loop_prompt), each extra step t(n, 0) and
+    each extra token the chord (t(n, room) − t(n, 0))/room, or (t(n, I) − t(n, 0))/I for a prompt of one chunk
+    (the step is near linear in its prefill tokens past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from
+    256 to 8128). Open loop at rate R: those that landed in
+    the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``) after
+    the wait behind full-room chunks (``full_chunk_queue_s``). An engine that does not chunk packs whole prompts:
+    a step's slot is floor(room/I) of them (scheduler.prompt_slot), so one 4096-token prompt ahead under an
+    8192-token budget holds the next one a step even where the tokens would fit."""
     f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
-    room = np.maximum(budget - n, 1.0)
+    # a closed loop's others are the B − 1 other clients; Poisson arrivals come at R whether it runs or not
+    f_d = f * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else f
+    # the room a prompt's chunks take: beside the decodes running with it (a closed loop's: the other clients')
+    room = np.maximum(budget - (n * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else n), 1.0)
     r = I - (chunks - 1.0) * room
     closed_others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)
+    closed = prefill and rate is None
     full = prefill and bool(np.any(chunks > 1))  # some prompts take full-room chunks before their last
     loads = [np.minimum(P / f, np.maximum(budget - n, 0.0)), np.zeros_like(P)] + ([room] if full else [])
-    if prefill and rate is None:  # the closed loop's last-chunk step rides in the same engine call
+    if closed:  # the closed loop's last-chunk step rides in the same engine call
         loads += [np.minimum(r + closed_others, room)]
     out = _steps(step, n, loads)
     (heavy, bound, reason), plain = out[0], out[1][0]
-    tpot = f * heavy + (1.0 - f) * plain
-    residual = (f * heavy ** 2 + (1.0 - f) * plain ** 2) / (2.0 * np.maximum(tpot, 1e-30))
+    tpot = f_d * heavy + (1.0 - f_d) * plain
+    mean = f * heavy + (1.0 - f) * plain
+    residual = (f * heavy ** 2 + (1.0 - f) * plain ** 2) / (2.0 * np.maximum(mean, 1e-30))
     if not prefill:
         zero = np.zeros_like(tpot)
-        return StepTimes(tpot, plain, bound, reason, residual, zero, zero)
+        return StepTimes(tpot, mean, plain, bound, reason, residual, zero, zero)
     t_full = out[2][0] if full else 0.0
-    if rate is None:
-        others, t_last = closed_others, out[-1][0]
+    if closed:
+        t_last = out[-1][0]
+        pf = (chunks - 1.0) * t_full + t_last
+        slot = prompt_slot(room, I, whole_prompts)
+        extra, tokens = closed_loop_prompt(closed_others / np.maximum(I, 1.0), I, slot, chunks, B - 1.0)
+        counted = (chunks - 1.0) * room + np.minimum(r + closed_others, slot)  # the tokens pf already times
+        # the step's seconds a prefill token: the chord to a full room where the prompt takes one, else to the
+        # prefill step a request decodes beside (I/c tokens; per point, so a sweep's pieces agree)
+        per_token = np.where(chunks > 1, (t_full - plain) / room, (heavy - plain) / np.maximum(loads[0], 1.0))
+        pf = pf + extra * plain + per_token * (tokens - counted)
     else:  # the co-arrivals depend on the steps just timed: one more engine call
         others = np.minimum(rate * I * 2.0 * residual, room)
         t_last = _steps(step, n, [np.minimum(r + others, room)])[0][0]
-    pf = (chunks - 1.0) * t_full + t_last
-    if rate is not None:  # Poisson arrivals: spills and the queue behind full-room chunks
         spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
-        pf = pf + spill * t_last + _full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
-    return StepTimes(tpot, plain, bound, reason, residual, pf, t_last)
+        pf = (chunks - 1.0) * t_full + (1.0 + spill) * t_last + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
+    return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last)
 
 
-def _full_chunk_queue_s(rate, exclusive_s):
-    """The wait of a Poisson arrival behind the full-room chunks of the prompts ahead (a prompt longer than the
-    room holds whole steps, FCFS): an M/D/1 queue, W = ρ·S/(2(1 − ρ)), ρ = R·S, S = (c − 1)·t(n, N − n); zero for
-    prompts of one chunk. ρ >= 1 is beyond capacity: an infinite wait, which the capacity test on the lifetime
-    then reports (``capacity_limited``), as it does a queue that outgrows the KV cache."""
-    rho = np.asarray(rate * exclusive_s, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(rho < 1.0, rho * exclusive_s / (2.0 * (1.0 - rho)), np.inf)
-
-
-def _littles_law(step, load, cap, osl, I, budget):
+def _littles_law(step, load, cap, osl, I, budget, whole_prompts):
     """The running batch of an open loop: the smallest root of N = g(N) = min(max(R·L(N), 1), cap), L(N) the time a
     request spends in the engine with N running (the rest of the step it lands in, its prefill, OSL − 1 decode
     steps). Plain iteration from N = 1 climbs to it but crawls near saturation (R·L'(N) -> 1: 200 steps at 3% under capacity),
@@ -215,7 +196,7 @@ def _littles_law(step, load, cap, osl, I, budget):
     (g >= N) and above (g < N) the root, bisected when the secant leaves it."""
     def g(N):
         chunks, life, n, P = _mean_step(N, osl, I, budget)
-        st = _step_times(step, N, n, P, chunks, life, I, budget, rate=load)
+        st = _step_times(step, N, n, P, chunks, life, I, budget, whole_prompts, rate=load)
         lifetime = st.residual_s + st.prefill_s + (osl - 1.0) * st.tpot_s
         return np.minimum(np.maximum(load * lifetime, 1.0), cap)
 
@@ -240,23 +221,25 @@ def _littles_law(step, load, cap, osl, I, budget):
 
 
 def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals="staggered",
-          request_overhead_s=0.0) -> Solved:
+          request_overhead_s=0.0, whole_prompts=False) -> Solved:
     """The module docstring's equations for any step-time function ``step(n, P) -> (seconds, bound, reason)`` (n
     decodes at the point's mean context plus P prefill tokens, arrays over points): ``steady`` passes the engine
     on a Deployment, validation the engine on each case's prepared work. ``prefill`` = I, ``cap`` = min(B_kv,
     max_batch), ``request_overhead_s`` = o_req (tokenisation, HTTP and detokenisation around the engine) added to
-    TTFT."""
+    TTFT; ``whole_prompts`` (per point) where the engine does not chunk prefill: a step takes whole prompts only
+    (scheduler.prompt_slot)."""
     I, budget = prefill, np.asarray(budget, float)
-    cap = budget_batch(cap, osl, I, budget)  # the token budget, too, caps the running batch
+    cap = budget_batch(cap, osl, I, budget, whole_prompts)  # the token budget, too, caps the running batch
     if closed:
         B = np.minimum(load, cap)
     else:
-        B = _littles_law(step, load, cap, osl, I, budget)
-    chunks, life, n, P = _mean_step(B, osl, I, budget)
+        B = _littles_law(step, load, cap, osl, I, budget, whole_prompts)
+    chunks, life, n, P = _mean_step(B, osl, I, budget, closed)
     together = closed and arrivals == "together"
     if together:  # C prompts at once: prefill-only steps, then C decodes per step
         n, P = B, np.zeros_like(B)
-    st = _step_times(step, B, n, P, chunks, life, I, budget, prefill=not together, rate=None if closed else load)
+    st = _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill=not together,
+                     rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
     if together:
@@ -281,7 +264,7 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
         queue = np.where(demand, np.inf, 0.0)
     over_budget = n + B * I / life > budget + 1e-9
     X = np.where(closed, B / lifetime, np.where(demand, B / lifetime, load))
-    share = np.clip(np.where(together, chunks * t_chunk / lifetime, (tpot - t_plain) / tpot), 0.0, 1.0)
+    share = np.clip(np.where(together, chunks * t_chunk / lifetime, (st.mean_s - t_plain) / st.mean_s), 0.0, 1.0)
     return Solved(B, n, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
                   X, share, bound, reason)
 
@@ -350,7 +333,7 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)
     s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
-              closed=closed, arrivals=arrivals,
+              closed=closed, arrivals=arrivals, whole_prompts=not prof.chunked_prefill,
               request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
     occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))

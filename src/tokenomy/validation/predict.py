@@ -161,7 +161,7 @@ def _served(s: Serving, th: Theta, closed: bool) -> steady.Solved:
     with np.errstate(invalid="ignore", divide="ignore"):
         return steady.solve(step_function(s, th), isl=s.isl, osl=s.osl, prefill=s.isl, load=load,
                             cap=np.minimum(s.bmax, s.cap), budget=s.budget, closed=closed,
-                            request_overhead_s=o_req)
+                            request_overhead_s=o_req, whole_prompts=s.whole > 0)
 
 
 def predict_serving(s: Serving, th: Theta) -> Prediction:

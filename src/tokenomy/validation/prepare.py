@@ -90,6 +90,7 @@ class Serving:
     rate: np.ndarray
     cap: np.ndarray  # scheduler cap on the decode batch
     budget: np.ndarray  # tokens per scheduler step (serving.scheduler.step_budget)
+    whole: np.ndarray  # 1 where the case's engine schedules whole prompts (does not chunk prefill), else 0
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
     step_batch: np.ndarray  # decode batch of ``step`` (request-rate runs: solved at prediction time)
     step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
@@ -164,7 +165,7 @@ def _step_batch(c: ServingCase, bmax: float) -> tuple[float, float]:
 
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
-    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "bmax", "step_batch", "step_prefill",
+    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "bmax", "step_batch", "step_prefill",
             "flops_per_s", "narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
@@ -190,6 +191,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
                     budget=step_budget(case_profile(c), c.isl, min(c.max_batch or DEFAULT_MAX_BATCH, bmax)),
+                    whole=float(not case_profile(c).chunked_prefill),
                     flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():
