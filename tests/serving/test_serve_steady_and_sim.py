@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.workloads import engine_profile
+from tokenomy.answers.workloads import BUSY_PREFILL, engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import kv_batch
 from tokenomy.serving.simulator import simulate
@@ -120,13 +120,12 @@ WHOLE = [(8, 4096, 128), (16, 2048, 256), (64, 1024, 1024), (16, 4096, 512), (32
 
 @pytest.mark.parametrize("C,isl,osl", WHOLE)
 def test_whole_prompt_engine_matches_the_simulator(C, isl, osl):
-    from tokenomy.answers import workloads
     dep = deployment("qwen3-30b-a3b", "hgx-h200-8", layout=Layout(2))
     prof = engine_profile("trtllm", 2)
     assert not prof.chunked_prefill
     w = Workload(Lengths("fixed", isl), Lengths("uniform", round(0.7 * osl), round(1.3 * osl)), concurrency=C)
     s = steady(dep, prof, isl=isl, osl=osl, concurrency=[C])
-    assert float(s.prefill_share[0]) < workloads.BUSY_PREFILL
+    assert float(s.prefill_share[0]) < BUSY_PREFILL
     sim = simulate(dep, prof, w, max(12 * C, 600)).summary(dep.chips)
     assert sim["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.05)
     assert sim["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.05)

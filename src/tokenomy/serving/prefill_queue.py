@@ -16,8 +16,6 @@ import numpy as np
 
 SPILL_SIGMAS = 8.0  # Poisson counts beyond mean + 8 sd (and 8) carry no probability worth a term
 EXTRA_STEPS = 6  # a prompt pushed back more than 6 steps by those ahead: below 1e-6 of probability at λ <= 1
-
-
 NEGLIGIBLE = 1e-6  # a Poisson tail below this carries under 0.01 tokens of a 1000-token prompt: not formed
 
 
@@ -36,7 +34,8 @@ def _pmf(lam: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     log_lam = np.log(np.maximum(lam, 1e-300))
     top = lam + SPILL_SIGMAS * np.sqrt(lam) + SPILL_SIGMAS
     log_pmf = -lam
-    for K in range(int(np.max(top)) + 1 if np.size(top) else 0):
+    top_max = np.max(np.where(np.isfinite(top), top, 0.0)) if np.size(top) else -1.0  # NaN: a point that does not fit
+    for K in range(int(top_max) + 1):
         if K > 0:
             log_pmf = log_pmf + log_lam - math.log(K)
         yield K, np.where(K <= top, np.where(lam > 0, np.exp(log_pmf), float(K == 0)), 0.0)
