@@ -56,3 +56,11 @@ def test_busy_prefill_is_named_in_a_closed_loop_too():
     r = workloads.serve("llama-3.1-70b", "hgx-h100-8", tp=8, concurrency=[1, 128], isl=4096, osl=128)
     busy = [n for n in r.notes if "of its time on prefill" in n]
     assert len(busy) == 1 and busy[0].startswith("128 users")
+
+
+def test_no_busy_note_where_no_one_queues():
+    # one user has nobody to queue behind; prompts that arrive together are queued step by step in the model
+    alone = workloads.serve("llama-3.1-70b", "hgx-h100-8", tp=8, concurrency=[1], isl=8000, osl=2)
+    together = workloads.serve("llama-3.1-70b", "hgx-h100-8", tp=8, concurrency=[8], isl=8000, osl=2,
+                               arrivals="together")
+    assert not [n for n in alone.notes + together.notes if "of its time on prefill" in n]

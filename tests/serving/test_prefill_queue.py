@@ -49,12 +49,13 @@ def test_capped_poisson_sum_is_the_mean_of_the_clipped_fill(lam, size, cap):
 
 
 def test_the_loops_feedback_bounds_the_backlog_near_saturation():
-    # ρ -> 1: the M/D/1 queue diverges, the closed loop's stays near sqrt((B − 1)/π) prompts
+    # ρ -> 1: the M/D/1 queue diverges, the closed loop's stays near sqrt((B − 1)/π) prompts; the push is summed
+    # to convergence (one prompt a step here: extra = Σ_m P(K_a >= m) = E[K_a] = μ), not cut at a few steps
     lam, I, room, others = 0.999, 8000.0, 8000.0, 127.0
     extra, _ = closed_loop_prompt(lam, I, room, 1.0, others)
     mu = lam / 2 + math.sqrt(others / math.pi)
-    assert float(extra) == pytest.approx(sum(_tail(mu, m) for m in range(1, 7)), rel=1e-9)
-    assert float(extra) < 7.0  # not the ~500 prompts of ρ²/(2(1 − ρ))
+    assert float(extra) == pytest.approx(mu, rel=1e-5)  # Σ_{m >= 1} P(K >= m) = E[K]
+    assert float(extra) < 10.0  # not the ~500 prompts of ρ²/(2(1 − ρ))
 
 
 def test_whole_prompt_slot_and_its_batch_cap():
@@ -67,3 +68,30 @@ def test_whole_prompt_slot_and_its_batch_cap():
     assert chunked == pytest.approx(8192 * 128 / 4223)
     assert whole == 128.0
     assert np.array_equal(budget_batch(np.array([50.0, 1e9]), 128.0, 4096.0, 8192.0, True), [50.0, 128.0])
+
+
+def test_closed_loop_ttft_on_a_linear_step_is_steps_plus_tokens():
+    """On a step linear in its prefill tokens, t(n, P) = a + c·n + b·P, a closed loop's time to first token is
+    (c + E[k] − c)·t(n, 0) + b·(the tokens its steps process): every step it waits is counted once and every token
+    once. Whole prompts of 5000 tokens under 8192 (one a step): the last step is timed at the slot (5000 tokens and
+    no more), not at the room (8192 − n), or the 3,000-odd tokens between would be paid twice."""
+    from tokenomy.serving.steady import solve
+
+    a, b, c = 0.02, 4e-5, 1e-4
+
+    def step(n, P):
+        t = a + c * np.asarray(n, float) + b * np.asarray(P, float)
+        return t, np.zeros(np.shape(t), int), np.zeros(np.shape(t), int)
+
+    I, osl, N = 5000.0, 128.0, 8192.0
+    C = np.array([8.0, 32.0, 64.0])
+    s = solve(step, isl=I, osl=osl, prefill=I, load=C, cap=np.full(3, 1e9), budget=N, closed=True,
+              whole_prompts=True)
+    B, n, P = s.batch, s.decodes, s.prefill_per_step
+    assert np.all(s.chunks == 1.0) and np.all(B == C)
+    room = N - n * (B - 1) / B
+    slot = prompt_slot(room, I, True)
+    assert np.all(slot == I) and np.all(I + P * (B - 1) / B > slot)  # the case the slot caps
+    extra, tokens = closed_loop_prompt(P * (B - 1) / B / I, I, slot, 1.0, B - 1)
+    want = (1.0 + extra) * (a + c * n) + b * tokens
+    assert np.allclose(s.ttft0_s, want, rtol=1e-12)

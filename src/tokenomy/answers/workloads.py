@@ -42,15 +42,21 @@ ENGINES = ("vllm", "sglang", "trtllm")
 BUSY_PREFILL = 0.45
 
 
-def _busy_prefill_notes(s, C, R) -> tuple[str, ...]:
+def _busy_prefill_notes(s, C, R, arrivals) -> tuple[str, ...]:
     """Where the engine spends over BUSY_PREFILL of its time on prefill, the prompts' queue for the token budget is
-    beyond what the analytic TTFT is checked for: the simulator measured up to 40% more (open loop) and -11..+11%
-    (closed loop, whose own feedback bounds the queue)."""
+    beyond what the analytic TTFT is checked for: the simulator measured up to 40% more (open loop); a closed loop's
+    own feedback bounds the queue (-11..+11% with output lengths that vary; with fixed lengths the simulator's
+    clients phase-lock and rarely collide: up to 45% less). Not where there is no one to queue behind (one running
+    request) or the prompts all arrive together (that queue is modelled step by step)."""
+    if C is not None and arrivals == "together":
+        return ()
     load, unit = (R, " requests/s") if C is None else (C, " users")
+    told = "up to 40% more" if C is None else "-11% to +11% with varied output lengths, up to 45% less with fixed ones"
     return tuple(f"{load[i]:g}{unit}: the engine spends {s.prefill_share[i]:.0%} of its time on prefill; above "
                  f"{BUSY_PREFILL:.0%} prompts queue for the token budget beyond what the analytic TTFT is checked for "
-                 f"(the simulator measured {'up to 40% more' if C is None else '-11% to +11%'}): try --method simulate"
-                 for i in range(len(load)) if s.prefill_share[i] > BUSY_PREFILL and not s.capacity_limited[i])
+                 f"(the simulator measured {told}): try --method simulate"
+                 for i in range(len(load)) if s.prefill_share[i] > BUSY_PREFILL and not s.capacity_limited[i]
+                 and s.batch[i] > 1.0)
 
 
 def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) -> EngineProfile:
@@ -139,7 +145,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (demand exceeds B_kv = {r['b_kv']:g}, max batch "
                   f"{prof.max_batch} or the {prof.max_num_tokens}-token budget)" for r in rows if r["capacity_limited"])
     if method == "analytic":
-        notes += _busy_prefill_notes(s, C, R)
+        notes += _busy_prefill_notes(s, C, R, arrivals)
     slo_notes, slo_extra = _slo_verdict(rows, ttft_slo, tpot_slo)
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
                   "engine": prof.name, **slo_extra}, slo_notes + notes, _explain(dep, prof, s, load, isl_m, osl_m),

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 import numpy as np
 
 SPILL_SIGMAS = 8.0  # Poisson counts beyond mean + 8 sd (and 8) carry no probability worth a term
-EXTRA_STEPS = 6  # a prompt pushed back more than 6 steps by those ahead: below 1e-6 of probability at λ <= 1
+EXTRA_STEPS = 256  # a bound only: the sum stops at the first step whose tail is below NEGLIGIBLE everywhere (near
+# the budget's capacity the backlog reaches sqrt((B - 1)/pi) prompts, ~9 at B = 248, and pushes a prompt ~5 steps)
 NEGLIGIBLE = 1e-6  # a Poisson tail below this carries under 0.01 tokens of a 1000-token prompt: not formed
 
 
@@ -114,6 +115,7 @@ def closed_loop_prompt(others_per_step, prefill, room, chunks, clients):
     slack = chunks * room - I  # what the last chunk's step has left before anyone ahead spills it
     extra = np.zeros(np.broadcast_shapes(mu.shape, np.shape(slack)))
     for m in range(1, EXTRA_STEPS + 1):  # P(K_a >= k_m) falls with m: stop at the first that is 0 everywhere
+        # (poisson_tail forms no tail below NEGLIGIBLE)
         tail = poisson_tail(mu, np.floor(((m - 1) * room + slack) / I) + 1.0)
         if not np.any(tail):
             break

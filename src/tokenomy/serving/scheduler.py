@@ -100,8 +100,9 @@ def budget_batch(cap, osl, prefill, budget, whole_prompts=False):
         B_N = N·(ceil((I + OSL − 1)/N) + OSL − 1)/(I + OSL − 1)
     (closed form: iterating B <- N·life(B)/(I + OSL − 1) from a cap >= N stalls at the false root B = N, where
     the room N − B vanishes). ``whole_prompts``: an engine that does not chunk starts at most k = prompt_slot/I
-    prompts a step, one chunk each, so B/OSL <= k: B_W = k·OSL, k at the room the decodes leave at B_N (4096/128
-    under 8192 tokens: one prompt a step, B <= 128 however much KV is free)."""
+    prompts a step, one chunk each, so B/OSL <= k: B_W = k·OSL, k at the room the decodes leave at the batch the
+    other caps allow, min(cap, B_N) (4096/128 under 8192 tokens: one prompt a step, B <= 128 however much KV is
+    free; a smaller k than the fixed point's by at most one prompt where B_W itself is below that batch)."""
     I, osl, N = (np.asarray(x, float) for x in (prefill, osl, budget))
     per_request = np.maximum(I + osl - 1.0, 1.0)
     life = np.ceil(per_request / np.maximum(N, 1.0)) + osl - 1.0

@@ -5,15 +5,21 @@ token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefil
     B       = min(C, B_kv, max_batch, B_N)                  running sequences (closed loop); B_N the most the token
                                                            budget sustains (scheduler.budget_batch); max_batch and
                                                            N pooled over the schedulers (scheduler.pooled_limits)
-    chunks  = ceil(I / (N − n)),  life = chunks + OSL − 1   steps a request holds its slot
+    chunks  = ceil(I / (N − n')),  life = chunks + OSL − 1  steps a request holds its slot; n' the decodes beside
+                                                           its prompt (at most B; B − 1 in a closed loop)
     n       = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
-    TPOT    = f·t(n, P/f) + (1 − f)·t(n, 0)               f = min(1, B·chunks/life): the share of steps carrying a
-                                                           prefill chunk (the rest are plain decode steps)
-    TTFT    = queue + wait + (c − 1)·t(n, N − n) + t(n, min(r + P·(B − 1)/B, N − n)) + o_req
-              c = chunks, the first c − 1 full (the room the decodes leave), the last r = I − (c − 1)(N − n) tokens
-              sharing its step with the other requests' mean prefill; o_req the request overhead around the
-              engine (Efficiency.request_overhead_s). Checked against the iteration-level simulator (lengths
-              ±10%: 2048/256 at C = 64 and 128, 4096/128, 8192/512, 1024/1024)
+    TPOT    = f_d·t(n, P/f) + (1 − f_d)·t(n, 0)           f = min(1, B·chunks/life): the share of steps carrying a
+                                                           prefill chunk; f_d = f·(B − 1)/B in a closed loop (a
+                                                           request's own chunks precede its first token), f open
+    TTFT    = queue + wait + (c − 1)·t(n, room) + t(n, min(r + P·(B − 1)/B, slot)) + push + o_req
+              c = chunks, the first c − 1 full (room = N − n, a closed loop's N − n·(B − 1)/B: the budget the
+              decodes beside it leave), the last r = I − (c − 1)·room tokens sharing its step with the other
+              requests' mean prefill up to the step's slot (the room, or whole prompts: scheduler.prompt_slot;
+              the open loop times it at the room); o_req the request overhead around the
+              engine (Efficiency.request_overhead_s). push, closed loop: the prompts ahead push it back E[k] − c
+              steps and those behind fill its last step (prefill_queue.closed_loop_prompt; an engine that does
+              not chunk packs floor(room/I) whole prompts a step). Checked against the iteration-level simulator
+              (tests/serving/test_serve_steady_and_sim.py: 1k-16k-token prompts, chunked and whole-prompt)
               wait: for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (_step_times); 0 for a closed loop (a client's next
@@ -22,7 +28,7 @@ token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefil
     queue   = (C − B)·lifetime/B when C > B (closed loop, Little's law); open loop: N = R·lifetime, its smallest root
               by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap
     X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
-    $       chips·$/chip-s split by time: the prefill share of a step (t(n, P) − t(n, 0))/t(n, P) to the input tokens
+    $       chips·$/chip-s split by time: the prefill share of the mean step (E[t] − t(n, 0))/E[t] to the input tokens
 capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens n + P exceed the budget.
 """
 
@@ -130,36 +136,41 @@ class StepTimes:
 
 def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: bool = True, rate=None) -> StepTimes:
     """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
-    f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none; its own chunks are
-    before its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks, a
-    share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether it runs or not: f_d = f): TPOT = f_d·t(n, P/f) + (1 − f_d)·t(n, 0) (8 users of 16k/256: 7 of the 8 prompts' chunks
-    land in a request's decode). (A mean step t(n, P) would overstate it where t is concave in P, as a one-shot
-    all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
+    f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none. Its own chunks
+    precede its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks:
+    (B − 1)·c chunks in every ``life`` steps, a share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether
+    it runs or not: f_d = f); TPOT = f_d·t(n, P/f) + (1 − f_d)·t(n, 0) (8 users of 16k/256: 7 of the 8 prompts'
+    chunks land in a request's decode). (A mean step t(n, P) would overstate it where t is concave in P, as a
+    one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
     Residual: an arrival lands in a step chosen by its length (the inspection paradox), so the rest of that step
     is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2.
-    Prefill (``prefill``; else zeros): c − 1 full chunks (the room N − n the decodes leave), then the last
-    r = I − (c − 1)(N − n) tokens beside the prompts that share its step. Closed loop (clients arrive at step
-    boundaries; a lone client shares with no one): the others' mean prefill P·(B − 1)/B, then pushed back by the
-    prompts ahead of it and filled by those behind (prefill_queue.closed_loop_prompt), each extra step t(n, 0) and
-    each extra token the chord (t(n, room) − t(n, 0))/room, or (t(n, I) − t(n, 0))/I for a prompt of one chunk
-    (the step is near linear in its prefill tokens past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from
-    256 to 8128). Open loop at rate R: those that landed in
-    the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``) after
-    the wait behind full-room chunks (``full_chunk_queue_s``). An engine that does not chunk packs whole prompts:
-    a step's slot is floor(room/I) of them (scheduler.prompt_slot), so one 4096-token prompt ahead under an
-    8192-token budget holds the next one a step even where the tokens would fit."""
+    Prefill (``prefill``; else zeros): c − 1 full chunks of the room the decodes beside it leave (N − n; a closed
+    loop's N − n·(B − 1)/B, the other clients'), then the last r = I − (c − 1)·room tokens beside the prompts that
+    share its step. Closed loop (clients arrive at step boundaries; a lone client shares with no one): the others'
+    mean prefill P·(B − 1)/B up to the step's slot (the room, or for an engine that does not chunk floor(room/I)
+    whole prompts, scheduler.prompt_slot: one 4096-token prompt ahead under an 8192-token budget holds the next a
+    step even where the tokens would fit), then pushed back by the prompts ahead of it and filled by those behind
+    (prefill_queue.closed_loop_prompt), each extra step t(n, 0) and each extra token the chord
+    (t(n, room) − t(n, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
+    (t(n, L) − t(n, 0))/L at its load L = min(P/f, N − n) (the step is near linear in its prefill tokens past a
+    few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
+    in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
+    after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
+    room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s)."""
     f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
     # a closed loop's others are the B − 1 other clients; Poisson arrivals come at R whether it runs or not
-    f_d = f * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else f
+    others_share = np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else 1.0
+    f_d = f * others_share
     # the room a prompt's chunks take: beside the decodes running with it (a closed loop's: the other clients')
-    room = np.maximum(budget - (n * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else n), 1.0)
+    room = np.maximum(budget - n * others_share, 1.0)
     r = I - (chunks - 1.0) * room
-    closed_others = P * np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0)
+    closed_others = P * others_share
     closed = prefill and rate is None
     full = prefill and bool(np.any(chunks > 1))  # some prompts take full-room chunks before their last
     loads = [np.minimum(P / f, np.maximum(budget - n, 0.0)), np.zeros_like(P)] + ([room] if full else [])
     if closed:  # the closed loop's last-chunk step rides in the same engine call
-        loads += [np.minimum(r + closed_others, room)]
+        slot = prompt_slot(room, I, whole_prompts)  # what a step's prefill can take: the room, or whole prompts
+        loads += [np.minimum(r + closed_others, slot)]
     out = _steps(step, n, loads)
     (heavy, bound, reason), plain = out[0], out[1][0]
     tpot = f_d * heavy + (1.0 - f_d) * plain
@@ -172,7 +183,6 @@ def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: 
     if closed:
         t_last = out[-1][0]
         pf = (chunks - 1.0) * t_full + t_last
-        slot = prompt_slot(room, I, whole_prompts)
         extra, tokens = closed_loop_prompt(closed_others / np.maximum(I, 1.0), I, slot, chunks, B - 1.0)
         counted = (chunks - 1.0) * room + np.minimum(r + closed_others, slot)  # the tokens pf already times
         # the step's seconds a prefill token: the chord to a full room where the prompt takes one, else to the
