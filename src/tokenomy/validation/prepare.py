@@ -185,13 +185,13 @@ def prepare_serving(cases: list[Case]) -> Serving:
         per_tok.append(engine.Work(**{f: (getattr(w1, f) - getattr(w0, f)) if _numeric(getattr(w0, f))
                                       else getattr(w0, f) for f in WORK_FIELDS}))
         gb.append(g)
-        pk = d.peaks
+        pk, prof = d.peaks, case_profile(c)
         vals = dict(n=c.chips, isl=c.isl, osl=c.osl, batch=c.batch if c.batch is not None else np.nan,
                     concurrency=c.concurrency if c.concurrency is not None else np.nan,
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
-                    budget=step_budget(case_profile(c), c.isl, min(c.max_batch or DEFAULT_MAX_BATCH, bmax)),
-                    whole=float(not case_profile(c).chunked_prefill),
+                    budget=step_budget(prof, c.isl, min(c.max_batch or DEFAULT_MAX_BATCH, bmax)),
+                    whole=float(not prof.chunked_prefill),
                     flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():
