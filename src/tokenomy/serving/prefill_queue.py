@@ -28,12 +28,17 @@ def _live(lam, k):
     return (k <= lam) | (log_bound > math.log(NEGLIGIBLE))
 
 
+def _top(lam):
+    """The largest Poisson count worth a term: mean + SPILL_SIGMAS sd + SPILL_SIGMAS."""
+    return lam + SPILL_SIGMAS * np.sqrt(lam) + SPILL_SIGMAS
+
+
 def _pmf(lam: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """(K, Pois(K; λ)) for K = 0, 1, ... up to the largest mean + SPILL_SIGMAS sd over the points, each point's
     terms past its own bound 0: the log-pmf stepped by log(λ/K) from K = 0, so a large λ does not underflow and a
     point's terms are the same bits whatever points share the array (a sweep's pieces agree)."""
     log_lam = np.log(np.maximum(lam, 1e-300))
-    top = lam + SPILL_SIGMAS * np.sqrt(lam) + SPILL_SIGMAS
+    top = _top(lam)
     log_pmf = -lam
     top_max = np.max(np.where(np.isfinite(top), top, 0.0)) if np.size(top) else -1.0  # NaN: a point that does not fit
     for K in range(int(top_max) + 1):
@@ -70,7 +75,7 @@ def spill_share(others_per_step, prefill, last, room):
     k_star = np.floor(np.maximum(room - last, 0.0) / q) + 1.0
     out = np.zeros(np.broadcast_shapes(lam.shape, np.shape(k_star)))
     lam, k_star = np.broadcast_to(lam, out.shape), np.broadcast_to(k_star, out.shape)
-    live = np.flatnonzero(k_star <= lam + SPILL_SIGMAS * np.sqrt(lam) + SPILL_SIGMAS)
+    live = np.flatnonzero(k_star <= _top(lam))
     if not live.size:
         return out
     lam_l, k_l = lam.flat[live], k_star.flat[live]
