@@ -42,7 +42,7 @@ DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurr
 
 
 def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, max_ttft=None, batch=None,
-         weight_dtype=None, kv_dtype="bf16", efficiency="calibrated", hop_latency=None, torus=None, top=0,
+         weight_dtype=None, kv_dtype=None, efficiency="calibrated", hop_latency=None, torus=None, top=0,
          usd_per_chip_hour=None, mode="agg", concurrency=None, rate=None, isl=1024, osl=1024, ttft_slo=None,
          tpot_slo=None, engine="vllm", cache_hit=0.0, max_num_tokens=None, max_batch=None, prefill_chips=None,
          decode_chips=None) -> Result:
@@ -64,6 +64,7 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
                              torus=torus)
     if prefill_chips is not None or decode_chips is not None:
         raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
+    kv_dtype = "bf16" if kv_dtype in (None, "auto") else kv_dtype  # a bare layout search has no engine
     for name, v in (("context", context), ("max_ttft", max_ttft), ("hop_latency", hop_latency)):
         _positive(name, v)
     if min_tokens_per_user is None or not min_tokens_per_user >= 0:
@@ -108,7 +109,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                   max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
                   usd_per_chip_hour, top, batch, torus) -> Result:
     from tokenomy.answers.plan_serving import RULE, misses_by, rank, search_agg
-    from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg
+    from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg, serving_kv_dtype
 
     if batch is not None:
         raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")
@@ -117,6 +118,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                          "rate (open loop, requests/s)")
     if top is None or int(top) != top or top < 0:
         raise ValueError(f"top: must be an integer >= 0, got {top}")
+    kv_dtype = serving_kv_dtype(model, engine, weight_dtype, kv_dtype)
     if mode == "disagg":
         if torus is not None:
             raise ValueError("torus: not with mode disagg")

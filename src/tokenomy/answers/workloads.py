@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers.passes import choose_layout
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
+from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Result
 from tokenomy.catalog import loader
 from tokenomy.core.layout import Layout
@@ -68,6 +68,16 @@ def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) 
                       positive_int("max_batch", max_batch))
 
 
+def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> str:
+    """The KV-cache dtype of a served deployment: ``kv_dtype`` where given, else the engine's default for the
+    checkpoint's weight dtype (catalog/engines/<engine>.toml [kv_dtype]: vLLM and SGLang keep the model's bf16,
+    TensorRT-LLM follows an FP8/NVFP4 checkpoint's FP8 cache); "auto" asks for that default by name."""
+    if kv_dtype is not None and kv_dtype != "auto":
+        return kv_dtype
+    weights = dtype_of("weight_dtype", weight_dtype) or model_of(model).quantization.dense
+    return engine_profile(engine).kv_dtype_for(weights)
+
+
 def _points(name, values):
     if values is None:
         return None
@@ -98,7 +108,7 @@ def check_hit_and_arrivals(cache_hit, arrivals) -> None:
 def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
-          ep=None, pp=None, dp=None, redundant_experts=None, weight_dtype=None, kv_dtype="bf16",
+          ep=None, pp=None, dp=None, redundant_experts=None, weight_dtype=None, kv_dtype=None,
           efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None) -> Result:
     """The serving answer (module docstring): one row per workload point. ``pools`` (disagg): prefill_chips,
     decode_chips and the pools' degrees (prefill_tp, prefill_ep, ..., decode_tp, ...)."""
@@ -107,6 +117,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     if method not in ("analytic", "simulate"):
         raise ValueError(f"method: {method!r}; allowed: analytic, simulate")
     check_hit_and_arrivals(cache_hit, arrivals)
+    kv_dtype = serving_kv_dtype(model, engine, weight_dtype, kv_dtype)
     if mode == "disagg":
         sim = dict(method=method, trace=trace, arrivals=arrivals, requests=requests, seed=seed)
         return serve_disagg(model, hardware, concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
@@ -142,7 +153,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo) for i in range(len(load))]
     title = (f"serve (agg, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
              f"({rule}); {prof.label()}; ISL {li.label() if tr is None else 'trace'} / OSL "
-             f"{lo.label() if tr is None else 'trace'}, cache hit {float(cache_hit):g}; {dep.eff.name} efficiency")
+             f"{lo.label() if tr is None else 'trace'}, cache hit {float(cache_hit):g}; {_dtypes(dep)}; "
+             f"{dep.eff.name} efficiency")
     notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (demand exceeds B_kv = {r['b_kv']:g}, max batch "
                   f"{prof.max_batch} or the {prof.max_num_tokens}-token budget)" for r in rows if r["capacity_limited"])
     if method == "analytic":
@@ -151,6 +163,10 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
                   "engine": prof.name, **slo_extra}, slo_notes + notes, _explain(dep, prof, s, load, isl_m, osl_m),
                   rows_key="")
+
+
+def _dtypes(dep) -> str:
+    return f"weights {dep.weight_dtype or dep.model.quantization.dense}, KV {dep.kv_dtype}"
 
 
 def _simulations(run, C, R, li, lo, tr, cache_hit, arrivals, requests, seed) -> list:
@@ -210,6 +226,8 @@ def _slo_verdict(rows, ttft_slo, tpot_slo) -> tuple[tuple[str, ...], dict]:
 
 def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
     lines = [f"engine profile: {prof.label()}",
+             f"all-reduce ({prof.name}): {prof.all_reduce}; timed as the fastest of the one-shot, two-shot and ring "
+             f"costs inside the scale-up domain (core.collectives.all_reduce_cost)",
              f"B_kv = KV capacity / (ISL + OSL = {isl + osl:g} tokens, rounded to blocks of {prof.block_size}) = "
              f"{float(np.ravel(s.b_kv)[0]):g} sequences"]
     for i, x in enumerate(load):
@@ -357,7 +375,7 @@ def _split(dep, P, D, pre_deg, dec_deg, C, R, isl, osl, cache_hit, engine, max_n
 
 def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, concurrency=None, rate=None, isl=1024,
                  osl=1024, isl_dist=None, osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None,
-                 max_batch=None, ttft_slo=None, tpot_slo=None, weight_dtype=None, kv_dtype="bf16",
+                 max_batch=None, ttft_slo=None, tpot_slo=None, weight_dtype=None, kv_dtype=None,
                  efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, sim=None,
                  **pool_degrees) -> Result:
     """Disaggregated serving (module docstring): one row per workload point. ``sim``: method ("analytic" |
@@ -373,6 +391,7 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, sim.get("trace"))
     isl_m, osl_m = (float(np.mean(tr.isl)), float(np.mean(tr.osl))) if tr is not None else (li.mean, lo.mean)
     m, hw = model_of(model), hardware_of(hardware)
+    kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     pre_deg, dec_deg = _degrees_of(pool_degrees, "prefill"), _degrees_of(pool_degrees, "decode")
@@ -390,7 +409,7 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     title = (f"serve (disagg, {sim['method']}): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
              f"{pre.layout.label()}, decode {dec.layout.label()}; KV over {rows[0]['kv_link']}; {prof_d.label()}; "
              f"ISL {li.label() if tr is None else 'trace'} / OSL {lo.label() if tr is None else 'trace'}, cache hit "
-             f"{float(cache_hit):g}; {dep.eff.name} efficiency")
+             f"{float(cache_hit):g}; {_dtypes(dep)}; {dep.eff.name} efficiency")
     notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (prefill pool "
                   f"{r['prefill_capacity_requests_per_s']:.4g} req/s, decode pool "
                   f"{r['decode_capacity_requests_per_s']:.4g} req/s)" for r in rows if r["capacity_limited"])
@@ -457,7 +476,7 @@ def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, t
 
 def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None,
                 osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
-                tpot_slo=None, weight_dtype=None, kv_dtype="bf16", efficiency="calibrated",
+                tpot_slo=None, weight_dtype=None, kv_dtype=None, efficiency="calibrated",
                 usd_per_chip_hour=None, top=None, prefill_chips=None, decode_chips=None) -> Result:
     """Search prefill/decode pool splits P + D <= ``chips`` (module docstring; serving.disagg for how the pools are
     sized for each other): rows ranked by answers.plan_serving.RULE, the front of those meeting the SLOs."""
@@ -474,6 +493,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
     top = None if top is None or top == 0 else positive_int("top", top)
     C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
     m, hw = model_of(model), hardware_of(hardware)
+    kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     isl_m, osl_m, hit = li.mean, lo.mean, float(cache_hit)

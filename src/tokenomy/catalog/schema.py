@@ -187,6 +187,21 @@ class EngineGraphs(Sourced):
     batch_sizes: list[PositiveInt]
 
 
+class EngineAllReduce(Sourced):
+    """The engine's tensor-parallel all-reduce: its custom in-domain kernels and when it gives way to NCCL."""
+
+    implementation: str  # what it runs, in words
+    custom_max_bytes: PositiveInt | None = None  # larger messages go to NCCL (None: the engine picks by size)
+    world_sizes: list[PositiveInt] = []  # group sizes the custom kernels support (empty: any inside the domain)
+
+
+class EngineKvDtype(Sourced):
+    """The KV-cache dtype the engine picks when none is given ('auto'), by the checkpoint's weight dtype."""
+
+    default: str  # any weight dtype not in by_weight
+    by_weight: dict[str, str] = {}
+
+
 class EngineFile(BaseModel):
     """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
 
@@ -196,4 +211,6 @@ class EngineFile(BaseModel):
     scheduler: EngineScheduler
     kv_cache: EngineKv
     cuda_graphs: EngineGraphs
+    kv_dtype: EngineKvDtype
+    all_reduce: EngineAllReduce
     step_overhead_s: float | None = None  # host time per step, where the engine documents one

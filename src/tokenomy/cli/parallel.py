@@ -6,8 +6,8 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.render import show_result
-from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, HOP_LATENCY, ISL, JSON, KV_DTYPE,
-                                  MODEL, OSL, RATE, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
+from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, HOP_LATENCY, ISL, JSON,
+                                  MODEL, OSL, RATE, SERVE_KV_DTYPE, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
 
 
 @app.command("plan")
@@ -20,7 +20,7 @@ def plan_cmd(model: str = MODEL,
                                                        help="Minimum decode tokens/s per user."),
              max_ttft: float = typer.Option(None, "--max-ttft", help="Maximum time to first token, seconds."),
              batch: str = typer.Option(None, "--batch", help="Batches to try (default 1..65536, 1.5x steps)."),
-             weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE, efficiency: str = EFFICIENCY,
+             weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = SERVE_KV_DTYPE, efficiency: str = EFFICIENCY,
              hop_latency: float = HOP_LATENCY,
              torus: str = typer.Option(None, "--torus", help="TPU ICI torus shape of the domain, e.g. 4x4x4."),
              top: int = typer.Option(0, "--top", help="Show only this many front points (0: all; best kept; with "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
-from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, ISL, JSON, KV_DTYPE, MODEL, OSL,
-                                  RATE, REDUNDANT_EXPERTS, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
+from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, ISL, JSON, MODEL, OSL,
+                                  RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
 from tokenomy.cli.render import show_result
 
 
@@ -54,7 +54,7 @@ def serve_cmd(model: str = MODEL,
               ep: int = typer.Option(None, "--ep", help="Expert-parallel degree."),
               pp: int = typer.Option(None, "--pp", help="Pipeline stages."),
               dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
-              redundant_experts: int = REDUNDANT_EXPERTS, weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = KV_DTYPE,
+              redundant_experts: int = REDUNDANT_EXPERTS, weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = SERVE_KV_DTYPE,
               efficiency: str = EFFICIENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """Serve a workload: TTFT, TPOT, throughput and $/Mtok per workload point — aggregated continuous batching, or
     disaggregated prefill and decode pools (KV handed over the link between them).

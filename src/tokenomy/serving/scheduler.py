@@ -41,6 +41,13 @@ class EngineProfile:
     fraction_of: str  # "total" | "free"
     cuda_graph_sizes: tuple[int, ...] = ()
     step_overhead_s: float = 0.0
+    kv_dtype_default: str = "bf16"  # the cache dtype the engine picks ('auto') for weights not in kv_dtype_by_weight
+    kv_dtype_by_weight: tuple[tuple[str, str], ...] = ()
+    all_reduce: str = ""  # the engine's TP all-reduce, in words (catalog/engines [all_reduce])
+
+    def kv_dtype_for(self, weight_dtype: str) -> str:
+        """The KV-cache dtype this engine picks by default for a checkpoint of ``weight_dtype``."""
+        return dict(self.kv_dtype_by_weight).get(weight_dtype, self.kv_dtype_default)
 
     def label(self) -> str:
         return (f"{self.name} {self.version}: budget {self.max_num_tokens} tokens/step, max batch {self.max_batch}, "
@@ -58,7 +65,16 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
             frac = kv.by_tp[k]
     return EngineProfile(f.name, f.version, sch.chunked_prefill, int(max_num_tokens or sch.max_num_tokens),
                          int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
-                         tuple(f.cuda_graphs.batch_sizes), f.step_overhead_s or 0.0)
+                         tuple(f.cuda_graphs.batch_sizes), f.step_overhead_s or 0.0, f.kv_dtype.default,
+                         tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce))
+
+
+def _all_reduce(a) -> str:
+    """The profile's all-reduce in one line: what runs, the largest message its custom kernels take, on which groups."""
+    cap = f"; custom kernels up to {a.custom_max_bytes / 2**20:g} MiB" if a.custom_max_bytes else ""
+    sizes = f", groups of {'/'.join(map(str, a.world_sizes))}" if a.world_sizes else ""
+    return f"{a.implementation}{cap}{sizes}"
+
 
 
 def step_budget(prof: EngineProfile, isl, running=0.0):

@@ -324,6 +324,7 @@ CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "sche
            "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg")}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
+AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file
 MAX_SEARCH_CHIPS = 1024  # a layout search over 1024 chips takes ~1 s and ~100 MB; pods are searched by budget
 
@@ -426,6 +427,8 @@ def _value(name: str, opt: Option, text: str):
             raise FieldError(name, f"{text!r} is not a yes/no value; use true or false")
         return text.lower() in TRUE
     if opt.kind == "dtype":
+        if name == "kv_dtype" and text.strip().lower() == "auto":
+            return AUTO  # the answer's own default: the serving engine's KV dtype for the weights
         return Query({name: text}, (name,)).dtype(name, None)
     if opt.kind == "choice":
         return Query({name: text}, (name,)).choice(name, CHOICES[name])
@@ -437,7 +440,7 @@ def answer_kwargs(command: str, params: Mapping[str, str]) -> dict:
     opts = options(command)
     q = Query(params, tuple(opts))
     texts = {k: v for k in params if (v := q.text(k, limit=MAX_CONFIG_TOKEN_CHARS)) is not None}
-    kw = {k: _value(k, opts[k], v) for k, v in texts.items()}
+    kw = {k: x for k, v in texts.items() if (x := _value(k, opts[k], v)) is not AUTO}
     if "config" in kw:
         kw["model"] = kw.pop("config")
     missing = [k for k, o in opts.items() if o.required and k not in kw]

@@ -21,7 +21,7 @@ FIELDS = ("model", "config", "hardware", "chips", "loop", "concurrency", "rate",
           "method", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour") + DEGREES
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurrency", "concurrency": "1,4,16,64,256",
             "rate": "0.5,1,2,4,8", "isl": "1024", "osl": "1024", "cache_hit": "0", "engine": "vllm",
-            "method": "analytic", "kv_dtype": "bf16", "efficiency": "calibrated"}
+            "method": "analytic", "kv_dtype": "auto", "efficiency": "calibrated"}
 COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e_s", "requests_per_s",
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
            "kv_occupancy", "capacity_limited", "bound", "goodput_requests_per_s")
@@ -56,7 +56,7 @@ def kwargs(params: Mapping[str, str]) -> dict:
                                  f"{len(load)} given")
     P.hardware_by_name(qv.text("hardware"))
     kw = {"model": P.model_from(q, v["model"]), "hardware": v["hardware"].lower(), loop: load, "method": method,
-          "engine": qv.choice("engine", ENGINES), "kv_dtype": qv.dtype("kv_dtype", "bf16"),
+          "engine": qv.choice("engine", ENGINES), "kv_dtype": "auto" if v.get("kv_dtype") == "auto" else qv.dtype("kv_dtype", None),
           "weight_dtype": qv.dtype("weight_dtype", None),
           "efficiency": qv.choice("efficiency", P.CHOICES["efficiency"]),
           "isl": qv.integer("isl", 1024, 1, P.MAX_CONTEXT), "osl": qv.integer("osl", 1024, 1, P.MAX_CONTEXT),
