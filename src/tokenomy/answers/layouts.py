@@ -109,7 +109,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                   max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
                   usd_per_chip_hour, top, batch, torus) -> Result:
     from tokenomy.answers.plan_serving import RULE, misses_by, rank, search_agg
-    from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg, serving_kv_dtype
+    from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg, serving_kv_dtype, within_context
 
     if batch is not None:
         raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")
@@ -139,6 +139,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                      efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     dep = dep.with_(topology=topology(dep.hardware, torus=torus))
     budget = positive_int("chips", chips) or dep.hardware.num_chips
+    within_context(dep.model, li.mean, lo.mean)
     rows, n_layouts, n_eval = search_agg(dep, chips=budget, concurrency=C, rate=R, isl=li.mean, osl=lo.mean,
                                          cache_hit=float(cache_hit), engine=engine, max_num_tokens=max_num_tokens,
                                          max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo)

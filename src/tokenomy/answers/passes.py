@@ -37,18 +37,25 @@ def _grid(name: str, values) -> np.ndarray:
     return a
 
 
-def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S) -> tuple[Layout, str]:
-    """The explicit layout, the ideal bound, or the best valid layout over the chips (and the rule used)."""
+def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S, usable=None) -> tuple[Layout, str]:
+    """The explicit layout, the ideal bound, or the best valid layout over the chips (and the rule used;
+    ``usable``: parallel.search.best_layout's further test)."""
     n = chips or dep.hardware.num_chips
     if layout == "ideal":
         return Layout.even_split(n), "ideal even split: every weight and KV byte over the chips, no communication"
     if isinstance(layout, Layout):
         if chips is not None and int(layout.chips) != chips:
-            raise ValueError(f"chips: {chips} does not equal tp*ep*pp*dp = {int(layout.chips)}")
+            hint = ""
+            if int(layout.ep) > 1 and int(layout.chips) // int(layout.ep) == chips:
+                hint = (f" (ep multiplies the chips: experts split over ep groups of tp ranks; TP{int(layout.tp)} with "
+                        f"expert parallelism on the same {chips} GPUs, as vLLM and SGLang run it, is --tp 1 --ep "
+                        f"{chips} (attention data-parallel, experts split {chips} ways) or --tp {chips} (experts "
+                        "tensor-split))")
+            raise ValueError(f"chips: {chips} does not equal tp*ep*pp*dp = {int(layout.chips)}{hint}")
         return layout, "the layout given"
     if layout is not None:
         raise ValueError(f"layout: {layout!r}; allowed: 'ideal', or layout degrees (tp, ep, pp, dp)")
-    return best_layout(dep, n, B, C, S)
+    return best_layout(dep, n, B, C, S, usable)
 
 
 def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,

@@ -25,7 +25,7 @@ from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_o
 from tokenomy.answers.result import Result
 from tokenomy.catalog import loader
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import EngineProfile, profile_of
+from tokenomy.serving.scheduler import EngineProfile, kv_capacity, profile_of
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import fmt_bytes, fmt_seconds
@@ -129,13 +129,18 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, trace)
     isl_m = float(np.mean(tr.isl)) if tr is not None else li.mean
     osl_m = float(np.mean(tr.osl)) if tr is not None else lo.mean
+    within_context(m, isl_m, osl_m)
     dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or Layout(),
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
     B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
-    lay, rule = choose_layout(dep, positive_int("chips", chips), degrees, np.array([[B0]]),
-                              np.array([[isl_m + osl_m / 2.0]]), np.ones((1, 1)))
+    # scored at one sequence and at the largest load (a layout that holds one long sequence beats one that holds
+    # none), and only among layouts whose engine's HBM share holds a sequence of ISL + OSL
+    lay, rule = choose_layout(dep, positive_int("chips", chips), degrees, np.array([[1.0, B0]]),
+                              np.full((1, 2), isl_m + osl_m / 2.0), np.ones((1, 2)),
+                              usable=lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens,
+                                                                   max_batch, isl_m, osl_m))
     dep = dep.with_(layout=lay)
     prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
     s = steady(dep, prof, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=float(cache_hit),
@@ -146,9 +151,9 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     load = C if C is not None else R
     sims = [None] * len(load)
     if method == "simulate":
-        from tokenomy.serving.simulator import simulate
+        from tokenomy.serving.replicas import simulate_replicas
 
-        sims = _simulations(lambda w, n: simulate(dep, prof, w, n), C, R, li, lo, tr, cache_hit, arrivals,
+        sims = _simulations(lambda w, n: simulate_replicas(dep, prof, w, n), C, R, li, lo, tr, cache_hit, arrivals,
                             requests, seed)
     rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo) for i in range(len(load))]
     title = (f"serve (agg, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
@@ -163,6 +168,20 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
                   "engine": prof.name, **slo_extra}, slo_notes + notes, _explain(dep, prof, s, load, isl_m, osl_m),
                   rows_key="")
+
+
+def within_context(m, isl: float, osl: float) -> None:
+    """ISL + OSL (the means) inside the model's context window (config.json max_position_embeddings, where given)."""
+    most = m.max_position_embeddings
+    if most and isl + osl > most:
+        raise ValueError(f"isl: ISL + OSL = {isl + osl:g} tokens exceeds {m.name}'s context of {most:,} tokens "
+                         "(max_position_embeddings in its config.json)")
+
+
+def _holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:
+    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity)."""
+    prof = engine_profile(engine, int(dep.layout.tp), max_num_tokens, max_batch)
+    return bool(np.all(kv_capacity(dep, prof, isl, osl)[0] >= 1))
 
 
 def _dtypes(dep) -> str:
@@ -391,6 +410,7 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, sim.get("trace"))
     isl_m, osl_m = (float(np.mean(tr.isl)), float(np.mean(tr.osl))) if tr is not None else (li.mean, lo.mean)
     m, hw = model_of(model), hardware_of(hardware)
+    within_context(m, isl_m, osl_m)
     kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
@@ -497,6 +517,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     isl_m, osl_m, hit = li.mean, lo.mean, float(cache_hit)
+    within_context(m, isl_m, osl_m)
     sizes = pool_sizes(budget, dep.topo.domain_size)
     dec_cache, tables, rows, bad, why = {}, {}, [], set(), {}
     for D, Ps in _splits(sizes, budget, P_fix, D_fix):

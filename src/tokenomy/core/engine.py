@@ -366,11 +366,12 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1
 
 
 def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_pass=1, *, precision: Precision,
-         prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None) -> Work:
+         prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None,
+         prefill_chunk=None) -> Work:
     """Lower a pass on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
     lo = lower(shape, topo, layout, context, len_pass, precision=precision, prefill_context=prefill_context,
                kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s)
-    return batched(lo, batch, prefill_tokens)
+    return batched(lo, batch, prefill_tokens, prefill_chunk)
 
 
 def _plus(x, k, y):
@@ -381,10 +382,13 @@ def _plus(x, k, y):
     return x + k * y
 
 
-def batched(lo: Lowered, batch, prefill_tokens=0.0) -> Work:
+def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     """``work`` of a lowered pass at ``batch`` sequences (+ ``prefill_tokens`` interleaved prefill tokens): the
     busiest chip of a stage, per micro-batch (module docstring). Terms that are exactly 0 or 1 on this layout and
-    model (no attention-DP, no KV batch split, no routed experts, no prefill) are not formed over the grid."""
+    model (no attention-DP, no KV batch split, no routed experts, no prefill) are not formed over the grid.
+    ``prefill_chunk``: the tokens of one prompt chunk. Under attention-DP a chunk is one prompt's and stays on one
+    attention rank, so the busiest rank holds max(P/ep, min(P, chunk)) of P (one 8,000-token prompt: all of it,
+    not 8000/ep); None spreads P over the ranks the decodes use, as the tokens of many prompts do."""
     shape, lay, pr = lo.shape, lo.layout, lo.precision
     m = shape.coeffs
     tp, ep, pp, dp, M, ad, f, a, g = lo.tp, lo.ep, lo.pp, lo.dp, lo.microbatches, lo.attn_dp, lo.stage_share, \
@@ -401,7 +405,9 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0) -> Work:
     per_rank = np.ceil(B / dp)  # sequences per DP replica, and per attention replica with attention-DP
     if np.any(ad):
         ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)
-        b_a, p_a = np.ceil(b / ep_eff), p_mb / ep_eff  # the busiest attention replica's sequences and prefill
+        p_a = p_mb / ep_eff if prefill_chunk is None else \
+            np.where(ad, np.maximum(p_mb / ep, np.minimum(p_mb, _f(prefill_chunk))), p_mb)
+        b_a = np.ceil(b / ep_eff)  # the busiest attention replica's sequences (and p_a its prefill tokens)
         per_rank = np.ceil(per_rank / np.where(ad, ep, 1.0))
     else:  # ep_eff = 1: ceil(b/1) = b, p_mb/1 = p_mb
         b_a, p_a = b, p_mb

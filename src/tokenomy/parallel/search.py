@@ -175,9 +175,25 @@ BEST_LAYOUT_RULE = ("the valid layout over all {chips} chips that fits the most 
                     "lowest geometric-mean step time over them (= most tokens/s per chip)")
 
 
-def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1) -> tuple[Layout, str]:
+def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1, usable=None) -> tuple[Layout, str]:
     """The default layout of a question over ``chips`` chips at the (batch, context, len_pass) points asked, and the
-    rule that chose it (``BEST_LAYOUT_RULE``). Raises ValueError when no layout over ``chips`` chips is valid."""
+    rule that chose it (``BEST_LAYOUT_RULE``). Raises ValueError when no layout over ``chips`` chips is valid.
+    ``usable(layout) -> bool``: a further test the caller's memory rule makes (a serving engine's HBM share, which
+    the pass's fit does not know), tried on the ranked layouts in order; the first that passes wins."""
+    ranked = ranked_layouts(dep, chips, batch, context, len_pass)
+    rule = BEST_LAYOUT_RULE.format(chips=chips)
+    if usable is not None:
+        for lay in ranked[:USABLE_CHECKS]:
+            if usable(lay):
+                return lay, rule + ", among those whose KV share holds a sequence"
+    return ranked[0], rule
+
+
+USABLE_CHECKS = 64  # ranked layouts tried against a caller's memory rule before the search's first stands
+
+
+def ranked_layouts(dep: Deployment, chips: int, batch, context, len_pass=1) -> list[Layout]:
+    """The valid layouts over ``chips`` chips, best first by ``BEST_LAYOUT_RULE``."""
     P = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
     if np.size(P.tp) == 0:
         raise ValueError(f"chips: no valid layout of {dep.model.name} uses exactly {chips} chips")
@@ -189,8 +205,8 @@ def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1) -> tupl
     bad = (r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)
     valid = ~np.asarray(bad).any(axis=1)  # the layout itself is valid; points may still not fit
     score = np.where(valid, fits * 1e6 - logt, -np.inf)
-    i = int(np.argmax(score))
-    return P.at((np.size(P.tp),), i), BEST_LAYOUT_RULE.format(chips=chips)
+    order = [int(i) for i in np.argsort(-score, kind="stable") if np.isfinite(score[i])] or [int(np.argmax(score))]
+    return [P.at((np.size(P.tp),), i) for i in order]  # none valid: the first, which says why when evaluated
 
 
 def explain_plan(dep: Deployment, plans: Layout, r: PassTerms, i: int) -> list[str]:

@@ -184,8 +184,11 @@ def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, 
     col = _column(lay)
     run = with_layout(dep, col).run
     dp = np.asarray(lay.dp, float)[:, None]
-    r = run(dp, 1.0, prefill_tokens=grid[None, :] * I, prefill_context=pctx)
-    at_max = run(dp, 1.0, prefill_tokens=b_max[:, None] * I, prefill_context=pctx)
+    # a prompt runs on one replica (and under attention-DP on one rank): the busiest replica's ceil(b/dp) prompts
+    # (serving.replicas), a rank at least one whole prompt (engine.batched prefill_chunk)
+    busiest = lambda b: np.ceil(b / dp) * dp * I  # noqa: E731
+    r = run(dp, 1.0, prefill_tokens=busiest(grid[None, :]), prefill_context=pctx, prefill_chunk=I)
+    at_max = run(dp, 1.0, prefill_tokens=busiest(b_max[:, None]), prefill_context=pctx, prefill_chunk=I)
     ok_max = np.ravel(at_max.reason == 0)
     t = np.where((r.reason == 0) & (grid[None, :] <= b_max[:, None]), r.step_s, np.nan)
     cap = np.where(ok_max, b_max / np.where(ok_max, np.ravel(at_max.step_s), 1.0), 0.0)

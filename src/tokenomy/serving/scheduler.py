@@ -164,8 +164,9 @@ class StepTimer:
     lowered once (engine.lower) and batched per call, so the serving model's several steps per point — with and
     without prefill, floor and ceil of a fractional batch — share the attention and KV terms of the context."""
 
-    def __init__(self, dep: Deployment, context, prefill_context=1.0):
+    def __init__(self, dep: Deployment, context, prefill_context=1.0, chunk_tokens=None):
         self.dep, self.context, self.prefill_context = dep, context, prefill_context
+        self.chunk_tokens = chunk_tokens  # a prompt chunk's tokens (engine.batched prefill_chunk)
         self._lowered: list[tuple] = []  # (where decodes run, the lowering), the most recent last
 
     def _lower(self, busy) -> engine.Lowered:
@@ -179,13 +180,17 @@ class StepTimer:
         return lo
 
     def _run(self, k, prefill) -> engine.PassTerms:
-        """The pass at k decodes (k whole): fewer than the DP replicas run as one sequence per replica (the busiest
-        times it, the others idle); none as one 1-token sequence per replica (the engine needs B >= dp)."""
-        one = float(self.dep.layout.dp)
+        """The pass at k decodes (k whole): fewer than the DP replicas times the pipeline's micro-batches run as one
+        sequence per micro-batch of each replica (the busiest times it, the others idle: a pipeline of pp stages with
+        fewer sequences than stages takes pp stage times a token, as it does with one sequence in each of its pp
+        micro-batches); none as one 1-token sequence per replica (the engine needs B >= dp·M)."""
+        lay = self.dep.layout
+        one = float(lay.dp) * float(lay.pp if lay.microbatches is None else lay.microbatches)
         busy = k >= 1.0
         batch = k if np.all(k >= one) else np.where(busy, np.maximum(k, one), one)  # max(k, one) = k where k >= one
         d = self.dep
-        return engine.times(engine.batched(self._lower(busy), batch, prefill), d.topo, d.peaks, d.eff)
+        return engine.times(engine.batched(self._lower(busy), batch, prefill, self.chunk_tokens), d.topo, d.peaks,
+                            d.eff)
 
     def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
         """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between

@@ -41,8 +41,9 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
+from tokenomy.serving.replicas import one_replica, replica_count, split_load
 from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits,
-                                        prompt_slot)
+                                        prompt_slot, scheduler_ranks)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -302,11 +303,29 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
     that do not fit come back NaN (``fits`` false) without numpy's warnings on the way."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if replica_count(dep) > 1:
+            return _replicated(dep, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit,
+                               arrivals=arrivals)
         if concurrency is not None and np.size(concurrency) > PIECE_POINTS:
             return _closed_in_pieces(dep, prof, isl=isl, osl=osl, concurrency=concurrency, cache_hit=cache_hit,
                                      arrivals=arrivals)
         return _steady(dep, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit,
                        arrivals=arrivals)
+
+
+def _replicated(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
+    """dp independent replicas (serving.replicas): one replica's steady state at its share of the load, its
+    latencies as they are, its rates and batches times the busy replicas, its KV capacity times dp and its $ per
+    token times dp/busy (the idle replicas are paid for too)."""
+    reps, closed = replica_count(dep), concurrency is not None
+    per, busy = split_load(concurrency if closed else rate, reps, closed)
+    s = steady(one_replica(dep), prof, isl=isl, osl=osl, concurrency=per if closed else None,
+               rate=None if closed else per, cache_hit=cache_hit, arrivals=arrivals)
+    scaled = {"batch": busy, "decodes": busy, "prefill_per_step": busy, "requests_per_s": busy,
+              "output_tokens_per_s": busy, "b_kv": float(reps), "usd_per_mtok_input": reps / busy,
+              "usd_per_mtok_output": reps / busy}
+    return Steady(**{f.name: getattr(s, f.name) * scaled[f.name] if f.name in scaled else getattr(s, f.name)
+                     for f in fields(Steady)})
 
 
 def _closed_in_pieces(dep, prof, *, isl, osl, concurrency, cache_hit, arrivals) -> Steady:
@@ -339,7 +358,10 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
 
-    step = _EngineStep(StepTimer(dep, ctx, pctx), load.shape)
+    # under attention-DP a prompt's chunk sits on one rank (engine.batched prefill_chunks); elsewhere P spreads
+    chunk = np.minimum(I, float(prof.max_num_tokens)) if prof.chunked_prefill else I
+    attn_dp = scheduler_ranks(dep.layout) > dep.layout.dp
+    step = _EngineStep(StepTimer(dep, ctx, pctx, chunk if attn_dp else None), load.shape)
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)
     s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],

@@ -1,0 +1,102 @@
+"""A request lives on one DP replica and, under attention-DP, its prompt on one attention rank: latencies are one
+replica's at its share of the load, never a prompt spread over every replica (serving/replicas.py). Each test
+here failed before: tp1 dp4 put an 8,000-token prompt of Qwen3-32B at 0.20 s against 0.53 s of one H100's FLOPs;
+DeepSeek on 16 ranks had TTFT fall 5x from 1 to 16 users; a pipeline with fewer users than stages returned
+nothing; the default search picked a layout that cannot hold one sequence."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.workloads import serve
+from tokenomy.arch.params import count_params
+from tokenomy.catalog import loader
+
+BIN = Path(sys.executable).parent / "tokenomy"
+
+
+def _rows(*args, **kw):
+    return serve(*args, **kw).rows()
+
+
+def test_dp_replicas_serve_as_copies_of_one():
+    kw = dict(isl=1000, osl=1000)
+    one = _rows("llama-3.1-8b", "h100-sxm", chips=1, tp=1, concurrency=[1, 16, 128], **kw)
+    eight = _rows("llama-3.1-8b", "h100-sxm", chips=8, tp=1, dp=8, concurrency=[8, 128, 1024], **kw)
+    for a, b in zip(one, eight):
+        for k in ("ttft_s", "tpot_s", "tokens_per_s_per_chip", "usd_per_mtok_output"):
+            assert b[k] == pytest.approx(a[k], rel=1e-9), k
+        assert b["requests_per_s"] == pytest.approx(8 * a["requests_per_s"], rel=1e-9)
+        assert b["b_kv"] == 8 * a["b_kv"]
+
+
+def test_fewer_users_than_replicas_leave_replicas_idle_and_paid_for():
+    one = _rows("llama-3.1-8b", "h100-sxm", chips=1, tp=1, concurrency=[1])[0]
+    four = _rows("llama-3.1-8b", "h100-sxm", chips=4, tp=1, dp=4, concurrency=[1])[0]
+    assert four["ttft_s"] == pytest.approx(one["ttft_s"]) and four["tpot_s"] == pytest.approx(one["tpot_s"])
+    assert four["requests_per_s"] == pytest.approx(one["requests_per_s"])
+    assert four["usd_per_mtok_output"] == pytest.approx(4 * one["usd_per_mtok_output"])
+
+
+def test_a_prompt_on_one_replica_takes_at_least_that_chips_flops():
+    active = count_params(loader.model("qwen3-32b")).matmul_active
+    r = _rows("qwen3-32b", "h100-sxm", chips=4, tp=1, dp=4, concurrency=[1], isl=8000, osl=500)[0]
+    floor_s = 2.0 * active * 8000 / loader.hardware("h100-sxm").chip.peak_flops_per_s["bf16"]  # 0.53 s
+    assert r["ttft_s"] > floor_s
+
+
+def test_simulated_replicas_agree_with_the_analytic_ones():
+    kw = dict(chips=8, tp=1, dp=8, concurrency=[8, 64], isl=1000, osl=1000)
+    a = _rows("llama-3.1-8b", "h100-sxm", **kw)
+    s = _rows("llama-3.1-8b", "h100-sxm", method="simulate", requests=600, **kw)
+    for x, y in zip(a, s):
+        assert y["ttft_s"] == pytest.approx(x["ttft_s"], rel=0.1)
+        assert y["requests_per_s"] == pytest.approx(x["requests_per_s"], rel=0.1)
+
+
+def test_attention_dp_time_to_first_token_does_not_fall_with_load():
+    rows = _rows("deepseek-v3", "h200", chips=16, tp=1, ep=16, concurrency=[1, 2, 4, 16, 128], isl=8000, osl=500)
+    ttft = [r["ttft_s"] for r in rows]
+    assert all(b >= a * 0.999 for a, b in zip(ttft, ttft[1:])), ttft
+
+
+def test_a_pipeline_with_fewer_users_than_stages_still_answers():
+    rows = _rows("llama-3.1-405b", "h100-sxm", chips=16, tp=8, pp=2, concurrency=[1, 2, 16])
+    assert all(r["tpot_s"] is not None and np.isfinite(r["tpot_s"]) for r in rows)
+    assert rows[0]["tpot_s"] == pytest.approx(rows[1]["tpot_s"], rel=0.02)  # one sequence per micro-batch
+    rate = _rows("llama-3.1-405b", "h100-sxm", chips=16, tp=8, pp=2, rate=[0.1, 1.0])
+    assert all(r["ttft_s"] is not None for r in rate)
+
+
+def test_the_default_layout_holds_a_sequence_of_the_workload():
+    r = _rows("llama-3.1-70b", "h100-sxm", chips=4, concurrency=[1, 16, 128], isl=8000, osl=500)
+    assert r[0]["plan"].startswith("tp4") and r[0]["ttft_s"] is not None
+
+
+def test_disagg_prefill_pool_runs_a_prompt_on_one_replica():
+    from tokenomy.answers.resolve import deployment
+    from tokenomy.core.layout import Layout
+    from tokenomy.serving.disagg import prefill_table
+    from tokenomy.answers.workloads import engine_profile
+
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout())
+    t1, t4 = (prefill_table(dep, engine_profile("vllm"), n, 4000.0) for n in (1, 4))
+    one = float(t1.pass_s[0, 0])  # tp1, one prompt
+    i4 = [i for i in range(np.size(t4.layouts.tp)) if int(np.ravel(t4.layouts.dp)[i]) == 4][0]
+    assert float(t4.pass_s[i4, 0]) == pytest.approx(one, rel=1e-6)  # one prompt on a dp4 pool: one replica's pass
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--chips", "1", "--concurrency", "1", "--isl", "200000",
+      "--osl", "100"], "--isl"),
+    (["--model", "deepseek-v3", "--hardware", "h200", "--chips", "8", "--tp", "8", "--ep", "8", "--concurrency", "1"],
+     "--chips"),
+])
+def test_bad_serving_inputs_say_why_in_one_line(args, field):
+    r = subprocess.run([str(BIN), "serve", *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and field in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
