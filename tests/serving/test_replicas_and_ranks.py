@@ -91,6 +91,13 @@ def test_disagg_prefill_pool_runs_a_prompt_on_one_replica():
     assert float(t4.pass_s[i4, 0]) == pytest.approx(one, rel=1e-6)  # one prompt on a dp4 pool: one replica's pass
 
 
+def test_disagg_under_an_open_loop_picks_decode_pools_that_fit():
+    # the open loop's Little's-law batch is fractional: no layout scored it and the search fell back to tp1 dp8
+    rows = _rows("deepseek-r1", "h200", mode="disagg", pools=dict(prefill_chips=8, decode_chips=8),
+                 rate=[0.1, 1.0, 4.0], isl=1000, osl=1000)
+    assert all("decode tp8" in r["plan"] and r["tpot_s"] > 0 for r in rows)
+
+
 @pytest.mark.parametrize("args, field", [
     (["--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--chips", "1", "--concurrency", "1", "--isl", "200000",
       "--osl", "100"], "--isl"),

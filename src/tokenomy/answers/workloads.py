@@ -134,7 +134,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
-    B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
+    B0 = max(round(float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))),
+             1.0)  # whole sequences: a fractional batch is no layout's point
     # scored at one sequence and at the largest load (a layout that holds one long sequence beats one that holds
     # none), and only among layouts whose engine's HBM share holds a sequence of ISL + OSL
     lay, rule = choose_layout(dep, positive_int("chips", chips), degrees, np.array([[1.0, B0]]),
@@ -324,7 +325,9 @@ def _decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_ba
         else:  # open loop: Little's law at the batch-1 layout's step, B0 = R·OSL·TPOT(1)
             one = with_layout(dep, _exact_layout(dep, "decode", D, 1.0, ctx, 1.0))
             B0 = min(max(float(np.max(R)) * osl * float(one.run(float(one.layout.dp), ctx).step_s), 1.0), cap)
-        points = B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)  # B0 and its halvings: the most it holds wins
+        # B0 and its halvings, whole sequences (a fractional batch is no layout's point: every one was refused and
+        # the search fell back to its first candidate, tp1 dp8 for DeepSeek-R1 on 8 H200 under --rate)
+        points = np.unique(np.maximum(np.round(B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)), 1.0))
         lay = cache[("decode", D)] = _exact_layout(dep, "decode", D, points, ctx, 1.0)
     dec = with_layout(dep, lay)
     prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
