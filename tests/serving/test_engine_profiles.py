@@ -81,3 +81,13 @@ def test_explain_names_the_engines_all_reduce():
     res = serve("llama-3.1-70b", "h100-sxm", chips=8, tp=8, concurrency=[16], engine="sglang")
     line = next(s for s in res.explain() if s.startswith("all-reduce"))
     assert "sglang" in line and "8 MiB" in line
+
+
+def test_a_serving_sweep_takes_the_engines_kv_dtype_as_serve_does():
+    import tokenomy as tk
+
+    kw = dict(weight_dtype="fp8", concurrency=[64], engine="trtllm")
+    ds = tk.sweep(model="llama-3.1-70b", hardware="h100-sxm", tp=2, **kw)
+    want = serve("llama-3.1-70b", "h100-sxm", chips=2, tp=2, **kw).rows()[0]
+    assert "auto" in str(ds["kv_dtype"].values)
+    assert float(ds["requests_per_s"].values.ravel()[0]) == pytest.approx(want["requests_per_s"], rel=1e-9)

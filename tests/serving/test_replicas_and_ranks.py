@@ -50,19 +50,25 @@ def test_a_prompt_on_one_replica_takes_at_least_that_chips_flops():
     assert r["ttft_s"] > floor_s
 
 
-def test_simulated_replicas_agree_with_the_analytic_ones():
-    kw = dict(chips=8, tp=1, dp=8, concurrency=[8, 64], isl=1000, osl=1000)
+@pytest.mark.parametrize("concurrency", [[8, 64], [6, 10, 14]])  # divisible by dp, and not (C = q·dp + r)
+def test_simulated_replicas_agree_with_the_analytic_ones(concurrency):
+    dp = 8 if concurrency[0] == 8 else 4
+    kw = dict(chips=dp, tp=1, dp=dp, concurrency=concurrency, isl=1000, osl=1000)
     a = _rows("llama-3.1-8b", "h100-sxm", **kw)
     s = _rows("llama-3.1-8b", "h100-sxm", method="simulate", requests=600, **kw)
     for x, y in zip(a, s):
         assert y["ttft_s"] == pytest.approx(x["ttft_s"], rel=0.1)
-        assert y["requests_per_s"] == pytest.approx(x["requests_per_s"], rel=0.1)
+        assert y["requests_per_s"] == pytest.approx(x["requests_per_s"], rel=0.05)  # C = 6 on 4 had read +32%
 
 
 def test_attention_dp_time_to_first_token_does_not_fall_with_load():
     rows = _rows("deepseek-v3", "h200", chips=16, tp=1, ep=16, concurrency=[1, 2, 4, 16, 128], isl=8000, osl=500)
     ttft = [r["ttft_s"] for r in rows]
     assert all(b >= a * 0.999 for a, b in zip(ttft, ttft[1:])), ttft
+    # the simulator's step table keeps a prompt's chunk on one rank too (it had 0.16 s at 16 users: 5x under)
+    sim = _rows("deepseek-v3", "h200", chips=16, tp=1, ep=16, concurrency=[16], isl=8000, osl=500,
+                method="simulate", requests=300)[0]
+    assert sim["ttft_s"] == pytest.approx(rows[3]["ttft_s"], rel=0.1)
 
 
 def test_a_pipeline_with_fewer_users_than_stages_still_answers():
@@ -75,7 +81,25 @@ def test_a_pipeline_with_fewer_users_than_stages_still_answers():
 
 def test_the_default_layout_holds_a_sequence_of_the_workload():
     r = _rows("llama-3.1-70b", "h100-sxm", chips=4, concurrency=[1, 16, 128], isl=8000, osl=500)
-    assert r[0]["plan"].startswith("tp4") and r[0]["ttft_s"] is not None
+    assert "dp1" in r[0]["plan"] and all(x["ttft_s"] is not None for x in r)  # tp1 dp4 holds none: it had errored
+
+
+def test_the_search_skips_ranked_layouts_its_caller_cannot_use():
+    from tokenomy.answers.resolve import deployment
+    from tokenomy.core.layout import Layout
+    from tokenomy.parallel.search import best_layout, ranked_layouts
+
+    dep = deployment("llama-3.1-70b", "h100-sxm", layout=Layout())
+    ranked = ranked_layouts(dep, 8, 64.0, 2048.0)
+    top = ranked[0].label()
+    lay, rule = best_layout(dep, 8, 64.0, 2048.0, usable=lambda x: x.label() != top)
+    assert lay.label() == ranked[1].label() and "holds a sequence" in rule
+
+
+def test_serve_keeps_dp_layouts_in_the_running():
+    # scoring at one sequence as well had made every dp > 1 layout invalid (B < dp): tp8 for 8 H100 of Llama-8B
+    r = _rows("llama-3.1-8b", "h100-sxm", chips=8, concurrency=[256])[0]
+    assert "dp1" not in r["plan"]
 
 
 def test_disagg_prefill_pool_runs_a_prompt_on_one_replica():
@@ -89,6 +113,14 @@ def test_disagg_prefill_pool_runs_a_prompt_on_one_replica():
     one = float(t1.pass_s[0, 0])  # tp1, one prompt
     i4 = [i for i in range(np.size(t4.layouts.tp)) if int(np.ravel(t4.layouts.dp)[i]) == 4][0]
     assert float(t4.pass_s[i4, 0]) == pytest.approx(one, rel=1e-6)  # one prompt on a dp4 pool: one replica's pass
+
+
+def test_disagg_time_to_first_token_runs_a_prompt_on_one_prefill_replica():
+    kw = dict(mode="disagg", concurrency=[1], isl=8000, osl=500)
+    one = _rows("qwen3-32b", "h100-sxm", pools=dict(prefill_chips=1, prefill_tp=1, decode_chips=4, decode_tp=4), **kw)
+    four = _rows("qwen3-32b", "h100-sxm", pools=dict(prefill_chips=4, prefill_tp=1, prefill_dp=4, decode_chips=4,
+                                                     decode_tp=4), **kw)
+    assert four[0]["ttft_s"] == pytest.approx(one[0]["ttft_s"], rel=0.01)  # it had read 0.23 s against 0.80 s
 
 
 def test_disagg_under_an_open_loop_picks_decode_pools_that_fit():

@@ -151,7 +151,8 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
                     f"context {li.mean + lo.mean / 2:g} run through the serving steady state ({len(rows)} plans)")
     title = (f"plan (agg serving): {dep.model.name} on <= {budget} x {dep.hardware.chip.name} ({dep.hardware.name}); "
              f"ISL {li.label()} / OSL {lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT "
-             f"{tpot_slo if tpot_slo else '-'} s; {engine}; {dep.eff.name} efficiency; {RULE}")
+             f"{tpot_slo if tpot_slo else '-'} s; {engine}; weights {dep.weight_dtype or dep.model.quantization.dense}, "
+             f"KV {dep.kv_dtype}; {dep.eff.name} efficiency; {RULE}")
     extra = {"mode": "agg", "model": dep.model.name, "hardware": dep.hardware.name, "chips_budget": budget,
              "rule": RULE, "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
              "plans": len(rows), "candidates": n_layouts}

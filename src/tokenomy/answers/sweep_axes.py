@@ -75,7 +75,7 @@ def _check(name: str, vals: list) -> tuple:
         return tuple(vals)
     if name in ("weight_dtype", "kv_dtype"):
         vals = [CHECKPOINT if v is None else v for v in vals]
-        allowed = tuple(DTYPE_BYTES) + ((CHECKPOINT,) if name == "weight_dtype" else ())
+        allowed = tuple(DTYPE_BYTES) + ((CHECKPOINT,) if name == "weight_dtype" else ("auto",))  # auto: the engine's
         bad = [v for v in vals if v not in allowed]
         if bad:
             raise ValueError(f"{name}: {bad[0]!r} is not a dtype; allowed: {', '.join(allowed)}")

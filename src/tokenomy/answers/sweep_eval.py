@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.workloads import engine_profile
+from tokenomy.answers.workloads import engine_profile, serve_layout, serving_kv_dtype
 from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label
 from tokenomy.answers.sweep_memory import keep_chunk_buffers
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
-from tokenomy.parallel.search import best_layout, candidate_layouts
+from tokenomy.parallel.search import candidate_layouts, layout_score, memory_share
 from tokenomy.serving.steady import steady
 
 SWEEP_REASONS = ("len_pass exceeds the context", "no valid layout uses exactly the chips",
@@ -77,10 +77,13 @@ def base(spec: Spec, point: dict) -> Deployment:
     """The deployment of a loop point (layout left at 1 chip), cached per process (workers keep theirs)."""
     wd = point.get("weight_dtype", CHECKPOINT)
     key = tuple(_label(point.get(k, "")) for k in ("model", "hardware", "kv_dtype", "efficiency")) + (
-        wd, spec.usd_per_chip_hour)
+        wd, spec.usd_per_chip_hour, spec.engine)
     if key not in _BASE:
+        kv = point.get("kv_dtype", "bf16")
+        if kv == "auto":  # a serving sweep's default: the engine's KV dtype for the weights (tk.serve's)
+            kv = serving_kv_dtype(point["model"], spec.engine, None if wd == CHECKPOINT else wd)
         _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
-                                weight_dtype=None if wd == CHECKPOINT else wd, kv_dtype=point.get("kv_dtype", "bf16"),
+                                weight_dtype=None if wd == CHECKPOINT else wd, kv_dtype=kv,
                                 efficiency=point.get("efficiency", "calibrated"),
                                 usd_per_chip_hour=spec.usd_per_chip_hour)
     return _BASE[key]
@@ -136,7 +139,7 @@ def _pass_plan(dep, chips, B, C, S, shape, budget):
         ok = r.reason == 0
         logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0)
         valid = ~((r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON))
-        best = np.argmax(np.where(valid, ok * 1e6 - logt, -np.inf), axis=0)  # first of equals, as best_layout
+        best = np.argmax(layout_score(valid, ok, logt, memory_share(r)), axis=0)  # first of equals, as best_layout
         full = (n_p, sl.stop - sl.start)
         for k, v in _pass_values(dep, r).items():
             out[k][sl] = np.take_along_axis(np.broadcast_to(v, full), best[None, :], 0)[0]
@@ -169,11 +172,11 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
     chips = int(point.get("chips") or dep.hardware.num_chips)
     cap = float(spec.max_batch or engine_profile(spec.engine).max_batch)  # as tk.serve: the engine's batch cap
     b0 = np.minimum(load if "concurrency" in spec.grid.names else np.full_like(load, 64.0), cap)
-    keys = np.stack([b0, isl + osl / 2.0], -1)
+    keys = np.stack([b0, isl, osl], -1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     found: dict = {}
-    for j, (b, c) in enumerate(uniq):
-        lay, _ = best_layout(dep, chips, np.array([[b]]), np.array([[c]]), np.ones((1, 1)))
+    for j, (b, i, o) in enumerate(uniq):
+        lay, _ = serve_layout(dep, chips, None, b, i, o, spec.engine, spec.max_num_tokens, spec.max_batch)
         found.setdefault(lay.label(), [lay, []])[1].append(j)
     return [(lay, np.flatnonzero(np.isin(np.ravel(inv), js))) for lay, js in found.values()]
 

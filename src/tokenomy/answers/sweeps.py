@@ -47,7 +47,7 @@ def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_
     else:
         axes.setdefault("isl", 1024)
         axes.setdefault("osl", 1024)
-    axes.setdefault("kv_dtype", "bf16")
+    axes.setdefault("kv_dtype", "auto" if serving else "bf16")  # serving: the engine's KV dtype, as tk.serve
     axes.setdefault("efficiency", "calibrated")
     grid = grid_of(axes)
     for name, resolve in (("model", model_of), ("hardware", hardware_of)):

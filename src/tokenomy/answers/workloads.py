@@ -134,14 +134,9 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
-    B0 = max(round(float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))),
-             1.0)  # whole sequences: a fractional batch is no layout's point
-    # scored at one sequence and at the largest load (a layout that holds one long sequence beats one that holds
-    # none), and only among layouts whose engine's HBM share holds a sequence of ISL + OSL
-    lay, rule = choose_layout(dep, positive_int("chips", chips), degrees, np.array([[1.0, B0]]),
-                              np.full((1, 2), isl_m + osl_m / 2.0), np.ones((1, 2)),
-                              usable=lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens,
-                                                                   max_batch, isl_m, osl_m))
+    B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
+    lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
+                             max_batch)
     dep = dep.with_(layout=lay)
     prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
     s = steady(dep, prof, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=float(cache_hit),
@@ -177,6 +172,17 @@ def within_context(m, isl: float, osl: float) -> None:
     if most and isl + osl > most:
         raise ValueError(f"isl: ISL + OSL = {isl + osl:g} tokens exceeds {m.name}'s context of {most:,} tokens "
                          "(max_position_embeddings in its config.json)")
+
+
+def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None):
+    """(layout, rule) of a served deployment: the degrees given, else the search's best layout at the largest
+    running batch (whole sequences: a fractional batch is no layout's point) and the mean decode context, among the
+    ranked layouts whose engine HBM share holds one ISL + OSL sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4
+    that holds none). tk.serve and the sweep's plan mode both take it."""
+    B0 = max(round(float(load_batch)), 1.0)
+    return choose_layout(dep, chips, degrees, np.array([[B0]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1)),
+                         usable=lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens,
+                                                              max_batch, isl, osl))
 
 
 def _holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:
@@ -250,6 +256,10 @@ def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
              f"costs inside the scale-up domain (core.collectives.all_reduce_cost)",
              f"B_kv = KV capacity / (ISL + OSL = {isl + osl:g} tokens, rounded to blocks of {prof.block_size}) = "
              f"{float(np.ravel(s.b_kv)[0]):g} sequences"]
+    if int(dep.layout.dp) > 1:
+        lines.append(f"dp = {int(dep.layout.dp)} replicas, each a server of its own (serving/replicas.py): the step "
+                     "times, TPOT and TTFT below are one replica's at its share of the load; B, n, P, B_kv and "
+                     "requests/s are summed over the replicas")
     for i, x in enumerate(load):
         g = lambda a: float(np.ravel(a)[i])  # noqa: E731
         lines += [f"point {x:g}: B = min(load, B_kv, max_batch {prof.max_batch} per scheduler, B_N the most the "

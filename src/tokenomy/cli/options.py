@@ -9,7 +9,8 @@ MODEL = typer.Option(..., "--model", help="Catalog name, config.json path, or di
 WEIGHT_DTYPE = typer.Option(None, "--weight-dtype", help="Override the checkpoint's weight dtype.")
 KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV cache dtype.")
 SERVE_KV_DTYPE = typer.Option(None, "--kv-dtype", help="KV cache dtype, or auto (the default): the engine's for "
-                              "the weight dtype, catalog/engines: vllm and sglang bf16, trtllm fp8 with fp8/nvfp4 weights.")
+                              "the weight dtype, catalog/engines: vllm and sglang bf16, trtllm fp8 with fp8/nvfp4 "
+                              "weights (plan without a workload: bf16).")
 FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help="Achievable fraction of peak FLOP/s.")
 HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help="Achievable fraction of HBM bandwidth.")
 HOP_LATENCY = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link).")

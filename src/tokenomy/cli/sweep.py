@@ -75,7 +75,8 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
               hardware: str = typer.Option(..., "--hardware", help=f"Chip or system names, {LIST}."),
               kind: str = typer.Option(None, "--kind", help="decode | prefill (comma list; default decode)."),
               weight_dtype: str = typer.Option(None, "--weight-dtype", help="Weight dtypes (checkpoint = its own)."),
-              kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV dtypes (default bf16)."),
+              kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV dtypes (default bf16; serving: auto, the "
+                                           "engine's for the weights)."),
               efficiency: str = typer.Option(None, "--efficiency", help="calibrated | roofline (default calibrated)."),
               chips: str = typer.Option(None, "--chips", help="plan: chip budgets (default: the system's)."),
               tp: str = typer.Option(None, "--tp", help="Tensor-parallel degrees (none given: best layout per point)."),

@@ -172,7 +172,8 @@ def search(dep: Deployment, *, chips: int, constraints: Constraints = Constraint
 
 
 BEST_LAYOUT_RULE = ("the valid layout over all {chips} chips that fits the most of the requested points, then has the "
-                    "lowest geometric-mean step time over them (= most tokens/s per chip)")
+                    "lowest geometric-mean step time over them (= most tokens/s per chip); fitting none, the nearest "
+                    "to fitting")
 
 
 def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1, usable=None) -> tuple[Layout, str]:
@@ -192,6 +193,18 @@ def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1, usable=
 USABLE_CHECKS = 64  # ranked layouts tried against a caller's memory rule before the search's first stands
 
 
+def memory_share(r: PassTerms) -> np.ndarray:
+    """Memory per chip over the usable HBM at each point (above 1: does not fit), at the reason's shape."""
+    return np.broadcast_to(np.asarray(r.memory_per_chip_bytes / r.hbm_bytes, float), np.shape(r.reason))
+
+
+def layout_score(valid, fits, log_step_s, memory):
+    """BEST_LAYOUT_RULE as a number to maximise: a valid layout's points that fit (x 1e6) less the mean log step
+    time over them; fitting none, below every one that fits and the nearest to fitting (lowest memory share)
+    first; an invalid layout -inf. best_layout sums over the points asked; the sweep scores each point alone."""
+    return np.where(valid, np.where(fits > 0, fits * 1e6 - log_step_s, -1e3 - memory), -np.inf)
+
+
 def ranked_layouts(dep: Deployment, chips: int, batch, context, len_pass=1) -> list[Layout]:
     """The valid layouts over ``chips`` chips, best first by ``BEST_LAYOUT_RULE``."""
     P = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
@@ -204,7 +217,7 @@ def ranked_layouts(dep: Deployment, chips: int, batch, context, len_pass=1) -> l
     logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0).sum(axis=1) / np.maximum(fits, 1)
     bad = (r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)
     valid = ~np.asarray(bad).any(axis=1)  # the layout itself is valid; points may still not fit
-    score = np.where(valid, fits * 1e6 - logt, -np.inf)
+    score = layout_score(valid, fits, logt, np.mean(memory_share(r), axis=1))
     order = [int(i) for i in np.argsort(-score, kind="stable") if np.isfinite(score[i])] or [int(np.argmax(score))]
     return [P.at((np.size(P.tp),), i) for i in order]  # none valid: the first, which says why when evaluated
 

@@ -237,6 +237,16 @@ def prefill_choice(dep: Deployment, profile_of, table: PrefillTable, rate: float
     return lay, mu
 
 
+def prefill_pass_s(pre: Deployment, prompts, I: float, pctx: float, *, terms: bool = False):
+    """Seconds of a prefill-only pass of ``prompts`` prompts of I tokens on the pool: a prompt runs on one replica,
+    so the busiest of dp carries ceil(b/dp) of them (serving.replicas), and under attention-DP a rank at least one
+    whole prompt (engine.batched prefill_chunk) — not b·I spread over every replica and rank (Qwen3-32B 8000/500 on a
+    tp1 dp4 prefill pool had put one prompt at 0.23 s against 0.80 s on one chip)."""
+    dp = float(pre.layout.dp)
+    busiest = np.ceil(np.asarray(prompts, float) / dp) * dp * I
+    return step_time(pre, 0.0, 1.0, busiest, pctx, terms=terms, chunk_tokens=I)
+
+
 def _prefill_terms(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit: float):
     """(I, prefill context, b_max, t_p(b_max), its PassTerms): the prefill pool's pass at its most prompts."""
     I = float(prefill_tokens(isl, cache_hit))
@@ -248,7 +258,7 @@ def _prefill_terms(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit
     ranks_p = float(scheduler_ranks(pre.layout))
     by_kv = float(np.floor(float(kv_p) * float(pre.layout.dp) / (np.ceil(isl / blk) * blk)))
     b_max = max(min(per_rank * ranks_p, by_kv), 1.0)
-    t_max, r_p = step_time(pre, 0.0, 1.0, b_max * I, pctx, terms=True)
+    t_max, r_p = prefill_pass_s(pre, b_max, I, pctx, terms=True)
     _fits("prefill", pre, prof_p, float(np.ceil(isl / blk) * blk), r_p, kv)
     return I, pctx, b_max, float(t_max)
 
@@ -313,7 +323,7 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     # the fixed point runs on tables of whole batches (step_time is linear between them, so np.interp is exact for
     # the decode step; the prefill pass between whole prompts is interpolated the same way)
     bg = np.arange(1.0, np.ceil(b_max) + 1.0)
-    tg_p = np.asarray(step_time(pre, 0.0, 1.0, bg * I, pctx), float)
+    tg_p = np.asarray(prefill_pass_s(pre, bg, I, pctx), float)
     B, b_p = np.minimum(np.ones_like(load), cap), np.ones_like(load)
     X = np.minimum(load, min(mu_p, mu_d)) if not closed else np.zeros_like(load)
     o_req = float(np.asarray(dec.eff.request_overhead_s))

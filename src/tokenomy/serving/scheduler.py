@@ -207,9 +207,21 @@ class StepTimer:
         return (t, r_lo) if terms else t
 
 
-def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0, *, terms: bool = False):
-    """Seconds of one scheduler step (module docstring); ``terms``: also the PassTerms at the floor batch."""
-    return StepTimer(dep, context, prefill_context)(n_dec, prefill, terms=terms)
+def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0, *, terms: bool = False,
+              chunk_tokens=None):
+    """Seconds of one scheduler step (module docstring); ``terms``: also the PassTerms at the floor batch;
+    ``chunk_tokens``: a prompt chunk's tokens (StepTimer)."""
+    return StepTimer(dep, context, prefill_context, chunk_tokens)(n_dec, prefill, terms=terms)
+
+
+def rank_chunk(dep: Deployment, prof: EngineProfile, prefill):
+    """The tokens of one prompt chunk where a chunk stays on one attention rank (attention-DP: engine.batched
+    prefill_chunk), else None (the step's prefill spreads): min(I, the step budget) chunked, the whole prompt
+    otherwise."""
+    if not np.all(scheduler_ranks(dep.layout) > dep.layout.dp):
+        return None
+    I = np.asarray(prefill, float)
+    return np.minimum(I, float(prof.max_num_tokens)) if prof.chunked_prefill else I
 
 
 def kv_sequence_bytes(dep: Deployment, tokens):

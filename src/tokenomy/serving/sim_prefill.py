@@ -23,7 +23,7 @@ from collections import deque
 
 import numpy as np
 
-from tokenomy.serving.scheduler import kv_tokens, scheduler_ranks
+from tokenomy.serving.scheduler import kv_tokens, rank_chunk, scheduler_ranks
 from tokenomy.serving.sim_table import StepTable
 
 PASS_CELLS = 512  # token cells of the pass-time table
@@ -43,7 +43,7 @@ class PrefillPool:
         self.need, self.blocks = need.tolist(), (-(-isl // blk)).tolist()
         top = self.ranks * max(self.budget, int(np.max(need)))
         self.table = StepTable.for_deployment(pre, 0, float(self.dp * top), 1.0, 1.0, pctx, p_cells=PASS_CELLS,
-                                              c_cells=1)
+                                              c_cells=1, chunk_tokens=rank_chunk(pre, prof, float(np.mean(need))))
         self.free_at = [0.0] * self.dp
         self.pending: list[tuple[float, int]] = []  # (arrival, request): a heap
         self.queue: deque[int] = deque()

@@ -34,16 +34,17 @@ class StepTable:
 
     @classmethod
     def for_deployment(cls, dep, n_max: int, budget: float, c_lo: float, c_hi: float, pctx: float, *,
-                       p_cells: int = P_GRID, c_cells: int = C_GRID) -> "StepTable":
+                       p_cells: int = P_GRID, c_cells: int = C_GRID, chunk_tokens=None) -> "StepTable":
         """The engine (scheduler.step_time) over n = 0..n_max, the P grid over the budget and the context grid
-        (``p_cells``/``c_cells`` cells: the disaggregated pools' prefill-only and decode-only tables)."""
+        (``p_cells``/``c_cells`` cells: the disaggregated pools' prefill-only and decode-only tables);
+        ``chunk_tokens``: a prompt chunk's tokens under attention-DP (scheduler.rank_chunk)."""
         from tokenomy.serving.scheduler import step_time
 
         dc = max((c_hi - c_lo) / c_cells, 1.0)
         n = np.arange(n_max + 1, dtype=float)[:, None, None]
         P = np.linspace(0.0, float(budget), p_cells + 1)[None, :, None]
         C = (c_lo + dc * np.arange(c_cells + 1))[None, None, :]
-        return cls(np.asarray(step_time(dep, n, C, P, pctx), float), budget, c_lo, dc)
+        return cls(np.asarray(step_time(dep, n, C, P, pctx, chunk_tokens=chunk_tokens), float), budget, c_lo, dc)
 
     def __call__(self, n: int, ctx: float, P: float) -> float:
         """One step: bilinear in P and context (clamped to the grid)."""

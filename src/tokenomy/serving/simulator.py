@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import EngineProfile, kv_tokens, pooled_limits, step_budget
+from tokenomy.serving.scheduler import EngineProfile, kv_tokens, pooled_limits, rank_chunk, step_budget
 from tokenomy.serving.sim_blocks import DecodeBlocks
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.workload import Workload, prefill_context, prefill_tokens
@@ -100,7 +100,8 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
     if table is None:
         table = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)),
                                          float(np.max(isl + osl)),
-                                         float(prefill_context(np.mean(isl), w.cache_hit, np.mean(need0))))
+                                         float(prefill_context(np.mean(isl), w.cache_hit, np.mean(need0))),
+                                         chunk_tokens=rank_chunk(dep, prof, float(np.mean(need0))))
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
     run = _Run(prof, budget, max_batch, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival,
                table, int(kv_blocks))

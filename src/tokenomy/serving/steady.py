@@ -41,9 +41,9 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
-from tokenomy.serving.replicas import one_replica, replica_count, split_load
+from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
 from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits,
-                                        prompt_slot, scheduler_ranks)
+                                        prompt_slot, rank_chunk)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -314,17 +314,43 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
 
 
 def _replicated(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
-    """dp independent replicas (serving.replicas): one replica's steady state at its share of the load, its
-    latencies as they are, its rates and batches times the busy replicas, its KV capacity times dp and its $ per
-    token times dp/busy (the idle replicas are paid for too)."""
+    """dp independent replicas (serving.replicas): one replica's steady state at each share of the load
+    (replica_shares: a closed loop's C = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by
+    _combine: rates and batches summed over the replicas, latencies weighted by the requests/s each share serves,
+    KV capacity times dp, the whole deployment's KV occupancy and $ per token (idle replicas are paid for too)."""
     reps, closed = replica_count(dep), concurrency is not None
-    per, busy = split_load(concurrency if closed else rate, reps, closed)
-    s = steady(one_replica(dep), prof, isl=isl, osl=osl, concurrency=per if closed else None,
-               rate=None if closed else per, cache_hit=cache_hit, arrivals=arrivals)
-    scaled = {"batch": busy, "decodes": busy, "prefill_per_step": busy, "requests_per_s": busy,
-              "output_tokens_per_s": busy, "b_kv": float(reps), "usd_per_mtok_input": reps / busy,
-              "usd_per_mtok_output": reps / busy}
-    return Steady(**{f.name: getattr(s, f.name) * scaled[f.name] if f.name in scaled else getattr(s, f.name)
+    one = one_replica(dep)
+    parts = [(steady(one, prof, isl=isl, osl=osl, concurrency=x if closed else None, rate=None if closed else x,
+                     cache_hit=cache_hit, arrivals=arrivals), k)
+             for x, k in replica_shares(concurrency if closed else rate, reps, closed)]
+    return _combine(parts, reps)
+
+
+SUMMED = ("batch", "decodes", "prefill_per_step", "requests_per_s", "output_tokens_per_s")
+RATE_WEIGHTED = ("tpot_s", "ttft_s", "ttft_p50_s", "ttft_p99_s", "queue_s", "chunk_step_s", "e2e_s", "prefill_share",
+                 "chunks")
+
+
+def _combine(parts, reps: int) -> Steady:
+    """The deployment of ``reps`` replicas from [(one replica's Steady, replicas running like it)] (_replicated)."""
+    on = [np.asarray(k, float) > 0 for _, k in parts]
+    part = lambda s, k, on_, x: np.where(on_, np.asarray(k, float) * x, 0.0)  # noqa: E731 (0, not NaN, where k = 0)
+    rates = [part(s, k, o, s.requests_per_s) for (s, k), o in zip(parts, on)]
+    total = sum(rates)
+    out = {f: sum(part(s, k, o, getattr(s, f)) for (s, k), o in zip(parts, on)) for f in SUMMED}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for f in RATE_WEIGHTED:
+            out[f] = sum(np.where(o, r * getattr(s, f), 0.0) for (s, _), o, r in zip(parts, on, rates)) / total
+        for f in ("usd_per_mtok_input", "usd_per_mtok_output"):
+            out[f] = 1.0 / sum(part(s, k, o, 1.0 / getattr(s, f)) / reps for (s, k), o in zip(parts, on))
+    first = parts[0][0]
+    out["b_kv"] = first.b_kv * float(reps)
+    out["kv_occupancy"] = sum(part(s, k, o, s.kv_occupancy) for (s, k), o in zip(parts, on)) / reps
+    out["capacity_limited"] = np.logical_or.reduce([o & s.capacity_limited for (s, _), o in zip(parts, on)])
+    out["fits"] = np.logical_and.reduce([~o | s.fits for (s, _), o in zip(parts, on)])
+    out["bound"] = np.where(on[0], first.bound, parts[-1][0].bound)
+    nan = np.where(out["fits"], 0.0, np.nan)
+    return Steady(**{f.name: (out[f.name] + nan if f.name in SUMMED + RATE_WEIGHTED else out[f.name])
                      for f in fields(Steady)})
 
 
@@ -358,10 +384,7 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
 
-    # under attention-DP a prompt's chunk sits on one rank (engine.batched prefill_chunks); elsewhere P spreads
-    chunk = np.minimum(I, float(prof.max_num_tokens)) if prof.chunked_prefill else I
-    attn_dp = scheduler_ranks(dep.layout) > dep.layout.dp
-    step = _EngineStep(StepTimer(dep, ctx, pctx, chunk if attn_dp else None), load.shape)
+    step = _EngineStep(StepTimer(dep, ctx, pctx, rank_chunk(dep, prof, I)), load.shape)  # a chunk on one rank
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)
     s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
