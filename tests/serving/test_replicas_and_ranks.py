@@ -115,6 +115,37 @@ def test_disagg_prefill_pool_runs_a_prompt_on_one_replica():
     assert float(t4.pass_s[i4, 0]) == pytest.approx(one, rel=1e-6)  # one prompt on a dp4 pool: one replica's pass
 
 
+@pytest.mark.parametrize("pp", [2, 8])
+def test_a_pipeline_runs_a_prompt_in_one_micro_batch(pp):
+    # pp8 had put an 8,000-token prompt at 0.05 s: split over 8 micro-batches, under one chip's FLOP floor (0.13 s)
+    one = _rows("llama-3.1-8b", "h100-sxm", chips=1, tp=1, concurrency=[1], isl=8000, osl=500)[0]
+    rows = _rows("llama-3.1-8b", "h100-sxm", chips=pp, tp=1, pp=pp, concurrency=[1, 16], isl=8000, osl=500)
+    assert all(r["ttft_s"] >= one["ttft_s"] * 0.98 for r in rows)
+    sim = _rows("llama-3.1-8b", "h100-sxm", chips=pp, tp=1, pp=pp, concurrency=[1], isl=8000, osl=500,
+                method="simulate", requests=200)[0]
+    assert sim["ttft_s"] == pytest.approx(rows[0]["ttft_s"], rel=0.05)
+
+
+def test_simulated_attention_dp_times_a_short_prompt_as_the_analytic_model_does():
+    # the simulator's prefill grid had 8,192-token cells over 16 ranks: a 1,000-token prompt read half its time
+    kw = dict(chips=16, tp=1, ep=16, concurrency=[1], isl=1000, osl=1000)
+    a = _rows("deepseek-v3", "h200", **kw)[0]
+    s = _rows("deepseek-v3", "h200", method="simulate", requests=200, **kw)[0]
+    assert s["ttft_s"] == pytest.approx(a["ttft_s"], rel=0.05)
+
+
+def test_an_overloaded_simulated_open_loop_answers():
+    rows = _rows("gemma-4-26b-a4b", "h100-sxm", chips=1, isl=1000, osl=1000, rate=[1.0, 4.0], method="simulate",
+                 requests=300)
+    assert rows[1]["capacity_limited"]  # it had raised "cannot convert float NaN to integer"
+
+
+def test_the_default_layout_runs_the_load_its_batch_caps_allow():
+    # tp4 dp2 holds 2 x 256 of 1,024 users and queued them 15 s; replicas enough to run them all come first
+    r = _rows("llama-3.1-8b", "h100-sxm", chips=8, concurrency=[1024])[0]
+    assert r["ttft_s"] < 1.0 and not r["capacity_limited"]
+
+
 def test_disagg_time_to_first_token_runs_a_prompt_on_one_prefill_replica():
     kw = dict(mode="disagg", concurrency=[1], isl=8000, osl=500)
     one = _rows("qwen3-32b", "h100-sxm", pools=dict(prefill_chips=1, prefill_tp=1, decode_chips=4, decode_tp=4), **kw)
@@ -135,6 +166,10 @@ def test_disagg_under_an_open_loop_picks_decode_pools_that_fit():
       "--osl", "100"], "--isl"),
     (["--model", "deepseek-v3", "--hardware", "h200", "--chips", "8", "--tp", "8", "--ep", "8", "--concurrency", "1"],
      "--chips"),
+    (["--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--chips", "1", "--concurrency", "1", "--isl-dist",
+      "uniform:1000:200000", "--osl", "100"], "--isl"),
+    (["--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--chips", "1", "--concurrency", "1", "--kv-dtype", "fp7"],
+     "auto"),
 ])
 def test_bad_serving_inputs_say_why_in_one_line(args, field):
     r = subprocess.run([str(BIN), "serve", *args], capture_output=True, text=True, timeout=120)

@@ -171,12 +171,14 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
         return [(lay, np.arange(load.size))]
     chips = int(point.get("chips") or dep.hardware.num_chips)
     cap = float(spec.max_batch or engine_profile(spec.engine).max_batch)  # as tk.serve: the engine's batch cap
-    b0 = np.minimum(load if "concurrency" in spec.grid.names else np.full_like(load, 64.0), cap)
-    keys = np.stack([b0, isl, osl], -1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    closed = "concurrency" in spec.grid.names
+    b0 = np.minimum(load if closed else np.full_like(load, 64.0), cap)
     found: dict = {}
-    for j, (b, i, o) in enumerate(uniq):
-        lay, _ = serve_layout(dep, chips, None, b, i, o, spec.engine, spec.max_num_tokens, spec.max_batch)
+    keys = np.stack([b0, isl, osl, load if closed else np.zeros_like(load)], -1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    for j, (b, i, o, c) in enumerate(uniq):
+        lay, _ = serve_layout(dep, chips, None, b, i, o, spec.engine, spec.max_num_tokens, spec.max_batch,
+                              load=c if closed else None)
         found.setdefault(lay.label(), [lay, []])[1].append(j)
     return [(lay, np.flatnonzero(np.isin(np.ravel(inv), js))) for lay, js in found.values()]
 

@@ -25,10 +25,10 @@ from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_o
 from tokenomy.answers.result import Result
 from tokenomy.catalog import loader
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import EngineProfile, kv_capacity, profile_of
+from tokenomy.serving.scheduler import EngineProfile, kv_capacity, profile_of, scheduler_ranks
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
-from tokenomy.units import fmt_bytes, fmt_seconds
+from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
 
 COLUMNS = ("concurrency", "rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
            "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "kv_occupancy", "capacity_limited",
@@ -73,6 +73,9 @@ def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> st
     checkpoint's weight dtype (catalog/engines/<engine>.toml [kv_dtype]: vLLM and SGLang keep the model's bf16,
     TensorRT-LLM follows an FP8/NVFP4 checkpoint's FP8 cache); "auto" asks for that default by name."""
     if kv_dtype is not None and kv_dtype != "auto":
+        if kv_dtype not in DTYPE_BYTES:
+            raise ValueError(f"kv_dtype: {kv_dtype!r} is not a dtype; allowed: auto (the engine's), "
+                             f"{', '.join(DTYPE_BYTES)}")
         return kv_dtype
     weights = dtype_of("weight_dtype", weight_dtype) or model_of(model).quantization.dense
     return engine_profile(engine).kv_dtype_for(weights)
@@ -129,14 +132,15 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, trace)
     isl_m = float(np.mean(tr.isl)) if tr is not None else li.mean
     osl_m = float(np.mean(tr.osl)) if tr is not None else lo.mean
-    within_context(m, isl_m, osl_m)
+    within_context(m, *((float(np.max(tr.isl)), float(np.max(tr.osl))) if tr is not None else
+                        (_longest(li), _longest(lo))))
     dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or Layout(),
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
     B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
     lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
-                             max_batch)
+                             max_batch, load=None if C is None else float(np.max(C)))
     dep = dep.with_(layout=lay)
     prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
     s = steady(dep, prof, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=float(cache_hit),
@@ -166,23 +170,37 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                   rows_key="")
 
 
+def _longest(lengths) -> float:
+    """The longest length a distribution draws (fixed: N, uniform: b; lognormal, unbounded: its mean)."""
+    return float({"fixed": lengths.a, "uniform": lengths.b}.get(lengths.kind, lengths.mean))
+
+
 def within_context(m, isl: float, osl: float) -> None:
-    """ISL + OSL (the means) inside the model's context window (config.json max_position_embeddings, where given)."""
+    """ISL + OSL inside the model's context window (config.json max_position_embeddings, where given)."""
     most = m.max_position_embeddings
     if most and isl + osl > most:
         raise ValueError(f"isl: ISL + OSL = {isl + osl:g} tokens exceeds {m.name}'s context of {most:,} tokens "
                          "(max_position_embeddings in its config.json)")
 
 
-def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None):
+def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
+                 load=None):
     """(layout, rule) of a served deployment: the degrees given, else the search's best layout at the largest
     running batch (whole sequences: a fractional batch is no layout's point) and the mean decode context, among the
     ranked layouts whose engine HBM share holds one ISL + OSL sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4
-    that holds none). tk.serve and the sweep's plan mode both take it."""
+    that holds none), first among those whose schedulers' batch caps run the whole ``load`` (clients) at once (Llama-8B
+    on 8 H100 at 1,024 users: tp1 dp8's 8 x 256, not tp4 dp2's 2 x 256 and a 15 s queue). tk.serve and the sweep's
+    plan mode both take it."""
     B0 = max(round(float(load_batch)), 1.0)
-    return choose_layout(dep, chips, degrees, np.array([[B0]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1)),
-                         usable=lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens,
-                                                              max_batch, isl, osl))
+    pts = np.array([[B0]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
+    holds = lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)  # noqa: E731
+    if degrees is None and load is not None:  # first among layouts whose schedulers can run the whole load at once
+        cap = float(max_batch or engine_profile(engine).max_batch)
+        lay, rule = choose_layout(dep, chips, None, *pts, usable=lambda x: holds(x) and cap * float(
+            scheduler_ranks(x)) >= float(load))
+        if "holds a sequence" in rule:
+            return lay, rule + " and whose batch caps run the load"
+    return choose_layout(dep, chips, degrees, *pts, usable=holds)
 
 
 def _holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:

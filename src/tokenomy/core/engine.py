@@ -386,9 +386,11 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     """``work`` of a lowered pass at ``batch`` sequences (+ ``prefill_tokens`` interleaved prefill tokens): the
     busiest chip of a stage, per micro-batch (module docstring). Terms that are exactly 0 or 1 on this layout and
     model (no attention-DP, no KV batch split, no routed experts, no prefill) are not formed over the grid.
-    ``prefill_chunk``: the tokens of one prompt chunk. Under attention-DP a chunk is one prompt's and stays on one
-    attention rank, so the busiest rank holds max(P/ep, min(P, chunk)) of P (one 8,000-token prompt: all of it,
-    not 8000/ep); None spreads P over the ranks the decodes use, as the tokens of many prompts do."""
+    ``prefill_chunk``: the tokens of one prompt chunk. A chunk is one prompt's: it rides in one pipeline micro-batch
+    and stays on one attention rank, so the busiest micro-batch holds max(P/(dp·M), min(P/dp, chunk)) and, under
+    attention-DP, the busiest rank max(p/ep, min(p, chunk)) of that (one 8,000-token prompt: all of it, not 8000/M
+    or 8000/ep); None spreads P over the micro-batches and the ranks the decodes use, as the tokens of many prompts
+    do."""
     shape, lay, pr = lo.shape, lo.layout, lo.precision
     m = shape.coeffs
     tp, ep, pp, dp, M, ad, f, a, g = lo.tp, lo.ep, lo.pp, lo.dp, lo.microbatches, lo.attn_dp, lo.stage_share, \
@@ -402,6 +404,8 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
 
     b = np.ceil(B / (dp * M))
     p_mb = P / (dp * M)  # prefill tokens per micro-batch
+    if prefill_chunk is not None:  # a prompt's chunk rides in one micro-batch: the busiest holds at least one
+        p_mb = np.maximum(p_mb, np.minimum(P / dp, _f(prefill_chunk)))
     per_rank = np.ceil(B / dp)  # sequences per DP replica, and per attention replica with attention-DP
     if np.any(ad):
         ep_eff = np.where(ad, np.minimum(ep, np.maximum(b, 1.0)), 1.0)

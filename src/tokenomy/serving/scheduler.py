@@ -215,10 +215,12 @@ def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0,
 
 
 def rank_chunk(dep: Deployment, prof: EngineProfile, prefill):
-    """The tokens of one prompt chunk where a chunk stays on one attention rank (attention-DP: engine.batched
-    prefill_chunk), else None (the step's prefill spreads): min(I, the step budget) chunked, the whole prompt
-    otherwise."""
-    if not np.all(scheduler_ranks(dep.layout) > dep.layout.dp):
+    """The tokens of one prompt chunk where the layout would otherwise spread it — over pipeline micro-batches
+    (pp > 1) or attention ranks (attention-DP): engine.batched prefill_chunk — else None: min(I, the step budget)
+    chunked, the whole prompt otherwise. (Llama-8B on 8 H100 at pp8 had put an 8,000-token prompt at 0.05 s, under
+    the 0.13 s of one chip's FLOPs.)"""
+    lay = dep.layout
+    if not (np.all(scheduler_ranks(lay) > lay.dp) or np.all(np.asarray(lay.pp) > 1)):
         return None
     I = np.asarray(prefill, float)
     return np.minimum(I, float(prof.max_num_tokens)) if prof.chunked_prefill else I

@@ -104,7 +104,8 @@ class StepTable:
             R = T - total
             b = f0 - s / 2.0  # G(q) = (s/2)q² + b·q reaches R at q = 2R / (b + sqrt(b² + 2sR))
             q = 2.0 * R / (b + math.sqrt(max(b * b + 2.0 * s * R, 0.0)))
-            q = min(max(math.ceil(q), 1), m)
+            # an infinite step (the batch's KV over the cache at this context: t = inf, its slope NaN) reaches T at once
+            q = min(max(math.ceil(q), 1), m) if math.isfinite(q) else 1
             G = lambda q: q * f0 + s * (q * (q - 1) / 2.0)  # noqa: E731
             while q > 1 and total + G(q - 1) >= T:
                 q -= 1

@@ -38,6 +38,7 @@ from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.workload import Workload, prefill_context, prefill_tokens
 
 __all__ = ["C_GRID", "P_GRID", "Simulation", "StepTable", "simulate"]
+MAX_P_CELLS = 128  # prefill cells at most where a kept-whole chunk bends the step (16 attention ranks of 8,192: 1,024)
 
 EPS_S = 1e-12  # an arrival this close to a step boundary is in time for that step
 
@@ -98,10 +99,13 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
     budget = (int(pooled_limits(prof, dep.layout, float(np.max(need0)), float(n_max))[1]) if dep is not None
               else int(step_budget(prof, float(np.max(need0)), float(n_max))))
     if table is None:
+        chunk = rank_chunk(dep, prof, float(np.mean(need0)))
+        # a chunk kept whole (pipeline, attention-DP) bends t(P) at one chunk: cells no wider than half a chunk there
+        cells = P_GRID if chunk is None else max(P_GRID, min(math.ceil(2.0 * budget / float(chunk)), MAX_P_CELLS))
         table = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)),
                                          float(np.max(isl + osl)),
                                          float(prefill_context(np.mean(isl), w.cache_hit, np.mean(need0))),
-                                         chunk_tokens=rank_chunk(dep, prof, float(np.mean(need0))))
+                                         p_cells=cells, chunk_tokens=chunk)
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
     run = _Run(prof, budget, max_batch, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival,
                table, int(kv_blocks))

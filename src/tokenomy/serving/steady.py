@@ -47,8 +47,8 @@ from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, 
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
-PIECE_POINTS = 1 << 14  # closed-loop points per pass: its arrays (3 prefill loads x points) stay in cache (2^14
-# measured fastest of 5,000..2^20 on 100k points: +40% over one pass; benchmarks/serve.py)
+PIECE_POINTS = 1 << 15  # closed-loop points per pass: its arrays stay in cache (2^14 measured fastest of 5,000..2^20
+# on 100k points, +40% over one pass; re-measured this stop, interleaved: 2^15 7-10% over 2^14; benchmarks/serve.py)
 
 
 @dataclass(frozen=True)
