@@ -174,3 +174,23 @@ def test_disagg_under_an_open_loop_picks_decode_pools_that_fit():
 def test_bad_serving_inputs_say_why_in_one_line(args, field):
     r = subprocess.run([str(BIN), "serve", *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and field in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_simulated_row_prices_the_simulated_rate():
+    # tokens per chip and $ per token had stayed the analytic model's beside the simulated request rate
+    r = _rows("llama-3.1-8b", "h100-sxm", chips=1, concurrency=[64], isl=1000, osl=1000, method="simulate",
+              requests=400)[0]
+    assert r["tokens_per_s_per_chip"] == pytest.approx(r["requests_per_s"] * 1000, rel=1e-9)
+    a = _rows("llama-3.1-8b", "h100-sxm", chips=1, concurrency=[64], isl=1000, osl=1000)[0]
+    assert r["usd_per_mtok_output"] * r["tokens_per_s_per_chip"] == pytest.approx(
+        a["usd_per_mtok_output"] * a["tokens_per_s_per_chip"], rel=1e-9)
+
+
+def test_an_overloaded_open_loop_of_long_prompts_reports_its_capacity():
+    # the wait behind full-room chunks is unbounded past capacity and had made the served rate 0
+    kw = dict(chips=1, rate=[0.2, 1.0], isl=100000, osl=72)
+    a = _rows("llama-3.1-8b", "h100-sxm", **kw)
+    s = _rows("llama-3.1-8b", "h100-sxm", method="simulate", requests=300, **kw)
+    for x, y in zip(a, s):
+        assert x["capacity_limited"] and x["requests_per_s"] > 0
+        assert x["requests_per_s"] == pytest.approx(y["requests_per_s"], rel=0.15)

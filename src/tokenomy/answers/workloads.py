@@ -247,7 +247,15 @@ def _with_sim(row: dict, sim, chips: int, ttft_slo, tpot_slo) -> dict:
     from tokenomy.answers.plan_serving import goodput_requests_per_s
 
     if sim is not None:
+        analytic = row.get("requests_per_s")
         row.update(sim.summary(chips))
+        # the simulated request rate carries the tokens per chip and the $ per token with it (same lengths)
+        simulated = row.get("requests_per_s")
+        if analytic and simulated:
+            k = simulated / analytic
+            for key, power in (("tokens_per_s_per_chip", 1), ("usd_per_mtok_input", -1), ("usd_per_mtok_output", -1)):
+                if row.get(key) is not None:
+                    row[key] *= k ** power
     row["goodput_requests_per_s"] = goodput_requests_per_s(row, ttft_slo, tpot_slo, sim)
     return row
 

@@ -133,6 +133,7 @@ class StepTimes:
     residual_s: np.ndarray  # the rest of the step an arrival lands in
     prefill_s: np.ndarray  # from a request's first prefill chunk to its first token
     last_chunk_s: np.ndarray  # the step of its last chunk
+    served_prefill_s: object = None  # prefill_s less the open loop's wait behind full-room chunks (inf past capacity)
 
 
 def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: bool = True, rate=None) -> StepTimes:
@@ -194,7 +195,9 @@ def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: 
         others = np.minimum(rate * I * 2.0 * residual, room)
         t_last = _steps(step, n, [np.minimum(r + others, room)])[0][0]
         spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
-        pf = (chunks - 1.0) * t_full + (1.0 + spill) * t_last + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
+        served = (chunks - 1.0) * t_full + (1.0 + spill) * t_last
+        pf = served + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
+        return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last, served)
     return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last)
 
 
@@ -274,7 +277,10 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
         demand = load * in_engine > cap * (1.0 + 1e-9)
         queue = np.where(demand, np.inf, 0.0)
     over_budget = n + B * I / life > budget + 1e-9
-    X = np.where(closed, B / lifetime, np.where(demand, B / lifetime, load))
+    # past capacity the engine serves B per lifetime spent in it, the queue behind full chunks (unbounded) aside
+    served = lifetime if st.served_prefill_s is None else \
+        st.residual_s + st.served_prefill_s + (osl - 1.0) * tpot + request_overhead_s
+    X = np.where(closed, B / lifetime, np.where(demand, B / served, load))
     share = np.clip(np.where(together, chunks * t_chunk / lifetime, (st.mean_s - t_plain) / st.mean_s), 0.0, 1.0)
     return Solved(B, n, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
                   X, share, bound, reason)
