@@ -184,11 +184,10 @@ def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, 
     col = _column(lay)
     run = with_layout(dep, col).run
     dp = np.asarray(lay.dp, float)[:, None]
-    # a prompt runs on one replica (and under attention-DP on one rank): the busiest replica's ceil(b/dp) prompts
-    # (serving.replicas), a rank at least one whole prompt (engine.batched prefill_chunk)
-    busiest = lambda b: np.ceil(b / dp) * dp * I  # noqa: E731
-    r = run(dp, 1.0, prefill_tokens=busiest(grid[None, :]), prefill_context=pctx, prefill_chunk=I)
-    at_max = run(dp, 1.0, prefill_tokens=busiest(b_max[:, None]), prefill_context=pctx, prefill_chunk=I)
+    # a prompt runs on one replica and one attention rank (prefill_pass_s)
+    r = run(dp, 1.0, prefill_tokens=_busiest_tokens(grid[None, :], dp, I), prefill_context=pctx, prefill_chunk=I)
+    at_max = run(dp, 1.0, prefill_tokens=_busiest_tokens(b_max[:, None], dp, I), prefill_context=pctx,
+                 prefill_chunk=I)
     ok_max = np.ravel(at_max.reason == 0)
     t = np.where((r.reason == 0) & (grid[None, :] <= b_max[:, None]), r.step_s, np.nan)
     cap = np.where(ok_max, b_max / np.where(ok_max, np.ravel(at_max.step_s), 1.0), 0.0)
@@ -242,9 +241,14 @@ def prefill_pass_s(pre: Deployment, prompts, I: float, pctx: float, *, terms: bo
     so the busiest of dp carries ceil(b/dp) of them (serving.replicas), and under attention-DP a rank at least one
     whole prompt (engine.batched prefill_chunk) — not b·I spread over every replica and rank (Qwen3-32B 8000/500 on a
     tp1 dp4 prefill pool had put one prompt at 0.23 s against 0.80 s on one chip)."""
-    dp = float(pre.layout.dp)
-    busiest = np.ceil(np.asarray(prompts, float) / dp) * dp * I
+    busiest = _busiest_tokens(np.asarray(prompts, float), float(pre.layout.dp), I)
     return step_time(pre, 0.0, 1.0, busiest, pctx, terms=terms, chunk_tokens=I)
+
+
+def _busiest_tokens(prompts, dp, I: float):
+    """The pass's prefill tokens as the engine spreads them over dp replicas, so that the busiest carries its
+    ceil(b/dp) whole prompts: ceil(b/dp)·dp·I."""
+    return np.ceil(prompts / dp) * dp * I
 
 
 def _prefill_terms(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit: float):

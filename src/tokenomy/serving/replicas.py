@@ -3,11 +3,12 @@
 A deployment of dp replicas (each tp·ep·pp chips) serves a load as dp copies of one replica, each with its share:
 an open loop's Poisson stream of R requests/s splits into dp streams of R/dp (random routing keeps them Poisson); a
 closed loop's C clients spread as evenly as whole clients go (C = q·dp + r: r replicas hold q + 1, the rest q), and
-with fewer clients than replicas C replicas hold one client each while the rest idle. Latencies (TTFT, TPOT) are one replica's; throughput is the busy replicas' sum;
-the idle ones still cost. Pooling the replicas instead (one scheduler with dp times the budget) would run one
-prompt's prefill across all of them: an 8,000-token prompt of Qwen3-32B on 4 x H100 at tp1 dp4 came out at 0.20 s,
-under the 0.53 s one H100 needs for its FLOPs. Attention-DP ranks under expert parallelism are not independent
-(every token's experts run over the whole EP group): they stay one pooled deployment (scheduler.pooled_limits).
+with fewer clients than replicas C replicas hold one client each while the rest idle. Latencies (TTFT, TPOT) are
+one replica's; throughput is the busy replicas' sum; the idle ones still cost. Pooling the replicas instead (one
+scheduler with dp times the budget) would run one prompt's prefill across all of them: an 8,000-token prompt of
+Qwen3-32B on 4 x H100 at tp1 dp4 came out at 0.20 s, under the 0.53 s one H100 needs for its FLOPs. Attention-DP
+ranks under expert parallelism are not independent (every token's experts run over the whole EP group): they stay
+one pooled deployment (scheduler.pooled_limits), a prompt's chunk kept on one rank (scheduler.rank_chunk).
 """
 
 from __future__ import annotations
