@@ -166,7 +166,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
         notes += _busy_prefill_notes(s, C, R, arrivals)
     slo_notes, slo_extra = _slo_verdict(rows, ttft_slo, tpot_slo)
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
-                  "engine": prof.name, **slo_extra}, slo_notes + notes, _explain(dep, prof, s, load, isl_m, osl_m),
+                  "engine": prof.name, "dtypes": _dtypes(dep), **slo_extra}, slo_notes + notes,
+                  _explain(dep, prof, s, load, isl_m, osl_m),
                   rows_key="")
 
 

@@ -92,4 +92,4 @@ def view(params: Mapping[str, str]) -> dict:
     return {"rows": rows, "columns": [c for c in COLUMNS if any(r.get(c) is not None for r in rows)],
             "title": res.title, "notes": list(res.notes), "explain": plain(list(res.explain())),
             "figures": figures, "best": best, "load_key": key, "plan": res.extra["plan"],
-            "layout_rule": res.extra["layout_rule"]}
+            "layout_rule": res.extra["layout_rule"], "dtype_label": res.extra["dtypes"]}
