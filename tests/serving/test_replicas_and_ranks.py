@@ -194,3 +194,29 @@ def test_an_overloaded_open_loop_of_long_prompts_reports_its_capacity():
     for x, y in zip(a, s):
         assert x["capacity_limited"] and x["requests_per_s"] > 0
         assert x["requests_per_s"] == pytest.approx(y["requests_per_s"], rel=0.15)
+
+
+@pytest.mark.parametrize("kw, others", [
+    # the decode step alone had ranked tp1 pp4 first at 128 users: e2e 270 s against tp4's 105 s
+    (dict(model="llama-3.1-70b", chips=4, concurrency=[128], isl=8000, osl=500), [dict(tp=4), dict(tp=1, pp=4),
+                                                                                 dict(tp=2, pp=2)]),
+    # open loop at 50 requests/s: tp4 dp2 (first by decode step) cannot serve it; enough replicas can
+    (dict(model="llama-3.1-8b", chips=8, rate=[5.0, 50.0]), [dict(tp=4, dp=2), dict(tp=1, dp=8), dict(tp=8)]),
+])
+def test_the_default_layout_serves_the_workload_as_well_as_any_layout_given(kw, others):
+    def score(rows):  # points served (a closed loop queues its clients; an open loop beyond capacity is not), then
+        ok = [r for r in rows if not (r["capacity_limited"] and r["rate"])]  # the geometric-mean e2e over them
+        return len(ok), -sum(np.log(r["e2e_s"]) for r in ok)
+
+    best = score(_rows(hardware="h100-sxm", **kw))
+    for deg in others:
+        alt = score(_rows(hardware="h100-sxm", **kw, **deg))
+        assert best[0] > alt[0] or (best[0] == alt[0] and best[1] >= alt[1] - 1e-9), (deg, best, alt)
+
+
+def test_the_default_layout_meets_the_slo_another_layout_meets():
+    # a TPOT SLO at 2 requests/s that only tp8's 5.1 ms step meets (tp4 dp2, first by the decode step: 5.6 ms)
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", chips=8, rate=[2.0], tpot_slo=0.0053)
+    alt = [_rows(**kw, **deg)[0] for deg in (dict(tp=8), dict(tp=4, dp=2), dict(tp=1, dp=8))]
+    assert [a["tpot_s"] <= 0.0053 for a in alt] == [True, False, False]
+    assert _rows(**kw)[0]["tpot_s"] <= 0.0053

@@ -165,7 +165,7 @@ def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
 
 
 def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
-    """Per point: the degrees given, else tk.serve's default (the best layout for its running batch)."""
+    """Per point: the degrees given, else tk.serve's default (answers.workloads.serve_layout at that point's load)."""
     if not spec.plan:
         lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
         return [(lay, np.arange(load.size))]
@@ -174,11 +174,12 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
     closed = "concurrency" in spec.grid.names
     b0 = np.minimum(load if closed else np.full_like(load, 64.0), cap)
     found: dict = {}
-    keys = np.stack([b0, isl, osl, load if closed else np.zeros_like(load)], -1)
+    keys = np.stack([b0, isl, osl, load], -1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    for j, (b, i, o, c) in enumerate(uniq):
-        lay, _ = serve_layout(dep, chips, None, b, i, o, spec.engine, spec.max_num_tokens, spec.max_batch,
-                              load=c if closed else None)
+    for j, (b, i, o, x) in enumerate(uniq):
+        w = {"concurrency" if closed else "rate": np.array([x]), "cache_hit": spec.cache_hit,
+             "arrivals": spec.arrivals}
+        lay, _ = serve_layout(dep, chips, None, b, i, o, spec.engine, spec.max_num_tokens, spec.max_batch, workload=w)
         found.setdefault(lay.label(), [lay, []])[1].append(j)
     return [(lay, np.flatnonzero(np.isin(np.ravel(inv), js))) for lay, js in found.values()]
 

@@ -2,8 +2,8 @@
 
     method "analytic"  serving.steady (vectorised; means of the length distributions)
     method "simulate"  serving.simulator (iteration-level, seeded; percentiles from the requests)
-Layout: the degrees given, else the best valid layout over the chips for the running batch at ISL + OSL/2
-(parallel.search.best_layout). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
+Layout: the degrees given, else the best for the workload of the decode search's first candidates
+(``serve_layout``, WORKLOAD_RULE). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
 batch cap overridable. Comma lists of concurrency or rate sweep. SLOs: goodput by plan_serving.meets (the rule plan
 uses); when no point meets them, a note names the closest and by how much it misses (an answer, as plan gives).
     mode "disagg"      serving.disagg (analytic) or serving.sim_disagg (simulate: both pools iteration by iteration,
@@ -21,11 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers.passes import choose_layout
+from tokenomy.answers.plan_serving import meets
 from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Result
 from tokenomy.catalog import loader
+from tokenomy.parallel.search import USABLE_CHECKS, ranked_layouts
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import EngineProfile, kv_capacity, profile_of, scheduler_ranks
+from tokenomy.serving.scheduler import EngineProfile, kv_capacity, profile_of
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
@@ -140,7 +142,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
     B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
     lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
-                             max_batch, load=None if C is None else float(np.max(C)))
+                             max_batch, workload=dict(concurrency=C, rate=R, cache_hit=float(cache_hit),
+                                                      arrivals=arrivals), slos=(ttft_slo, tpot_slo))
     dep = dep.with_(layout=lay)
     prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
     s = steady(dep, prof, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=float(cache_hit),
@@ -185,23 +188,49 @@ def within_context(m, isl: float, osl: float) -> None:
 
 
 def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
-                 load=None):
-    """(layout, rule) of a served deployment: the degrees given, else the search's best layout at the largest
-    running batch (whole sequences: a fractional batch is no layout's point) and the mean decode context, among the
-    ranked layouts whose engine HBM share holds one ISL + OSL sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4
-    that holds none), first among those whose schedulers' batch caps run the whole ``load`` (clients) at once (Llama-8B
-    on 8 H100 at 1,024 users: tp1 dp8's 8 x 256, not tp4 dp2's 2 x 256 and a 15 s queue). tk.serve and the sweep's
-    plan mode both take it."""
+                 workload=None, slos=(None, None)):
+    """(layout, rule) of a served deployment: the degrees given, else the best of the search's candidates for the
+    workload. Candidates: the first ``WORKLOAD_CANDIDATES`` of the layouts the decode search ranks at the largest
+    running batch (whole sequences: a fractional batch is no layout's point) and the mean decode context whose
+    engine HBM share holds one ISL + OSL sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4 that holds none).
+    ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals) then picks among them by WORKLOAD_RULE
+    (``by_workload``): the decode step alone would rank a pipeline first for 70B on 4 H100 at 8000/500 (TTFT 1.5 s
+    against tp4's 0.5 s). Without a workload: the first candidate. tk.serve and the sweep's plan mode both take it."""
     B0 = max(round(float(load_batch)), 1.0)
     pts = np.array([[B0]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
     holds = lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)  # noqa: E731
-    if degrees is None and load is not None:  # first among layouts whose schedulers can run the whole load at once
-        cap = float(max_batch or engine_profile(engine).max_batch)
-        lay, rule = choose_layout(dep, chips, None, *pts, usable=lambda x: holds(x) and cap * float(
-            scheduler_ranks(x)) >= float(load))
-        if "holds a sequence" in rule:
-            return lay, rule + " and whose batch caps run the load"
-    return choose_layout(dep, chips, degrees, *pts, usable=holds)
+    if degrees is not None or workload is None:
+        return choose_layout(dep, chips, degrees, *pts, usable=holds)
+    ranked = ranked_layouts(dep, chips or dep.hardware.num_chips, *pts)
+    found = [lay for lay in ranked[:USABLE_CHECKS] if holds(lay)][:WORKLOAD_CANDIDATES]
+    if not found:  # none holds a sequence: the search's first, which says why when served
+        return choose_layout(dep, chips, None, *pts, usable=holds)
+    best = by_workload(dep, found, engine, max_num_tokens, max_batch, isl, osl, workload, slos)
+    return best, WORKLOAD_RULE.format(n=len(found))
+
+
+WORKLOAD_CANDIDATES = 8  # the decode search's best layouts (that hold a sequence) the serving model compares
+WORKLOAD_RULE = ("of the {n} layouts the decode search ranks first that hold a sequence, the one meeting the SLOs "
+                 "(and the load) at the most points, then with the lowest geometric-mean end-to-end latency (in a "
+                 "closed loop: the most requests/s)")
+
+
+def by_workload(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos):
+    """The layout WORKLOAD_RULE picks: serving.steady on each at every load point; per layout the points that meet
+    (plan_serving.meets: within the SLOs, not an open loop beyond capacity), then Σ log e2e over the points with a
+    finite e2e (what a closed loop's requests/s and an open loop's users feel). Ties: the decode search's order."""
+    def key(j):
+        lay = layouts[j]
+        d = dep.with_(layout=lay)
+        s = steady(d, engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), isl=isl, osl=osl, **workload)
+        n = np.size(s.e2e_s)
+        rows = [{"capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "tpot_s": _f(np.ravel(s.tpot_s)[i]),
+                 "ttft_s": _f(np.ravel(s.ttft_s)[i]), "concurrency": workload.get("concurrency")} for i in range(n)]
+        e2e = np.ravel(np.asarray(s.e2e_s, float))
+        finite = np.isfinite(e2e) & (e2e > 0)
+        return -sum(meets(r, *slos) for r in rows), -int(finite.sum()), float(np.log(e2e[finite]).sum()), j
+
+    return layouts[min(range(len(layouts)), key=key)]
 
 
 def _holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:
