@@ -61,6 +61,9 @@ def add_prefill(w: engine.Work, per_token: engine.Work, tokens) -> engine.Work:
                           else getattr(w, f) for f in WORK_FIELDS})
 
 
+CHECKPOINT = "checkpoint"  # a case's weight_dtype for the checkpoint's own quantization (mixed: gpt-oss)
+
+
 @lru_cache(maxsize=None)
 def deployment(model: str, hardware: str, tp: int, chips: int, weight_dtype: str | None,
                kv_dtype: str = "bf16", kv_batch: bool = False) -> Deployment:
@@ -70,7 +73,8 @@ def deployment(model: str, hardware: str, tp: int, chips: int, weight_dtype: str
 
 
 def case_deployment(c: ServingCase) -> Deployment:
-    return deployment(c.model, c.hardware, c.tp, c.chips, c.weight_dtype, c.kv_dtype, c.kv_batch)
+    weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype
+    return deployment(c.model, c.hardware, c.tp, c.chips, weights, c.kv_dtype, c.kv_batch)
 
 
 @dataclass

@@ -63,7 +63,7 @@ class ServingCase(_Strict):
     hardware: str
     chips: int = Field(gt=0)  # chips serving one model instance
     tp: int = Field(gt=0)
-    weight_dtype: str
+    weight_dtype: str  # "checkpoint": the checkpoint's own quantization (e.g. gpt-oss: mxfp4 experts, bf16 attention)
     kv_dtype: str
     scenario: Scenario
     metric: Metric
