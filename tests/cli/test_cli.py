@@ -47,9 +47,10 @@ def test_decode_json_rows():
         assert row["bound"] in ("compute", "memory", "comms", "overhead", "pipeline hop")
         assert row["step_s"] >= max(row["compute_s"], row["memory_s"])
     b1 = [r for r in rows if r["batch"] == 1 and r["context"] == 2048][0]
-    # batch 1 reads every touched weight for one token: memory (or, on a rack-wide layout, its collectives)
-    # binds, never compute (issue 12: the old calibrated model said compute)
-    assert b1["bound"] in ("memory", "comms") and b1["memory_s"] > 10 * b1["compute_s"]
+    # batch 1 reads every touched weight for one token: memory, or on a rack-wide layout its collectives or the
+    # per-layer kernel floor (61 layers x o_layer against ~0.1 ms of reads a chip), binds — never compute (issue 12:
+    # the old calibrated model said compute)
+    assert b1["bound"] in ("memory", "comms", "overhead") and b1["memory_s"] > 10 * b1["compute_s"]
 
 
 def test_prefill_is_compute_bound_at_long_prompts():

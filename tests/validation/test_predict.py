@@ -34,7 +34,8 @@ def calibrated(prepared):
 def _deployment(c) -> Deployment:
     """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code)."""
     layout = Layout(tp=c.tp, dp=c.chips // c.tp, kv_batch=c.kv_batch)
-    return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, c.weight_dtype, c.kv_dtype,
+    weights = None if c.weight_dtype == "checkpoint" else c.weight_dtype  # the checkpoint's own (gpt-oss: mixed)
+    return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, weights, c.kv_dtype,
                       load.efficiency_set(c.hardware))
 
 

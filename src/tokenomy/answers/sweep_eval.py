@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.workloads import engine_profile, serve_layout, serving_kv_dtype
+from tokenomy.answers.passes import choose_layout
+from tokenomy.answers.serve_layout import candidates, per_point
+from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
 from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label
 from tokenomy.answers.sweep_memory import keep_chunk_buffers
 from tokenomy.core import engine
@@ -165,23 +167,33 @@ def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
 
 
 def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
-    """Per point: the degrees given, else tk.serve's default (answers.workloads.serve_layout at that point's load)."""
+    """Per point: the degrees given, else tk.serve's default at that point alone (answers.serve_layout: candidates
+    ranked once per batch, ISL and OSL; each point's best of one steady call per candidate over its group)."""
     if not spec.plan:
         lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
         return [(lay, np.arange(load.size))]
     chips = int(point.get("chips") or dep.hardware.num_chips)
     cap = float(spec.max_batch or engine_profile(spec.engine).max_batch)  # as tk.serve: the engine's batch cap
     closed = "concurrency" in spec.grid.names
-    b0 = np.minimum(load if closed else np.full_like(load, 64.0), cap)
+    b0 = np.minimum(load, cap)
     found: dict = {}
-    keys = np.stack([b0, isl, osl, load], -1)
+    keys = np.stack([b0 if closed else np.zeros_like(b0), isl, osl], -1)  # an open loop ranks at one batch
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    for j, (b, i, o, x) in enumerate(uniq):
-        w = {"concurrency" if closed else "rate": np.array([x]), "cache_hit": spec.cache_hit,
-             "arrivals": spec.arrivals}
-        lay, _ = serve_layout(dep, chips, None, b, i, o, spec.engine, spec.max_num_tokens, spec.max_batch, workload=w)
-        found.setdefault(lay.label(), [lay, []])[1].append(j)
-    return [(lay, np.flatnonzero(np.isin(np.ravel(inv), js))) for lay, js in found.values()]
+    inv = np.ravel(inv)
+    for j, (b, i, o) in enumerate(uniq):
+        idx = np.flatnonzero(inv == j)
+        first, rest, pts = candidates(dep, chips, b if closed else min(64.0, cap), i, o, spec.engine,
+                                      spec.max_num_tokens, spec.max_batch)
+        if not first:  # none holds a sequence: the search's first, which says why
+            lays, pick = [choose_layout(dep, chips, None, *pts)[0]], np.zeros(idx.size, dtype=int)
+        else:  # each point's best, from one steady call per candidate over the group's points
+            w = {"concurrency" if closed else "rate": load[idx], "cache_hit": spec.cache_hit,
+                 "arrivals": spec.arrivals}
+            lays, pick = per_point(dep, first, rest, spec.engine, spec.max_num_tokens, spec.max_batch, i, o, w)
+        for k in np.unique(pick):
+            lay = lays[k]
+            found.setdefault(lay.label(), [lay, []])[1].extend(idx[pick == k].tolist())
+    return [(lay, np.array(sorted(ix), dtype=int)) for lay, ix in found.values()]
 
 
 def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:

@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenomy.answers.passes import choose_layout
-from tokenomy.answers.plan_serving import meets
 from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Result
-from tokenomy.catalog import loader
-from tokenomy.parallel.search import USABLE_CHECKS, ranked_layouts
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import EngineProfile, kv_capacity, profile_of
+from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.serve_layout import serve_layout
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
@@ -35,7 +32,6 @@ from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
 COLUMNS = ("concurrency", "rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
            "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "kv_occupancy", "capacity_limited",
            "bound", "goodput_requests_per_s")
-ENGINES = ("vllm", "sglang", "trtllm")
 # the prefill share of engine time above which the analytic TTFT understates (or, in a closed loop, misjudges) the
 # prompts' queue for the token budget: open loop, the simulator measured +10% at 0.47-0.49 and +17-40% at 0.69-0.74
 # (Llama-3.1-70B, 8 x H100, vLLM profile, 2k-6k-token prompts), within 5% below; closed loop -11..+11% at 0.53-0.85
@@ -60,14 +56,6 @@ def _busy_prefill_notes(s, C, R, arrivals) -> tuple[str, ...]:
                  f"(the simulator measured {told}): try --method simulate"
                  for i in range(len(load)) if s.prefill_share[i] > BUSY_PREFILL and not s.capacity_limited[i]
                  and s.batch[i] > 1.0)
-
-
-def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) -> EngineProfile:
-    """The catalog's profile for ``name`` (the HBM share for ``tp`` where the engine sets it by TP degree)."""
-    if name not in ENGINES:
-        raise ValueError(f"engine: {name!r}; allowed: {', '.join(ENGINES)}")
-    return profile_of(loader.engine_file(name), tp, positive_int("max_num_tokens", max_num_tokens),
-                      positive_int("max_batch", max_batch))
 
 
 def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> str:
@@ -185,58 +173,6 @@ def within_context(m, isl: float, osl: float) -> None:
     if most and isl + osl > most:
         raise ValueError(f"isl: ISL + OSL = {isl + osl:g} tokens exceeds {m.name}'s context of {most:,} tokens "
                          "(max_position_embeddings in its config.json)")
-
-
-def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
-                 workload=None, slos=(None, None)):
-    """(layout, rule) of a served deployment: the degrees given, else the best of the search's candidates for the
-    workload. Candidates: the first ``WORKLOAD_CANDIDATES`` of the layouts the decode search ranks at the largest
-    running batch (whole sequences: a fractional batch is no layout's point) and the mean decode context whose
-    engine HBM share holds one ISL + OSL sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4 that holds none).
-    ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals) then picks among them by WORKLOAD_RULE
-    (``by_workload``): the decode step alone would rank a pipeline first for 70B on 4 H100 at 8000/500 (TTFT 1.5 s
-    against tp4's 0.5 s). Without a workload: the first candidate. tk.serve and the sweep's plan mode both take it."""
-    B0 = max(round(float(load_batch)), 1.0)
-    pts = np.array([[B0]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
-    holds = lambda lay: _holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)  # noqa: E731
-    if degrees is not None or workload is None:
-        return choose_layout(dep, chips, degrees, *pts, usable=holds)
-    ranked = ranked_layouts(dep, chips or dep.hardware.num_chips, *pts)
-    found = [lay for lay in ranked[:USABLE_CHECKS] if holds(lay)][:WORKLOAD_CANDIDATES]
-    if not found:  # none holds a sequence: the search's first, which says why when served
-        return choose_layout(dep, chips, None, *pts, usable=holds)
-    best = by_workload(dep, found, engine, max_num_tokens, max_batch, isl, osl, workload, slos)
-    return best, WORKLOAD_RULE.format(n=len(found))
-
-
-WORKLOAD_CANDIDATES = 8  # the decode search's best layouts (that hold a sequence) the serving model compares
-WORKLOAD_RULE = ("of the {n} layouts the decode search ranks first that hold a sequence, the one meeting the SLOs "
-                 "(and the load) at the most points, then with the lowest geometric-mean end-to-end latency (in a "
-                 "closed loop: the most requests/s)")
-
-
-def by_workload(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos):
-    """The layout WORKLOAD_RULE picks: serving.steady on each at every load point; per layout the points that meet
-    (plan_serving.meets: within the SLOs, not an open loop beyond capacity), then Σ log e2e over the points with a
-    finite e2e (what a closed loop's requests/s and an open loop's users feel). Ties: the decode search's order."""
-    def key(j):
-        lay = layouts[j]
-        d = dep.with_(layout=lay)
-        s = steady(d, engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), isl=isl, osl=osl, **workload)
-        n = np.size(s.e2e_s)
-        rows = [{"capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "tpot_s": _f(np.ravel(s.tpot_s)[i]),
-                 "ttft_s": _f(np.ravel(s.ttft_s)[i]), "concurrency": workload.get("concurrency")} for i in range(n)]
-        e2e = np.ravel(np.asarray(s.e2e_s, float))
-        finite = np.isfinite(e2e) & (e2e > 0)
-        return -sum(meets(r, *slos) for r in rows), -int(finite.sum()), float(np.log(e2e[finite]).sum()), j
-
-    return layouts[min(range(len(layouts)), key=key)]
-
-
-def _holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:
-    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity)."""
-    prof = engine_profile(engine, int(dep.layout.tp), max_num_tokens, max_batch)
-    return bool(np.all(kv_capacity(dep, prof, isl, osl)[0] >= 1))
 
 
 def _dtypes(dep) -> str:

@@ -13,6 +13,9 @@
     collectives                             = alpha-beta per topology level, alpha = α_AR when the set gives one,
                                               beta over link_bw · η_link   (core/collectives.py)
     per-step overhead                       = o_step (scheduling, sampling, host work between steps)
+    per-sequence host work                  = o_seq per sequence the busiest scheduler runs in the step (input
+                                              preparation, sampling and detokenisation, stop checks: CPU work that
+                                              grows with the running batch and binds small models at large batch)
     per-layer kernel floor                  = o_layer per layer of the stage (launch and small-kernel time that
                                               does not shrink with the batch or with TP)
     imperfect overlap                       = φ·min(compute, memory) added to max(compute, memory): kernels hide
@@ -48,6 +51,7 @@ class Efficiency:
     kv_hbm_fraction: object = None  # η_kv: KV-cache reads and writes (paged attention); None = η_hbm
     overhead_s: object = 0.0  # per step (per pipeline stage and micro-batch)
     layer_overhead_s: object = 0.0  # per layer of a stage, per step
+    sequence_overhead_s: object = 0.0  # o_seq: per sequence of the busiest scheduler (attention rank), per step
     overlap_loss: object = 0.0  # φ: share of the smaller of compute and memory not hidden under the larger
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
@@ -70,7 +74,7 @@ class Efficiency:
         v = magnitude(self.overlap_loss)
         if not np.all((v >= 0) & (v <= 1)):
             raise ValueError(f"overlap_loss: must be in [0, 1], got {self.overlap_loss}")
-        for field in ("overhead_s", "layer_overhead_s", "gemm_half_tokens", "request_overhead_s"):
+        for field in ("overhead_s", "layer_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")

@@ -14,7 +14,8 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
     TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)      (+ batch-sharded KV all-to-all)      (core/collectives.py)
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·2/tp bytes)      (dispatch + combine, with attention-DP)
     stage    = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm + overhead,
-               overhead = o_step + f·L·o_layer (φ, o_step, o_layer: efficiency.py; 0 on the roofline)
+               overhead = o_step + f·L·o_layer + o_seq·b_a (φ, o_step, o_layer, o_seq: efficiency.py; 0 on the
+               roofline; b_a the busiest scheduler's sequences: its attention replica's)
 with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
 rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
 of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
@@ -266,6 +267,7 @@ class Work:
     ep_stride: object
     ep_count: object  # dispatch + combine all-to-alls per stage (attention-DP with EP)
     ep_bytes: object
+    host_seqs: object  # sequences the busiest scheduler (attention replica) runs per micro-batch: o_seq's count
     hop_s: object  # one pipeline hop (link alpha-beta; no efficiency applies)
     weight_bytes_per_chip: object  # resident
     kv_bytes_per_chip: object
@@ -442,7 +444,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         ar_bytes=T_a * D * ab, q_count=np.where(kv_batch, f * L, 0.0),
         q_bytes=T_a * 2.0 * shape.num_heads * shape.head_dim * ab / a,
         ep_group=np.where(lo.ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
-        ep_bytes=ep_bytes, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
+        ep_bytes=ep_bytes, host_seqs=b_a, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
         weight_bytes_per_chip=lo.weight_bytes_per_chip, kv_bytes_per_chip=f * per_rank * lo.cached_bytes_per_seq
         / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=lo.ideal,
         structure=structure, rack_hop_ratio=lo.rack_hop_ratio)
@@ -605,7 +607,7 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     reason, nan = _fit(w.structure, mem_chip > hbm)
     compute_s, memory_s = compute_s + nan, memory_s + nan
     comms_s = (tp_comm + ep_comm) + nan  # = (tp + nan) + (ep + nan): the masked parts are read lazily
-    overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + nan
+    overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + _f(eff.sequence_overhead_s) * w.host_seqs + nan
     top = np.maximum(compute_s, memory_s)
     overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
     stage_s = top + overlap + comms_s + overhead

@@ -28,7 +28,7 @@ def efficiency_terms(dep: Deployment) -> str:
     ar = "the link's" if e.allreduce_latency_s is None else fmt_seconds(_first(e.allreduce_latency_s))
     return (f"{e.name} ({e.terms_from or 'given'}): {eta}, eta_hbm {_first(e.hbm_fraction):.3g}, eta_kv "
             f"{_first(e.kv_fraction):.3g}, o_layer {fmt_seconds(_first(e.layer_overhead_s))}, o_step "
-            f"{fmt_seconds(_first(e.overhead_s))}, alpha_AR {ar}")
+            f"{fmt_seconds(_first(e.overhead_s))}, o_seq {fmt_seconds(_first(e.sequence_overhead_s))}, alpha_AR {ar}")
 
 def explain_pass(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms | None, i: int) -> list[str]:
     """Point ``i`` (flat) of ``r`` (``dep``'s efficiency set) as formula = numbers = value, with the roofline

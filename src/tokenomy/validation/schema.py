@@ -145,6 +145,7 @@ class EfficiencyTerms(_Strict):
     narrow_flops_ratio: float = Field(default=1.0, gt=0, le=1)  # share of that GEMMs in <= 8 bits reach
     step_overhead_s: float = Field(ge=0)  # fixed per forward step (scheduling, sampling, host work)
     layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: launch / small-kernel floor
+    sequence_overhead_s: float = Field(default=0.0, ge=0)  # per running sequence of a scheduler per step: host work
     overlap_loss: float = Field(default=0.0, ge=0, le=1)  # share of min(compute, memory) not hidden under the max
     allreduce_latency_s: float = Field(ge=0)  # per ring hop of a tensor-parallel all-reduce (scale-up level)
     link_fraction: float = Field(gt=0, le=1)  # achievable share of scale-up bandwidth in all-reduce

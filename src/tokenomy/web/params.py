@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
 from tokenomy import answers
-from tokenomy.answers.workloads import ENGINES
+from tokenomy.answers.engines import ENGINES
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.memory import SCHEDULES, STRATEGIES

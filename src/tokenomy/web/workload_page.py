@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Mapping
 from urllib.parse import urlencode
 
-from tokenomy.answers.workloads import ENGINES, serve
+from tokenomy.answers.engines import ENGINES
+from tokenomy.answers.workloads import serve
 from tokenomy.plots import workload as wp
 from tokenomy.web import params as P
 from tokenomy.web.serve import plain

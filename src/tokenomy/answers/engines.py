@@ -1,0 +1,17 @@
+"""The serving-engine profiles the answers take (catalog/engines/<engine>.toml), with their overrides checked."""
+
+from __future__ import annotations
+
+from tokenomy.answers.resolve import positive_int
+from tokenomy.catalog import loader
+from tokenomy.serving.scheduler import EngineProfile, profile_of
+
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) -> EngineProfile:
+    """The catalog's profile for ``name`` (the HBM share for ``tp`` where the engine sets it by TP degree)."""
+    if name not in ENGINES:
+        raise ValueError(f"engine: {name!r}; allowed: {', '.join(ENGINES)}")
+    return profile_of(loader.engine_file(name), tp, positive_int("max_num_tokens", max_num_tokens),
+                      positive_int("max_batch", max_batch))

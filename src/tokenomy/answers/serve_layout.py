@@ -1,0 +1,135 @@
+"""serve's default layout: the best of the decode search's candidates for the workload (``WORKLOAD_RULE``).
+
+    candidates  of the layouts over the chips that the decode search ranks (parallel.search.ranked_layouts, at
+                the running batch and the mean decode context) those whose engine HBM share holds one ISL + OSL
+                sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4 that holds none) and that are among the
+                first 8, on the decode Pareto front over batches, or among the 3 quickest prompt passes
+    scores      serving.steady of each candidate at every load point (``scores``), per point, lexicographic:
+                meets (plan_serving.meets: within the SLOs, not an open loop beyond capacity), a finite e2e,
+                −log e2e (a closed loop's requests/s is C/e2e; an open loop's users wait e2e), log requests/s
+                (what an overloaded open loop still serves)
+    serve       the candidate best summed over the points (``serve_layout``); the sweep's plan mode takes each
+                point's best from one steady call per candidate over all its points (``per_point``)
+The decode step alone had ranked a pipeline first for 70B on 4 H100 at 128 users of 8000/500 (e2e 270 s against
+tp4's 105 s) and tp4 dp2 for Llama-8B on 8 H100 at 50 req/s (beyond its capacity; tp1 dp8 serves it); the layouts
+that serve a load best often rank 9th-50th by the decode step at one batch (Qwen3-30B-A3B on 8 H100 at 32 req/s:
+tp2 ep4 attention-DP, 11th), so the decode front over all batches is scored too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.passes import choose_layout
+from tokenomy.answers.plan_serving import meets
+from tokenomy.parallel.search import (USABLE_CHECKS, Constraints, candidate_layouts, default_batches,
+                                      ranked_layouts, search)
+from tokenomy.serving.scheduler import kv_capacity
+from tokenomy.serving.steady import steady
+
+WORKLOAD_RULE = ("of the {n} layout(s) the decode search ranks that hold a sequence, the one meeting the SLOs (and "
+                 "the load) at the most points, then with the lowest geometric-mean end-to-end latency (in a closed "
+                 "loop: the most requests/s), then serving the most requests/s")
+
+
+def candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None):
+    """(first, rest, the decode search's points) of the ranked layouts (the first ``USABLE_CHECKS``) that hold one
+    ISL + OSL sequence. first: the ``RANKED_FIRST`` first, those on the decode search's Pareto front over batches
+    (tokens/s per chip vs per user: a layout off it is beaten at every batch by one on it) and the
+    ``QUICKEST_PROMPT`` with the shortest prompt pass (the front is a decode front; TTFT may decide); rest: the
+    others, scored where the best of the first misses a point (the decode front knows no KV capacity: the layouts
+    that hold an open loop's load can rank 11th-50th)."""
+    n = chips or dep.hardware.num_chips
+    pts = _points(load_batch, isl, osl)
+    ranked = ranked_layouts(dep, n, *pts)[:USABLE_CHECKS]
+    cap = float(max_batch or engine_profile(engine).max_batch)
+    res = search(dep, chips=n, constraints=Constraints(context=isl + osl / 2.0), batches=default_batches(cap),
+                 layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
+    labels = [res.layout(j * np.size(res.batches)).label() for j in range(np.size(res.layouts.tp))]
+    keep = {labels[int(i) // np.size(res.batches)] for i in res.front}
+    keep |= {labels[int(j)] for j in np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]}
+    usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch,
+                                                         isl, osl)]
+    first = [lay for k, lay in enumerate(usable) if k < RANKED_FIRST or lay.label() in keep]
+    return first, [lay for lay in usable if not any(lay is x for x in first)], pts
+
+
+RANKED_FIRST = 8  # the decode search's first layouts, always scored
+QUICKEST_PROMPT = 3  # the layouts with the shortest prompt pass, always scored
+
+
+def _points(load_batch, isl, osl):
+    """The decode search's point: the running batch (whole sequences), the mean decode context, one new token."""
+    return np.array([[max(round(float(load_batch)), 1.0)]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
+
+
+def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
+                 workload=None, slos=(None, None)):
+    """(layout, rule): the degrees given; without a workload the first candidate; else WORKLOAD_RULE over the
+    points of ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals). None holding a sequence:
+    the search's first, which says why when served."""
+    holds = lambda lay: holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)  # noqa: E731
+    if degrees is not None:
+        return choose_layout(dep, chips, degrees, *_points(load_batch, isl, osl), usable=holds)
+    first, rest, pts = candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens, max_batch)
+    if workload is None or not first:
+        return choose_layout(dep, chips, None, *pts, usable=holds)
+    score = lambda lays: scores(dep, lays, engine, max_num_tokens, max_batch, isl, osl, workload, slos)  # noqa: E731
+    s = score(first)
+    total = s.sum(axis=1)
+    if rest and total[_best(total), 0] < s.shape[1]:  # the best of the first misses a point: score the rest too
+        first, s = first + rest, np.concatenate([s, score(rest)])
+        total = s.sum(axis=1)
+    return first[_best(total)], WORKLOAD_RULE.format(n=len(first))
+
+
+def per_point(dep, first, rest, engine, max_num_tokens, max_batch, isl, osl, workload,
+              slos=(None, None)) -> tuple[list, np.ndarray]:
+    """(the layouts scored, the index of each point's best by WORKLOAD_RULE, the point alone, as serve_layout
+    picks it: from ``first``, or from ``first`` + ``rest`` where the best of ``first`` misses the point)."""
+    s = scores(dep, first, engine, max_num_tokens, max_batch, isl, osl, workload, slos)
+    pick = np.array([_best(s[:, i]) for i in range(s.shape[1])], dtype=int)
+    missed = np.array([not s[pick[i], i, 0] for i in range(s.shape[1])], dtype=bool)
+    if rest and missed.any():
+        lays = first + rest
+        s = np.concatenate([s, scores(dep, rest, engine, max_num_tokens, max_batch, isl, osl, workload, slos)])
+        pick = np.where(missed, [_best(s[:, i]) for i in range(s.shape[1])], pick)
+        return lays, pick
+    return first, pick
+
+
+def _best(score: np.ndarray) -> int:
+    """The first of the highest rows (ties: the decode search's order): lexicographic over the last axis."""
+    order = np.lexsort(tuple(-score[:, k] for k in reversed(range(score.shape[-1]))))  # stable: ties keep order
+    return int(order[0])
+
+
+def scores(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos) -> np.ndarray:
+    """[layout, point, 4]: meets, finite e2e, −log e2e (0 where not finite), log requests/s, each to maximise."""
+    closed = workload.get("concurrency") is not None
+    out = []
+    for lay in layouts:
+        s = steady(dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), isl=isl,
+                   osl=osl, **workload)
+        e2e, rps = (np.ravel(np.asarray(x, float)) for x in (s.e2e_s, s.requests_per_s))
+        cap = np.ravel(s.capacity_limited)
+        ok = np.array([meets({"capacity_limited": bool(cap[i]), "tpot_s": _num(np.ravel(s.tpot_s)[i]),
+                              "ttft_s": _num(np.ravel(s.ttft_s)[i]), "concurrency": 1.0 if closed else None}, *slos)
+                       for i in range(e2e.size)])
+        finite = np.isfinite(e2e) & (e2e > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_rps = np.where(np.isfinite(rps) & (rps > 0), np.log(rps), -1e9)
+        out.append(np.stack([ok, finite, np.where(finite, -np.log(np.where(finite, e2e, 1.0)), 0.0), log_rps], -1))
+    return np.stack(out)
+
+
+def _num(x):
+    x = float(x)
+    return None if x != x else x
+
+
+def holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:
+    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity)."""
+    prof = engine_profile(engine, int(dep.layout.tp), max_num_tokens, max_batch)
+    return bool(np.all(kv_capacity(dep, prof, isl, osl)[0] >= 1))
