@@ -222,3 +222,31 @@ def test_the_default_layout_meets_the_slo_another_layout_meets():
                                                                dict(tp=1, dp=8)))
     slo = (tpot[0] * tpot[1]) ** 0.5  # between the best and the next
     assert _rows(**kw, tpot_slo=slo)[0]["tpot_s"] <= slo
+
+
+def test_an_overloaded_open_loop_gets_the_layout_that_serves_the_most():
+    # every layout is overloaded at 1,000 req/s: e2e ties (inf) and the decode search's order had picked tp4 dp2
+    # (34.5 req/s served) over tp1 dp8 (53-56 req/s)
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", chips=8, rate=[1000.0])
+    best = _rows(**kw)[0]
+    for deg in (dict(tp=4, dp=2), dict(tp=2, dp=4), dict(tp=1, dp=8), dict(tp=8)):
+        assert best["requests_per_s"] >= _rows(**kw, **deg)[0]["requests_per_s"] * (1 - 1e-9), deg
+
+
+def test_the_layouts_that_hold_an_open_loop_are_searched_past_the_decode_front():
+    # Qwen3-30B-A3B on 8 H100 at 32 req/s: the decode search's first eight and its front leave it capacity-limited;
+    # tp2 ep4 attention-DP (11th) holds the load
+    rows = _rows("qwen3-30b-a3b", "h100-sxm", chips=8, rate=[1.0, 32.0])
+    assert not rows[1]["capacity_limited"]
+    assert not _rows("qwen3-30b-a3b", "h100-sxm", chips=8, rate=[32.0], tp=2, ep=4)[0]["capacity_limited"]
+
+
+def test_a_plan_mode_rate_sweep_takes_serves_layout_at_every_point():
+    from tokenomy.answers.sweeps import sweep
+
+    rates = [1.0, 20.0, 50.0, 200.0]
+    ds = sweep(model="llama-3.1-8b", hardware="h100-sxm", chips=8, rate=rates, isl=1024, osl=1024)
+    for x in rates:
+        r = serve("llama-3.1-8b", "h100-sxm", chips=8, rate=[x])
+        pt = ds.sel(rate=x)
+        assert (int(pt.plan_tp), int(pt.plan_dp)) == (r.extra["plan"]["tp"], r.extra["plan"]["dp"]), x

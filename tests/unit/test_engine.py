@@ -202,3 +202,18 @@ def test_calibrated_is_slower_than_its_bound():
     B = np.array([1.0, 8.0, 64.0, 512.0])
     assert np.all(d.run(B, 2048.0).step_s > d.run(B, 2048.0, eff=ROOFLINE).step_s)
     assert engine.BOUNDS[int(d.run(512.0, 2048.0).bound[()])] in engine.BOUNDS
+
+
+def test_the_per_sequence_host_term_counts_the_busiest_schedulers_sequences():
+    # o_seq is host work per running sequence of one scheduler: b sequences on a tp layout, b/ep on each
+    # attention-DP rank (each runs its own scheduler) — not the whole batch
+    from dataclasses import replace
+    o_seq = 1e-5
+    eff = replace(ROOFLINE, sequence_overhead_s=o_seq)
+    B = np.array([1.0, 64.0])
+    d = dep("llama-3.1-8b", "h100-sxm", Layout(tp=1))
+    extra = d.run(B, 2048.0, eff=eff).overhead_s - d.run(B, 2048.0).overhead_s
+    assert np.allclose(extra, o_seq * B, rtol=1e-12)
+    m = dep("qwen3-30b-a3b", "hgx-h100-8", Layout(tp=1, ep=8))  # attention-DP over 8 ranks
+    extra = m.run(B, 2048.0, eff=eff).overhead_s - m.run(B, 2048.0).overhead_s
+    assert np.allclose(extra, o_seq * np.ceil(B / 8), rtol=1e-12)
