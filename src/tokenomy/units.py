@@ -12,6 +12,8 @@ SECONDS_PER_DAY = 86400.0
 
 # Bytes per element. mxfp4 stores 4-bit values with one 8-bit scale per 32 elements
 # (OCP Microscaling spec v1.0): (32*4 + 8) / 32 / 8 = 0.53125 bytes.
+CHECKPOINT = "checkpoint"  # a weight_dtype meaning the checkpoint's own (possibly mixed) quantization
+
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "tf32": 4.0,

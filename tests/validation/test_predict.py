@@ -7,6 +7,7 @@ import pytest
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
+from tokenomy.units import CHECKPOINT
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load, run
 from tokenomy.validation.predict import SCENARIO_CODE, gather, predict_serving
@@ -34,7 +35,7 @@ def calibrated(prepared):
 def _deployment(c) -> Deployment:
     """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code)."""
     layout = Layout(tp=c.tp, dp=c.chips // c.tp, kv_batch=c.kv_batch)
-    weights = None if c.weight_dtype == "checkpoint" else c.weight_dtype  # the checkpoint's own (gpt-oss: mixed)
+    weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype  # the checkpoint's own (gpt-oss: mixed)
     return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, weights, c.kv_dtype,
                       load.efficiency_set(c.hardware))
 

@@ -48,7 +48,8 @@ def candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens=None, ma
                  layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
     labels = [res.layout(j * np.size(res.batches)).label() for j in range(np.size(res.layouts.tp))]
     keep = {labels[int(i) // np.size(res.batches)] for i in res.front}
-    keep |= {labels[int(j)] for j in np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]}
+    quickest = np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]
+    keep |= {labels[int(j)] for j in quickest}
     usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch,
                                                          isl, osl)]
     first = [lay for k, lay in enumerate(usable) if k < RANKED_FIRST or lay.label() in keep]
@@ -59,17 +60,28 @@ RANKED_FIRST = 8  # the decode search's first layouts, always scored
 QUICKEST_PROMPT = 3  # the layouts with the shortest prompt pass, always scored
 
 
+OPEN_LOOP_BATCH = 64.0  # the running batch an open loop's candidates are ranked at (its load sets no batch)
+
+
+def ranking_batch(concurrency, cap) -> float:
+    """The running batch the decode search ranks candidates at: a closed loop's largest concurrency, an open loop's
+    OPEN_LOOP_BATCH (``concurrency`` None), at most the scheduler's batch cap ``cap``."""
+    return float(min(OPEN_LOOP_BATCH if concurrency is None else np.max(concurrency), cap))
+
+
 def _points(load_batch, isl, osl):
     """The decode search's point: the running batch (whole sequences), the mean decode context, one new token."""
     return np.array([[max(round(float(load_batch)), 1.0)]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
 
 
 def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
-                 workload=None, slos=(None, None)):
+                 workload=None, slos=(None, None)):  # load_batch: ranking_batch's
     """(layout, rule): the degrees given; without a workload the first candidate; else WORKLOAD_RULE over the
     points of ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals). None holding a sequence:
     the search's first, which says why when served."""
-    holds = lambda lay: holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)  # noqa: E731
+    def holds(lay):
+        return holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)
+
     if degrees is not None:
         return choose_layout(dep, chips, degrees, *_points(load_batch, isl, osl), usable=holds)
     first, rest, pts = candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens, max_batch)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenomy.units import DTYPE_BYTES
+from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
 CATEGORICAL = ("model", "hardware", "weight_dtype", "kv_dtype", "efficiency", "kind")
 DEGREES = ("tp", "ep", "pp", "dp")
@@ -28,7 +28,6 @@ AXES = tuple(dict.fromkeys(PASS_ORDER + SERVE_ORDER))
 SERVE_AXES = ("concurrency", "rate", "isl", "osl")
 PASS_ONLY = ("kind", "batch", "context", "len_pass")
 KINDS = ("decode", "prefill")
-CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own quantization
 EFFICIENCIES = ("calibrated", "roofline")
 WHOLE = ("chips", "tp", "ep", "pp", "dp", "batch", "context", "len_pass", "isl", "osl")  # positive integers
 POSITIVE = ("concurrency", "rate")  # positive numbers

@@ -19,15 +19,16 @@ import numpy as np
 
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.passes import choose_layout
-from tokenomy.answers.serve_layout import candidates, per_point
+from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
 from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
-from tokenomy.answers.sweep_axes import CHECKPOINT, DEGREES, Grid, _label
+from tokenomy.answers.sweep_axes import DEGREES, Grid, _label
 from tokenomy.answers.sweep_memory import keep_chunk_buffers
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
 from tokenomy.parallel.search import candidate_layouts, layout_score, memory_share
 from tokenomy.serving.steady import steady
+from tokenomy.units import CHECKPOINT
 
 SWEEP_REASONS = ("len_pass exceeds the context", "no valid layout uses exactly the chips",
                  "no room for the KV cache of one sequence beside the weights")
@@ -182,7 +183,7 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
     inv = np.ravel(inv)
     for j, (b, i, o) in enumerate(uniq):
         idx = np.flatnonzero(inv == j)
-        first, rest, pts = candidates(dep, chips, b if closed else min(64.0, cap), i, o, spec.engine,
+        first, rest, pts = candidates(dep, chips, ranking_batch(b if closed else None, cap), i, o, spec.engine,
                                       spec.max_num_tokens, spec.max_batch)
         if not first:  # none holds a sequence: the search's first, which says why
             lays, pick = [choose_layout(dep, chips, None, *pts)[0]], np.zeros(idx.size, dtype=int)

@@ -2,8 +2,8 @@
 
     method "analytic"  serving.steady (vectorised; means of the length distributions)
     method "simulate"  serving.simulator (iteration-level, seeded; percentiles from the requests)
-Layout: the degrees given, else the best for the workload of the decode search's first candidates
-(``serve_layout``, WORKLOAD_RULE). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
+Layout: the degrees given, else the candidate layout that serves the workload best (answers.serve_layout,
+WORKLOAD_RULE). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
 batch cap overridable. Comma lists of concurrency or rate sweep. SLOs: goodput by plan_serving.meets (the rule plan
 uses); when no point meets them, a note names the closest and by how much it misses (an answer, as plan gives).
     mode "disagg"      serving.disagg (analytic) or serving.sim_disagg (simulate: both pools iteration by iteration,
@@ -24,7 +24,7 @@ from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_o
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import engine_profile
-from tokenomy.answers.serve_layout import serve_layout
+from tokenomy.answers.serve_layout import ranking_batch, serve_layout
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
@@ -128,7 +128,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                      weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
-    B0 = float(min(np.max(C) if C is not None else 64.0, max_batch or engine_profile(engine).max_batch))
+    B0 = ranking_batch(C, max_batch or engine_profile(engine).max_batch)
     lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
                              max_batch, workload=dict(concurrency=C, rate=R, cache_hit=float(cache_hit),
                                                       arrivals=arrivals), slos=(ttft_slo, tpot_slo))

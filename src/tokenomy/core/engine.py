@@ -607,7 +607,8 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     reason, nan = _fit(w.structure, mem_chip > hbm)
     compute_s, memory_s = compute_s + nan, memory_s + nan
     comms_s = (tp_comm + ep_comm) + nan  # = (tp + nan) + (ep + nan): the masked parts are read lazily
-    overhead = _f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers + _f(eff.sequence_overhead_s) * w.host_seqs + nan
+    overhead = (_f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers
+                + _f(eff.sequence_overhead_s) * w.host_seqs + nan)
     top = np.maximum(compute_s, memory_s)
     overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
     stage_s = top + overlap + comms_s + overhead

@@ -27,6 +27,7 @@ from tokenomy.core.pipeline import bubble_fraction
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, profile_of, step_budget
 from tokenomy.serving.workload import prefill_context
 from tokenomy.specs import Topology
+from tokenomy.units import CHECKPOINT
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import ServingCase, TrainingCase
 
@@ -59,9 +60,6 @@ def add_prefill(w: engine.Work, per_token: engine.Work, tokens) -> engine.Work:
     p = np.asarray(tokens, dtype=float)
     return engine.Work(**{f: (getattr(w, f) + p * getattr(per_token, f)) if _numeric(getattr(w, f))
                           else getattr(w, f) for f in WORK_FIELDS})
-
-
-CHECKPOINT = "checkpoint"  # a case's weight_dtype for the checkpoint's own quantization (mixed: gpt-oss)
 
 
 @lru_cache(maxsize=None)
