@@ -207,13 +207,30 @@ def test_calibrated_is_slower_than_its_bound():
 def test_the_per_sequence_host_term_counts_the_busiest_schedulers_sequences():
     # o_seq is host work per running sequence of one scheduler: b sequences on a tp layout, b/ep on each
     # attention-DP rank (each runs its own scheduler) — not the whole batch
-    from dataclasses import replace
     o_seq = 1e-5
-    eff = replace(ROOFLINE, sequence_overhead_s=o_seq)
     B = np.array([1.0, 64.0])
-    d = dep("llama-3.1-8b", "h100-sxm", Layout(tp=1))
-    extra = d.run(B, 2048.0, eff=eff).overhead_s - d.run(B, 2048.0).overhead_s
+    extra = _added("llama-3.1-8b", "h100-sxm", Layout(tp=1), B, "overhead_s", sequence_overhead_s=o_seq)
     assert np.allclose(extra, o_seq * B, rtol=1e-12)
-    m = dep("qwen3-30b-a3b", "hgx-h100-8", Layout(tp=1, ep=8))  # attention-DP over 8 ranks
-    extra = m.run(B, 2048.0, eff=eff).overhead_s - m.run(B, 2048.0).overhead_s
+    extra = _added("qwen3-30b-a3b", "hgx-h100-8", Layout(tp=1, ep=8), B, "overhead_s",  # attention-DP, 8 ranks
+                   sequence_overhead_s=o_seq)
     assert np.allclose(extra, o_seq * np.ceil(B / 8), rtol=1e-12)
+
+
+def _added(model, hardware, layout, B, term, **eff):
+    """What the roofline's ``term`` gains at batches ``B`` (2048 context) when ``eff`` sets a term."""
+    from dataclasses import replace
+    d = dep(model, hardware, layout)
+    return getattr(d.run(B, 2048.0, eff=replace(ROOFLINE, **eff)), term) - getattr(d.run(B, 2048.0), term)
+
+
+def test_each_collective_waits_for_its_last_rank():
+    # σ_skew adds σ·sqrt(2·ln g) to every collective of g ranks, whatever its bytes: n_AR of them on a tp8 step
+    # (2 a layer for Llama), nothing at tp1, and the EP dispatch + combine wait on their ep group too
+    skew = 1e-5
+    B = np.array([1.0, 64.0])
+    extra = _added("llama-3.1-70b", "hgx-h100-8", Layout(tp=8), B, "comms_s", rank_skew_s=skew)
+    assert np.allclose(extra, 2 * 80 * skew * np.sqrt(2 * np.log(8)), rtol=1e-9)
+    assert np.all(_added("llama-3.1-8b", "h100-sxm", Layout(tp=1), B, "step_s", rank_skew_s=skew) == 0.0)
+    extra = _added("qwen3-30b-a3b", "hgx-h100-8", Layout(tp=1, ep=8), B, "comms_s",  # 2 all-to-alls a MoE layer
+                   rank_skew_s=skew)
+    assert np.allclose(extra, 2 * 48 * skew * np.sqrt(2 * np.log(8)), rtol=1e-9)

@@ -1,5 +1,6 @@
-"""η_hbm is anchored, not fitted: each chip's efficiency file carries the measured streaming share of its
-microbenchmark (catalog/efficiency/streaming.toml), and the fit moves only the free terms."""
+"""η_hbm and α_AR are anchored, not fitted: each chip's efficiency file carries the measured streaming share and
+all-reduce kernel latency of its microbenchmarks (catalog/efficiency/streaming.toml, allreduce.toml), and the fit
+moves only the free terms."""
 
 import numpy as np
 import pytest
@@ -17,9 +18,28 @@ def test_every_measurement_cites_a_source_and_is_a_share_of_the_datasheet():
         assert e["fraction"] == pytest.approx(e["measured_bytes_per_s"] / e["datasheet_bytes_per_s"], abs=0.01)
 
 
+def test_every_all_reduce_measurement_cites_a_source_and_is_a_decode_sized_kernel():
+    import tomllib
+    data = tomllib.loads(anchors.ALLREDUCE.read_text())
+    assert {"h100-sxm", "h200"} <= set(data)
+    for chip, e in data.items():
+        assert e["source"].startswith("https://github.com/"), chip
+        assert 1e-6 < e["latency_s"] < 2e-5, chip  # a few microseconds: the kernel alone
+        assert e["message_bytes"] <= 64 * 1024 and e["world_size"] >= 2, chip
+
+
 @pytest.mark.parametrize("chip", ["h100-sxm", "h200", "a100-80gb-sxm", "b200", "gb200", "mi300x", "pooled"])
 def test_stored_terms_carry_the_anchor(chip):
-    assert load.efficiency_for(chip).terms.hbm_fraction == pytest.approx(anchors.anchored(chip)["hbm_fraction"])
+    terms = load.efficiency_for(chip).terms
+    assert terms.hbm_fraction == pytest.approx(anchors.anchored(chip)["hbm_fraction"])
+    assert terms.allreduce_latency_s == pytest.approx(anchors.anchored(chip)["allreduce_latency_s"])
+
+
+def test_a_chip_without_a_measurement_takes_the_mean_and_says_so():
+    lat = anchors.allreduce_latencies()
+    assert "a100-80gb-sxm" not in lat
+    assert anchors.anchored("a100-80gb-sxm")["allreduce_latency_s"] == pytest.approx(sum(lat.values()) / len(lat))
+    assert "derived" in anchors.provenance("a100-80gb-sxm") and "derived" not in anchors.provenance("h100-sxm")
 
 
 def test_the_fit_holds_fixed_terms_and_moves_the_rest():

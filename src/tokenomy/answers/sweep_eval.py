@@ -22,7 +22,6 @@ from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
 from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
 from tokenomy.answers.sweep_axes import DEGREES, Grid, _label
-from tokenomy.answers.sweep_memory import keep_chunk_buffers
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
@@ -231,7 +230,6 @@ def evaluate_block(spec: Spec, block: tuple[slice, ...], into: dict | None = Non
     """The variables over one chunk (``block``: one slice per axis of ``spec.grid``), each of the block's shape;
     with ``into`` (variable -> an array of the whole grid, filled in as variables appear) written straight into
     ``into[k][block]`` instead, and those views returned: an in-memory sweep copies each value once, not twice."""
-    keep_chunk_buffers()  # a Dask worker's process, too
     g = spec.grid
     nloop = g.loop_axes()
     arr_names, arr_sl = g.names[nloop:], block[nloop:]

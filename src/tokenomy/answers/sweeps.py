@@ -25,7 +25,6 @@ import numpy as np
 from tokenomy.answers.resolve import hardware_of, model_of
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
-from tokenomy.answers.sweep_memory import keep_chunk_buffers
 from tokenomy.answers.sweep_eval import REASONS, Spec, evaluate_block
 from tokenomy.answers.sweep_io import check_out, writer
 from tokenomy.core.engine import BOUNDS
@@ -142,7 +141,6 @@ def run(spec: Spec, *, out=None, client=None, on_chunk=None):
     """Evaluate every chunk; a Dataset, or (``out``) the path of the file written chunk by chunk. ``on_chunk(block,
     values)`` sees every chunk in order (e.g. sweep_front.Fronts.add)."""
     see = on_chunk or (lambda b, v: None)
-    keep_chunk_buffers()
     if out is not None:
         path = check_out(out)
         w = writer(path, spec.grid, spec.variables(), _meta(spec))

@@ -72,8 +72,8 @@ def _levels(topo: Topology, group, stride):
     return g, g_in, np.ceil(g / g_in), topo.up_bytes_per_s(g_in)
 
 
-def _hierarchical(topo: Topology, group, stride, phases: float) -> Cost:
-    g, g_in, g_out, bw_up = _levels(topo, group, stride)
+def _hierarchical(topo: Topology, group, stride, phases: float, levels=None) -> Cost:
+    g, g_in, g_out, bw_up = _levels(topo, group, stride) if levels is None else levels
     a1, b1 = ring_terms(g_in, bw_up, topo.scale_up.latency_s, phases)
     a2, b2 = ring_terms(g_out, topo.scale_out.bytes_per_s, topo.scale_out.latency_s, phases)
     return Cost(((a1 + a2, b1 + b2 / g_in),))  # the outer ring carries nbytes/g_in
@@ -112,8 +112,9 @@ def all_reduce_cost(topo: Topology, group, stride=1) -> Fastest:
     """The fastest of the hierarchical ring (NCCL) and, for a group inside one peer-to-peer scale-up domain
     (Topology.peer_to_peer: NVLink, Infinity Fabric; not a TPU torus), the one-shot and two-shot custom
     all-reduces (``shot_terms``)."""
-    ring_cost = _hierarchical(topo, group, stride, 2.0)
-    g, g_in, g_out, bw_up = _levels(topo, group, stride)
+    levels = _levels(topo, group, stride)
+    ring_cost = _hierarchical(topo, group, stride, 2.0, levels)
+    g, g_in, g_out, bw_up = levels
     inside = (g_out <= 1) & topo.peer_to_peer
     # a group that leaves the domain (or a torus) has no P2P shot: infinite latency, never chosen
     shots = tuple(Cost(((np.where(inside, a, np.inf * (a + _one_s(a))), b),))

@@ -11,7 +11,13 @@
                                             = bw · η_kv for KV-cache reads and writes (paged attention gathers
                                               blocks of a few KB per sequence and head: η_kv < η_hbm; None = η_hbm)
     collectives                             = alpha-beta per topology level, alpha = α_AR when the set gives one,
-                                              beta over link_bw · η_link   (core/collectives.py)
+                                              beta over link_bw · η_link   (core/collectives.py); α_AR is the
+                                              kernel's own latency, anchored at its microbenchmark
+                                              (catalog/efficiency/allreduce.toml)
+    the wait for the last rank              = σ_skew·sqrt(2·ln g) per collective of g > 1 ranks in a step: the
+                                              ranks reach each collective σ_skew apart (host launch pacing,
+                                              uneven kernels), and it ends after the last arrives (the Gaussian
+                                              extreme value of g arrivals); a microbenchmark in isolation has none
     per-step overhead                       = o_step (scheduling, sampling, host work between steps)
     per-sequence host work                  = o_seq per sequence the busiest scheduler runs in the step (input
                                               preparation, sampling and detokenisation, stop checks: CPU work that
@@ -57,6 +63,7 @@ class Efficiency:
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
     allreduce_latency_s: object = None  # α of a TP all-reduce step on scale-up (None: the link's latency)
     link_fraction: object = 1.0  # η_link: achievable share of the scale-up link bandwidth
+    rank_skew_s: object = 0.0  # σ_skew: spread of the ranks' arrival at a collective (the wait for the last)
     request_overhead_s: object = 0.0  # per request, on time to first token
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
@@ -74,7 +81,8 @@ class Efficiency:
         v = magnitude(self.overlap_loss)
         if not np.all((v >= 0) & (v <= 1)):
             raise ValueError(f"overlap_loss: must be in [0, 1], got {self.overlap_loss}")
-        for field in ("overhead_s", "layer_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s"):
+        for field in ("overhead_s", "layer_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s",
+                      "rank_skew_s"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")

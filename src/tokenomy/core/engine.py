@@ -11,8 +11,9 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
                (a GEMM's rows: tokens for weight GEMMs; per sequence the S new tokens of the H/max(K, a) query
                heads that share one KV head for attention — 128/a for MLA's one latent; per expert A/x)
     memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + acts] / (bw·η_hbm) + f·b_a·KV(C)/kv_split / (bw·η_kv)
-    TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)      (+ batch-sharded KV all-to-all)      (core/collectives.py)
-    EP comm  = 2·f·L_moe · all-to-all(ep, A·D·2/tp bytes)      (dispatch + combine, with attention-DP)
+    TP comm  = n_AR · [all-reduce(a, T_a·D·2 bytes) + wait(a)]   (+ batch-sharded KV all-to-all) (core/collectives.py)
+    EP comm  = 2·f·L_moe · [all-to-all(ep, A·D·2/tp bytes) + wait(ep)]   (dispatch + combine, with attention-DP)
+               wait(g) = σ_skew·sqrt(2·ln g): the last of g ranks to arrive (efficiency.py; 0 for g = 1)
     stage    = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm + overhead,
                overhead = o_step + f·L·o_layer + o_seq·b_a (φ, o_step, o_layer, o_seq: efficiency.py; 0 on the
                roofline; b_a the busiest scheduler's sequences: its attention replica's)
@@ -36,7 +37,7 @@ import numpy as np
 
 from tokenomy.arch.positions import attended, cached, indexed
 from tokenomy.core import collectives as col
-from tokenomy.core import efficiency
+from tokenomy.core import efficiency, heap
 from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.efficiency import magnitude as _mag  # of a count used as an exponent
@@ -44,6 +45,8 @@ from tokenomy.core.layout import Layout
 from tokenomy.core.pipeline import rack_hop_ratio
 from tokenomy.specs import Topology
 from tokenomy.units import floats, fmt_bytes, one_of
+
+heap.keep_freed_arrays()  # grid-sized temporaries from the heap, not fresh pages (core/heap.py)
 
 BOUNDS = ("compute", "memory", "comms", "overhead", "pipeline hop")
 REASONS = ("", "expert parallelism and redundant experts need an MoE model",
@@ -107,16 +110,27 @@ class PassTerms:
     weight_bytes_per_chip: object  # resident
     kv_bytes_per_chip: object
     act_bytes_per_chip: object
-    memory_per_chip_bytes: object
     hbm_bytes: object  # usable per chip
     expert_rows: object  # GEMM rows per routed expert on the busiest rank
     experts_read: object  # distinct routed experts read per MoE layer on the busiest rank
     rack_hop_ratio: object
-    bound: object  # index into BOUNDS
     reason: object  # index into REASONS; 0 = valid and fits
     nan: object = field(repr=False, default=0.0)  # 0 where the point is valid and fits, NaN elsewhere
     unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop, TP, EP) seconds
     flops_per_s: object = field(repr=False, default=None)  # the chip's peak, for the MFU
+    hop_share_s: object = field(repr=False, default=None)  # the pipeline hops per stage (None: no hops)
+
+    @cached_property
+    def bound(self):
+        """Index into BOUNDS of the binding term (_bound); read on first use: a step timed only for its seconds
+        (the serving model's ceil batch) never forms it."""
+        others = ((2, self.comms_s), (3, self.overhead_s)) + (() if self.hop_share_s is None else
+                                                               ((4, self.hop_share_s),))
+        return _bound(self.compute_s, self.memory_s, np.maximum(self.compute_s, self.memory_s), others)
+
+    @cached_property
+    def memory_per_chip_bytes(self):
+        return self.weight_bytes_per_chip + self.kv_bytes_per_chip + self.act_bytes_per_chip
 
     weights_read_s = _masked(0)  # the memory term split by what is read
     kv_s = _masked(1)
@@ -519,28 +533,54 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     return flops_s / peaks.flops_per_s
 
 
-def _comms_s(w: Work, topo: Topology):
-    """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls."""
+def last_rank_wait_s(group, skew_s):
+    """σ_skew·sqrt(2·ln g): how long a collective of g ranks waits for the last to arrive beyond the mean arrival,
+    the ranks arriving σ_skew apart (the Gaussian extreme value, as ``_busiest``); 0 for one rank."""
+    return skew_s * np.sqrt(2.0 * np.log(np.maximum(_f(group), 1.0)))
+
+
+def _comms_s(w: Work, topo: Topology, skew_s=0.0):
+    """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls,
+    each also waiting for its group's last rank (``last_rank_wait_s``; per collective, whatever its bytes)."""
+    ar_wait = last_rank_wait_s(w.ar_group, skew_s)
     tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group)(w.ar_bytes)
+    if hasattr(ar_wait, "units") or np.any(ar_wait):  # the roofline (σ_skew = 0) adds nothing
+        tp = tp + w.ar_count * ar_wait
     if np.any(w.q_count > 0):
-        tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
+        tp = tp + np.where(w.q_count > 0, w.q_count * (col.all_to_all_cost(topo, w.ar_group)(w.q_bytes) + ar_wait),
+                           0.0)
     if not np.any(w.ep_count > 0) and not hasattr(tp, "units"):  # no dispatch and combine (no attention-DP with
         return tp, 0.0  # EP): 0, not formed (quantities take the masked sum: its unit is checked, tests/dims)
-    return tp, np.where(w.ep_count > 0, w.ep_count * col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes),
-                        0.0)
+    a2a = col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes) + last_rank_wait_s(w.ep_group, skew_s)
+    return tp, np.where(w.ep_count > 0, w.ep_count * a2a, 0.0)
 
 
 def _fit(structure, over_hbm):
     """(reason, nan): the layout's or batch's code where it has one, else FITS_REASON where the memory is over the
-    HBM, else 0; and 0 where that is 0, NaN elsewhere (added to every time). Without any layout code — the common
-    case — both come from ``over_hbm`` alone: the same values, two grid-sized np.where fewer."""
+    HBM, else 0; and 0 where that is 0, NaN elsewhere (added to every time), or None where every point is valid
+    and fits (the common case: nothing to add). Without any layout code both come from ``over_hbm`` alone: the
+    same values, two grid-sized np.where fewer."""
     structure = np.asarray(structure)
+    shape = np.broadcast_shapes(structure.shape, np.shape(over_hbm))
+    clean = not np.any(structure)
+    if clean and not np.any(over_hbm):
+        return np.zeros(shape, dtype=np.int64), None
     fits_code = over_hbm * FITS_REASON  # int64, as np.where(over_hbm, FITS_REASON, 0)
-    shape = np.broadcast_shapes(structure.shape, fits_code.shape)
-    if structure.dtype == fits_code.dtype and shape == fits_code.shape and not np.any(structure):
+    if structure.dtype == fits_code.dtype and shape == fits_code.shape and clean:
         return fits_code, np.where(over_hbm, _NAN, _ZERO)
     reason = np.where(structure != 0, structure, fits_code)
     return reason, np.where(reason == 0, _ZERO, _NAN)
+
+
+def _masked_by(x, nan, grid):
+    """x + nan; where nothing is masked (``nan`` None) x itself, broadcast to the grid as a view (no pass over it:
+    the times keep the grid's shape, as with the mask added)."""
+    if nan is not None:
+        return x + nan
+    if hasattr(x, "units"):  # a quantity takes a bare zero mask of the grid's shape
+        return x + np.zeros(grid)
+    shape = np.shape(x)
+    return x if shape == grid else np.broadcast_to(x, np.broadcast_shapes(shape, grid))
 
 
 _ZERO, _NAN = np.zeros(()), np.full((), np.nan)  # 0-d operands: np.where's fast path for scalar branches
@@ -601,14 +641,16 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     kv_bw = bw if eff.kv_hbm_fraction is None else peaks.hbm_bytes_per_s * eff.kv_hbm_fraction  # paged KV gathers
     weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / kv_bw, w.act_bytes / bw
     memory_s = weights_read_s + kv_s + act_s
-    tp_comm, ep_comm = _comms_s(w, _calibrated(topo, eff))
-    mem_chip = w.weight_bytes_per_chip + w.kv_bytes_per_chip + w.act_bytes_per_chip
+    tp_comm, ep_comm = _comms_s(w, _calibrated(topo, eff), _f(eff.rank_skew_s))
     hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
-    reason, nan = _fit(w.structure, mem_chip > hbm)
-    compute_s, memory_s = compute_s + nan, memory_s + nan
-    comms_s = (tp_comm + ep_comm) + nan  # = (tp + nan) + (ep + nan): the masked parts are read lazily
-    overhead = (_f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers
-                + _f(eff.sequence_overhead_s) * w.host_seqs + nan)
+    # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
+    reason, nan = _fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
+    grid = np.shape(reason)
+    compute_s, memory_s = _masked_by(compute_s, nan, grid), _masked_by(memory_s, nan, grid)
+    comms_s = _masked_by(tp_comm + ep_comm, nan, grid)  # = (tp + nan) + (ep + nan): the parts are read lazily
+    overhead = _masked_by(_f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers
+                          + _f(eff.sequence_overhead_s) * w.host_seqs, nan, grid)
+    nan = np.zeros(grid) if nan is None else nan  # the lazily read parts add it on first read
     top = np.maximum(compute_s, memory_s)
     overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
     stage_s = top + overlap + comms_s + overhead
@@ -617,15 +659,14 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     # no hops (pp = 1): hops·hop is 0 (NaN only where the stage is NaN), adds nothing and binds nothing
     hop_total = None if not np.any(hops) else hops * (w.hop_s + nan)
     period = _period(w, stage_s, hop_total)
-    others = ((2, comms_s), (3, overhead)) + (() if hop_total is None else ((4, hop_total / pp),))
     return PassTerms(
         chips=w.n, batch=w.batch, context=w.context, len_pass=w.len_pass, micro_batch=w.micro_batch, flops=w.flops,
         attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hops=hops, step_s=period,
         weight_bytes_per_chip=w.weight_bytes_per_chip, kv_bytes_per_chip=w.kv_bytes_per_chip,
-        act_bytes_per_chip=w.act_bytes_per_chip, memory_per_chip_bytes=mem_chip, hbm_bytes=hbm,
-        expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio,
-        bound=_bound(compute_s, memory_s, top, others), reason=reason, nan=nan,
-        unmasked=(weights_read_s, kv_s, act_s, w.hop_s, tp_comm, ep_comm), flops_per_s=peaks.flops_per_s)
+        act_bytes_per_chip=w.act_bytes_per_chip, hbm_bytes=hbm,
+        expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio, reason=reason,
+        nan=nan, unmasked=(weights_read_s, kv_s, act_s, w.hop_s, tp_comm, ep_comm), flops_per_s=peaks.flops_per_s,
+        hop_share_s=None if hop_total is None else hop_total / pp)
 
 
 def at(x, shape: tuple[int, ...], i: int) -> float:

@@ -10,8 +10,6 @@ leave a step, c = ceil(I/room) its chunks, r = I − (c − 1)·room its last ch
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-
 import numpy as np
 
 SPILL_SIGMAS = 8.0  # Poisson counts beyond mean + 8 sd (and 8) carry no probability worth a term
@@ -33,34 +31,55 @@ def _top(lam):
     return lam + SPILL_SIGMAS * np.sqrt(lam) + SPILL_SIGMAS
 
 
-def _pmf(lam: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-    """(K, Pois(K; λ)) for K = 0, 1, ... up to the largest mean + SPILL_SIGMAS sd over the points, each point's
-    terms past its own bound 0: the log-pmf stepped by log(λ/K) from K = 0, so a large λ does not underflow and a
-    point's terms are the same bits whatever points share the array (a sweep's pieces agree)."""
-    log_lam = np.log(np.maximum(lam, 1e-300))
+def _tail_table(lam: np.ndarray) -> np.ndarray:
+    """U[k, i] = P(Pois(λ_i) >= k) for k = 0 .. K + 1, K the largest mean + SPILL_SIGMAS sd over the points: the
+    pmf exp(k·log λ − λ − log k!) summed from the top down (a small tail without the cancellation of 1 − CDF),
+    each point's terms past its own bound 0, so its tails are the same bits whatever points share the table (a
+    sweep's pieces agree). A point that does not fit (λ NaN) has no terms."""
     top = _top(lam)
-    log_pmf = -lam
-    top_max = np.max(np.where(np.isfinite(top), top, 0.0)) if np.size(top) else -1.0  # NaN: a point that does not fit
-    for K in range(int(top_max) + 1):
-        if K > 0:
-            log_pmf = log_pmf + log_lam - math.log(K)
-        yield K, np.where(K <= top, np.where(lam > 0, np.exp(log_pmf), float(K == 0)), 0.0)
+    k_max = int(np.max(np.where(np.isfinite(top), top, 0.0))) if lam.size else 0
+    K = np.arange(k_max + 1.0)[:, None]
+    log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1.0, k_max + 1.0)))))[:, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        pmf = np.where(lam > 0, np.exp(K * np.log(np.maximum(lam, 1e-300)) - lam - log_fact), K == 0)
+    table = np.zeros((k_max + 2, lam.size))
+    table[:-1] = np.cumsum(np.where(K <= top, pmf, 0.0)[::-1], axis=0)[::-1]
+    return table
+
+
+class _Tails:
+    """P(Pois(λ) >= k) at any integer-valued k for fixed λ over points, from tables of at most TABLE_CELLS cells
+    (the points in slices: a λ of thousands has thousands of terms)."""
+
+    def __init__(self, lam):
+        self.lam = np.ravel(np.asarray(lam, float))
+        rows = int(np.max(np.where(np.isfinite(_top(self.lam)), _top(self.lam), 0.0))) + 2 if self.lam.size else 2
+        step = max(1, TABLE_CELLS // rows)
+        self.parts = [(sl, _tail_table(self.lam[sl])) for sl in
+                      (slice(a, a + step) for a in range(0, self.lam.size, step))]
+
+    def at(self, k) -> np.ndarray:
+        """U[k] per point (k clipped to the table: 0 past every term), k broadcast over the points."""
+        k = np.broadcast_to(np.asarray(k, float).ravel(), self.lam.shape)
+        out = np.empty(self.lam.shape)
+        for sl, table in self.parts:
+            idx = np.clip(k[sl], 0, table.shape[0] - 1).astype(np.intp)
+            out[sl] = table[idx, np.arange(idx.size)]
+        return out
+
+    def tail(self, k) -> np.ndarray:
+        """poisson_tail: 1 where k <= 0, 0 where the tail is below NEGLIGIBLE (``_live``), else U[k]."""
+        k = np.broadcast_to(np.asarray(k, float).ravel(), self.lam.shape)
+        return np.where(k <= 0, 1.0, np.where(_live(self.lam, k), np.clip(self.at(k), 0.0, 1.0), 0.0))
+
+
+TABLE_CELLS = 1 << 21  # Poisson table cells formed at once (16 MiB of floats)
 
 
 def poisson_tail(lam, k):
-    """P(Pois(λ) >= k), elementwise (k integer-valued; 1 where k <= 0)."""
+    """P(Pois(λ) >= k), elementwise (k integer-valued; 1 where k <= 0; 0 below NEGLIGIBLE)."""
     lam, k = np.broadcast_arrays(np.asarray(lam, float), np.asarray(k, float))
-    out = np.where(k <= 0, 1.0, 0.0)
-    live = np.flatnonzero((k > 0) & _live(lam, k))
-    if live.size:
-        lam_l, k_l = lam.flat[live], k.flat[live]
-        below = np.zeros_like(lam_l)  # P(K < k) = Σ_{K < k} pmf
-        for K, p in _pmf(lam_l):
-            if K >= np.max(k_l):
-                break
-            below += np.where(K < k_l, p, 0.0)
-        out.flat[live] = np.clip(1.0 - below, 0.0, 1.0)
-    return out
+    return _Tails(lam).tail(k).reshape(lam.shape)
 
 
 def spill_share(others_per_step, prefill, last, room):
@@ -68,21 +87,20 @@ def spill_share(others_per_step, prefill, last, room):
     that land in the same step are Poisson with mean λ (the open loop's R·E[T²]/E[T], steady._step_times) and the
     scheduler packs them FCFS, the request at a uniform place among them; each one ahead takes q = min(I, room) of
     the room, so the last r tokens spill into the next step when k* = floor((room − r)/q) + 1 or more are ahead:
-    P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1). (One prompt ahead of a 4096-token one under an 8192-token
-    budget spills it: at λ = 0.5 about one time in five.)"""
+    P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1) = P(K >= k*) − (k*/λ)·P(K >= k* + 1), since
+    Pois(K; λ)/(K + 1) = Pois(K + 1; λ)/λ. (One prompt ahead of a 4096-token one under an 8192-token budget spills
+    it: at λ = 0.5 about one time in five.)"""
     lam = np.asarray(others_per_step, float)
     q = np.maximum(np.minimum(prefill, room), 1.0)
     k_star = np.floor(np.maximum(room - last, 0.0) / q) + 1.0
     out = np.zeros(np.broadcast_shapes(lam.shape, np.shape(k_star)))
     lam, k_star = np.broadcast_to(lam, out.shape), np.broadcast_to(k_star, out.shape)
-    live = np.flatnonzero(k_star <= _top(lam))
+    live = np.flatnonzero((k_star <= _top(lam)) & (lam > 0))
     if not live.size:
         return out
     lam_l, k_l = lam.flat[live], k_star.flat[live]
-    acc = np.zeros_like(lam_l)
-    for K, p in _pmf(lam_l):  # terms below K = k* − 1 are zero
-        acc += p * np.maximum(K + 1.0 - k_l, 0.0) / (K + 1.0)
-    out.flat[live] = np.where(lam_l > 0, acc, 0.0)
+    tails = _Tails(lam_l)
+    out.flat[live] = np.maximum(tails.at(k_l) - k_l / lam_l * tails.at(k_l + 1.0), 0.0)
     return out
 
 
@@ -118,13 +136,17 @@ def closed_loop_prompt(others_per_step, prefill, room, chunks, clients):
     backlog = np.minimum(rho ** 2 / (2.0 * (1.0 - rho)), np.sqrt(np.maximum(clients, 0.0) / math.pi))
     mu = lam / 2.0 + backlog
     slack = chunks * room - I  # what the last chunk's step has left before anyone ahead spills it
-    extra = np.zeros(np.broadcast_shapes(mu.shape, np.shape(slack)))
+    shape = np.broadcast_shapes(mu.shape, np.shape(slack), np.shape(room), I.shape)
+    mu_f, slack_f, room_f, I_f = (np.broadcast_to(x, shape).ravel() for x in (mu, slack, room, I))
+    tails = _Tails(mu_f)  # the same μ at every m: one table
+    extra = np.zeros(mu_f.shape)
     for m in range(1, EXTRA_STEPS + 1):  # P(K_a >= k_m) falls with m: stop at the first that is 0 everywhere
-        # (poisson_tail forms no tail below NEGLIGIBLE)
-        tail = poisson_tail(mu, np.floor(((m - 1) * room + slack) / I) + 1.0)
+        # (a tail below NEGLIGIBLE is not formed)
+        tail = tails.tail(np.floor(((m - 1) * room_f + slack_f) / I_f) + 1.0)
         if not np.any(tail):
             break
         extra = extra + tail
+    extra = extra.reshape(shape)
     ahead = mu * I
     behind = capped_poisson_sum(lam / 2.0 + lam * (chunks + extra - 1.0), I, (chunks + extra) * room - I - ahead)
     return extra, I + ahead + behind
@@ -132,7 +154,8 @@ def closed_loop_prompt(others_per_step, prefill, room, chunks, clients):
 
 def capped_poisson_sum(lam, size, cap):
     """E[min(cap, K·size)], K ~ Poisson(λ): K prompts of ``size`` tokens filling a room of ``cap`` (at least 0),
-    = λ·size − Σ_{K > k0} Pois(K; λ)·(K·size − cap), k0 = floor(cap/size) (what overflows the room). Not
+    = λ·size − Σ_{K > k0} Pois(K; λ)·(K·size − cap), k0 = floor(cap/size) (what overflows the room),
+    = λ·size − size·λ·P(K >= k0) + cap·P(K >= k0 + 1)  (Σ_{K > k0} K·Pois(K; λ) = λ·P(K >= k0)). Not
     min(cap, λ·size): one 12000-token prompt behind at λ = 0.23 fills a 4288-token room 21% of the time
     (1 − e^{−0.23}), 881 tokens on average, not 2760."""
     lam, size = np.asarray(lam, float), np.maximum(np.asarray(size, float), 1.0)
@@ -144,9 +167,8 @@ def capped_poisson_sum(lam, size, cap):
     live = np.flatnonzero(_live(lam, k0 + 1.0))
     if live.size:
         lam_l, size_l, cap_l, k0_l = lam.flat[live], size.flat[live], cap.flat[live], k0.flat[live]
-        over = np.zeros_like(lam_l)
-        for K, p in _pmf(lam_l):
-            over += np.where(K > k0_l, p * (K * size_l - cap_l), 0.0)
+        tails = _Tails(lam_l)
+        over = size_l * lam_l * tails.at(k0_l) - cap_l * tails.at(k0_l + 1.0)
         out = np.array(out)
-        out.flat[live] = lam_l * size_l - over
+        out.flat[live] = lam_l * size_l - np.maximum(over, 0.0)
     return out

@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -175,7 +175,7 @@ class StepTimer:
         for mask, lo in self._lowered:
             if np.shape(mask) == np.shape(busy) and np.array_equal(mask, busy):
                 return lo
-        lo = self.dep.lower(np.where(busy, self.context, 1.0), prefill_context=self.prefill_context)
+        lo = _lower_where(self.dep, busy, self.context, self.prefill_context)
         self._lowered = [*self._lowered[-1:], (busy, lo)]
         return lo
 
@@ -205,6 +205,40 @@ class StepTimer:
         else:
             t = t_lo
         return (t, r_lo) if terms else t
+
+
+def _uniform(x):
+    """The one value every element of ``x`` holds, else None (and None for a quantity with units)."""
+    if hasattr(x, "units"):
+        return None
+    a = np.asarray(x, float)
+    v = a.flat[0] if a.size else np.nan
+    return float(v) if np.all(a == v) else None
+
+
+def _lower_where(dep: Deployment, busy, context, prefill_context) -> engine.Lowered:
+    """dep.lower at ``context`` where ``busy``, at 1 elsewhere. A sweep's points mostly share one context (its
+    ISL and OSL): then the two contexts are lowered as numbers and only the fields that differ between them are
+    selected over the grid (engine.lower is elementwise in the context: the same values as lowering the grid,
+    without its attention terms formed per point; ~15% of a 100k-point steady state, benchmarks/serve.py)."""
+    c, pc = _uniform(context), _uniform(prefill_context)
+    if c is None or pc is None:
+        return dep.lower(np.where(busy, context, 1.0), prefill_context=prefill_context)
+    if np.all(busy):
+        return dep.lower(c, prefill_context=pc)
+    idle = dep.lower(1.0, prefill_context=pc)
+    if not np.any(busy):
+        return idle
+    at = dep.lower(c, prefill_context=pc)
+    return replace(at, **{f.name: np.where(busy, getattr(at, f.name), getattr(idle, f.name))
+                          for f in fields(at) if _differs(getattr(at, f.name), getattr(idle, f.name))})
+
+
+def _differs(a, b) -> bool:
+    """Two numeric lowered fields of different values (the model, layout and precision are the deployment's in
+    both lowerings)."""
+    numeric = (np.ndarray, float, int, np.generic)
+    return isinstance(a, numeric) and isinstance(b, numeric) and not np.array_equal(a, b)
 
 
 def step_time(dep: Deployment, n_dec, context, prefill=0.0, prefill_context=1.0, *, terms: bool = False,

@@ -1,10 +1,14 @@
-"""Terms the fit does not move: each chip's measured HBM streaming share, from a cited microbenchmark.
+"""Terms the fit does not move: each chip's measured HBM streaming share and all-reduce kernel latency, from cited
+microbenchmarks.
 
 A decode step streams its weights at what a STREAM-like copy reaches on the chip (η_hbm = measured / datasheet
 bytes/s, catalog/efficiency/streaming.toml, each entry with its source). Fitting η_hbm instead lets it stand in
 for the per-layer kernel floor and the KV gathers (a fit gave 0.68 on H200 and 0.40 on B200 against ~0.9
-measured), which fits one set of cases and misses the next. A chip without a measurement takes the mean share of
-the chips that have one (stated as derived in its efficiency file's note).
+measured), which fits one set of cases and misses the next. Likewise a tensor-parallel all-reduce shot takes what
+its kernel takes alone at a decode-sized message (α_AR, catalog/efficiency/allreduce.toml: 5.75 us on 8 H100):
+fitted, α had stood for the wait for the last rank as well (15-30 us), which the fitted σ_skew now carries with
+its own growth in the group size (core/efficiency.py). A chip without a measurement takes the mean of the chips
+that have one (stated as derived in its efficiency file's note).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 STREAMING = Path(__file__).resolve().parents[1] / "catalog" / "efficiency" / "streaming.toml"
-ANCHORED_FIELDS = ("hbm_fraction",)
+ALLREDUCE = STREAMING.with_name("allreduce.toml")
+ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s")
 
 
 @lru_cache(maxsize=1)
@@ -29,21 +34,43 @@ def streaming_fractions() -> dict[str, float]:
     return out
 
 
+@lru_cache(maxsize=1)
+def allreduce_latencies() -> dict[str, float]:
+    """chip -> measured latency (s) of one decode-sized all-reduce kernel alone, for the chips with a measurement."""
+    data = tomllib.loads(ALLREDUCE.read_text())
+    out = {chip: float(entry["latency_s"]) for chip, entry in data.items()}
+    bad = [c for c, t in out.items() if not 0.0 < t < 1e-3]
+    if bad:  # a latency of a millisecond or more is a unit slip (us written as s)
+        raise ValueError(f"{ALLREDUCE.name}: {', '.join(bad)}: latency_s must be in seconds, between 0 and 1e-3")
+    return out
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
 def pooled_fraction() -> float:
     """The mean measured share over the chips that have one: the anchor of a chip without a measurement."""
-    f = streaming_fractions()
-    return sum(f.values()) / len(f)
+    return _mean(streaming_fractions().values())
 
 
 def anchored(chip: str) -> dict[str, float]:
     """The anchored terms of ``chip`` ("pooled" for the prior every chip's fit starts from)."""
-    return {"hbm_fraction": streaming_fractions().get(chip, pooled_fraction())}
+    lat = allreduce_latencies()
+    return {"hbm_fraction": streaming_fractions().get(chip, pooled_fraction()),
+            "allreduce_latency_s": lat.get(chip, _mean(lat.values()))}
 
 
 def provenance(chip: str) -> str:
-    """One line for the efficiency file: where the anchored η_hbm came from."""
-    f = streaming_fractions()
-    if chip in f:
-        return f"hbm_fraction {f[chip]:.3f} anchored: measured streaming bandwidth (catalog/efficiency/streaming.toml)"
-    return (f"hbm_fraction {pooled_fraction():.3f} anchored: derived, the mean measured streaming share of "
-            f"{', '.join(sorted(f))} (no measurement of {chip} in catalog/efficiency/streaming.toml)")
+    """One line for the efficiency file: where the anchored η_hbm and α_AR came from."""
+    f, lat = streaming_fractions(), allreduce_latencies()
+    a = anchored(chip)
+    eta = (f"hbm_fraction {f[chip]:.3f} anchored: measured streaming bandwidth (catalog/efficiency/streaming.toml)"
+           if chip in f else f"hbm_fraction {a['hbm_fraction']:.3f} anchored: derived, the mean measured streaming "
+           f"share of {', '.join(sorted(f))} (no measurement of {chip} in catalog/efficiency/streaming.toml)")
+    us = a["allreduce_latency_s"] * 1e6
+    ar = (f"allreduce_latency_s {us:.2f} us anchored: measured all-reduce kernel (catalog/efficiency/allreduce.toml)"
+          if chip in lat else f"allreduce_latency_s {us:.2f} us anchored: derived, the mean measured kernel latency "
+          f"of {', '.join(sorted(lat))} (no measurement of {chip} in catalog/efficiency/allreduce.toml)")
+    return f"{eta}; {ar}"

@@ -14,7 +14,8 @@ t_pf: the prefill pass):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, WORK_FIELDS
 from tokenomy.validation.schema import EfficiencyTerms
 
 SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "kv_hbm_fraction", "step_overhead_s",
-                  "layer_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s", "link_fraction", "request_overhead_s")
+                  "layer_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s", "link_fraction", "request_overhead_s",
+                  "rank_skew_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
 
 
@@ -46,12 +48,24 @@ class Theta:
     allreduce_latency_s: object
     link_fraction: object
     request_overhead_s: object
+    rank_skew_s: object
 
     def take(self, idx) -> "Theta":
-        return Theta(**{f: (v[idx] if np.ndim(v) else v) for f, v in vars(self).items()})
+        return Theta(**{f.name: (v[idx] if np.ndim(v) else v) for f in fields(self) for v in [getattr(self, f.name)]})
 
     def efficiency(self, idx=slice(None), col: bool = False) -> Efficiency:
-        """The engine's efficiency set for cases ``idx`` (as a column against a grid when ``col``)."""
+        """The engine's efficiency set for cases ``idx`` (as a column against a grid when ``col``). One chip's
+        terms (every field a number, as the fit evaluates them) give the same set for any cases: built once per
+        ``col`` (a fit's evaluation asks for it ~160 times)."""
+        if all(isinstance(getattr(self, f.name), (int, float)) for f in fields(self)):  # hashable numbers
+            return self._scalar_set(col)
+        return self._set(idx, col)
+
+    @lru_cache(maxsize=2)
+    def _scalar_set(self, col: bool) -> Efficiency:
+        return self._set(slice(None), col)
+
+    def _set(self, idx, col: bool) -> Efficiency:
         def g(v):
             v = np.asarray(v, dtype=float)
             v = v[idx] if v.ndim else v
@@ -63,7 +77,8 @@ class Theta:
                           layer_overhead_s=g(self.layer_overhead_s),
                           sequence_overhead_s=g(self.sequence_overhead_s), overlap_loss=g(self.overlap_loss),
                           allreduce_latency_s=g(self.allreduce_latency_s), link_fraction=g(self.link_fraction),
-                          request_overhead_s=g(self.request_overhead_s), name="custom")
+                          request_overhead_s=g(self.request_overhead_s), rank_skew_s=g(self.rank_skew_s),
+                          name="custom")
 
 
 def term(t: EfficiencyTerms, field: str) -> float:
@@ -85,7 +100,7 @@ def roofline_theta(s: Serving) -> Theta:
                  layer_overhead_s=ROOFLINE.layer_overhead_s, sequence_overhead_s=ROOFLINE.sequence_overhead_s,
                  overlap_loss=ROOFLINE.overlap_loss,
                  allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction,
-                 request_overhead_s=ROOFLINE.request_overhead_s)
+                 request_overhead_s=ROOFLINE.request_overhead_s, rank_skew_s=ROOFLINE.rank_skew_s)
 
 
 def _eff(th: Theta, idx, col: bool) -> Efficiency:
@@ -142,14 +157,28 @@ def work_at(s: Serving, batch) -> tuple[engine.Work, engine.Work]:
     return at(W, s.grid), at(T, s.grid_per_token)
 
 
-def step_function(s: Serving, th: Theta):
+class _CaseStep:
     """steady.solve's step(n, P) for the cases of ``s``: n decodes (at least one: the grid starts at batch 1) at
-    the case's mean decode context plus P prefill tokens, timed by the engine under the cases' terms."""
-    def step(n, P):
-        w, per_tok = work_at(s, np.maximum(n, 1.0))
-        t = time_work(s, add_prefill(w, per_tok, P), th)
-        return t.step_s, t.bound, np.zeros_like(t.bound)
-    return step
+    the case's mean decode context plus P prefill tokens, timed by the engine under the cases' terms; ``many``:
+    several prefill loads beside the same decodes, the decodes' work interpolated once."""
+
+    def __init__(self, s: Serving, th: Theta):
+        self.s, self.th = s, th
+
+    def __call__(self, n, P):
+        return self.many(n, [P])[0]
+
+    def many(self, n, loads):
+        w, per_tok = work_at(self.s, np.maximum(n, 1.0))
+        out = []
+        for P in loads:
+            t = time_work(self.s, add_prefill(w, per_tok, P), self.th)
+            out.append((t.step_s, t.bound, np.zeros_like(t.bound)))
+        return out
+
+
+def step_function(s: Serving, th: Theta) -> _CaseStep:
+    return _CaseStep(s, th)
 
 
 SERVED = ("concurrency", "request_rate", "max_throughput")  # scenarios predicted by the serving model (steady)

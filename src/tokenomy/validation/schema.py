@@ -147,8 +147,9 @@ class EfficiencyTerms(_Strict):
     layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: launch / small-kernel floor
     sequence_overhead_s: float = Field(default=0.0, ge=0)  # per running sequence of a scheduler per step: host work
     overlap_loss: float = Field(default=0.0, ge=0, le=1)  # share of min(compute, memory) not hidden under the max
-    allreduce_latency_s: float = Field(ge=0)  # per ring hop of a tensor-parallel all-reduce (scale-up level)
+    allreduce_latency_s: float = Field(ge=0)  # α of one all-reduce shot on scale-up (anchored: anchors.py)
     link_fraction: float = Field(gt=0, le=1)  # achievable share of scale-up bandwidth in all-reduce
+    rank_skew_s: float = Field(default=0.0, ge=0)  # σ_skew: spread of the ranks' arrival at a collective
     request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry)
     train_flops_fraction: float = Field(gt=0, le=1)  # achievable share of peak for pre-training GEMMs
     train_other_dense: float = Field(ge=0)  # non-GEMM time (norms, attention softmax, exposed comms, optimizer)
