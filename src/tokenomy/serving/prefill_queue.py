@@ -77,9 +77,14 @@ TABLE_CELLS = 1 << 21  # Poisson table cells formed at once (16 MiB of floats)
 
 
 def poisson_tail(lam, k):
-    """P(Pois(λ) >= k), elementwise (k integer-valued; 1 where k <= 0; 0 below NEGLIGIBLE)."""
+    """P(Pois(λ) >= k), elementwise (k integer-valued; 1 where k <= 0; 0 below NEGLIGIBLE: no table is formed
+    for those points)."""
     lam, k = np.broadcast_arrays(np.asarray(lam, float), np.asarray(k, float))
-    return _Tails(lam).tail(k).reshape(lam.shape)
+    out = np.where(k <= 0, 1.0, 0.0)
+    live = np.flatnonzero((k > 0) & _live(lam, k))
+    if live.size:
+        out.flat[live] = np.clip(_Tails(lam.flat[live]).at(k.flat[live]), 0.0, 1.0)
+    return out
 
 
 def spill_share(others_per_step, prefill, last, room):
@@ -138,14 +143,19 @@ def closed_loop_prompt(others_per_step, prefill, room, chunks, clients):
     slack = chunks * room - I  # what the last chunk's step has left before anyone ahead spills it
     shape = np.broadcast_shapes(mu.shape, np.shape(slack), np.shape(room), I.shape)
     mu_f, slack_f, room_f, I_f = (np.broadcast_to(x, shape).ravel() for x in (mu, slack, room, I))
-    tails = _Tails(mu_f)  # the same μ at every m: one table
     extra = np.zeros(mu_f.shape)
-    for m in range(1, EXTRA_STEPS + 1):  # P(K_a >= k_m) falls with m: stop at the first that is 0 everywhere
-        # (a tail below NEGLIGIBLE is not formed)
-        tail = tails.tail(np.floor(((m - 1) * room_f + slack_f) / I_f) + 1.0)
-        if not np.any(tail):
-            break
-        extra = extra + tail
+    # k_m grows with m, so a point whose first tail is below NEGLIGIBLE has none: the table (the same μ at every m)
+    # is formed for the others only
+    live = np.flatnonzero(_live(mu_f, np.floor(slack_f / I_f) + 1.0))
+    if live.size:
+        tails, room_l, slack_l, I_l = _Tails(mu_f[live]), room_f[live], slack_f[live], I_f[live]
+        acc = np.zeros(live.size)
+        for m in range(1, EXTRA_STEPS + 1):  # P(K_a >= k_m) falls with m: stop at the first that is 0 everywhere
+            tail = tails.tail(np.floor(((m - 1) * room_l + slack_l) / I_l) + 1.0)
+            if not np.any(tail):
+                break
+            acc = acc + tail
+        extra[live] = acc
     extra = extra.reshape(shape)
     ahead = mu * I
     behind = capped_poisson_sum(lam / 2.0 + lam * (chunks + extra - 1.0), I, (chunks + extra) * room - I - ahead)

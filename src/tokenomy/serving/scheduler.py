@@ -133,9 +133,11 @@ def budget_batch(cap, osl, prefill, budget, whole_prompts=False):
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
     L_all = np.maximum(np.asarray(seq_tokens, float), 1.0)
-    L, back = np.unique(L_all, return_inverse=True)  # a sweep repeats few sequence lengths: lower each once
-    if L_all.ndim == 0:
-        L, back = L_all, None
+    one_length = _uniform(L_all) if L_all.ndim else None
+    if L_all.ndim == 0 or one_length is not None:  # one length (a scalar, or a sweep over the load alone)
+        L, back = (L_all if one_length is None else np.asarray(one_length)), None
+    else:  # a sweep repeats few sequence lengths: lower each once
+        L, back = np.unique(L_all, return_inverse=True)
     dp = float(dep.layout.dp)
     one = dep.work(dp, L)  # one sequence per replica at ISL + OSL
     act = dep.work(dp, 1.0, prefill_tokens=float(prof.max_num_tokens) * dp * float(dep.layout.pp)).act_bytes_per_chip
@@ -144,7 +146,9 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
     per_tok = np.asarray(one.kv_bytes_per_chip, float) / L
     out = np.maximum(free, 0.0) / per_tok, per_tok, np.broadcast_to(free, np.shape(L))
-    return out if back is None else tuple(np.reshape(x[back], L_all.shape) for x in out)
+    if back is None:
+        return tuple(np.broadcast_to(x, L_all.shape) for x in out) if one_length is not None else out
+    return tuple(np.reshape(x[back], L_all.shape) for x in out)
 
 
 def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):

@@ -19,30 +19,31 @@ class DecodeBlocks:
         self.hist = [0] * self.b
         self.sum_q = 0
         self.n = 0
-        self._memo = (-1, 0)  # (S, held(S)) until the decoders change
+        self._memo_S, self._memo_v = -1, 0  # held(S) at S, until the decoders change
 
     def add(self, a: int) -> None:
         q, m = divmod(a, self.b)
         self.hist[m] += 1
         self.sum_q += q
         self.n += 1
-        self._memo = (-1, 0)
+        self._memo_S = -1
 
     def remove(self, a: int) -> None:
         q, m = divmod(a, self.b)
         self.hist[m] -= 1
         self.sum_q -= q
         self.n -= 1
-        self._memo = (-1, 0)
+        self._memo_S = -1
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""
-        if self._memo[0] == S:
-            return self._memo[1]
-        Q, s = divmod(S, self.b)
+        if self._memo_S == S:
+            return self._memo_v
+        b = self.b
+        Q, s = divmod(S, b)
         h = self.hist
-        v = self.sum_q + self.n * (Q + 1) - (h[0] if s == 0 else 0) + sum(h[self.b + 1 - s:])
-        self._memo = (S, v)
+        v = self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
+        self._memo_S, self._memo_v = S, v
         return v
 
     def steps_within(self, S: int, free: int, k_max: int) -> int:

@@ -195,21 +195,24 @@ class _Run:
 
     # -- the loop -------------------------------------------------------------------------------------------------
     def loop(self) -> None:
+        arrivals, admit, make_room, plan_chunks, step, fast_forward = (
+            self.arrivals, self.admit, self.make_room, self.plan_chunks, self.step, self.fast_forward)
+        running, waiting, dec = self.running, self.waiting, self.dec  # mutated in place, never rebound
         while self.finished < self.N:
-            self.arrivals()
-            if not self.running and not self.waiting:
+            arrivals()
+            if not running and not waiting:
                 self.now = self.pending[0][0]
                 continue
-            self.admit()
-            if len(self.waiting) > self.max_q:
-                self.max_q = len(self.waiting)
-            self.make_room()
-            chunks = self.plan_chunks(self.dec.n)
-            if not chunks and self.dec.n == 0:
+            admit()
+            if len(waiting) > self.max_q:
+                self.max_q = len(waiting)
+            make_room()
+            chunks = plan_chunks(dec.n)
+            if not chunks and dec.n == 0:
                 self.no_progress()
                 continue
-            self.step(chunks)
-            self.fast_forward()
+            step(chunks)
+            fast_forward()
 
     def arrivals(self) -> None:
         pending, waiting, due = self.pending, self.waiting, self.now + EPS_S
