@@ -1,5 +1,5 @@
-"""The engine keeps freed grid-sized arrays in the heap (core/heap.py): glibc takes the thresholds, once per
-process, and no number depends on it (the allocator changes where memory comes from, not values)."""
+"""The engine keeps freed grid-sized arrays in the heap (core/heap.py): glibc takes the thresholds once per process,
+at the first large grid, and no number depends on it (the allocator changes where memory comes from, not values)."""
 
 import os
 import subprocess
@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from tokenomy.core import engine, heap
+from tokenomy.core import heap
 
 SCRIPT = """
 import sys, numpy as np
@@ -26,8 +26,25 @@ np.save(sys.argv[2], np.concatenate([ds.step_s.values.ravel(), s.ttft_s, s.tpot_
 """
 
 
+FIRST_LARGE_GRID = """
+import numpy as np
+from tokenomy.answers.resolve import deployment
+from tokenomy.core import heap
+from tokenomy.core.layout import Layout
+dep = deployment("llama-3.1-8b", "hgx-h100-8", layout=Layout(1))
+dep.run(np.arange(1.0, 65.0), 2048.0)
+assert heap._set is None  # a small answer does not touch the allocator (nor load ctypes)
+dep.run(np.arange(1.0, 2.0 ** 15), 2048.0)
+assert heap._set is True  # the first large grid sets it, on Linux with glibc (this project's machines)
+"""
+
+
+def test_the_first_large_grid_sets_the_thresholds():
+    subprocess.run([sys.executable, "-c", FIRST_LARGE_GRID], check=True,
+                   env={k: v for k, v in os.environ.items() if k != "TOKENOMY_MALLOC"})
+
+
 def test_glibc_takes_the_thresholds_once():
-    assert engine.heap._set is True  # set by importing the engine, on Linux with glibc (this project's machines)
     assert heap.keep_freed_arrays() is True
     assert heap.keep_freed_arrays() is True
 

@@ -46,8 +46,6 @@ from tokenomy.core.pipeline import rack_hop_ratio
 from tokenomy.specs import Topology
 from tokenomy.units import floats, fmt_bytes, one_of
 
-heap.keep_freed_arrays()  # grid-sized temporaries from the heap, not fresh pages (core/heap.py)
-
 BOUNDS = ("compute", "memory", "comms", "overhead", "pipeline hop")
 REASONS = ("", "expert parallelism and redundant experts need an MoE model",
            "ep does not divide the routed + redundant experts",
@@ -647,6 +645,7 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
     reason, nan = _fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
     grid = np.shape(reason)
+    heap.for_grid(reason.size)  # a large grid's temporaries from the heap, not fresh pages (core/heap.py)
     compute_s, memory_s = _masked_by(compute_s, nan, grid), _masked_by(memory_s, nan, grid)
     comms_s = _masked_by(tp_comm + ep_comm, nan, grid)  # = (tp + nan) + (ep + nan): the parts are read lazily
     overhead = _masked_by(_f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers

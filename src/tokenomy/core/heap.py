@@ -10,22 +10,29 @@ glibc's defaults, 1.5-1.6 M with the thresholds below (benchmarks/serve.py print
 sweep ~16 -> ~21 M configurations/s (benchmarks/sweep.py), its peak RSS unchanged (0.42 GB: chunks are fixed-size).
 
 ``keep_freed_arrays`` raises the mmap threshold to 64 MiB and the trim threshold to 1 GiB (mallopt(3); what the
-MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ environment variables would set at start-up), once per process, at
-the engine's import: freed blocks stay with the process for the next temporary. Elsewhere than glibc (macOS, musl,
-Windows) nothing is done; TOKENOMY_MALLOC=default leaves glibc's defaults (the benchmark's baseline).
+MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ environment variables would set at start-up), once per process:
+freed blocks stay with the process for the next temporary. The engine calls it (``for_grid``) the first time it
+times a grid of GRID_POINTS points or more, whose arrays pass glibc's initial 128 KiB threshold: a CLI answer of a
+few points never loads ctypes (~5 ms of its start-up). Elsewhere than glibc (macOS, musl, Windows) nothing is done;
+TOKENOMY_MALLOC=default leaves glibc's defaults (the benchmark's baseline).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's <malloc.h> parameter numbers
 MMAP_THRESHOLD_BYTES = 64 << 20
 TRIM_THRESHOLD_BYTES = 1 << 30
+GRID_POINTS = 1 << 14  # 16,384 float64s = 128 KiB, glibc's initial mmap threshold
 _set: bool | None = None  # what the first call did (None: not called yet)
+
+
+def for_grid(points: int) -> None:
+    """keep_freed_arrays once a grid of ``points`` reaches GRID_POINTS (cheap to call on every pass)."""
+    if _set is None and points >= GRID_POINTS:
+        keep_freed_arrays()
 
 
 def keep_freed_arrays() -> bool:
@@ -39,9 +46,10 @@ def keep_freed_arrays() -> bool:
 def _mallopt() -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("TOKENOMY_MALLOC") == "default":
         return False
+    import ctypes  # here, not at import: only a process that times large grids pays for loading it
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: the C library it runs on
     except (OSError, AttributeError):  # not glibc (musl has no mallopt)
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
