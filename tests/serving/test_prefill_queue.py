@@ -95,3 +95,20 @@ def test_closed_loop_ttft_on_a_linear_step_is_steps_plus_tokens():
     extra, tokens = closed_loop_prompt(P * (B - 1) / B / I, I, slot, 1.0, B - 1)
     want = (1.0 + extra) * (a + c * n) + b * tokens
     assert np.allclose(s.ttft0_s, want, rtol=1e-12)
+
+
+def test_large_means_are_tabled_in_slices_with_the_same_bits(monkeypatch):
+    # a mean of thousands has thousands of terms: the table takes the points in slices of at most TABLE_CELLS
+    # cells, and a point's tail does not depend on the slice it lands in, nor on the other points
+    from tokenomy.serving import prefill_queue as pq
+
+    lam = np.linspace(2000.0, 3000.0, 2001)
+    k = np.floor(lam + 1.5 * np.sqrt(lam))
+    sliced = poisson_tail(lam, k)
+    monkeypatch.setattr(pq, "TABLE_CELLS", 1 << 30)  # one table for all of them
+    assert np.array_equal(sliced, poisson_tail(lam, k))
+    assert np.array_equal(sliced[[7, 1500]], poisson_tail(lam[[7, 1500]], k[[7, 1500]]))
+    # P(K >= mean + 1.5 sd) of a Poisson with a large mean: the sum of its pmf, written out in logs
+    i = 1000
+    exact = sum(math.exp(j * math.log(lam[i]) - lam[i] - math.lgamma(j + 1)) for j in range(int(k[i]), 4000))
+    assert sliced[i] == pytest.approx(exact, rel=1e-9)

@@ -16,6 +16,7 @@ SPILL_SIGMAS = 8.0  # Poisson counts beyond mean + 8 sd (and 8) carry no probabi
 EXTRA_STEPS = 256  # a bound only: the sum stops at the first step whose tail is below NEGLIGIBLE everywhere (near
 # the budget's capacity the backlog reaches sqrt((B - 1)/pi) prompts, ~9 at B = 248, and pushes a prompt ~5 steps)
 NEGLIGIBLE = 1e-6  # a Poisson tail below this carries under 0.01 tokens of a 1000-token prompt: not formed
+TABLE_CELLS = 1 << 21  # Poisson table cells formed at once (16 MiB of floats)
 
 
 def _live(lam, k):
@@ -53,7 +54,8 @@ class _Tails:
 
     def __init__(self, lam):
         self.lam = np.ravel(np.asarray(lam, float))
-        rows = int(np.max(np.where(np.isfinite(_top(self.lam)), _top(self.lam), 0.0))) + 2 if self.lam.size else 2
+        top = _top(self.lam)
+        rows = int(np.max(np.where(np.isfinite(top), top, 0.0))) + 2 if self.lam.size else 2
         step = max(1, TABLE_CELLS // rows)
         self.parts = [(sl, _tail_table(self.lam[sl])) for sl in
                       (slice(a, a + step) for a in range(0, self.lam.size, step))]
@@ -72,8 +74,6 @@ class _Tails:
         k = np.broadcast_to(np.asarray(k, float).ravel(), self.lam.shape)
         return np.where(k <= 0, 1.0, np.where(_live(self.lam, k), np.clip(self.at(k), 0.0, 1.0), 0.0))
 
-
-TABLE_CELLS = 1 << 21  # Poisson table cells formed at once (16 MiB of floats)
 
 
 def poisson_tail(lam, k):
