@@ -51,7 +51,9 @@ class Theta:
     rank_skew_s: object
 
     def take(self, idx) -> "Theta":
-        return Theta(**{f.name: (v[idx] if np.ndim(v) else v) for f in fields(self) for v in [getattr(self, f.name)]})
+        def one(v):
+            return v[idx] if np.ndim(v) else v
+        return Theta(**{f.name: one(getattr(self, f.name)) for f in fields(self)})
 
     def efficiency(self, idx=slice(None), col: bool = False) -> Efficiency:
         """The engine's efficiency set for cases ``idx`` (as a column against a grid when ``col``). One chip's
