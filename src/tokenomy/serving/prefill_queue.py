@@ -83,7 +83,7 @@ def poisson_tail(lam, k):
     out = np.where(k <= 0, 1.0, 0.0)
     live = np.flatnonzero((k > 0) & _live(lam, k))
     if live.size:
-        out.flat[live] = np.clip(_Tails(lam.flat[live]).at(k.flat[live]), 0.0, 1.0)
+        out.flat[live] = _Tails(lam.flat[live]).tail(k.flat[live])
     return out
 
 

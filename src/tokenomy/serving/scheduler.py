@@ -133,9 +133,9 @@ def budget_batch(cap, osl, prefill, budget, whole_prompts=False):
 def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
     L_all = np.maximum(np.asarray(seq_tokens, float), 1.0)
-    one_length = _uniform(L_all) if L_all.ndim else None
-    if L_all.ndim == 0 or one_length is not None:  # one length (a scalar, or a sweep over the load alone)
-        L, back = (L_all if one_length is None else np.asarray(one_length)), None
+    one_length = _uniform(L_all)
+    if one_length is not None:  # one length (a scalar, or a sweep over the load alone): lowered as a number
+        L, back = np.asarray(one_length), None
     else:  # a sweep repeats few sequence lengths: lower each once
         L, back = np.unique(L_all, return_inverse=True)
     dp = float(dep.layout.dp)
@@ -147,7 +147,7 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
     per_tok = np.asarray(one.kv_bytes_per_chip, float) / L
     out = np.maximum(free, 0.0) / per_tok, per_tok, np.broadcast_to(free, np.shape(L))
     if back is None:
-        return tuple(np.broadcast_to(x, L_all.shape) for x in out) if one_length is not None else out
+        return tuple(np.broadcast_to(x, L_all.shape) for x in out)
     return tuple(np.reshape(x[back], L_all.shape) for x in out)
 
 
