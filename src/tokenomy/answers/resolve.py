@@ -14,6 +14,7 @@ from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
+from tokenomy.serving.scheduler import profile_of
 from tokenomy.specs import Hardware
 from tokenomy.units import DTYPE_BYTES
 
@@ -40,21 +41,25 @@ def dtype_of(field: str, v: str | None) -> str | None:
     return v
 
 
+DEFAULT_ENGINE = "vllm"  # the serving engine whose host side a question without one is answered with
+
+
 @lru_cache(maxsize=64)
-def _calibrated(chip: str) -> Efficiency:
+def _calibrated(chip: str, engine: str) -> Efficiency:
     from tokenomy.validation.load import efficiency_set
 
-    return efficiency_set(chip)
+    return profile_of(loader.engine_file(engine)).on(efficiency_set(chip))
 
 
-def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated") -> Efficiency:
-    """The named efficiency set for ``hw``'s chip (an Efficiency passes through)."""
+def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine: str = DEFAULT_ENGINE) -> Efficiency:
+    """The named efficiency set for ``hw``'s chip (an Efficiency passes through): "calibrated" is the chip's fitted
+    terms as ``engine`` runs them (its host and EP overlap, serving.scheduler.EngineProfile.on)."""
     if isinstance(name, Efficiency):
         return name
     if name == "roofline":
         return ROOFLINE
     if name == "calibrated":
-        return _calibrated(hw.chip.name)
+        return _calibrated(hw.chip.name, engine)
     raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(EFFICIENCY_SETS)}")
 
 
@@ -86,7 +91,8 @@ def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_d
 
 
 def deployment(model, hardware, *, layout: Layout, weight_dtype: str | None = None, kv_dtype: str = "bf16",
-               efficiency: "str | Efficiency" = "calibrated", usd_per_chip_hour: float | None = None) -> Deployment:
+               efficiency: "str | Efficiency" = "calibrated", usd_per_chip_hour: float | None = None,
+               engine: str = DEFAULT_ENGINE) -> Deployment:
     m, hw = model_of(model), hardware_of(hardware)
     return Deployment(m, hw, layout, dtype_of("weight_dtype", weight_dtype), dtype_of("kv_dtype", kv_dtype),
-                      efficiency_of(hw, efficiency), usd_per_chip_hour=usd_per_chip_hour)
+                      efficiency_of(hw, efficiency, engine), usd_per_chip_hour=usd_per_chip_hour)

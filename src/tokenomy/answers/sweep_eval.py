@@ -87,7 +87,7 @@ def base(spec: Spec, point: dict) -> Deployment:
         _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
                                 weight_dtype=None if wd == CHECKPOINT else wd, kv_dtype=kv,
                                 efficiency=point.get("efficiency", "calibrated"),
-                                usd_per_chip_hour=spec.usd_per_chip_hour)
+                                usd_per_chip_hour=spec.usd_per_chip_hour, engine=spec.engine)
     return _BASE[key]
 
 

@@ -126,7 +126,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                         (_longest(li), _longest(lo))))
     dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or Layout(),
                      weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
+                     kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     degrees = layout_of(tp, ep, pp, dp, redundant_experts)
     B0 = ranking_batch(C, max_batch or engine_profile(engine).max_batch)
     lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
@@ -418,7 +418,7 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     within_context(m, isl_m, osl_m)
     kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
-                     usd_per_chip_hour=usd_per_chip_hour)
+                     usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     pre_deg, dec_deg = _degrees_of(pool_degrees, "prefill"), _degrees_of(pool_degrees, "decode")
     pre, prof_p, dec, prof_d, s = _split(dep, P, D, pre_deg, dec_deg, C, R, isl_m, osl_m, float(cache_hit),
                                          engine, max_num_tokens, max_batch, {}, {}, crosses_domain)
@@ -520,7 +520,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
     m, hw = model_of(model), hardware_of(hardware)
     kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
-                     usd_per_chip_hour=usd_per_chip_hour)
+                     usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     isl_m, osl_m, hit = li.mean, lo.mean, float(cache_hit)
     within_context(m, isl_m, osl_m)
     sizes = pool_sizes(budget, dep.topo.domain_size)

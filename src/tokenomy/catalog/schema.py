@@ -202,6 +202,19 @@ class EngineKvDtype(Sourced):
     by_weight: dict[str, str] = {}
 
 
+class EngineHost(Sourced):
+    """Whether the engine's scheduler runs its CPU work for step i + 1 while the GPU runs step i (an overlap or
+    async scheduler), by version: on by default from ``overlap_since`` (None: opt-in only at every version)."""
+
+    overlap_since: str | None = None  # the first version that turns it on by default
+
+
+class EngineOverlap(Sourced):
+    """Communication the engine hides under compute by default: two-batch overlap of the MoE dispatch + combine."""
+
+    two_batch_overlap: bool = False
+
+
 class EngineFile(BaseModel):
     """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
 
@@ -213,4 +226,5 @@ class EngineFile(BaseModel):
     cuda_graphs: EngineGraphs
     kv_dtype: EngineKvDtype
     all_reduce: EngineAllReduce
-    step_overhead_s: float | None = None  # host time per step, where the engine documents one
+    host: EngineHost
+    overlap: EngineOverlap

@@ -108,13 +108,14 @@ def shot_terms(g, bytes_per_s, latency_s):
     return one, two
 
 
-def all_reduce_cost(topo: Topology, group, stride=1) -> Fastest:
+def all_reduce_cost(topo: Topology, group, stride=1, ring_share=1.0) -> Fastest:
     """The fastest of the hierarchical ring (NCCL) and, for a group inside one peer-to-peer scale-up domain
     (Topology.peer_to_peer: NVLink, Infinity Fabric; not a TPU torus), the one-shot and two-shot custom
-    all-reduces (``shot_terms``)."""
+    all-reduces (``shot_terms``). ``ring_share``: the ring's scale-up bandwidth over the P2P kernels' (NCCL's
+    NVLS reaches the link's rate where P2P loads reach less: core/efficiency.py η_nccl/η_link)."""
     levels = _levels(topo, group, stride)
-    ring_cost = _hierarchical(topo, group, stride, 2.0, levels)
     g, g_in, g_out, bw_up = levels
+    ring_cost = _hierarchical(topo, group, stride, 2.0, (g, g_in, g_out, bw_up * ring_share))
     inside = (g_out <= 1) & topo.peer_to_peer
     # a group that leaves the domain (or a torus) has no P2P shot: infinite latency, never chosen
     shots = tuple(Cost(((np.where(inside, a, np.inf * (a + _one_s(a))), b),))

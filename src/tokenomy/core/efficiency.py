@@ -11,17 +11,25 @@
                                             = bw · η_kv for KV-cache reads and writes (paged attention gathers
                                               blocks of a few KB per sequence and head: η_kv < η_hbm; None = η_hbm)
     collectives                             = alpha-beta per topology level, alpha = α_AR when the set gives one,
-                                              beta over link_bw · η_link   (core/collectives.py); α_AR is the
-                                              kernel's own latency, anchored at its microbenchmark
-                                              (catalog/efficiency/allreduce.toml)
-    the wait for the last rank              = σ_skew·sqrt(2·ln g) per collective of g > 1 ranks in a step: the
-                                              ranks reach each collective σ_skew apart (host launch pacing,
-                                              uneven kernels), and it ends after the last arrives (the Gaussian
-                                              extreme value of g arrivals); a microbenchmark in isolation has none
-    per-step overhead                       = o_step (scheduling, sampling, host work between steps)
-    per-sequence host work                  = o_seq per sequence the busiest scheduler runs in the step (input
-                                              preparation, sampling and detokenisation, stop checks: CPU work that
-                                              grows with the running batch and binds small models at large batch)
+                                              beta over link_bw · η (core/collectives.py): η_link for the P2P
+                                              kernels (custom one-/two-shot all-reduce, all-to-all), η_nccl for a
+                                              ring / NVLS all-reduce (NCCL's measured bus bandwidth,
+                                              catalog/efficiency/busbw.toml); α_AR is the kernel's own latency,
+                                              anchored at its microbenchmark (catalog/efficiency/allreduce.toml)
+    host time per step                      = o_step + o_seq·b: the scheduler's CPU work for a step (o_step:
+                                              scheduling, batch assembly, launching the graph) and per sequence
+                                              of the busiest scheduler (input preparation, sampling output,
+                                              detokenisation, stop checks: grows with the running batch)
+    host overlap                            = h: the share of that host time hidden under the GPU's step: an
+                                              engine whose scheduler prepares step i+1 while the GPU runs step i
+                                              (SGLang's overlap scheduler, TensorRT-LLM's overlap scheduler,
+                                              vLLM's async scheduling) has h = 1 and a step of max(GPU, host);
+                                              without it the two add (h = 0). A property of the serving engine
+                                              and its version (catalog/engines [host]), not of the chip
+    EP overlap                              = ε: the share of the MoE dispatch + combine hidden under compute
+                                              (two-batch overlap: one micro-batch's all-to-all under the other's
+                                              GEMMs, SGLang --enable-two-batch-overlap, DeepSeek's production
+                                              decode and prefill); 0 without it (catalog/engines [overlap])
     per-layer kernel floor                  = o_layer per layer of the stage (launch and small-kernel time that
                                               does not shrink with the batch or with TP)
     imperfect overlap                       = φ·min(compute, memory) added to max(compute, memory): kernels hide
@@ -62,15 +70,21 @@ class Efficiency:
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
     allreduce_latency_s: object = None  # α of a TP all-reduce step on scale-up (None: the link's latency)
-    link_fraction: object = 1.0  # η_link: achievable share of the scale-up link bandwidth
-    rank_skew_s: object = 0.0  # σ_skew: spread of the ranks' arrival at a collective (the wait for the last)
+    link_fraction: object = 1.0  # η_link: share of the scale-up link the P2P kernels reach (custom all-reduce shots,
+    #                              all-to-all)
+    nccl_link_fraction: object = None  # η_nccl: share a ring / NVLS all-reduce reaches (None: η_link)
+    host_overlap: object = 0.0  # h: share of the host time per step hidden under the GPU's (overlap scheduler)
+    ep_overlap: object = 0.0  # ε: share of the EP dispatch + combine hidden under compute (two-batch overlap)
     request_overhead_s: object = 0.0  # per request, on time to first token
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
     fitted_on_cases: int = 0
 
     def __post_init__(self) -> None:
-        for field in ("flops_fraction", "narrow_flops_ratio", "hbm_fraction", "hbm_usable_fraction", "link_fraction"):
+        for field in ("flops_fraction", "narrow_flops_ratio", "hbm_fraction", "hbm_usable_fraction", "link_fraction",
+                      "nccl_link_fraction"):
+            if getattr(self, field) is None:
+                continue
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
@@ -78,11 +92,11 @@ class Efficiency:
             v = np.asarray(magnitude(self.kv_hbm_fraction), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"kv_hbm_fraction: must be in (0, 1], got {self.kv_hbm_fraction}")
-        v = magnitude(self.overlap_loss)
-        if not np.all((v >= 0) & (v <= 1)):
-            raise ValueError(f"overlap_loss: must be in [0, 1], got {self.overlap_loss}")
-        for field in ("overhead_s", "layer_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s",
-                      "rank_skew_s"):
+        for field in ("overlap_loss", "host_overlap", "ep_overlap"):
+            v = np.asarray(magnitude(getattr(self, field)), dtype=float)
+            if not np.all((v >= 0) & (v <= 1)):
+                raise ValueError(f"{field}: must be in [0, 1], got {getattr(self, field)}")
+        for field in ("overhead_s", "layer_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")

@@ -11,12 +11,16 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
                (a GEMM's rows: tokens for weight GEMMs; per sequence the S new tokens of the H/max(K, a) query
                heads that share one KV head for attention — 128/a for MLA's one latent; per expert A/x)
     memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + acts] / (bw·η_hbm) + f·b_a·KV(C)/kv_split / (bw·η_kv)
-    TP comm  = n_AR · [all-reduce(a, T_a·D·2 bytes) + wait(a)]   (+ batch-sharded KV all-to-all) (core/collectives.py)
-    EP comm  = 2·f·L_moe · [all-to-all(ep, A·D·2/tp bytes) + wait(ep)]   (dispatch + combine, with attention-DP)
-               wait(g) = σ_skew·sqrt(2·ln g): the last of g ranks to arrive (efficiency.py; 0 for g = 1)
-    stage    = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm + overhead,
-               overhead = o_step + f·L·o_layer + o_seq·b_a (φ, o_step, o_layer, o_seq: efficiency.py; 0 on the
-               roofline; b_a the busiest scheduler's sequences: its attention replica's)
+    TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)   (+ batch-sharded KV all-to-all) (core/collectives.py)
+    EP comm  = 2·f·L_moe · all-to-all(ep, A·D·(w_d + 2)/2/tp bytes)   (dispatch + combine, with attention-DP; w_d = 1
+               + 4/128 for experts of 8 bits or fewer: FP8 dispatch with its scales, else 2; dispatch_combine_bytes)
+    GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm − ε·min(EP comm, max(compute, memory))
+               + f·L·o_layer   (ε: two-batch overlap hides up to ε of the dispatch + combine under the kernels)
+    host     = o_step + o_seq·b_a   (the scheduler's CPU work; b_a the busiest scheduler's sequences: its attention
+               replica's)
+    stage    = GPU + host − h·min(GPU, host)   (h = 1: an overlap scheduler prepares the next step while the GPU
+               runs this one, the step is max(GPU, host); h = 0: they add) — the step's critical path; overhead =
+               f·L·o_layer + the exposed host time (φ, o_step, o_layer, o_seq, h, ε: efficiency.py; 0 on the roofline)
 with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
 rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
 of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
@@ -498,7 +502,20 @@ def _routed(lo: Lowered, T):
     A, x_read = _expert_load(T, k, lo.slots, lo.slots_per_rank, lo.ep, moe)
     return (A, x_read, f * moe * A * efficiency.FLOPS_PER_WEIGHT * m.expert_params / tp,
             np.where(x_read > 0, A / np.maximum(x_read, 1e-30), _one(A)),
-            f * moe * x_read * m.expert_params * pr.expert_w / tp, A * D * ab / tp)
+            f * moe * x_read * m.expert_params * pr.expert_w / tp, A * D * dispatch_combine_bytes(pr) / 2.0 / tp)
+
+
+FP8_DISPATCH_SHARE = (1.0 + 4.0 / 128.0) / 2.0  # of a 16-bit element: FP8 + a float32 scale per 128 channels
+
+
+def dispatch_combine_bytes(pr: Precision):
+    """Bytes per hidden element a token-expert assignment moves in its dispatch and its combine together:
+    w_dispatch + w_act. Experts whose weights have 8 bits or fewer take 8-bit activations, quantized before the
+    dispatch, so it moves FP8 with a float32 scale per 128 channels; the combine returns the expert's output in
+    16 bits (DeepEP README: low-latency dispatch in FP8, combine in BF16; DeepSeek-V3 report §3.3.2)."""
+    ab = _f(pr.act)
+    narrow = _mag(_f(pr.expert_w)) * 2.0 <= _mag(ab)  # 8 bits or fewer against 16-bit activations
+    return ab * (np.where(narrow, FP8_DISPATCH_SHARE, 1.0) + 1.0)
 
 
 def experts_touched(tokens, num_experts, experts_per_tok):
@@ -532,26 +549,34 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     return flops_s / peaks.flops_per_s
 
 
-def last_rank_wait_s(group, skew_s):
-    """σ_skew·sqrt(2·ln g): how long a collective of g ranks waits for the last to arrive beyond the mean arrival,
-    the ranks arriving σ_skew apart (the Gaussian extreme value, as ``_busiest``); 0 for one rank."""
-    return skew_s * np.sqrt(2.0 * np.log(np.maximum(_f(group), 1.0)))
-
-
-def _comms_s(w: Work, topo: Topology, skew_s=0.0):
-    """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls,
-    each also waiting for its group's last rank (``last_rank_wait_s``; per collective, whatever its bytes)."""
-    ar_wait = last_rank_wait_s(w.ar_group, skew_s)
-    tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group)(w.ar_bytes)
-    if hasattr(ar_wait, "units") or np.any(ar_wait):  # the roofline (σ_skew = 0) adds nothing
-        tp = tp + w.ar_count * ar_wait
+def _comms_s(w: Work, topo: Topology, ring_share=1.0):
+    """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls;
+    ``ring_share``: η_nccl/η_link, the ring all-reduce's bandwidth over the P2P kernels' (``topo`` carries η_link)."""
+    tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group, ring_share=ring_share)(w.ar_bytes)
     if np.any(w.q_count > 0):
-        tp = tp + np.where(w.q_count > 0, w.q_count * (col.all_to_all_cost(topo, w.ar_group)(w.q_bytes) + ar_wait),
-                           0.0)
+        tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
     if not np.any(w.ep_count > 0) and not hasattr(tp, "units"):  # no dispatch and combine (no attention-DP with
         return tp, 0.0  # EP): 0, not formed (quantities take the masked sum: its unit is checked, tests/dims)
-    a2a = col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes) + last_rank_wait_s(w.ep_group, skew_s)
+    a2a = col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes)
     return tp, np.where(w.ep_count > 0, w.ep_count * a2a, 0.0)
+
+
+def exposed_ep_s(ep_s, compute_s, ep_overlap):
+    """EP dispatch + combine left on the critical path: ep − ε·min(ep, kernels), kernels = max(compute, memory).
+    Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's kernels run (SGLang two-batch overlap, DeepSeek's
+    inference system, open-infra-index day 6): at most the compute hides it."""
+    if not np.any(ep_overlap) and not hasattr(ep_overlap, "units"):
+        return ep_s
+    return ep_s - ep_overlap * np.minimum(ep_s, compute_s)
+
+
+def exposed_host_s(host_s, gpu_s, host_overlap):
+    """Host time left on the critical path: host − h·min(host, GPU). An overlap scheduler (h = 1) prepares step
+    i + 1 while the GPU runs step i, so a step takes max(GPU, host); without one (h = 0) the CPU work and the
+    GPU's add (SGLang's zero-overhead batch scheduler, v0.4 blog; TensorRT-LLM's and vLLM's async schedulers)."""
+    if not np.any(host_overlap) and not hasattr(host_overlap, "units"):
+        return host_s
+    return host_s - host_overlap * np.minimum(host_s, gpu_s)
 
 
 def _fit(structure, over_hbm):
@@ -640,20 +665,25 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     kv_bw = bw if eff.kv_hbm_fraction is None else peaks.hbm_bytes_per_s * eff.kv_hbm_fraction  # paged KV gathers
     weights_read_s, kv_s, act_s = w.weight_bytes / bw, w.kv_bytes / kv_bw, w.act_bytes / bw
     memory_s = weights_read_s + kv_s + act_s
-    tp_comm, ep_comm = _comms_s(w, _calibrated(topo, eff), _f(eff.rank_skew_s))
+    ring_share = 1.0 if eff.nccl_link_fraction is None else _f(eff.nccl_link_fraction) / _f(eff.link_fraction)
+    tp_comm, ep_all = _comms_s(w, _calibrated(topo, eff), ring_share)
     hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
     # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
     reason, nan = _fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
     grid = np.shape(reason)
     heap.for_grid(reason.size)  # a large grid's temporaries from the heap, not fresh pages (core/heap.py)
+    ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap))  # under the other's kernels
     compute_s, memory_s = _masked_by(compute_s, nan, grid), _masked_by(memory_s, nan, grid)
     comms_s = _masked_by(tp_comm + ep_comm, nan, grid)  # = (tp + nan) + (ep + nan): the parts are read lazily
-    overhead = _masked_by(_f(eff.overhead_s) + _f(eff.layer_overhead_s) * w.stage_layers
-                          + _f(eff.sequence_overhead_s) * w.host_seqs, nan, grid)
+    floor = _f(eff.layer_overhead_s) * w.stage_layers
+    host = _f(eff.overhead_s) + _f(eff.sequence_overhead_s) * w.host_seqs
     nan = np.zeros(grid) if nan is None else nan  # the lazily read parts add it on first read
     top = np.maximum(compute_s, memory_s)
     overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
-    stage_s = top + overlap + comms_s + overhead
+    gpu_s = top + overlap + comms_s + floor
+    host_s = exposed_host_s(host, gpu_s, _f(eff.host_overlap))
+    overhead = _masked_by(floor + host_s, nan, grid)
+    stage_s = gpu_s + host_s
     pp = w.pp
     hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)
     # no hops (pp = 1): hops·hop is 0 (NaN only where the stage is NaN), adds nothing and binds nothing

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -40,10 +41,15 @@ class EngineProfile:
     hbm_fraction: float
     fraction_of: str  # "total" | "free"
     cuda_graph_sizes: tuple[int, ...] = ()
-    step_overhead_s: float = 0.0
     kv_dtype_default: str = "bf16"  # the cache dtype the engine picks ('auto') for weights not in kv_dtype_by_weight
     kv_dtype_by_weight: tuple[tuple[str, str], ...] = ()
     all_reduce: str = ""  # the engine's TP all-reduce, in words (catalog/engines [all_reduce])
+    host_overlap: float = 0.0  # h: 1 where the scheduler's CPU work overlaps the GPU's step (core/efficiency.py)
+    ep_overlap: float = 0.0  # ε: 1 under two-batch overlap of the MoE dispatch + combine
+
+    def on(self, eff):
+        """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap."""
+        return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap)
 
     def kv_dtype_for(self, weight_dtype: str) -> str:
         """The KV-cache dtype this engine picks by default for a checkpoint of ``weight_dtype``."""
@@ -55,9 +61,11 @@ class EngineProfile:
                 f"{self.hbm_fraction:g} of {'total' if self.fraction_of == 'total' else 'free'} HBM")
 
 
-def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int | None = None) -> EngineProfile:
+def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int | None = None,
+               version: str | None = None) -> EngineProfile:
     """The EngineProfile of a catalog engine file (catalog.schema.EngineFile), with the HBM share the engine
-    sets for ``tp`` (kv_cache.by_tp: the largest TP key <= tp) and optional scheduler overrides."""
+    sets for ``tp`` (kv_cache.by_tp: the largest TP key <= tp) and optional scheduler overrides; ``version``: the
+    engine version run (the file's own by default), which decides whether its overlap scheduler is on."""
     kv, sch = f.kv_cache, f.scheduler
     frac = kv.hbm_fraction
     for k in sorted(kv.by_tp, key=int):
@@ -65,8 +73,22 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
             frac = kv.by_tp[k]
     return EngineProfile(f.name, f.version, sch.chunked_prefill, int(max_num_tokens or sch.max_num_tokens),
                          int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
-                         tuple(f.cuda_graphs.batch_sizes), f.step_overhead_s or 0.0, f.kv_dtype.default,
-                         tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce))
+                         tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
+                         tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
+                         float(overlaps_host(f.host, version or f.version)), float(f.overlap.two_batch_overlap))
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """'0.5.12' -> (0, 5, 12): a version's numeric release parts, for ordering."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+def overlaps_host(host, version: str) -> bool:
+    """Whether the engine at ``version`` overlaps its scheduler's CPU work with the GPU by default: from
+    ``host.overlap_since`` on (catalog/engines [host])."""
+    if host.overlap_since is None:
+        return False
+    return _release(version) >= _release(host.overlap_since)
 
 
 def _all_reduce(a) -> str:

@@ -1,14 +1,15 @@
-"""Terms the fit does not move: each chip's measured HBM streaming share and all-reduce kernel latency, from cited
-microbenchmarks.
+"""Terms the fit does not move: each chip's measured HBM streaming share, all-reduce kernel latency and NCCL bus
+bandwidth, from cited microbenchmarks.
 
 A decode step streams its weights at what a STREAM-like copy reaches on the chip (η_hbm = measured / datasheet
 bytes/s, catalog/efficiency/streaming.toml, each entry with its source). Fitting η_hbm instead lets it stand in
 for the per-layer kernel floor and the KV gathers (a fit gave 0.68 on H200 and 0.40 on B200 against ~0.9
 measured), which fits one set of cases and misses the next. Likewise a tensor-parallel all-reduce shot takes what
 its kernel takes alone at a decode-sized message (α_AR, catalog/efficiency/allreduce.toml: 5.75 us on 8 H100):
-fitted, α had stood for the wait for the last rank as well (15-30 us), which the fitted σ_skew now carries with
-its own growth in the group size (core/efficiency.py). A chip without a measurement takes the mean of the chips
-that have one (stated as derived in its efficiency file's note).
+fitted, α had stood for a per-collective wait (15-30 us) that engines replaying decode under CUDA graphs do not
+show. A ring / NVLS all-reduce of a prefill-sized message runs at NCCL's measured bus bandwidth
+(η_nccl = busbw / link bandwidth, catalog/efficiency/busbw.toml: ~480 GB/s on 8 H100, 1.0 of the link). A chip
+without a measurement takes the mean of the chips that have one (stated as derived in its efficiency file's note).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 
 STREAMING = Path(__file__).resolve().parents[1] / "catalog" / "efficiency" / "streaming.toml"
 ALLREDUCE = STREAMING.with_name("allreduce.toml")
-ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s")
+BUSBW = STREAMING.with_name("busbw.toml")
+ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s", "nccl_link_fraction")
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +47,20 @@ def allreduce_latencies() -> dict[str, float]:
     return out
 
 
+@lru_cache(maxsize=1)
+def nccl_link_fractions() -> dict[str, float]:
+    """chip -> measured NCCL all-reduce bus bandwidth / the chip's scale-up link bandwidth per direction, at most 1."""
+    from tokenomy.catalog import loader
+
+    data = tomllib.loads(BUSBW.read_text())
+    out = {chip: min(1.0, float(e["busbw_bytes_per_s"]) / loader.hardware(chip).chip.scale_up.bytes_per_s)
+           for chip, e in data.items()}
+    bad = [c for c, f in out.items() if not 0.05 < f <= 1.0]
+    if bad:  # a share this small is a unit slip (Gb/s written as GB/s, or per link for per chip)
+        raise ValueError(f"{BUSBW.name}: {', '.join(bad)}: busbw_bytes_per_s must be in bytes/s, per chip")
+    return out
+
+
 def _mean(values) -> float:
     values = list(values)
     return sum(values) / len(values)
@@ -58,8 +74,10 @@ def pooled_fraction() -> float:
 def anchored(chip: str) -> dict[str, float]:
     """The anchored terms of ``chip`` ("pooled" for the prior every chip's fit starts from)."""
     lat = allreduce_latencies()
+    nccl = nccl_link_fractions()
     return {"hbm_fraction": streaming_fractions().get(chip, pooled_fraction()),
-            "allreduce_latency_s": lat.get(chip, _mean(lat.values()))}
+            "allreduce_latency_s": lat.get(chip, _mean(lat.values())),
+            "nccl_link_fraction": nccl.get(chip, _mean(nccl.values()))}
 
 
 def provenance(chip: str) -> str:
@@ -73,4 +91,8 @@ def provenance(chip: str) -> str:
     ar = (f"allreduce_latency_s {us:.2f} us anchored: measured all-reduce kernel (catalog/efficiency/allreduce.toml)"
           if chip in lat else f"allreduce_latency_s {us:.2f} us anchored: derived, the mean measured kernel latency "
           f"of {', '.join(sorted(lat))} (no measurement of {chip} in catalog/efficiency/allreduce.toml)")
-    return f"{eta}; {ar}"
+    nccl = nccl_link_fractions()
+    bus = (f"nccl_link_fraction {a['nccl_link_fraction']:.3f} anchored: "
+           + ("measured NCCL bus bandwidth (catalog/efficiency/busbw.toml)" if chip in nccl else
+              f"derived, the mean of {', '.join(sorted(nccl))} (no measurement of {chip} in busbw.toml)"))
+    return f"{eta}; {ar}; {bus}"

@@ -23,9 +23,10 @@ from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
                         layer_overhead_s=5e-6, sequence_overhead_s=2e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,
-                        allreduce_latency_s=5e-6, link_fraction=0.7, request_overhead_s=0.02, rank_skew_s=5e-6,
+                        allreduce_latency_s=5e-6, link_fraction=0.7, nccl_link_fraction=0.9, request_overhead_s=0.02,
                         train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=1.0)
-FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss"}
+FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss",
+             "nccl_link_fraction"}
 RIDGE_POOLED, RIDGE_CHIP, RIDGE_TRAIN = 1e-4, 2e-3, 2e-3  # per term, in transformed units
 SOFT_SCALE = 0.15  # residuals beyond ~15% count linearly, not quadratically
 NAN_RESIDUAL = np.log(3.0)  # a configuration the model says cannot run counts as a 3x error
@@ -34,6 +35,7 @@ MIN_CASES_FOR_CHIP_FIT = 1
 
 def _to_z(t: EfficiencyTerms) -> np.ndarray:
     v = [term(t, f) for f in SERVING_FIELDS]
+    v = [min(x, 1.0 - 1e-9) if f in FRACTIONS else x for f, x in zip(SERVING_FIELDS, v)]  # an anchored share of 1
     return np.array([np.log(x / (1 - x)) if f in FRACTIONS else np.log(max(x, 1e-12)) for f, x in
                      zip(SERVING_FIELDS, v)])
 

@@ -146,6 +146,7 @@ def _as_efficiency(f: EfficiencyFile) -> Efficiency:
                       overhead_s=t.step_overhead_s, layer_overhead_s=t.layer_overhead_s,
                       sequence_overhead_s=t.sequence_overhead_s, overlap_loss=t.overlap_loss,
                       gemm_half_tokens=t.gemm_half_tokens, allreduce_latency_s=t.allreduce_latency_s,
-                      link_fraction=t.link_fraction, request_overhead_s=t.request_overhead_s,
-                      rank_skew_s=t.rank_skew_s, name="calibrated",
+                      link_fraction=t.link_fraction, nccl_link_fraction=t.nccl_link_fraction,
+                      request_overhead_s=t.request_overhead_s,
+                      name="calibrated",
                       terms_from=f.chip, fitted_on_cases=len(f.fitted_on))

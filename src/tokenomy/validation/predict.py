@@ -27,8 +27,8 @@ from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, WORK_FIELDS
 from tokenomy.validation.schema import EfficiencyTerms
 
 SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "kv_hbm_fraction", "step_overhead_s",
-                  "layer_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s", "link_fraction", "request_overhead_s",
-                  "rank_skew_s")
+                  "layer_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s",
+                  "link_fraction", "nccl_link_fraction", "request_overhead_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
 
 
@@ -47,8 +47,8 @@ class Theta:
     overlap_loss: object
     allreduce_latency_s: object
     link_fraction: object
+    nccl_link_fraction: object
     request_overhead_s: object
-    rank_skew_s: object
 
     def take(self, idx) -> "Theta":
         def one(v):
@@ -79,13 +79,16 @@ class Theta:
                           layer_overhead_s=g(self.layer_overhead_s),
                           sequence_overhead_s=g(self.sequence_overhead_s), overlap_loss=g(self.overlap_loss),
                           allreduce_latency_s=g(self.allreduce_latency_s), link_fraction=g(self.link_fraction),
-                          request_overhead_s=g(self.request_overhead_s), rank_skew_s=g(self.rank_skew_s),
+                          nccl_link_fraction=g(self.nccl_link_fraction),
+                          request_overhead_s=g(self.request_overhead_s),
                           name="custom")
 
 
 def term(t: EfficiencyTerms, field: str) -> float:
     """A serving term of a chip's set; a set without a KV share (kv_hbm_fraction None) reads KV at η_hbm."""
     v = getattr(t, field)
+    if v is None and field == "nccl_link_fraction":
+        return t.link_fraction
     return t.hbm_fraction if v is None and field == "kv_hbm_fraction" else v
 
 
@@ -101,14 +104,19 @@ def roofline_theta(s: Serving) -> Theta:
                  narrow_flops_ratio=ROOFLINE.narrow_flops_ratio, step_overhead_s=ROOFLINE.overhead_s,
                  layer_overhead_s=ROOFLINE.layer_overhead_s, sequence_overhead_s=ROOFLINE.sequence_overhead_s,
                  overlap_loss=ROOFLINE.overlap_loss,
-                 allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction,
-                 request_overhead_s=ROOFLINE.request_overhead_s, rank_skew_s=ROOFLINE.rank_skew_s)
+                 allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction, nccl_link_fraction=1.0,
+                 request_overhead_s=ROOFLINE.request_overhead_s)
 
 
-def _eff(th: Theta, idx, col: bool) -> Efficiency:
-    if th.allreduce_latency_s is None:  # the roofline: scalars, the link's own latency
+def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
+    """The cases' efficiency set as their engines run it: the chip's terms with each case's host and EP overlap."""
+    if th.allreduce_latency_s is None:  # the roofline: scalars, the link's own latency, no host time to hide
         return ROOFLINE
-    return th.efficiency(idx, col)
+
+    def g(v):
+        v = v[idx]
+        return v[:, None] if col else v
+    return th.efficiency(idx, col).with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap))
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,7 @@ def time_work(s: Serving, w: engine.Work, th: Theta) -> Timed:
         pk = s.peaks(idx)
         if col:
             pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes, pk.narrow)))
-        r = engine.times(take_work(w, idx), topo, pk, _eff(th, idx, col))
+        r = engine.times(take_work(w, idx), topo, pk, _eff(s, th, idx, col))
         step[idx], bound[idx] = r.step_s, r.bound
     return Timed(step, bound)
 

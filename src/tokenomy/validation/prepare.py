@@ -93,6 +93,8 @@ class Serving:
     cap: np.ndarray  # scheduler cap on the decode batch
     budget: np.ndarray  # tokens per scheduler step (serving.scheduler.step_budget)
     whole: np.ndarray  # 1 where the case's engine schedules whole prompts (does not chunk prefill), else 0
+    host_overlap: np.ndarray  # the case's engine's h and ε (serving.scheduler.EngineProfile: overlap scheduler and
+    ep_overlap: np.ndarray  # two-batch overlap at the case's engine version and settings)
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
     step_batch: np.ndarray  # decode batch of ``step`` (request-rate runs: solved at prediction time)
     step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
@@ -139,10 +141,13 @@ def _ctx_decode(c: ServingCase) -> float:
 
 
 def case_profile(c: ServingCase) -> EngineProfile:
-    """The case's serving-engine profile (catalog/engines), its cache share the one the source states
-    (kv_free_fraction of the memory free after weights and activations, TensorRT-LLM's rule) and its batch cap."""
-    prof = profile_of(loader.engine_file(c.engine), c.tp, max_batch=c.max_batch or DEFAULT_MAX_BATCH)
-    return dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free")
+    """The case's serving-engine profile (catalog/engines) at the case's engine version (its overlap scheduler) and
+    settings (two-batch overlap), its cache share the one the source states (kv_free_fraction of the memory free
+    after weights and activations, TensorRT-LLM's rule) and its batch cap."""
+    prof = profile_of(loader.engine_file(c.engine), c.tp, max_batch=c.max_batch or DEFAULT_MAX_BATCH,
+                      version=c.engine_version or None)
+    return dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free",
+                               ep_overlap=max(prof.ep_overlap, float(c.two_batch_overlap)))
 
 
 def capacity_batch(d: Deployment, c: ServingCase) -> float:
@@ -180,7 +185,8 @@ def _chord_per_token(d: Deployment, g, ctx, w0: engine.Work, isl: int, budget: f
 
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
-    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "bmax", "step_batch", "step_prefill",
+    keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "host_overlap", "ep_overlap",
+            "bmax", "step_batch", "step_prefill",
             "flops_per_s", "narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
@@ -205,7 +211,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
                     budget=budget,
-                    whole=float(not prof.chunked_prefill),
+                    whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
                     flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():

@@ -75,6 +75,8 @@ class ServingCase(_Strict):
     max_batch: int | None = Field(default=None, gt=0)  # scheduler cap when published
     kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
     engine: Literal["trtllm", "vllm", "sglang"] = "trtllm"  # the serving engine's profile (catalog/engines)
+    engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
+    two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
     value: float = Field(gt=0)
     published: str  # the cell(s) as published
@@ -148,8 +150,8 @@ class EfficiencyTerms(_Strict):
     sequence_overhead_s: float = Field(default=0.0, ge=0)  # per running sequence of a scheduler per step: host work
     overlap_loss: float = Field(default=0.0, ge=0, le=1)  # share of min(compute, memory) not hidden under the max
     allreduce_latency_s: float = Field(ge=0)  # α of one all-reduce shot on scale-up (anchored: anchors.py)
-    link_fraction: float = Field(gt=0, le=1)  # achievable share of scale-up bandwidth in all-reduce
-    rank_skew_s: float = Field(default=0.0, ge=0)  # σ_skew: spread of the ranks' arrival at a collective
+    link_fraction: float = Field(gt=0, le=1)  # share of scale-up bandwidth the P2P kernels reach (custom AR, a2a)
+    nccl_link_fraction: float | None = Field(default=None, gt=0, le=1)  # ring / NVLS all-reduce (anchored: anchors.py)
     request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry)
     train_flops_fraction: float = Field(gt=0, le=1)  # achievable share of peak for pre-training GEMMs
     train_other_dense: float = Field(ge=0)  # non-GEMM time (norms, attention softmax, exposed comms, optimizer)
