@@ -14,7 +14,7 @@ from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import profile_of
+from tokenomy.serving.scheduler import overlaps_host
 from tokenomy.specs import Hardware
 from tokenomy.units import DTYPE_BYTES
 
@@ -48,7 +48,8 @@ DEFAULT_ENGINE = "vllm"  # the serving engine whose host side a question without
 def _calibrated(chip: str, engine: str) -> Efficiency:
     from tokenomy.validation.load import efficiency_set
 
-    return profile_of(loader.engine_file(engine)).on(efficiency_set(chip))
+    version, since, two_batch = loader.engine_overlap(engine)
+    return efficiency_set(chip).with_(host_overlap=float(overlaps_host(since, version)), ep_overlap=float(two_batch))
 
 
 def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine: str = DEFAULT_ENGINE) -> Efficiency:

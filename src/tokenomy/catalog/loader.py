@@ -182,6 +182,18 @@ def _topology(name: str, chip: Chip, cf: ChipFile, num_chips: int, domain: int, 
                     _level("scale-out", out or cf.scale_out, float("inf")), max(num_chips, 1))
 
 
+@lru_cache(maxsize=None)
+def engine_overlap(name: str) -> tuple[str, str | None, bool]:
+    """(version, host.overlap_since, overlap.two_batch_overlap) of a serving-engine profile: what its calibrated
+    efficiency set takes from it (answers/resolve.py), from the cache while the file is unchanged (no pydantic)."""
+    stem = _pick("engines", name).stem
+
+    def build():
+        f, raw = _file("engines", stem)
+        return (f.version, f.host.overlap_since, f.overlap.two_batch_overlap), {ROOT / "engines" / f"{stem}.toml": raw}
+    return cache.cached(("engine-overlap", stem, str(ROOT)), build)
+
+
 def _system_hardware(stem: str) -> tuple[Hardware, cache.Sources | None]:
     """A system's Hardware and the bytes of its files (None: not cacheable, its chip named by an alias, whose
     meaning depends on every chip file)."""

@@ -75,7 +75,7 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
                          tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
                          tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
-                         float(overlaps_host(f.host, version or f.version)), float(f.overlap.two_batch_overlap))
+                         float(overlaps_host(f.host.overlap_since, version or f.version)), float(f.overlap.two_batch_overlap))
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -83,12 +83,12 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
-def overlaps_host(host, version: str) -> bool:
+def overlaps_host(overlap_since: str | None, version: str) -> bool:
     """Whether the engine at ``version`` overlaps its scheduler's CPU work with the GPU by default: from
-    ``host.overlap_since`` on (catalog/engines [host])."""
-    if host.overlap_since is None:
+    ``overlap_since`` on (catalog/engines [host]; None: never by default)."""
+    if overlap_since is None:
         return False
-    return _release(version) >= _release(host.overlap_since)
+    return _release(version) >= _release(overlap_since)
 
 
 def _all_reduce(a) -> str:
