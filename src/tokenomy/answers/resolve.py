@@ -15,7 +15,7 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
 from tokenomy.specs import Hardware
-from tokenomy.units import DTYPE_BYTES
+from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
 
 def model_of(model: "str | ModelArch | None") -> ModelArch:
@@ -37,6 +37,17 @@ def hardware_of(hardware: "str | Hardware | None") -> Hardware:
 def dtype_of(field: str, v: str | None) -> str | None:
     if v is not None and v not in DTYPE_BYTES:
         raise ValueError(f"{field}: {v!r} is not a dtype; allowed: {', '.join(DTYPE_BYTES)}")
+    return v
+
+
+def weight_dtype_of(v: str | None) -> str | None:
+    """A deployment's weight dtype: None for the checkpoint's own quantization, asked for by leaving it out or by
+    name ("checkpoint", as sweeps and validation cases spell it), else a dtype."""
+    if v == CHECKPOINT:
+        return None
+    if v is not None and v not in DTYPE_BYTES:
+        raise ValueError(f"weight_dtype: {v!r} is not a dtype; allowed: {CHECKPOINT} (the checkpoint's own), "
+                         f"{', '.join(DTYPE_BYTES)}")
     return v
 
 
@@ -88,5 +99,5 @@ def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_d
 def deployment(model, hardware, *, layout: Layout, weight_dtype: str | None = None, kv_dtype: str = "bf16",
                efficiency: "str | Efficiency" = "calibrated", usd_per_chip_hour: float | None = None) -> Deployment:
     m, hw = model_of(model), hardware_of(hardware)
-    return Deployment(m, hw, layout, dtype_of("weight_dtype", weight_dtype), dtype_of("kv_dtype", kv_dtype),
+    return Deployment(m, hw, layout, weight_dtype_of(weight_dtype), dtype_of("kv_dtype", kv_dtype),
                       efficiency_of(hw, efficiency), usd_per_chip_hour=usd_per_chip_hour)
