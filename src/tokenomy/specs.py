@@ -40,7 +40,9 @@ class Chip:
 
     @property
     def exposed_hbm_bytes(self) -> float:
-        """HBM a serving engine can allocate from: the driver's figure where cited, else the datasheet's."""
+        """The usable HBM per chip of every door (train, decode, serve; Deployment.peaks): what a program can
+        allocate, the driver's figure where cited (85.52e9 B on an "80 GB" H100: cudaMemGetInfo's total, what the
+        serving engines size their caches from and what a training job fills), else the datasheet's."""
         return self.device_hbm_bytes or self.hbm_bytes
 
     def flops_for(self, dtype: str) -> tuple[str, float]:

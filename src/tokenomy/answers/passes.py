@@ -52,10 +52,19 @@ def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S, usable=No
                         f"{chips} (attention data-parallel, experts split {chips} ways) or --tp {chips} (experts "
                         "tensor-split))")
             raise ValueError(f"chips: {chips} does not equal tp*ep*pp*dp = {int(layout.chips)}{hint}")
+        check_layout(dep, layout)
         return layout, "the layout given"
     if layout is not None:
         raise ValueError(f"layout: {layout!r}; allowed: 'ideal', or layout degrees (tp, ep, pp, dp)")
     return best_layout(dep, n, B, C, S, usable)
+
+
+def check_layout(dep: Deployment, layout: Layout, fields: str = "tp, ep, pp, dp") -> None:
+    """Refuse a layout given that is not valid for the model, with the engine's reason (engine.REASONS below
+    FIRST_POINT_REASON: from the layout alone), naming ``fields`` (a disaggregated pool's: decode_tp, ...)."""
+    code = int(np.max(dep.with_(layout=layout).lower(1.0).layout_code))
+    if code:
+        raise ValueError(f"{fields}: {layout.label()} is not valid for {dep.model.name}: {engine.REASONS[code]}")
 
 
 def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,
@@ -81,10 +90,6 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
     dep = dep.with_(layout=lay)
     hop = {} if hop_latency is None else {"hop_latency_s": float(hop_latency)}
     r = dep.run(B, C, S, **hop)
-    structural = np.asarray(r.reason)[(r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)]
-    if structural.size:  # the layout itself is invalid: say why, return no numbers
-        raise ValueError(f"tp, ep, pp, dp: {lay.label()} is not valid for {m.name}: "
-                         f"{engine.REASONS[int(structural[0])]}")
     bound = dep.run(B, C, S, eff=engine.ROOFLINE, **hop)
     used, _ = dep.compute
     title = (f"{kind}: {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} ({rule}); "

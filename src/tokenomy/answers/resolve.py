@@ -16,7 +16,7 @@ from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
 from tokenomy.serving.scheduler import overlaps_host
 from tokenomy.specs import Hardware
-from tokenomy.units import DTYPE_BYTES
+from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
 
 def model_of(model: "str | ModelArch | None") -> ModelArch:
@@ -42,6 +42,17 @@ def dtype_of(field: str, v: str | None) -> str | None:
 
 
 DEFAULT_ENGINE = "vllm"  # the serving engine whose host side a question without one is answered with
+
+
+def weight_dtype_of(v: str | None) -> str | None:
+    """A deployment's weight dtype: None for the checkpoint's own quantization, asked for by leaving it out or by
+    name ("checkpoint", as sweeps and validation cases spell it), else a dtype."""
+    if v == CHECKPOINT:
+        return None
+    if v is not None and v not in DTYPE_BYTES:
+        raise ValueError(f"weight_dtype: {v!r} is not a dtype; allowed: {CHECKPOINT} (the checkpoint's own), "
+                         f"{', '.join(DTYPE_BYTES)}")
+    return v
 
 
 @lru_cache(maxsize=64)
@@ -95,5 +106,5 @@ def deployment(model, hardware, *, layout: Layout, weight_dtype: str | None = No
                efficiency: "str | Efficiency" = "calibrated", usd_per_chip_hour: float | None = None,
                engine: str = DEFAULT_ENGINE) -> Deployment:
     m, hw = model_of(model), hardware_of(hardware)
-    return Deployment(m, hw, layout, dtype_of("weight_dtype", weight_dtype), dtype_of("kv_dtype", kv_dtype),
+    return Deployment(m, hw, layout, weight_dtype_of(weight_dtype), dtype_of("kv_dtype", kv_dtype),
                       efficiency_of(hw, efficiency, engine), usd_per_chip_hour=usd_per_chip_hour)

@@ -83,9 +83,9 @@ def base(spec: Spec, point: dict) -> Deployment:
     if key not in _BASE:
         kv = point.get("kv_dtype", "bf16")
         if kv == "auto":  # a serving sweep's default: the engine's KV dtype for the weights (tk.serve's)
-            kv = serving_kv_dtype(point["model"], spec.engine, None if wd == CHECKPOINT else wd)
+            kv = serving_kv_dtype(point["model"], spec.engine, wd)
         _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
-                                weight_dtype=None if wd == CHECKPOINT else wd, kv_dtype=kv,
+                                weight_dtype=wd, kv_dtype=kv,
                                 efficiency=point.get("efficiency", "calibrated"),
                                 usd_per_chip_hour=spec.usd_per_chip_hour, engine=spec.engine)
     return _BASE[key]

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenomy.answers.resolve import deployment, dtype_of, hardware_of, layout_of, model_of, positive_int
+from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int, weight_dtype_of
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
@@ -67,7 +68,7 @@ def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> st
             raise ValueError(f"kv_dtype: {kv_dtype!r} is not a dtype; allowed: auto (the engine's), "
                              f"{', '.join(DTYPE_BYTES)}")
         return kv_dtype
-    weights = dtype_of("weight_dtype", weight_dtype) or model_of(model).quantization.dense
+    weights = weight_dtype_of(weight_dtype) or model_of(model).quantization.dense
     return engine_profile(engine).kv_dtype_for(weights)
 
 
@@ -101,10 +102,11 @@ def check_hit_and_arrivals(cache_hit, arrivals) -> None:
 def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
-          ep=None, pp=None, dp=None, redundant_experts=None, weight_dtype=None, kv_dtype=None,
-          efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None) -> Result:
-    """The serving answer (module docstring): one row per workload point. ``pools`` (disagg): prefill_chips,
-    decode_chips and the pools' degrees (prefill_tp, prefill_ep, ..., decode_tp, ...)."""
+          ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, weight_dtype=None,
+          kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None) -> Result:
+    """The serving answer (module docstring): one row per workload point. The layout keywords are decode's
+    (answers.resolve.layout_of). ``pools`` (disagg): prefill_chips, decode_chips and the pools' layout keywords
+    (prefill_tp, ..., prefill_kv_batch, decode_tp, ...)."""
     if mode not in ("agg", "disagg"):
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
     if method not in ("analytic", "simulate"):
@@ -124,10 +126,9 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     osl_m = float(np.mean(tr.osl)) if tr is not None else lo.mean
     within_context(m, *((float(np.max(tr.isl)), float(np.max(tr.osl))) if tr is not None else
                         (_longest(li), _longest(lo))))
-    dep = deployment(m, hw, layout=layout_of(tp, ep, pp, dp, redundant_experts) or Layout(),
-                     weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, engine=engine)
-    degrees = layout_of(tp, ep, pp, dp, redundant_experts)
+    degrees = layout_of(tp, ep, pp, dp, redundant_experts, attn_dp, kv_batch)
+    dep = deployment(m, hw, layout=degrees or Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                     efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     B0 = ranking_batch(C, max_batch or engine_profile(engine).max_batch)
     lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
                              max_batch, workload=dict(concurrency=C, rate=R, cache_hit=float(cache_hit),
@@ -275,7 +276,8 @@ def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
 DISAGG_COLUMNS = ("plan", "prefill_chips", "decode_chips", "concurrency", "rate", "ttft_s", "tpot_s",
                   "kv_transfer_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input",
                   "usd_per_mtok_output", "capacity_limited", "goodput_requests_per_s")
-POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts")
+POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")  # layout_of's, in its order
+POOL_FIELDS = "{pool}_tp, {pool}_ep, {pool}_pp, {pool}_dp"  # a pool's degrees, as an error names them
 
 
 def _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo):
@@ -317,6 +319,7 @@ def _decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_ba
     if degrees is not None:
         if int(degrees.chips) != D:
             raise ValueError(f"decode_chips: {D} does not equal decode tp*ep*pp*dp = {int(degrees.chips)}")
+        check_layout(dep, degrees, POOL_FIELDS.format(pool="decode"))
         lay = degrees
     elif ("decode", D) in cache:
         lay = cache[("decode", D)]
@@ -345,6 +348,7 @@ def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_token
     if degrees is not None:
         if int(degrees.chips) != P:
             raise ValueError(f"prefill_chips: {P} does not equal prefill tp*ep*pp*dp = {int(degrees.chips)}")
+        check_layout(dep, degrees, POOL_FIELDS.format(pool="prefill"))
         lay = degrees
     else:
         if P not in tables:
@@ -406,8 +410,8 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     "simulate": serving.sim_disagg per point, percentiles from its requests), trace, arrivals, requests, seed."""
     bad = set(pool_degrees) - {f"{p}_{k}" for p in ("prefill", "decode") for k in POOL_DEGREES}
     if bad:
-        raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + tp, ep, pp, dp, "
-                         "redundant_experts")
+        raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + "
+                         f"{', '.join(POOL_DEGREES)}")
     P, D = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
     if P is None or D is None:
         raise ValueError("prefill_chips, decode_chips: disaggregated serving needs both pool sizes")

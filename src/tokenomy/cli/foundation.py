@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
-from tokenomy.cli.options import (CSV, EFFICIENCY, EXPLAIN, HOP_LATENCY, JSON, KV_DTYPE, LAYOUT, MODEL,
-                                   REDUNDANT_EXPERTS, WEIGHT_DTYPE)
+from tokenomy.cli.options import (ATTN_TP, CSV, DP, EFFICIENCY, EP, EXPLAIN, HOP_LATENCY, JSON, KV_BATCH, KV_DTYPE,
+                                   LAYOUT, MODEL, PP, REDUNDANT_EXPERTS, TP, WEIGHT_DTYPE, layout_flags)
 from tokenomy.cli.render import emit, show_result
 from tokenomy.units import DTYPE_BYTES
 
@@ -97,21 +97,15 @@ def _pass_command(kind: str):
             flops_fraction: float = typer.Option(None, "--flops-fraction", help="Custom set: fraction of peak FLOP/s."),
             hbm_fraction: float = typer.Option(None, "--hbm-fraction", help="Custom set: fraction of HBM bandwidth."),
             overhead_s: float = typer.Option(None, "--overhead-s", help="Custom set: fixed per-step overhead, s."),
-            tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree."),
-            ep: int = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel)."),
-            pp: int = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages)."),
-            dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
-            redundant_experts: int = REDUNDANT_EXPERTS,
-            attn_tp: bool = typer.Option(False, "--attn-tp", help="With --ep: attention tensor-parallel (not DP)."),
-            kv_batch: bool = typer.Option(False, "--kv-batch", help="Shard KV by sequence beyond the KV heads."),
-            layout: str = LAYOUT,
+            tp: int = TP, ep: int = EP, pp: int = PP, dp: int = DP, redundant_experts: int = REDUNDANT_EXPERTS,
+            attn_tp: bool = ATTN_TP, kv_batch: bool = KV_BATCH, layout: str = LAYOUT,
             hop_latency: float = HOP_LATENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
         from tokenomy.answers.passes import pass_answer
 
         res = pass_answer(kind, model, hardware, batch=int_list("batch", batch), context=int_list("context", context),
-                          len_pass=len_pass if kind == "prefill" else None, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp,
-                          redundant_experts=redundant_experts, attn_dp=False if attn_tp else None,
-                          kv_batch=kv_batch or None, layout=layout, weight_dtype=weight_dtype,
+                          len_pass=len_pass if kind == "prefill" else None, chips=chips,
+                          **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch), layout=layout,
+                          weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype,
                           efficiency=efficiency_option(efficiency, flops_fraction, hbm_fraction, overhead_s),
                           hop_latency=hop_latency)

@@ -19,6 +19,21 @@ EFFICIENCY = typer.Option("calibrated", "--efficiency",
 LAYOUT = typer.Option(None, "--layout", help="ideal: the even split over all chips, a bound no layout reaches.")
 REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts",
                                  help="Extra expert replicas (EPLB), so ep may divide experts + replicas.")
+# a layout's degrees and flags (decode, prefill, serve; serve's pools take each as --prefill-*/--decode-*)
+TP = typer.Option(None, "--tp", help="Tensor-parallel degree (default: the best layout over all chips).")
+EP = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel).")
+PP = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages).")
+DP = typer.Option(None, "--dp", help="Data-parallel replicas.")
+ATTN_TP = typer.Option(False, "--attn-tp", help="With --ep: attention tensor-parallel (not DP).")
+KV_BATCH = typer.Option(False, "--kv-batch", help="Shard KV by sequence beyond the KV heads.")
+
+
+def layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch, prefix: str = "") -> dict:
+    """The answers' layout keywords (answers.resolve.layout_of's) from the layout flags, each name after
+    ``prefix`` (a disaggregated pool's "prefill_" or "decode_"): --attn-tp is attn_dp False, a flag left off None."""
+    kw = dict(tp=tp, ep=ep, pp=pp, dp=dp, redundant_experts=redundant_experts,
+              attn_dp=False if attn_tp else None, kv_batch=kv_batch or None)
+    return {prefix + k: v for k, v in kw.items()}
 
 # a serving workload (tokenomy serve, tokenomy plan with a workload)
 CONCURRENCY = typer.Option(None, "--concurrency", help="Closed loop: users, comma list (e.g. 1,4,16,64,256).")

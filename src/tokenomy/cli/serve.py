@@ -5,8 +5,9 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
-from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, ISL, JSON, MODEL, OSL,
-                                  RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
+from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, ENGINE, EP, EXPLAIN, ISL, JSON,
+                                  KV_BATCH, MODEL, OSL, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP, TPOT_SLO,
+                                  TTFT_SLO, WEIGHT_DTYPE, layout_flags)
 from tokenomy.cli.render import show_result
 
 
@@ -43,18 +44,25 @@ def serve_cmd(model: str = MODEL,
               prefill_ep: int = typer.Option(None, "--prefill-ep", help="disagg: prefill pool EP."),
               prefill_pp: int = typer.Option(None, "--prefill-pp", help="disagg: prefill pool PP."),
               prefill_dp: int = typer.Option(None, "--prefill-dp", help="disagg: prefill pool DP."),
+              prefill_redundant_experts: int = typer.Option(None, "--prefill-redundant-experts",
+                                                            help="disagg: prefill pool --redundant-experts."),
+              prefill_attn_tp: bool = typer.Option(False, "--prefill-attn-tp", help="disagg: prefill pool --attn-tp."),
+              prefill_kv_batch: bool = typer.Option(False, "--prefill-kv-batch",
+                                                    help="disagg: prefill pool --kv-batch."),
               decode_tp: int = typer.Option(None, "--decode-tp", help="disagg: decode pool TP (default: best)."),
               decode_ep: int = typer.Option(None, "--decode-ep", help="disagg: decode pool EP."),
               decode_pp: int = typer.Option(None, "--decode-pp", help="disagg: decode pool PP."),
               decode_dp: int = typer.Option(None, "--decode-dp", help="disagg: decode pool DP."),
+              decode_redundant_experts: int = typer.Option(None, "--decode-redundant-experts",
+                                                           help="disagg: decode pool --redundant-experts."),
+              decode_attn_tp: bool = typer.Option(False, "--decode-attn-tp", help="disagg: decode pool --attn-tp."),
+              decode_kv_batch: bool = typer.Option(False, "--decode-kv-batch", help="disagg: decode pool --kv-batch."),
               search: bool = typer.Option(False, "--search", help="disagg: search pool splits of --chips (the "
                                           "budget) under the SLOs: the Pareto front and the best plan."),
               top: int = typer.Option(None, "--top", help="--search: rows to show (1: the best plan)."),
-              tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree."),
-              ep: int = typer.Option(None, "--ep", help="Expert-parallel degree."),
-              pp: int = typer.Option(None, "--pp", help="Pipeline stages."),
-              dp: int = typer.Option(None, "--dp", help="Data-parallel replicas."),
-              redundant_experts: int = REDUNDANT_EXPERTS, weight_dtype: str = WEIGHT_DTYPE, kv_dtype: str = SERVE_KV_DTYPE,
+              tp: int = TP, ep: int = EP, pp: int = PP, dp: int = DP, redundant_experts: int = REDUNDANT_EXPERTS,
+              attn_tp: bool = ATTN_TP, kv_batch: bool = KV_BATCH, weight_dtype: str = WEIGHT_DTYPE,
+              kv_dtype: str = SERVE_KV_DTYPE,
               efficiency: str = EFFICIENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """Serve a workload: TTFT, TPOT, throughput and $/Mtok per workload point — aggregated continuous batching, or
     disaggregated prefill and decode pools (KV handed over the link between them).
@@ -72,8 +80,10 @@ def serve_cmd(model: str = MODEL,
 
     if mode not in ("agg", "disagg"):
         raise UsageError(f"--mode: {mode!r}; allowed: agg, disagg")
-    pools = dict(prefill_tp=prefill_tp, prefill_ep=prefill_ep, prefill_pp=prefill_pp, prefill_dp=prefill_dp,
-                 decode_tp=decode_tp, decode_ep=decode_ep, decode_pp=decode_pp, decode_dp=decode_dp)
+    pools = {**layout_flags(prefill_tp, prefill_ep, prefill_pp, prefill_dp, prefill_redundant_experts,
+                            prefill_attn_tp, prefill_kv_batch, prefix="prefill_"),
+             **layout_flags(decode_tp, decode_ep, decode_pp, decode_dp, decode_redundant_experts, decode_attn_tp,
+                            decode_kv_batch, prefix="decode_")}
     if mode == "agg" and (search or prefill_chips or decode_chips or any(v is not None for v in pools.values())):
         raise UsageError("--prefill-*/--decode-*/--search: only with --mode disagg")
     for name, v in (("isl", isl), ("osl", osl)):
@@ -96,7 +106,7 @@ def serve_cmd(model: str = MODEL,
                 rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist, trace=trace,
                 cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
                 ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,
-                chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, redundant_experts=redundant_experts,
+                chips=chips, **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, mode=mode,
                 pools=pools if mode == "disagg" else None)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -10,7 +10,7 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.foundation import _dtype, efficiency_option
-from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS
+from tokenomy.cli.options import CSV, DP, EFFICIENCY, EP, EXPLAIN, JSON, LAYOUT, PP, REDUNDANT_EXPERTS, TP
 from tokenomy.cli.render import show_result
 
 MODEL = typer.Option(None, "--model", help="Catalog name, config.json path, or directory (tokenomy models).")
@@ -22,10 +22,6 @@ PRICE = typer.Option(None, "--usd-per-chip-hour", help="Rental price (default: t
 FF = typer.Option(None, "--flops-fraction", help="Custom efficiency set: fraction of peak FLOP/s.")
 HF = typer.Option(None, "--hbm-fraction", help="Custom efficiency set: fraction of HBM bandwidth.")
 OH = typer.Option(None, "--overhead-s", help="Custom efficiency set: fixed per-step overhead in seconds.")
-TP = typer.Option(None, "--tp", help="Tensor-parallel degree (default: the best layout over all chips).")
-EP = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel).")
-PP = typer.Option(None, "--pp", help="Pipeline stages.")
-DP = typer.Option(None, "--dp", help="Data-parallel replicas.")
 BATCH = typer.Option("1..16384", "--batch", help="Comma list or a..b powers of two.")
 CONTEXT = typer.Option("8192", "--context", help="Context length in tokens.")
 

@@ -324,7 +324,8 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_f
 
     compute_1, att_share = compute_at(ROOFLINE)  # the attention forward hides ring-attention (CP) sends
     compute_e, _ = compute_at(Efficiency(flops_fraction=flops_fraction, name="custom"))
-    mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb, hbm_bytes=hw.hbm_bytes,
+    mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb,
+                       hbm_bytes=hw.chip.exposed_hbm_bytes,  # the usable HBM of every door (specs.Chip)
                        tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, zero=p.zero, sp=p.sp, schedule=p.schedule,
                        virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
                        grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,

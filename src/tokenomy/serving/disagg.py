@@ -52,7 +52,8 @@ from tokenomy.core import engine
 from tokenomy.core.collectives import p2p
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import EngineProfile, kv_batch, kv_sequence_bytes, kv_tokens, scheduler_ranks, step_time
+from tokenomy.serving.scheduler import (EngineProfile, kv_batch, kv_sequence_bytes, kv_sequences, kv_tokens,
+                                        scheduler_ranks, step_time)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 from tokenomy.units import fmt_bytes
 
@@ -106,8 +107,8 @@ def _fits(name: str, dep: Deployment, prof: EngineProfile, tokens: float, r, kv=
                              f"{engine.REASONS[int(np.ravel(r.reason)[0])]}; it needs "
                              f"{fmt_bytes(float(np.ravel(r.memory_per_chip_bytes)[0]))} per chip of "
                              f"{fmt_bytes(float(np.ravel(r.hbm_bytes)[0]))}")
-    _, per_tok, free = kv if kv is not None else kv_tokens(dep, prof, tokens)
-    need = float(per_tok) * tokens
+    kv = kv if kv is not None else kv_tokens(dep, prof, tokens)
+    free, need = float(kv.free_bytes), float(kv.bytes_per_token * kv.slots) * tokens  # a lone sequence on its chips
     if float(free) < need:
         raise PoolDoesNotFit(name, f"does not fit: {name} pool ({dep.layout.label()} on {dep.chips} chips) needs KV for one "
                              f"{tokens:g}-token sequence, {fmt_bytes(need)} per chip > {fmt_bytes(max(float(free), 0))} "
@@ -257,10 +258,9 @@ def _prefill_terms(pre: Deployment, prof_p: EngineProfile, isl: float, cache_hit
     pctx = prefill_context(isl, cache_hit, I)
     blk = prof_p.block_size
     kv = kv_tokens(pre, prof_p, np.ceil(isl / blk) * blk)
-    kv_p = kv[0]
     per_rank = max(1.0, np.floor(prof_p.max_num_tokens / I))
     ranks_p = float(scheduler_ranks(pre.layout))
-    by_kv = float(np.floor(float(kv_p) * float(pre.layout.dp) / (np.ceil(isl / blk) * blk)))
+    by_kv = float(kv_sequences(pre, kv, np.ceil(isl / blk) * blk))
     b_max = max(min(per_rank * ranks_p, by_kv), 1.0)
     t_max, r_p = prefill_pass_s(pre, b_max, I, pctx, terms=True)
     _fits("prefill", pre, prof_p, float(np.ceil(isl / blk) * blk), r_p, kv)

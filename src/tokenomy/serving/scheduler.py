@@ -3,12 +3,15 @@
     EngineProfile   token budget (max_num_tokens), running-sequence cap, chunked prefill or not, KV block size, the
                     HBM share given to the cache (of the total, weights inside it: vLLM, SGLang; of the memory free
                     after weights: TensorRT-LLM), CUDA-graph sizes — catalog/engines/<name>.toml, built by answers
-    kv_tokens       KV capacity per DP replica in tokens:
+    kv_tokens       KV capacity per DP replica in tokens, the sum over its attention ranks and kv-batch shards:
                       total: (f·HBM − weights − activations) / KV bytes per token per chip
                       free:  f·(HBM − weights − activations) / KV bytes per token per chip
-                    HBM = what the driver exposes (Chip.exposed_hbm_bytes: 85.5e9 B on an "80 GB" H100), since the
-                    engines size the cache from cudaMemGetInfo, not from the datasheet
-                    (activations: the engine's peak at a full token budget; KV per token from the engine at ISL+OSL)
+                    HBM = the usable HBM every door uses (Deployment.peaks: the driver-exposed Chip.exposed_hbm_bytes,
+                    85.5e9 B on an "80 GB" H100), since the engines size the cache from cudaMemGetInfo
+                    (activations: the engine's peak at a full token budget on every scheduler; KV per token from the
+                    engine at ISL+OSL with every chip of the replica holding its share)
+    kv_sequences    whole sequences that fit: dp · s · floor(tokens/(s·L)), s the replica's KV slots (attention ranks
+                    x kv-batch shards: a sequence lives in one)
     step_time       one mixed step: n decodes at mean context c plus P prefill tokens at mean context c_p, timed by
                     the engine as Deployment.run times it; a fractional n (a steady-state mean) interpolates between
                     floor and ceil, and n = 0 (a prefill-only step) is timed as one one-token sequence beside the
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -152,25 +156,42 @@ def budget_batch(cap, osl, prefill, budget, whole_prompts=False):
     return np.where(whole_prompts, np.minimum(B, np.maximum(k * osl, 1.0)), B)
 
 
-def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens):
-    """(KV capacity per DP replica in tokens, KV bytes per token per chip, free bytes per chip); broadcasts."""
+class KVCapacity(NamedTuple):
+    """kv_tokens' answer, each field broadcast over the sequence lengths asked for."""
+
+    tokens: object  # KV capacity per DP replica, tokens: free / bytes_per_token, summed over its slots
+    bytes_per_token: object  # KV bytes per chip per token the replica caches, every chip holding its share
+    free_bytes: object  # per chip, for the cache
+    slots: object  # the replica's KV slots: attention ranks (attention-DP) x batch shards of each (kv-batch)
+
+
+def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens) -> KVCapacity:
+    """The KV capacity per DP replica (module docstring), from the engine's KV bytes per chip at two batches:
+    one sequence per replica (the bytes a lone sequence puts on the chips that hold it) and one per chip of a stage
+    in each micro-batch, B = dp·M·tp·ep (every attention rank and kv-batch shard holding its share). Their ratio is
+    the replica's slots, s = ep under attention-DP, × a/K_split with kv-batch: DeepSeek-R1 at tp1 ep8 holds 8
+    times the tokens one rank does. Broadcasts."""
     L_all = np.maximum(np.asarray(seq_tokens, float), 1.0)
     one_length = _uniform(L_all)
     if one_length is not None:  # one length (a scalar, or a sweep over the load alone): lowered as a number
         L, back = np.asarray(one_length), None
     else:  # a sweep repeats few sequence lengths: lower each once
         L, back = np.unique(L_all, return_inverse=True)
-    dp = float(dep.layout.dp)
-    one = dep.work(dp, L)  # one sequence per replica at ISL + OSL
-    act = dep.work(dp, 1.0, prefill_tokens=float(prof.max_num_tokens) * dp * float(dep.layout.pp)).act_bytes_per_chip
-    hbm, w = float(dep.hardware.chip.exposed_hbm_bytes), np.asarray(one.weight_bytes_per_chip, float)
+    lo = dep.lower(L)
+    full = lo.dp * lo.microbatches * lo.group  # one sequence per chip of a stage, per micro-batch
+    lone = np.asarray(engine.batched(lo, lo.dp).kv_bytes_per_chip, float)
+    spread = np.asarray(engine.batched(lo, full).kv_bytes_per_chip, float) * lo.dp / full
+    budget = float(prof.max_num_tokens) * scheduler_ranks(dep.layout) * lo.microbatches  # each scheduler's
+    act = engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip
+    hbm, w = float(dep.peaks.hbm_bytes), np.asarray(lo.weight_bytes_per_chip, float)
     f = prof.hbm_fraction
     free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
-    per_tok = np.asarray(one.kv_bytes_per_chip, float) / L
-    out = np.maximum(free, 0.0) / per_tok, per_tok, np.broadcast_to(free, np.shape(L))
+    per_tok = spread / L
+    out = (np.maximum(free, 0.0) / per_tok, per_tok, np.broadcast_to(free, np.shape(L)),
+           np.broadcast_to(np.round(lone / spread), np.shape(L)))
     if back is None:
-        return tuple(np.broadcast_to(x, L_all.shape) for x in out)
-    return tuple(np.reshape(x[back], L_all.shape) for x in out)
+        return KVCapacity(*(np.broadcast_to(x, L_all.shape) for x in out))
+    return KVCapacity(*(np.reshape(x[back], L_all.shape) for x in out))
 
 
 def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
@@ -179,10 +200,17 @@ def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
 
 
 def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl):
-    """(B_kv, the KV capacity per DP replica in tokens from kv_tokens) at ISL + OSL rounded up to KV blocks."""
+    """(B_kv = kv_sequences, the KV capacity per DP replica in tokens from kv_tokens) at L = ISL + OSL rounded up to
+    KV blocks."""
     L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
-    tok, _, _ = kv_tokens(dep, prof, L)
-    return float(dep.layout.dp) * np.floor(tok / L), tok
+    kv = kv_tokens(dep, prof, L)
+    return kv_sequences(dep, kv, L), kv.tokens
+
+
+def kv_sequences(dep: Deployment, kv: KVCapacity, seq_tokens):
+    """Whole sequences of ``seq_tokens`` tokens a deployment's KV holds (kv from kv_tokens at that length): each of
+    a replica's s slots holds floor(tokens/(s·L)), dp·s·floor(tokens/(s·L)) over the replicas."""
+    return float(dep.layout.dp) * kv.slots * np.floor(kv.tokens / (kv.slots * np.asarray(seq_tokens, float)))
 
 
 class StepTimer:

@@ -90,7 +90,7 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
     need0 = prefill_tokens(isl, w.cache_hit).astype(np.int64)
     blk = int(prof.block_size)
     if kv_blocks is None:
-        tok, _, _ = kv_tokens(dep, prof, float(np.ceil(np.mean(isl + osl) / blk) * blk))
+        tok = kv_tokens(dep, prof, float(np.ceil(np.mean(isl + osl) / blk) * blk)).tokens
         kv_blocks = int(float(tok) * float(dep.layout.dp) // blk)
     _check_fits(isl, osl, blk, int(kv_blocks))
     max_batch = int(pooled_limits(prof, dep.layout, 0.0, 0.0)[0]) if dep is not None else int(prof.max_batch)

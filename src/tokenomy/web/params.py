@@ -30,7 +30,7 @@ from tokenomy.core.memory import SCHEDULES, STRATEGIES
 from tokenomy.core.training import ATTENTION_CONVENTIONS
 from tokenomy.econ.speculative import DRAFT_KINDS
 from tokenomy.specs import Hardware
-from tokenomy.units import DTYPE_BYTES
+from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
 MAX_VALUE_CHARS = 200  # any one query value, except the config token
 MAX_CONFIG_TOKEN_CHARS = 24_000  # fits comfortably in a URL (uvicorn/h11 accept ~64 kB of request line)
@@ -429,6 +429,8 @@ def _value(name: str, opt: Option, text: str):
     if opt.kind == "dtype":
         if name == "kv_dtype" and text.strip().lower() == "auto":
             return AUTO  # the answer's own default: the serving engine's KV dtype for the weights
+        if name == "weight_dtype" and text.strip().lower() == CHECKPOINT:
+            return CHECKPOINT  # the checkpoint's own quantization, by name (answers.resolve.weight_dtype_of)
         return Query({name: text}, (name,)).dtype(name, None)
     if opt.kind == "choice":
         return Query({name: text}, (name,)).choice(name, CHOICES[name])
