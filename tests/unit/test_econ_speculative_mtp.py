@@ -2,6 +2,7 @@
 and §5.4.3; Leviathan et al. 2023, arXiv 2211.17192, eq. 1)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,61 @@ def test_speedup_at_batch_1_is_between_1_and_k_plus_1(h200):
         assert 1.0 < float(sp.speedup[0]) < k + 1
         assert float(sp.draft_s[0]) == pytest.approx(k * float(sp.draft_step_s[0]))
         assert 0 < float(sp.draft_s[0]) < float(sp.verify_step_s[0])  # one layer of 61, plus the shared head
+
+
+def _round_s(sv, k, B, **eff):
+    """The MTP round on ``sv`` with its efficiency terms replaced by ``eff``."""
+    sv = replace(sv, eff=sv.eff.with_(**eff))
+    return es.speculate(sv, B, 8192, k, 0.85, draft=es.mtp_draft(sv)).round_s
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_the_host_pays_once_a_round_and_each_draft_layer_its_kernel_floor(h200, k):
+    # one host step per verify + k drafts: TensorRT-LLM captures "both the verification and draft stages ... in one
+    # graph" (tech blog 2, DeepSeek R1 MTP Implementation and Optimization). Raising o_step by 5 ms lengthens the
+    # round by 5 ms, not (k + 1) x 5 ms; o_seq likewise, once for the round's sequences; o_layer by 1 us per layer
+    # pass: 61 target layers + k passes of the one-block module
+    B = np.array([1.0, 64.0])
+    assert int(h200.layout.pp) == 1 and len(h200.model.layers) == 61
+    zero = dict(overhead_s=0.0, sequence_overhead_s=0.0, layer_overhead_s=0.0)
+    r0 = _round_s(h200, k, B, **zero)
+    assert np.allclose(_round_s(h200, k, B, **(zero | {"overhead_s": 5e-3})) - r0, 5e-3, rtol=1e-9, atol=1e-12)
+    host_seqs = np.asarray(h200.work(B, 8192.0, float(k + 1)).host_seqs, float)
+    assert np.allclose(_round_s(h200, k, B, **(zero | {"sequence_overhead_s": 1e-4})) - r0, 1e-4 * host_seqs,
+                       rtol=1e-9, atol=1e-12)
+    assert np.allclose(_round_s(h200, k, B, **(zero | {"layer_overhead_s": 1e-6})) - r0, 1e-6 * (61 + k),
+                       rtol=1e-9, atol=1e-12)
+
+
+def test_the_round_grows_by_k_draft_passes_of_kernels_alone(h200):
+    # round = t_verify + k·t_draft, t_draft the module's GPU time (no o_step, no o_seq): from k = 1 to 3 the round
+    # grows by the verify pass's two more tokens and two more draft passes, each far below one host step
+    B = np.array([1.0])
+    one, three = (es.speculate(h200, B, 8192, k, 0.85, draft=es.mtp_draft(h200)) for k in (1, 3))
+    draft = float(one.draft_step_s[0])
+    assert float(three.draft_s[0]) == pytest.approx(3 * draft)
+    assert float(three.round_s[0] - one.round_s[0]) == pytest.approx(
+        float(three.verify_step_s[0] - one.verify_step_s[0]) + 2 * draft)
+    assert draft < 0.25 * float(h200.eff.overhead_s)
+
+
+def _acceptance(E: float, k: int) -> float:
+    """The per-token acceptance α whose mean accepted length is E: the real root in (0, 1) of
+    1 + α + ... + α^k = E (Leviathan et al. 2023, eq. 1)."""
+    roots = np.roots([1.0] * (k + 1) - np.eye(1, k + 1, k)[0] * E)
+    return float(next(r.real for r in roots if abs(r.imag) < 1e-12 and 0 < r.real < 1))
+
+
+@pytest.mark.parametrize("k,accepted,speedup", [(1, 1.92, 1.78), (3, 2.82, 2.28)])
+def test_deepseek_r1_on_8_b200_at_batch_1_within_15_percent_of_tensorrt_llm(k, accepted, speedup):
+    # TensorRT-LLM tech blog 1, "Pushing Latency Boundaries: Optimizing DeepSeek-R1 Performance on NVIDIA B200
+    # GPUs", table "Autoregressive MTP Layers": ISL 1k / OSL 2k at concurrency 1 on 8 x B200, 111 TPS/user without
+    # MTP; MTP 1: 1.92 accepted tokens a step, 1.78x; MTP 3: 2.82, 2.28x (the MTP module reused autoregressively)
+    a = _acceptance(accepted, k)
+    r = economics.speculate(model="deepseek-r1", hardware="hgx-b200-8", batch=[1], context=2048, draft="mtp",
+                            draft_tokens=k, acceptance=a)
+    assert r.extra["summary"]["expected_tokens_per_step"] == pytest.approx(accepted)
+    assert r.rows()[0]["speedup"] == pytest.approx(speedup, rel=0.15)
 
 
 def test_speedup_falls_below_1_where_decode_is_compute_bound():

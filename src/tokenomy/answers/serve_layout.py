@@ -10,6 +10,9 @@
                 (what an overloaded open loop still serves)
     serve       the candidate best summed over the points (``serve_layout``); the sweep's plan mode takes each
                 point's best from one steady call per candidate over all its points (``per_point``)
+    disagg      the decode pool's default takes the same rule (``rule_score``, ``best_scored``) on the pool alone:
+                holds the load, −log of a request's time in the pool, log requests/s (answers.workloads
+                ._decode_choice)
 The decode step alone had ranked a pipeline first for 70B on 4 H100 at 128 users of 8000/500 (e2e 270 s against
 tp4's 105 s) and tp4 dp2 for Llama-8B on 8 H100 at 50 req/s (beyond its capacity; tp1 dp8 serves it); the layouts
 that serve a load best often rank 9th-50th by the decode step at one batch (Qwen3-30B-A3B on 8 H100 at 32 req/s:
@@ -88,12 +91,20 @@ def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_toke
     if workload is None or not first:
         return choose_layout(dep, chips, None, *pts, usable=holds)
     score = lambda lays: scores(dep, lays, engine, max_num_tokens, max_batch, isl, osl, workload, slos)  # noqa: E731
+    scored, i = best_scored(first, rest, score)
+    return scored[i], WORKLOAD_RULE.format(n=len(scored))
+
+
+def best_scored(first: list, rest: list, score) -> tuple[list, int]:
+    """(the layouts scored, the index of the best among them by WORKLOAD_RULE summed over the points):
+    ``score(layouts)`` -> [layout, point, 4] (``rule_score``'s) of ``first``, and of ``rest`` too where the best of
+    ``first`` misses a point (the layouts that hold a load can rank far down the decode search)."""
     s = score(first)
     total = s.sum(axis=1)
     if rest and total[_best(total), 0] < s.shape[1]:  # the best of the first misses a point: score the rest too
         first, s = first + rest, np.concatenate([s, score(rest)])
         total = s.sum(axis=1)
-    return first[_best(total)], WORKLOAD_RULE.format(n=len(first))
+    return first, _best(total)
 
 
 def per_point(dep, first, rest, engine, max_num_tokens, max_batch, isl, osl, workload,
@@ -118,7 +129,7 @@ def _best(score: np.ndarray) -> int:
 
 
 def scores(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos) -> np.ndarray:
-    """[layout, point, 4]: meets, finite e2e, −log e2e (0 where not finite), log requests/s, each to maximise."""
+    """[layout, point, 4]: ``rule_score`` of serving.steady's e2e and requests/s, meeting the SLOs and the load."""
     closed = workload.get("concurrency") is not None
     out = []
     for lay in layouts:
@@ -129,11 +140,20 @@ def scores(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, 
         ok = np.array([meets({"capacity_limited": bool(cap[i]), "tpot_s": _num(np.ravel(s.tpot_s)[i]),
                               "ttft_s": _num(np.ravel(s.ttft_s)[i]), "concurrency": 1.0 if closed else None}, *slos)
                        for i in range(e2e.size)])
-        finite = np.isfinite(e2e) & (e2e > 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_rps = np.where(np.isfinite(rps) & (rps > 0), np.log(rps), -1e9)
-        out.append(np.stack([ok, finite, np.where(finite, -np.log(np.where(finite, e2e, 1.0)), 0.0), log_rps], -1))
+        out.append(rule_score(ok, e2e, rps))
     return np.stack(out)
+
+
+def rule_score(meets_, time_s, requests_per_s) -> np.ndarray:
+    """[point, 4] WORKLOAD_RULE's score of one layout, each to maximise: meets (the SLOs and the load), a finite
+    time, −log time (0 where not finite; the time the objective minimises: serve's e2e, a decode pool's OSL·TPOT),
+    log requests/s (−1e9 where none: what an overloaded open loop still serves)."""
+    t, x = np.asarray(time_s, float), np.asarray(requests_per_s, float)
+    finite = np.isfinite(t) & (t > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_rps = np.where(np.isfinite(x) & (x > 0), np.log(x), -1e9)
+    return np.stack(np.broadcast_arrays(np.asarray(meets_, float), finite,
+                                        np.where(finite, -np.log(np.where(finite, t, 1.0)), 0.0), log_rps), -1)
 
 
 def _num(x):

@@ -10,7 +10,8 @@ uses); when no point meets them, a note names the closest and by how much it mis
                        percentiles from the requests): a prefill pool of ``prefill_chips`` and a decode pool of
                        ``decode_chips``, each with its own layout (``prefill_tp``... / ``decode_tp``...; default: the
                        best valid layout of the pool for its own pass — prefill: the prompt pass at ISL under the
-                       token budget; decode: the running batch at ISL + OSL/2 — parallel.search.best_layout)
+                       token budget, for the decode pool's rate; decode: WORKLOAD_RULE on the pool alone, those
+                       holding the load first, then the lowest TPOT, then the most requests/s — serving.disagg)
     plan_disagg        the pool splits P + D <= the chip budget (whole scale-up domains or powers of two), each pool
                        on its best layout, at every load point: the Pareto front (tokens/s per chip vs per user) and
                        the best plan under the SLOs (plan_serving.RULE: most goodput per dollar), or "no plan meets" with the closest
@@ -301,42 +302,91 @@ def _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, t
     return C, R, _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist), tr
 
 
-def _exact_layout(dep, name, chips, batch, context, len_pass):
-    from tokenomy.parallel.search import best_layout
+def _ranked(dep, name, chips, batch, context, len_pass) -> list:
+    """The valid layouts of a pool of ``chips`` chips, best first by the decode search (parallel.search
+    .ranked_layouts); PoolDoesNotFit naming the pool where there is none."""
+    from tokenomy.parallel.search import ranked_layouts
     from tokenomy.serving.disagg import PoolDoesNotFit
 
     try:
-        return best_layout(dep, chips, batch, context, len_pass)[0]
+        return ranked_layouts(dep, chips, batch, context, len_pass)
     except ValueError:
         raise PoolDoesNotFit(name, f"does not fit: {name} pool has no valid layout of {dep.model.name} on {chips} "
                              "chips") from None
 
 
 def _decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_batch, cache):
-    """The decode pool (serving.disagg docstring): its Deployment, profile and DecodePool terms, cached by D."""
-    from tokenomy.serving.disagg import decode_pool, with_layout
+    """The decode pool (serving.disagg docstring): its Deployment, profile and DecodePool terms, cached by D and the
+    load points (each layout's terms, or why it does not fit, by D and layout: the choice at another load reuses
+    them)."""
+    from tokenomy.serving.disagg import PoolDoesNotFit, decode_pool, with_layout
+
+    def pool_of(lay):
+        key = ("pool", D, tuple(sorted(lay.as_dict().items())))
+        if key not in cache:
+            dec = with_layout(dep, lay)
+            prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
+            try:
+                cache[key] = dec, prof, decode_pool(dec, prof, isl, osl)
+            except PoolDoesNotFit as e:
+                cache[key] = e
+        if isinstance(cache[key], PoolDoesNotFit):
+            raise cache[key]
+        return cache[key]
 
     if degrees is not None:
         if int(degrees.chips) != D:
             raise ValueError(f"decode_chips: {D} does not equal decode tp*ep*pp*dp = {int(degrees.chips)}")
         check_layout(dep, degrees, POOL_FIELDS.format(pool="decode"))
-        lay = degrees
-    elif ("decode", D) in cache:
-        lay = cache[("decode", D)]
-    else:
-        ctx, cap = isl + osl / 2.0, float(engine_profile(engine, 1, max_num_tokens, max_batch).max_batch) * D
-        if C is not None:
-            B0 = max(min(float(np.max(C)), cap), 1.0)
-        else:  # open loop: Little's law at the batch-1 layout's step, B0 = R·OSL·TPOT(1)
-            one = with_layout(dep, _exact_layout(dep, "decode", D, 1.0, ctx, 1.0))
-            B0 = min(max(float(np.max(R)) * osl * float(one.run(float(one.layout.dp), ctx).step_s), 1.0), cap)
-        # B0 and its halvings, whole sequences (a fractional batch is no layout's point: every one was refused and
-        # the search fell back to its first candidate, tp1 dp8 for DeepSeek-R1 on 8 H200 under --rate)
-        points = np.unique(np.maximum(np.round(B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)), 1.0))
-        lay = cache[("decode", D)] = _exact_layout(dep, "decode", D, points, ctx, 1.0)
-    dec = with_layout(dep, lay)
-    prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
-    return dec, prof, decode_pool(dec, prof, isl, osl)
+        return pool_of(degrees)
+    key = ("decode", D) + tuple(None if x is None else tuple(np.ravel(x)) for x in (C, R))
+    if key not in cache:
+        cache[key] = _decode_choice(dep, D, C, R, isl, osl, engine, max_num_tokens, max_batch, pool_of)
+    return cache[key]
+
+
+def _decode_choice(dep, D, C, R, isl, osl, engine, max_num_tokens, max_batch, pool_of):
+    """The decode pool's default layout and terms, ``pool_of(layout)``'s (serving.disagg docstring): serve's
+    WORKLOAD_RULE on the pool alone (serving.disagg.decode_load at each load point) over the layouts the decode
+    search ranks first at the running batches it must hold — those holding the load (an open loop's rate under the
+    pool's capacity, KV and batch cap; a closed loop's users within its batch cap) at the most points, then the
+    shortest geometric-mean time in the pool (OSL·TPOT, + a closed loop's wait for a slot: serve's e2e less the
+    prefill), then the most requests/s. The step alone had put DeepSeek-V3 on 16 GB200 at 10 req/s of 4096/1024 on
+    tp16 (capacity 6.97 req/s) beside tp1 ep16 attention-DP, which serves them at 16.6 ms TPOT."""
+    from tokenomy.answers.serve_layout import RANKED_FIRST, best_scored, rule_score
+    from tokenomy.parallel.search import USABLE_CHECKS
+    from tokenomy.serving.disagg import PoolDoesNotFit, decode_load, with_layout
+
+    ctx, cap = isl + osl / 2.0, float(engine_profile(engine, 1, max_num_tokens, max_batch).max_batch) * D
+    if C is not None:
+        B0 = max(min(float(np.max(C)), cap), 1.0)
+    else:  # open loop: Little's law at the batch-1 layout's step, B0 = R·OSL·TPOT(1)
+        one = with_layout(dep, _ranked(dep, "decode", D, 1.0, ctx, 1.0)[0])
+        t1 = float(one.run(float(one.layout.dp), ctx).step_s)  # nan where no layout runs a sequence: each says why
+        B0 = min(max(float(np.max(R)) * osl * t1, 1.0), cap) if np.isfinite(t1) else 1.0
+    # B0 and its halvings, whole sequences (a fractional batch is no layout's point: every one was refused and
+    # the search fell back to its first candidate, tp1 dp8 for DeepSeek-R1 on 8 H200 under --rate)
+    points = np.unique(np.maximum(np.round(B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)), 1.0))
+    ranked = _ranked(dep, "decode", D, points, ctx, 1.0)[:USABLE_CHECKS]
+    n = np.size(C if C is not None else R)
+    pools, refused = {}, []
+
+    def score(lays):
+        out = []
+        for lay in lays:
+            try:
+                pools[id(lay)] = p = pool_of(lay)
+                d = decode_load(p[2], osl, C, R)
+                out.append(rule_score(d.holds, d.decode_s, d.requests_per_s))
+            except PoolDoesNotFit as e:  # its KV share holds no sequence: below every layout that does
+                refused.append(e)
+                out.append(rule_score(np.zeros(n), np.full(n, np.nan), np.zeros(n)))
+        return np.stack(out)
+
+    scored, i = best_scored(ranked[:RANKED_FIRST], ranked[RANKED_FIRST:], score)
+    if id(scored[i]) not in pools:  # none holds a sequence: the search's first says why
+        raise refused[0]
+    return pools[id(scored[i])]
 
 
 def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables):
@@ -529,27 +579,31 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
     within_context(m, isl_m, osl_m)
     sizes = pool_sizes(budget, dep.topo.domain_size)
     dec_cache, tables, rows, bad, why = {}, {}, [], set(), {}
-    for D, Ps in _splits(sizes, budget, P_fix, D_fix):
-        try:
-            dec, prof_d, pool = _decode_side(dep, D, None, C, R, isl_m, osl_m, engine, max_num_tokens, max_batch,
-                                             dec_cache)
-        except PoolDoesNotFit as e:
-            bad.add(("decode", D))
-            why[("decode", D)] = str(e)
-            continue
-        x_d = decode_rate(pool, osl_m, C, R)
-        for P in _balanced(dep, Ps, x_d, isl_m, hit, engine, max_num_tokens, max_batch, tables, bad, why):
+    # each load point is a plan of its own: its decode pool chosen for that load, its prefill pool for that rate
+    points = [(None if C is None else C[i:i + 1], None if R is None else R[i:i + 1])
+              for i in range(np.size(C if C is not None else R))]
+    for C, R in points:
+        for D, Ps in _splits(sizes, budget, P_fix, D_fix):
             try:
-                pre, prof_p, _ = _prefill_side(dep, P, None, x_d, isl_m, hit, engine, max_num_tokens, max_batch,
-                                               tables)
-                s = disagg(pre, dec, prof_p, prof_d, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=hit,
-                           decode=pool, prefill=tables[P].terms.get(pre.layout.label()))
+                dec, prof_d, pool = _decode_side(dep, D, None, C, R, isl_m, osl_m, engine, max_num_tokens,
+                                                 max_batch, dec_cache)
             except PoolDoesNotFit as e:
-                bad.add((e.pool, P if e.pool == "prefill" else D))
-                why[(e.pool, P if e.pool == "prefill" else D)] = str(e)
+                bad.add(("decode", D))
+                why[("decode", D)] = str(e)
                 continue
-            rows += [with_goodput(r, dep.price, ttft_slo, tpot_slo)
-                     for r in _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)]
+            x_d = decode_rate(pool, osl_m, C, R)
+            for P in _balanced(dep, Ps, x_d, isl_m, hit, engine, max_num_tokens, max_batch, tables, bad, why):
+                try:
+                    pre, prof_p, _ = _prefill_side(dep, P, None, x_d, isl_m, hit, engine, max_num_tokens, max_batch,
+                                                   tables)
+                    s = disagg(pre, dec, prof_p, prof_d, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=hit,
+                               decode=pool, prefill=tables[P].terms.get(pre.layout.label()))
+                except PoolDoesNotFit as e:
+                    bad.add((e.pool, P if e.pool == "prefill" else D))
+                    why[(e.pool, P if e.pool == "prefill" else D)] = str(e)
+                    continue
+                rows += [with_goodput(r, dep.price, ttft_slo, tpot_slo)
+                         for r in _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)]
     if not rows:  # one line naming the pool and why (the largest pool's refusal when sizes were searched)
         if why:
             (pool, n), msg = max(why.items(), key=lambda kv: kv[0][1])

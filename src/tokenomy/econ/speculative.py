@@ -20,6 +20,16 @@ target's layout (one pipeline stage: the module sits after the last) under the s
 = k sequential one-token MTP passes (module j for depth j, the last module reused past the model's count, as
 vLLM's deepseek_mtp does for k > num_nextn_predict_layers); the min(k, modules) modules chained stay resident
 beside the target, with their KV cache over the context, in the memory per chip.
+The MTP round is one engine step: the draft passes run inside the verify step, so the host pays for the round once,
+    round = t_verify(k+1 tokens; o_step + o_seq·b + L·o_layer) + k·t_draft(1 token; o_layer per MTP block)
+t_draft being the module's kernels only (compute, memory, comms and the per-layer kernel floor o_layer), without the
+per-step o_step and per-sequence o_seq (``mtp_draft``). TensorRT-LLM runs verification and drafting in one model
+engine forward, "both the verification and draft stages can be captured in one graph" (tech blog 2, "DeepSeek R1 MTP
+Implementation and Optimization"); vLLM's and SGLang's MTP proposers run in the same scheduler step, under CUDA
+graphs. Charging o_step per draft had put DeepSeek-R1 on 8 x B200 at batch 1 at 1.35x (MTP1) and 1.25x (MTP3)
+against the 1.78x and 2.28x TensorRT-LLM measured at those acceptance lengths (tech blog 1, "Pushing Latency
+Boundaries: Optimizing DeepSeek-R1 Performance on NVIDIA B200 GPUs": mean accepted 1.92 and 2.82 tokens a step).
+A draft model (``draft="model"``) stays priced at d x the plain step, its host time included in d.
 """
 
 from __future__ import annotations
@@ -111,10 +121,13 @@ class MtpDraft(Serving):
 
 
 def mtp_draft(sv: Serving) -> MtpDraft:
-    """The target's MTP module on its layout (one stage: pp = 1, the same tp, ep, dp), dtypes and efficiency set."""
+    """The target's MTP module on its layout (one stage: pp = 1, the same tp, ep, dp), dtypes and efficiency set less
+    the host's per-step terms: a draft pass runs inside the verify step (module docstring), so o_step = o_seq = 0
+    and only its kernels' o_layer remains."""
     lay = replace(sv.layout, pp=1, microbatches=None)
     base = {f.name: getattr(sv, f.name) for f in fields(Serving)}
     return MtpDraft(**base | {"model": mtp_module(sv.model), "layout": lay,
+                              "eff": sv.eff.with_(overhead_s=0.0, sequence_overhead_s=0.0),
                               "layout_rule": f"the target's ({sv.layout_rule}), one stage"})
 
 
@@ -144,8 +157,9 @@ class Speculation:
 
 def speculate(sv: Serving, batch, context, k: int, alpha: float, draft_cost: float = 0.0,
               draft: MtpDraft | None = None) -> Speculation:
-    """Engine evaluation of speculative decoding at each batch: draft steps priced at d × the plain step, or, with
-    ``draft`` (``mtp_draft(sv)``), each a one-token pass of the MTP module through the engine."""
+    """Engine evaluation of speculative decoding at each batch: round = t_verify(k+1) + k·t_draft, the draft steps
+    priced at d × the plain step, or, with ``draft`` (``mtp_draft(sv)``), each a one-token pass of the MTP module
+    through the engine inside the verify step (its host overhead paid once, by t_verify: module docstring)."""
     check_speculation(k, alpha, 0.0 if draft is not None else draft_cost)
     B = np.asarray(batch, float)
     base = sv.terms(B, float(context))

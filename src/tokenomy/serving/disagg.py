@@ -15,8 +15,9 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
                   from the prefill pool to the decode pool: t_kv = alpha + bytes/beta over scale-up when both pools
                   sit in one scale-up domain, else scale-out (core.collectives.p2p); not overlapped with the
                   prefill pass (a conservative bound: layer-wise streaming hides part of it) and not contended
-    decode pool   B running sequences, B = min(X·OSL·TPOT, B_kv, max_batch·ranks_d); TPOT = t(B, 0) at context
-                  ISL + OSL/2; capacity mu_d = B_cap / (OSL·TPOT(B_cap))
+    decode pool   B running sequences, B = min(X·OSL·TPOT, B_cap), B_cap = min(B_kv, min(max_batch, N)·ranks_d) (a
+                  decode-only step carries one token a sequence: the budget caps the batch too, ``decode_slots``);
+                  TPOT = t(B, 0) at context ISL + OSL/2; capacity mu_d = B_cap / (OSL·TPOT(B_cap))
     TTFT          W_p + t_p + t_kv + TPOT/2 (the KV lands during a decode step and joins at the next) + TPOT (the
                   first decode step) + o_req (the request overhead around the engine, Efficiency.request_overhead_s,
                   as the aggregated model adds it); checked against the disaggregated simulator (serving.sim_disagg)
@@ -27,8 +28,14 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
                   $/Mtok in = 1e6·P·price/(X·ISL), out = 1e6·D·price/(X·OSL); tokens/s per chip = X·OSL/(P + D)
 
 The pools' default layouts, sized for each other (neither idles):
-    decode pool   best_layout over its D chips at the running batches it must hold, B0 = min(C, max_batch·D)
-                  (closed loop; open loop B0 = R·OSL·TPOT(1)) and its halvings; its rate
+    decode pool   of the layouts over its D chips that the decode search ranks first at the running batches it
+                  must hold, B0 = min(C, max_batch·D) (closed loop; open loop B0 = R·OSL·TPOT(1)) and its halvings,
+                  the one serve's rule (answers.serve_layout.WORKLOAD_RULE) picks on the pool alone, ``decode_load``
+                  at each load point: holding the load (open loop R < mu_d; closed loop C <= B_cap) at the most
+                  points, then the shortest time in the pool (OSL·TPOT, + a closed loop's wait for a slot), then the
+                  most requests/s — not the shortest step, which had put DeepSeek-V3 on 16 GB200 at 10 req/s of
+                  4096/1024 on tp16 (mu_d 6.97 req/s) beside a tp1 ep16 attention-DP pool serving them at 16.6 ms
+                  TPOT; plan_disagg chooses it at each load point (a plan of its own). Its rate
                   X_d = min(C / (OSL·TPOT(min(C, B_cap))), mu_d) (closed) or min(R, mu_d) (open)
     prefill pool  it must take the prompts the decode pool's rate implies: X_d requests/s, X_d·I tokens/s — not
                   the floor(N/I) prompts of one scheduler step. Over every valid layout l of its P chips, with
@@ -121,11 +128,17 @@ class DecodePool:
 
     context: float  # ISL + OSL/2
     seq_tokens: float  # ISL + OSL rounded up to KV blocks
-    cap: float  # B_cap = min(B_kv, max_batch·ranks)
+    cap: float  # B_cap = min(B_kv, decode_slots)
     kv_tokens: float  # KV capacity per DP replica, tokens
     capacity: float  # mu_d = B_cap / (OSL·TPOT(B_cap)), requests/s
     batches: np.ndarray  # 1..ceil(B_cap)
     step_s: np.ndarray  # TPOT at each
+
+
+def decode_slots(prof: EngineProfile, layout) -> float:
+    """The most sequences a decode pool runs whatever its KV: max_batch per scheduler, and no more than the
+    scheduler's token budget N (a decode-only step carries one token a sequence), over scheduler_ranks schedulers."""
+    return float(min(prof.max_batch, prof.max_num_tokens)) * float(scheduler_ranks(layout))
 
 
 def decode_pool(dec: Deployment, prof_d: EngineProfile, isl: float, osl: float) -> DecodePool:
@@ -133,7 +146,7 @@ def decode_pool(dec: Deployment, prof_d: EngineProfile, isl: float, osl: float) 
     ctx = isl + osl / 2.0
     L_d = float(np.ceil((isl + osl) / prof_d.block_size) * prof_d.block_size)
     b_kv = float(kv_batch(dec, prof_d, isl, osl))
-    cap = min(b_kv, float(prof_d.max_batch) * float(scheduler_ranks(dec.layout)))
+    cap = min(b_kv, decode_slots(prof_d, dec.layout))
     _, r_d0 = step_time(dec, float(dec.layout.dp), ctx, terms=True)  # one sequence per replica
     kv = kv_tokens(dec, prof_d, L_d)
     _fits("decode", dec, prof_d, L_d, r_d0, kv)
@@ -145,12 +158,43 @@ def decode_pool(dec: Deployment, prof_d: EngineProfile, isl: float, osl: float) 
 
 def decode_rate(pool: DecodePool, osl: float, concurrency=None, rate=None) -> float:
     """X_d, the request rate the decode pool runs at the busiest load point (module docstring), requests/s."""
+    return float(np.max(decode_load(pool, osl, concurrency, rate).requests_per_s))
+
+
+@dataclass(frozen=True)
+class DecodeLoad:
+    """The decode pool alone at each load point (``decode_load``), arrays over the points."""
+
+    holds: np.ndarray  # the pool holds the load: an open loop's rate below mu_d, a closed loop's users within B_cap
+    tpot_s: np.ndarray  # t(B)
+    requests_per_s: np.ndarray  # X
+    decode_s: np.ndarray  # a request's time in the pool: OSL·TPOT, + the wait for a slot (C/X closed, inf open)
+
+
+def decode_load(pool: DecodePool, osl: float, concurrency=None, rate=None) -> DecodeLoad:
+    """The decode pool alone at each load point (the module docstring's decode pool, no prefill pool). Open loop:
+    holds where R < mu_d; X = min(R, mu_d); B the least fixed point of B = X·OSL·t(B) in [1, B_cap] (Little's law:
+    the root on the pool's table of whole batches, exact as t is linear between them); decode_s = OSL·t(B), inf
+    where the queue grows without bound. Closed loop: holds where C <= B_cap (no user waits for a slot);
+    B = min(C, B_cap), X = min(C/(OSL·t(B)), mu_d), decode_s = C/X (Little's law: OSL·t(B) + the wait for a slot)."""
+    Bg, tg = pool.batches, pool.step_s
     if concurrency is not None:
         C = np.atleast_1d(np.asarray(concurrency, float))
-        x = C / (osl * np.interp(np.minimum(C, pool.cap), pool.batches, pool.step_s))
-    else:
-        x = np.atleast_1d(np.asarray(rate, float))
-    return float(min(np.max(x), pool.capacity))
+        tpot = np.interp(np.minimum(C, pool.cap), Bg, tg)
+        X = np.minimum(C / (osl * tpot), pool.capacity)
+        return DecodeLoad(C <= pool.cap, tpot, X, C / X)
+    R = np.atleast_1d(np.asarray(rate, float))
+    X = np.minimum(R, pool.capacity)
+    gap = Bg[None, :] - (X * osl)[:, None] * tg[None, :]  # B − X·OSL·t(B) on the table, >= 0 from the root on
+    past = gap >= 0.0
+    j = np.argmax(past, axis=1)  # the first whole batch at or past the root
+    lo = np.maximum(j - 1, 0)
+    g0, g1 = np.take_along_axis(gap, lo[:, None], 1)[:, 0], np.take_along_axis(gap, j[:, None], 1)[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        B = np.where(j > 0, Bg[lo] + (Bg[j] - Bg[lo]) * g0 / (g0 - g1), Bg[j])  # g0 < 0 <= g1 where j > 0
+    B = np.clip(np.where(past.any(axis=1), B, pool.cap), 1.0, pool.cap)  # no root: the pool runs full
+    tpot, holds = np.interp(B, Bg, tg), R < pool.capacity
+    return DecodeLoad(holds, tpot, X, np.where(holds, osl * tpot, np.inf))
 
 
 PROMPT_GRID = (1.0, 1.5)  # prompts per pass tried: powers of two and 1.5x between them, then each layout's b_max

@@ -1,10 +1,11 @@
 """The disaggregated simulator's decode pool: continuous batching of decodes only, KV reserved at admission.
 
     arrival    a request joins the FCFS admission queue when its KV has landed (prefill done + the hand-off)
-    admission  at each step, in queue order, while the running set is under max_batch·ranks (the analytic pool's
-               cap, serving.disagg.decode_pool) and the request's whole KV fits: ceil((ISL + OSL − 1)/b) blocks of b
-               tokens reserved at once (what it caches by its last token), so a running decode never needs a block
-               that is not there — no preemption, whose recompute would send the prompt back to the prefill pool;
+    admission  at each step, in queue order, while the running set is under min(max_batch, N)·ranks (the analytic
+               pool's cap, serving.disagg.decode_slots) and the request's whole KV fits: ceil((ISL + OSL − 1)/b)
+               blocks of b tokens reserved at once (what it caches by its last token), so a running decode never needs
+               a block that is not there — no preemption, whose recompute would send the prompt back to the prefill
+               pool;
                for fixed lengths the running set is then capped at the analytic pool's B_kv
     a step     n running decodes at their mean context, t(n, context, 0) (scheduler.step_time on a StepTable, as the
                analytic decode pool's TPOT); each emits one token: a request's first token at the end of its first
@@ -23,7 +24,8 @@ from collections import deque
 
 import numpy as np
 
-from tokenomy.serving.scheduler import kv_tokens, scheduler_ranks
+from tokenomy.serving.disagg import decode_slots
+from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.sim_table import StepTable
 
 EPS_S = 1e-12  # an arrival this close to a step boundary is in time for that step
@@ -43,7 +45,7 @@ class DecodePool:
         _check_fits(isl, osl, blk, int(kv_blocks))
         self.kv, self.used, self.max_used = int(kv_blocks), 0, 0
         self.need = (-(-(isl + osl - 1) // blk)).tolist()
-        self.cap = int(prof.max_batch) * int(scheduler_ranks(dec.layout))
+        self.cap = int(decode_slots(prof, dec.layout))
         n_max = int(max(min(self.cap, len(isl), self.kv // int(np.min(self.need))), 1))
         self.table = table or StepTable.for_deployment(dec, n_max, 1.0, float(np.min(isl)), float(np.max(isl + osl)),
                                                        1.0, p_cells=1)
