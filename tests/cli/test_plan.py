@@ -89,7 +89,7 @@ def test_decode_without_layout_flags_uses_the_best_real_layout():
     assert "no layout reaches it" in ideal["plan"] and ideal["comms_s"] == 0
     # the bound no layout reaches: no all-to-all, no all-reduce, weights spread evenly (the real layout pays one-
     # or two-shot all-reduces and the busiest expert rank)
-    assert ideal["tokens_per_s_per_user"] > 2 * row["tokens_per_s_per_user"]
+    assert row["comms_s"] > 0 and ideal["tokens_per_s_per_user"] > row["tokens_per_s_per_user"]
 
 
 def test_efficiency_roofline_makes_the_bound_the_answer():

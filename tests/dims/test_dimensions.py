@@ -53,9 +53,9 @@ DIMS = {**{t: "[time]" for t in TIMES}, "flops": "[work_]", "attention_flops": "
         "memory_per_chip_bytes": "[information_]", "kv_bytes_per_chip": "[information_]",
         "tokens_per_s": "[token_] / [time]", "tokens_per_s_per_user": "[token_] / [time]"}
 
-ROOFLINE_S = ROOFLINE.with_(overhead_s=Q(0.0, "s"), layer_overhead_s=Q(0.0, "s"))  # its zero overheads in seconds
+ROOFLINE_S = ROOFLINE.with_(overhead_s=Q(0.0, "s"), kernel_overhead_s=Q(0.0, "s"))  # its zero overheads in seconds
 CALIBRATED = Efficiency(flops_fraction=0.7, hbm_fraction=0.85, overhead_s=Q(2e-3, "s"),
-                        layer_overhead_s=Q(1e-5, "s"), hbm_usable_fraction=0.9, gemm_half_tokens=Q(96.0, "token"),
+                        kernel_overhead_s=Q(1e-5, "s"), hbm_usable_fraction=0.9, gemm_half_tokens=Q(96.0, "token"),
                         allreduce_latency_s=Q(8e-6, "s"), link_fraction=0.8, request_overhead_s=Q(0.02, "s"),
                         name="custom")
 PEAKS = engine.Peaks(Q(1e15, "flop/s"), Q(3e12, "byte_/s"), Q(1e12, "byte_"))

@@ -42,7 +42,9 @@ def test_prefill_heavy_throughput_stays_under_the_compute_bound():
         bound = dep.hardware.chip.peak_flops_per_s["fp8"] / (2048 * 2 * 70e9)
         per_chip.append(float(s.requests_per_s[0]) / tp)
         assert per_chip[-1] < bound, (tp, per_chip[-1], bound)
-    assert per_chip[-1] <= per_chip[0]  # TP adds all-reduces to compute-bound prefill, never free compute
+    # TP adds all-reduces to compute-bound prefill, never free compute: TP 8 serves no more per chip than TP 2 (TP 1
+    # is no reference: 70 GB of FP8 weights leave an 80 GB H100 room for ~13 running sequences, KV-bound)
+    assert per_chip[-1] <= per_chip[1]
 
 
 def test_a_cap_above_the_budget_finds_the_true_limit_not_the_budget():

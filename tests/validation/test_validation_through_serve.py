@@ -26,8 +26,8 @@ def predicted():
 
 def _serve_value(case) -> float:
     c = case.case
-    dep = dataclasses.replace(case_deployment(c), eff=load.efficiency_set(c.hardware))
-    prof = case_profile(c)
+    prof = case_profile(c)  # the case's engine at its version: its host and EP overlap on the chip's terms
+    dep = dataclasses.replace(case_deployment(c), eff=prof.on(load.efficiency_set(c.hardware)))
     if c.scenario == "request_rate":
         r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate])
     else:

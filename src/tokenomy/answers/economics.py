@@ -276,7 +276,7 @@ def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8
                   "  closed forms: memory-bound E/(1+k*d); compute-bound E/(k+1+k*d)",
                   f"  E[tokens/step] = (1-a^(k+1))/(1-a) = {sp.tokens_per_step:.3f} (Leviathan et al. 2023, eq. 1)",
                   *(("  round = verify pass of k+1 tokens (engine, len_pass = k+1) + k MTP passes (engine, inside the "
-                     "verify step: its host time o_step + o_seq*b once a round, each draft layer its o_layer)",)
+                     "verify step: its host time o_step + o_seq*b once a round, each draft layer its kernels' floor kappa)",)
                     if mtp else ()), *draft_lines,
                   "  speed-up = E*step/round; cost ratio = 1/speed-up (same batch and chips)",
                   f"  fast mode: the largest batch with {ts:g}x the tokens/s per user of plain decode at batch {base}, "

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from tokenomy.arch.kernels import layer_kernels
 from tokenomy.arch.model import ModelArch
 from tokenomy.arch.ops import Op, lower
 from tokenomy.arch.params import count_params
@@ -52,6 +53,7 @@ class ModelCoeffs:
     attn_index_flops: object  # indexer FLOPs per new token per cached entry
     state_elems: object  # linear / SSM state per sequence, all layers
     state_flops_per_token: object
+    kernels: object  # kernels every layer launches in a forward step, summed (arch/kernels.py)
 
     @property
     def kv_elems_per_token(self):
@@ -88,6 +90,7 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
         **attention_classes(att),
         state_elems=float(sum(o.state_elems for o in att)),
         state_flops_per_token=float(sum(o.state_flops_per_token for o in att)),
+        kernels=float(sum(layer_kernels(m.layers[i]) for i in sorted({o.layer for o in ops if o.layer >= 0}))),
     )
 
 

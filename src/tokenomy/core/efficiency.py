@@ -30,7 +30,8 @@
                                               (two-batch overlap: one micro-batch's all-to-all under the other's
                                               GEMMs, SGLang --enable-two-batch-overlap, DeepSeek's production
                                               decode and prefill); 0 without it (catalog/engines [overlap])
-    per-layer kernel floor                  = o_layer per layer of the stage (launch and small-kernel time that
+    per-kernel floor                        = κ per kernel the stage's layers launch (arch/kernels.py: ~12 a dense
+                                              GQA layer, ~27 an MLA + indexer + MoE one; launch and small-kernel time that
                                               does not shrink with the batch or with TP)
     imperfect overlap                       = φ·min(compute, memory) added to max(compute, memory): kernels hide
                                               only part of the smaller term under the larger (φ = 0: the roofline)
@@ -64,7 +65,7 @@ class Efficiency:
     hbm_fraction: object = 1.0  # η_hbm: streamed weights and activations
     kv_hbm_fraction: object = None  # η_kv: KV-cache reads and writes (paged attention); None = η_hbm
     overhead_s: object = 0.0  # per step (per pipeline stage and micro-batch)
-    layer_overhead_s: object = 0.0  # per layer of a stage, per step
+    kernel_overhead_s: object = 0.0  # κ: per kernel a stage's layers launch, per step
     sequence_overhead_s: object = 0.0  # o_seq: per sequence of the busiest scheduler (attention rank), per step
     overlap_loss: object = 0.0  # φ: share of the smaller of compute and memory not hidden under the larger
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
@@ -96,7 +97,7 @@ class Efficiency:
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all((v >= 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in [0, 1], got {getattr(self, field)}")
-        for field in ("overhead_s", "layer_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s"):
+        for field in ("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")

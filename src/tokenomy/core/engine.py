@@ -15,12 +15,13 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·(w_d + 2)/2/tp bytes)   (dispatch + combine, with attention-DP; w_d = 1
                + 4/128 for experts of 8 bits or fewer: FP8 dispatch with its scales, else 2; dispatch_combine_bytes)
     GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm − ε·min(EP comm, max(compute, memory))
-               + f·L·o_layer   (ε: two-batch overlap hides up to ε of the dispatch + combine under the kernels)
+               + f·K·κ   (ε: two-batch overlap hides up to ε of the dispatch + combine under the kernels; K the
+               kernels the model's layers launch, arch/kernels.py, f·K the stage's; κ the floor a kernel costs)
     host     = o_step + o_seq·b_a   (the scheduler's CPU work; b_a the busiest scheduler's sequences: its attention
                replica's)
     stage    = GPU + host − h·min(GPU, host)   (h = 1: an overlap scheduler prepares the next step while the GPU
                runs this one, the step is max(GPU, host); h = 0: they add) — the step's critical path; overhead =
-               f·L·o_layer + the exposed host time (φ, o_step, o_layer, o_seq, h, ε: efficiency.py; 0 on the roofline)
+               f·K·κ + the exposed host time (φ, o_step, κ, o_seq, h, ε: efficiency.py; 0 on the roofline)
 with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
 rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
 of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
@@ -256,7 +257,7 @@ class Work:
     len_pass: object
     micro_batch: object
     pp: object
-    stage_layers: object  # f·L: layers of the largest stage
+    stage_kernels: object  # f·K: kernels the largest stage's layers launch (arch/kernels.py)
     microbatches: object
     decode: object
     flops: object  # model FLOPs of the whole pass, all chips
@@ -443,7 +444,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     structure = _first_code([lo.layout_code != 0, B != np.round(B), B < dp * M, lo.decode & (M < pp)],
                             [lo.layout_code, 6, 7, 8])
     return Work(
-        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_layers=f * L + _zero_of(b),
+        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels + _zero_of(b),
         microbatches=M, decode=lo.decode,
         # (the per-point factors multiply the grid once: scalars and layout columns are folded first)
         flops=_plus(B * (S * (m.matmul_flops_per_token + attn_tok)), P, m.matmul_flops_per_token + attn_pf),
@@ -675,7 +676,7 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap))  # under the other's kernels
     compute_s, memory_s = _masked_by(compute_s, nan, grid), _masked_by(memory_s, nan, grid)
     comms_s = _masked_by(tp_comm + ep_comm, nan, grid)  # = (tp + nan) + (ep + nan): the parts are read lazily
-    floor = _f(eff.layer_overhead_s) * w.stage_layers
+    floor = _f(eff.kernel_overhead_s) * w.stage_kernels
     host = _f(eff.overhead_s) + _f(eff.sequence_overhead_s) * w.host_seqs
     nan = np.zeros(grid) if nan is None else nan  # the lazily read parts add it on first read
     top = np.maximum(compute_s, memory_s)

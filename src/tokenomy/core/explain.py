@@ -27,7 +27,7 @@ def efficiency_terms(dep: Deployment) -> str:
         eta += f" x rho {_first(e.narrow_flops_ratio):.3g} ({dep.compute[0]})"
     ar = "the link's" if e.allreduce_latency_s is None else fmt_seconds(_first(e.allreduce_latency_s))
     return (f"{e.name} ({e.terms_from or 'given'}): {eta}, eta_hbm {_first(e.hbm_fraction):.3g}, eta_kv "
-            f"{_first(e.kv_fraction):.3g}, o_layer {fmt_seconds(_first(e.layer_overhead_s))}, o_step "
+            f"{_first(e.kv_fraction):.3g}, kappa (per kernel) {fmt_seconds(_first(e.kernel_overhead_s))}, o_step "
             f"{fmt_seconds(_first(e.overhead_s))}, o_seq {fmt_seconds(_first(e.sequence_overhead_s))}, alpha_AR {ar}, "
             f"host overlap h {_first(e.host_overlap):g}, EP overlap eps {_first(e.ep_overlap):g}")
 

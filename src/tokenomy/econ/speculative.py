@@ -21,8 +21,8 @@ target's layout (one pipeline stage: the module sits after the last) under the s
 vLLM's deepseek_mtp does for k > num_nextn_predict_layers); the min(k, modules) modules chained stay resident
 beside the target, with their KV cache over the context, in the memory per chip.
 The MTP round is one engine step: the draft passes run inside the verify step, so the host pays for the round once,
-    round = t_verify(k+1 tokens; o_step + o_seq·b + L·o_layer) + k·t_draft(1 token; o_layer per MTP block)
-t_draft being the module's kernels only (compute, memory, comms and the per-layer kernel floor o_layer), without the
+    round = t_verify(k+1 tokens; o_step + o_seq·b + K·κ) + k·t_draft(1 token; κ per MTP-block kernel)
+t_draft being the module's kernels only (compute, memory, comms and the per-kernel floor κ), without the
 per-step o_step and per-sequence o_seq (``mtp_draft``). TensorRT-LLM runs verification and drafting in one model
 engine forward, "both the verification and draft stages can be captured in one graph" (tech blog 2, "DeepSeek R1 MTP
 Implementation and Optimization"); vLLM's and SGLang's MTP proposers run in the same scheduler step, under CUDA
@@ -123,7 +123,7 @@ class MtpDraft(Serving):
 def mtp_draft(sv: Serving) -> MtpDraft:
     """The target's MTP module on its layout (one stage: pp = 1, the same tp, ep, dp), dtypes and efficiency set less
     the host's per-step terms: a draft pass runs inside the verify step (module docstring), so o_step = o_seq = 0
-    and only its kernels' o_layer remains."""
+    and only its kernels' floor κ remains."""
     lay = replace(sv.layout, pp=1, microbatches=None)
     base = {f.name: getattr(sv, f.name) for f in fields(Serving)}
     return MtpDraft(**base | {"model": mtp_module(sv.model), "layout": lay,

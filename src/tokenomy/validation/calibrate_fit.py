@@ -22,7 +22,7 @@ from tokenomy.validation.prepare import Serving, Training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
-                        layer_overhead_s=5e-6, sequence_overhead_s=2e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,
+                        kernel_overhead_s=3e-6, sequence_overhead_s=2e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,
                         allreduce_latency_s=5e-6, link_fraction=0.7, nccl_link_fraction=0.9, request_overhead_s=0.02,
                         train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=1.0)
 FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss",

@@ -143,7 +143,7 @@ def _as_efficiency(f: EfficiencyFile) -> Efficiency:
     t = f.terms
     return Efficiency(flops_fraction=t.flops_fraction_max, hbm_fraction=t.hbm_fraction,
                       kv_hbm_fraction=t.kv_hbm_fraction, narrow_flops_ratio=t.narrow_flops_ratio,
-                      overhead_s=t.step_overhead_s, layer_overhead_s=t.layer_overhead_s,
+                      overhead_s=t.step_overhead_s, kernel_overhead_s=t.kernel_overhead_s,
                       sequence_overhead_s=t.sequence_overhead_s, overlap_loss=t.overlap_loss,
                       gemm_half_tokens=t.gemm_half_tokens, allreduce_latency_s=t.allreduce_latency_s,
                       link_fraction=t.link_fraction, nccl_link_fraction=t.nccl_link_fraction,

@@ -27,7 +27,7 @@ from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, WORK_FIELDS
 from tokenomy.validation.schema import EfficiencyTerms
 
 SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "kv_hbm_fraction", "step_overhead_s",
-                  "layer_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s",
+                  "kernel_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s",
                   "link_fraction", "nccl_link_fraction", "request_overhead_s")
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
 
@@ -42,7 +42,7 @@ class Theta:
     kv_hbm_fraction: object
     narrow_flops_ratio: object
     step_overhead_s: object
-    layer_overhead_s: object
+    kernel_overhead_s: object
     sequence_overhead_s: object
     overlap_loss: object
     allreduce_latency_s: object
@@ -76,7 +76,7 @@ class Theta:
                           hbm_fraction=g(self.hbm_fraction), kv_hbm_fraction=g(self.kv_hbm_fraction),
                           narrow_flops_ratio=g(self.narrow_flops_ratio),
                           overhead_s=g(self.step_overhead_s),
-                          layer_overhead_s=g(self.layer_overhead_s),
+                          kernel_overhead_s=g(self.kernel_overhead_s),
                           sequence_overhead_s=g(self.sequence_overhead_s), overlap_loss=g(self.overlap_loss),
                           allreduce_latency_s=g(self.allreduce_latency_s), link_fraction=g(self.link_fraction),
                           nccl_link_fraction=g(self.nccl_link_fraction),
@@ -102,7 +102,7 @@ def roofline_theta(s: Serving) -> Theta:
     return Theta(flops_fraction_max=ROOFLINE.flops_fraction, gemm_half_tokens=ROOFLINE.gemm_half_tokens,
                  hbm_fraction=ROOFLINE.hbm_fraction, kv_hbm_fraction=ROOFLINE.kv_fraction,
                  narrow_flops_ratio=ROOFLINE.narrow_flops_ratio, step_overhead_s=ROOFLINE.overhead_s,
-                 layer_overhead_s=ROOFLINE.layer_overhead_s, sequence_overhead_s=ROOFLINE.sequence_overhead_s,
+                 kernel_overhead_s=ROOFLINE.kernel_overhead_s, sequence_overhead_s=ROOFLINE.sequence_overhead_s,
                  overlap_loss=ROOFLINE.overlap_loss,
                  allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction, nccl_link_fraction=1.0,
                  request_overhead_s=ROOFLINE.request_overhead_s)

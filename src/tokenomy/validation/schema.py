@@ -146,7 +146,7 @@ class EfficiencyTerms(_Strict):
     kv_hbm_fraction: float | None = Field(default=None, gt=0, le=1)  # share paged KV reads reach (None: hbm_fraction)
     narrow_flops_ratio: float = Field(default=1.0, gt=0, le=1)  # share of that GEMMs in <= 8 bits reach
     step_overhead_s: float = Field(ge=0)  # fixed per forward step (scheduling, sampling, host work)
-    layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: launch / small-kernel floor
+    kernel_overhead_s: float = Field(default=0.0, ge=0)  # κ: per kernel a layer launches, per step (arch/kernels.py)
     sequence_overhead_s: float = Field(default=0.0, ge=0)  # per running sequence of a scheduler per step: host work
     overlap_loss: float = Field(default=0.0, ge=0, le=1)  # share of min(compute, memory) not hidden under the max
     allreduce_latency_s: float = Field(ge=0)  # α of one all-reduce shot on scale-up (anchored: anchors.py)
