@@ -29,7 +29,10 @@
     EP overlap                              = ε: the share of the MoE dispatch + combine hidden under compute
                                               (two-batch overlap: one micro-batch's all-to-all under the other's
                                               GEMMs, SGLang --enable-two-batch-overlap, DeepSeek's production
-                                              decode and prefill); 0 without it (catalog/engines [overlap])
+                                              decode and prefill), at the price of launching every kernel once
+                                              per micro-batch ((1 + ε)·κ per kernel: LMSYS measured TBO 27% slower
+                                              at 32 tokens a GPU and 25% faster at 256, 2025-05-05); 0 without it
+                                              (catalog/engines [overlap])
     per-kernel floor                        = κ per kernel the stage's layers launch (arch/kernels.py: ~12 a dense
                                               GQA layer, ~27 an MLA + indexer + MoE one; launch and small-kernel time that
                                               does not shrink with the batch or with TP)
