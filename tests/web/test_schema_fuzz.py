@@ -60,7 +60,9 @@ def test_values_that_fit_the_schema_reach_the_answers():
     for label in ("GET /api/decode", "GET /api/prefill", "GET /api/batch"):
         operation = SCHEMA.find_operation_by_label(label)
 
-        @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+        # most schema-valid draws are still refused (an unknown model name, a layout the model cannot take): a few
+        # times the examples keep the answered share from resting on one lucky draw (30 a question had given none)
+        @settings(max_examples=4 * EXAMPLES, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
         @given(case=operation.as_strategy(generation_mode=GenerationMode("positive")))
         def fuzz(case):
