@@ -41,6 +41,7 @@ UNITS = {  # the unit of each ModelCoeffs field
     "capacity_embed_params": "param", "capacity_expert_params": "param", "expert_params": "param",
     "dense_w": "byte_/param", "embed_w": "byte_/param", "expert_w": "byte_/param",
     "matmul_flops_per_token": "flop/token", "moe_layers": "", "num_experts": "", "experts_per_tok": "",
+    "n_group": "", "topk_group": "",
     "attn_kv": "elem/token", "attn_window": "token", "attn_ratio": "", "attn_chunk": "token", "attn_topk": "token",
     "attn_score_absorbed": "flop/token**2", "attn_score_plain": "flop/token**2", "attn_unabsorb": "flop/token",
     "attn_index_kv": "elem/token", "attn_index_flops": "flop/token**2", "state_elems": "elem",
@@ -71,6 +72,8 @@ CASES = {  # name: (model, hardware, layout, evaluate's keyword arguments)
     "moe tp2 ep8 over racks": ("deepseek-v3", "hgx-h100-8", Layout(tp=2, ep=8, redundant_experts=32),
                                dict(batch=np.array([16.0, 256.0]), context=8192 * TOK, len_pass=TOK,
                                     prefill_tokens=512 * TOK, prefill_context=2048 * TOK)),
+    "moe prefill ep32 over nodes": ("deepseek-v3", "hgx-h800-8", Layout(ep=32),  # DeepEP's normal kernels
+                                    dict(batch=np.array([32.0, 64.0]), context=4096 * TOK, len_pass=4096 * TOK)),
     "pipeline pp2": ("llama-3.1-70b", "hgx-h100-8", Layout(tp=4, pp=2, kv_batch=True),
                      dict(batch=np.array([8.0, 64.0]), context=np.array([[1024.0], [32768.0]]) * TOK,
                           len_pass=TOK, hop_latency_s=Q(2e-5, "s"))),

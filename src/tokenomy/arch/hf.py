@@ -190,6 +190,19 @@ def qwen3_moe(c: _Cfg, name: str) -> ModelArch:
     return _base(c, name, layers)
 
 
+def _group_limit(c: _Cfg, num_experts: int) -> dict[str, int]:
+    """Group-limited routing (Mlp): ``n_group`` groups of experts, a token's experts from ``topk_group`` of them.
+    HF DeepseekV2/V3 MoEGate applies the groups unless ``topk_method`` is "greedy" (plain top-k); a config without
+    the fields has no limit (1, 1)."""
+    if c.opt("topk_method", "") == "greedy":
+        return {"n_group": 1, "topk_group": 1}
+    n, top = c.pos("n_group", 1), c.pos("topk_group", 1)
+    if top > n or num_experts % n:
+        raise ConfigError(f"config {c.name}: fields 'n_group' {n} and 'topk_group' {top}: topk_group must be at most "
+                          f"n_group, and n_group must divide the {num_experts} routed experts")
+    return {"n_group": n, "topk_group": top}
+
+
 def deepseek(c: _Cfg, name: str) -> ModelArch:
     """DeepseekV3Config (also Kimi-K2, DeepSeek-V2): MLA + shared/routed MoE after ``first_k_dense_replace``.
 
@@ -200,7 +213,8 @@ def deepseek(c: _Cfg, name: str) -> ModelArch:
     att = Attention("mla", H, H, c.pos("qk_nope_head_dim") + rope, c.pos("v_head_dim"),
                     q_lora_rank=c.opt("q_lora_rank", None), kv_lora_rank=c.pos("kv_lora_rank"), qk_rope_head_dim=rope)
     Fe = c.pos("moe_intermediate_size")
-    moe = Mlp("moe", num_experts=c.pos("n_routed_experts"), experts_per_tok=c.pos("num_experts_per_tok"),
+    E = c.pos("n_routed_experts")
+    moe = Mlp("moe", num_experts=E, experts_per_tok=c.pos("num_experts_per_tok"), **_group_limit(c, E),
               expert_intermediate_size=Fe, num_shared_experts=c.opt("n_shared_experts", 0), shared_intermediate_size=Fe)
     first_dense, freq = c.opt("first_k_dense_replace", 0), c.pos("moe_layer_freq", 1)
     layers = [Layer(att, moe if (i >= first_dense and i % freq == 0) else _dense_mlp(c))

@@ -120,7 +120,10 @@ class Mlp:
     """Dense MLP or MoE. Gated (SwiGLU/GeGLU) MLPs have 3 matrices, ungated 2.
 
     MoE: ``num_experts`` routed experts of width ``expert_intermediate_size``, ``experts_per_tok`` chosen per
-    token, plus ``num_shared_experts`` always-on experts of width ``shared_intermediate_size``.
+    token, plus ``num_shared_experts`` always-on experts of width ``shared_intermediate_size``. Group-limited
+    routing (config.json ``n_group``, ``topk_group``): the experts form ``n_group`` equal groups and a token's
+    experts come from its best ``topk_group`` of them (DeepSeek-V3 report §2.1.2 and §3.2.2: node-limited routing,
+    groups laid out on nodes); 1 and 1, no limit.
     """
 
     kind: MlpKind
@@ -129,6 +132,8 @@ class Mlp:
     bias: bool = False
     num_experts: int = 0
     experts_per_tok: int = 0
+    n_group: int = 1
+    topk_group: int = 1
     expert_intermediate_size: int = 0
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0

@@ -33,6 +33,8 @@ class Op:
     category: Category = "dense"  # which quantization applies to its weights
     num_experts: int = 0
     experts_per_tok: int = 0
+    n_group: int = 1  # group-limited routing (arch/model.py Mlp)
+    topk_group: int = 1
     # attention only: FLOPs per new token per attended position, decode (absorbed MLA) and prefill forms
     score_flops_decode: float = 0.0
     score_flops_prefill: float = 0.0
@@ -73,7 +75,8 @@ def _layer_ops(m: ModelArch, i: int) -> list[Op]:
         ops.append(Op(f"L{i}.mlp", "matmul", i, dense, act_elems_per_token=2 * D + 2 * width))
     if mlp.kind == "moe":
         ops.append(Op(f"L{i}.experts", "expert", i, mlp.expert_params(D), "expert", mlp.num_experts,
-                      mlp.experts_per_tok, act_elems_per_token=mlp.experts_per_tok * 3 * mlp.expert_intermediate_size))
+                      mlp.experts_per_tok, n_group=mlp.n_group, topk_group=mlp.topk_group,
+                      act_elems_per_token=mlp.experts_per_tok * 3 * mlp.expert_intermediate_size))
     return ops
 
 

@@ -36,6 +36,8 @@ class ModelCoeffs:
     moe_layers: object  # number of MoE layers (all alike)
     num_experts: object  # E (1 for dense models: the formulas then add nothing)
     experts_per_tok: object  # k
+    n_group: object  # expert groups and the most a token's experts come from (1, 1: no limit; arch/model.py Mlp)
+    topk_group: object
     expert_params: object  # one expert
     act_elems_per_token: object
     act_peak_elems_per_token: object  # widest single op: the live activation working set per token
@@ -71,7 +73,7 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
     if keep is not None:
         ops = [o for o in ops if keep(o)]
     experts = [o for o in ops if o.kind == "expert"]
-    if len({(o.num_experts, o.experts_per_tok, o.params) for o in experts}) > 1:
+    if len({(o.num_experts, o.experts_per_tok, o.n_group, o.topk_group, o.params) for o in experts}) > 1:
         raise ValueError(f"model {m.name}: MoE layers differ in shape; the engine assumes one expert shape")
     att = [o for o in ops if o.kind == "attention"]
     e = experts[0] if experts else None
@@ -85,6 +87,7 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
         matmul_flops_per_token=2.0 * (dense + head + sum(o.experts_per_tok * o.params for o in experts)),
         moe_layers=float(len(experts)), num_experts=float(e.num_experts if e else 1),
         experts_per_tok=float(e.experts_per_tok if e else 0), expert_params=float(e.params if e else 0),
+        n_group=float(e.n_group if e else 1), topk_group=float(e.topk_group if e else 1),
         act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
         act_peak_elems_per_token=float(max((o.act_elems_per_token for o in ops), default=0.0)),
         **attention_classes(att),

@@ -12,6 +12,8 @@ A group of g chips with g_in per domain over g_out = ceil(g/g_in) domains runs h
     all-gather:  all-gather of nbytes/g_in across, then inside;  reduce-scatter: the mirror image
     all-to-all:  the (g_in-1)/g share moves on scale-up while the (g-g_in)/g share crosses scale-out at the
                  same time; the slower link binds (lecture §2.7: two racks send half the tokens over the slow one)
+An MoE dispatch run as DeepEP's normal kernels sends each token once per destination domain and rank, not once
+per expert (``routed_shares``: the shares of what the token-expert assignments carry that each level moves).
 All-reduce inside one scale-up domain may instead run as a one-shot or two-shot custom all-reduce (``shot_terms``,
 what TensorRT-LLM, vLLM and SGLang ship for decode-sized messages); the fastest algorithm is taken (``Fastest``).
 Every function broadcasts over numpy arrays of ``group``, ``nbytes`` and ``stride``; a group of 1 costs 0. Byte
@@ -127,11 +129,53 @@ def all_gather_cost(topo: Topology, group, stride=1) -> Cost:
     return _hierarchical(topo, group, stride, 1.0)
 
 
-def all_to_all_cost(topo: Topology, group, stride=1) -> Cost:
+def all_to_all_shares(topo: Topology, group, stride=1):
+    """(scale-up, scale-out) shares of what one chip sends that cross each level when every member gets an equal
+    part: (g_in-1)/g and (g-g_in)/g (its own part stays)."""
+    g, g_in, _, _ = _levels(topo, group, stride)
+    return (g_in - 1) / g, (g - g_in) / g
+
+
+def reached(units, experts_per_tok, n_group=1, topk_group=1):
+    """Expected distinct units (ranks, or domains) a token's k experts sit on, X units each holding an equal
+    contiguous share of the experts: X·(1 − (1 − 1/X)^k) (k independent uniform picks; the exact draw without
+    replacement gives 3.61 for DeepSeek-V3 on 4 domains, this 3.60), at most the group limit where groups and units
+    align: topk_group·max(X/n_group, 1) units when n_group divides X or X divides n_group (hierarchical EPLB packs
+    whole groups onto nodes: github.com/deepseek-ai/EPLB), none otherwise (a group straddles units). The router
+    picks each group for its strongest experts, so the chosen groups are nearly all used: min(expectation, limit)
+    (iid scores through DeepSeek-V3's router: 3.97 groups of the 4 allowed, against 4 and 5.25 uncapped)."""
+    X = np.maximum(_f(units), 1.0)
+    k, n, top = (np.asarray(getattr(v, "magnitude", v), dtype=float) for v in (experts_per_tok, n_group, topk_group))
+    with np.errstate(divide="ignore"):  # one unit (X = 1): log 0 = -inf, and the token reaches it
+        spread = X * -np.expm1(k * np.log1p(-1.0 / X))
+    aligned = (np.mod(X, n) == 0) | (np.mod(n, X) == 0)
+    return np.minimum(spread, np.where(aligned, top * np.maximum(X / n, 1.0), X))
+
+
+def routed_shares(topo: Topology, group, stride, experts_per_tok, n_group=1, topk_group=1):
+    """(scale-up, scale-out) link copies per token-expert assignment of an MoE dispatch as DeepEP's normal kernels
+    run it (internode: RDMA to the peer of the same local index on each destination node, which forwards over
+    NVLink; one copy per destination rank, its experts share it; DeepSeek-V3 report §3.2.2) over g ranks in
+    G = ceil(g/g_in) domains of g_in. Per token (``reached``: R ranks of g, N domains of G):
+        scale-out: N·(G−1)/G   each destination domain once; by symmetry a token's own domain is one of the N
+                               with probability N/G (routing does not see where the token is)
+        scale-up:  R·(g_in−1)/g_in   each destination rank once, less the one per domain that received it (the
+                               source itself at home): G of the g ranks, R·G/g of them touched
+    each over the assignments' k copies. The combine is the mirror image (each rank sums its experts' outputs, the
+    receiving peer the node's, one copy back per domain): the same copies."""
+    g, g_in, G, _ = _levels(topo, group, stride)
+    k = np.maximum(np.asarray(getattr(experts_per_tok, "magnitude", experts_per_tok), dtype=float), 1.0)
+    ranks, domains = reached(g, k, n_group, topk_group), reached(G, k, n_group, topk_group)
+    return ranks * (g_in - 1.0) / g_in / k, domains * (G - 1.0) / G / k
+
+
+def all_to_all_cost(topo: Topology, group, stride=1, shares=None) -> Cost:
+    """``shares``: (scale-up, scale-out) shares of ``nbytes`` each level carries; default ``all_to_all_shares``."""
     g, g_in, g_out, bw_up = _levels(topo, group, stride)
     up, out = topo.scale_up, topo.scale_out
-    return Cost(((np.where(g_in > 1, up.latency_s, 0.0), (g_in - 1) / g / bw_up),
-                 (np.where(g_out > 1, out.latency_s, 0.0), (g - g_in) / g / out.bytes_per_s)))
+    up_share, out_share = all_to_all_shares(topo, group, stride) if shares is None else shares
+    return Cost(((np.where(g_in > 1, up.latency_s, 0.0), up_share / bw_up),
+                 (np.where(g_out > 1, out.latency_s, 0.0), out_share / out.bytes_per_s)))
 
 
 def all_reduce(topo: Topology, group, nbytes, stride=1):

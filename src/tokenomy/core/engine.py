@@ -13,7 +13,9 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
     memory   = [f·W_dense/a + f·L_moe·x·N_expert·w/tp + acts] / (bw·η_hbm) + f·b_a·KV(C)/kv_split / (bw·η_kv)
     TP comm  = n_AR · all-reduce(a, T_a·D·2 bytes)   (+ batch-sharded KV all-to-all) (core/collectives.py)
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·(w_d + 2)/2/tp bytes)   (dispatch + combine, with attention-DP; w_d = 1
-               + 4/128 for experts of 8 bits or fewer: FP8 dispatch with its scales, else 2; dispatch_combine_bytes)
+               + 4/128 for experts of 8 bits or fewer: FP8 dispatch with its scales, else 2; dispatch_combine_bytes;
+               each level carries its copies per assignment: a prefill pass one per destination domain and rank,
+               node-limited routing capping the domains, a decode pass one per expert; _ep_shares)
     GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm − ε·min(EP comm, max(compute, memory))
                + (1 + ε)·f·K·κ   (ε: two-batch overlap hides up to ε of the dispatch + combine under the kernels;
                each micro-batch launches every kernel and streams the weights, (1 + ε)·W in memory; K the kernels the
@@ -284,7 +286,10 @@ class Work:
     ep_group: object
     ep_stride: object
     ep_count: object  # dispatch + combine all-to-alls per stage (attention-DP with EP)
-    ep_bytes: object
+    ep_bytes: object  # what the busiest rank's token-expert assignments carry per all-to-all
+    ep_low_latency: object  # DeepEP's low-latency kernels (bool), else its normal kernels (_ep_shares)
+    ep_up_share: object  # link copies per assignment on scale-up and on scale-out (_ep_shares)
+    ep_out_share: object
     host_seqs: object  # sequences the busiest scheduler (attention replica) runs per micro-batch: o_seq's count
     hop_s: object  # one pipeline hop (link alpha-beta; no efficiency applies)
     weight_bytes_per_chip: object  # resident
@@ -297,10 +302,11 @@ class Work:
 
 def evaluate(shape: ModelShape, topo: Topology, peaks: Peaks, layout: Layout, batch, context, len_pass=1, *,
              precision: Precision, eff: Efficiency = ROOFLINE, prefill_tokens=0.0, prefill_context=0.0,
-             kv_read_fraction=1.0, hop_latency_s=None) -> PassTerms:
+             kv_read_fraction=1.0, hop_latency_s=None, ep_low_latency=None) -> PassTerms:
     """Evaluate a pass (see the module docstring); every argument broadcasts against the others."""
     w = work(shape, topo, layout, batch, context, len_pass, precision=precision, prefill_tokens=prefill_tokens,
-             prefill_context=prefill_context, kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s)
+             prefill_context=prefill_context, kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s,
+             ep_low_latency=ep_low_latency)
     return times(w, topo, peaks, eff)
 
 
@@ -329,6 +335,8 @@ class Lowered:
     kv_split_heads: object  # the KV-head split of the attention group
     slots: object  # routed + redundant expert slots
     slots_per_rank: object
+    ep_low_latency: object  # the EP all-to-all runs the low-latency kernels (bool; _ep_shares)
+    ep_shares: tuple  # (scale-up, scale-out) link copies per token-expert assignment of a dispatch or combine
     hop_latency_s: object  # a pipeline hop: latency + seconds per token of activations
     hop_s_per_token: object
     weight_bytes_per_chip: object  # resident
@@ -343,8 +351,10 @@ class Lowered:
 
 
 def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1, *, precision: Precision,
-          prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None) -> Lowered:
-    """The batch-free half of ``work``: layout-shaped splits and context-shaped costs (module docstring)."""
+          prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None, ep_low_latency=None) -> Lowered:
+    """The batch-free half of ``work``: layout-shaped splits and context-shaped costs (module docstring).
+    ``ep_low_latency``: the EP all-to-all runs the low-latency kernels (_ep_shares); None: where the pass is a
+    decode (S <= 1); True for a decode-shaped pass of more tokens (the verify of 1 + drafts)."""
     m, lay, pr = shape.coeffs, layout, precision
     ideal = np.asarray(lay.ideal, dtype=bool)
     tp, ep, pp, dp = (_f(x) for x in (lay.tp, lay.ep, lay.pp, lay.dp))
@@ -362,6 +372,9 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1
     a = np.where(ad, tp, g)  # attention tensor-parallel group
     kvs = np.where(ideal, a, np.minimum(a, shape.kv_heads))
     slots = E + _f(lay.redundant_experts)
+    decode = S <= one
+    low_latency = decode if ep_low_latency is None else np.asarray(ep_low_latency, dtype=bool)
+    ep_shares = _ep_shares(topo, ep, tp, m, low_latency)
     crosses = pp * g > topo.domain_size
     up, out = topo.scale_up, topo.scale_out
     hop_a = np.where(crosses, out.latency_s, up.latency_s) if hop_latency_s is None else _f(hop_latency_s)
@@ -376,21 +389,21 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1
     return Lowered(
         shape=shape, layout=lay, precision=pr, ideal=ideal, tp=tp, ep=ep, pp=pp, dp=dp, microbatches=M, attn_dp=ad,
         context=C, len_pass=S, group=g, chips=n, stage_share=f, attn_group=a, kv_split_heads=kvs, slots=slots,
-        slots_per_rank=slots / ep, hop_latency_s=hop_a, hop_s_per_token=hop_b, weight_bytes_per_chip=w_chip,
+        slots_per_rank=slots / ep, ep_low_latency=low_latency, ep_shares=ep_shares, hop_latency_s=hop_a, hop_s_per_token=hop_b, weight_bytes_per_chip=w_chip,
         attn_flops_per_token=ct.flops_per_token + m.state_flops_per_token,
         chunk_attn_flops_per_token=pf.flops_per_token + m.state_flops_per_token,
         chunk_kv_bytes_per_token=pf.written_per_token,
         kv_bytes_per_seq=ct.read_per_seq + S * ct.written_per_token + ct.written_per_seq,
         cached_bytes_per_seq=ct.cached_per_seq, layout_code=_structure(shape, lay, tp, ep, pp, a, ideal),
-        decode=S <= one, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
+        decode=decode, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
 
 
 def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_pass=1, *, precision: Precision,
          prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None,
-         prefill_chunk=None) -> Work:
+         prefill_chunk=None, ep_low_latency=None) -> Work:
     """Lower a pass on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
     lo = lower(shape, topo, layout, context, len_pass, precision=precision, prefill_context=prefill_context,
-               kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s)
+               kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s, ep_low_latency=ep_low_latency)
     return batched(lo, batch, prefill_tokens, prefill_chunk)
 
 
@@ -463,7 +476,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         ar_bytes=T_a * (D * ab), q_count=np.where(kv_batch, f * L, 0.0),
         q_bytes=T_a * (2.0 * shape.num_heads * shape.head_dim * ab / a),
         ep_group=np.where(lo.ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
-        ep_bytes=ep_bytes, host_seqs=b_a, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
+        ep_bytes=ep_bytes, ep_low_latency=lo.ep_low_latency, ep_up_share=lo.ep_shares[0], ep_out_share=lo.ep_shares[1], host_seqs=b_a, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
         weight_bytes_per_chip=lo.weight_bytes_per_chip, kv_bytes_per_chip=f * per_rank * lo.cached_bytes_per_seq
         / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=lo.ideal,
         structure=structure, rack_hop_ratio=lo.rack_hop_ratio)
@@ -520,6 +533,21 @@ def dispatch_combine_bytes(pr: Precision):
     return ab * (np.where(narrow, FP8_DISPATCH_SHARE, 1.0) + 1.0)
 
 
+def _ep_shares(topo: Topology, ep, tp, m, low_latency):
+    """(scale-up, scale-out) link copies per token-expert assignment of the EP dispatch and combine, as DeepEP's two
+    kinds of kernel run them and the engines choose them (SGLang --deepep-mode auto, vLLM's deepep_high_throughput
+    / deepep_low_latency backends): a pass of several tokens per sequence (prefill) runs the normal kernels, one
+    copy per destination domain over scale-out and per rank over scale-up (collectives.routed_shares, node-limited
+    routing included); a decode pass runs the low-latency kernels, CUDA-graphed with fixed buffers, which send
+    every token-expert pair on its own (DeepEP README: low-latency kernels, "pure RDMA"; collectives.
+    all_to_all_shares). A decode step with interleaved prefill tokens keeps its kind (SGLang switches such a
+    step to the normal kernels, whose CPU sync this model does not charge); a verify pass of 1 + drafts tokens is
+    decode-shaped and CUDA-graphed like a decode (``lower``'s ``ep_low_latency``)."""
+    plain = col.all_to_all_shares(topo, ep, tp)
+    normal = col.routed_shares(topo, ep, tp, m.experts_per_tok, m.n_group, m.topk_group)
+    return tuple(np.where(low_latency, p, n) for p, n in zip(plain, normal))
+
+
 def experts_touched(tokens, num_experts, experts_per_tok):
     """Expected distinct experts one MoE layer reads when ``tokens`` tokens each pick k of E uniformly:
     E·(1 − (1 − k/E)^T). T=1 gives k; T→∞ gives E. (Balls-in-bins; real routers are less uniform.)"""
@@ -559,7 +587,11 @@ def _comms_s(w: Work, topo: Topology, ring_share=1.0):
         tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
     if not np.any(w.ep_count > 0) and not hasattr(tp, "units"):  # no dispatch and combine (no attention-DP with
         return tp, 0.0  # EP): 0, not formed (quantities take the masked sum: its unit is checked, tests/dims)
-    a2a = col.all_to_all_cost(topo, w.ep_group, w.ep_stride)(w.ep_bytes)
+    # the normal kernels (a prefill pass: _ep_shares) move MB-sized chunks over NVLink at the bulk
+    # rate the ring reaches (DeepEP intranode: 153 GB/s of the H800's 200), not the P2P kernels' η_link, fitted on
+    # decode-sized all-reduces
+    up_share = w.ep_up_share / np.where(w.ep_low_latency, 1.0, ring_share)
+    a2a = col.all_to_all_cost(topo, w.ep_group, w.ep_stride, (up_share, w.ep_out_share))(w.ep_bytes)
     return tp, np.where(w.ep_count > 0, w.ep_count * a2a, 0.0)
 
 

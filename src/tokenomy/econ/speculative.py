@@ -163,7 +163,7 @@ def speculate(sv: Serving, batch, context, k: int, alpha: float, draft_cost: flo
     check_speculation(k, alpha, 0.0 if draft is not None else draft_cost)
     B = np.asarray(batch, float)
     base = sv.terms(B, float(context))
-    ver = sv.terms(B, float(context), float(k + 1))
+    ver = sv.terms(B, float(context), float(k + 1), ep_low_latency=True)  # decode-shaped: the decode's EP kernels
     e = float(expected_tokens_per_step(alpha, k))
     mem = np.maximum(base.memory_per_chip_bytes, ver.memory_per_chip_bytes)
     fits = np.asarray(base.fits) & np.asarray(ver.fits)
