@@ -59,7 +59,8 @@ def explain_pass(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms |
         f"{fmt_seconds(g(r.memory_s))}",
         f"  comms_s = TP {fmt_seconds(g(r.tp_comm_s))} + EP {fmt_seconds(g(r.ep_comm_s))}; overhead_s = "
         f"{fmt_seconds(g(r.overhead_s))}",
-        f"  stage = max(compute, memory) + comms + overhead = {fmt_seconds(g(r.stage_s))}; "
+        f"  stage = GPU + host - h*min(GPU, host) (GPU = max(compute, memory) + phi*min + comms + the kernels' floor; "
+        f"overhead = the floor + the exposed host time) = {fmt_seconds(g(r.stage_s))}; "
         f"{'TPOT' if S <= 1 else 'pass'} = {fmt_seconds(g(r.step_s))} (pipeline hops {g(r.hops):g} x "
         f"{fmt_seconds(g(r.hop_s))}); binding: {engine.BOUNDS[int(g(r.bound))]}",
         mem,

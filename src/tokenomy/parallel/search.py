@@ -246,7 +246,9 @@ def explain_plan(dep: Deployment, plans: Layout, r: PassTerms, i: int) -> list[s
             f"  per stage and micro-batch: compute {fmt_seconds(g(r.compute_s))} (peak {fmt_si(peak_flops_per_s)}FLOP/s),"
             f" HBM {fmt_seconds(g(r.memory_s))}, TP all-reduce/all-to-all {fmt_seconds(g(r.tp_comm_s))}, EP dispatch"
             f"+combine {fmt_seconds(g(r.ep_comm_s))}",
-            f"  t_stage = max(compute, memory) + comms + overhead = {fmt_seconds(g(r.stage_s))}; hop "
+            f"  t_stage = GPU + host - h*min(GPU, host), GPU = max(compute, memory) + phi*min + comms (EP less "
+            f"eps*min(EP, kernels)) + (1+eps)*kernels*kappa; overhead (the floor + the exposed host time) "
+            f"{fmt_seconds(g(r.overhead_s))}; t_stage = {fmt_seconds(g(r.stage_s))}; hop "
             f"{fmt_seconds(g(r.hop_s))} x {g(r.hops):g} per pass "
             f"({'scale-out' if pp * tp * ep > topo.domain_size else 'scale-up'})"]
     form = "max(M*t_stage, pp*t_stage + hops*t_hop)" if S <= 1 else "(M+pp-1)*t_stage + hops*t_hop"
