@@ -389,7 +389,8 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1
     return Lowered(
         shape=shape, layout=lay, precision=pr, ideal=ideal, tp=tp, ep=ep, pp=pp, dp=dp, microbatches=M, attn_dp=ad,
         context=C, len_pass=S, group=g, chips=n, stage_share=f, attn_group=a, kv_split_heads=kvs, slots=slots,
-        slots_per_rank=slots / ep, ep_low_latency=low_latency, ep_shares=ep_shares, hop_latency_s=hop_a, hop_s_per_token=hop_b, weight_bytes_per_chip=w_chip,
+        slots_per_rank=slots / ep, ep_low_latency=low_latency, ep_shares=ep_shares, hop_latency_s=hop_a,
+        hop_s_per_token=hop_b, weight_bytes_per_chip=w_chip,
         attn_flops_per_token=ct.flops_per_token + m.state_flops_per_token,
         chunk_attn_flops_per_token=pf.flops_per_token + m.state_flops_per_token,
         chunk_kv_bytes_per_token=pf.written_per_token,
@@ -476,7 +477,8 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         ar_bytes=T_a * (D * ab), q_count=np.where(kv_batch, f * L, 0.0),
         q_bytes=T_a * (2.0 * shape.num_heads * shape.head_dim * ab / a),
         ep_group=np.where(lo.ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
-        ep_bytes=ep_bytes, ep_low_latency=lo.ep_low_latency, ep_up_share=lo.ep_shares[0], ep_out_share=lo.ep_shares[1], host_seqs=b_a, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
+        ep_bytes=ep_bytes, ep_low_latency=lo.ep_low_latency, ep_up_share=lo.ep_shares[0],
+        ep_out_share=lo.ep_shares[1], host_seqs=b_a, hop_s=_affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
         weight_bytes_per_chip=lo.weight_bytes_per_chip, kv_bytes_per_chip=f * per_rank * lo.cached_bytes_per_seq
         / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=lo.ideal,
         structure=structure, rack_hop_ratio=lo.rack_hop_ratio)
