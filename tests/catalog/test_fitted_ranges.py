@@ -19,7 +19,7 @@ def test_every_fitted_term_has_a_range_with_an_anchor():
     fitted = set(SERVING_FIELDS) - set(anchors.ANCHORED_FIELDS)
     assert fitted <= set(RANGES), f"no range for {sorted(fitted - set(RANGES))}"
     for name, r in RANGES.items():
-        assert r["low"] < r["high"] and len(r["anchor"]) > 20, name
+        assert r["low"] < r["high"] and len(r["anchor"]) > 20 and len(r["source"]) > 10, name
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
