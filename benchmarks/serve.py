@@ -1,14 +1,11 @@
 """Speed of serving: analytic workload points per second and simulated requests per CPU second (ratios in one run).
 
 Targets (issue 13): analytic >= 1e6 points/s per core; simulator >= 1e5 requests/s (10,000 of 1k/1k in < 0.1 s).
-Each figure is the median of REPEATS runs of process (CPU) time. The analytic rate is also taken in a child process
-with glibc's malloc defaults (TOKENOMY_MALLOC=default, core/heap.py), to show what keeping freed arrays buys.
+Each figure is the median of REPEATS runs of process (CPU) time, with the process's allocator as it comes (the
+library sets nothing process-wide).
 """
 
-import os
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -47,9 +44,6 @@ def _setup():
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--analytic-only"]:  # the child run with glibc's malloc defaults
-        print(_analytic_rate(*_setup()))
-        return
     dep, prof = _setup()
     C = np.random.default_rng(0).integers(1, 512, 100_000).astype(float)
     a = _analytic_rate(dep, prof)
@@ -62,11 +56,6 @@ def main() -> None:
     s_t = _cpu_s(lambda: simulate(dep, prof, w, SIM_REQUESTS))
     print(f"analytic: {a:,.0f} workload points per CPU second (target 1e6: {a / 1e6:.2f}x); one point per call "
           f"{b:,.0f}/s in the same run: {a / b:,.0f}x")
-    child = subprocess.run([sys.executable, __file__, "--analytic-only"], capture_output=True, text=True, check=True,
-                           env={**os.environ, "TOKENOMY_MALLOC": "default"})
-    d = float(child.stdout.split()[-1])
-    print(f"  with glibc's malloc defaults (a child process, TOKENOMY_MALLOC=default): {d:,.0f}/s; keeping freed "
-          f"arrays in the heap (core/heap.py) buys {a / d:.2f}x")
     print(f"simulator: {SIM_REQUESTS:,} requests of 1k/1k at C=64 in {s_t:.3f} s CPU = {SIM_REQUESTS / s_t:,.0f} "
           f"requests/s (target 1e5: {SIM_REQUESTS / s_t / 1e5:.2f}x)")
 

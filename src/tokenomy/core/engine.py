@@ -45,7 +45,7 @@ import numpy as np
 
 from tokenomy.arch.positions import attended, cached, indexed
 from tokenomy.core import collectives as col
-from tokenomy.core import efficiency, heap
+from tokenomy.core import efficiency
 from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.efficiency import magnitude as _mag  # of a count used as an exponent
@@ -713,7 +713,6 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
     reason, nan = _fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
     grid = np.shape(reason)
-    heap.for_grid(reason.size)  # a large grid's temporaries from the heap, not fresh pages (core/heap.py)
     ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap))  # under the other's kernels
     compute_s, memory_s = _masked_by(compute_s, nan, grid), _masked_by(memory_s, nan, grid)
     comms_s = _masked_by(tp_comm + ep_comm, nan, grid)  # = (tp + nan) + (ep + nan): the parts are read lazily
