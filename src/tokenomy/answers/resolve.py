@@ -14,7 +14,7 @@ from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import overlaps_host
+from tokenomy.serving.scheduler import overlaps
 from tokenomy.specs import Hardware
 from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
@@ -60,7 +60,8 @@ def _calibrated(chip: str, engine: str) -> Efficiency:
     from tokenomy.validation.load import efficiency_set
 
     version, since, two_batch = loader.engine_overlap(engine)
-    return efficiency_set(chip).with_(host_overlap=float(overlaps_host(since, version)), ep_overlap=float(two_batch))
+    h, eps = overlaps(since, version, two_batch)
+    return efficiency_set(chip).with_(host_overlap=h, ep_overlap=eps)
 
 
 def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine: str = DEFAULT_ENGINE) -> Efficiency:

@@ -79,12 +79,18 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
                          tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
                          tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
-                         float(overlaps_host(f.host.overlap_since, version or f.version)), float(f.overlap.two_batch_overlap))
+                         *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap))
 
 
 def _release(version: str) -> tuple[int, ...]:
     """'0.5.12' -> (0, 5, 12): a version's numeric release parts, for ordering."""
     return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+def overlaps(overlap_since: str | None, version: str, two_batch_overlap: bool) -> tuple[float, float]:
+    """(h, ε) of an engine at ``version``: its scheduler's overlap (``overlaps_host``) and two-batch overlap, as the
+    efficiency set takes them (EngineProfile.on; the calibrated set of answers/resolve.py)."""
+    return float(overlaps_host(overlap_since, version)), float(two_batch_overlap)
 
 
 def overlaps_host(overlap_since: str | None, version: str) -> bool:
