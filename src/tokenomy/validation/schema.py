@@ -10,7 +10,7 @@ tokens/s per chip.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,6 +20,11 @@ SERVING_METRICS = ("tpot_s", "ttft_s", "latency_s", "throughput_per_chip")
 METRICS = (*SERVING_METRICS, "train_step_s")
 Scenario = Literal["static_batch", "prefill", "decode", "concurrency", "request_rate", "max_throughput"]
 Metric = Literal["tpot_s", "ttft_s", "latency_s", "throughput_per_chip"]
+# How the published run issued and measured its requests: the benchmark tool (catalog/protocols/<name>.toml once
+# encoded) or "steady" (a steady-state figure: no benchmark run to reproduce, or none stated).
+Protocol = Literal["steady", "vllm-bench", "sglang-bench", "aiperf", "guidellm", "inferencex", "trtllm-bench",
+                   "mlperf-server", "mlperf-offline"]
+PROTOCOLS = get_args(Protocol)
 
 
 class _Strict(BaseModel):
@@ -78,6 +83,7 @@ class ServingCase(_Strict):
     engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
+    protocol: Protocol = "steady"  # the benchmark tool that produced the figure (PROTOCOLS)
     value: float = Field(gt=0)
     published: str  # the cell(s) as published
     split: Literal["train", "test"] | None = None  # explicit override of the declared split rule
