@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import functools
 import sys
-from types import SimpleNamespace
+from contextvars import ContextVar
 from typing import Any, Callable, Sequence, TypeVar
 
 import typer
-from typer._click import exceptions as cx  # typer vendors click; its parse errors are these classes
 from typer.core import TyperGroup
 
 F = TypeVar("F", bound=Callable)
@@ -21,97 +20,26 @@ class UsageError(ValueError):
     """Bad input from the user; printed as one line with exit code 2."""
 
 
-def click_message(e: cx.ClickException) -> str:
+WIDE: ContextVar[bool] = ContextVar("tokenomy_cli_wide", default=False)  # --wide of the command being run
+
+
+def _kind(e: BaseException) -> str:
+    """The name of a click exception's class. typer vendors click and exposes only the common base
+    (typer.TyperException) publicly, so the kinds the contract treats apart are told by name, not by a private import."""
+    return type(e).__name__
+
+
+def click_message(e: typer.TyperException) -> str:
     """A click parsing error (missing option, bad integer, unknown option) as the one line the contract asks for."""
     ctx = getattr(e, "ctx", None)
     where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     param = getattr(e, "param", None)
-    if isinstance(e, cx.MissingParameter) and param is not None:
+    if _kind(e) == "MissingParameter" and param is not None:
         opts = getattr(param, "opts", None)
         name = opts[0] if param.param_type_name == "option" and opts else str(getattr(param, "name", None) or "argument").upper()
         return f"{name}: required{where}"
     lines = [x.strip() for x in e.format_message().splitlines() if x.strip()]
     return " ".join(lines) + where
-
-
-INT_MSG = "Input should be a valid integer, unable to parse string as an integer"
-FLOAT_MSG = "Input should be a valid number, unable to parse string as a number"
-MAX_INT = 2**53
-
-
-def plain_number(kind: type, text: str) -> int | float:
-    """'12', ' 12 ', '+5', '1_000', '12.0' (int) or '1e3', 'inf' (float) as typer's pydantic coercion reads them,
-    without importing pydantic; ValueError with pydantic's wording otherwise (ASCII digits only, as pydantic)."""
-    t = text.strip()
-    if not t.isascii():
-        raise ValueError(INT_MSG if kind is int else FLOAT_MSG)
-    try:
-        if kind is float:
-            return float(t)
-        whole, dot, frac = t.partition(".")
-        if dot and (not frac or frac.strip("0")):
-            raise ValueError
-        v = int(whole)
-    except ValueError:
-        raise ValueError(INT_MSG if kind is int else FLOAT_MSG) from None
-    if abs(v) > MAX_INT:  # beyond what a float (and numpy's arrays) hold exactly: refused, never a traceback later
-        raise ValueError(f"Input should be a whole number of magnitude at most 2^53, got {t[:40]}")
-    return v
-
-
-def _light_coercion():
-    """A typer runtime-coercion class for plain str/int/float/bool options, or None where this typer has none.
-
-    typer (>= 0.2x) coerces each option through a pydantic TypeAdapter built on first use (an unset option's None
-    included): its imports are ~45 ms of a simple command's start-up. A plain str, int or float (no min/max, no
-    parser) or a flag needs none of it; anything else is handed to typer's own coercion."""
-    try:
-        from typer._coercion import RuntimeParam, build_runtime_param
-        from typer.core import _TyperParameter  # noqa: F401
-    except ImportError:
-        return None
-
-    class Light(RuntimeParam):
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            kind = self.annotation
-            if type(value) is kind:
-                return value
-            if kind is float and type(value) is int:  # an int default of a float option, as pydantic gives it
-                return float(value)
-            if not isinstance(value, str) or kind is bool:
-                return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
-            if kind is str:
-                return value
-            try:
-                return plain_number(kind, value)
-            except ValueError as e:
-                raise cx.BadParameter(str(e), ctx=ctx, param=param) from None
-
-    return Light
-
-
-def _plain(param: Any) -> bool:
-    desc = getattr(param, "type_descriptor", None)
-    info = getattr(desc, "parameter_info", None)
-    return (info is not None and getattr(desc, "annotation", None) in (str, int, float, bool) and param.nargs == 1
-            and not param.multiple and getattr(param, "_runtime_param", 0) is None
-            and all(getattr(info, k, None) is None for k in ("min", "max", "parser")) and not getattr(info, "clamp", None))
-
-
-def light_coercion(group: Any) -> None:
-    """Give every plain option of every command the pydantic-free coercion (see _light_coercion)."""
-    light = _light_coercion()
-    if light is None:
-        return
-    for cmd in [group, *getattr(group, "commands", {}).values()]:
-        try:  # --help is made on first use, then cached; a typer that makes it otherwise keeps its own coercion
-            helps = [cmd.get_help_option(SimpleNamespace(help_option_names=["--help"]))]
-        except (AttributeError, TypeError):
-            helps = []
-        for p in [*cmd.params, *(h for h in helps if h is not None)]:
-            if _plain(p):
-                p._runtime_param = light(parameter_info=p.type_descriptor.parameter_info,
-                                         annotation=p.type_descriptor.annotation)
 
 
 class OneLineErrors(TyperGroup):
@@ -124,25 +52,27 @@ class OneLineErrors(TyperGroup):
         cut = argv.index("--") if "--" in argv else len(argv)
         if "--wide" in argv[1:cut]:  # a per-command --wide means the global one
             argv = ["--wide"] + [a for i, a in enumerate(argv) if a != "--wide" or i >= cut]
-        light_coercion(self)
+        if "--json" in argv[:cut] and "--csv" in argv[:cut]:
+            if not standalone_mode:
+                raise UsageError("--json and --csv: choose one")
+            fail("--json and --csv: choose one", code=None)
+        token = WIDE.set("--wide" in argv[:1])
         try:
-            if "--json" in argv[:cut] and "--csv" in argv[:cut]:
-                raise cx.UsageError("--json and --csv: choose one")
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except cx.NoArgsIsHelpError as e:
+        except typer.TyperException as e:  # click's parse errors (typer's vendored click derives them from this)
             if not standalone_mode:
                 raise
-            typer.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())
-            sys.exit(0)
-        except cx.ClickException as e:
-            if not standalone_mode:
-                raise
-            typer.echo(f"error: {click_message(e)}", err=True)
-            sys.exit(2)
+            if _kind(e) == "NoArgsIsHelpError":
+                ctx = getattr(e, "ctx", None)
+                typer.echo(ctx.get_help() if ctx is not None else e.format_message())
+                sys.exit(0)
+            fail(click_message(e), code=None)
         except typer.Abort:
             if not standalone_mode:
                 raise
             sys.exit(130)
+        finally:
+            WIDE.reset(token)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -154,15 +84,18 @@ app = typer.Typer(cls=OneLineErrors, no_args_is_help=True, add_completion=False,
 
 
 @app.callback()
-def _root(ctx: typer.Context,
-          wide: bool = typer.Option(False, "--wide", help="Show every table column (by default tables fit the "
+def _root(wide: bool = typer.Option(False, "--wide", help="Show every table column (by default tables fit the "
                                                           "terminal and a note names what was left out).")) -> None:
-    ctx.obj = {"wide": wide}
+    """(--wide is read by OneLineErrors.main into WIDE before the command runs.)"""
 
 
-def fail(msg: str) -> None:
+def fail(msg: str, code: int | None = 2) -> None:
+    """The error contract: 'error: <one line>' on stderr and exit code 2 (raised as typer.Exit inside a command;
+    code=None: outside click's call, where the process exits directly)."""
     typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
+    if code is None:
+        sys.exit(2)
+    raise typer.Exit(code)
 
 
 def as_option(msg: str) -> str:

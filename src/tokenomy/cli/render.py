@@ -19,11 +19,10 @@ MEMORY_COLUMNS = ("memory_per_chip_bytes", "weights_per_chip_bytes", "kv_per_chi
 
 
 def wide() -> bool:
-    """--wide given (the root command's option, kept on the click context)."""
-    from typer._click.globals import get_current_context
+    """--wide given (the root command's option, set for the run by cli.app.OneLineErrors)."""
+    from tokenomy.cli.app import WIDE
 
-    ctx = get_current_context(silent=True)
-    return bool(ctx is not None and isinstance(ctx.obj, dict) and ctx.obj.get("wide"))
+    return WIDE.get()
 
 
 def width() -> int:
