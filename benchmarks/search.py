@@ -7,7 +7,8 @@ the median of repeated runs and the ratio, by wall clock and by this process's C
 plan's TTFT prefill, exactly as the search does) and is timed per candidate.
 Also: `tokenomy plan --mode disagg` for DeepSeek-V3 on 4 GB200 NVL72 racks (288 chips) as a CLI process, wall
 clock, median of 3 (issue 13 item 6: < 2 s).
-Run: .venv/bin/python benchmarks/search.py
+Run: .venv/bin/python benchmarks/search.py          (--smoke: a few candidates and repeats, no CLI process: checks
+the benchmark runs; its figures mean nothing)
 """
 
 from __future__ import annotations
@@ -92,21 +93,27 @@ def cli_wall_s(args, repeats=3) -> float:
     return statistics.median(walls)
 
 
-def main() -> None:
+def main(smoke: bool = False) -> None:
     dep, batches = setup()
-    vec_rate, n = timed(vectorised, dep, batches)
-    loop_rate, m = timed(one_at_a_time, dep, batches, repeats=3)
-    vec_cpu, loop_cpu = cpu_rate(vectorised, dep, batches), cpu_rate(one_at_a_time, dep, batches, repeats=3)
+    samples, reps = (20, 1) if smoke else (2000, 3)
+    vec_rate, n = timed(lambda: vectorised(dep, batches), 1 if smoke else 5)
+    loop_rate, m = timed(lambda: one_at_a_time(dep, batches, samples), reps)
+    vec_cpu = cpu_rate(vectorised, dep, batches, repeats=1 if smoke else 5)
+    loop_cpu = cpu_rate(one_at_a_time, dep, batches, samples, repeats=reps)
     print(f"search: {MODEL} on <= {CHIPS} x {dep.hardware.chip.name} ({HARDWARE}), context {CONS.context:g}, "
           f"{batches.size} batches: {n:,} candidate configurations (plan x batch)")
     print(f"vectorised search:  {vec_rate:,.0f} configs/s wall, {vec_cpu:,.0f} per CPU-second "
           f"(median of 5; Pareto front and TTFT included)")
     print(f"one at a time:      {loop_rate:,.0f} configs/s wall, {loop_cpu:,.0f} per CPU-second (median of 3 x {m})")
     print(f"ratio:              {vec_rate / loop_rate:,.0f}x wall, {vec_cpu / loop_cpu:,.0f}x CPU")
+    if smoke:
+        return
     wall = cli_wall_s(DISAGG_PLAN)
     print(f"plan --mode disagg: {MODEL} on 288 x {dep.hardware.chip.name} (4 racks), concurrency 256,1024, 4k/1k: "
           f"{wall:.2f} s wall as a CLI process (median of 3; target < 2 s: {2.0 / wall:.1f}x inside it)")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(smoke="--smoke" in sys.argv[1:])

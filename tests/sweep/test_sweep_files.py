@@ -46,6 +46,17 @@ def test_parquet_carries_units(tmp_path):
     assert meta["units"]["step_s"] == "s" and meta["reasons"][9] == "does not fit in HBM"
 
 
+def test_parquet_dictionaries_only_for_the_text_axes(tmp_path):
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(sweep(**KW, out=tmp_path / "s.parquet")).metadata.row_group(0)
+    enc = {meta.column(i).path_in_schema: set(meta.column(i).encodings) for i in range(meta.num_columns)}
+    dictionary = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    assert enc["model"] & dictionary and enc["hardware"] & dictionary
+    for col in ("batch", "context", "step_s", "usd_per_mtok"):
+        assert not enc[col] & dictionary, (col, enc[col])
+
+
 def test_netcdf_reads_back_equal(tmp_path, ds):
     path = sweep(**KW, out=tmp_path / "s.nc")
     with xr.open_dataset(path, engine="h5netcdf") as got:
