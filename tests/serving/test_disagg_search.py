@@ -14,7 +14,7 @@ from tokenomy.catalog import loader
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app
 from tokenomy.core.layout import Layout
-from tokenomy.serving.disagg import prefill_capacity, prefill_choice, prefill_table, with_layout
+from tokenomy.serving.disagg import prefill_capacity, prefill_choice, prefill_table
 
 KW = dict(chips=288, concurrency=[256], isl=4096, osl=1024, engine="sglang", ttft_slo=2.0, tpot_slo=0.05)
 PRICE = loader.hardware("gb200-nvl72").usd_per_chip_hour
@@ -85,7 +85,7 @@ def test_prefill_layout_follows_the_prompt_rate():
     for i in range(np.size(table.b_max)):
         lay = table.layouts.at((np.size(table.b_max),), i)
         try:
-            caps[lay.label()] = prefill_capacity(with_layout(dep, lay), prof(int(lay.tp)), 2048.0)
+            caps[lay.label()] = prefill_capacity(dep.with_(layout=lay), prof(int(lay.tp)), 2048.0)
         except ValueError:
             pass
     top = max(caps.values())

@@ -144,7 +144,6 @@ def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, ca
     layouts, layouts evaluated). Each row is ``answers.workloads._row`` of that layout: what ``serve`` prints."""
     from tokenomy.answers.workloads import _row, engine_profile
     from tokenomy.parallel.search import Constraints, default_batches, search
-    from tokenomy.serving.disagg import with_layout
     from tokenomy.serving.steady import steady
 
     prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
@@ -155,7 +154,7 @@ def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, ca
     rows = []
     for j in shortlist:
         lay = res.layout(j * n_b)
-        d = with_layout(dep, lay)
+        d = dep.with_(layout=lay)
         prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
         with np.errstate(divide="ignore", invalid="ignore"):  # a layout whose KV holds nothing: nan rows, skipped
             s = steady(d, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit)

@@ -319,12 +319,12 @@ def _decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_ba
     """The decode pool (serving.disagg docstring): its Deployment, profile and DecodePool terms, cached by D and the
     load points (each layout's terms, or why it does not fit, by D and layout: the choice at another load reuses
     them)."""
-    from tokenomy.serving.disagg import PoolDoesNotFit, decode_pool, with_layout
+    from tokenomy.serving.disagg import PoolDoesNotFit, decode_pool
 
     def pool_of(lay):
         key = ("pool", D, tuple(sorted(lay.as_dict().items())))
         if key not in cache:
-            dec = with_layout(dep, lay)
+            dec = dep.with_(layout=lay)
             prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
             try:
                 cache[key] = dec, prof, decode_pool(dec, prof, isl, osl)
@@ -355,13 +355,13 @@ def _decode_choice(dep, D, C, R, isl, osl, engine, max_num_tokens, max_batch, po
     tp16 (capacity 6.97 req/s) beside tp1 ep16 attention-DP, which serves them at 16.6 ms TPOT."""
     from tokenomy.answers.serve_layout import RANKED_FIRST, best_scored, rule_score
     from tokenomy.parallel.search import USABLE_CHECKS
-    from tokenomy.serving.disagg import PoolDoesNotFit, decode_load, with_layout
+    from tokenomy.serving.disagg import PoolDoesNotFit, decode_load
 
     ctx, cap = isl + osl / 2.0, float(engine_profile(engine, 1, max_num_tokens, max_batch).max_batch) * D
     if C is not None:
         B0 = max(min(float(np.max(C)), cap), 1.0)
     else:  # open loop: Little's law at the batch-1 layout's step, B0 = R·OSL·TPOT(1)
-        one = with_layout(dep, _ranked(dep, "decode", D, 1.0, ctx, 1.0)[0])
+        one = dep.with_(layout=_ranked(dep, "decode", D, 1.0, ctx, 1.0)[0])
         t1 = float(one.run(float(one.layout.dp), ctx).step_s)  # nan where no layout runs a sequence: each says why
         B0 = min(max(float(np.max(R)) * osl * t1, 1.0), cap) if np.isfinite(t1) else 1.0
     # B0 and its halvings, whole sequences (a fractional batch is no layout's point: every one was refused and
@@ -392,7 +392,7 @@ def _decode_choice(dep, D, C, R, isl, osl, engine, max_num_tokens, max_batch, po
 def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables):
     """The prefill pool for the decode pool's request rate ``rate_d`` (serving.disagg docstring): (Deployment,
     profile, capacity at the chosen layout — or None for given degrees)."""
-    from tokenomy.serving.disagg import prefill_choice, prefill_table, with_layout
+    from tokenomy.serving.disagg import prefill_choice, prefill_table
 
     mu = None
     if degrees is not None:
@@ -405,7 +405,7 @@ def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_token
             tables[P] = prefill_table(dep, engine_profile(engine, 1, max_num_tokens, max_batch), P, isl, cache_hit)
         lay, mu = prefill_choice(dep, lambda tp: engine_profile(engine, tp, max_num_tokens, max_batch), tables[P],
                                  rate_d, isl, cache_hit)
-    return with_layout(dep, lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
+    return dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
 
 
 def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo, sims=None) -> list[dict]:

@@ -109,7 +109,12 @@ class Deployment:
         return engine.times(self.work(batch, context, len_pass, **kw), self.topo, self.peaks, eff or self.eff)
 
     def with_(self, **kw) -> "Deployment":
-        return replace(self, **kw)
+        """A copy with ``kw`` replaced, keeping the lowered model shape unless the model changes (the shape depends
+        on the model alone; re-lowering it is most of a small question's time)."""
+        out = replace(self, **kw)
+        if "model" not in kw and "shape" in self.__dict__:
+            out.__dict__["shape"] = self.__dict__["shape"]  # the cached_property's own slot
+        return out
 
     def usd_per_mtok(self, r: engine.PassTerms):
         """$ per million tokens of a pass on this deployment: its chips at its price for the step, per token."""

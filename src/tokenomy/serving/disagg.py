@@ -227,7 +227,7 @@ def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, 
     g = np.unique(np.concatenate([m * 2.0 ** np.arange(0, np.log2(top) + 1) for m in PROMPT_GRID]))
     grid = g[g <= top]
     col = _column(lay)
-    run = with_layout(dep, col).run
+    run = dep.with_(layout=col).run
     dp = np.asarray(lay.dp, float)[:, None]
     # a prompt runs on one replica and one attention rank (prefill_pass_s)
     r = run(dp, 1.0, prefill_tokens=_busiest_tokens(grid[None, :], dp, I), prefill_context=pctx, prefill_chunk=I)
@@ -263,7 +263,7 @@ def prefill_choice(dep: Deployment, profile_of, table: PrefillTable, rate: float
         lay = table.layouts.at((n,), int(i))
         if int(i) not in table.checked:  # mu or the refusal, per layout (it does not depend on the rate)
             try:
-                terms = _prefill_terms(with_layout(dep, lay), profile_of(int(lay.tp)), isl, cache_hit)
+                terms = _prefill_terms(dep.with_(layout=lay), profile_of(int(lay.tp)), isl, cache_hit)
                 table.checked[int(i)] = terms[2] / terms[3]
                 table.terms[lay.label()] = terms
             except PoolDoesNotFit as e:
@@ -315,14 +315,6 @@ def prefill_capacity(pre: Deployment, prof_p: EngineProfile, isl: float, cache_h
     """mu_p = b_max / t_p(b_max) requests/s, as disagg computes it; raises PoolDoesNotFit naming the prefill pool."""
     _, _, b_max, t_max = _prefill_terms(pre, prof_p, isl, cache_hit)
     return b_max / t_max
-
-
-def with_layout(dep: Deployment, layout) -> Deployment:
-    """``dep`` on another layout, keeping its lowered model shape (it does not depend on the layout)."""
-    out = dep.with_(layout=layout)
-    if "shape" in dep.__dict__:
-        out.__dict__["shape"] = dep.__dict__["shape"]  # Deployment.shape is a cached_property of the model alone
-    return out
 
 
 def _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed: bool):
