@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from tokenomy.catalog import loader
 from tokenomy.validation import anchors
 from tokenomy.validation.predict import SERVING_FIELDS
 from tokenomy.validation.schema import EfficiencyFile
 
-EFF = Path(anchors.STREAMING).parent
+EFF = loader.ROOT / "efficiency"
 RANGES = tomllib.loads((EFF / "ranges.toml").read_text())
 FILES = sorted(p for p in EFF.glob("*.toml") if "terms" in tomllib.loads(p.read_text()))
 

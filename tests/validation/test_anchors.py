@@ -9,8 +9,9 @@ from tokenomy.validation import anchors, calibrate_fit as cf, load, run
 
 
 def test_every_measurement_cites_a_source_and_is_a_share_of_the_datasheet():
-    import tomllib
-    data = tomllib.loads(anchors.STREAMING.read_text())
+    from tokenomy.catalog import loader
+
+    data = loader.read_toml("efficiency", anchors.STREAMING)
     assert data
     for chip, e in data.items():
         assert e["source"].startswith("http"), chip
@@ -19,8 +20,9 @@ def test_every_measurement_cites_a_source_and_is_a_share_of_the_datasheet():
 
 
 def test_every_all_reduce_measurement_cites_a_source_and_is_a_decode_sized_kernel():
-    import tomllib
-    data = tomllib.loads(anchors.ALLREDUCE.read_text())
+    from tokenomy.catalog import loader
+
+    data = loader.read_toml("efficiency", anchors.ALLREDUCE)
     assert {"h100-sxm", "h200"} <= set(data)
     for chip, e in data.items():
         assert e["source"].startswith("https://github.com/"), chip

@@ -20,6 +20,7 @@ GROUP_KEYS = ("metric", "chip", "engine", "shape", "bound", "source", "scenario"
 
 
 def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None) -> Result:
+    from tokenomy.catalog import loader
     from tokenomy.validation import calibrate_fit, load, report, run
 
     t0 = time.perf_counter()
@@ -35,7 +36,7 @@ def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=
     if refit:
         fit = run.refit(p)
         for chip, f in calibrate_fit.efficiency_files(fit, run.in_sample(p, fit)).items():
-            (load.EFF_DIR / f"{chip}.toml").write_text(calibrate_fit.to_toml(f))
+            loader.catalog_path("efficiency", chip).write_text(calibrate_fit.to_toml(f))
         load.efficiency_for.cache_clear()
     rows = run.rows(p)
     elapsed = time.perf_counter() - t0

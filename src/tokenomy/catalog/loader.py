@@ -35,14 +35,32 @@ class CatalogError(ValueError):
     """Unknown name or invalid catalog file; the message is one line for the user."""
 
 
+def catalog_path(kind: str, stem: str, ext: str = "toml") -> Path:
+    """Where catalog/<kind>/<stem>.<ext> lives (for the refit, which writes fitted terms, and for cache keys)."""
+    return ROOT / kind / f"{stem}.{ext}"
+
+
+def _parse_toml(path: Path, raw: bytes | None = None) -> dict:
+    try:
+        return tomllib.loads(path.read_text() if raw is None else raw.decode())
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{path.name}: not valid TOML ({e})") from None
+
+
+def read_toml(kind: str, stem: str, raw: bytes | None = None) -> dict:
+    """catalog/<kind>/<stem>.toml as plain data (``raw``: its bytes, where the caller read them through the cache)
+    for the layers that validate it against their own schema (validation cases, fitted terms, anchors, runs)."""
+    path = catalog_path(kind, stem)
+    if raw is None and not path.is_file():
+        raise CatalogError(f"catalog/{kind}/{stem}.toml: no such file; allowed: {', '.join(catalog_stems(kind))}")
+    return _parse_toml(path, raw)
+
+
 def _validate(path: Path, schema: type[M], raw: bytes | None = None) -> M:
     """``path`` (its bytes ``raw`` where the caller read them already) validated against ``schema``."""
     from pydantic import ValidationError
 
-    try:
-        data = tomllib.loads(path.read_text() if raw is None else raw.decode())
-    except tomllib.TOMLDecodeError as e:
-        raise CatalogError(f"{path.name}: not valid TOML ({e})") from None
+    data = _parse_toml(path, raw)
     try:
         return schema.model_validate(data)
     except ValidationError as e:
@@ -51,7 +69,8 @@ def _validate(path: Path, schema: type[M], raw: bytes | None = None) -> M:
         raise CatalogError(f"{path.name}: field '{field}': {err['msg']}") from None
 
 
-def _names(kind: str, ext: str = "toml") -> list[str]:
+def catalog_stems(kind: str, ext: str = "toml") -> list[str]:
+    """The files of catalog/<kind>, by stem, sorted."""
     return sorted(p.stem for p in (ROOT / kind).glob(f"*.{ext}"))
 
 
@@ -64,7 +83,7 @@ def _key(name: str) -> str:
 def _index(kind: str) -> dict[str, str]:
     """Every name a chip/system/... answers to -> its file stem: the stem, then the file's ``aliases`` list (read
     with tomllib alone, no schema; only consulted when a name is not a stem)."""
-    stems = _names(kind)
+    stems = catalog_stems(kind)
     index = {s: s for s in stems}
     for s in stems:
         try:
@@ -95,7 +114,7 @@ def did_you_mean(name: str, index: dict[str, str]) -> str:
 
 @lru_cache(maxsize=None)
 def _stems(kind: str) -> frozenset[str]:
-    return frozenset(_names(kind))
+    return frozenset(catalog_stems(kind))
 
 
 def resolve(kind: str, name: str) -> str | None:
@@ -110,7 +129,7 @@ def _pick(kind: str, name: str) -> Path:
     stem = resolve(kind, name)
     if stem is None:
         raise CatalogError(f"unknown {kind[:-1]} {name!r}; {did_you_mean(name, _index(kind))} "
-                           f"allowed: {', '.join(_names(kind))}")
+                           f"allowed: {', '.join(catalog_stems(kind))}")
     return ROOT / kind / f"{stem}.toml"
 
 
@@ -150,19 +169,19 @@ def engine_file(name: str) -> EngineFile:
 
 
 def chip_names() -> list[str]:
-    return _names("chips")
+    return catalog_stems("chips")
 
 
 def system_names() -> list[str]:
-    return _names("systems")
+    return catalog_stems("systems")
 
 
 def storage_names() -> list[str]:
-    return _names("storage")
+    return catalog_stems("storage")
 
 
 def price_names() -> list[str]:
-    return _names("prices")
+    return catalog_stems("prices")
 
 
 def _chip(f: ChipFile) -> Chip:
@@ -248,7 +267,7 @@ def _model_index() -> dict[str, Path]:
     """Every name a model answers to: its repo name (with and without -instruct/-it/...), org/repo, and the
     ``aliases`` its entry in models/SOURCES.toml lists (names people type, e.g. llama-4-scout)."""
     index: dict[str, Path] = {}
-    sources = _model_sources()
+    sources = model_sources()
     for p in sorted((ROOT / "models").glob("*.json")):
         for a in _aliases(p.stem) | {x.lower() for x in sources.get(p.stem, {}).get("aliases", [])}:
             index.setdefault(a, p)
@@ -256,14 +275,15 @@ def _model_index() -> dict[str, Path]:
 
 
 @lru_cache(maxsize=1)
-def _model_sources() -> dict:
-    return tomllib.loads((ROOT / "models" / "SOURCES.toml").read_text()).get("files", {})
+def model_sources() -> dict:
+    """catalog/models/SOURCES.toml's entries by config stem: each vendored config's source, as_of and aliases."""
+    return read_toml("models", "SOURCES").get("files", {})
 
 
 def catalog_name(stem: str) -> str:
     """A vendored config's catalog name: the first alias its SOURCES.toml entry lists (the name people use, e.g.
     llama-4-scout for meta-llama--Llama-4-Scout-17B-16E-Instruct), else the repo part, lower-cased."""
-    aliases = _model_sources().get(stem, {}).get("aliases", [])
+    aliases = model_sources().get(stem, {}).get("aliases", [])
     return aliases[0].lower() if aliases else stem.partition("--")[2].lower()
 
 
@@ -289,6 +309,15 @@ def _read_config(path: Path, label: str) -> ModelArch:
         return from_config(data, label)
     except ConfigError as e:
         raise CatalogError(str(e)) from None
+
+
+def config_dict(name: str) -> dict:
+    """A catalog model's config.json as published (any name ``model`` takes for it), for callers that derive a
+    variant from it (PaLM with other heads, a shrunken config to run on a CPU)."""
+    hit = _model_index().get(name.lower()) or _model_index().get(_key(name))
+    if hit is None:
+        raise CatalogError(f"unknown model {name!r}; allowed: {', '.join(model_names())}")
+    return json.loads(hit.read_text())
 
 
 def model_from_dict(data: object, label: str = "uploaded config.json") -> ModelArch:

@@ -7,17 +7,15 @@ convention the run's MFU uses, and the peak of its chip at ``mfu_peak_dtype``. E
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.training import chip_hours_at_mfu, train_flops_per_token
 from tokenomy.units import SECONDS_PER_HOUR
 
-RUNS = Path(loader.__file__).parent / "training_runs"
+RUNS = "training_runs"  # catalog/training_runs/<name>.toml
 REQUIRED = ("name", "model", "chip", "chips", "tokens", "seq_len", "mfu", "mfu_attention", "published_chip_hours",
             "source", "as_of", "note")
 
@@ -47,18 +45,17 @@ class PublishedRun:
 
 
 def run_names() -> list[str]:
-    return sorted(p.stem for p in RUNS.glob("*.toml"))
+    return loader.catalog_stems(RUNS)
 
 
 @lru_cache(maxsize=None)
 def load_run(name: str) -> PublishedRun:
-    path = RUNS / f"{name.lower()}.toml"
-    if not path.is_file():
+    if name.lower() not in run_names():
         raise ValueError(f"unknown training run {name!r}; allowed: {', '.join(run_names())}")
-    d = tomllib.loads(path.read_text())
+    d = loader.read_toml(RUNS, name.lower())
     missing = [k for k in REQUIRED if k not in d]
     if missing:
-        raise ValueError(f"{path.name}: missing field(s) {', '.join(missing)}")
+        raise ValueError(f"{name.lower()}.toml: missing field(s) {', '.join(missing)}")
     return PublishedRun(
         d["name"], d.get("display_name", d["name"]), d["model"], d["chip"], int(d["chips"]), float(d["tokens"]),
         int(d["seq_len"]), float(d["mfu"]), d["mfu_attention"], d.get("mfu_peak_dtype", "bf16"),

@@ -13,7 +13,6 @@ Table 1 (max context, PaLM 540B, 64 TPU v4 chips, 30% of HBM for KV) follows fro
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -90,7 +89,7 @@ def comm_s(elems, bytes_per_elem, ici_bytes_per_s):
 
 def palm_variant(heads: int, kv_heads: int, head_dim: int, base: str = "paper--palm-540b"):
     """PaLM with its heads changed (the paper pads 48 -> 64 heads to partition over 64 chips)."""
-    d = json.loads((loader.ROOT / "models" / f"{base}.json").read_text())
+    d = loader.config_dict(base)
     d.update(num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim)
     return loader.model_from_dict(d, f"{base.partition('--')[2]}-{heads}x{head_dim}-kv{kv_heads}")
 

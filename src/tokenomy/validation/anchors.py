@@ -14,50 +14,46 @@ without a measurement takes the mean of the chips that have one (stated as deriv
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
-from pathlib import Path
 
-STREAMING = Path(__file__).resolve().parents[1] / "catalog" / "efficiency" / "streaming.toml"
-ALLREDUCE = STREAMING.with_name("allreduce.toml")
-BUSBW = STREAMING.with_name("busbw.toml")
+from tokenomy.catalog import loader
+
+STREAMING, ALLREDUCE, BUSBW = "streaming", "allreduce", "busbw"  # catalog/efficiency/<name>.toml
 ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s", "nccl_link_fraction")
 
 
 @lru_cache(maxsize=1)
 def streaming_fractions() -> dict[str, float]:
     """chip -> measured streaming bandwidth / datasheet bandwidth, for the chips with a cited measurement."""
-    data = tomllib.loads(STREAMING.read_text())
+    data = loader.read_toml("efficiency", STREAMING)
     out = {chip: float(entry["measured_bytes_per_s"]) / float(entry["datasheet_bytes_per_s"])
            for chip, entry in data.items()}
     bad = [c for c, f in out.items() if not 0.0 < f < 1.0]
     if bad:  # a share of 1 or more is a typo, and the fit's logit of it would be infinite
-        raise ValueError(f"{STREAMING.name}: {', '.join(bad)}: measured_bytes_per_s must be below datasheet_bytes_per_s")
+        raise ValueError(f"{STREAMING}.toml: {', '.join(bad)}: measured_bytes_per_s must be below datasheet_bytes_per_s")
     return out
 
 
 @lru_cache(maxsize=1)
 def allreduce_latencies() -> dict[str, float]:
     """chip -> measured latency (s) of one decode-sized all-reduce kernel alone, for the chips with a measurement."""
-    data = tomllib.loads(ALLREDUCE.read_text())
+    data = loader.read_toml("efficiency", ALLREDUCE)
     out = {chip: float(entry["latency_s"]) for chip, entry in data.items()}
     bad = [c for c, t in out.items() if not 0.0 < t < 1e-3]
     if bad:  # a latency of a millisecond or more is a unit slip (us written as s)
-        raise ValueError(f"{ALLREDUCE.name}: {', '.join(bad)}: latency_s must be in seconds, between 0 and 1e-3")
+        raise ValueError(f"{ALLREDUCE}.toml: {', '.join(bad)}: latency_s must be in seconds, between 0 and 1e-3")
     return out
 
 
 @lru_cache(maxsize=1)
 def nccl_link_fractions() -> dict[str, float]:
     """chip -> measured NCCL all-reduce bus bandwidth / the chip's scale-up link bandwidth per direction, at most 1."""
-    from tokenomy.catalog import loader
-
-    data = tomllib.loads(BUSBW.read_text())
+    data = loader.read_toml("efficiency", BUSBW)
     out = {chip: min(1.0, float(e["busbw_bytes_per_s"]) / loader.hardware(chip).chip.scale_up.bytes_per_s)
            for chip, e in data.items()}
     bad = [c for c, f in out.items() if not 0.05 < f <= 1.0]
     if bad:  # a share this small is a unit slip (Gb/s written as GB/s, or per link for per chip)
-        raise ValueError(f"{BUSBW.name}: {', '.join(bad)}: busbw_bytes_per_s must be in bytes/s, per chip")
+        raise ValueError(f"{BUSBW}.toml: {', '.join(bad)}: busbw_bytes_per_s must be in bytes/s, per chip")
     return out
 
 

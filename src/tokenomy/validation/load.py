@@ -7,10 +7,8 @@ unchanged.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokenomy.catalog import cache, loader
@@ -20,10 +18,7 @@ if TYPE_CHECKING:
     from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
                                             ValidationFile)
 
-CATALOG = Path(loader.__file__).parent
-CASES_DIR = CATALOG / "validation"
-EFF_DIR = CATALOG / "efficiency"
-SPLIT_FILE = EFF_DIR / "split.toml"
+CASES, EFF = "validation", "efficiency"  # catalog/validation/*.toml (one source each), catalog/efficiency/*.toml
 
 
 @dataclass(frozen=True)
@@ -49,22 +44,23 @@ class Case:
         return "train_step_s" if self.kind == "training" else self.case.metric
 
 
-def _read(path: Path, schema, raw: bytes | None = None):
-    """``path`` (its bytes ``raw`` where the caller read them already) validated against ``schema``."""
+def _read(kind: str, stem: str, schema, raw: bytes | None = None):
+    """catalog/<kind>/<stem>.toml (its bytes ``raw`` where the caller read them already) validated against
+    ``schema``."""
     from pydantic import ValidationError
 
     try:
-        return schema.model_validate(tomllib.loads(path.read_text() if raw is None else raw.decode()))
-    except (tomllib.TOMLDecodeError, ValidationError) as e:
+        return schema.model_validate(loader.read_toml(kind, stem, raw))
+    except ValidationError as e:
         first = str(e).splitlines()
-        raise loader.CatalogError(f"{path.name}: {' '.join(first[:3])}") from None
+        raise loader.CatalogError(f"{stem}.toml: {' '.join(first[:3])}") from None
 
 
 @lru_cache(maxsize=1)
 def split_rule() -> SplitRule:
     from tokenomy.validation.schema import SplitRule
 
-    return _read(SPLIT_FILE, SplitRule)
+    return _read(EFF, "split", SplitRule)
 
 
 def split_of(case_id: str, rule: SplitRule | None = None) -> str:
@@ -80,7 +76,7 @@ def split_of(case_id: str, rule: SplitRule | None = None) -> str:
 def validation_files() -> tuple[ValidationFile, ...]:
     from tokenomy.validation.schema import ValidationFile
 
-    return tuple(_read(p, ValidationFile) for p in sorted(CASES_DIR.glob("*.toml")))
+    return tuple(_read(CASES, stem, ValidationFile) for stem in loader.catalog_stems(CASES))
 
 
 def cases(sources: tuple[str, ...] | None = None) -> list[Case]:
@@ -105,8 +101,7 @@ def skipped() -> list[tuple[Source, Skipped]]:
 def efficiency_file(chip: str) -> EfficiencyFile | None:
     from tokenomy.validation.schema import EfficiencyFile
 
-    p = EFF_DIR / f"{chip}.toml"
-    return _read(p, EfficiencyFile) if p.is_file() else None
+    return _read(EFF, chip, EfficiencyFile) if loader.catalog_path(EFF, chip).is_file() else None
 
 
 def _efficiency_read(chip: str) -> tuple[EfficiencyFile, cache.Sources]:
@@ -114,10 +109,10 @@ def _efficiency_read(chip: str) -> tuple[EfficiencyFile, cache.Sources]:
     recorded absent when the pooled fit stands in, so adding one is seen)."""
     from tokenomy.validation.schema import EfficiencyFile
 
-    own, pooled = EFF_DIR / f"{chip}.toml", EFF_DIR / "pooled.toml"
+    own, pooled = loader.catalog_path(EFF, chip), loader.catalog_path(EFF, "pooled")
     for path, absent in ((own, {}), (pooled, {own: None})):
         if (raw := cache.read_bytes(path)) is not None:
-            return _read(path, EfficiencyFile, raw), {**absent, path: raw}
+            return _read(EFF, path.stem, EfficiencyFile, raw), {**absent, path: raw}
     raise loader.CatalogError("catalog/efficiency/pooled.toml is missing; run `tokenomy validate --refit`")
 
 
@@ -136,7 +131,7 @@ def efficiency_set(chip: str) -> Efficiency:
     """The chip's calibrated efficiency set for the engine (core.efficiency.Efficiency), from its fitted terms;
     from the cache while the file it comes from is unchanged (read afresh on a miss, whatever efficiency_for
     holds: a refit is seen)."""
-    return cache.cached(("efficiency", chip, str(EFF_DIR)), lambda: _efficiency_set(chip))
+    return cache.cached(("efficiency", chip, str(loader.catalog_path(EFF, chip))), lambda: _efficiency_set(chip))
 
 
 def _as_efficiency(f: EfficiencyFile) -> Efficiency:

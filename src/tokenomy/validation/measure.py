@@ -11,7 +11,6 @@ torch is imported inside functions only (an optional dependency). CPU by default
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -78,10 +77,10 @@ def measure_machine(size: int = 1024, copy_bytes: float = 2.56e8, repeats: int =
 
 def small_config(name: str, layers: int, divisor: int, vocab: int) -> dict:
     """A catalog config (dense, llama-like), with fewer layers and every width divided by ``divisor``."""
-    paths = [p for p in (loader.ROOT / "models").glob("*.json") if p.stem.partition("--")[2].lower() == name.lower()]
-    if not paths:
-        raise ValueError(f"--model: {name!r} is not a catalog model; e.g. llama-3.2-1b")
-    cfg = json.loads(paths[0].read_text())
+    try:
+        cfg = loader.config_dict(name)
+    except loader.CatalogError:
+        raise ValueError(f"--model: {name!r} is not a catalog model; e.g. llama-3.2-1b") from None
     if cfg.get("model_type") not in DENSE_TYPES:
         raise ValueError(f"--model: {name} is {cfg.get('model_type')}; calibrate builds dense llama-like models "
                          f"({', '.join(DENSE_TYPES)})")

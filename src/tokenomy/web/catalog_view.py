@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from typing import Mapping
 
@@ -25,8 +24,7 @@ def _sources(obj, sections=SECTIONS) -> list[dict]:
 @lru_cache(maxsize=1)
 def model_provenance() -> dict[str, dict]:
     """catalog/models/SOURCES.toml by short model name (a fixed file, not chosen by any request)."""
-    data = tomllib.loads((loader.ROOT / "models" / "SOURCES.toml").read_text())
-    return {stem.partition("--")[2].lower(): v for stem, v in data.get("files", {}).items()}
+    return {stem.partition("--")[2].lower(): v for stem, v in loader.model_sources().items()}
 
 
 @lru_cache(maxsize=1)
