@@ -22,3 +22,19 @@ def test_no_module_outside_the_catalog_reads_catalog_files():
             if READS.search(line):
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_engine_names_are_the_catalogs_files():
+    """No hand-kept list of engines: the answers, the web's select and the validation schema take the catalog's."""
+    import pytest
+
+    from tokenomy.answers.engines import ENGINES
+    from tokenomy.catalog import loader
+    from tokenomy.validation.schema import ServingCase
+
+    assert sorted(ENGINES) == loader.engine_names() == sorted(p.stem for p in (loader.ROOT / "engines").glob("*.toml"))
+    case = dict(id="x", model="llama-3.1-8b", hardware="h100-sxm", chips=1, tp=1, weight_dtype="bf16", kv_dtype="bf16",
+                scenario="decode", metric="tpot_s", isl=1, osl=1, batch=1, value=1.0, published="-")
+    assert ServingCase(**case, engine="sglang").engine == "sglang"
+    with pytest.raises(ValueError, match="allowed: sglang, trtllm, vllm"):
+        ServingCase(**case, engine="tgi")

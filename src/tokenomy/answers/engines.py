@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from tokenomy.answers.resolve import positive_int
+from tokenomy.answers.resolve import DEFAULT_ENGINE, positive_int
 from tokenomy.catalog import loader
 from tokenomy.serving.scheduler import EngineProfile, profile_of
 
-ENGINES = ("vllm", "sglang", "trtllm")
+# every engine with a profile in the catalog (adding an engine = adding its file), the default first
+ENGINES = (DEFAULT_ENGINE, *(e for e in loader.engine_names() if e != DEFAULT_ENGINE))
 
 
 def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) -> EngineProfile:

@@ -184,6 +184,11 @@ def price_names() -> list[str]:
     return catalog_stems("prices")
 
 
+def engine_names() -> list[str]:
+    """The serving engines with a profile (catalog/engines/<name>.toml)."""
+    return catalog_stems("engines")
+
+
 def _chip(f: ChipFile) -> Chip:
     link = lambda s: LinkSpec(s.bytes_per_s_per_direction, s.latency_s, s.domain_size)  # noqa: E731
     return Chip(f.name, f.display_name, f.peak_flops_per_s.by_dtype(), f.hbm.bytes, f.hbm.bytes_per_s,

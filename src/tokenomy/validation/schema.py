@@ -79,7 +79,7 @@ class ServingCase(_Strict):
     request_rate: float | None = Field(default=None, gt=0)  # requests/s, Poisson
     max_batch: int | None = Field(default=None, gt=0)  # scheduler cap when published
     kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
-    engine: Literal["trtllm", "vllm", "sglang"] = "trtllm"  # the serving engine's profile (catalog/engines)
+    engine: str = "trtllm"  # the serving engine's profile: a catalog/engines/<engine>.toml
     engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
@@ -87,6 +87,15 @@ class ServingCase(_Strict):
     value: float = Field(gt=0)
     published: str  # the cell(s) as published
     split: Literal["train", "test"] | None = None  # explicit override of the declared split rule
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        from tokenomy.catalog import loader
+
+        if v not in loader.engine_names():
+            raise ValueError(f"engine {v!r}; allowed: {', '.join(loader.engine_names())}")
+        return v
 
     @model_validator(mode="after")
     def _scenario_inputs(self) -> "ServingCase":
