@@ -411,7 +411,7 @@ def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_
 def _plus(x, k, y):
     """x + k·y; x itself where every k is 0 and y is finite (0·y adds 0, exactly): a step without prefill tokens
     skips their grid-sized terms. (Quantities always take the sum: the dimensional tests check its units.)"""
-    if not hasattr(k, "units") and not np.any(k) and np.all(np.isfinite(y)):
+    if not np.any(k) and np.all(np.isfinite(y)):
         return x
     return x + k * y
 
@@ -486,7 +486,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
 
 def _affine(a, b, x, zero_x):
     """a + b·x; where a and b are 0 and x finite (``zero_x`` the plain 0 of _zero_of), zeros of that shape."""
-    if isinstance(zero_x, float) and not np.any(a) and not np.any(b) and not hasattr(b, "units"):
+    if isinstance(zero_x, float) and not np.any(a) and not np.any(b):
         return np.zeros(np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(x)))
     return a + b * x
 
@@ -513,7 +513,7 @@ def _routed(lo: Lowered, T):
     m, pr, f, tp = lo.shape.coeffs, lo.precision, lo.stage_share, lo.tp
     k, moe = _f(m.experts_per_tok), _f(m.moe_layers)
     D, ab = _f(lo.shape.hidden_size), _f(pr.act)
-    if not np.any(moe > 0) and not hasattr(T, "units"):
+    if not np.any(moe > 0):
         zero = np.zeros(np.shape(T))
         return zero, zero, zero, np.ones(np.shape(T)), 0.0, zero
     A, x_read = _expert_load(T, k, lo.slots, lo.slots_per_rank, lo.ep, moe)
@@ -576,7 +576,7 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
         balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes, kv)
         return eff.gemm_fraction(np.maximum(rows, balance))
     flops_s = w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w, True)
-    if hasattr(w.expert_flops, "units") or np.any(w.expert_flops):  # a dense model's 0/η adds nothing
+    if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
         flops_s = flops_s + w.expert_flops / share(w.expert_rows, w.expert_w)
     return flops_s / peaks.flops_per_s
 
@@ -587,7 +587,7 @@ def _comms_s(w: Work, topo: Topology, ring_share=1.0):
     tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group, ring_share=ring_share)(w.ar_bytes)
     if np.any(w.q_count > 0):
         tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
-    if not np.any(w.ep_count > 0) and not hasattr(tp, "units"):  # no dispatch and combine (no attention-DP with
+    if not np.any(w.ep_count > 0):  # no dispatch and combine (no attention-DP with
         return tp, 0.0  # EP): 0, not formed (quantities take the masked sum: its unit is checked, tests/dims)
     # the normal kernels (a prefill pass: _ep_shares) move MB-sized chunks over NVLink at the bulk
     # rate the ring reaches (DeepEP intranode: 153 GB/s of the H800's 200), not the P2P kernels' η_link, fitted on
@@ -601,7 +601,7 @@ def exposed_ep_s(ep_s, compute_s, ep_overlap):
     """EP dispatch + combine left on the critical path: ep − ε·min(ep, kernels), kernels = max(compute, memory).
     Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's kernels run (SGLang two-batch overlap, DeepSeek's
     inference system, open-infra-index day 6): at most the compute hides it."""
-    if not np.any(ep_overlap) and not hasattr(ep_overlap, "units"):
+    if not np.any(ep_overlap):
         return ep_s
     return ep_s - ep_overlap * np.minimum(ep_s, compute_s)
 
@@ -610,7 +610,7 @@ def exposed_host_s(host_s, gpu_s, host_overlap):
     """Host time left on the critical path: host − h·min(host, GPU). An overlap scheduler (h = 1) prepares step
     i + 1 while the GPU runs step i, so a step takes max(GPU, host); without one (h = 0) the CPU work and the
     GPU's add (SGLang's zero-overhead batch scheduler, v0.4 blog; TensorRT-LLM's and vLLM's async schedulers)."""
-    if not np.any(host_overlap) and not hasattr(host_overlap, "units"):
+    if not np.any(host_overlap):
         return host_s
     return host_s - host_overlap * np.minimum(host_s, gpu_s)
 
@@ -637,8 +637,6 @@ def _masked_by(x, nan, grid):
     the times keep the grid's shape, as with the mask added)."""
     if nan is not None:
         return x + nan
-    if hasattr(x, "units"):  # a quantity takes a bare zero mask of the grid's shape
-        return x + np.zeros(grid)
     shape = np.shape(x)
     return x if shape == grid else np.broadcast_to(x, np.broadcast_shapes(shape, grid))
 
@@ -649,7 +647,7 @@ _ZERO, _NAN = np.zeros(()), np.full((), np.nan)  # 0-d operands: np.where's fast
 def _times(k, x):
     """k·x, or x itself where every k is 1 and does not widen x (multiplying by 1 is exact)."""
     k_arr = np.asarray(_mag(k))
-    if not hasattr(k, "units") and np.all(k_arr == 1.0) and np.broadcast_shapes(k_arr.shape, np.shape(x)) == \
+    if np.all(k_arr == 1.0) and np.broadcast_shapes(k_arr.shape, np.shape(x)) == \
             np.shape(x):
         return x
     return k * x
