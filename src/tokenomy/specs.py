@@ -130,6 +130,7 @@ class Hardware:
     usd_per_chip_hour: float
     preliminary: bool = False
     topology: Topology | None = field(default=None, compare=False)
+    overrides: tuple[Override, ...] = ()  # what-if fields set on a catalog entry (with_), each with its base value
 
     @property
     def hbm_bytes(self) -> float:
@@ -138,3 +139,135 @@ class Hardware:
     @property
     def hbm_bytes_per_s(self) -> float:
         return self.chip.hbm_bytes_per_s
+
+    def value(self, name: str) -> float | None:
+        """The number a public field names (``OVERRIDABLE``) as the engine reads it; None: the chip has no such
+        figure (a dtype it lacks)."""
+        _field(name)
+        c, topo = self.chip, self.topology
+        if name.endswith("_flops_per_s") and name != "peak_flops_per_s":
+            return c.peak_flops_per_s.get(name.removesuffix("_flops_per_s"))
+        level = {"scale_up": topo.scale_up if topo else c.scale_up, "scale_out": topo.scale_out if topo else c.scale_out}
+        for prefix, link in level.items():
+            if name.startswith(prefix + "_"):
+                return float(getattr(link, name.removeprefix(prefix + "_")))
+        return {"hbm_bytes_per_s": c.hbm_bytes_per_s, "hbm_bytes": c.hbm_bytes, "tdp_w": c.tdp_w,
+                "usd_per_chip_hour": self.usd_per_chip_hour, "peak_flops_per_s": None}[name]
+
+    def with_(self, source: str = "what-if: set by hand", name: str | None = None, **fields) -> "Hardware":
+        """A what-if variant: ``hw.with_(hbm_bytes_per_s=6.7e12)`` or ``hw.with_(hbm_bytes_per_s="x2")`` (a
+        multiplier of the base value); fields are ``OVERRIDABLE``'s public names, each value > 0. The chip, its
+        links and the topology the engine reads all change together, and ``overrides`` records each field's base and
+        new value with ``source``; the chip keeps its name, so its calibrated efficiency terms (shares of the peaks)
+        apply to the variant. ``hbm_bytes`` scales the driver-exposed capacity by the same ratio. A bad field or a
+        value <= 0 raises ValueError naming the field and the allowed ones."""
+        hw = self
+        for key, v in fields.items():
+            hw = hw._set(key, v, source)
+        return replace(hw, name=name) if name else hw
+
+    def _set(self, key: str, v, source: str) -> "Hardware":
+        _field(key)
+        factor, base = _factor(key, v), self.value(key)
+        if key == "peak_flops_per_s":
+            if factor is None:
+                raise ValueError(f"peak_flops_per_s: takes a multiplier of every dtype's peak (e.g. x2), got {v!r}; "
+                                 f"one dtype's figure: bf16_flops_per_s=...")
+            hw = self
+            for d in self.chip.peak_flops_per_s:
+                hw = hw._set(f"{d}_flops_per_s", f"x{factor!r}", source)
+            return hw
+        if factor is not None and base is None:
+            raise ValueError(f"{key}: {self.chip.name} has no figure to multiply; give a value in SI units")
+        new = base * factor if factor is not None else _positive(key, v)
+        chip, topo, usd = _apply(self.chip, key, new), self.topology, self.usd_per_chip_hour
+        if topo is not None:
+            topo = replace(_apply_links(topo, key, new), chip=chip)
+        if key == "usd_per_chip_hour":
+            usd = new
+        first = next((o.base for o in self.overrides if o.field == key), base)
+        kept = tuple(o for o in self.overrides if o.field != key)
+        return replace(self, chip=chip, topology=topo, usd_per_chip_hour=usd,
+                       overrides=kept + (Override(key, first, new, source),))
+
+    def label(self) -> str:
+        """The name, with its what-if fields where it has any: 'h100-sxm (what-if: hbm_bytes_per_s 3.35e12 ->
+        6.7e12)'."""
+        if not self.overrides:
+            return self.name
+        return f"{self.name} (what-if: {'; '.join(o.describe() for o in self.overrides)})"
+
+
+@dataclass(frozen=True)
+class Override:
+    """One what-if field of a Hardware: the catalog's value (None: the chip had none) and the one used instead."""
+
+    field: str
+    base: float | None
+    value: float
+    source: str
+
+    def describe(self) -> str:
+        was = "none" if self.base is None else f"{self.base:.4g}"
+        times = "" if not self.base else f", x{self.value / self.base:.3g}"
+        return f"{self.field} {was} -> {self.value:.4g}{times}"
+
+    def as_dict(self) -> dict:
+        return {"field": self.field, "base": self.base, "value": self.value,
+                "factor": None if not self.base else self.value / self.base, "source": self.source}
+
+
+FLOPS_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4")  # catalog/schema.py's Flops
+OVERRIDABLE = {  # public field -> what it is (SI units in the name); Hardware.with_ and every door's --set
+    "hbm_bytes_per_s": "HBM bandwidth per chip", "hbm_bytes": "HBM capacity per chip (datasheet)",
+    "peak_flops_per_s": "every dtype's dense peak at once (a multiplier only)",
+    **{f"{d}_flops_per_s": f"dense {d} peak per chip" for d in FLOPS_DTYPES},
+    "scale_up_bytes_per_s": "scale-up link per chip per direction", "scale_up_latency_s": "scale-up latency",
+    "scale_out_bytes_per_s": "scale-out link per chip per direction", "scale_out_latency_s": "scale-out latency",
+    "usd_per_chip_hour": "rental price", "tdp_w": "power per chip",
+}
+
+
+def _field(key: str) -> None:
+    if key not in OVERRIDABLE:
+        raise ValueError(f"{key}: not a hardware field; allowed: {', '.join(OVERRIDABLE)}")
+
+
+def _positive(key: str, v) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key}: {v!r} is not a number (SI units) or a multiplier such as x2") from None
+    if not (x > 0 and x < float("inf")):
+        raise ValueError(f"{key}: must be a finite number > 0, got {v!r}")
+    return x
+
+
+def _factor(key: str, v) -> float | None:
+    """The multiplier of a relative value ('x2', 'x0.5'), else None (an absolute value)."""
+    if not (isinstance(v, str) and v.strip().lower().startswith("x")):
+        return None
+    try:
+        return _positive(key, v.strip()[1:])
+    except ValueError:
+        raise ValueError(f"{key}: a multiplier must be x followed by a finite number > 0, got {v!r}") from None
+
+
+def _apply(c: Chip, key: str, v: float) -> Chip:
+    if key.endswith("_flops_per_s"):
+        return replace(c, peak_flops_per_s={**c.peak_flops_per_s, key.removesuffix("_flops_per_s"): v})
+    if key == "hbm_bytes":
+        dev = None if c.device_hbm_bytes is None else c.device_hbm_bytes * v / c.hbm_bytes
+        return replace(c, hbm_bytes=v, device_hbm_bytes=dev)
+    for prefix in ("scale_up", "scale_out"):
+        if key.startswith(prefix + "_"):
+            return replace(c, **{prefix: replace(getattr(c, prefix), **{key.removeprefix(prefix + "_"): v})})
+    attr = {"usd_per_chip_hour": "usd_per_hour"}.get(key, key)
+    return replace(c, **{attr: v})
+
+
+def _apply_links(t: Topology, key: str, v: float) -> Topology:
+    for prefix in ("scale_up", "scale_out"):
+        if key.startswith(prefix + "_"):
+            return replace(t, **{prefix: replace(getattr(t, prefix), **{key.removeprefix(prefix + "_"): v})})
+    return t

@@ -23,6 +23,7 @@ import numpy as np
 from tokenomy.answers.economics import _number, serving
 from tokenomy.answers.resolve import model_of, positive_int
 from tokenomy.answers.result import Result
+from tokenomy.answers.variants import reports_hardware
 from tokenomy.core import engine
 from tokenomy.econ import batch as eb
 from tokenomy.econ import context as ec
@@ -167,6 +168,7 @@ def _models(models) -> list:
     return [model_of(m) for m in names]
 
 
+@reports_hardware
 def context_compare(*, models=None, hardware="gb200-nvl72", chips=None, kv_dtype="bf16",
                     max_batch=MAX_OPERATING_BATCH, **kw) -> Result:
     """The context questions per architecture: bytes per sequence, crossover, largest context, MFU and $/Mtok vs

@@ -21,6 +21,7 @@ import numpy as np
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Result
+from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.engine import BOUNDS
@@ -91,6 +92,7 @@ def _g(v) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
+@reports_hardware
 def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, **kw) -> Result:
     """Decode cost and speed vs batch: balance batches, unbatched penalty, operating point, fit."""
     B, C = _ints("batch", batch), positive_int("context", context)
@@ -115,6 +117,7 @@ def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192,
                   BATCH_COLUMNS, {"summary": s, **_context(sv)}, notes, derivation)
 
 
+@reports_hardware
 def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, tick_s=None,
             global_tokens_per_s=el.GLOBAL_TOKENS_PER_S, **kw) -> Result:
     """Train-departure schedule: HBM drain time per chip; with a model, the schedule and the Pareto flag."""
@@ -141,6 +144,7 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   {"drain": list(drain), **_context(sv)}, derivation=derivation, rows_key="schedule")
 
 
+@reports_hardware
 def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXTS, sparse_const=64.0,
             sparse_exponent=0.5, band=2.0, step_context=200000, **kw) -> Result:
     """Context length: compute/memory crossover, MFU vs context, Goldilocks zone, price-step inverse."""
@@ -165,6 +169,7 @@ def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXT
                   derivation=derivation)
 
 
+@reports_hardware
 def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, prompt_tokens=4096,
             prefill_batch=1, **kw) -> Result:
     """Input (prefill) vs output (decode) token cost and the output/input ratio vs published prices.
@@ -191,6 +196,7 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   derivation=derivation)
 
 
+@reports_hardware
 def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, draft="model", draft_tokens=None,
               acceptance=None, draft_cost=None, base_batch=None, target_speed=2.5, **kw) -> Result:
     """Speculative decoding / multi-token prediction and "fast mode" (price multiplier of a speed-up).
@@ -303,6 +309,7 @@ def published_cache_rows() -> list[dict]:
     return rows
 
 
+@reports_hardware
 def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HOLDS, stall=0.0, prefill_batch=1,
           **kw) -> Result:
     """KV cache tiers: where a cached prefix should live, vs rematerialising it, and implied cache prices.

@@ -19,6 +19,7 @@ import numpy as np
 
 from tokenomy.answers.resolve import deployment, positive_int
 from tokenomy.answers.result import Result
+from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.layout import Layout
 from tokenomy.parallel.search import Constraints, _column, explain_plan, search
 from tokenomy.parallel.topology import topology
@@ -41,6 +42,7 @@ DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurr
                        "goodput_requests_per_usd", "prefill_utilisation")
 
 
+@reports_hardware
 def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, max_ttft=None, batch=None,
          weight_dtype=None, kv_dtype=None, efficiency="calibrated", hop_latency=None, torus=None, top=0,
          usd_per_chip_hour=None, mode="agg", concurrency=None, rate=None, isl=1024, osl=1024, ttft_slo=None,

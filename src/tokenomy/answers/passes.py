@@ -14,6 +14,7 @@ import numpy as np
 
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Later, Result
+from tokenomy.answers.variants import reports_hardware
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
@@ -67,6 +68,7 @@ def check_layout(dep: Deployment, layout: Layout, fields: str = "tp, ep, pp, dp"
         raise ValueError(f"{fields}: {layout.label()} is not valid for {dep.model.name}: {engine.REASONS[code]}")
 
 
+@reports_hardware
 def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,
                 dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, layout=None, weight_dtype=None,
                 kv_dtype="bf16", efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None) -> Result:

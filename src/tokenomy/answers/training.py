@@ -17,6 +17,7 @@ import numpy as np
 
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of, positive_int
 from tokenomy.answers.result import Result
+from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, overflow_message
 from tokenomy.core.training import ATTENTION_CONVENTIONS, STEP_TERMS, TrainPlan, train_run, train_step
 from tokenomy.econ import lifecycle as lc
@@ -138,6 +139,7 @@ def published_runs(published: str) -> Result:
                   tuple(r for r in check_rows() if r["run"] in names), PUBLISHED_COLUMNS, rows_key="")
 
 
+@reports_hardware
 def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, cp=1, ep=1, ep_overlap=0.0, zero=1,
           fsdp=False, no_sp=False, schedule="1f1b", virtual_stages=1, recompute="selective", micro_batch=1,
           seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=1.0, attention="causal",
@@ -195,6 +197,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                   derivation=tuple(derivation), rows_key="")
 
 
+@reports_hardware
 def rl(*, model=None, hardware=None, chips=None, rollouts=1024, prompt_len=1024, output_len=8192,
        batch=(16, 64, 256), flops_factor=6.0, train_mfu=0.4, weight_dtype=None) -> Result:
     """One RL step per concurrent-rollout batch (econ/rl.py)."""
@@ -235,6 +238,7 @@ def _inverse(demand, period_days, active_params, pen, models_per_family) -> Reco
                         tuple(row), derivation=derivation, rows_key="")
 
 
+@reports_hardware
 def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, target_params=1e11,
               hardware="h100-sxm", mfu=0.4, rl_tokens_ratio=2 / 3, rl_flops_factor=3.0, rl_penalty=3.0,
               inference_penalty=3.0, infer=False, active_params=1e11, models_per_family=1.0) -> RecordResult:

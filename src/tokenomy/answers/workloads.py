@@ -27,6 +27,7 @@ from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
+from tokenomy.answers.variants import reports_hardware
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
@@ -100,6 +101,7 @@ def check_hit_and_arrivals(cache_hit, arrivals) -> None:
         raise ValueError(f"arrivals: {arrivals!r}; allowed: together, staggered")
 
 
+@reports_hardware
 def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, TypeVar
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import cache
-from tokenomy.specs import Chip, Hardware, Level, LinkSpec, Topology
+from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Level, LinkSpec, Topology
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, StorageFile, SystemFile
+    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, StorageFile, SystemFile, WhatIfFile
 
 ROOT = Path(__file__).parent
 M = TypeVar("M", bound="BaseModel")
@@ -249,8 +249,33 @@ def hardware(name: str) -> Hardware:
         return cache.cached(("hardware", "systems", key, str(ROOT)), lambda: _system_hardware(key))
     if (key := resolve("chips", name)) is not None:
         return cache.cached(("hardware", "chips", key, str(ROOT)), lambda: _chip_hardware(key))
+    if str(name).endswith(".toml"):
+        return what_if_hardware(Path(name))
     raise CatalogError(f"unknown hardware {name!r}; {did_you_mean(name, _index('chips') | _index('systems'))} "
-                       f"allowed chips: {', '.join(chip_names())}; systems: {', '.join(system_names())}")
+                       f"allowed chips: {', '.join(chip_names())}; systems: {', '.join(system_names())}; or a what-if file "
+                       "(a .toml naming a base and the fields it sets)")
+
+
+def what_if_hardware(path: Path) -> Hardware:
+    """A partial chip/system file (schema.WhatIfFile): its ``base`` catalog entry with the file's fields set
+    (specs.Hardware.with_), each override carrying the file's ``source``; named by its ``name`` or its stem."""
+    from tokenomy.catalog.schema import WhatIfFile
+
+    if not path.is_file():
+        raise CatalogError(f"no such file: {path}")
+    f: WhatIfFile = _validate(path, WhatIfFile)
+    if not f.fields():
+        raise CatalogError(f"{path.name}: sets no field; add e.g. hbm_bytes_per_s = \"x2\" (allowed: "
+                           f"{', '.join(OVERRIDABLE)})")
+    try:
+        base = hardware(f.base)
+    except CatalogError as e:
+        raise CatalogError(f"{path.name}: field 'base': {e}") from None
+    try:
+        return base.with_(source=f"{f.source} (base {base.name}, {path.name}, as of {f.as_of})",
+                          name=f.name or path.stem, **f.fields())
+    except ValueError as e:
+        raise CatalogError(f"{path.name}: field {str(e).partition(':')[0]!r}:{str(e).partition(':')[2]}") from None
 
 
 # ---- models ---------------------------------------------------------------------------------------------

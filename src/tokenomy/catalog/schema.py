@@ -113,6 +113,22 @@ class SystemFile(BaseModel):
     scale_out: Link | None = None
 
 
+class WhatIfFile(BaseModel):
+    """A partial chip or system (``--hardware my-chip.toml``): a catalog entry named by ``base`` with some of its
+    fields set; every other key is a public hardware field (specs.OVERRIDABLE: ``hbm_bytes_per_s = 6.7e12``, or a
+    multiplier ``hbm_bytes_per_s = "x2"``). Its ``source`` says what the numbers are: "what-if: ..."."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    base: str
+    name: str | None = None  # default: the file's stem
+    source: str = Field(pattern=r"^what-if: \S.{2,}")
+    as_of: dt.date
+    note: str = ""
+
+    def fields(self) -> dict[str, float | str]:
+        return dict(self.model_extra or {})
+
+
 class HostLink(Sourced):
     """The link a tier's bytes cross to reach one GPU (PCIe, NVLink-C2C), per direction."""
 
