@@ -61,7 +61,9 @@ def hardware_summary(name) -> dict:
                 **{d: None for d in ("bf16", "fp8", "fp4", "int8")}, **c.peak_flops_per_s},
             "hbm_bytes": c.hbm_bytes, "hbm_bytes_per_s": c.hbm_bytes_per_s,
             "scale_up_bytes_per_s": c.scale_up.bytes_per_s, "scale_out_bytes_per_s": c.scale_out.bytes_per_s,
-            "tdp_w": c.tdp_w, "usd_per_chip_hour": hw.usd_per_chip_hour, "preliminary": hw.preliminary}
+            "scale_up_latency_s": c.scale_up.latency_s, "scale_out_latency_s": c.scale_out.latency_s,
+            "tdp_w": c.tdp_w, "usd_per_chip_hour": hw.usd_per_chip_hour, "preliminary": hw.preliminary,
+            **({"hardware_overrides": [o.as_dict() for o in hw.overrides]} if hw.overrides else {})}
 
 
 def hardware_names() -> list[str]:
@@ -81,7 +83,7 @@ def model(name: "str | ModelArch", kv_dtype: str = "bf16") -> Result:
 def hardware(name=None) -> Result:
     if name:
         row = hardware_summary(name)
-        return Record("hardware", row["name"], (row,), tuple(row))
+        return Record("hardware", hardware_of(name).label(), (row,), tuple(row))
     rows = tuple({**r, "bf16_flops_per_s": r["peak_flops_per_s"].get("bf16")}
                  for r in map(hardware_summary, hardware_names()))
     return Result("hardware", "hardware", rows, HARDWARE_COLUMNS, rows_key="")

@@ -71,7 +71,7 @@ def overrides_of(hw: Hardware) -> list[dict]:
 
 def header_lines(hw: Hardware) -> list[str]:
     """One line per overridden number, as the explain panel shows it."""
-    return [f"what-if hardware {hw.name}: {o.describe()} [{o.source}]" for o in hw.overrides]
+    return [f"what-if hardware {hw.name}: {o.describe()} ({o.source})" for o in hw.overrides]
 
 
 def annotate(res: Result, hw: Hardware) -> Result:
@@ -81,7 +81,7 @@ def annotate(res: Result, hw: Hardware) -> Result:
         return res
     lines = header_lines(hw)
     derivation = res.derivation
-    return replace(res, title=f"{res.title} | {hw.label()}", extra={**res.extra, "hardware_overrides": overrides_of(hw)},
+    return replace(res, title=f"{hw.label()} | {res.title}", extra={**res.extra, "hardware_overrides": overrides_of(hw)},
                    derivation=Later(lambda: [*lines, *derivation]), rows_key=res.rows_key or "rows")
 
 

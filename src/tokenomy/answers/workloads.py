@@ -555,6 +555,7 @@ def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, t
     return [P for P, _ in fit[keep[0]:keep[0] + 1 + EXTRA_PREFILL_SIZES]] if keep else [fit[-1][0]]
 
 
+@reports_hardware
 def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None,
                 osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
                 tpot_slo=None, weight_dtype=None, kv_dtype=None, efficiency="calibrated",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.app import UsageError, app, as_option, guarded, int_list
 from tokenomy.cli.options import (ATTN_TP, CSV, DP, EFFICIENCY, EP, EXPLAIN, HOP_LATENCY, JSON, KV_BATCH, KV_DTYPE,
-                                   LAYOUT, MODEL, PP, REDUNDANT_EXPERTS, TP, WEIGHT_DTYPE, layout_flags)
+                                   LAYOUT, MODEL, PP, REDUNDANT_EXPERTS, SET, TP, WEIGHT_DTYPE, layout_flags,
+                                   what_if)
 from tokenomy.cli.render import emit, show_result
 from tokenomy.units import DTYPE_BYTES
 
@@ -38,22 +41,80 @@ def model_cmd(name: str = typer.Argument(..., help="Catalog name, path to a conf
 
 @app.command("hardware")
 @guarded
-def hardware_cmd(name: str = typer.Argument(None, help="Chip or system name; omit to list all."),
+def hardware_cmd(name: str = typer.Argument(None, help="Chip or system name (or a what-if .toml); omit to list all."),
+                 set_: str = SET,
+                 vary: str = typer.Option(None, "--what-if", help="FIELD=x0.5..x4 (log-spaced) or FIELD=x0.5,x1,x2: "
+                                          "sweep one field into TPOT, tokens/s per chip and $/Mtok (needs --model)."),
+                 model: str = typer.Option(None, "--model", help="--what-if: the model served."),
+                 concurrency: float = typer.Option(64, "--concurrency", help="--what-if: users (closed loop)."),
+                 isl: int = typer.Option(1024, "--isl", help="--what-if: input tokens per request."),
+                 osl: int = typer.Option(1024, "--osl", help="--what-if: output tokens per request."),
+                 engine: str = typer.Option("vllm", "--engine", help="--what-if: vllm | sglang | trtllm."),
+                 chips: int = typer.Option(None, "--chips", help="--what-if: chips (default: the system's)."),
+                 plot: str = typer.Option(None, "--plot", help="--what-if: write an HTML page of the sweep."),
                  as_json: bool = JSON, as_csv: bool = CSV) -> None:
-    """The hardware catalog, or one chip/system in full. Example: tokenomy hardware gb200-nvl72 --json"""
+    """The hardware catalog, or one chip/system in full (with --set: the what-if values, each marked).
+
+    Example: tokenomy hardware gb200-nvl72 --json;  tokenomy hardware h100-sxm --set hbm_bytes_per_s=x2
+
+    --what-if FIELD=x0.5..x4 --model M: one row per multiplier of FIELD, served at one workload on the layout chosen
+    for the unmodified hardware (TPOT, TTFT, tokens/s per chip, $/Mtok, the FLOP/s-to-bandwidth ratio R and the
+    balance batch): the lecture's "R ~300" re-asked.
+
+    Example: tokenomy hardware hgx-h100-8 --what-if hbm_bytes_per_s=x0.5..x4 --model llama-3.1-70b --plot hbm.html
+    """
     from tokenomy.answers import catalog
 
-    res = catalog.hardware(name)
+    if vary is not None:
+        return _what_if(name, set_, vary, model, dict(concurrency=concurrency, isl=isl, osl=osl, engine=engine,
+                                                      chips=chips), plot, as_json, as_csv)
+    if set_ is not None and not name:
+        raise UsageError("--set: needs a chip or system name, e.g. tokenomy hardware h100-sxm --set hbm_bytes_per_s=x2")
+    res = catalog.hardware(what_if(name, set_) if name else None)
     if name:
         row = res.payload()
         if as_csv:
-            row = {**{k: v for k, v in row.items() if k != "peak_flops_per_s"},
+            row = {**{k: v for k, v in row.items() if k not in ("peak_flops_per_s", "hardware_overrides")},
                    **{f"peak_flops_per_s_{k}": v for k, v in row["peak_flops_per_s"].items()}}
+        elif not as_json and "hardware_overrides" in row:  # the table says which numbers were set, in one cell
+            row["hardware_overrides"] = "; ".join(f"{o['field']} {o['base'] or 0:.4g} -> {o['value']:.4g}"
+                                                  for o in row["hardware_overrides"])
         emit(row, as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
         return
     rows = res.payload()
     emit(rows if as_json else [{k: v for k, v in r.items() if k != "peak_flops_per_s"} for r in rows],
          as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
+
+
+def _what_if(name, set_, vary, model, workload: dict, plot, as_json, as_csv) -> None:
+    """tokenomy hardware NAME --what-if FIELD=RANGE --model M: answers.what_if, its table, and --plot's page."""
+    from tokenomy.answers.hardware_sweep import what_if as sweep
+
+    field, eq, factors = vary.partition("=")
+    if not eq or not field.strip() or not factors.strip():
+        raise UsageError(f"--what-if: {vary!r} is not FIELD=RANGE, e.g. hbm_bytes_per_s=x0.5..x4")
+    if not name or not model:
+        raise UsageError("--what-if: needs a chip or system name and --model, e.g. tokenomy hardware hgx-h100-8 "
+                         "--what-if hbm_bytes_per_s=x0.5..x4 --model llama-3.1-70b")
+    if plot is not None and (not plot.endswith(".html") or not Path(plot).resolve().parent.is_dir()):
+        raise UsageError(f"--plot: {plot!r} must be an .html file in an existing folder")
+    try:
+        res = sweep(model, what_if(name, set_), field=field.strip(), factors=factors.strip(), **workload)
+    except ValueError as e:
+        msg = str(e)
+        raise UsageError(f"--what-if: {msg.partition(': ')[2]}" if msg.startswith(("field:", "factors:")) else
+                         as_option(msg)) from None
+    show_result(res, as_json=as_json, as_csv=as_csv)
+    if plot:
+        import plotly.io as pio
+
+        from tokenomy.plots.what_if import what_if_figure
+
+        with open(plot, "w", encoding="utf-8") as f:
+            f.write(pio.to_html(what_if_figure(res.rows(), res.title), include_plotlyjs=True, full_html=True,
+                                validate=False))
+        if not as_json and not as_csv:
+            typer.echo(f"plot: {plot}")
 
 
 def _dtype(opt: str, v: str | None) -> str | None:
@@ -88,6 +149,7 @@ def _pass_command(kind: str):
     @guarded
     def cmd(model: str = MODEL,
             hardware: str = typer.Option(..., "--hardware", help="Chip or system name (tokenomy hardware)."),
+            set_: str = SET,
             chips: int = typer.Option(None, "--chips", help="Number of chips (default: the system's)."),
             batch: str = typer.Option("1,8,64", "--batch", help="Comma list or a..b powers of two."),
             context: str = typer.Option("2048", "--context", help="Context length(s) in tokens."),
@@ -102,7 +164,7 @@ def _pass_command(kind: str):
             hop_latency: float = HOP_LATENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
         from tokenomy.answers.passes import pass_answer
 
-        res = pass_answer(kind, model, hardware, batch=int_list("batch", batch), context=int_list("context", context),
+        res = pass_answer(kind, model, what_if(hardware, set_), batch=int_list("batch", batch), context=int_list("context", context),
                           len_pass=len_pass if kind == "prefill" else None, chips=chips,
                           **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch), layout=layout,
                           weight_dtype=weight_dtype,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import app, guarded, int_list
-from tokenomy.cli.options import CSV, EXPLAIN, JSON
+from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 from tokenomy.cli.render import show_result
 from tokenomy.cli.render import emit, explain
 
@@ -18,7 +18,8 @@ def show_record(res, *, as_json: bool, as_csv: bool, show: bool = False) -> None
         explain(res.explain())
     row = res.payload()
     if as_csv:
-        row = {k: ":".join(f"{x:.4g}" for x in v) if isinstance(v, list) else v for k, v in row.items()}
+        row = {k: ":".join(f"{x:.4g}" if isinstance(x, (int, float)) else str(x) for x in v) if isinstance(v, list)
+               else v for k, v in row.items()}
     emit(row, as_json=False, as_csv=as_csv, title=res.title, notes=res.notes)
 
 
@@ -31,6 +32,7 @@ def lifecycle_cmd(
         target_params: float = typer.Option(
             1e11, "--target-params", help="Quality: as good as a Chinchilla-trained (20 tok/param) model this size."),
         hardware: str = typer.Option("h100-sxm", "--hardware", help="Chip or system that prices a FLOP."),
+        set_: str = SET,
         mfu: float = typer.Option(0.4, "--mfu", help="Pre-training MFU (RL and inference: divided by the penalties)."),
         rl_tokens_ratio: float = typer.Option(2 / 3, "--rl-tokens-ratio", help="RL tokens per pre-training token."),
         rl_flops_factor: float = typer.Option(3.0, "--rl-flops-factor", help="FLOPs per param per RL token, 2..6."),
@@ -48,7 +50,7 @@ def lifecycle_cmd(
     from tokenomy.answers.training import lifecycle
 
     res = lifecycle(demand_tokens_per_s=demand_tokens_per_s, period_days=period_days, target_loss=target_loss,
-              target_params=target_params, hardware=hardware, mfu=mfu, rl_tokens_ratio=rl_tokens_ratio,
+              target_params=target_params, hardware=what_if(hardware, set_), mfu=mfu, rl_tokens_ratio=rl_tokens_ratio,
               rl_flops_factor=rl_flops_factor, rl_penalty=rl_penalty, inference_penalty=inference_penalty,
               infer=infer, active_params=active_params, models_per_family=models_per_family)
     show_record(res, as_json=as_json, as_csv=as_csv, show=show)
@@ -58,6 +60,7 @@ def lifecycle_cmd(
 @guarded
 def rl_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.json path, or directory."),
            hardware: str = typer.Option(..., "--hardware", help="Chip or system that serves and trains."),
+           set_: str = SET,
            chips: int = typer.Option(None, "--chips", help="Chips (default: the system's)."),
            rollouts: int = typer.Option(1024, "--rollouts", help="Rollouts per RL step."),
            prompt_len: int = typer.Option(1024, "--prompt-len", help="Prompt tokens per rollout."),
@@ -73,7 +76,7 @@ def rl_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.
     """
     from tokenomy.answers.training import rl
 
-    res = rl(model=model, hardware=hardware, chips=chips, rollouts=rollouts, prompt_len=prompt_len,
+    res = rl(model=model, hardware=what_if(hardware, set_), chips=chips, rollouts=rollouts, prompt_len=prompt_len,
               output_len=output_len, batch=int_list("batch", batch), flops_factor=flops_factor, train_mfu=train_mfu,
               weight_dtype=weight_dtype)
     show_result(res, as_json=as_json, as_csv=as_csv)

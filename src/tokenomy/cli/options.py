@@ -2,6 +2,22 @@
 
 import typer
 
+# what-if hardware on every command that takes --hardware (answers/variants.py; fields: specs.OVERRIDABLE)
+SET = typer.Option(None, "--set", help="What-if hardware: field=value[,field=value...], a number in SI units or a "
+                   "multiplier of the catalog's value (x2): hbm_bytes_per_s, hbm_bytes, bf16_flops_per_s (any dtype), "
+                   "peak_flops_per_s (xN: every dtype), scale_up_bytes_per_s, scale_up_latency_s, "
+                   "scale_out_bytes_per_s, scale_out_latency_s, usd_per_chip_hour, tdp_w.")
+
+
+def what_if(hardware, text: str | None):
+    """--hardware with --set applied (answers.variants.hardware_with; its 'set: ...' errors print as '--set: ...');
+    the name itself without --set."""
+    if text is None:
+        return hardware
+    from tokenomy.answers.variants import hardware_with
+
+    return hardware_with(hardware, text, door="--set")
+
 JSON = typer.Option(False, "--json", help="Print JSON.")
 CSV = typer.Option(False, "--csv", help="Print CSV.")
 EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")

@@ -7,13 +7,14 @@ import typer
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, HOP_LATENCY, ISL, JSON,
-                                  MODEL, OSL, RATE, SERVE_KV_DTYPE, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE)
+                                  MODEL, OSL, RATE, SERVE_KV_DTYPE, SET, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE, what_if)
 
 
 @app.command("plan")
 @guarded
 def plan_cmd(model: str = MODEL,
              hardware: str = typer.Option(..., "--hardware", help="Chip or system (its scale-up domain and links)."),
+             set_: str = SET,
              chips: int = typer.Option(None, "--chips", help="Chip budget (default: the system's chips)."),
              context: int = typer.Option(8192, "--context", help="Context length in tokens (prompt for TTFT)."),
              min_tokens_per_user: float = typer.Option(0.0, "--min-tokens-per-user",
@@ -62,7 +63,7 @@ def plan_cmd(model: str = MODEL,
     for name, v in (("isl", isl), ("osl", osl)):
         if v <= 0:
             raise UsageError(f"--{name}: must be a positive integer, got {v}")
-    res = plan(model, hardware, chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
+    res = plan(model, what_if(hardware, set_), chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
                max_ttft=max_ttft, batch=None if batch is None else int_list("batch", batch), weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, hop_latency=hop_latency, torus=parse_torus(torus), top=top,
                mode=mode, concurrency=float_list("concurrency", concurrency, positive=True),

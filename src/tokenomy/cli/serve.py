@@ -7,7 +7,7 @@ import typer
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, ENGINE, EP, EXPLAIN, ISL, JSON,
                                   KV_BATCH, MODEL, OSL, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP, TPOT_SLO,
-                                  TTFT_SLO, WEIGHT_DTYPE, layout_flags)
+                                  TTFT_SLO, WEIGHT_DTYPE, SET, layout_flags, what_if)
 from tokenomy.cli.render import show_result
 
 
@@ -19,6 +19,7 @@ def _floats(name: str, text: str | None) -> list[float] | None:
 @guarded
 def serve_cmd(model: str = MODEL,
               hardware: str = typer.Option(..., "--hardware", help="Chip or system name (tokenomy hardware)."),
+              set_: str = SET,
               chips: int = typer.Option(None, "--chips", help="Number of chips (default: the system's)."),
               concurrency: str = CONCURRENCY,
               rate: str = RATE,
@@ -92,7 +93,7 @@ def serve_cmd(model: str = MODEL,
     if search:
         if mode != "disagg" or chips is None:
             raise UsageError("--search: needs --mode disagg and --chips (the budget to split)")
-        res = plan_disagg(model, hardware, chips=chips, concurrency=int_list("concurrency", concurrency)
+        res = plan_disagg(model, what_if(hardware, set_), chips=chips, concurrency=int_list("concurrency", concurrency)
                           if concurrency else None, rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist,
                           osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
                           max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
@@ -102,7 +103,7 @@ def serve_cmd(model: str = MODEL,
         pools.update(prefill_chips=prefill_chips, decode_chips=decode_chips)
         if prefill_chips is None or decode_chips is None:
             raise UsageError("--prefill-chips, --decode-chips: --mode disagg needs both pool sizes (or --search)")
-    res = serve(model, hardware, concurrency=int_list("concurrency", concurrency) if concurrency else None,
+    res = serve(model, what_if(hardware, set_), concurrency=int_list("concurrency", concurrency) if concurrency else None,
                 rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist, trace=trace,
                 cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
                 ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,

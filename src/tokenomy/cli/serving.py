@@ -10,7 +10,7 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, guarded, int_list
 from tokenomy.cli.foundation import _dtype, efficiency_option
-from tokenomy.cli.options import CSV, DP, EFFICIENCY, EP, EXPLAIN, JSON, LAYOUT, PP, REDUNDANT_EXPERTS, TP
+from tokenomy.cli.options import CSV, DP, EFFICIENCY, EP, EXPLAIN, JSON, LAYOUT, PP, REDUNDANT_EXPERTS, SET, TP, what_if
 from tokenomy.cli.render import show_result
 
 MODEL = typer.Option(None, "--model", help="Catalog name, config.json path, or directory (tokenomy models).")
@@ -75,7 +75,8 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, 
               context: str = CONTEXT, weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
               efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH,
               tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP, redundant_experts: int = REDUNDANT_EXPERTS,
-              layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
+              layout: str = LAYOUT, set_: str = SET, as_json: bool = JSON, as_csv: bool = CSV,
+              show_explain: bool = EXPLAIN) -> None:
     """Decode cost and speed vs batch: balance batch, unbatched penalty, operating point, fit.
 
     Per batch: the calibrated step on a real layout (roofline bound beside it) and its terms, tokens/s per chip and
@@ -87,7 +88,7 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, 
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
+    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.batch(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True))
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
@@ -103,7 +104,8 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH,
                 tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP, redundant_experts: int = REDUNDANT_EXPERTS,
-                layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
+                layout: str = LAYOUT, set_: str = SET, as_json: bool = JSON, as_csv: bool = CSV,
+              show_explain: bool = EXPLAIN) -> None:
     """Train-departure schedule: HBM drain time per chip, worst-case latency, per-user vs per-chip Pareto.
 
     Without --model: the drain time (capacity / bandwidth) of every chip. With --model: per batch, the step,
@@ -115,10 +117,10 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 
     tick, g = opt("tick-s", tick_s), num("global-tokens-per-s", global_tokens_per_s)
     if not model:
-        res = economics.latency(hardware=hardware)
+        res = economics.latency(hardware=what_if(hardware, set_))
         show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
         return
-    kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
+    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.latency(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
                  tick_s=tick, global_tokens_per_s=g)
@@ -160,8 +162,8 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH,
                 tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP, redundant_experts: int = REDUNDANT_EXPERTS,
-                layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN,
-                compare: bool = typer.Option(False, "--compare",
+                layout: str = LAYOUT, set_: str = SET, as_json: bool = JSON, as_csv: bool = CSV,
+                show_explain: bool = EXPLAIN, compare: bool = typer.Option(False, "--compare",
                                              help="Compare the models named after it (one row per architecture)."),
                 models: list[str] = typer.Argument(None, help="With --compare: the models to compare.",
                                                    show_default=False)) -> None:
@@ -181,10 +183,10 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     from tokenomy.answers import economics
 
     if compare or models:
-        return _context_compare(compare, models, model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour,
+        return _context_compare(compare, models, model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour,
                                 efficiency, as_json, as_csv, show_explain)
 
-    kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
+    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.context(**kw, batch=num("batch", batch, integer=True),
                  context=int_list("context", context), sparse_const=num("sparse-const", sparse_const),

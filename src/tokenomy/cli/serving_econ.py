@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import app, guarded, int_list
-from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS
+from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS, SET, what_if
 from tokenomy.cli.render import emit, explain, to_json
 from tokenomy.cli.serving import (BATCH, CHIPS, CONTEXT, DP, EP, FF, HARDWARE, HF, KVDT, MODEL, OH, PP, PRICE, TP,
                                   WDT, deployment_kw, float_list, num, opt)
@@ -24,7 +24,8 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
                 weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                 efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH,
                 tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP, redundant_experts: int = REDUNDANT_EXPERTS,
-                layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
+                layout: str = LAYOUT, set_: str = SET, as_json: bool = JSON, as_csv: bool = CSV,
+                show_explain: bool = EXPLAIN) -> None:
     """Input (prefill) vs output (decode) token cost and the output/input ratio vs published prices.
 
     The ratio the engine predicts at each decode batch (calibrated, real layouts: decode and prefill each on its
@@ -34,7 +35,7 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
+    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.pricing(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
                  prompt_tokens=num("prompt-tokens", prompt_tokens, integer=True),
@@ -67,7 +68,8 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
                   weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
                   efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF,
                   overhead_s: str = OH, tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP,
-                  redundant_experts: int = REDUNDANT_EXPERTS, layout: str = LAYOUT, as_json: bool = JSON,
+                  redundant_experts: int = REDUNDANT_EXPERTS, layout: str = LAYOUT, set_: str = SET,
+                  as_json: bool = JSON,
                   as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
     """Speculative decoding / multi-token prediction and "fast mode" (price multiplier of a speed-up).
 
@@ -79,7 +81,7 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
+    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.speculate(**kw, batch=int_list("batch", batch),
                  context=num("context", context, integer=True), draft=draft,
@@ -101,7 +103,8 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
               weight_dtype: str = WDT, kv_dtype: str = KVDT, usd_per_chip_hour: str = PRICE,
               efficiency: str = EFFICIENCY, flops_fraction: str = FF, hbm_fraction: str = HF, overhead_s: str = OH,
               tp: str = TP, ep: str = EP, pp: str = PP, dp: str = DP, redundant_experts: int = REDUNDANT_EXPERTS,
-              layout: str = LAYOUT, as_json: bool = JSON, as_csv: bool = CSV, show_explain: bool = EXPLAIN) -> None:
+              layout: str = LAYOUT, set_: str = SET, as_json: bool = JSON, as_csv: bool = CSV,
+              show_explain: bool = EXPLAIN) -> None:
     """KV cache tiers: where a cached prefix should live, vs rematerialising it, and implied cache prices.
 
     Hold + retrieve cost per storage tier, the cheapest tier vs hold time with break-even times, and the
@@ -111,7 +114,7 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
+    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
     res = economics.cache(**kw, prefix_tokens=num("prefix-tokens", prefix_tokens, integer=True),
                  hold=float_list("hold", hold), stall=num("stall", stall, lo=0, hi=1, open_lo=False),

@@ -6,7 +6,7 @@ import typer
 
 from tokenomy.cli.app import app, guarded, int_list
 from tokenomy.cli.render import show_result
-from tokenomy.cli.options import CSV, EXPLAIN, JSON
+from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 
 # core.memory's SCHEDULES and STRATEGIES, written out so --help loads no numpy (tests/cli/test_cli_lazy.py checks them)
 SCHEDULES = "gpipe, 1f1b, interleaved"
@@ -18,6 +18,7 @@ STRATEGIES = "none, selective, full, reversible"
 def train_cmd(
         model: str = typer.Option(None, "--model", help="Catalog name, config.json path, or directory."),
         hardware: str = typer.Option("h100-sxm", "--hardware", help="Chip or system (tokenomy hardware)."),
+        set_: str = SET,
         dp: int = typer.Option(None, "--dp", help="Data parallel (default: chips / (tp*pp*cp))."),
         chips: int = typer.Option(None, "--chips", help="Total chips (default: the system's, or dp*tp*pp*cp)."),
         tp: int = typer.Option(1, "--tp", help="Tensor parallel (with sequence parallelism unless --no-sp)."),
@@ -55,7 +56,7 @@ def train_cmd(
     """
     from tokenomy.answers.training import train
 
-    res = train(model=model, hardware=hardware, dp=dp, chips=chips, tp=tp, pp=pp, cp=cp, ep=ep,
+    res = train(model=model, hardware=what_if(hardware, set_), dp=dp, chips=chips, tp=tp, pp=pp, cp=cp, ep=ep,
               ep_overlap=ep_overlap, zero=zero, fsdp=fsdp, no_sp=no_sp, schedule=schedule,
               virtual_stages=virtual_stages, recompute=recompute, micro_batch=micro_batch, seq_len=seq_len,
               global_batch=None if published else int_list("global-batch", global_batch), tokens=tokens, mfu=mfu,
