@@ -81,6 +81,11 @@ def annotate(res: Result, hw: Hardware) -> Result:
         return res
     lines = header_lines(hw)
     derivation = res.derivation
+    if type(res).payload is not Result.payload:  # a one-record answer (lifecycle): its record carries them
+        table = res.table
+        return replace(res, title=f"{hw.label()} | {res.title}", table=Later(
+            lambda: [{**r, "hardware_overrides": overrides_of(hw)} for r in table]),
+            extra={**res.extra, "hardware_overrides": overrides_of(hw)}, derivation=Later(lambda: [*lines, *derivation]))
     return replace(res, title=f"{hw.label()} | {res.title}", extra={**res.extra, "hardware_overrides": overrides_of(hw)},
                    derivation=Later(lambda: [*lines, *derivation]), rows_key=res.rows_key or "rows")
 

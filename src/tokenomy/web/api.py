@@ -26,7 +26,7 @@ OWN_OPTIONS = {  # the parameters of the endpoints that are not an answer's keyw
     "models": {},
     "model": {"model": P.Option("model", required=True), "config": P.Option("config"),
               "kv_dtype": P.Option("dtype", "bf16")},
-    "hardware": {"hardware": P.Option("hardware")},
+    "hardware": {"hardware": P.Option("hardware"), "set": P.Option("set")},
     "upload": {},
 }
 
@@ -61,10 +61,12 @@ def model(request: Request) -> Response:
 @router.get("/hardware")
 def hardware(request: Request) -> Response:
     """The catalog's chips and systems, or one of them: what `tokenomy hardware [NAME] --json` prints."""
-    name = query(request, tuple(OWN_OPTIONS["hardware"])).text("hardware")
+    q = query(request, tuple(OWN_OPTIONS["hardware"]))
+    name, text = q.text("hardware"), q.text("set")
     if name:
         P.hardware_by_name(name)
-    return json_response(catalog.hardware(name.lower() if name else None).payload())
+    hw = P.hardware_with_set(name and name.lower(), P.set_text(text)) if text else None
+    return json_response(catalog.hardware(hw or (name.lower() if name else None)).payload())
 
 
 def _endpoint(command: str):

@@ -95,6 +95,8 @@ def schema_of(name: str, opt: P.Option) -> dict:
         return {"type": "string", "enum": values}
     if opt.kind == "config":
         return {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": P.MAX_CONFIG_TOKEN_CHARS}
+    if opt.kind == "set":
+        return {"type": "string", "pattern": f"^{P.SET_SAFE.pattern}$", "maxLength": P.MAX_VALUE_CHARS}
     return {"type": "string", "maxLength": P.MAX_VALUE_CHARS}
 
 

@@ -16,6 +16,7 @@ from tokenomy.web import catalog_view, compare_page, context_page, serve, views,
 from tokenomy.formatting import fmt_human
 from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
+from tokenomy.specs import OVERRIDABLE
 from tokenomy.units import DTYPE_BYTES
 
 router = APIRouter(include_in_schema=False)
@@ -69,6 +70,10 @@ def placeholder(default) -> str:
 
 
 templates.env.filters["placeholder"] = placeholder
+# the custom-chip panel's inputs (templates/_custom_chip.html): the what-if fields people reach for first
+SET_FIELDS = ("hbm_bytes_per_s", "hbm_bytes", "bf16_flops_per_s", "fp8_flops_per_s", "fp4_flops_per_s",
+              "peak_flops_per_s", "scale_up_bytes_per_s", "scale_out_bytes_per_s", "usd_per_chip_hour", "tdp_w")
+templates.env.globals["set_fields"] = [(f, OVERRIDABLE[f]) for f in SET_FIELDS]
 
 
 def is_fragment(request: Request) -> bool:

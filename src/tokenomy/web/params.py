@@ -326,6 +326,7 @@ CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "sche
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file
+SET_SAFE = re.compile(r"[A-Za-z0-9_.,+\-= ]*")  # set=field=value,...: what-if hardware (answers/variants.py)
 MAX_SEARCH_CHIPS = 1024  # a layout search over 1024 chips takes ~1 s and ~100 MB; pods are searched by budget
 
 
@@ -384,7 +385,29 @@ def options(command: str) -> dict[str, Option]:
                              required=p.default is p.empty and p.name not in PASS_DEFAULTS)
         if p.name == "model":
             out["config"] = Option("config")
+    if "hardware" in out:  # what-if fields on the hardware: set=hbm_bytes_per_s=x2,... (the CLI's --set)
+        out["set"] = Option("set")
     return out
+
+
+def set_text(text: str) -> str:
+    """A ``set=`` value as typed, refused (naming ``set``) when it is long or holds a character no field=value has."""
+    if len(text) > MAX_VALUE_CHARS or not SET_SAFE.fullmatch(text):
+        raise FieldError("set", f"field=value pairs (letters, digits, . , + - = only, at most {MAX_VALUE_CHARS} "
+                                "characters), e.g. hbm_bytes_per_s=x2,usd_per_chip_hour=3")
+    return text
+
+
+def hardware_with_set(hardware, text: str):
+    """``hardware`` with ``set=`` applied (answers.variants.hardware_with), its errors tied to the field ``set``."""
+    from tokenomy.answers.variants import hardware_with
+
+    if hardware is None:
+        raise FieldError("set", "needs a hardware to change; give hardware too")
+    try:
+        return hardware_with(hardware, text, door="set=")
+    except ValueError as e:
+        raise FieldError("set", str(e).removeprefix("set: ")) from None
 
 
 def _number(name: str, text: str, integer: bool) -> float | int:
@@ -398,6 +421,8 @@ def _number(name: str, text: str, integer: bool) -> float | int:
 def _value(name: str, opt: Option, text: str):
     if opt.kind == "config":
         return model_from_token(text)
+    if opt.kind == "set":
+        return set_text(text)
     if len(text) > MAX_VALUE_CHARS:
         raise FieldError(name, f"longer than {MAX_VALUE_CHARS} characters")
     if not SAFE.fullmatch(text) or text in (".", ".."):
@@ -445,6 +470,8 @@ def answer_kwargs(command: str, params: Mapping[str, str]) -> dict:
     kw = {k: x for k, v in texts.items() if (x := _value(k, opts[k], v)) is not AUTO}
     if "config" in kw:
         kw["model"] = kw.pop("config")
+    if "set" in kw:
+        kw["hardware"] = hardware_with_set(kw.get("hardware", opts["hardware"].default), kw.pop("set"))
     missing = [k for k, o in opts.items() if o.required and k not in kw]
     if missing:
         raise FieldError(missing[0], "required" + (": a catalog name, or upload a config.json"
@@ -461,10 +488,11 @@ def _search_budget(kw: dict) -> None:
     if kw.get("chips") is not None:
         if kw["chips"] > MAX_SEARCH_CHIPS:
             raise FieldError("chips", f"the web searches at most {MAX_SEARCH_CHIPS} chips")
-    elif kw.get("hardware") and loader.hardware(kw["hardware"]).num_chips > MAX_SEARCH_CHIPS:
-        n = loader.hardware(kw["hardware"]).num_chips
-        raise FieldError("chips", f"{kw['hardware']} has {n} chips; give a budget of at most {MAX_SEARCH_CHIPS} "
-                                  "to search")
+    elif kw.get("hardware"):
+        hw = kw["hardware"] if isinstance(kw["hardware"], Hardware) else loader.hardware(kw["hardware"])
+        if hw.num_chips > MAX_SEARCH_CHIPS:
+            raise FieldError("chips", f"{hw.name} has {hw.num_chips} chips; give a budget of at most "
+                                      f"{MAX_SEARCH_CHIPS} to search")
 
 
 def answer(command: str, params: Mapping[str, str]):

@@ -21,7 +21,7 @@ from tokenomy.web import params as P
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout", "hop_latency")
 SERVE_FIELDS = ("kind", "model", "config", "hardware", "chips", "batch", "context", "len_pass", "weight_dtype",
-                "kv_dtype", "efficiency", "usd_per_chip_hour") + LAYOUT_FIELDS
+                "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + LAYOUT_FIELDS
 DEFAULTS = {"kind": "decode", "model": "llama-3.1-70b", "hardware": "hgx-h100-8", "batch": "64", "context": "8192",
             "kv_dtype": "bf16", "efficiency": "calibrated"}
 BATCH_SWEEP = ",".join(str(2**i) for i in range(0, 17))  # 1 .. 65,536
@@ -113,7 +113,7 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
                                               str(row["context"])),
                                        f"{Kind} MFU vs context at batch {row['batch']:,}{on}")
     figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user ({kind}){on}")
-    return {"row": row, "title": res.title, "layout_rule": res.extra["layout_rule"], "plan": plan,
+    return {"row": row, "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
             "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
             "weight_dtype": kw.get("weight_dtype"), "kv_dtype": kw.get("kv_dtype", "bf16")}

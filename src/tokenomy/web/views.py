@@ -22,6 +22,8 @@ from tokenomy.web.serve import plain
 HELP = {
     "model": "a catalog model (or upload a config.json on the Serve page)",
     "hardware": "a chip or a system (node, rack, cluster) from the catalog",
+    "set": "what-if hardware: field=value pairs, SI units or a multiplier of the catalog's (hbm_bytes_per_s=x2, "
+           "bf16_flops_per_s=1.2e15, usd_per_chip_hour=3); fields: specs.OVERRIDABLE",
     "chips": "number of chips; empty: all of the system's",
     "context": "tokens of context per sequence",
     "min_tokens_per_user": "SLO: least decode tokens/s each user sees",
@@ -90,6 +92,8 @@ class Page:
     figures: Callable[[object, dict], dict]
     cards: Callable[[object], list] = lambda data: []  # the headline: (label, value, note) per card
     table: str | None = None  # payload key of the rows shown as a table (a list payload: the payload itself)
+    rows_payload: bool = False  # the answer's payload is its rows: figures and cards take them (on what-if hardware
+    # too, where the payload is {"hardware_overrides": ..., "rows": ...}: answers/variants.py)
 
     def values(self, params: Mapping[str, str]) -> dict[str, str]:
         return {**self.defaults, **params}
@@ -97,9 +101,10 @@ class Page:
     def view(self, params: Mapping[str, str]) -> dict:
         query = {k: v for k, v in self.values(params).items() if v.strip()}
         res = P.answer(self.command, query)
-        data = res.payload()
+        data = res.rows() if self.rows_payload else res.payload()
         rows = data if isinstance(data, list) else data.get(self.table, []) if self.table else []
-        return {"data": data, "title": res.title, "notes": list(res.notes), "explain": plain(list(res.explain())),
+        return {"data": data, "title": res.title, "notes": list(res.notes), "overrides": res.extra.get(
+                    "hardware_overrides") or (data.get("hardware_overrides") if isinstance(data, dict) else None), "explain": plain(list(res.explain())),
                 "figures": self.figures(data, query), "cards": self.cards(data), "rows": rows,
                 "columns": [c for c in res.columns if not rows or c in rows[0]]}
 
@@ -208,7 +213,8 @@ PAGES = {
     "train": Page("train", "Train", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "chips": "1024", "tp": "8",
                                      "pp": "4", "seq_len": "8192", "global_batch": "256,512,1024", "tokens": "15e12"},
                   ("model", "hardware", "chips", "tp", "pp", "cp", "ep", "dp", "zero", "schedule", "recompute",
-                   "micro_batch", "seq_len", "global_batch", "tokens", "mfu"), _train_figures, _train_cards),
+                   "micro_batch", "seq_len", "global_batch", "tokens", "mfu"), _train_figures, _train_cards,
+                  rows_payload=True),
     "lifecycle": Page("lifecycle", "Lifecycle", {"demand_tokens_per_s": "5e7", "period_days": "60"},
                       ("demand_tokens_per_s", "period_days", "target_params", "target_loss", "hardware", "mfu",
                        "rl_tokens_ratio", "rl_flops_factor", "rl_penalty", "inference_penalty", "infer",

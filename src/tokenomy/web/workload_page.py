@@ -19,7 +19,7 @@ LOOPS = ("concurrency", "rate")
 METHODS = ("analytic", "simulate")
 DEGREES = ("tp", "ep", "pp", "dp")
 FIELDS = ("model", "config", "hardware", "chips", "loop", "concurrency", "rate", "isl", "osl", "cache_hit", "engine",
-          "method", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour") + DEGREES
+          "method", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + DEGREES
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurrency", "concurrency": "1,4,16,64,256",
             "rate": "0.5,1,2,4,8", "isl": "1024", "osl": "1024", "cache_hit": "0", "engine": "vllm",
             "method": "analytic", "kv_dtype": "auto", "efficiency": "calibrated"}
@@ -68,6 +68,8 @@ def kwargs(params: Mapping[str, str]) -> dict:
           "chips": qv.integer("chips", None, 1, P.MAX_CHIPS)}
     for d in DEGREES:
         kw[d] = qv.integer(d, None, 1, 2**16)
+    if v.get("set"):  # the custom-chip panel's what-if fields
+        kw["hardware"] = P.hardware_with_set(kw["hardware"], P.set_text(v["set"]))
     return kw
 
 
@@ -91,6 +93,6 @@ def view(params: Mapping[str, str]) -> dict:
                "cost": wp.cost_vs_load(rows, f"$ per M tokens vs {key}{on}")}
     best = max(rows, key=lambda r: (r["goodput_requests_per_s"] or 0, r["tokens_per_s_per_chip"] or 0))
     return {"rows": rows, "columns": [c for c in COLUMNS if any(r.get(c) is not None for r in rows)],
-            "title": res.title, "notes": list(res.notes), "explain": plain(list(res.explain())),
+            "title": res.title, "overrides": res.extra.get("hardware_overrides"), "notes": list(res.notes), "explain": plain(list(res.explain())),
             "figures": figures, "best": best, "load_key": key, "plan": res.extra["plan"],
             "layout_rule": res.extra["layout_rule"], "dtype_label": res.extra["dtypes"]}

@@ -79,6 +79,35 @@
 
   function currentForm() { return document.querySelector("form[hx-get]"); }
 
+  function customChip(form) {
+    // the custom-chip panel: one input per what-if field, kept in step with the set=field=value,... input that
+    // travels in the URL (typing in either updates the other; the form's own input event then asks for the page)
+    var set = form.querySelector("input[name='set']");
+    if (!set) return;
+    var fields = form.querySelectorAll("input[data-set-field]");
+    function parse() {
+      var out = {};
+      set.value.split(",").forEach(function (p) {
+        var kv = p.split("=");
+        if (kv.length === 2 && kv[0].trim()) out[kv[0].trim()] = kv[1].trim();
+      });
+      return out;
+    }
+    function fill() {
+      var v = parse();
+      fields.forEach(function (f) { f.value = v[f.dataset.setField] || ""; });
+    }
+    fill();
+    fields.forEach(function (f) {
+      f.addEventListener("input", function () {
+        var v = parse();
+        if (f.value.trim()) v[f.dataset.setField] = f.value.trim(); else delete v[f.dataset.setField];
+        set.value = Object.keys(v).map(function (k) { return k + "=" + v[k]; }).join(",");
+      });
+    });
+    set.addEventListener("input", fill);
+  }
+
   function initForm(form) {
     // per form: a history restore (Back after a cache miss) swaps in a new body, so a new form to set up
     if (!form || form.dataset.ready) return;
@@ -87,6 +116,7 @@
     prefillOnly(form);
     apiLink(form);
     markInvalid(form);
+    customChip(form);
     form.querySelectorAll("input[type=range][data-log2-for]").forEach(function (r) {
       r.addEventListener("input", function () {
         var n = form.querySelector("input[name='" + r.dataset.log2For + "']");
