@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tokenomy.specs import Hardware
 from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
 CATEGORICAL = ("model", "hardware", "weight_dtype", "kv_dtype", "efficiency", "kind")
@@ -61,6 +62,10 @@ class Grid:
 
 
 def _label(v) -> str:
+    """An axis value's name; a what-if Hardware's names its overrides, so it never shares a cache entry or a
+    coordinate with the catalog entry it changes (answers/variants.py)."""
+    if isinstance(v, Hardware):
+        return v.label()
     return v if isinstance(v, str) else getattr(v, "name", str(v))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
+from tokenomy.cli.options import what_if
 
 LIST = "comma list"
 MAX_PRINTED = 100_000
@@ -73,6 +74,8 @@ def _summary(spec, ds_or_path, counts, n_chunks) -> str:
 @guarded
 def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model names, {LIST}."),
               hardware: str = typer.Option(..., "--hardware", help=f"Chip or system names, {LIST}."),
+              set_: str = typer.Option(None, "--set", help="What-if hardware, applied to every --hardware: "
+                                       "field=value[,...] (SI units or a multiplier x2; see tokenomy decode --help)."),
               kind: str = typer.Option(None, "--kind", help="decode | prefill (comma list; default decode)."),
               weight_dtype: str = typer.Option(None, "--weight-dtype", help="Weight dtypes (checkpoint = its own)."),
               kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV dtypes (default bf16; serving: auto, the "
@@ -111,7 +114,8 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     from tokenomy.answers.sweeps import CHUNK_POINTS, chunks, run, spec_of
     from tokenomy.answers.sweep_front import Fronts
 
-    axes = dict(model=_words("model", model), hardware=_words("hardware", hardware), kind=_words("kind", kind),
+    hw = _words("hardware", hardware)
+    axes = dict(model=_words("model", model), hardware=hw if set_ is None else [what_if(h, set_) for h in hw], kind=_words("kind", kind),
                 weight_dtype=_words("weight-dtype", weight_dtype), kv_dtype=_words("kv-dtype", kv_dtype),
                 efficiency=_words("efficiency", efficiency), chips=_ints("chips", chips), tp=_ints("tp", tp),
                 ep=_ints("ep", ep), pp=_ints("pp", pp), dp=_ints("dp", dp), batch=_ints("batch", batch),
