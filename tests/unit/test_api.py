@@ -74,7 +74,8 @@ def _cli_options(command: str) -> set[str]:
     from tokenomy.cli import app, commands  # noqa: F401  (registers every command)
 
     cmd = typer.main.get_command(app).commands[command]
-    return {p.name for p in cmd.params} - {"as_json", "as_csv", "show"}
+    # --set's Python door is the hardware itself: tk.hardware(...).with_(...) (tests/unit/test_what_if_hardware.py)
+    return {p.name for p in cmd.params} - {"as_json", "as_csv", "show", "set_"}
 
 
 @pytest.mark.parametrize("command", ["train", "rl", "lifecycle", "plan"])

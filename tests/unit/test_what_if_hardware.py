@@ -167,3 +167,13 @@ def test_a_bad_partial_file_names_the_file_and_the_field(tmp_path, edit, says):
     with pytest.raises(CatalogError) as e:
         tk.hardware(str(p))
     assert str(e.value).startswith("bad-chip.toml: ") and says in str(e.value), str(e.value)
+
+
+def test_the_shipped_example_loads_and_is_sourced():
+    from pathlib import Path
+
+    p = Path(__file__).resolve().parents[2] / "examples" / "what-if" / "h100-hbm4.toml"
+    hw = tk.hardware(str(p))
+    [o] = hw.overrides
+    assert (o.field, o.value) == ("hbm_bytes_per_s", 2 * hardware(HW).chip.hbm_bytes_per_s)
+    assert o.source.startswith("what-if: ") and "base hgx-h100-8" in o.source
