@@ -68,39 +68,43 @@ def _layout_keywords(plan: dict) -> dict:
         "attn_dp": plan["attn_dp"] if plan["ep"] > 1 else None}
 
 
-def what_if(model, hardware, *, field="hbm_bytes_per_s", factors="x0.5..x4", concurrency=64, isl=1024, osl=1024,
-            engine="vllm", chips=None, weight_dtype=None, kv_dtype=None, efficiency="calibrated") -> Result:
+LAYOUT_KEYS = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "chips")
+
+
+def what_if(model, hardware, *, field="hbm_bytes_per_s", factors="x0.5..x4", concurrency=64, **serve_options) -> Result:
     """One row per multiplier of ``field`` (module docstring): serve's TPOT, TTFT, tokens/s per chip and $/Mtok at
-    ``concurrency`` users with ``isl``/``osl`` tokens, on the layout serve picks for the unmodified hardware."""
+    ``concurrency`` users, on the layout serve picks for the unmodified hardware. ``serve_options``: serve's own
+    keywords (isl, osl, engine, weight_dtype, kv_dtype, efficiency; chips and layout degrees choose the layout)."""
     from tokenomy.answers.workloads import serve
 
     if field not in OVERRIDABLE:
         raise ValueError(f"field: {field!r} is not a hardware field; allowed: {', '.join(OVERRIDABLE)}")
+    if serve_options.get("mode", "agg") != "agg":
+        raise ValueError("mode: the what-if sweep serves aggregated (agg); ask serve for disaggregated pools")
     m, base = model_of(model), hardware_of(hardware)
     fs = factors_of(factors)
-    common = dict(concurrency=[concurrency], isl=isl, osl=osl, engine=engine, weight_dtype=weight_dtype,
-                  kv_dtype=kv_dtype, efficiency=efficiency)
-    ref = serve(m, base, chips=chips, **common)
-    lay = _layout_keywords(ref.extra["plan"])
-    p = count_params(m)
+    ref = serve(m, base, concurrency=[concurrency], **serve_options)
+    plan = ref.extra["plan"]
+    held = {k: v for k, v in serve_options.items() if k not in LAYOUT_KEYS} | _layout_keywords(plan)
+    p, weights = count_params(m), serve_options.get("weight_dtype") or m.quantization.dense
     rows = []
     for f in fs:
         hw = hardware_with(base, {field: f"x{f!r}"}, door=f"what-if sweep of {field}")
-        r = serve(m, hw, **lay, **common)
-        peak = _compute_peak(hw, weight_dtype or m.quantization.dense)
+        served = serve(m, hw, concurrency=[concurrency], **held).rows()[0]
+        peak = _compute_peak(hw, weights)
         ratio = peak / hw.chip.hbm_bytes_per_s
-        row = {"factor": f, "field": field, "value": hw.value(field) if field != "peak_flops_per_s" else peak,
-               "flops_per_hbm_byte": ratio, "balance_batch": ratio * p.total / p.active,
-               **{k: r.rows()[0].get(k) for k in KEPT}}
-        rows.append(row)
-    title = (f"what-if {field} x{fs[0]:g}..x{fs[-1]:g}: {m.name} on {ref.extra['plan']['chips']} x {base.chip.name} "
-             f"({base.name}), layout {ref.extra['plan']['label']} (serve's choice at x1, held); {concurrency:g} "
-             f"users, ISL {isl} / OSL {osl}, {engine}")
-    r1 = _compute_peak(base, weight_dtype or m.quantization.dense) / base.chip.hbm_bytes_per_s
+        rows.append({"factor": f, "field": field, "value": peak if field == "peak_flops_per_s" else hw.value(field),
+                     "flops_per_hbm_byte": ratio, "balance_batch": ratio * p.total / p.active,
+                     **{k: served.get(k) for k in KEPT}})
+    title = (f"what-if {field} x{fs[0]:g}..x{fs[-1]:g}: {m.name} on {plan['chips']} x {base.chip.name} "
+             f"({base.name}), layout {plan['label']} (serve's choice at x1, held); {concurrency:g} users, "
+             f"{ref.extra['engine']}")
+    r1 = _compute_peak(base, weights) / base.chip.hbm_bytes_per_s
     notes = (f"flops_per_hbm_byte R = peak FLOP/s at the compute dtype / HBM bytes/s: the lecture's \"~300\" "
              f"(§2.2); {base.chip.name} as catalogued: {r1:.0f}. balance_batch = R x N_total/N_active.",)
-    res = Result("what_if", title, tuple(rows), COLUMNS, {"field": field, "plan": ref.extra["plan"],
+    res = Result("what_if", title, tuple(rows), COLUMNS, {"field": field, "plan": plan,
                  "layout_rule": "serve's layout on the unmodified hardware, held for every factor"}, notes,
+                 (f"each row: serve at x<factor> of {field}, on the point asked at x1: {ref.title}",),
                  rows_key="rows", dims=("factor",))
     return annotate(res, base)
 
