@@ -218,8 +218,11 @@ def test_bridged_pages_help_each_input_and_show_the_answer(client, path):
 
     page = PAGES[path]
     html = client.get(f"/{path}").text
-    labels = re.findall(r'<label title="([^"]*)">', html)
+    form, _, panel = html.partition('id="custom-chip"')  # the what-if panel follows the page's own inputs
+    labels = re.findall(r'<label title="([^"]*)">', form)
     assert len(labels) == len(page.fields) and all(labels), labels  # every input says what it is
+    assert bool(panel) == ("hardware" in page.fields)  # a custom chip wherever the page takes hardware
+    assert all(re.findall(r'<label title="([^"]*)">', panel.partition("</details>")[0]))
     assert html.count("<small>") >= len(page.fields)
     assert 'id="title"' in html and '<pre id="explain">' in html and "[bold]" not in html  # Result.explain()
     assert not re.search(r"placeholder=\"\d+\.0\"|0\.666666", html)  # defaults read as people write them
