@@ -44,7 +44,7 @@ def test_no_server_error_over_the_schema(label, mode):
               suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy(generation_mode=GenerationMode(mode)))
     def fuzz(case):
-        response = case.call()
+        response = case.call(timeout=None)  # no wall-clock limit: a slow answer under load is not a failure
         CASES[label, mode] += 1
         STATUSES[mode, response.status_code] += 1
         check_answer(response.status_code, response.text)
@@ -66,7 +66,7 @@ def test_values_that_fit_the_schema_reach_the_answers():
                   suppress_health_check=list(HealthCheck))
         @given(case=operation.as_strategy(generation_mode=GenerationMode("positive")))
         def fuzz(case):
-            response = case.call()
+            response = case.call(timeout=None)  # no wall-clock limit: a slow answer under load is not a failure
             seen[response.status_code] += 1
             check_answer(response.status_code, response.text)
 
