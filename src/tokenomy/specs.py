@@ -271,3 +271,27 @@ def _apply_links(t: Topology, key: str, v: float) -> Topology:
         if key.startswith(prefix + "_"):
             return replace(t, **{prefix: replace(getattr(t, prefix), **{key.removeprefix(prefix + "_"): v})})
     return t
+
+@dataclass(frozen=True)
+class PowerSpec:
+    """What a chip draws and costs to own, from catalog/power (the chip's file and facility.toml): board power at
+    rest and its limit, the IT power its reference system adds per chip, capital cost, and the facility's terms
+    (PUE of the deployment class, electricity price, amortisation, hosting, the board-power split)."""
+
+    chip: str
+    idle_w: float
+    tdp_w: float
+    host_w: float  # host CPUs, memory, NICs, fans per chip (as provisioned)
+    network_w: float  # scale-out switches and optics per chip
+    capex_usd_per_chip: float
+    capex_estimate: bool
+    reference_w: float | None  # InferenceX's all-in provisioned W per chip, for comparison
+    facility_class: str
+    pue: float
+    usd_per_kwh: float
+    amortisation_years: float
+    hosting_usd_per_kw_month: float
+    hbm_bytes_per_s: float  # the chip's HBM bandwidth: what a busy HBM moves, at hbm_j_per_byte
+    compute_share: float  # of (TDP - idle) a busy tensor core drives (econ/energy.py)
+    hbm_j_per_byte: float  # J per byte a busy HBM path (DRAM, PHY, L2, the SMs' loads) spends
+    link_share: float  # of (TDP - idle) busy links and their collective kernels drive

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import cache
-from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Level, LinkSpec, Topology
+from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Level, LinkSpec, PowerSpec, Topology
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -28,7 +28,7 @@ ROOT = Path(__file__).parent
 M = TypeVar("M", bound="BaseModel")
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
-           "engines": "EngineFile"}  # catalog kind -> its class in catalog/schema.py (imported on first validation)
+           "engines": "EngineFile", "power": "PowerFile"}  # catalog kind -> its class in catalog/schema.py (imported on first validation)
 
 
 class CatalogError(ValueError):
@@ -276,6 +276,50 @@ def what_if_hardware(path: Path) -> Hardware:
                           name=f.name or path.stem, **f.fields())
     except ValueError as e:
         raise CatalogError(f"{path.name}: field {str(e).partition(':')[0]!r}:{str(e).partition(':')[2]}") from None
+
+
+# ---- power ---------------------------------------------------------------------------------------------
+
+
+def facility_classes() -> list[str]:
+    """The deployment classes catalog/power/facility.toml names (each with its PUE)."""
+    return list(_facility()[0].classes)
+
+
+@lru_cache(maxsize=1)
+def _facility():
+    from tokenomy.catalog.schema import FacilityFile
+
+    path = ROOT / "power" / "facility.toml"
+    raw = path.read_bytes()
+    return _validate(path, FacilityFile, raw), raw
+
+
+def _power_spec(chip_stem: str, facility_class: str | None) -> tuple[PowerSpec, cache.Sources]:
+    pf, p_raw = _file("power", chip_stem)
+    cf, c_raw = _file("chips", chip_stem)
+    fac, f_raw = _facility()
+    cls = fac.default_class if facility_class is None else facility_class
+    if cls not in fac.classes:
+        raise CatalogError(f"unknown facility class {cls!r}; allowed: {', '.join(fac.classes)}")
+    sp = fac.split
+    spec = PowerSpec(chip_stem, pf.board.idle_w, cf.power.tdp_w, pf.host.host_w, pf.host.network_w,
+                     pf.capex.usd_per_chip, pf.capex.estimate, pf.reference.w_per_chip if pf.reference else None,
+                     cls, fac.classes[cls].pue, fac.electricity.usd_per_kwh, fac.ownership.amortisation_years,
+                     fac.ownership.hosting_usd_per_kw_month, cf.hbm.bytes_per_s, sp.compute, sp.hbm_j_per_byte,
+                     sp.link)
+    return spec, {ROOT / "power" / f"{chip_stem}.toml": p_raw, ROOT / "chips" / f"{chip_stem}.toml": c_raw,
+                  ROOT / "power" / "facility.toml": f_raw}
+
+
+@lru_cache(maxsize=None)
+def power(chip: str, facility_class: str | None = None) -> PowerSpec:
+    """A chip's power and ownership spec (catalog/power/<chip>.toml with facility.toml) under a deployment class
+    (None: the file's default); from the validated-value cache while the files are unchanged."""
+    stem = _pick("chips", chip).stem
+    if not (ROOT / "power" / f"{stem}.toml").exists():
+        raise CatalogError(f"no power file for chip {stem!r} (catalog/power/); have: {', '.join(_names('power'))}")
+    return cache.cached(("power", stem, str(facility_class), str(ROOT)), lambda: _power_spec(stem, facility_class))
 
 
 # ---- models ---------------------------------------------------------------------------------------------
