@@ -133,6 +133,8 @@ class PassTerms:
     unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop, TP, EP) seconds
     flops_per_s: object = field(repr=False, default=None)  # the chip's peak, for the MFU
     hop_share_s: object = field(repr=False, default=None)  # the pipeline hops per stage (None: no hops)
+    floor_s: object = field(repr=False, default=0.0)  # the kernels' launch floors f·K·κ·(1 + ε): GPU busy, in overhead
+    microbatches: object = field(repr=False, default=1.0)  # M: a stage's chip runs M micro-batches a period
 
     @cached_property
     def bound(self):
@@ -169,6 +171,15 @@ class PassTerms:
     @cached_property
     def mfu(self):
         return self.flops / (self.chips * self.flops_per_s) / self.step_s
+
+    def busy_shares(self):
+        """(u_compute, u_hbm, u_link): the share of a period each unit of a stage's chip is busy, min(1, M·t/step)
+        with t its kernels' compute time, its HBM time plus the kernels' launch floors (GPU time at full clocks),
+        and its TP/EP communication; the load econ/energy.py turns into watts. NaN where the point has no time."""
+        M, step = self.microbatches, self.step_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return tuple(np.clip(M * t / step, 0.0, 1.0) for t in (self.compute_s, self.memory_s + self.floor_s,
+                                                                  self.comms_s))
 
     @property
     def ok(self):
@@ -721,7 +732,7 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
         act_bytes_per_chip=w.act_bytes_per_chip, hbm_bytes=hbm,
         expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio, reason=reason,
         nan=nan, unmasked=(weights_read_s, kv_s, act_s, w.hop_s, tp_comm, ep_comm), flops_per_s=peaks.flops_per_s,
-        hop_share_s=None if hop_total is None else hop_total / pp)
+        hop_share_s=None if hop_total is None else hop_total / pp, floor_s=floor, microbatches=w.microbatches)
 
 
 def at(x, shape: tuple[int, ...], i: int) -> float:

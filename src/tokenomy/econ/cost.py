@@ -78,7 +78,9 @@ class Serving(Deployment):
             tokens_per_s_per_user=r.tokens_per_s_per_user, usd_per_mtok=usd_per_mtok(r.step_s, T, r.chips, self.price),
             mfu=r.mfu, memory_per_chip_bytes=real.memory_per_chip_bytes, hbm_bytes=real.hbm_bytes,
             fits=real.reason == 0, reason=real.reason)
-        return Terms(**{k: np.broadcast_to(v, shape) for k, v in out.items()}, layout=self.layout, passes=real)
+        busy = tuple(np.broadcast_to(u, shape) for u in r.busy_shares())
+        return Terms(**{k: np.broadcast_to(v, shape) for k, v in out.items()}, busy=busy, layout=self.layout,
+                     passes=real)
 
     def header(self) -> str:
         """The label with the efficiency set and the layout rule: what every economics title states."""
@@ -122,6 +124,7 @@ class Terms:
     hbm_bytes: object  # usable HBM per chip
     fits: object  # valid and fits in HBM
     reason: object  # engine.REASONS index
+    busy: tuple  # (u_compute, u_hbm, u_link): engine.PassTerms.busy_shares, the load econ/energy.py prices
     layout: object  # the Layout evaluated
     passes: engine.PassTerms  # the engine's own (masked) result
 

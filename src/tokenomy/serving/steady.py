@@ -78,6 +78,11 @@ class Steady:
     capacity_limited: np.ndarray
     bound: np.ndarray  # index into engine.BOUNDS (the mean step)
     fits: np.ndarray
+    # the share of time each unit of a chip is busy over the mean step of n decodes and P prefill tokens
+    # (engine.PassTerms.busy_shares; econ/energy.py turns them into watts: power is linear in busy time below the cap)
+    busy_compute: np.ndarray
+    busy_hbm: np.ndarray
+    busy_link: np.ndarray
 
 
 def _mean_step(B, osl, I, budget, closed=False):
@@ -334,6 +339,7 @@ def _replicated(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) 
     return _combine(parts, reps)
 
 
+BUSY = ("busy_compute", "busy_hbm", "busy_link")
 SUMMED = ("batch", "decodes", "prefill_per_step", "requests_per_s", "output_tokens_per_s")
 RATE_WEIGHTED = ("tpot_s", "ttft_s", "ttft_p50_s", "ttft_p99_s", "queue_s", "chunk_step_s", "e2e_s", "prefill_share",
                  "chunks")
@@ -354,6 +360,8 @@ def _combine(parts, reps: int) -> Steady:
     first = parts[0][0]
     out["b_kv"] = first.b_kv * float(reps)
     out["kv_occupancy"] = sum(part(s, k, o, s.kv_occupancy) for (s, k), o in zip(parts, on)) / reps
+    for f in BUSY:  # over every replica: one without requests is idle (busy 0), its power still drawn
+        out[f] = sum(part(s, k, o, getattr(s, f)) for (s, k), o in zip(parts, on)) / reps
     out["capacity_limited"] = np.logical_or.reduce([o & s.capacity_limited for (s, _), o in zip(parts, on)])
     out["fits"] = np.logical_and.reduce([~o | s.fits for (s, _), o in zip(parts, on)])
     out["bound"] = np.where(on[0], first.bound, parts[-1][0].bound)
@@ -403,6 +411,8 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     fits = (s.reason == 0) & (b_kv >= 1)
     nan = np.where(fits, 0.0, np.nan)
     q = s.queue_s
+    _, mean_step = step.timer(s.decodes, s.prefill_per_step, terms=True)
+    busy = [np.broadcast_to(u, load.shape) + nan for u in mean_step.busy_shares()]
     return Steady(batch=s.batch, b_kv=b_kv, decodes=s.decodes, prefill_per_step=s.prefill_per_step,
                   chunks=s.chunks, tpot_s=s.tpot_s + nan, ttft_s=s.ttft0_s + q + nan,
                   ttft_p50_s=s.ttft_p50_s + q + nan, ttft_p99_s=s.ttft_p99_s + q + nan, queue_s=q + nan,
@@ -412,7 +422,7 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
                   usd_per_mtok_input=usd_per_mtok(s.prefill_share, X * isl, dep.chips, dep.price) + nan,
                   usd_per_mtok_output=usd_per_mtok(1.0 - s.prefill_share, out_tps, dep.chips, dep.price) + nan,
                   kv_occupancy=occupancy + nan, capacity_limited=s.demand_limited | s.over_budget,
-                  bound=s.bound, fits=fits)
+                  bound=s.bound, fits=fits, busy_compute=busy[0], busy_hbm=busy[1], busy_link=busy[2])
 
 
 def bound_name(i) -> str:
