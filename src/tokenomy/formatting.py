@@ -53,6 +53,10 @@ def fmt_cell(key: str, v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else ("NO" if key == "fits" else "no")
     if isinstance(v, (int, float)):
+        if key.endswith("_per_mw"):  # tokens/s per MW of all-in power
+            return fmt_si(v, "tok/s/MW")
+        if key.endswith("_w") or "_w_per_" in key:
+            return f"{v:,.0f} W"
         for part, unit in (("bytes_per_s", "B/s"), ("flops_per_s", "FLOP/s"), ("tokens_per_s", "tok/s"),
                            ("requests_per_s", "req/s")):
             if part in key:

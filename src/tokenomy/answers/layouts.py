@@ -3,7 +3,7 @@
 Given a serving workload (``concurrency`` or ``rate``, ``isl``/``osl``, SLOs ``ttft_slo``/``tpot_slo``) the
 objective is the workload instead of one decode step: answers.plan_serving (aggregated layouts through
 serving.steady; ``mode="disagg"``: prefill/decode pool splits through answers.workloads.plan_disagg), ranked by
-plan_serving.RULE (goodput per dollar under the SLOs), the table showing $/Mtok in and out beside tokens/s per chip
+plan_serving.OBJECTIVES (default: goodput per dollar under the SLOs; tokens-per-joule, tco), the table showing $/Mtok in and out beside tokens/s per chip
 and per user, TTFT and TPOT. Without a workload, the bare decode search below.
 
 Every point is the engine under the efficiency set asked for (default: calibrated) — the same engine decode and
@@ -36,7 +36,7 @@ def _positive(name: str, v):
 
 SERVING_COLUMNS = ("best", "plan", "chips", "concurrency", "rate", "ttft_s", "tpot_s", "tokens_per_s_per_chip",
                    "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "goodput_requests_per_usd",
-                   "bound")
+                   "j_per_output_token", "tco_usd_per_mtok_output", "bound")
 DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurrency", "rate", "ttft_s", "tpot_s",
                        "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
                        "goodput_requests_per_usd", "prefill_utilisation")
@@ -47,10 +47,17 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
          weight_dtype=None, kv_dtype=None, efficiency="calibrated", hop_latency=None, torus=None, top=0,
          usd_per_chip_hour=None, mode="agg", concurrency=None, rate=None, isl=1024, osl=1024, ttft_slo=None,
          tpot_slo=None, engine="vllm", cache_hit=0.0, max_num_tokens=None, max_batch=None, prefill_chips=None,
-         decode_chips=None) -> Result:
-    """The layout search (module docstring); a serving plan when a workload or ``mode="disagg"`` is given."""
+         decode_chips=None, objective=None, usd_per_kwh=None, facility=None) -> Result:
+    """The layout search (module docstring); a serving plan when a workload or ``mode="disagg"`` is given;
+    ``objective`` (plan_serving.OBJECTIVES) what an aggregated serving plan maximises."""
+    from tokenomy.answers.plan_serving import DEFAULT_OBJECTIVE, objective_of
+
     if mode not in ("agg", "disagg"):
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
+    objective_of(objective)
+    if objective not in (None, DEFAULT_OBJECTIVE) and (mode == "disagg" or (concurrency is None and rate is None)):
+        raise ValueError(f"objective: {objective!r} ranks aggregated serving plans: give concurrency or rate "
+                         "(mode agg); the bare search and mode disagg rank by their own rule")
     if concurrency is not None or rate is not None or mode == "disagg":
         # a workload brings its own lengths and SLOs: the bare search's knobs would be silently unused
         unused = [n for n, v, d in (("context", context, 8192), ("min_tokens_per_user", min_tokens_per_user, 0.0),
@@ -63,7 +70,7 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
                              max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
                              decode_chips=decode_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                              efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, top=top, batch=batch,
-                             torus=torus)
+                             torus=torus, objective=objective, usd_per_kwh=usd_per_kwh, facility=facility)
     if prefill_chips is not None or decode_chips is not None:
         raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
     kv_dtype = "bf16" if kv_dtype in (None, "auto") else kv_dtype  # a bare layout search has no engine
@@ -109,8 +116,8 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
 
 def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, ttft_slo, tpot_slo, engine, cache_hit,
                   max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
-                  usd_per_chip_hour, top, batch, torus) -> Result:
-    from tokenomy.answers.plan_serving import RULE, misses_by, rank, search_agg
+                  usd_per_chip_hour, top, batch, torus, objective=None, usd_per_kwh=None, facility=None) -> Result:
+    from tokenomy.answers.plan_serving import misses_by, objective_of, rank, search_agg
     from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg, serving_kv_dtype, within_context
 
     if batch is not None:
@@ -144,18 +151,21 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
     within_context(dep.model, li.mean, lo.mean)
     rows, n_layouts, n_eval = search_agg(dep, chips=budget, concurrency=C, rate=R, isl=li.mean, osl=lo.mean,
                                          cache_hit=float(cache_hit), engine=engine, max_num_tokens=max_num_tokens,
-                                         max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo)
+                                         max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
+                                         usd_per_kwh=usd_per_kwh, facility=facility)
     if not rows:
         raise ValueError(f"chips: {dep.model.name} does not fit on <= {budget} x {dep.hardware.chip.name} with a KV "
                          f"cache for one {li.mean + lo.mean:g}-token sequence under {engine}'s memory share")
-    table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top or None)
+    goal = objective_of(objective)
+    rule = goal.rule
+    table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top or None, goal)
     notes.insert(0, f"{n_layouts:,} candidate layouts on <= {budget} chips; {n_eval} on the decode Pareto front at "
                     f"context {li.mean + lo.mean / 2:g} run through the serving steady state ({len(rows)} plans)")
     title = (f"plan (agg serving): {dep.model.name} on <= {budget} x {dep.hardware.chip.name} ({dep.hardware.name}); "
              f"ISL {li.label()} / OSL {lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT "
              f"{tpot_slo if tpot_slo else '-'} s; {engine}; weights {dep.weight_dtype or dep.model.quantization.dense}, "
-             f"KV {dep.kv_dtype}; {dep.eff.name} efficiency; {RULE}")
+             f"KV {dep.kv_dtype}; {dep.eff.name} efficiency; {rule}")
     extra = {"mode": "agg", "model": dep.model.name, "hardware": dep.hardware.name, "chips_budget": budget,
-             "rule": RULE, "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
+             "rule": rule, "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
              "plans": len(rows), "candidates": n_layouts}
     return Result("plan", title, tuple(table), SERVING_COLUMNS, extra, tuple(notes), rows_key="front")

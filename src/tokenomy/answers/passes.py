@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
+from tokenomy.answers.energy_cols import ENERGY_KEYS, pass_energy, power_of
 from tokenomy.answers.result import Later, Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core import engine
@@ -22,7 +23,8 @@ from tokenomy.parallel.search import best_layout, explain_plan
 from tokenomy.units import fmt_seconds
 
 PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s", "bound",
-                "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok", "memory_per_chip_bytes", "fits")
+                "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok", "j_per_token_all_in", "tokens_per_s_per_mw",
+                "tco_usd_per_mtok", "memory_per_chip_bytes", "fits")
 MAX_POINTS = 1 << 20
 TERM_KEYS = ("compute_s", "memory_s", "weights_read_s", "kv_s", "act_s", "tp_comm_s", "ep_comm_s", "comms_s", "overhead_s", "hop_s", "step_s",
              "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "mfu")
@@ -71,7 +73,8 @@ def check_layout(dep: Deployment, layout: Layout, fields: str = "tp, ep, pp, dp"
 @reports_hardware
 def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,
                 dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, layout=None, weight_dtype=None,
-                kv_dtype="bf16", efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None) -> Result:
+                kv_dtype="bf16", efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None,
+                usd_per_kwh=None, facility=None) -> Result:
     m, hw = model_of(model), hardware_of(hardware)
     B = _grid("batch", batch)[:, None]
     C = _grid("context", context)[None, :]
@@ -86,6 +89,7 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
     if degrees is not None and layout is not None:
         raise ValueError(f"layout: {layout!r} and layout degrees (tp, ep, pp, dp) exclude each other; give one")
     lay = degrees or layout
+    power = power_of(hw, usd_per_kwh, facility)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     lay, rule = choose_layout(dep, positive_int("chips", chips), lay, B, C, S)
@@ -98,7 +102,7 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
              f"{dep.eff.name} efficiency{' (terms of ' + dep.eff.terms_from + ')' if dep.eff.terms_from else ''}; "
              f"compute {used}")
     # rows, notes and the per-point derivation are written on first use: a sweep returns once it is computed
-    rows = Later(lambda: pass_rows(dep, r, bound))
+    rows = Later(lambda: pass_rows(dep, r, bound, power))
     notes = lambda: (f"{row['batch']} x {row['context']}: {row['why']}" for row in rows if row["why"])  # noqa: E731
     derivation = lambda: (line for i in range(int(np.prod(r.shape))) for line in explain_point(dep, r, bound, i))  # noqa: E731
     return Result(kind, title, rows, PASS_COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule},
@@ -106,11 +110,16 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
                   dims=("plan", "batch", "context"))
 
 
-def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms) -> list[dict]:
-    """One dict per grid point (vectorised: arrays -> lists once), NaN -> None."""
+def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms, power=None) -> list[dict]:
+    """One dict per grid point (vectorised: arrays -> lists once), NaN -> None; with ``power`` (a PowerSpec) the
+    energy and ownership columns (answers/energy_cols.py: per token of the pass, output in decode, input in
+    prefill)."""
     shape = r.shape
     flat = lambda x: np.ravel(np.broadcast_to(x, shape))  # noqa: E731
     cols = {k: flat(getattr(r, k)) for k in TERM_KEYS}
+    if power is not None:
+        e = pass_energy(power, r.busy_shares(), r.step_s, r.chips, np.asarray(r.batch) * np.asarray(r.len_pass))
+        cols.update({k: flat(e[k]) for k in ENERGY_KEYS})
     cols["roofline_step_s"] = flat(bound.step_s)
     cols["usd_per_mtok"] = flat(dep.usd_per_mtok(r))
     cols["memory_per_chip_bytes"] = flat(r.memory_per_chip_bytes)

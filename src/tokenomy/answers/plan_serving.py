@@ -22,6 +22,7 @@ at every batch, by one on it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,6 +32,36 @@ RULE = ("best = the plan meeting the SLOs (TTFT <= TTFT SLO, TPOT <= TPOT SLO, n
         "with the most goodput per dollar (goodput requests/s x 3600 / (chips x $/chip-hour)); ties: more tokens/s "
         "per user")
 RULE_SHORT = "best = most SLO-meeting requests per $ (goodput/$)"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What ``plan --objective`` maximises among the plans that meet the SLOs: a row's value (with_goodput)."""
+
+    key: str
+    rule: str
+
+
+OBJECTIVES = {
+    "goodput-per-usd": Objective("goodput_requests_per_usd", RULE),
+    "tokens-per-joule": Objective(
+        "goodput_tokens_per_joule", "best = the plan meeting the SLOs with the most SLO-meeting output tokens per "
+        "all-in joule (goodput requests/s x OSL / (chips x all-in W per chip), econ/energy.py); ties: more tokens/s "
+        "per user"),
+    "tco": Objective(
+        "goodput_requests_per_usd_tco", "best = the plan meeting the SLOs with the most goodput per dollar of "
+        "ownership (goodput requests/s x 3600 / (chips x TCO $/chip-hour), econ/tco.py); ties: more tokens/s per "
+        "user"),
+}
+DEFAULT_OBJECTIVE = "goodput-per-usd"
+
+
+def objective_of(name: str | None) -> Objective:
+    if name is None:
+        return OBJECTIVES[DEFAULT_OBJECTIVE]
+    if name not in OBJECTIVES:
+        raise ValueError(f"objective: {name!r}; allowed: {', '.join(OBJECTIVES)}")
+    return OBJECTIVES[name]
 
 
 def overloaded(r: dict) -> bool:
@@ -77,16 +108,24 @@ def misses(r: dict, ttft_slo, tpot_slo) -> dict:
 def with_goodput(r: dict, usd_per_chip_hour: float, ttft_slo, tpot_slo) -> dict:
     """The row plus ``meets``, ``goodput_requests_per_s`` and ``goodput_requests_per_usd`` (module docstring)."""
     good = goodput_requests_per_s(r, ttft_slo, tpot_slo)
-    return dict(r, meets_slos=meets(r, ttft_slo, tpot_slo), goodput_requests_per_s=good,
-                goodput_requests_per_usd=good * SECONDS_PER_HOUR / (r["chips"] * usd_per_chip_hour))
+    out = dict(r, meets_slos=meets(r, ttft_slo, tpot_slo), goodput_requests_per_s=good,
+               goodput_requests_per_usd=good * SECONDS_PER_HOUR / (r["chips"] * usd_per_chip_hour))
+    # the energy objectives: goodput per all-in joule (output tokens: requests x OSL) and per $ of ownership
+    watts, tco_h, rps = r.get("all_in_w_per_chip"), r.get("tco_usd_per_chip_hour"), r.get("requests_per_s")
+    osl = (r["tokens_per_s_per_chip"] * r["chips"] / rps) if rps and r.get("tokens_per_s_per_chip") else 0.0
+    out["goodput_tokens_per_joule"] = good * osl / (r["chips"] * watts) if watts else 0.0
+    out["goodput_requests_per_usd_tco"] = good * SECONDS_PER_HOUR / (r["chips"] * tco_h) if tco_h else 0.0
+    return out
 
 
-def _key(r: dict):
-    return (-r["goodput_requests_per_usd"], -(r["tokens_per_s_per_user"] or 0.0))
+def _key(r: dict, objective: Objective = OBJECTIVES[DEFAULT_OBJECTIVE]):
+    return (-r[objective.key], -(r["tokens_per_s_per_user"] or 0.0))
 
 
-def rank(rows: list[dict], ttft_slo, tpot_slo, top=None) -> tuple[list[dict], dict | None, dict | None, list[str]]:
-    """(table, best, closest, notes) by RULE over ``rows`` (each already ``with_goodput``)."""
+def rank(rows: list[dict], ttft_slo, tpot_slo, top=None, objective: Objective = OBJECTIVES[DEFAULT_OBJECTIVE]
+         ) -> tuple[list[dict], dict | None, dict | None, list[str]]:
+    """(table, best, closest, notes) by the objective's rule (default RULE) over ``rows`` (each ``with_goodput``)."""
+    key = lambda r: _key(r, objective)  # noqa: E731
     from tokenomy.parallel.search import pareto
 
     good = [r for r in rows if r["meets_slos"]]
@@ -95,10 +134,10 @@ def rank(rows: list[dict], ttft_slo, tpot_slo, top=None) -> tuple[list[dict], di
         x = np.array([r["tokens_per_s_per_chip"] for r in good])
         y = np.array([r["tokens_per_s_per_user"] for r in good])
         front = [good[i] for i in pareto(x, y, np.ones(len(good), bool))]
-        best = min(good, key=_key)
+        best = min(good, key=key)
         if not any(r is best for r in front):
             front.append(best)
-        table = sorted(front, key=_key)
+        table = sorted(front, key=key)
         for r in table:
             r["best"] = r is best
         notes.append(f"{len(good)} of {len(rows)} plans meet the SLOs; the table is their Pareto front, best first")
@@ -139,14 +178,17 @@ def misses_by(r: dict | None, ttft_slo, tpot_slo) -> dict | None:
 
 
 def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, cache_hit: float, engine: str,
-               max_num_tokens, max_batch, ttft_slo, tpot_slo) -> tuple[list[dict], int, int]:
+               max_num_tokens, max_batch, ttft_slo, tpot_slo, usd_per_kwh=None, facility=None
+               ) -> tuple[list[dict], int, int]:
     """Every screened layout (module docstring) at every workload point through serving.steady: (rows, candidate
     layouts, layouts evaluated). Each row is ``answers.workloads._row`` of that layout: what ``serve`` prints."""
+    from tokenomy.answers.energy_cols import power_of, serving_energy
     from tokenomy.answers.workloads import _row, engine_profile
     from tokenomy.parallel.search import Constraints, default_batches, search
     from tokenomy.serving.steady import steady
 
     prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
+    power = power_of(dep.hardware, usd_per_kwh, facility)
     res = search(dep, chips=chips, constraints=Constraints(context=isl + osl / 2.0),
                  batches=default_batches(prof0.max_batch))
     n_b = np.size(res.batches)
@@ -160,9 +202,10 @@ def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, ca
             s = steady(d, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit)
         if not np.any(s.fits):
             continue
+        energy = serving_energy(power, s, d.chips, isl)
         load = concurrency if concurrency is not None else rate
         for i in range(len(load)):
-            r = _row(d, prof, s, i, concurrency, rate, None, ttft_slo, tpot_slo)
+            r = _row(d, prof, s, i, concurrency, rate, None, ttft_slo, tpot_slo, energy)
             r.update({k: v for k, v in lay.as_dict().items() if k != "label"})
             rows.append(with_goodput(r, d.price, ttft_slo, tpot_slo))
     return rows, int(np.size(res.layouts.tp)), len(shortlist)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.answers.energy_cols import pass_energy, power_of, serving_energy
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
@@ -35,11 +36,15 @@ REASONS = engine.REASONS + SWEEP_REASONS
 LEN_PASS_REASON, NO_LAYOUT_REASON, NO_KV_REASON = (len(engine.REASONS) + i for i in range(3))
 PASS_VARS = {"step_s": "s", "compute_s": "s", "memory_s": "s", "comms_s": "s", "overhead_s": "s",
              "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s", "usd_per_mtok": "USD/Mtok",
-             "memory_per_chip_bytes": "bytes", "mfu": "1"}
+             "memory_per_chip_bytes": "bytes", "mfu": "1", "j_per_token_all_in": "J/token",
+             "tokens_per_s_per_mw": "tokens/s/MW", "tco_usd_per_mtok": "USD/Mtok"}
+PASS_ENERGY = ("j_per_token_all_in", "tokens_per_s_per_mw", "tco_usd_per_mtok")  # answers/energy_cols.py
 SERVE_VARS = {"ttft_s": "s", "tpot_s": "s", "e2e_s": "s", "requests_per_s": "requests/s",
               "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s",
               "usd_per_mtok_input": "USD/Mtok", "usd_per_mtok_output": "USD/Mtok", "kv_occupancy": "1",
-              "capacity_limited": "1"}
+              "capacity_limited": "1", "j_per_output_token": "J/token", "tokens_per_s_per_mw": "tokens/s/MW",
+              "tco_usd_per_mtok_output": "USD/Mtok"}
+SERVE_ENERGY = ("j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output")
 CODES = {"bound": "index into engine.BOUNDS", "reason": "index into REASONS (0: valid and fits)"}
 PLAN_VARS = ("plan_tp", "plan_ep", "plan_pp", "plan_dp", "plan_redundant_experts", "plan_attn_dp", "plan_kv_batch")
 
@@ -97,8 +102,11 @@ def _run(dep: Deployment, lay: Layout, B, C, S) -> engine.PassTerms:
 
 
 def _pass_values(dep: Deployment, r: engine.PassTerms) -> dict:
-    vals = {k: getattr(r, k) for k in PASS_VARS if k != "usd_per_mtok"}
-    vals["usd_per_mtok"] = usd_per_mtok(r.step_s, r.batch * r.len_pass, r.chips, dep.price)
+    vals = {k: getattr(r, k) for k in PASS_VARS if k != "usd_per_mtok" and k not in PASS_ENERGY}
+    tokens = r.batch * r.len_pass
+    vals["usd_per_mtok"] = usd_per_mtok(r.step_s, tokens, r.chips, dep.price)
+    e = pass_energy(power_of(dep.hardware), r.busy_shares(), r.step_s, r.chips, tokens)
+    vals.update({k: e[k] for k in PASS_ENERGY})
     vals["bound"], vals["reason"] = r.bound, r.reason
     return vals
 
@@ -214,6 +222,8 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
                     "tokens_per_s_per_chip": s.output_tokens_per_s / dep.chips, "tokens_per_s_per_user": 1.0 / s.tpot_s,
                     "usd_per_mtok_input": s.usd_per_mtok_input, "usd_per_mtok_output": s.usd_per_mtok_output,
                     "kv_occupancy": s.kv_occupancy, "capacity_limited": s.capacity_limited, "bound": s.bound}
+            e = serving_energy(power_of(dep.hardware), s, dep.chips, isl[idx])
+            vals.update({k: e[k] for k in SERVE_ENERGY})
         structure = int(np.asarray(dep.work(float(lay.dp), 1.0).structure))
         vals["reason"] = np.where(s.fits, 0, structure if structure and structure < engine.FIRST_POINT_REASON
                                   else NO_KV_REASON)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.answers.energy_cols import lifecycle_mwh, power_of, train_energy
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of, positive_int
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
@@ -59,8 +60,9 @@ def _pick(x, shape, i):
     return None if isinstance(v, float) and v != v else v  # NaN (a plan that does not fit) -> None
 
 
-def train_rows(st, run, plan: TrainPlan) -> list[dict]:
-    """One row per global batch: the step's terms, its memory per chip and (with a run) days, chip-hours, $."""
+def train_rows(st, run, plan: TrainPlan, energy: dict | None = None) -> list[dict]:
+    """One row per global batch: the step's terms, its memory per chip and (with a run) days, chip-hours, $;
+    ``energy``: answers.energy_cols.train_energy's arrays (power, J per token, MWh)."""
     shape = np.shape(st.tokens_per_step)
     rows = []
     for i in range(int(np.prod(shape)) if shape else 1):
@@ -87,6 +89,7 @@ def train_rows(st, run, plan: TrainPlan) -> list[dict]:
             row.update({"tokens": g(run.tokens), "steps": g(run.steps),
                         "days": g(run.time_s) / SECONDS_PER_DAY if fits else None, "chip_hours": g(run.chip_hours),
                         "usd": g(run.usd)})
+        row.update({k: g(v) if fits else None for k, v in (energy or {}).items()})
         rows.append(row)
     return rows
 
@@ -185,7 +188,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                     grad_bytes=dtype_bytes(grad_dtype), optimizer_bytes=opt_b, act_bytes=2.0, dropout=dropout,
                     flash=flash_attention)
     run = train_run(st, tokens, hw.usd_per_chip_hour) if tokens else None
-    rows = train_rows(st, run, plan)
+    rows = train_rows(st, run, plan, train_energy(power_of(hw), st, run))
     derivation = [line for i, r in enumerate(rows) for line in
                   explain_train(m, hw, plan, st, run, i) + ([f"  [red]{r['why']}[/red]"] if not r["fits"] else [])]
     title = (f"train: {m.name} on {rows[0]['chips']} x {hw.chip.name} (dp {dp}, tp {tp}, pp {pp}, cp {cp}, ep {ep}, "
@@ -264,6 +267,8 @@ def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, t
            "pretraining_fraction": shares[0], "rl_fraction": shares[1], "inference_fraction": shares[2],
            "pretraining_flops": p.flops_pre, "rl_flops": p.flops_rl, "inference_flops": p.flops_inf,
            "usd_per_pretraining_flop": u, "hardware": hw.name,
+           **lifecycle_mwh(power_of(hw), {"pretraining": p.flops_pre, "rl": p.flops_rl, "inference": p.flops_inf},
+                           peak, mfu),
            "ignoring_inference_n_active_params": naive.n_active, "ignoring_inference_total_usd": naive.usd_total,
            "saving_fraction": 1 - p.usd_total / naive.usd_total}
     row = {k: (float(v) if isinstance(v, np.generic) else v) for k, v in row.items()}
@@ -281,5 +286,5 @@ def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, t
             f"(--json for every term)")
     return RecordResult("lifecycle", "lifecycle: the size that minimises pre-training + RL + inference $", (row,),
                         ("n_active_params", "d_pre", "tokens_per_param", "overtraining", "pretraining_fraction",
-                         "rl_fraction", "inference_fraction", "total_usd", "saving_fraction"),
+                         "rl_fraction", "inference_fraction", "total_usd", "total_mwh", "saving_fraction"),
                         notes=(note,), derivation=derivation, rows_key="")

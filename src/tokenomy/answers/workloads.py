@@ -27,14 +27,16 @@ from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
+from tokenomy.answers.energy_cols import SIM_SCALED, power_of, serving_energy
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
 from tokenomy.units import DTYPE_BYTES, fmt_bytes, fmt_seconds
 
 COLUMNS = ("concurrency", "rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
-           "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "kv_occupancy", "capacity_limited",
-           "bound", "goodput_requests_per_s")
+           "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "j_per_output_token",
+           "tokens_per_s_per_mw", "tco_usd_per_mtok_output", "kv_occupancy", "capacity_limited", "bound",
+           "goodput_requests_per_s")
 # the prefill share of engine time above which the analytic TTFT understates (or, in a closed loop, misjudges) the
 # prompts' queue for the token budget: open loop, the simulator measured +10% at 0.47-0.49 and +17-40% at 0.69-0.74
 # (Llama-3.1-70B, 8 x H100, vLLM profile, 2k-6k-token prompts), within 5% below; closed loop -11..+11% at 0.53-0.85
@@ -106,7 +108,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
           ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, weight_dtype=None,
-          kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None) -> Result:
+          kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None,
+          usd_per_kwh=None, facility=None) -> Result:
     """The serving answer (module docstring): one row per workload point. The layout keywords are decode's
     (answers.resolve.layout_of). ``pools`` (disagg): prefill_chips, decode_chips and the pools' layout keywords
     (prefill_tp, ..., prefill_kv_batch, decode_tp, ...)."""
@@ -117,6 +120,9 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     check_hit_and_arrivals(cache_hit, arrivals)
     kv_dtype = serving_kv_dtype(model, engine, weight_dtype, kv_dtype)
     if mode == "disagg":
+        if usd_per_kwh is not None or facility is not None:
+            raise ValueError("usd_per_kwh: the energy columns are computed for aggregated serving (mode agg); "
+                             "disaggregated pools do not carry them yet")
         sim = dict(method=method, trace=trace, arrivals=arrivals, requests=requests, seed=seed)
         return serve_disagg(model, hardware, concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
                             osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
@@ -124,6 +130,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                             kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour,
                             sim=sim, **(pools or {}))
     m, hw = model_of(model), hardware_of(hardware)
+    power = power_of(hw, usd_per_kwh, facility)
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, trace)
     isl_m = float(np.mean(tr.isl)) if tr is not None else li.mean
     osl_m = float(np.mean(tr.osl)) if tr is not None else lo.mean
@@ -150,7 +157,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
 
         sims = _simulations(lambda w, n: simulate_replicas(dep, prof, w, n), C, R, li, lo, tr, cache_hit, arrivals,
                             requests, seed)
-    rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo) for i in range(len(load))]
+    energy = serving_energy(power, s, dep.chips, isl_m)
+    rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo, energy) for i in range(len(load))]
     title = (f"serve (agg, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
              f"({rule}); {prof.label()}; ISL {li.label() if tr is None else 'trace'} / OSL "
              f"{lo.label() if tr is None else 'trace'}, cache hit {float(cache_hit):g}; {_dtypes(dep)}; "
@@ -197,7 +205,8 @@ def _f(x):
     return None if x != x else x
 
 
-def _row(dep, prof, s, i, C, R, sim, ttft_slo, tpot_slo) -> dict:
+def _row(dep, prof, s, i, C, R, sim, ttft_slo, tpot_slo, energy=None) -> dict:
+    """One workload point's row; ``energy``: serving_energy's arrays (answers/energy_cols.py) for its columns."""
     g = lambda a: _f(np.ravel(a)[i])  # noqa: E731
     row = {"plan": dep.layout.label(), "mode": "agg", "engine": prof.name,
            "concurrency": None if C is None else float(C[i]), "rate": None if R is None else float(R[i]),
@@ -208,6 +217,8 @@ def _row(dep, prof, s, i, C, R, sim, ttft_slo, tpot_slo) -> dict:
            "usd_per_mtok_output": g(s.usd_per_mtok_output), "kv_occupancy": g(s.kv_occupancy),
            "capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "bound": bound_name(np.ravel(s.bound)[i]),
            "running_batch": g(s.batch), "b_kv": g(s.b_kv), "queue_s": g(s.queue_s), "chips": dep.chips}
+    row["interactivity"] = row["tokens_per_s_per_user"]  # InferenceX's name: 1/TPOT, tok/s/user
+    row.update({k: g(v) for k, v in (energy or {}).items()})
     return _with_sim(row, sim, dep.chips, ttft_slo, tpot_slo)
 
 
@@ -223,7 +234,8 @@ def _with_sim(row: dict, sim, chips: int, ttft_slo, tpot_slo) -> dict:
         simulated = row.get("requests_per_s")
         if analytic and simulated:
             k = simulated / analytic
-            for key, power in (("tokens_per_s_per_chip", 1), ("usd_per_mtok_input", -1), ("usd_per_mtok_output", -1)):
+            for key, power in (("tokens_per_s_per_chip", 1), ("usd_per_mtok_input", -1), ("usd_per_mtok_output", -1),
+                               *SIM_SCALED.items()):
                 if row.get(key) is not None:
                     row[key] *= k ** power
     row["goodput_requests_per_s"] = goodput_requests_per_s(row, ttft_slo, tpot_slo, sim)

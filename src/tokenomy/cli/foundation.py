@@ -8,8 +8,8 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, as_option, guarded, int_list
 from tokenomy.cli.options import (ATTN_TP, CSV, DP, EFFICIENCY, EP, EXPLAIN, HOP_LATENCY, JSON, KV_BATCH, KV_DTYPE,
-                                   LAYOUT, MODEL, PP, REDUNDANT_EXPERTS, SET, TP, WEIGHT_DTYPE, layout_flags,
-                                   what_if)
+                                   LAYOUT, MODEL, PP, REDUNDANT_EXPERTS, SET, TP, USD_PER_KWH, FACILITY,
+                                   WEIGHT_DTYPE, layout_flags, what_if)
 from tokenomy.cli.render import emit, show_result
 from tokenomy.units import DTYPE_BYTES
 
@@ -161,7 +161,8 @@ def _pass_command(kind: str):
             overhead_s: float = typer.Option(None, "--overhead-s", help="Custom set: fixed per-step overhead, s."),
             tp: int = TP, ep: int = EP, pp: int = PP, dp: int = DP, redundant_experts: int = REDUNDANT_EXPERTS,
             attn_tp: bool = ATTN_TP, kv_batch: bool = KV_BATCH, layout: str = LAYOUT,
-            hop_latency: float = HOP_LATENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
+            hop_latency: float = HOP_LATENCY, usd_per_kwh: float = USD_PER_KWH, facility: str = FACILITY,
+            as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
         from tokenomy.answers.passes import pass_answer
 
         res = pass_answer(kind, model, what_if(hardware, set_), batch=int_list("batch", batch), context=int_list("context", context),
@@ -170,7 +171,7 @@ def _pass_command(kind: str):
                           weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype,
                           efficiency=efficiency_option(efficiency, flops_fraction, hbm_fraction, overhead_s),
-                          hop_latency=hop_latency)
+                          hop_latency=hop_latency, usd_per_kwh=usd_per_kwh, facility=facility)
         show_result(res, as_json=as_json, as_csv=as_csv, show=show)
 
     cmd.__doc__ = doc[kind]

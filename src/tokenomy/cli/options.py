@@ -60,3 +60,7 @@ CACHE_HIT = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens serv
 ENGINE = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines).")
 TTFT_SLO = typer.Option(None, "--ttft-slo", help="TTFT SLO, s (goodput).")
 TPOT_SLO = typer.Option(None, "--tpot-slo", help="TPOT SLO, s (goodput).")
+USD_PER_KWH = typer.Option(None, "--usd-per-kwh", help="Electricity price, $/kWh (default: catalog/power/facility.toml, "
+                                                       "$0.08, US industrial average).")
+FACILITY = typer.Option(None, "--facility", help="Deployment class for the facility overhead (PUE): hyperscale "
+                                                 "(default, 1.10) | colocation (1.56) | ai-liquid (1.20).")

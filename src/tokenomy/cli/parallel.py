@@ -7,7 +7,8 @@ import typer
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, HOP_LATENCY, ISL, JSON,
-                                  MODEL, OSL, RATE, SERVE_KV_DTYPE, SET, TPOT_SLO, TTFT_SLO, WEIGHT_DTYPE, what_if)
+                                  MODEL, OSL, RATE, SERVE_KV_DTYPE, SET, TPOT_SLO, TTFT_SLO, USD_PER_KWH, FACILITY,
+                                  WEIGHT_DTYPE, what_if)
 
 
 @app.command("plan")
@@ -40,6 +41,9 @@ def plan_cmd(model: str = MODEL,
              max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
              prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: fix the prefill pool's chips."),
              decode_chips: int = typer.Option(None, "--decode-chips", help="disagg: fix the decode pool's chips."),
+             objective: str = typer.Option(None, "--objective", help="What a serving plan maximises under the SLOs: "
+                                           "goodput-per-usd (default, rental) | tokens-per-joule (all-in) | tco."),
+             usd_per_kwh: float = USD_PER_KWH, facility: str = FACILITY,
              as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """Search every tp x ep x pp x dp layout and batch; print the Pareto front of tokens/s per chip vs per user.
 
@@ -49,7 +53,8 @@ def plan_cmd(model: str = MODEL,
 
     With a workload (--concurrency or --rate, --isl/--osl, SLOs --ttft-slo/--tpot-slo) the search serves it: each
     plan through the serving steady state, $/Mtok in and out beside tokens/s per chip and per user; best = the most
-    SLO-meeting requests per dollar (the rule is in the header and the JSON). --mode disagg searches prefill/decode
+    SLO-meeting requests per dollar (the rule is in the header and the JSON); --objective tokens-per-joule ranks by
+    SLO-meeting output tokens per all-in joule, --objective tco by requests per dollar of ownership. --mode disagg searches prefill/decode
     pool splits of --chips. When no plan meets the SLOs the answer says so, with the closest plan and by how much it
     misses (exit 0); bad input (rate/concurrency <= 0, --osl 0, pools that do not fit or exceed --chips) is one
     line, exit 2.
@@ -70,5 +75,5 @@ def plan_cmd(model: str = MODEL,
                rate=float_list("rate", rate, positive=True), isl=isl,
                osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
                max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
-               decode_chips=decode_chips)
+               decode_chips=decode_chips, objective=objective, usd_per_kwh=usd_per_kwh, facility=facility)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -7,7 +7,7 @@ import typer
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, ENGINE, EP, EXPLAIN, ISL, JSON,
                                   KV_BATCH, MODEL, OSL, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP, TPOT_SLO,
-                                  TTFT_SLO, WEIGHT_DTYPE, SET, layout_flags, what_if)
+                                  TTFT_SLO, USD_PER_KWH, FACILITY, WEIGHT_DTYPE, SET, layout_flags, what_if)
 from tokenomy.cli.render import show_result
 
 
@@ -64,7 +64,8 @@ def serve_cmd(model: str = MODEL,
               tp: int = TP, ep: int = EP, pp: int = PP, dp: int = DP, redundant_experts: int = REDUNDANT_EXPERTS,
               attn_tp: bool = ATTN_TP, kv_batch: bool = KV_BATCH, weight_dtype: str = WEIGHT_DTYPE,
               kv_dtype: str = SERVE_KV_DTYPE,
-              efficiency: str = EFFICIENCY, as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
+              efficiency: str = EFFICIENCY, usd_per_kwh: float = USD_PER_KWH, facility: str = FACILITY,
+              as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """Serve a workload: TTFT, TPOT, throughput and $/Mtok per workload point — aggregated continuous batching, or
     disaggregated prefill and decode pools (KV handed over the link between them).
 
@@ -109,5 +110,6 @@ def serve_cmd(model: str = MODEL,
                 ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,
                 chips=chips, **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, mode=mode,
+                usd_per_kwh=usd_per_kwh, facility=facility,
                 pools=pools if mode == "disagg" else None)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -4,6 +4,7 @@ rate point) as plain plotly figure dicts. No computation beyond unit scaling.
     rows -> throughput_curve (tokens/s per chip vs tokens/s per user: the latency-throughput curve)
          -> ttft_tpot_vs_load (TTFT and TPOT, mean and p99, vs concurrency or rate)
          -> cost_vs_load ($ per M input and output tokens vs load)
+         -> energy_curve (tokens/s per all-in MW vs interactivity, InferenceX's power-efficiency view)
 """
 
 from __future__ import annotations
@@ -63,3 +64,15 @@ def cost_vs_load(rows: list[dict], title: str = "$ per M tokens vs load") -> dic
     lay = _layout(title, _label(key), "$ per million tokens")
     lay["yaxis"]["tickprefix"] = "$"
     return {"data": data, "layout": lay}
+
+
+def energy_curve(rows: list[dict], title: str = "Tokens/s per all-in MW vs interactivity") -> dict:
+    """Total and output tokens/s per MW of all-in power (PUE x (boards + hosts + network), answers/energy_cols.py)
+    against tokens/s per user (1/TPOT), one point per load, labelled with it."""
+    key = load_key(rows)
+    ok = [r for r in rows if r.get("tokens_per_s_per_mw") is not None and r.get("tokens_per_s_per_user") is not None]
+    x = [r["tokens_per_s_per_user"] for r in ok]
+    data = [_line(x, [r["tokens_per_s_per_mw"] for r in ok], "total tokens", mode="lines+markers+text",
+                  text=[f"{r[key]:g}" for r in ok], textposition="top right", line={"width": 3}),
+            _line(x, [r.get("output_tokens_per_s_per_mw") for r in ok], "output tokens", line={"dash": "dash"})]
+    return {"data": data, "layout": _layout(title, "interactivity (tokens/s per user)", "tokens/s per all-in MW")}

@@ -18,6 +18,9 @@ from tokenomy.web import api
 from tokenomy.web import params as P
 
 HELP = {  # parameters the forms do not show (views.HELP has the rest)
+    "usd_per_kwh": "electricity price, $ per kWh; empty: catalog/power/facility.toml's (0.08, US industrial)",
+    "facility": "deployment class for the facility overhead (PUE): hyperscale (default), colocation, ai-liquid",
+    "objective": "what a serving plan maximises under the SLOs: goodput-per-usd (default), tokens-per-joule, tco",
     "config": "an uploaded config.json: the token POST /api/upload returns (stands for model)",
     "torus": "torus dimensions of a TPU slice, e.g. 16x16x16; empty: the system's own",
     "sparse_const": "c in the sparse-attention keys read per query, c * context^p",

@@ -33,7 +33,9 @@ LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inferen
           "tp": "tp", "ep": "ep", "pp": "pp", "dp": "dp", "cp": "cp", "mfu": "MFU", "kv_dtype": "KV dtype",
           "usd_per_chip_hour": "$ per chip-hour", "tick_s": "tick (s)", "ttft_s": "TTFT", "tpot_s": "TPOT",
           "usd_per_mtok_input": "$ / M input", "usd_per_mtok_output": "$ / M output", "ttft_p99_s": "TTFT p99",
-          "tpot_p99_s": "TPOT p99", "e2e_s": "end to end"}
+          "tpot_p99_s": "TPOT p99", "e2e_s": "end to end", "j_per_output_token": "J / output token (all-in)",
+          "tokens_per_s_per_mw": "tok/s per all-in MW", "tco_usd_per_mtok_output": "TCO $ / M output",
+          "j_per_token_all_in": "J / token (all-in)", "tco_usd_per_mtok": "TCO $ / M tokens"}
 _SUFFIXES = ("_bytes", "_usd", "_s")
 
 

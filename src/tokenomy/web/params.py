@@ -94,7 +94,9 @@ def int_list(name: str, text: str) -> list[int]:
                 continue
             v = float(part)
         except ValueError:
-            raise FieldError(name, f"{part.strip()!r} is not a number; use e.g. 1,8,64 or 1..4096") from None
+            # the value is echoed unless it reads like a CLI flag ('--'): web errors never show one
+            said = "a value" if "--" in part else repr(part.strip())
+            raise FieldError(name, f"{said} is not a number; use e.g. 1,8,64 or 1..4096") from None
         if not math.isfinite(v) or v != int(v) or v <= 0:
             raise FieldError(name, f"{part.strip()} must be a positive integer")
         out.append(int(v))
@@ -285,6 +287,7 @@ PARAMS = Bound(1e6, 1e15)  # parameters of a model: 1M .. 1,000T
 NUMBERS = {  # bounds by parameter name, shared by every answer that has it (tests: every number has one)
     "chips": Bound(1, MAX_CHIPS), "len_pass": Bound(1, MAX_CONTEXT), "context": Bound(1, MAX_CONTEXT),
     "batch": Bound(1, MAX_BATCH), "usd_per_chip_hour": Bound(0, 1e4), "hop_latency": Bound(0, 10),
+    "usd_per_kwh": Bound(0, 10),
     "tp": DEGREE, "ep": DEGREE, "pp": DEGREE, "dp": DEGREE, "cp": DEGREE, "virtual_stages": DEGREE,
     "redundant_experts": Bound(0, 2**16), "micro_batch": Bound(1, MAX_BATCH), "seq_len": Bound(1, MAX_CONTEXT),
     "prefix_tokens": Bound(1, MAX_CONTEXT), "prefill_batch": Bound(1, MAX_BATCH), "prompt_tokens": Bound(1, MAX_CONTEXT),
@@ -322,7 +325,9 @@ ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list", "
 FORWARDS = {c: "serving" for c in ("batch", "latency", "context", "pricing", "speculate", "cache")}  # **kw -> serving()
 CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": SCHEDULES,
            "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
-           "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg")}
+           "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
+           "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
+           "objective": ("goodput-per-usd", "tokens-per-joule", "tco")}  # answers.plan_serving.OBJECTIVES
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file

@@ -25,7 +25,8 @@ DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurr
             "method": "analytic", "kv_dtype": "auto", "efficiency": "calibrated"}
 COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e_s", "requests_per_s",
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
-           "kv_occupancy", "capacity_limited", "bound", "goodput_requests_per_s")
+           "j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output", "kv_occupancy", "capacity_limited",
+           "bound", "goodput_requests_per_s")
 MAX_POINTS = 16  # load points on one page (each an analytic steady state; simulate runs 2000 requests per point)
 SIM_MAX_POINTS = 6
 
@@ -90,7 +91,8 @@ def view(params: Mapping[str, str]) -> dict:
     slos = {"ttft_slo": kw["ttft_slo"], "tpot_slo": kw["tpot_slo"]}
     figures = {"curve": wp.throughput_curve(rows, f"Tokens/s per chip vs per user{on}"),
                "latency": wp.ttft_tpot_vs_load(rows, f"TTFT and TPOT vs {key}{on}", slos),
-               "cost": wp.cost_vs_load(rows, f"$ per M tokens vs {key}{on}")}
+               "cost": wp.cost_vs_load(rows, f"$ per M tokens vs {key}{on}"),
+               "energy": wp.energy_curve(rows, f"Tokens/s per all-in MW vs interactivity{on}")}
     best = max(rows, key=lambda r: (r["goodput_requests_per_s"] or 0, r["tokens_per_s_per_chip"] or 0))
     return {"rows": rows, "columns": [c for c in COLUMNS if any(r.get(c) is not None for r in rows)],
             "title": res.title, "overrides": res.extra.get("hardware_overrides"), "notes": list(res.notes), "explain": plain(list(res.explain())),
