@@ -167,12 +167,20 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
             L.append(f"- `{c.source.id}`: {c.source.title} ({c.source.as_of}). <{c.source.url}>")
     L += ["", "Rows of these sources that were not used, and why:", ""]
     L += [f"- `{src.id}`: {s.what}: {s.why}" for src, s in load.skipped()]
+    L += ["", *energy_section()]
     L += ["", "## Largest held-out errors", ""]
     worst = sorted((r for r in rows if r["split"] == "test" and np.isfinite(r["calibrated_error"])),
                    key=lambda r: -abs(r["calibrated_error"]))[:12]
     L += _table([{**r, "error": r["calibrated_error"]} for r in worst],
                 [("case", "id"), ("metric", "metric"), ("binding term", "bound"), ("error", "calibrated_error")])
     return "\n".join(L) + "\n"
+
+
+def energy_section() -> list[str]:
+    """The energy validation's own section (validation/energy_cases.py: J per output token, held out by source)."""
+    from tokenomy.validation.energy_cases import report_lines
+
+    return report_lines()
 
 
 def _loso_line(loso: list[dict]) -> str:
