@@ -9,7 +9,6 @@ published anchor: ML.ENERGY's measured Llama 3.1 8B on one H100 (catalog/validat
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import replace
 
 import numpy as np
@@ -61,8 +60,7 @@ def test_prefill_runs_hotter_than_decode():
 
 
 def _measured_8b_h100():
-    path = loader.ROOT / "validation" / "energy" / "ml-energy-llama31-h100.toml"
-    data = tomllib.loads(path.read_text())
+    data = loader.read_toml("validation/energy", "ml-energy-llama31-h100")
     return {c["concurrency"]: c["j_per_output_token"] for c in data["case"] if c["model"] == "llama-3.1-8b"}
 
 

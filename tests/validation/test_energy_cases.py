@@ -16,7 +16,7 @@ def test_every_source_cites_where_and_how():
 
 
 def test_catalog_hbm_energy_is_its_fit_on_the_named_sources():
-    split = loader._facility()[0].split
+    split = loader.facility().split
     cases = [p for p in ec.predicted() if p.source in split.fitted_on]
     assert cases and all(p.case.power_w for p in cases)
     assert split.hbm_j_per_byte == pytest.approx(ec.fit_power(cases), rel=0.02)
@@ -26,7 +26,7 @@ def test_catalog_hbm_energy_is_its_fit_on_the_named_sources():
 
 def test_power_model_reproduces_measured_board_power():
     cases = list(ec.predicted())
-    err = ec.power_errors(cases, loader._facility()[0].split.hbm_j_per_byte)
+    err = ec.power_errors(cases, loader.facility().split.hbm_j_per_byte)
     assert err.size >= 20 and np.median(np.abs(err)) < 0.10
 
 

@@ -11,6 +11,8 @@ One function per row kind, so decode/prefill, serve, plan, sweep and train name 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tokenomy.catalog import loader
@@ -23,10 +25,13 @@ ENERGY_KEYS = ("board_w_per_chip", "all_in_w_per_chip", "j_per_token_board", "j_
 
 
 def power_of(hardware: Hardware, usd_per_kwh=None, facility=None) -> PowerSpec:
-    """The hardware's chip's power spec under a deployment class, at a given electricity price (None: defaults)."""
+    """The hardware's chip's power spec under a deployment class, at a given electricity price (None: defaults);
+    its TDP and HBM bandwidth the Hardware's own (a what-if chip's set values, Hardware.with_)."""
     if facility is not None and facility not in loader.facility_classes():
         raise ValueError(f"facility: {facility!r}; allowed: {', '.join(loader.facility_classes())}")
-    return en.with_price(loader.power(hardware.chip.name, facility), usd_per_kwh)
+    spec = replace(loader.power(hardware.chip.name, facility), tdp_w=hardware.chip.tdp_w,
+                   hbm_bytes_per_s=hardware.chip.hbm_bytes_per_s)
+    return en.with_price(spec, usd_per_kwh)
 
 
 def pass_energy(p: PowerSpec, busy, step_s, chips, tokens_per_step) -> dict[str, np.ndarray]:

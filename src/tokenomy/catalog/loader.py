@@ -286,6 +286,11 @@ def facility_classes() -> list[str]:
     return list(_facility()[0].classes)
 
 
+def facility():
+    """catalog/power/facility.toml, validated (schema.FacilityFile): the classes, electricity, ownership, split."""
+    return _facility()[0]
+
+
 @lru_cache(maxsize=1)
 def _facility():
     from tokenomy.catalog.schema import FacilityFile
@@ -318,7 +323,7 @@ def power(chip: str, facility_class: str | None = None) -> PowerSpec:
     (None: the file's default); from the validated-value cache while the files are unchanged."""
     stem = _pick("chips", chip).stem
     if not (ROOT / "power" / f"{stem}.toml").exists():
-        raise CatalogError(f"no power file for chip {stem!r} (catalog/power/); have: {', '.join(_names('power'))}")
+        raise CatalogError(f"no power file for chip {stem!r} (catalog/power/); have: {', '.join(catalog_stems('power'))}")
     return cache.cached(("power", stem, str(facility_class), str(ROOT)), lambda: _power_spec(stem, facility_class))
 
 

@@ -31,7 +31,7 @@ from tokenomy.serving.scheduler import profile_of
 from tokenomy.serving.steady import steady
 from tokenomy.validation.load import _read, efficiency_set
 
-ENERGY_DIR = loader.ROOT / "validation" / "energy"
+ENERGY = "validation/energy"  # catalog/validation/energy/*.toml
 HBM_GRID_STEP = 0.005
 
 
@@ -76,7 +76,7 @@ def _schema():
 def files() -> tuple:
     """Every energy case file, validated; case ids unique."""
     schema = _schema()
-    out = tuple(_read(p, schema) for p in sorted(ENERGY_DIR.glob("*.toml")))
+    out = tuple(_read(ENERGY, stem, schema) for stem in loader.catalog_stems(ENERGY))
     ids = [c.id for f in out for c in f.case]
     if len(ids) != len(set(ids)):
         raise loader.CatalogError(f"energy validation: a case id appears twice: {sorted(ids)}")
@@ -149,7 +149,7 @@ def power_errors(cases: list[Predicted], e: float) -> np.ndarray:
 
 
 def hbm_range() -> tuple[float, float]:
-    return tuple(loader._facility()[0].split.hbm_range)
+    return tuple(loader.facility().split.hbm_range)
 
 
 def _fit(err) -> float:
@@ -200,7 +200,7 @@ def report_lines() -> list[str]:
     by source, the power check, the fitted term, the sources."""
     parts = held_out()
     cases = list(predicted())
-    e = loader._facility()[0].split.hbm_j_per_byte
+    e = loader.facility().split.hbm_j_per_byte
     perr = power_errors(cases, e)
     L = ["## Energy: joules per output token (held out by source)", "",
          "Predicted as `tokenomy serve` answers: the serving steady state's mean step gives each unit's busy share, "
