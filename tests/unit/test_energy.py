@@ -113,3 +113,24 @@ def test_web_choices_are_the_catalogs_and_the_objectives():
 
     assert tuple(CHOICES["facility"]) == tuple(loader.facility_classes())
     assert tuple(CHOICES["objective"]) == tuple(OBJECTIVES)
+
+
+def test_plan_objectives_rank_by_their_own_value():
+    kw = dict(concurrency=[16, 64], isl=1024, osl=256, tpot_slo=0.05)
+    for name, key in (("tokens-per-joule", "goodput_tokens_per_joule"), ("tco", "goodput_requests_per_usd_tco"),
+                      ("goodput-per-usd", "goodput_requests_per_usd")):
+        r = tk.plan("llama-3.1-70b", "hgx-h100-8", objective=name, **kw)
+        best, rows = r.extra["best"], r.rows()
+        assert best is not None and best[key] == max(x[key] for x in rows if x["meets_slos"])
+        assert best[key] > 0
+    with pytest.raises(ValueError, match="^objective: "):
+        tk.plan("llama-3.1-70b", "hgx-h100-8", objective="tco")  # the bare search ranks by its own rule
+
+
+def test_train_and_lifecycle_energy():
+    row = tk.train(model="llama-3.1-8b", hardware="h100", chips=64, tokens=1e12).rows()[0]
+    # MWh = days x 24 h x chips x all-in kW / 1000
+    assert row["mwh_all_in"] == pytest.approx(row["days"] * 24 * 64 * row["all_in_w_per_chip"] / 1e6)
+    lc = tk.lifecycle().rows()[0]
+    for stage in ("pretraining", "rl", "inference"):  # one power per chip-hour: MWh splits as the FLOPs and the $
+        assert lc[f"{stage}_mwh"] / lc["total_mwh"] == pytest.approx(lc[f"{stage}_fraction"])
