@@ -21,9 +21,12 @@ def test_workload_page_shows_each_point_of_the_api_answer(client):
     api = client.get("/api/serve?model=llama-3.1-70b&hardware=hgx-h100-8&concurrency=1&isl=2048&osl=512").json()
     assert r.text.count("<tr") - 1 == 3  # one row per load point
     f = figures(r.text)
-    assert set(f) == {"curve", "latency", "cost"}
+    assert set(f) == {"curve", "latency", "cost", "energy"}
     curve = f["curve"]["data"][0]
     assert curve["y"][0] == pytest.approx(api[0]["tokens_per_s_per_chip"])  # the API's first point
+    energy = f["energy"]["data"][0]  # tokens/s per all-in MW against interactivity
+    assert energy["y"][0] == pytest.approx(api[0]["tokens_per_s_per_mw"])
+    assert energy["x"][0] == pytest.approx(api[0]["interactivity"])
     assert "TTFT and TPOT vs concurrency" in f["latency"]["layout"]["title"]["text"]
 
 
