@@ -20,6 +20,7 @@ from tokenomy.answers.resolve import dtype_of, hardware_of, model_of, positive_i
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, overflow_message
+from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
 from tokenomy.core.training import ATTENTION_CONVENTIONS, STEP_TERMS, TrainPlan, train_run, train_step
 from tokenomy.econ import lifecycle as lc
 from tokenomy.econ.published import check_rows, run_names
@@ -27,7 +28,7 @@ from tokenomy.econ.rl import rl_step
 from tokenomy.econ.scaling import chinchilla_tokens, loss
 from tokenomy.units import SECONDS_PER_DAY, dtype_bytes, fmt_bytes, fmt_seconds, fmt_si
 
-TRAIN_COLUMNS = ("global_batch", "chips", "step_s", "bound", "mfu", "bubble_fraction", "comm_exposed_s",
+TRAIN_COLUMNS = ("global_batch", "chips", "step_s", "roofline_step_s", "bound", "mfu", "bubble_fraction", "comm_exposed_s",
                  "memory_per_chip_bytes", "fits", "days", "chip_hours", "usd")
 PUBLISHED_COLUMNS = ("run", "chips", "chip", "mfu", "attention", "model_flops", "predicted_chip_hours",
                      "published_chip_hours", "error_fraction", "throughput_error_fraction")
@@ -79,7 +80,8 @@ def train_rows(st, run, plan: TrainPlan, energy: dict | None = None) -> list[dic
             row[k] = g(getattr(st, k))
         row.update({"comm_overlapped_s": g(st.comm_s) - g(st.comm_exposed_s) if fits else None,
                     "modelled_step_s": g(st.modelled_step_s), "implied_flops_fraction": g(st.implied_flops_fraction),
-                    "step_s": g(st.step_s), "bound": STEP_TERMS[int(g(st.bound))] if fits else None,
+                    "step_s": g(st.step_s), "roofline_step_s": g(st.roofline_step_s), "efficiency": st.efficiency,
+                    "bound": STEP_TERMS[int(g(st.bound))] if fits else None,
                     "mfu_given": st.mfu_given, "tokens_per_s": g(st.tokens_per_s), "mfu": g(st.mfu)})
         mem = st.memory
         row.update({f"{t}_bytes": g(getattr(mem, f"{t}_bytes")) for t in MEMORY_TERMS})
@@ -107,17 +109,18 @@ def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
            f"total parameters set memory and gradient traffic)",
            f"  hardware FLOPs/token = 6*N_active + causal attention (executed) {fmt_si(g(fl.attention_executed))} + "
            f"recompute ({plan.recompute}) {fmt_si(g(fl.recompute))} = {fmt_si(g(fl.hardware))}",
-           f"  compute_s = the engine's forward of the busiest chip x (3 + recompute) over the step = "
-           f"{fmt_si(g(st.hardware_flops))} FLOP on {n:g} chips at {fmt_si(peak)}FLOP/s * eta = "
+           f"  compute_s = t_dense/eta + t_expert/(eta*g(F_e)) + phi*t_bf16 (core/train_time.py; terms "
+           f"{st.efficiency}) over the engine's forward of the busiest chip x (3 + recompute): "
+           f"{fmt_si(g(st.hardware_flops))} FLOP on {n:g} chips at {fmt_si(peak)}FLOP/s -> "
            f"{fmt_seconds(g(st.compute_s))}",
            f"  bubble = (p-1)/(v*m + p-1) = ({plan.pp}-1)/({v}*{g(st.microbatches):g} + {plan.pp}-1) = "
            f"{100 * g(st.bubble_fraction):.1f}% -> {fmt_seconds(g(st.bubble_s))}",
            f"  comms per step: TP {fmt_seconds(g(st.tp_s))}, EP {fmt_seconds(g(st.ep_s))}, CP {fmt_seconds(g(st.cp_s))},"
            f" DP {fmt_seconds(g(st.dp_s))}, PP {fmt_seconds(g(st.pp_s))}; exposed {fmt_seconds(g(st.comm_exposed_s))}"
-           f" (TP on the critical path; DP hidden under the last backward, CP under attention, EP under "
+           f" (TP under --tp-overlap of the compute; DP hidden under the last backward, CP under attention, EP under "
            f"--ep-overlap of the compute)",
-           f"  step_s = (compute + TP + EP_exposed + CP_exposed)/(1 - bubble) + DP_exposed + PP_exposed = "
-           f"{fmt_seconds(g(st.modelled_step_s))}; binding term: {STEP_TERMS[int(g(st.bound))] if g(st.fits) else '-'}"
+           f"  step_s = (compute + TP_exposed + EP_exposed + CP_exposed)/(1 - bubble) + DP_exposed + PP_exposed = "
+           f"{fmt_seconds(g(st.modelled_step_s))} (roofline terms: {fmt_seconds(g(st.roofline_step_s))}); binding term: {STEP_TERMS[int(g(st.bound))] if g(st.fits) else '-'}"
            f"; MFU cap (eta = 1) {100 * g(st.mfu_cap):.1f}%"]
     if st.mfu_given:
         out.append(f"  with the MFU given: step_s = model FLOPs / (chips * peak * MFU) = {fmt_seconds(g(st.step_s))}; "
@@ -136,6 +139,24 @@ def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
     return out
 
 
+TRAIN_EFFICIENCY_SETS = ("calibrated", "roofline")
+
+
+def train_efficiency_of(hw, name: str = "calibrated") -> TrainEfficiency:
+    """The training terms ``train`` times a step under: "calibrated" = the chip's fitted terms
+    (catalog/efficiency/<chip>.toml, else the pooled fit; fitted on the validation catalog's training cases through
+    this same model, tokenomy.validation.train_predict), "roofline" = η 1, φ 0 (the bound)."""
+    if name == "roofline":
+        return ROOFLINE_TRAIN
+    if name != "calibrated":
+        raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(TRAIN_EFFICIENCY_SETS)}")
+    from tokenomy.validation.load import efficiency_for
+    from tokenomy.validation.train_predict import train_efficiency
+
+    f = efficiency_for(hw.chip.name)
+    return train_efficiency(f.terms, name=f"calibrated ({f.chip})")
+
+
 def published_runs(published: str) -> Result:
     names = run_names() if published == "all" else [_choice("published", published, run_names() + ["all"])]
     return Result("train", "published runs: chip-hours = FLOPs/(chips' peak x MFU)",
@@ -145,7 +166,8 @@ def published_runs(published: str) -> Result:
 @reports_hardware
 def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, cp=1, ep=1, ep_overlap=0.0, zero=1,
           fsdp=False, no_sp=False, schedule="1f1b", virtual_stages=1, recompute="selective", micro_batch=1,
-          seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=1.0, attention="causal",
+          seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=None, efficiency="calibrated",
+          tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
           flash_attention=False, dropout=False, published=None) -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each)."""
@@ -163,6 +185,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     _choice("attention", attention, ATTENTION_CONVENTIONS)
     positive("mfu", mfu, 1.0)
     positive("flops_fraction", flops_fraction, 1.0)
+    if not 0 <= tp_overlap <= 1:
+        raise ValueError(f"tp_overlap: must be in [0, 1], got {tp_overlap}")
     positive("tokens", tokens)
     for field, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual_stages", virtual_stages),
                      ("micro_batch", micro_batch), ("seq_len", seq_len), ("chips", chips), ("dp", dp)):
@@ -180,10 +204,11 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
         raise ValueError(f"chips: {chips} != dp*tp*pp*cp = {dp * inner}")
     gb = np.atleast_1d(np.asarray(global_batch, dtype=int))
     plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
-                     virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap,
+                     virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
                      micro_batch=micro_batch, seq_len=seq_len, global_batch=gb)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
-    st = train_step(m, hw, plan, mfu=mfu, flops_fraction=flops_fraction, attention=attention,
+    terms = train_efficiency_of(hw, efficiency)
+    st = train_step(m, hw, plan, mfu=mfu, efficiency=terms, flops_fraction=flops_fraction, attention=attention,
                     compute_dtype=compute_dtype, weight_bytes=dtype_bytes(weight_dtype),
                     grad_bytes=dtype_bytes(grad_dtype), optimizer_bytes=opt_b, act_bytes=2.0, dropout=dropout,
                     flash=flash_attention)
@@ -193,7 +218,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                   explain_train(m, hw, plan, st, run, i) + ([f"  [red]{r['why']}[/red]"] if not r["fits"] else [])]
     title = (f"train: {m.name} on {rows[0]['chips']} x {hw.chip.name} (dp {dp}, tp {tp}, pp {pp}, cp {cp}, ep {ep}, "
              f"{schedule}, recompute {recompute}, seq {seq_len}; "
-             f"{'MFU given' if mfu else f'modelled at {flops_fraction:g} of peak'})")
+             f"{'MFU given' if mfu else f'training terms {st.efficiency}'})")
     return Result("train", title, tuple(rows),
                   tuple(c for c in TRAIN_COLUMNS if run is not None or c not in ("days", "chip_hours", "usd")),
                   notes=tuple(f"global batch {r['global_batch']}: {r['why']}" for r in rows if not r["fits"]),

@@ -39,7 +39,13 @@ def train_cmd(
         mfu: float = typer.Option(None, "--mfu", help="Use this MFU for the step time (else modelled); refused "
                                                      "above the layout's cap (bubble and exposed comms at full "
                                                      "matmul speed)."),
-        flops_fraction: float = typer.Option(1.0, "--flops-fraction", help="Achievable fraction of peak in matmuls."),
+        flops_fraction: float = typer.Option(None, "--flops-fraction",
+                                             help="Achievable fraction of peak in matmuls (default: the chip's "
+                                                  "fitted training terms, see --efficiency)."),
+        efficiency: str = typer.Option("calibrated", "--efficiency",
+                                       help="calibrated (the chip's fitted training terms; default) or roofline."),
+        tp_overlap: float = typer.Option(0.0, "--tp-overlap",
+                                         help="Share of compute hiding TP collectives (0-1; 1 = --tp-comm-overlap)."),
         attention: str = typer.Option("causal", "--attention", help="MFU's attention FLOPs: full | causal | none."),
         compute_dtype: str = typer.Option("bf16", "--compute-dtype", help="Matmul dtype (sets the peak)."),
         weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="Working weights dtype."),
@@ -60,7 +66,7 @@ def train_cmd(
               ep_overlap=ep_overlap, zero=zero, fsdp=fsdp, no_sp=no_sp, schedule=schedule,
               virtual_stages=virtual_stages, recompute=recompute, micro_batch=micro_batch, seq_len=seq_len,
               global_batch=None if published else int_list("global-batch", global_batch), tokens=tokens, mfu=mfu,
-              flops_fraction=flops_fraction, attention=attention, compute_dtype=compute_dtype,
+              flops_fraction=flops_fraction, efficiency=efficiency, tp_overlap=tp_overlap, attention=attention, compute_dtype=compute_dtype,
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
               flash_attention=flash_attention, dropout=dropout, published=published)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -13,11 +13,15 @@ numerator (Kaplan et al. 2020 arXiv 2001.08361 §2.1; PaLM, Chowdhery et al. 202
 convention "causal" = the engine's attention; "full" = every query costs what the sequence's last one does,
 A(s) - A(s-1) per token with A(n) the engine's attention of a pass of n tokens (PaLM's 12·L·H·Q·T, Megatron's
 and torchtitan's); "none" = 6N only.
-Step time (pipeline, Narayanan et al. 2021 arXiv 2104.04473):
+Step time: core/train_time.py times the step's parts (lower_step: compute at peak split into dense and routed
+expert GEMMs, TP/EP/CP/DP/PP communication, the pipeline bubble) under training efficiency terms (η, φ, F_½):
     t_step = (t_compute + t_TP + t_EP,exposed + t_CP,exposed) / (1 - bubble) + t_DP,exposed + t_PP,exposed
     MFU = model FLOPs / (t_step · chips · peak)
-With ``mfu`` given, t_step = model FLOPs / (chips · peak · mfu) and the modelled terms are shown beside it; an
-MFU above the layout's cap (the MFU of the modelled step at flops_fraction 1) is refused.
+``tokenomy train`` uses the chip's fitted terms (catalog/efficiency/<chip>.toml, fitted on the validation
+catalog's training cases by tokenomy.validation) with the roofline step beside it; the validation predicts every
+training case through this same lowering and timeline. With ``mfu`` given, t_step = model FLOPs /
+(chips · peak · mfu) and the modelled terms are shown beside it; an MFU above the layout's cap (the MFU of the
+roofline step) is refused.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from tokenomy.arch.model import ModelArch
 from tokenomy.core import engine
 from tokenomy.core.collectives import all_reduce, all_to_all, p2p, reduce_scatter
 from tokenomy.core.deployment import Deployment
-from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
 from tokenomy.core.pipeline import bubble_fraction
+from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, implied_flops_fraction, timeline
 from tokenomy.specs import Hardware, Topology
 from tokenomy.units import SECONDS_PER_HOUR
 
@@ -114,6 +119,7 @@ class TrainPlan:
     seq_len: object = 4096
     global_batch: object = 1024  # sequences per optimizer step
     ep_overlap: object = 0.0  # share of the compute that hides EP all-to-alls (DualPipe-style overlap: 1)
+    tp_overlap: object = 0.0  # share of the compute that hides TP collectives (Megatron/TE --tp-comm-overlap: 1)
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
@@ -122,8 +128,10 @@ class TrainPlan:
             v = np.asarray(getattr(self, f), dtype=float)
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 1) or np.any(v != np.round(v)):
                 raise ValueError(f"{f}: must be a positive integer, got {getattr(self, f)!r}")
-        if np.any(~((np.asarray(self.ep_overlap, dtype=float) >= 0) & (np.asarray(self.ep_overlap) <= 1))):
-            raise ValueError(f"ep_overlap: must be in [0, 1], got {self.ep_overlap!r}")
+        for f in ("ep_overlap", "tp_overlap"):
+            v = np.asarray(getattr(self, f), dtype=float)
+            if np.any(~((v >= 0) & (v <= 1))):
+                raise ValueError(f"{f}: must be in [0, 1], got {getattr(self, f)!r}")
 
     @property
     def chips(self):
@@ -193,6 +201,8 @@ class TrainStep:
     bound: object  # index into STEP_TERMS
     mfu_given: bool
     mfu_cap: object  # the MFU of the modelled step at flops_fraction 1: no stated MFU may exceed it
+    efficiency: str = "roofline"  # the training terms' name (calibrated: catalog/efficiency/<chip>.toml)
+    roofline_step_s: object = None  # the step at the roofline terms (η 1, φ 0), beside the estimate
 
 
 def _comms(m: ModelArch, c, topo: Topology, p: TrainPlan, mem: TrainMemory, e: float, grad_bytes,
@@ -235,30 +245,6 @@ def _comms(m: ModelArch, c, topo: Topology, p: TrainPlan, mem: TrainMemory, e: f
                 ep_overlap=np.clip(np.asarray(p.ep_overlap, dtype=float), 0.0, 1.0))
 
 
-def _timeline(compute_s, cm: dict, att_share, bubble) -> dict:
-    """Exposed terms and the step for a given compute time: CP hides under the attention forward, DP under
-    ``dp_hide`` of the compute, EP under ``ep_overlap`` of it; TP sits on the critical path; the bubble
-    stretches the pipelined chain."""
-    cp_x = np.maximum(cm["cp_s"] - att_share * compute_s, 0.0)
-    dp_x = np.maximum(cm["dp_s"] - cm["dp_hide"] * compute_s, 0.0)
-    ep_x = np.maximum(cm["ep_s"] - cm["ep_overlap"] * compute_s, 0.0)
-    chain = compute_s + cm["tp_s"] + ep_x + cp_x
-    bubble_s = chain * bubble / (1 - bubble)
-    return dict(compute_s=compute_s, cp_exposed_s=cp_x, dp_exposed_s=dp_x, ep_exposed_s=ep_x, bubble_s=bubble_s,
-                step_s=chain + bubble_s + dp_x + cm["pp_exposed_s"])
-
-
-def _calibrate(compute_at_1, cm, att_share, bubble, step_s):
-    """The matmul efficiency eta at which the modelled step equals ``step_s`` (bisection in log eta; the
-    modelled step falls monotonically in eta); inf where even infinitely fast matmuls are too slow."""
-    lo, hi = np.full(np.shape(step_s), 1e-4), np.full(np.shape(step_s), 1e4)
-    for _ in range(80):
-        mid = np.sqrt(lo * hi)
-        slow = _timeline(compute_at_1 / mid, cm, att_share, bubble)["step_s"] > step_s
-        lo, hi = np.where(slow, mid, lo), np.where(slow, hi, mid)
-    return np.where(_timeline(compute_at_1 / 1e4, cm, att_share, bubble)["step_s"] > step_s, np.inf, hi)
-
-
 def training_layout(p: TrainPlan) -> tuple[Layout, object]:
     """The engine's layout and batch for one step's forward passes.
 
@@ -279,7 +265,7 @@ def _forward(dep: Deployment, plan: TrainPlan) -> tuple[engine.Work, engine.Work
     return d.work(B, s, s), d.work(B, s - 1, s - 1)
 
 
-def _attention_only(w: engine.Work, shape) -> engine.Work:
+def _attention_only(w: engine.Work) -> engine.Work:
     """The attention part of a forward (what selective recompute repeats), as a Work the engine can time."""
     return replace(w, dense_flops=0.0 * w.dense_flops, expert_flops=0.0 * w.expert_flops)
 
@@ -297,66 +283,113 @@ def mfu_problem(mfu, cap, bubble, step_1, exposed_1, global_batch) -> str | None
             f"{g(global_batch):g}); raise the micro-batches or lower pp to lift it")
 
 
-def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, flops_fraction=1.0, attention="causal",
-               compute_dtype="bf16", weight_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0, act_bytes=2.0,
-               dropout=False, flash=False, hbm_usable_fraction=1.0) -> TrainStep:
-    """One optimizer step of ``plan`` on chips of ``hw`` (module docstring for the formulas)."""
+@dataclass(frozen=True)
+class LoweredStep:
+    """A plan lowered once, efficiency-free: FLOPs, memory per chip, the parts the step is timed from."""
+
+    flops: TrainFlops
+    model_flops: object
+    hardware_flops: object
+    peak_flops_per_s: float
+    memory: TrainMemory
+    parts: TrainParts
+    comm_s: object  # this chip's collectives and sends, all dimensions
+    pp_s: object
+
+
+def _expert_width(m: ModelArch) -> float:
+    mlp = next((ly.mlp for ly in m.layers if ly.mlp.kind == "moe"), None)
+    return float(mlp.expert_intermediate_size) if mlp is not None else 0.0
+
+
+def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal", compute_dtype="bf16",
+               weight_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0, act_bytes=2.0, dropout=False, flash=False,
+               hbm_usable_fraction=1.0) -> LoweredStep:
+    """The plan's FLOPs (through the pass engine), memory and step parts (core/train_time.py); refused with the
+    layout's problems in one line."""
     dep = Deployment(m, hw)
     problems = plan_problems(m, plan, dep)
     if problems:
         raise ValueError("plan: " + "; ".join(problems))
-    c = dep.shape.coeffs
-    _, peak = hw.chip.flops_for(compute_dtype)
     p = plan
-    chips, mb, cp = p.chips.astype(float), p.microbatches, np.asarray(p.cp, dtype=float)
+    _, peak = hw.chip.flops_for(compute_dtype)
+    _, peak16 = hw.chip.flops_for("bf16")
+    mb, cp = p.microbatches, np.asarray(p.cp, dtype=float)
     w, w_prev = _forward(dep, p)
     fl = _flops(w, w_prev, p.seq_len, attention, p.recompute)
     tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
-    model_flops, hw_flops = tokens * fl.model, tokens * fl.hardware
-    # The engine times the busiest chip's forward of one micro-batch; training HBM fit is train_memory's.
+    # The engine times the busiest chip's forward of one micro-batch at peak; training HBM fit is train_memory's.
     peaks = engine.Peaks(peak, hw.chip.hbm_bytes_per_s, np.inf)
 
-    def compute_at(eff: Efficiency):
-        fwd = engine.times(w, dep.topo, peaks, eff).compute_s * mb / cp
-        att = engine.times(_attention_only(w, dep.shape), dep.topo, peaks, eff).compute_s * mb / cp
-        redo = {"none": 0.0 * fwd, "selective": att}.get(p.recompute, fwd)
-        return 3 * fwd + redo, att / (3 * fwd + redo)
+    def roof(work):
+        return engine.times(work, dep.topo, peaks, ROOFLINE).compute_s * mb / cp
 
-    compute_1, att_share = compute_at(ROOFLINE)  # the attention forward hides ring-attention (CP) sends
-    compute_e, _ = compute_at(Efficiency(flops_fraction=flops_fraction, name="custom"))
+    fwd, att = roof(w), roof(_attention_only(w))
+    expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops))
+    redo_share = {"none": 0.0 * fwd, "selective": att / fwd}.get(p.recompute, 1.0 + 0.0 * fwd)
+    total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
+    expert_total = expert * (3 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
     mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb,
                        hbm_bytes=hw.chip.exposed_hbm_bytes,  # the usable HBM of every door (specs.Chip)
                        tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, zero=p.zero, sp=p.sp, schedule=p.schedule,
                        virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
                        grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,
                        dropout=dropout, flash=flash, hbm_usable_fraction=hbm_usable_fraction)
-    cm = _comms(m, c, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
+    cm = _comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step; v = 1 unless interleaved.
     bubble = bubble_fraction(p.pp, mb, p.virtual_stages if p.schedule == "interleaved" else 1)
-    at_1 = _timeline(compute_1, cm, att_share, bubble)
-    cap = model_flops / (at_1["step_s"] * chips * peak)
+    width = _expert_width(m)
+    parts = TrainParts(dense_1_s=total - expert_total, expert_1_s=expert_total, bf16_1_s=total * peak / peak16,
+                       expert_width=width, moe=float(width > 0), att_share=att / total, bubble=bubble,
+                       tp_s=cm["tp_s"], ep_s=cm["ep_s"], cp_s=cm["cp_s"], dp_s=cm["dp_s"], dp_hide=cm["dp_hide"],
+                       ep_overlap=cm["ep_overlap"], tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
+                       pp_exposed_s=cm["pp_exposed_s"])
+    comm = cm["tp_s"] + cm["ep_s"] + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
+    return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
+
+
+def _efficiency(efficiency: TrainEfficiency | None, flops_fraction) -> TrainEfficiency:
+    """The terms the step is timed under: ``efficiency`` (default the roofline), its η replaced by
+    ``flops_fraction`` when given."""
+    e = efficiency or ROOFLINE_TRAIN
+    return e if flops_fraction is None else replace(e, flops_fraction=flops_fraction, name="custom")
+
+
+def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, efficiency: TrainEfficiency | None = None,
+               flops_fraction=None, **lowering) -> TrainStep:
+    """One optimizer step of ``plan`` on chips of ``hw`` under training terms ``efficiency`` (module docstring;
+    ``lowering``: lower_step's keywords — attention, compute_dtype, weight/grad/optimizer/act bytes, dropout, flash,
+    hbm_usable_fraction)."""
+    low = lower_step(m, hw, plan, **lowering)
+    eff = _efficiency(efficiency, flops_fraction)
+    p, parts, mem, peak = plan, low.parts, low.memory, low.peak_flops_per_s
+    chips = p.chips.astype(float)
+    at_1 = timeline(parts, ROOFLINE_TRAIN)
+    cap = low.model_flops / (at_1["step_s"] * chips * peak)
     if mfu is not None:
         exposed_1 = at_1["step_s"] - at_1["compute_s"] - at_1["bubble_s"]
-        why = mfu_problem(np.where(mem.fits, mfu, 0.0), cap, bubble, at_1["step_s"], exposed_1, p.global_batch)
+        why = mfu_problem(np.where(mem.fits, mfu, 0.0), cap, parts.bubble, at_1["step_s"], exposed_1, p.global_batch)
         if why:
             raise ValueError(why)
-    cm.update(_timeline(compute_e, cm, att_share, bubble))
+    cm = timeline(parts, eff)
     compute_s, bubble_s, modelled = cm["compute_s"], cm["bubble_s"], cm["step_s"]
-    step_s = modelled if mfu is None else model_flops / (chips * peak * np.asarray(mfu, dtype=float))
-    implied = (_calibrate(compute_1, cm, att_share, bubble, step_s) if mfu is not None
-               else np.full(np.shape(step_s), np.nan))
-    comm = cm["tp_s"] + cm["ep_s"] + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
-    exposed = cm["tp_s"] + cm["ep_exposed_s"] + cm["cp_exposed_s"] + cm["dp_exposed_s"] + cm["pp_exposed_s"]
-    terms = np.broadcast_arrays(compute_s, bubble_s, cm["tp_s"], cm["ep_exposed_s"], cm["cp_exposed_s"],
-                                cm["dp_exposed_s"], cm["pp_exposed_s"])
+    step = modelled if mfu is None else low.model_flops / (chips * peak * np.asarray(mfu, dtype=float))
+    implied = (implied_flops_fraction(parts, eff, step) if mfu is not None
+               else np.full(np.shape(step), np.nan))
+    exposed = cm["tp_exposed_s"] + cm["ep_exposed_s"] + cm["cp_exposed_s"] + cm["dp_exposed_s"] + parts.pp_exposed_s
+    terms = np.broadcast_arrays(compute_s, bubble_s, cm["tp_exposed_s"], cm["ep_exposed_s"], cm["cp_exposed_s"],
+                                cm["dp_exposed_s"], parts.pp_exposed_s)
     fits = mem.fits
     nan = lambda x: np.where(fits, x, np.nan)  # noqa: E731  (never a number for a plan that does not fit)
-    return TrainStep(chips, tokens, mb, fl, model_flops, hw_flops, peak, nan(compute_s), bubble, nan(bubble_s),
-                     nan(cm["tp_s"]), nan(cm["ep_s"]), nan(cm["ep_exposed_s"]), nan(cm["cp_s"]),
-                     nan(cm["cp_exposed_s"]), nan(cm["dp_s"]), nan(cm["dp_exposed_s"]), nan(cm["pp_s"]),
-                     nan(cm["pp_exposed_s"]), nan(comm), nan(exposed), nan(modelled), nan(implied), nan(step_s),
-                     nan(tokens / step_s), nan(model_flops / (step_s * chips * peak)), mem, fits,
-                     np.argmax(np.stack(terms), axis=0), mfu is not None, nan(cap))
+    tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
+    return TrainStep(chips, tokens, p.microbatches, low.flops, low.model_flops, low.hardware_flops, peak,
+                     nan(compute_s), parts.bubble, nan(bubble_s), nan(parts.tp_s), nan(parts.ep_s),
+                     nan(cm["ep_exposed_s"]), nan(parts.cp_s), nan(cm["cp_exposed_s"]), nan(parts.dp_s),
+                     nan(cm["dp_exposed_s"]), nan(low.pp_s), nan(parts.pp_exposed_s), nan(low.comm_s), nan(exposed),
+                     nan(modelled), nan(implied), nan(step), nan(tokens / step),
+                     nan(low.model_flops / (step * chips * peak)), mem, fits,
+                     np.argmax(np.stack(terms), axis=0), mfu is not None, nan(cap), eff.name,
+                     nan(at_1["step_s"]))
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,16 @@ import numpy as np
 
 from tokenomy.validation import anchors
 from tokenomy.validation.load import Case, split_rule
-from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, predict_training, term
-from tokenomy.validation.prepare import Serving, Training
+from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, term
+from tokenomy.validation.prepare import Serving
+from tokenomy.validation.train_predict import Training, predict_training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
                         kernel_overhead_s=3e-6, sequence_overhead_s=2e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,
                         allreduce_latency_s=5e-6, link_fraction=0.7, nccl_link_fraction=0.9, request_overhead_s=0.02,
-                        train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=1.0)
+                        train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=0.2,
+                        train_expert_half_width=512.0)
 FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss",
              "nccl_link_fraction"}
 RIDGE_POOLED, RIDGE_CHIP, RIDGE_TRAIN = 1e-4, 2e-3, 2e-3  # per term, in transformed units
@@ -120,33 +122,44 @@ def fit_serving(s: Serving, prior: EfficiencyTerms, ridge: float,
     return _from_z(full(zf), prior)
 
 
-def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, float], float, float]:
-    """η_train per chip and pooled non-GEMM shares φ_dense, φ_moe, on the fit split. A chip gets its own η only
-    when it has a dense case to pin it (MoE cases alone cannot separate η from φ_moe); the others, and the
-    pooled entry, use the mean of the pinned chips' η (in logit)."""
+def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
+    """η_train per chip and the pooled non-GEMM shares φ_dense, φ_moe and expert half-width F_½ (core/train_time.py),
+    on the fit split; least squares in log step time. A chip gets its own η only when it has a dense case to pin it
+    (MoE cases alone cannot separate η from φ_moe and F_½); the others, and the pooled entry, use the mean of the
+    pinned chips' η (in logit). Separable from the serving fit: a training-only refit runs in about a second."""
     tt = t.take(mask)
+    shared = dict(train_other_dense=START.train_other_dense, train_other_moe=START.train_other_moe,
+                  train_expert_half_width=START.train_expert_half_width)
     if not tt.cases:  # nothing to fit on (a serving-only subset): the starting values
-        return {"pooled": START.train_flops_fraction}, START.train_other_dense, START.train_other_moe
+        return {"pooled": START.train_flops_fraction}, shared
     own = sorted(set(tt.chip[~tt.moe]))
     idx = np.array([own.index(c) if c in own else len(own) for c in tt.chip], dtype=int)
+    e0 = np.log(START.train_flops_fraction / (1 - START.train_flops_fraction))
+    # Only what the split can pin is free: MoE terms need MoE cases, φ_dense a dense one (else their start values:
+    # a direction the loss does not see would let the simplex wander).
+    moe, dense = bool(np.any(tt.moe)), bool(own)
+    fixed = np.log([START.train_other_dense, START.train_other_moe, START.train_expert_half_width])
 
     def unpack(z):
-        zc = np.append(z[:len(own)], np.mean(z[:len(own)]))
-        return 1 / (1 + np.exp(-zc)), np.exp(z[-2]), np.exp(z[-1])
+        zc = np.append(z[:len(own)], np.mean(z[:len(own)]) if own else e0)
+        rest = z[len(own):]
+        phi_d = np.exp(rest[0]) if dense else np.exp(fixed[0])
+        phi_m, half = (np.exp(rest[-2]), np.exp(rest[-1])) if moe else np.exp(fixed[1:])
+        return 1 / (1 + np.exp(-zc)), phi_d, phi_m, half
 
     def loss(z):
-        eta, phi_d, phi_m = unpack(z)
-        r = np.log(predict_training(tt, eta[idx], phi_d, phi_m) / tt.measured)
+        eta, phi_d, phi_m, half = unpack(z)
+        r = np.log(predict_training(tt, eta[idx], phi_d, phi_m, half) / tt.measured)
         return float(np.mean(r ** 2) + RIDGE_TRAIN * np.sum((z[:len(own)] - np.mean(z[:len(own)])) ** 2))
 
-    e0 = np.log(START.train_flops_fraction / (1 - START.train_flops_fraction))
-    z0 = np.array([e0] * len(own) + [np.log(START.train_other_dense), np.log(START.train_other_moe)])
+    z0 = np.concatenate([[e0] * len(own), fixed[:1] if dense else [], fixed[1:] if moe else []])
     z = nelder_mead(loss, z0, max_evals=4000)
     z = nelder_mead(loss, z, step=0.1, max_evals=4000)
-    eta, phi_d, phi_m = unpack(z)
+    eta, phi_d, phi_m, half = unpack(z)
     out = {c: float(eta[k]) for k, c in enumerate(own)}
     out["pooled"] = float(eta[len(own)])
-    return out, float(phi_d), float(phi_m)
+    return out, dict(train_other_dense=float(phi_d), train_other_moe=float(phi_m),
+                     train_expert_half_width=float(half))
 
 
 @dataclass(frozen=True)
@@ -158,8 +171,7 @@ class Fit:
 def fit_all(s: Serving, t: Training, train_ids: set[str]) -> Fit:
     ms = np.array([c.id in train_ids for c in s.cases], dtype=bool)
     mt = np.array([c.id in train_ids for c in t.cases], dtype=bool)
-    eta, phi_d, phi_m = fit_training(t, mt)
-    train_terms = dict(train_other_dense=phi_d, train_other_moe=phi_m)
+    eta, train_terms = fit_training(t, mt)
     pooled = fit_serving(s.take(ms), START, RIDGE_POOLED, anchors.anchored("pooled"))
     pooled = pooled.model_copy(update=dict(train_flops_fraction=eta["pooled"], **train_terms))
     terms, used = {"pooled": pooled}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in train_ids)}

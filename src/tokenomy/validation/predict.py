@@ -22,14 +22,12 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.serving import steady
-from tokenomy.validation.prepare import (METRIC_CODE, SCENARIO_CODE, WORK_FIELDS, Serving, Training, add_prefill,
-                                         take_work)
+from tokenomy.validation.prepare import METRIC_CODE, SCENARIO_CODE, WORK_FIELDS, Serving, add_prefill, take_work
 from tokenomy.validation.schema import EfficiencyTerms
 
 SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "kv_hbm_fraction", "step_overhead_s",
                   "kernel_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s",
                   "link_fraction", "nccl_link_fraction", "request_overhead_s")
-TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe")
 
 
 @dataclass(frozen=True)
@@ -235,13 +233,6 @@ def predict_serving(s: Serving, th: Theta) -> Prediction:
     prefill_metric = (me == METRIC_CODE["ttft_s"]) | (sc == SCENARIO_CODE["prefill"])
     bound = np.where(prefill_metric, pf.bound, bound_st)
     return Prediction(np.where(s.bmax >= 1, value, np.nan), bound, b, p, cap_lim)
-
-
-def predict_training(t: Training, eta, other_dense, other_moe) -> np.ndarray:
-    """Step time = [roofline/η_train + φ·roofline_bf16]/(1 − bubble), φ = φ_moe for MoE models else φ_dense
-    (bubble: core.pipeline.bubble_fraction, the idle share of a 1F1B step)."""
-    phi = np.where(t.moe, other_moe, other_dense)
-    return (t.roofline_s / np.asarray(eta, dtype=float) + phi * t.roofline_bf16_s) / (1.0 - t.bubble)
 
 
 def bound_names(idx) -> list[str]:

@@ -8,7 +8,7 @@ engine.work gives, efficiency-free:
     grid      decode steps at P = 0 on a batch grid (up to the KV-capacity batch + 1) and the work of one
               interleaved prefill token there, for request-rate runs, whose batch follows from Little's law
 B_kv = the sequences of ISL + OSL tokens the case's engine cache holds (serving.scheduler.kv_batch, as `tokenomy serve`).
-Training cases keep the forward FLOPs of one sequence (engine.work) and the pipeline bubble.
+Training cases: validation/train_predict.py (the training model's own lowering, core.training.lower_step).
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from tokenomy.catalog import loader
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
-from tokenomy.core.pipeline import bubble_fraction
 from tokenomy.serving.scheduler import EngineProfile, kv_batch, profile_of, step_budget
 from tokenomy.serving.workload import prefill_context
 from tokenomy.specs import Topology
 from tokenomy.units import CHECKPOINT
 from tokenomy.validation.load import Case
-from tokenomy.validation.schema import ServingCase, TrainingCase
+from tokenomy.validation.schema import ServingCase
 
 GRID = np.unique(np.round(2.0 ** (np.arange(0, 57) / 4.0)))  # decode batch grid, 1 .. 16384, 4 points per octave
 DEFAULT_MAX_BATCH = 4096  # scheduler cap when a source does not publish one (TensorRT-LLM's example log shows 4096)
@@ -221,50 +220,3 @@ def prepare_serving(cases: list[Case]) -> Serving:
                    metric=np.array([METRIC_CODE[c.case.metric] for c in rows], dtype=int),
                    step=stack_work(steps), prefill=stack_work(prefills), grid_batch=np.array(gb),
                    grid=stack_work(grids), grid_per_token=stack_work(per_tok), **out)
-
-
-@dataclass
-class Training:
-    """Arrays over M training cases: roofline step times and the pipeline bubble."""
-
-    cases: list[Case]
-    chip: np.ndarray
-    measured: np.ndarray  # step seconds
-    roofline_s: np.ndarray  # 3 x forward FLOPs / (chips · peak at the training precision)
-    roofline_bf16_s: np.ndarray  # the same at the bf16 peak (the scale of non-GEMM work)
-    bubble: np.ndarray
-    moe: np.ndarray  # bool
-
-    def take(self, mask) -> "Training":
-        idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask)
-        return Training(**{f.name: ([getattr(self, f.name)[i] for i in idx] if f.name == "cases"
-                                    else getattr(self, f.name)[idx]) for f in dataclasses.fields(self)})
-
-
-def microbatches(c: TrainingCase) -> float:
-    """Micro-batches per pipeline per step from the published settings: GBS / (MBS · DP), DP = n/(tp·pp·cp)."""
-    dp = c.chips / (c.tp * c.pp * c.cp)
-    return max(c.global_batch / (c.micro_batch * dp), 1.0)
-
-
-def forward_flops(model: str, hardware: str, seq_len: int) -> float:
-    """Model FLOPs of the forward pass of one sequence of ``seq_len`` tokens (engine.work)."""
-    return float(deployment(model, hardware, 1, 1, None).work(1, seq_len, seq_len).flops)
-
-
-def prepare_training(cases: list[Case]) -> Training:
-    rows = [c for c in cases if c.kind == "training"]
-    roof, roof16, bub, moe, meas = (np.zeros(len(rows)) for _ in range(5))
-    for i, case in enumerate(rows):
-        c: TrainingCase = case.case
-        chip = loader.hardware(c.hardware).chip
-        _, peak = chip.flops_for(c.precision)
-        _, peak16 = chip.flops_for("bf16")
-        flops_step = 3.0 * forward_flops(c.model, c.hardware, c.seq_len) * c.global_batch  # forward + 2x backward
-        roof[i] = flops_step / (c.chips * peak)
-        roof16[i] = flops_step / (c.chips * peak16)
-        bub[i] = bubble_fraction(c.pp, microbatches(c), c.vp)
-        moe[i] = float(deployment(c.model, c.hardware, 1, 1, None).shape.coeffs.num_experts) > 1
-        meas[i] = c.value
-    return Training(cases=rows, chip=np.array([c.case.hardware for c in rows]), measured=meas, roofline_s=roof,
-                    roofline_bf16_s=roof16, bubble=bub, moe=moe.astype(bool))

@@ -9,10 +9,9 @@ import numpy as np
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load
 from tokenomy.validation.metrics import optimism, signed_error
-from tokenomy.validation.predict import (TRAIN_FIELDS, bound_names, gather, predict_serving, predict_training,
-                                         roofline_theta)
-from tokenomy.validation.prepare import (METRIC_CODE, Serving, Training, prepare_serving,
-                                         prepare_training)
+from tokenomy.validation.predict import bound_names, gather, predict_serving, roofline_theta
+from tokenomy.validation.prepare import METRIC_CODE, Serving, prepare_serving
+from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training, prepare_training
 from tokenomy.validation.schema import EfficiencyTerms
 
 METRIC_NAMES = {v: k for k, v in METRIC_CODE.items()}

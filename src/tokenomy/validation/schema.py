@@ -126,6 +126,8 @@ class TrainingCase(_Strict):
     ep: int = Field(default=1, gt=0)
     fsdp: bool = False
     grad_accum: int = Field(default=1, gt=0)  # micro-batches per pipeline per step
+    recompute: Literal["none", "selective", "full"] = "none"  # activation recomputation the recipe turns on
+    tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None
@@ -172,6 +174,8 @@ class EfficiencyTerms(_Strict):
     train_other_dense: float = Field(ge=0)  # non-GEMM time (norms, attention softmax, exposed comms, optimizer)
     #                                        per unit of bf16-peak GEMM time, dense models; precision-independent
     train_other_moe: float = Field(ge=0)  # the same for MoE models (adds token dispatch, imbalance, small GEMMs)
+    train_expert_half_width: float = Field(default=0.0, ge=0)  # F_½: routed-expert width at which grouped GEMMs
+    #                                        run at half of train_flops_fraction (core/train_time.py)
 
 
 FITTED_SOURCE = ("fitted: tokenomy validate --refit on the cases listed in fitted_on "

@@ -50,6 +50,7 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "real": "yes: the claims on real hardware (calibrated efficiency) instead of the lecture's ideal",
     "ids": "claim ids to show, comma-separated (L1,L2); empty: all",
     "ep_overlap": "share of compute hiding the EP all-to-alls (0..1)",
+    "tp_overlap": "share of compute hiding the TP collectives (0..1; 1 = Megatron's --tp-comm-overlap)",
     "fsdp": "yes: fully sharded data parallel (ZeRO-3)",
     "no_sp": "yes: no sequence parallelism over tp",
     "virtual_stages": "interleaved schedule: model chunks per pipeline stage",

@@ -305,7 +305,7 @@ NUMBERS = {  # bounds by parameter name, shared by every answer that has it (tes
     "requests": Bound(1, 100_000), "seed": Bound(0, 2**32 - 1), "prefill_chips": Bound(1, MAX_CHIPS),
     "decode_chips": Bound(1, MAX_CHIPS),
     # train, rl, lifecycle
-    "ep_overlap": SHARE, "tokens": Bound(1, 1e17), "mfu": UTILISATION, "flops_fraction": UTILISATION,
+    "ep_overlap": SHARE, "tp_overlap": SHARE, "tokens": Bound(1, 1e17), "mfu": UTILISATION, "flops_fraction": UTILISATION,
     "flops_factor": Bound(2, 6), "train_mfu": UTILISATION, "demand_tokens_per_s": Bound(1, 1e15),
     "period_days": Bound(0.01, 36_500), "target_loss": Bound(0, 20, lo_open=True), "target_params": PARAMS,
     "rl_tokens_ratio": Bound(0, 100), "rl_flops_factor": Bound(2, 6), "rl_penalty": Bound(1, 100),
@@ -318,7 +318,7 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
     "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
     "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
-    "decode_chips": "int",
+    "decode_chips": "int", "flops_fraction": "float",
 }
 ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list", "models": "model_list",
           "concurrency": "float_list", "rate": "float_list"}  # lists whatever the default

@@ -1,0 +1,135 @@
+"""A training step's time from its parts: compute at peak, communication by parallel dimension, pipeline bubble.
+
+``parts`` are efficiency-free (core/training.py lowers a plan to them once, through the pass engine); ``timeline``
+times them under training efficiency terms, so a fit evaluates thousands of term sets on the same parts
+(tokenomy.validation) and ``tokenomy train`` evaluates one — the same function.
+
+Compute under terms (η, φ, F_½):
+    t_compute = t_dense,1/η + t_expert,1/(η·g(F_e)) + φ·t_1,bf16
+      t_x,1      the engine's roofline compute of the step's GEMMs and attention (peak at the compute dtype)
+      g(F_e)     = F_e/(F_e + F_½): grouped-GEMM efficiency of routed experts of width F_e (moe_intermediate_size);
+                 narrow experts leave the tensor cores' tiles part-empty and the per-expert launch and
+                 permutation fixed (Megatron-Core grouped GEMM; Qwen3-30B-A3B's F_e = 768 runs at about half the
+                 dense rate in the Megatron-Bridge 25.11 table)
+      φ·t_1,bf16 non-GEMM work (norms, activations, softmax, optimizer, dispatch permutes) in units of the step's
+                 compute at the 16-bit peak: it does not speed up with FP8 GEMMs
+Step (Narayanan et al. 2021 arXiv 2104.04473 §2.2 for the bubble; the overlaps as Megatron-Core runs them):
+    chain  = t_compute + max(t_TP − τ·t_compute, 0) + max(t_EP − ε·t_compute, 0) + max(t_CP − a·t_compute, 0)
+    t_step = chain/(1 − bubble) + max(t_DP − h·t_compute, 0) + t_PP,exposed
+CP ring-attention sends hide under the attention share a of the compute; DP traffic under h of it (DDP: the last
+micro-batch's backward, (2/3)/m; ZeRO-3/FSDP prefetches under all of it, as torchtitan and Megatron-FSDP do);
+EP all-to-alls under ε (DualPipe-style overlap: 1; none: 0); TP collectives under τ (0: on the critical path;
+1: Megatron/Transformer Engine's --tp-comm-overlap, which splits each TP GEMM into chunks and pipelines the
+all-gather / reduce-scatter of one chunk under the GEMM of the next, Wang et al. 2022 arXiv 2105.05720).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TrainEfficiency:
+    """Training efficiency terms: η the share of peak the training GEMMs reach, φ the non-GEMM time per unit of
+    16-bit roofline compute (dense and MoE models apart), F_½ the expert width at which grouped GEMMs run at half
+    of η. ROOFLINE_TRAIN is the ideal set (η 1, φ 0, F_½ 0)."""
+
+    flops_fraction: object = 1.0
+    other_dense: object = 0.0
+    other_moe: object = 0.0
+    expert_half_width: object = 0.0
+    name: str = "roofline"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        eta = np.asarray(self.flops_fraction, dtype=float)
+        if np.any(~((eta > 0) & (eta <= 1))):
+            raise ValueError(f"flops_fraction: must be in (0, 1], got {self.flops_fraction!r}")
+        for f in ("other_dense", "other_moe", "expert_half_width"):
+            v = np.asarray(getattr(self, f), dtype=float)
+            if np.any(~(np.isfinite(v) & (v >= 0))):
+                raise ValueError(f"{f}: must be a finite number >= 0, got {getattr(self, f)!r}")
+
+
+ROOFLINE_TRAIN = TrainEfficiency()
+
+
+@dataclass(frozen=True)
+class TrainParts:
+    """A step's efficiency-free parts (numbers or arrays that broadcast; one row per case in validation)."""
+
+    dense_1_s: object  # roofline compute of everything but the routed experts (dense GEMMs, attention), recompute in
+    expert_1_s: object  # roofline compute of the routed experts' GEMMs
+    bf16_1_s: object  # the whole roofline compute at the 16-bit peak
+    expert_width: object  # F_e (0 for a dense model)
+    moe: object  # 1 for a model with routed experts
+    att_share: object  # attention forward / compute: what hides ring-attention sends
+    bubble: object
+    tp_s: object
+    ep_s: object
+    cp_s: object
+    dp_s: object
+    dp_hide: object
+    ep_overlap: object
+    tp_overlap: object
+    pp_exposed_s: object
+
+    def take(self, idx) -> "TrainParts":
+        return TrainParts(**{f.name: np.asarray(getattr(self, f.name))[idx] if np.ndim(getattr(self, f.name))
+                             else getattr(self, f.name) for f in fields(self)})
+
+
+def stack_parts(items: list[TrainParts]) -> TrainParts:
+    """Scalar parts stacked into one row per item."""
+    return TrainParts(**{f.name: np.array([float(np.asarray(getattr(p, f.name))) for p in items])
+                         for f in fields(TrainParts)})
+
+
+def grouped_gemm_fraction(width, half_width):
+    """g(F_e) = F_e/(F_e + F_½): 1 for dense models (F_e = 0 marks no routed experts) and for F_½ = 0."""
+    F, h = np.asarray(width, dtype=float), np.asarray(half_width, dtype=float)
+    return np.where(F > 0, F / np.maximum(F + h, 1e-30), 1.0)
+
+
+def compute_s(p: TrainParts, e: TrainEfficiency):
+    """t_compute under the terms (module docstring)."""
+    eta = np.asarray(e.flops_fraction, dtype=float)
+    phi = np.where(np.asarray(p.moe) > 0, e.other_moe, e.other_dense)
+    g = grouped_gemm_fraction(p.expert_width, e.expert_half_width)
+    return p.dense_1_s / eta + p.expert_1_s / (eta * g) + phi * p.bf16_1_s
+
+
+def timeline(p: TrainParts, e: TrainEfficiency, compute=None) -> dict:
+    """Exposed terms and the step (module docstring); ``compute`` overrides t_compute (the MFU calibration)."""
+    c = compute_s(p, e) if compute is None else compute
+    cp_x = np.maximum(p.cp_s - p.att_share * c, 0.0)
+    dp_x = np.maximum(p.dp_s - p.dp_hide * c, 0.0)
+    ep_x = np.maximum(p.ep_s - p.ep_overlap * c, 0.0)
+    tp_x = np.maximum(p.tp_s - p.tp_overlap * c, 0.0)
+    chain = c + tp_x + ep_x + cp_x
+    bubble_s = chain * p.bubble / (1 - p.bubble)
+    return dict(compute_s=c, tp_exposed_s=tp_x, cp_exposed_s=cp_x, dp_exposed_s=dp_x, ep_exposed_s=ep_x, bubble_s=bubble_s,
+                step_s=chain + bubble_s + dp_x + p.pp_exposed_s)
+
+
+def step_s(p: TrainParts, e: TrainEfficiency):
+    return timeline(p, e)["step_s"]
+
+
+def implied_flops_fraction(p: TrainParts, e: TrainEfficiency, target_s):
+    """The η at which the step under ``e`` (its φ and F_½ kept) equals ``target_s`` (bisection in log η: the step
+    falls monotonically in η); inf where even infinitely fast GEMMs are too slow."""
+    roof = TrainEfficiency(1.0, 0.0, 0.0, e.expert_half_width)
+    gemm_1 = compute_s(p, roof)  # GEMM time at η = 1, width loss kept
+    other = compute_s(p, TrainEfficiency(1.0, e.other_dense, e.other_moe, e.expert_half_width)) - gemm_1
+
+    def at(eta):
+        return timeline(p, e, compute=gemm_1 / eta + other)["step_s"]
+    lo, hi = np.full(np.shape(target_s), 1e-4), np.full(np.shape(target_s), 1e4)
+    for _ in range(80):
+        mid = np.sqrt(lo * hi)
+        slow = at(mid) > target_s
+        lo, hi = np.where(slow, mid, lo), np.where(slow, hi, mid)
+    return np.where(at(1e4) > target_s, np.inf, hi)

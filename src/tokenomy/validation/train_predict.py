@@ -1,0 +1,97 @@
+"""Training cases through the one training model: each case's published layout lowered by core.training.lower_step
+(the engine's FLOPs, memory, TP/EP/CP/DP/PP communication, pipeline bubble), then timed by core.train_time under
+fitted terms — the same lowering and timeline ``tokenomy train`` runs.
+
+A case's plan: dp = chips/(tp·pp·cp); ZeRO-3 when the source says FSDP, else Megatron's distributed optimizer
+(ZeRO-1); sequence parallel with TP; the interleaved schedule with vp virtual stages when vp > 1, else 1F1B;
+micro-batch and global batch as published; the case's recompute and TP communication overlap; GEMMs at the
+case's precision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from tokenomy.catalog import loader
+from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, stack_parts, step_s
+from tokenomy.core.training import TrainPlan, lower_step
+from tokenomy.validation.load import Case
+from tokenomy.validation.schema import EfficiencyTerms, TrainingCase
+
+TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe", "train_expert_half_width")
+
+
+@dataclass
+class Training:
+    """Arrays over M training cases: their lowered step parts, the roofline step and what was measured."""
+
+    cases: list[Case]
+    chip: np.ndarray
+    measured: np.ndarray  # step seconds
+    parts: TrainParts  # one row per case
+    roofline_s: np.ndarray  # the step at the roofline terms (η 1, φ 0)
+    moe: np.ndarray  # bool
+    fits: np.ndarray  # bool: the memory model holds the published layout
+
+    def take(self, mask) -> "Training":
+        idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask, dtype=int)
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = ([v[i] for i in idx] if f.name == "cases" else v.take(idx) if f.name == "parts"
+                           else v[idx])
+        return Training(**out)
+
+
+def case_plan(c: TrainingCase) -> TrainPlan:
+    """The published layout as a TrainPlan (module docstring)."""
+    dp = c.chips // (c.tp * c.pp * c.cp)
+    if dp * c.tp * c.pp * c.cp != c.chips:
+        raise ValueError(f"{c.id}: chips {c.chips} is not a multiple of tp·pp·cp = {c.tp * c.pp * c.cp}")
+    return TrainPlan(dp=dp, tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep, zero=3 if c.fsdp else 1, sp=c.tp > 1,
+                     schedule="interleaved" if c.vp > 1 else "1f1b", virtual_stages=c.vp, recompute=c.recompute,
+                     micro_batch=c.micro_batch, seq_len=c.seq_len, global_batch=c.global_batch,
+                     tp_overlap=float(c.tp_comm_overlap))
+
+
+def _lowered(c: TrainingCase):
+    return _lowered_json(c.model_dump_json())
+
+
+@lru_cache(maxsize=None)
+def _lowered_json(raw: str):
+    """lower_step of one case, once per process (the case as JSON: pydantic models are not hashable)."""
+    c = TrainingCase.model_validate_json(raw)
+    try:
+        return lower_step(loader.model(c.model), loader.hardware(c.hardware), case_plan(c), compute_dtype=c.precision,
+                          flash=True)  # fused (flash) attention: every framework in the catalog runs it
+    except ValueError as e:
+        raise ValueError(f"training case {c.id}: {e}") from None
+
+
+def prepare_training(cases: list[Case]) -> Training:
+    rows = [c for c in cases if c.kind == "training"]
+    low = [_lowered(c.case) for c in rows]
+    parts = stack_parts([lo.parts for lo in low]) if low else None
+    return Training(cases=rows, chip=np.array([c.case.hardware for c in rows]),
+                    measured=np.array([c.case.value for c in rows], dtype=float), parts=parts,
+                    roofline_s=step_s(parts, ROOFLINE_TRAIN) if low else np.zeros(0),
+                    moe=np.array([bool(lo.parts.moe) for lo in low], dtype=bool),
+                    fits=np.array([bool(np.all(lo.memory.fits)) for lo in low], dtype=bool))
+
+
+def train_efficiency(t: EfficiencyTerms, name: str = "calibrated") -> TrainEfficiency:
+    """A chip's fitted training terms as the engine's training efficiency set."""
+    return TrainEfficiency(t.train_flops_fraction, t.train_other_dense, t.train_other_moe, t.train_expert_half_width,
+                           name=name)
+
+
+def predict_training(t: Training, eta, other_dense, other_moe, expert_half_width=0.0) -> np.ndarray:
+    """Each case's step under the terms (arrays aligned with the cases, or scalars): core.train_time.step_s."""
+    e = TrainEfficiency(*(np.asarray(x, dtype=float) for x in (eta, other_dense, other_moe, expert_half_width)),
+                        name="custom")
+    return step_s(t.parts, e)

@@ -1,0 +1,81 @@
+"""core/train_time.py: a step's time from its parts under training terms; tokenomy train's default terms."""
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.training import train
+from tokenomy.catalog import loader
+from tokenomy.core.train_time import (ROOFLINE_TRAIN, TrainEfficiency, grouped_gemm_fraction, implied_flops_fraction,
+                                      step_s, timeline)
+from tokenomy.core.training import TrainPlan, lower_step
+
+L70, H100 = loader.model("llama-3.1-70b"), loader.hardware("h100-sxm")
+Q30 = loader.model("qwen3-30b-a3b")
+
+
+def _parts(m, plan, **kw):
+    return lower_step(m, H100, plan, flash=True, **kw).parts
+
+
+def test_grouped_gemm_fraction_halves_at_the_half_width():
+    assert float(grouped_gemm_fraction(768, 768)) == pytest.approx(0.5)
+    assert float(grouped_gemm_fraction(0, 768)) == 1.0  # a dense model has no routed experts to slow
+    assert float(grouped_gemm_fraction(2048, 0)) == 1.0
+
+
+def test_tp_overlap_hides_tp_collectives_under_compute():
+    plan = TrainPlan(dp=2, tp=8, pp=4, seq_len=8192, global_batch=64, schedule="interleaved", virtual_stages=5)
+    exposed = _parts(L70, plan)
+    hidden = _parts(L70, TrainPlan(**{**plan.__dict__, "tp_overlap": 1.0}))
+    assert float(exposed.tp_s) > 0
+    e = TrainEfficiency(0.5, 0.3)
+    assert float(step_s(hidden, e)) < float(step_s(exposed, e))
+    t = timeline(hidden, e)
+    assert float(t["tp_exposed_s"]) == pytest.approx(max(float(hidden.tp_s) - float(t["compute_s"]), 0.0))
+
+
+def test_non_gemm_share_does_not_speed_up_with_fp8():
+    """φ scales the 16-bit roofline: an FP8 step's GEMMs halve, its non-GEMM time does not."""
+    plan = TrainPlan(dp=8, seq_len=8192, global_batch=64)
+    p16 = _parts(L70, plan, compute_dtype="bf16")
+    p8 = _parts(L70, plan, compute_dtype="fp8")
+    assert float(p8.bf16_1_s) == pytest.approx(float(p16.bf16_1_s))
+    assert float(p8.dense_1_s) < 0.6 * float(p16.dense_1_s)
+
+
+def test_expert_width_slows_only_the_routed_experts():
+    plan = TrainPlan(dp=8, ep=8, seq_len=4096, global_batch=64, micro_batch=1)
+    p = _parts(Q30, plan)
+    assert float(p.expert_width) == 768 and float(p.expert_1_s) > 0
+    narrow = TrainEfficiency(0.5, 0.0, 0.0, 768.0)
+    wide = TrainEfficiency(0.5, 0.0, 0.0, 0.0)
+    gap = timeline(p, narrow)["compute_s"] - timeline(p, wide)["compute_s"]
+    assert float(gap) == pytest.approx(float(p.expert_1_s) / 0.5)  # 1/(η·½) − 1/η = 1/η more
+
+
+def test_implied_flops_fraction_inverts_the_step():
+    p = _parts(L70, TrainPlan(dp=4, tp=8, pp=2, seq_len=8192, global_batch=64, tp_overlap=1.0))
+    e = TrainEfficiency(0.37, 0.2)
+    assert float(implied_flops_fraction(p, e, step_s(p, e))) == pytest.approx(0.37, rel=1e-6)
+
+
+def test_train_defaults_to_the_chips_fitted_terms_with_the_roofline_beside():
+    kw = dict(model="llama-3.1-70b", hardware="h100-sxm", chips=64, tp=4, pp=4, seq_len=8192, global_batch=[128])
+    cal = train(**kw).rows()[0]
+    roof = train(**kw, efficiency="roofline").rows()[0]
+    assert cal["efficiency"].startswith("calibrated")
+    assert cal["step_s"] > cal["roofline_step_s"] == pytest.approx(roof["step_s"])
+    assert train(**kw, flops_fraction=1.0, efficiency="roofline").rows()[0]["step_s"] == pytest.approx(roof["step_s"])
+    with pytest.raises(ValueError, match="efficiency"):
+        train(**kw, efficiency="fast")
+    with pytest.raises(ValueError, match="tp_overlap"):
+        train(**kw, tp_overlap=2.0)
+
+
+def test_metas_405b_layout_fits_the_allocatable_hbm():
+    """Llama 3 405B as Meta ran it (TP8 PP16 on 16,384 H100, 16M-token batches): 82.3 GB fits the 85.5e9 bytes a
+    program can allocate (specs.Chip.exposed_hbm_bytes), the rule decode and serve use."""
+    r = train(model="llama-3.1-405b", hardware="h100-sxm", chips=16384, tp=8, pp=16, seq_len=8192,
+              global_batch=[2048], flash_attention=True, schedule="interleaved", virtual_stages=7).rows()[0]
+    assert r["fits"] and 80e9 < r["memory_per_chip_bytes"] <= H100.chip.exposed_hbm_bytes
+    assert np.isfinite(r["step_s"])
