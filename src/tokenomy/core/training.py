@@ -152,8 +152,10 @@ def plan_problems(m: ModelArch, plan: TrainPlan, dep: Deployment | None = None) 
                    f"{int(np.max(plan.dp * np.asarray(plan.micro_batch)))}")
     if a.num_heads % int(np.max(plan.tp)):
         out.append(f"tp {plan.tp} does not divide num_attention_heads {a.num_heads}")
-    if int(np.max(plan.pp)) * int(np.max(plan.virtual_stages)) > m.num_layers:
-        out.append(f"pp·virtual_stages > num_hidden_layers {m.num_layers}")
+    # The embedding and the loss may each take a pipeline chunk's place (Megatron-Core's
+    # --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: 126 layers + 2 = 16 x 8).
+    if int(np.max(plan.pp)) * int(np.max(plan.virtual_stages)) > m.num_layers + 2:
+        out.append(f"pp·virtual_stages > num_hidden_layers {m.num_layers} + 2 (embedding and loss chunks)")
     ep = int(np.max(plan.ep))
     if ep > 1 and (mlp is None or mlp.num_experts % ep or (int(np.max(plan.dp * np.asarray(plan.cp))) % ep)):
         out.append(f"ep {ep} must divide the routed experts ({mlp.num_experts if mlp else 0}) and dp·cp")
