@@ -32,14 +32,14 @@ import numpy as np
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.core import engine
-from tokenomy.core.collectives import all_reduce, all_to_all, p2p, reduce_scatter
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
 from tokenomy.core.pipeline import bubble_fraction
+from tokenomy.core.train_comms import step_comms
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, implied_flops_fraction, timeline
-from tokenomy.specs import Hardware, Topology
+from tokenomy.specs import Hardware
 from tokenomy.units import SECONDS_PER_HOUR
 
 ATTENTION_CONVENTIONS = ("full", "causal", "none")
@@ -207,46 +207,6 @@ class TrainStep:
     roofline_step_s: object = None  # the step at the roofline terms (η 1, φ 0), beside the estimate
 
 
-def _comms(m: ModelArch, c, topo: Topology, p: TrainPlan, mem: TrainMemory, e: float, grad_bytes,
-           strategy: str) -> dict:
-    """Per-chip communication seconds of one step, by parallel dimension (core/collectives.py).
-
-    Rank order, innermost first: TP, CP, DP (EP ranks within DP·CP), PP; a group's stride is the product of
-    the degrees inside it. Per micro-batch and layer: TP 4 all-reduces of the layer's activations (2 forward,
-    2 backward; with SP the same bytes as all-gather + reduce-scatter), EP 4 all-to-alls (dispatch + combine,
-    forward and backward), CP 3(cp-1) K/V block sends (ring attention); recompute repeats the forward ones.
-    Per step: DP all-reduce of gradients (ZeRO <= 2) or, per micro-batch, all-gather x2 + reduce-scatter
-    (ZeRO-3/FSDP); PP sends activations forward and gradients back, 2·m·v hops.
-    """
-    tp, pp, cp, dp, ep = (np.asarray(x, dtype=float) for x in (p.tp, p.pp, p.cp, p.dp, p.ep))
-    mb, D, L = p.microbatches, m.hidden_size, m.num_layers
-    tokens = np.asarray(p.micro_batch, dtype=float) * p.seq_len / cp  # per micro-batch on this chip's CP rank
-    layers = np.ceil(L / pp)
-    redo = 1.5 if strategy in ("full", "reversible") else 1.0  # recomputed forwards repeat their collectives
-    tp_s = 4 * redo * layers * mb * all_reduce(topo, tp, tokens * D * e)
-    routed = tokens / tp * float(c.experts_per_tok) * D * e  # SP splits tokens over TP ranks
-    ep_s = 4 * redo * float(c.moe_layers) * layers / L * mb * all_to_all(topo, ep, routed, stride=tp)
-    kv = tokens * float(c.kv_elems_per_token) / L * e
-    hop_cp = p2p(topo, kv, topo.chips_in_domain(cp, tp) < cp)
-    cp_s = np.where(cp > 1, 3 * (cp - 1) * layers * mb * hop_cp, 0.0)
-    hop = p2p(topo, tokens * D * e / (tp if p.sp else 1.0), topo.chips_in_domain(2, tp * cp * dp) < 2)
-    pp_s = np.where(pp > 1, 2 * mb * np.asarray(p.virtual_stages, dtype=float) * hop, 0.0)
-    pp_exposed = np.where(pp > 1, 2 * (pp - 1) * hop, 0.0)  # pipeline fill and drain wait on the hops
-    zero = np.asarray(p.zero, dtype=float)
-    g_dense = grad_bytes * mem.dense_params_per_chip
-    g_expert = grad_bytes * (mem.params_per_chip - mem.dense_params_per_chip)
-    edp = np.maximum(dp * cp / ep, 1)  # expert data-parallel group
-    moe = g_expert > 0  # dense models have no expert group to reduce over
-    ddp = all_reduce(topo, dp * cp, g_dense, stride=tp) + np.where(moe, all_reduce(topo, edp, g_expert, tp * ep), 0)
-    fsdp = 3 * mb * (reduce_scatter(topo, dp * cp, g_dense, stride=tp)
-                     + np.where(moe, reduce_scatter(topo, edp, g_expert, tp * ep), 0))
-    dp_s = np.where(zero >= 3, fsdp, ddp)
-    # DDP overlaps the last micro-batch's backward; FSDP prefetches its gathers under all the compute.
-    dp_hide = np.where(zero >= 3, 1.0, (2 / 3) / mb)  # share of the compute time that hides DP traffic
-    return dict(tp_s=tp_s, ep_s=ep_s, cp_s=cp_s, dp_s=dp_s, dp_hide=dp_hide, pp_s=pp_s, pp_exposed_s=pp_exposed,
-                ep_overlap=np.clip(np.asarray(p.ep_overlap, dtype=float), 0.0, 1.0))
-
-
 def training_layout(p: TrainPlan) -> tuple[Layout, object]:
     """The engine's layout and batch for one step's forward passes.
 
@@ -327,6 +287,11 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
         return engine.times(work, dep.topo, peaks, ROOFLINE).compute_s * mb / cp
 
     fwd, att = roof(w), roof(_attention_only(w))
+    # EP dispatch + combine: the engine's all-to-alls of the forward pass (core/collectives.py: per topology level,
+    # DeepEP's node-limited, once-per-node copies for passes of many tokens), repeated by the backward (the
+    # gradients travel the same routes in reverse) and by a fully recomputed forward.
+    ep_fwd = engine.times(w, dep.topo, peaks, ROOFLINE).ep_comm_s * mb / cp
+    ep_s = ep_fwd * (2 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
     expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops))
     redo_share = {"none": 0.0 * fwd, "selective": att / fwd}.get(p.recompute, 1.0 + 0.0 * fwd)
     total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
@@ -337,16 +302,16 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
                        virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
                        grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,
                        dropout=dropout, flash=flash, hbm_usable_fraction=hbm_usable_fraction)
-    cm = _comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
+    cm = step_comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step; v = 1 unless interleaved.
     bubble = bubble_fraction(p.pp, mb, p.virtual_stages if p.schedule == "interleaved" else 1)
     width = _expert_width(m)
     parts = TrainParts(dense_1_s=total - expert_total, expert_1_s=expert_total, bf16_1_s=total * peak / peak16,
                        expert_width=width, moe=float(width > 0), att_share=att / total, bubble=bubble,
-                       tp_s=cm["tp_s"], ep_s=cm["ep_s"], cp_s=cm["cp_s"], dp_s=cm["dp_s"], dp_hide=cm["dp_hide"],
+                       tp_s=cm["tp_s"], ep_s=ep_s, cp_s=cm["cp_s"], dp_s=cm["dp_s"], dp_hide=cm["dp_hide"],
                        ep_overlap=cm["ep_overlap"], tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
                        pp_exposed_s=cm["pp_exposed_s"])
-    comm = cm["tp_s"] + cm["ep_s"] + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
+    comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 
 
