@@ -131,10 +131,14 @@ def test_expert_parallel_all_to_all_and_its_overlap():
     assert bool(bare.fits) and float(bare.ep_exposed_s) == float(bare.ep_s) > 0
     assert float(hidden.ep_exposed_s) == max(0.0, float(bare.ep_s) - float(bare.compute_s))
     assert float(hidden.step_s) < float(bare.step_s)
-    # Scale-out bound: 56 of every 64 shares leave the 8-GPU node at 50 GB/s; a stage holds ceil(61/8) = 8
-    # layers, 58/61 of them MoE; 8 micro-batches; x1.5 for the recomputed forward.
+    # Scale-out: per expert copy, 56 of every 64 shares would leave the 8-GPU node at 50 GB/s (a stage holds
+    # ceil(61/8) = 8 layers, 58/61 of them MoE; 8 micro-batches; forward, backward and the recomputed forward).
+    # DeepEP sends a token once per remote node it routes to, and DeepSeek-V3 routes each token to at most
+    # topk_group = 4 of its n_group = 8 node groups: the engine's all-to-alls (core/collectives.routed_shares)
+    # carry well under half of the per-copy bytes, and more than a quarter.
     per = 1024 * 8 * 7168 * 2
-    assert float(bare.ep_s) == pytest.approx(4 * 1.5 * 8 * (58 * 8 / 61) * per * (56 / 64) / 50e9, rel=0.01)
+    per_copy = 4 * 1.5 * 8 * (58 * 8 / 61) * per * (56 / 64) / 50e9
+    assert 0.25 < float(bare.ep_s) / per_copy < 0.5
 
 
 def test_stated_mfu_above_the_layouts_cap_is_refused():
