@@ -76,10 +76,10 @@ def _lowered_json(raw: str):
 def prepare_training(cases: list[Case]) -> Training:
     rows = [c for c in cases if c.kind == "training"]
     low = [_lowered(c.case) for c in rows]
-    parts = stack_parts([lo.parts for lo in low]) if low else None
+    parts = stack_parts([lo.parts for lo in low])  # empty arrays for a serving-only subset
     return Training(cases=rows, chip=np.array([c.case.hardware for c in rows]),
                     measured=np.array([c.case.value for c in rows], dtype=float), parts=parts,
-                    roofline_s=step_s(parts, ROOFLINE_TRAIN) if low else np.zeros(0),
+                    roofline_s=np.asarray(step_s(parts, ROOFLINE_TRAIN), dtype=float).reshape(len(low)),
                     moe=np.array([bool(lo.parts.moe) for lo in low], dtype=bool),
                     fits=np.array([bool(np.all(lo.memory.fits)) for lo in low], dtype=bool))
 
