@@ -23,8 +23,8 @@ _NAMES = {
     "kv_bytes_at_context": "tokenomy.arch.params", "weight_bytes": "tokenomy.arch.params",
     "Efficiency": "tokenomy.core.efficiency", "Layout": "tokenomy.core.layout", "Deployment": "tokenomy.core.deployment",
     **{q: "tokenomy.answers" for q in ("decode", "prefill", "plan", "batch", "latency", "context", "pricing",
-                                       "speculate", "cache", "train", "rl", "lifecycle", "lecture", "validate", "context_compare", "serve", "sweep",
-                                       "what_if")},
+                                       "speculate", "cache", "train", "rl", "lifecycle", "lecture", "validate", "calibrate",
+                                       "context_compare", "serve", "sweep", "what_if")},
 }
 
 __all__ = sorted(_NAMES)

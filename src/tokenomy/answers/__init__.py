@@ -15,11 +15,13 @@ _WHERE = {
     "context_compare": "architectures", "serve": "workloads",
     "speculate": "economics", "cache": "economics", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "training",
-    "validate": "fidelity", "what_if": "hardware_sweep", "models": "catalog", "model": "catalog", "hardware": "catalog", "sweep": "sweeps",
+    "validate": "fidelity", "calibrate": "fidelity", "what_if": "hardware_sweep", "models": "catalog",
+    "model": "catalog", "hardware": "catalog", "sweep": "sweeps",
 }
 
 __all__ = sorted(_WHERE)
-SERVED = tuple(q for q in _WHERE if q not in ("validate", "models", "model", "hardware", "sweep", "what_if"))  # the web's /api/<q>
+SERVED = tuple(q for q in _WHERE if q not in ("validate", "calibrate", "models", "model", "hardware", "sweep",
+                                              "what_if"))  # the web's /api/<q>; reading the user's files is no web door
 
 
 def module_of(name: str) -> str:

@@ -1,8 +1,12 @@
-"""validate: every published measurement of the validation catalog predicted through the engine, and the error.
+"""validate: every published measurement of the validation catalog predicted through the engine, and the error;
+or, with ``against``, every point of a user's benchmark file (vllm bench serve, AIPerf / GenAI-Perf, GuideLLM).
+calibrate: refit the efficiency terms a user's file identifies, held-out error before and after, a terms file.
 
 Held-out errors (cases the calibration never saw, by the split declared in catalog/efficiency/split.toml) grouped
 by the keys asked; ``refit`` first refits the efficiency terms on the training split and rewrites
 catalog/efficiency/*.toml; ``loso`` adds leave-one-source-out; ``write`` writes the markdown report.
+A user file's points are predicted by the same predictor (validation/against.py); ``setup`` gives what the file
+cannot tell (hardware, chips, tp, dtypes, engine; the load of an AIPerf CSV), as a dict of the CLI's option names.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ GROUP_KEYS = ("metric", "chip", "engine", "shape", "bound", "source", "scenario"
               "split")
 
 
-def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None) -> Result:
+def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None, against=None,
+             setup=None) -> Result:
+    if against is not None:
+        if source or refit or loso or write:
+            raise ValueError("against: predicts the file's own points; drop source, refit, loso and write")
+        from tokenomy.answers.user_benchmark import validate_against
+
+        return validate_against(against, setup)
     from tokenomy.catalog import loader
     from tokenomy.validation import calibrate_fit, load, report, run
 
@@ -58,3 +69,12 @@ def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=
             f"optimistic. {len(rows)} cases in {elapsed:.1f} s.")
     return Result("validate", "held-out error (calibrated; roofline beside it)",
                   tuple(report.summary(rows, keys)), (*keys, *STAT_COLUMNS), extra, (note,), rows_key="held_out")
+
+
+def calibrate(measured, setup=None, hold_out=3, out=None) -> Result:
+    """Refit the efficiency terms the points of the benchmark file ``measured`` identify (every ``hold_out``-th
+    point held out), report the held-out error before and after, and write the terms to ``out`` (a .toml that
+    ``efficiency=`` reads back)."""
+    from tokenomy.answers.user_benchmark import calibrate_from
+
+    return calibrate_from(measured, setup, hold_out, out)

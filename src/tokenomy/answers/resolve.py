@@ -55,25 +55,36 @@ def weight_dtype_of(v: str | None) -> str | None:
     return v
 
 
+def _as_engine_runs(eff: Efficiency, engine: str) -> Efficiency:
+    """``eff`` with ``engine``'s host and EP overlap (serving.scheduler.EngineProfile.on)."""
+    version, since, two_batch = loader.engine_overlap(engine)
+    h, eps = overlaps(since, version, two_batch)
+    return eff.with_(host_overlap=h, ep_overlap=eps)
+
+
 @lru_cache(maxsize=64)
 def _calibrated(chip: str, engine: str) -> Efficiency:
     from tokenomy.validation.load import efficiency_set
 
-    version, since, two_batch = loader.engine_overlap(engine)
-    h, eps = overlaps(since, version, two_batch)
-    return efficiency_set(chip).with_(host_overlap=h, ep_overlap=eps)
+    return _as_engine_runs(efficiency_set(chip), engine)
 
 
 def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine: str = DEFAULT_ENGINE) -> Efficiency:
     """The named efficiency set for ``hw``'s chip (an Efficiency passes through): "calibrated" is the chip's fitted
-    terms as ``engine`` runs them (its host and EP overlap, serving.scheduler.EngineProfile.on)."""
+    terms as ``engine`` runs them (its host and EP overlap, serving.scheduler.EngineProfile.on); a path to a .toml
+    is a user's terms file (`tokenomy calibrate --from ... --out terms.toml`, validation/user_terms.py)."""
     if isinstance(name, Efficiency):
         return name
     if name == "roofline":
         return ROOFLINE
     if name == "calibrated":
         return _calibrated(hw.chip.name, engine)
-    raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(EFFICIENCY_SETS)}")
+    if isinstance(name, str) and name.endswith(".toml"):
+        from tokenomy.validation.user_terms import efficiency_set
+
+        return _as_engine_runs(efficiency_set(name, hw.chip.name), engine)
+    raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(EFFICIENCY_SETS)}, or a terms .toml written by "
+                     "tokenomy calibrate --from")
 
 
 MAX_DEGREE = 2**20  # chips in a layout dimension: beyond any machine, and what numpy's integer arrays hold exactly

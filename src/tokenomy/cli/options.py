@@ -31,7 +31,8 @@ FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help="Achievable fraction
 HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help="Achievable fraction of HBM bandwidth.")
 HOP_LATENCY = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link).")
 EFFICIENCY = typer.Option("calibrated", "--efficiency",
-                          help="calibrated (the chip's fitted terms; default) or roofline (ideal: the bound).")
+                          help="calibrated (the chip's fitted terms; default), roofline (ideal: the bound), or a "
+                               "terms .toml written by tokenomy calibrate --from.")
 LAYOUT = typer.Option(None, "--layout", help="ideal: the even split over all chips, a bound no layout reaches.")
 REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts",
                                  help="Extra expert replicas (EPLB), so ep may divide experts + replicas.")
