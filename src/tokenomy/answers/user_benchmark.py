@@ -17,7 +17,6 @@ from tokenomy.answers.result import Result
 
 SETUP_KEYS = ("model", "hardware", "chips", "tp", "weight_dtype", "kv_dtype", "engine", "engine_version",
               "concurrency", "rate", "format", "efficiency")
-ENGINES = ("vllm", "sglang", "trtllm")
 COLUMNS = ("point", "metric", "concurrency", "rate", "isl", "osl", "measured", "predicted", "error", "bound")
 CAL_COLUMNS = ("point", "split", "metric", "concurrency", "rate", "measured", "before", "after", "error_before",
                "error_after")
@@ -25,6 +24,7 @@ CAL_COLUMNS = ("point", "split", "metric", "concurrency", "rate", "measured", "b
 
 def _setup(d: dict, runs):
     """(validation.against.Setup, efficiency name or terms path) from the option dict, every value checked."""
+    from tokenomy.answers.engines import ENGINES
     from tokenomy.answers.workloads import serving_kv_dtype
     from tokenomy.validation.against import Setup, engine_name, model_name
 

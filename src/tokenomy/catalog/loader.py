@@ -47,6 +47,15 @@ def _parse_toml(path: Path, raw: bytes | None = None) -> dict:
         raise CatalogError(f"{path.name}: not valid TOML ({e})") from None
 
 
+def read_user_toml(path) -> dict:
+    """A user's own TOML file as plain data (not the catalog: e.g. the terms `tokenomy calibrate --from` writes), for
+    the layer that validates it against its own schema."""
+    p = Path(path)
+    if not p.is_file():
+        raise CatalogError(f"no such file: {path}")
+    return _parse_toml(p)
+
+
 def read_toml(kind: str, stem: str, raw: bytes | None = None) -> dict:
     """catalog/<kind>/<stem>.toml as plain data (``raw``: its bytes, where the caller read them through the cache)
     for the layers that validate it against their own schema (validation cases, fitted terms, anchors, runs)."""

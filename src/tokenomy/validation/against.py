@@ -96,6 +96,12 @@ def _said(run: MeasuredRun) -> str:
     return f"rate {run.request_rate:g}/s" if run.request_rate else f"concurrency {run.concurrency}"
 
 
+def _prompts(run: MeasuredRun) -> dict:
+    """The run's prompt count for the protocol run, where the case schema carries one (the protocol modelling's
+    ``prompts``; until then the load alone)."""
+    return {"prompts": run.num_prompts} if run.num_prompts and "prompts" in ServingCase.model_fields else {}
+
+
 def cases(runs: list[MeasuredRun], setup: Setup, stem: str) -> list[ServingCase]:
     """One ServingCase per run and metric, ids '<stem>-<run>-<metric>'."""
     chips = setup.chips or setup.tp
@@ -104,7 +110,7 @@ def cases(runs: list[MeasuredRun], setup: Setup, stem: str) -> list[ServingCase]
         base = dict(model=model_name(runs, setup), hardware=setup.hardware, chips=chips, tp=setup.tp,
                     weight_dtype=setup.weight_dtype, kv_dtype=setup.kv_dtype, engine=engine_name(runs, setup),
                     engine_version=setup.engine_version, protocol=run.tool, isl=max(1, round(run.isl)),
-                    osl=max(1, round(run.osl)), **_load(run, setup))
+                    osl=max(1, round(run.osl)), **_load(run, setup), **_prompts(run))
         for m, v in run.measured().items():
             value = v / chips if m == "output_tokens_per_s" else v
             tool = f"{run.tool} {run.tool_version}".strip()

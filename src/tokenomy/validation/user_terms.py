@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-import tomllib
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from tokenomy.catalog import loader
 from tokenomy.core.efficiency import Efficiency
 from tokenomy.validation.load import _as_efficiency
 from tokenomy.validation.schema import EfficiencyFile
@@ -60,14 +60,14 @@ def check_out(path, field: str = "out") -> Path:
 
 
 def write(f: UserEfficiencyFile, path, field: str = "out") -> Path:
-    """Write ``f`` to ``path`` atomically: a temporary file in the same folder, renamed over the target."""
+    """Write ``f`` to ``path`` atomically: a temporary file in the same folder, read back and checked, then renamed
+    over the target (an error leaves the target as it was)."""
     p = check_out(path, field)
-    text = to_toml(f)
-    read_text(text, p.name, field)  # what is written must read back
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.resolve().parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".toml", dir=p.resolve().parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+            out.write(to_toml(f))
+        read(tmp, field)  # what is written must read back
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -75,23 +75,20 @@ def write(f: UserEfficiencyFile, path, field: str = "out") -> Path:
     return p
 
 
-def read_text(text: str, name: str, field: str = "efficiency") -> UserEfficiencyFile:
+def read(path, field: str = "efficiency") -> UserEfficiencyFile:
+    """A terms file written by `tokenomy calibrate --from`, validated; errors name ``field`` and the file."""
+    name = Path(path).name
     try:
-        return UserEfficiencyFile.model_validate(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{field}: {name}: not TOML ({e})") from None
+        data = loader.read_user_toml(path)
+    except loader.CatalogError as e:
+        raise ValueError(f"{field}: {e}") from None
+    try:
+        return UserEfficiencyFile.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
         raise ValueError(f"{field}: {name}: {where}: {err['msg']} (a file written by tokenomy calibrate --from)") \
             from None
-
-
-def read(path, field: str = "efficiency") -> UserEfficiencyFile:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{field}: no such file: {path}")
-    return read_text(p.read_text(encoding="utf-8"), p.name, field)
 
 
 def efficiency_set(path, chip: str) -> Efficiency:
