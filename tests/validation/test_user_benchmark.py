@@ -143,6 +143,14 @@ def test_decode_points_do_not_identify_the_prefill_gemm_share_and_prompt_lengths
     assert "flops_fraction_max" in lengths and "request_overhead_s" in lengths
 
 
+def test_a_refitted_term_outside_its_anchored_range_is_named():
+    prior = against.terms_for("h100-sxm")["h100-sxm"]
+    assert user_calibrate.outside_ranges(prior, ["request_overhead_s", "kv_hbm_fraction"]) == []
+    wild = prior.model_copy(update={"request_overhead_s": 5.0})
+    (msg,) = user_calibrate.outside_ranges(wild, ["request_overhead_s", "kv_hbm_fraction"])
+    assert msg.startswith("request_overhead_s 5 is outside")
+
+
 def test_the_terms_file_feeds_decode_and_serve(tmp_path):
     out = tmp_path / "terms.toml"
     tk.calibrate(str(_scaled_file(tmp_path, bf.vllm_file)), setup=SETUP, hold_out=3, out=str(out))

@@ -22,6 +22,18 @@ CAL_COLUMNS = ("point", "split", "metric", "concurrency", "rate", "measured", "b
                "error_after")
 
 
+def _positive_number(field: str, v) -> float | None:
+    if v is None:
+        return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not 0 < x < float("inf"):
+        raise ValueError(f"{field}: must be a positive number, got {v!r}")
+    return x
+
+
 def _setup(d: dict, runs):
     """(validation.against.Setup, efficiency name or terms path) from the option dict, every value checked."""
     from tokenomy.answers.engines import ENGINES
@@ -42,15 +54,16 @@ def _setup(d: dict, runs):
         raise ValueError(f"engine: {d['engine']!r}; allowed: {', '.join(ENGINES)}")
     weights = d.get("weight_dtype") or "checkpoint"
     weight_dtype_of(weights)
-    rate = d.get("rate")
-    if rate is not None and not float(rate) > 0:
-        raise ValueError(f"rate: must be > 0, got {rate!r}")
+    rate = _positive_number("rate", d.get("rate"))
     s = Setup(hardware=hw, model=d.get("model"), chips=chips, tp=tp, weight_dtype=weights,
               engine=d.get("engine"), engine_version=str(d.get("engine_version") or ""),
               concurrency=positive_int("concurrency", d.get("concurrency")),
-              rate=None if rate is None else float(rate))
+              rate=rate)
     model = model_name(runs, s)
-    model_of(model)  # a bad --model fails here, naming the model
+    try:
+        model_of(model)  # a bad --model fails here, once
+    except ValueError as e:
+        raise ValueError(f"model: {e}") from None
     engine = engine_name(runs, s)
     kv = serving_kv_dtype(model, engine, None if weights == "checkpoint" else weights, d.get("kv_dtype"))
     return dataclasses.replace(s, model=model, engine=engine, kv_dtype=kv), d.get("efficiency") or "calibrated"
@@ -156,6 +169,8 @@ def calibrate_from(measured, setup=None, hold_out=3, out=None) -> Result:
     extra = {"file": str(path), "protocol": runs[0].tool, "hold_out": f"every {_nth(k)} point", "refitted": {
         f: {"catalog": getattr(prior[s.hardware], f), "calibrated": getattr(fit.terms, f)} for f in fit.refitted},
         "held_out_median_abs_error": held, "in_sample_median_abs_error": against.summary(after, "train")}
+    outside = user_calibrate.outside_ranges(fit.terms, fit.refitted)
+    extra["outside_plausible_range"] = outside
     if out:
         chip = loader.hardware(s.hardware).chip.name
         f = user_terms.UserEfficiencyFile(
@@ -164,9 +179,10 @@ def calibrate_from(measured, setup=None, hold_out=3, out=None) -> Result:
             n_fitted=sum(c.split == "train" for c in cases), in_sample=extra["in_sample_median_abs_error"],
             refitted=fit.refitted, from_file=str(path.resolve()), held_out_before=held["before"],
             held_out_after=held["after"], valid_range=_valid_range(s, cs),
-            note="Terms not in refitted are the catalog's for the chip (catalog/efficiency).")
+            note=" ".join(["Terms not in refitted are the catalog's for the chip (catalog/efficiency).", *outside]))
         extra["out"] = str(user_terms.write(f, out))
     notes = (f"refitted: {', '.join(fit.refitted) or 'none (the points identify no free term)'}",
              _errors_note(f"held out (every {_nth(k)} point), before", held["before"]),
-             _errors_note("held out, after", held["after"]))
+             _errors_note("held out, after", held["after"]),
+             *(f"{o}: the points may show a mechanism the model lacks, not a different efficiency" for o in outside))
     return Result("calibrate", _title(s, runs, path), tuple(rows), CAL_COLUMNS, extra, notes, rows_key="points")

@@ -83,5 +83,19 @@ def fit(s: Serving, prior: EfficiencyTerms) -> UserFit:
     return UserFit(fit_serving(s, start, RIDGE_CHIP, fixed), names)
 
 
+def outside_ranges(t: EfficiencyTerms, names: list[str]) -> list[str]:
+    """The refitted terms outside their plausible range (catalog/efficiency/ranges.toml, each with its public
+    anchor): a fit that leaves one has let the term stand in for a mechanism the model lacks."""
+    from tokenomy.catalog import loader
+
+    ranges = loader.read_toml("efficiency", "ranges")
+    out = []
+    for f in names:
+        r, v = ranges.get(f), term(t, f)
+        if r and not r["low"] <= v <= r["high"]:
+            out.append(f"{f} {v:.3g} is outside {r['low']:g}..{r['high']:g} (catalog/efficiency/ranges.toml)")
+    return out
+
+
 def held_out(point: int, every: int) -> bool:
     return every > 0 and point % every == 0
