@@ -212,6 +212,12 @@ def test_calibrate_errors_leave_nothing_written(tmp_path):
         tk.calibrate(str(two), setup=SETUP, hold_out=1)
     with pytest.raises(ValueError, match=r"^out: .* must be a .toml file in an existing folder"):
         tk.calibrate(str(two), setup=SETUP, hold_out=2, out=str(tmp_path / "nowhere" / "t.toml"))
+    from tokenomy.catalog import loader
+
+    inside = loader.catalog_path("efficiency", "mine")
+    with pytest.raises(ValueError, match=r"^out: .* is inside the package catalog"):
+        tk.calibrate(str(two), setup=SETUP, hold_out=2, out=str(inside))
+    assert not inside.exists()
     assert out.read_text() == "# the user's earlier terms\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "terms.toml", "two.json"]
 

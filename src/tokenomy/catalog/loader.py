@@ -47,6 +47,11 @@ def _parse_toml(path: Path, raw: bytes | None = None) -> dict:
         raise CatalogError(f"{path.name}: not valid TOML ({e})") from None
 
 
+def inside_catalog(path) -> bool:
+    """Whether ``path`` lies in the package catalog (user files, such as calibrated terms, are never written there)."""
+    return Path(path).resolve().is_relative_to(ROOT.resolve())
+
+
 def read_user_toml(path) -> dict:
     """A user's own TOML file as plain data (not the catalog: e.g. the terms `tokenomy calibrate --from` writes), for
     the layer that validates it against its own schema."""

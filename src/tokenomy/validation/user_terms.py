@@ -56,6 +56,8 @@ def check_out(path, field: str = "out") -> Path:
     p = Path(path)
     if p.suffix != ".toml" or not p.resolve().parent.is_dir() or p.is_dir():
         raise ValueError(f"{field}: {str(path)!r} must be a .toml file in an existing folder")
+    if loader.inside_catalog(p):
+        raise ValueError(f"{field}: {str(path)!r} is inside the package catalog; write your terms elsewhere")
     return p
 
 
