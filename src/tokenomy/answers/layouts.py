@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from tokenomy.answers.launch import emits
 from tokenomy.answers.resolve import deployment, positive_int
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
@@ -43,13 +44,16 @@ DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurr
 
 
 @reports_hardware
+@emits
 def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, max_ttft=None, batch=None,
          weight_dtype=None, kv_dtype=None, efficiency="calibrated", hop_latency=None, torus=None, top=0,
          usd_per_chip_hour=None, mode="agg", concurrency=None, rate=None, isl=1024, osl=1024, ttft_slo=None,
          tpot_slo=None, engine="vllm", cache_hit=0.0, max_num_tokens=None, max_batch=None, prefill_chips=None,
-         decode_chips=None, objective=None, usd_per_kwh=None, facility=None) -> Result:
+         decode_chips=None, objective=None, usd_per_kwh=None, facility=None, emit=None) -> Result:
     """The layout search (module docstring); a serving plan when a workload or ``mode="disagg"`` is given;
-    ``objective`` (plan_serving.OBJECTIVES) what an aggregated serving plan maximises."""
+    ``objective`` (plan_serving.OBJECTIVES) what an aggregated serving plan maximises. ``emit`` (vllm | sglang |
+    trtllm | dynamo): the chosen plan's launch commands in ``extra["launch"]`` (answers/launch.py, docs/deploy.md);
+    ``engine`` left out is then the engine ``emit`` names."""
     from tokenomy.answers.plan_serving import DEFAULT_OBJECTIVE, objective_of
 
     if mode not in ("agg", "disagg"):

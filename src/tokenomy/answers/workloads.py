@@ -104,15 +104,17 @@ def check_hit_and_arrivals(cache_hit, arrivals) -> None:
 
 
 @reports_hardware
+@emits
 def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
           trace=None, cache_hit=0.0, engine="vllm", max_num_tokens=None, max_batch=None, ttft_slo=None,
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
           ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, weight_dtype=None,
           kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None,
-          usd_per_kwh=None, facility=None) -> Result:
+          usd_per_kwh=None, facility=None, emit=None) -> Result:
     """The serving answer (module docstring): one row per workload point. The layout keywords are decode's
     (answers.resolve.layout_of). ``pools`` (disagg): prefill_chips, decode_chips and the pools' layout keywords
-    (prefill_tp, ..., prefill_kv_batch, decode_tp, ...)."""
+    (prefill_tp, ..., prefill_kv_batch, decode_tp, ...). ``emit`` (vllm | sglang | trtllm | dynamo): the launch
+    commands of the deployment served in ``extra["launch"]`` (answers/launch.py, docs/deploy.md)."""
     if mode not in ("agg", "disagg"):
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
     if method not in ("analytic", "simulate"):

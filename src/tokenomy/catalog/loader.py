@@ -22,13 +22,14 @@ from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Level, LinkSpec, PowerSp
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, StorageFile, SystemFile, WhatIfFile
+    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, EngineFlagsFile, StorageFile, SystemFile, WhatIfFile
 
 ROOT = Path(__file__).parent
 M = TypeVar("M", bound="BaseModel")
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
-           "engines": "EngineFile", "power": "PowerFile"}  # catalog kind -> its class in catalog/schema.py (imported on first validation)
+           "engines": "EngineFile", "power": "PowerFile",
+           "engines/flags": "EngineFlagsFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
 
 
 class CatalogError(ValueError):
@@ -180,6 +181,22 @@ def price_file(name: str) -> ApiPriceFile:
 def engine_file(name: str) -> EngineFile:
     """A serving-engine profile (catalog/engines/<name>.toml); unknown names list the allowed ones."""
     return _load("engines", name)
+
+
+def engine_flags(name: str) -> EngineFlagsFile:
+    """An engine's flag table (catalog/engines/flags/<name>.toml): each planned setting as its CLI spells it."""
+    return _load("engines/flags", name)
+
+
+def engine_flag_names() -> list[str]:
+    """The engines (and orchestrators) tokenomy can write launch commands for."""
+    return catalog_stems("engines/flags")
+
+
+def hf_repo(model_name: str) -> str | None:
+    """The Hugging Face repo id of a catalog model (models/SOURCES.toml ``hf_repo``), None for any other model."""
+    hit = _model_index().get(str(model_name).strip().lower())
+    return None if hit is None else model_sources().get(hit.stem, {}).get("hf_repo")
 
 
 def chip_names() -> list[str]:

@@ -327,3 +327,66 @@ class FacilityFile(BaseModel):
         if self.default_class not in self.classes:
             raise ValueError(f"default_class {self.default_class!r} is not one of {sorted(self.classes)}")
         return self
+
+
+class EngineFlag(BaseModel):
+    """One tokenomy setting as an engine takes it: a command-line flag (``name``), a key of its YAML config file
+    (``key``, a dotted path), or both; ``format`` says what value it takes and ``values`` maps tokenomy's spelling
+    (bf16, fp8) to the engine's (bfloat16, fp8_e4m3): a tokenomy value missing there is one the engine lacks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str | None = Field(default=None, pattern=r"^-{1,2}[a-z][a-z0-9_-]*$")
+    key: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.]*$")
+    format: Literal["int", "fraction", "flag", "bool", "choice", "json", "str"]
+    choices: list[str] = []
+    values: dict[str, str] = {}
+    source: str = Field(min_length=4)
+
+    @model_validator(mode="after")
+    def _where(self):
+        if self.name is None and self.key is None:
+            raise ValueError("a setting needs a flag name or a config key")
+        if (self.format == "choice") != bool(self.choices):
+            raise ValueError("choices: given exactly when format is 'choice'")
+        if any(v not in self.choices for v in self.values.values()):
+            raise ValueError("values: every engine spelling must be one of choices")
+        return self
+
+
+class EngineRouter(BaseModel):
+    """The process that fronts a disaggregated deployment's prefill and decode servers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    launch: str
+    note: str = ""
+    source: str = Field(min_length=4)
+    flags: dict[str, EngineFlag]
+
+
+class EngineWorker(BaseModel):
+    """An orchestrator's worker wrapping an engine: its launch module, model flag and prefill/decode role flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    launch: str
+    model: str
+    role: str
+    config_flag: str | None = None
+    source: str = Field(min_length=4)
+
+
+class EngineFlagsFile(BaseModel):
+    """``catalog/engines/flags/<engine>.toml``: each setting a plan fixes, as the engine's documented CLI (or
+    config file) spells it at ``version`` (the engine profile's version), with the page or file it was read from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    engine: str
+    version: str
+    launch: str
+    model: str = ""  # the model's flag ('' = the positional argument)
+    config_flag: str | None = None  # the flag that takes the YAML file of ``key`` settings
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    note: str = ""
+    flags: dict[str, EngineFlag] = {}
+    router: EngineRouter | None = None
+    workers: dict[str, EngineWorker] = {}

@@ -59,6 +59,10 @@ ISL = typer.Option(1024, "--isl", help="Input tokens per request.")
 OSL = typer.Option(1024, "--osl", help="Output tokens per request.")
 CACHE_HIT = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens served from a prefix cache.")
 ENGINE = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines).")
+PLAN_ENGINE = typer.Option(None, "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines; default vllm, "
+                           "or the engine --emit names).")
+EMIT = typer.Option(None, "--emit", help="vllm | sglang | trtllm | dynamo: print the launch command (and config "
+                    "file) of each pool of the chosen plan, flags from catalog/engines/flags (docs/deploy.md).")
 TTFT_SLO = typer.Option(None, "--ttft-slo", help="TTFT SLO, s (goodput).")
 TPOT_SLO = typer.Option(None, "--tpot-slo", help="TPOT SLO, s (goodput).")
 USD_PER_KWH = typer.Option(None, "--usd-per-kwh", help="Electricity price, $/kWh (default: catalog/power/facility.toml, "

@@ -6,9 +6,9 @@ import typer
 
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
 from tokenomy.cli.render import show_result
-from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, ENGINE, EXPLAIN, HOP_LATENCY, ISL, JSON,
-                                  MODEL, OSL, RATE, SERVE_KV_DTYPE, SET, TPOT_SLO, TTFT_SLO, USD_PER_KWH, FACILITY,
-                                  WEIGHT_DTYPE, what_if)
+from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, EMIT, EXPLAIN, HOP_LATENCY, ISL, JSON,
+                                  MODEL, OSL, PLAN_ENGINE, RATE, SERVE_KV_DTYPE, SET, TPOT_SLO, TTFT_SLO, USD_PER_KWH,
+                                  FACILITY, WEIGHT_DTYPE, what_if)
 
 
 @app.command("plan")
@@ -35,7 +35,8 @@ def plan_cmd(model: str = MODEL,
              osl: int = OSL,
              ttft_slo: float = TTFT_SLO,
              tpot_slo: float = TPOT_SLO,
-             engine: str = ENGINE,
+             engine: str = PLAN_ENGINE,
+             emit: str = EMIT,
              cache_hit: float = CACHE_HIT,
              max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
              max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
@@ -61,6 +62,9 @@ def plan_cmd(model: str = MODEL,
 
     Example: tokenomy plan --model deepseek-v3 --hardware gb200-nvl72 --chips 288 --mode disagg --concurrency 256
     --isl 4096 --osl 1024 --ttft-slo 2 --tpot-slo 0.05 --engine sglang --top 1
+
+    --emit vllm|sglang|trtllm|dynamo prints the launch command of each pool of the chosen plan (docs/deploy.md).
+    Example: tokenomy plan --model llama-3.1-70b --hardware h100-sxm --chips 8 --concurrency 64 --emit vllm
     """
     from tokenomy.answers.layouts import plan
     from tokenomy.parallel.topology import parse_torus
@@ -75,5 +79,6 @@ def plan_cmd(model: str = MODEL,
                rate=float_list("rate", rate, positive=True), isl=isl,
                osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
                max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
-               decode_chips=decode_chips, objective=objective, usd_per_kwh=usd_per_kwh, facility=facility)
+               decode_chips=decode_chips, objective=objective, usd_per_kwh=usd_per_kwh, facility=facility,
+               emit=emit)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

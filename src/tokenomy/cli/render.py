@@ -186,3 +186,5 @@ def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False, tables=
     for key, title, columns in tables:
         emit(res.extra[key], as_json=False, as_csv=False, title=title, columns=columns)
     explain([f"[red]{n}[/red]" for n in res.notes])
+    for block in res.extra.get("launch", ()):  # plain text: ready to paste (no rich markup inside)
+        print("\n" + block["text"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 
 from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
-from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, ENGINE, EP, EXPLAIN, ISL, JSON,
-                                  KV_BATCH, MODEL, OSL, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP, TPOT_SLO,
-                                  TTFT_SLO, USD_PER_KWH, FACILITY, WEIGHT_DTYPE, SET, layout_flags, what_if)
+from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, EMIT, EP, EXPLAIN, ISL, JSON,
+                                  KV_BATCH, MODEL, OSL, PLAN_ENGINE, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP,
+                                  TPOT_SLO, TTFT_SLO, USD_PER_KWH, FACILITY, WEIGHT_DTYPE, SET, layout_flags, what_if)
 from tokenomy.cli.render import show_result
 
 
@@ -29,7 +29,8 @@ def serve_cmd(model: str = MODEL,
               osl_dist: str = typer.Option(None, "--osl-dist", help="fixed:N | uniform:a:b | lognormal:mu:sigma."),
               trace: str = typer.Option(None, "--trace", help="CSV: arrival_s, input_tokens, output_tokens."),
               cache_hit: float = CACHE_HIT,
-              engine: str = ENGINE,
+              engine: str = PLAN_ENGINE,
+              emit: str = EMIT,
               max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
               max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
               ttft_slo: float = TTFT_SLO,
@@ -92,11 +93,13 @@ def serve_cmd(model: str = MODEL,
         if v is not None and v <= 0:
             raise UsageError(f"--{name}: must be a positive integer, got {v}")
     if search:
+        if emit is not None:
+            raise UsageError("--emit: with --search, ask tokenomy plan --mode disagg --emit (the same search)")
         if mode != "disagg" or chips is None:
             raise UsageError("--search: needs --mode disagg and --chips (the budget to split)")
         res = plan_disagg(model, what_if(hardware, set_), chips=chips, concurrency=int_list("concurrency", concurrency)
                           if concurrency else None, rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist,
-                          osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
+                          osl_dist=osl_dist, cache_hit=cache_hit, engine=engine or "vllm", max_num_tokens=max_num_tokens,
                           max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype, efficiency=efficiency, top=top)
         return show_result(res, as_json=as_json, as_csv=as_csv, show=show)
@@ -111,5 +114,5 @@ def serve_cmd(model: str = MODEL,
                 chips=chips, **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, mode=mode,
                 usd_per_kwh=usd_per_kwh, facility=facility,
-                pools=pools if mode == "disagg" else None)
+                pools=pools if mode == "disagg" else None, emit=emit)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Mapping
 
 from tokenomy import answers
 from tokenomy.answers.engines import ENGINES
+from tokenomy.answers.launch import EMIT
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
@@ -327,7 +328,8 @@ CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "sche
            "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
            "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
-           "objective": ("goodput-per-usd", "tokens-per-joule", "tco")}  # answers.plan_serving.OBJECTIVES
+           "objective": ("goodput-per-usd", "tokens-per-joule", "tco"),  # answers.plan_serving.OBJECTIVES
+           "emit": EMIT}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file

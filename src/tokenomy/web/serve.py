@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
+from tokenomy.answers.launch import EMIT, launch_commands
 from tokenomy.answers.resolve import deployment, layout_of
 from tokenomy.core.layout import Layout
 from tokenomy.core.op_costs import op_costs
@@ -20,7 +21,7 @@ from tokenomy.plots.roofline import roofline_figure
 from tokenomy.web import params as P
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout", "hop_latency")
-SERVE_FIELDS = ("kind", "model", "config", "hardware", "chips", "batch", "context", "len_pass", "weight_dtype",
+SERVE_FIELDS = ("emit", "kind", "model", "config", "hardware", "chips", "batch", "context", "len_pass", "weight_dtype",
                 "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + LAYOUT_FIELDS
 DEFAULTS = {"kind": "decode", "model": "llama-3.1-70b", "hardware": "hgx-h100-8", "batch": "64", "context": "8192",
             "kv_dtype": "bf16", "efficiency": "calibrated"}
@@ -83,6 +84,7 @@ def _sweep(kind: str, q: dict, plan: dict, **grid) -> list[dict]:
 
 def serve_view(kind: str, q: dict[str, str]) -> dict:
     """Everything the results panel shows: the point's row, header, explain lines, figures."""
+    emit = q.pop("emit", None)  # not the pass's: the launch command of its layout (answers/launch.py)
     res = P.answer(kind, q)
     row, plan = res.rows()[0], res.extra["plan"]
     kw = P.answer_kwargs(kind, q)
@@ -113,7 +115,10 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
                                               str(row["context"])),
                                        f"{Kind} MFU vs context at batch {row['batch']:,}{on}")
     figures["pareto"] = sp.pareto(brows, f"Tokens/s per chip vs per user ({kind}){on}")
-    return {"row": row, "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
+    launch = [] if not emit else launch_commands(
+        kw["model"], emit=P.Query({"emit": emit}, ("emit",)).choice("emit", EMIT, None), layout=plan,
+        weight_dtype=kw.get("weight_dtype"), kv_dtype=kw.get("kv_dtype"), max_batch=row["batch"])
+    return {"launch": launch, "row": row, "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
             "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
             "weight_dtype": kw.get("weight_dtype"), "kv_dtype": kw.get("kv_dtype", "bf16")}

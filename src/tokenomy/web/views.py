@@ -197,7 +197,7 @@ _PASS_DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "context":
 PAGES = {
     "plan": Page("plan", "Plan", {"model": "deepseek-v3", "hardware": "gb200-nvl72", "context": "8192", "top": "24"},
                  ("model", "hardware", "chips", "context", "min_tokens_per_user", "max_ttft", "weight_dtype",
-                  "kv_dtype", "efficiency", "top"), _plan_figures),
+                  "kv_dtype", "efficiency", "top", "emit"), _plan_figures),
     "latency": Page("latency", "Latency", _PASS_DEFAULTS,
                     _PASS_FIELDS + ("tick_s", "global_tokens_per_s") + _PASS_TAIL,
                     lambda d, q: {"schedule": ep.latency_schedule(d["schedule"]),

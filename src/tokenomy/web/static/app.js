@@ -212,3 +212,12 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
   else setup();
 })();
+
+// The launch blocks' copy buttons (templates/_launch.html): the <pre> a button names goes to the clipboard.
+document.addEventListener("click", function (e) {
+  var b = e.target.closest && e.target.closest("button.copy[data-copy]");
+  if (!b) return;
+  var pre = document.getElementById(b.dataset.copy);
+  if (!pre || !navigator.clipboard) return;
+  navigator.clipboard.writeText(pre.textContent).then(function () { b.textContent = "copied"; });
+});
