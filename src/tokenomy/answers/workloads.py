@@ -25,6 +25,7 @@ from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_o
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.launch import emits
 from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
 from tokenomy.answers.energy_cols import SIM_SCALED, power_of, serving_energy
