@@ -16,11 +16,10 @@ A plan the engine cannot run raises ValueError("emit: <why>") in one line before
 from __future__ import annotations
 
 import functools
-import json
-import shlex
 from dataclasses import dataclass
 
 from tokenomy.answers.launch_layout import degrees, dtypes, scheduler
+from tokenomy.answers.launch_text import put, render, shell_text, split
 from tokenomy.catalog import loader
 
 EMIT = ("vllm", "sglang", "trtllm", "dynamo")
@@ -78,40 +77,6 @@ def settings(req: LaunchRequest, table, lay: dict) -> tuple[dict, int]:
     return values, replicas
 
 
-def render(flag, value) -> list[str]:
-    """A flag and its value as argv words in the flag's documented format (a store-true flag: its name alone)."""
-    fmt = flag.format
-    if isinstance(value, str) and value.startswith("$"):  # a placeholder the block's first line assigns
-        return [flag.name, value]
-    if fmt == "flag":
-        return [flag.name] if value else []
-    if fmt == "choice" and str(value) not in flag.choices:
-        raise ValueError(f"emit: {value!r} is not among {flag.name}'s values ({', '.join(flag.choices)})")
-    text = {"int": lambda v: str(int(v)), "fraction": lambda v: f"{float(v):g}",
-            "json": lambda v: json.dumps(v, separators=(",", ":"))}.get(fmt, str)(value)
-    return [flag.name, text]
-
-
-def _split(table, values: dict, yaml_only: bool = False) -> tuple[list[str], dict]:
-    """Settings -> (argv words for flags, nested config dict for YAML keys); a setting with both goes to the flag
-    unless ``yaml_only`` (a worker whose settings all live in its config file)."""
-    argv, config = [], {}
-    for name, v in values.items():
-        f = table.flags[name]
-        if f.name and not yaml_only:
-            argv += render(f, v)
-        elif f.key:
-            render(f, v)  # checks a choice's value
-            *path, last = f.key.split(".")
-            node = config
-            for p in path:
-                node = node.setdefault(p, {})
-            node[last] = v
-        else:
-            raise ValueError(f"emit: {table.engine} {table.version} has no config key for {name}")
-    return argv, config
-
-
 def _model_id(m) -> str:
     return loader.hf_repo(m.name) or m.name
 
@@ -130,13 +95,13 @@ def _pool(req: LaunchRequest, table, role: str, lay: dict, chips: int, disagg: b
         w = loader.engine_flags("dynamo").workers[req.engine]
         if req.engine == "sglang" and disagg:
             values.pop("disagg_role")
-        argv, config = _split(table, values, yaml_only=req.engine == "trtllm")
+        argv, config = split(table, values, yaml_only=req.engine == "trtllm")
         argv = w.launch.split() + [w.model, model] + argv + ([w.role, role] if disagg else [])
         cfg_flag, place = w.config_flag, {}
     else:
         if req.engine == "trtllm":
             values["backend"] = "pytorch"
-        argv, config = _split(table, values | {"host": f"${host}", "port": f"${port}"})
+        argv, config = split(table, values | {"host": f"${host}", "port": f"${port}"})
         argv = table.launch.split() + ([table.model] if table.model else []) + [model] + argv
         cfg_flag, place = table.config_flag, {host: "0.0.0.0", port: str(_PORTS[role])}
     cfg_file = f"{req.engine}-{role}.yaml" if config else None
@@ -148,50 +113,10 @@ def _pool(req: LaunchRequest, table, role: str, lay: dict, chips: int, disagg: b
             f"(catalog/engines/flags/{table.engine}.toml)")
     return {"pool": role, "engine": req.emit, "backend": req.engine, "version": table.version, "replicas": replicas,
             "chips": int(chips), "argv": argv, "config": config or None, "config_file": cfg_file,
-            "placeholders": place, "text": _text(head, place, argv, config, cfg_file)}
+            "placeholders": place, "text": shell_text(head, place, argv, config, cfg_file)}
 
 
 _PORTS = {"serve": 8000, "prefill": 8100, "decode": 8200, "router": 8000}
-
-
-def _text(head: str, place: dict, argv: list[str], config: dict | None, cfg_file: str | None) -> str:
-    """Paste-ready shell: the header, the placeholders assigned, the config file written, the command."""
-    lines = [head]
-    if place:
-        lines.append(" ".join(f"{k}={v}" for k, v in place.items()) + "  # placeholders: set to this server's")
-    if config:
-        lines += [f"cat > {cfg_file} <<EOF", yaml(config).rstrip(), "EOF"]
-    words = [w if w.startswith("$") or w.startswith("http://$") else shlex.quote(w) for w in argv]
-    first = next((i for i, w in enumerate(words) if w.startswith("--") or w == "-c"), len(words))  # launch, model
-    lines.append(" \\\n    ".join([" ".join(words[:first])] + _pairs(words[first:])))
-    return "\n".join(lines)
-
-
-def _pairs(words: list[str]) -> list[str]:
-    """The command's words grouped a flag with its value per line."""
-    out: list[str] = []
-    for w in words:
-        if out and not w.startswith("-") and out[-1].startswith("-") and " " not in out[-1]:
-            out[-1] += " " + w
-        else:
-            out.append(w)
-    return out
-
-
-def yaml(d: dict, indent: int = 0) -> str:
-    """A nested dict of scalars and lists as block YAML (strings JSON-quoted, which YAML reads as the same)."""
-    out = []
-    for k, v in d.items():
-        pad = " " * indent
-        if isinstance(v, dict):
-            out.append(f"{pad}{k}:\n{yaml(v, indent + 2).rstrip()}")
-        elif isinstance(v, bool):
-            out.append(f"{pad}{k}: {'true' if v else 'false'}")
-        elif isinstance(v, (list, str)):
-            out.append(f"{pad}{k}: {json.dumps(v)}")
-        else:
-            out.append(f"{pad}{k}: {v}")
-    return "\n".join(out) + "\n"
 
 
 def _frontend() -> dict:
@@ -201,7 +126,7 @@ def _frontend() -> dict:
     head = f"# dynamo {d.version} frontend (OpenAI HTTP server and router; catalog/engines/flags/dynamo.toml)"
     return {"pool": "router", "engine": "dynamo", "backend": None, "version": d.version, "replicas": 1, "chips": 0,
             "argv": argv, "config": None, "config_file": None, "placeholders": place,
-            "text": _text(head, place, argv, None, None)}
+            "text": shell_text(head, place, argv, None, None)}
 
 
 def _router(req: LaunchRequest, table, pools: list[dict]) -> dict:
@@ -222,11 +147,7 @@ def _router(req: LaunchRequest, table, pools: list[dict]) -> dict:
         if f.name:
             argv += render(f, v)
         else:
-            *path, last = f.key.split(".")
-            node = config
-            for p in path:
-                node = node.setdefault(p, {})
-            node[last] = v
+            put(config, f.key, v)
     cfg_file = f"{req.engine}-router.yaml" if config else None
     if config:
         argv += render(r.flags["config"], cfg_file)
@@ -235,7 +156,7 @@ def _router(req: LaunchRequest, table, pools: list[dict]) -> dict:
     head = f"# router: {r.note} ({table.engine} {table.version}; {r.source.split(' ')[0]})"
     return {"pool": "router", "engine": req.emit, "backend": req.engine, "version": table.version, "replicas": 1,
             "chips": 0, "argv": argv, "config": config or None, "config_file": cfg_file, "placeholders": place,
-            "text": _text(head, place, argv, config, cfg_file)}
+            "text": shell_text(head, place, argv, config, cfg_file)}
 
 
 _LAYOUT_KEYS = ("tp", "ep", "pp", "dp", "attn_dp", "kv_batch", "redundant_experts", "ideal", "chips")
