@@ -22,6 +22,7 @@ from tokenomy.web.serve import plain
 HELP = {
     "model": "a catalog model (or upload a config.json on the Serve page)",
     "hardware": "a chip or a system (node, rack, cluster) from the catalog",
+    "emit": "launch command of the best plan for an engine: vllm, sglang, trtllm or dynamo (docs/deploy.md)",
     "set": "what-if hardware: field=value pairs, SI units or a multiplier of the catalog's (hbm_bytes_per_s=x2, "
            "bf16_flops_per_s=1.2e15, usd_per_chip_hour=3); fields: specs.OVERRIDABLE",
     "chips": "number of chips; empty: all of the system's",
