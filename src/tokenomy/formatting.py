@@ -78,6 +78,15 @@ def fmt_cell(key: str, v: Any) -> str:
     return str(v)
 
 
+def with_band(key: str, row: dict, text: str) -> str:
+    """A cell with its error band as percentages of the value: '22.1 ms (-9%/+14%)' where the row carries
+    ``key``_p10 and ``key``_p90 (answers/error_bars.py), else the cell as it was."""
+    v, lo, hi = row.get(key), row.get(f"{key}_p10"), row.get(f"{key}_p90")
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not v or lo is None or hi is None:
+        return text
+    return f"{text} ({100 * (lo / v - 1):+.0f}%/{100 * (hi / v - 1):+.0f}%)"
+
+
 _DURATIONS = (("y", 365.25 * 86400), ("d", 86400.0), ("h", 3600.0), ("min", 60.0))
 
 

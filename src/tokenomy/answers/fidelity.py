@@ -4,7 +4,8 @@ calibrate: refit the efficiency terms a user's file identifies, held-out error b
 
 Held-out errors (cases the calibration never saw, by the split declared in catalog/efficiency/split.toml) grouped
 by the keys asked; ``refit`` first refits the efficiency terms on the training split and rewrites
-catalog/efficiency/*.toml; ``loso`` adds leave-one-source-out; ``write`` writes the markdown report.
+catalog/efficiency/*.toml; ``loso`` adds leave-one-source-out and, over every source, writes
+catalog/efficiency/error_bands.toml (validation/bands.py); ``write`` writes the markdown report.
 A user file's points are predicted by the same predictor (validation/against.py); ``setup`` gives what the file
 cannot tell (hardware, chips, tp, dtypes, engine; the load of an AIPerf CSV), as a dict of the CLI's option names.
 """
@@ -52,6 +53,14 @@ def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=
     rows = run.rows(p)
     elapsed = time.perf_counter() - t0
     loso_rows = run.leave_one_source_out(p) if loso else None
+    if loso_rows is not None and not source:  # every source: the error bands every answer carries
+        from tokenomy.catalog import loader
+        from tokenomy.validation import bands
+
+        loader.ERROR_BANDS.write_text(bands.to_toml(bands.compute(loso_rows), len(loso_rows),
+                                                    len({r["source"] for r in loso_rows}),
+                                                    time.strftime("%Y-%m-%d")))
+        loader.error_bands.cache_clear()
     if write:
         terms = {c: load.efficiency_for(c).terms for c in sorted({r["chip"] for r in rows})}
         terms["pooled"] = load.efficiency_for("pooled").terms

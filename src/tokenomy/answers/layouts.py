@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from tokenomy.answers import error_bars
 from tokenomy.answers.launch import emits
 from tokenomy.answers.resolve import deployment, positive_int
 from tokenomy.answers.result import Result
@@ -96,6 +97,9 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
         keep = set(np.unique(np.linspace(0, len(front) - 1, top).round()).astype(int).tolist())
         front = [r for i, r in enumerate(front) if i in keep or int(res.front[i]) == res.best]
     best = res.row(res.best) if res.best is not None else None
+    banded = error_bars.regime_of(dep, None, error_bars.PLAN)
+    front, best = error_bars.attach(front, banded, "batch", float(context)), best and error_bars.attach(
+        [best], banded, "batch", float(context))[0]
     feasible = int(np.count_nonzero(res.feasible))
     used, _ = dep.compute
     extra = {"model": dep.model.name, "hardware": dep.hardware.name, "chips_budget": budget, "compute_dtype": used,
@@ -163,6 +167,8 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
     goal = objective_of(objective)
     rule = goal.rule
     table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top or None, goal)
+    error_bars.attach([r for r in (*table, best, closest) if r is not None],
+                      error_bars.regime_of(dep, engine, error_bars.SERVE), "running_batch", li.mean + lo.mean / 2)
     notes.insert(0, f"{n_layouts:,} candidate layouts on <= {budget} chips; {n_eval} on the decode Pareto front at "
                     f"context {li.mean + lo.mean / 2:g} run through the serving steady state ({len(rows)} plans)")
     title = (f"plan (agg serving): {dep.model.name} on <= {budget} x {dep.hardware.chip.name} ({dep.hardware.name}); "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.answers import error_bars
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.energy_cols import ENERGY_KEYS, pass_energy, power_of
 from tokenomy.answers.result import Later, Result
@@ -102,7 +103,8 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
              f"{dep.eff.name} efficiency{' (terms of ' + dep.eff.terms_from + ')' if dep.eff.terms_from else ''}; "
              f"compute {used}")
     # rows, notes and the per-point derivation are written on first use: a sweep returns once it is computed
-    rows = Later(lambda: pass_rows(dep, r, bound, power))
+    banded = error_bars.regime_of(dep, None, error_bars.DECODE if kind == "decode" else error_bars.PREFILL)
+    rows = Later(lambda: error_bars.attach(pass_rows(dep, r, bound, power), banded, "batch", "context"))
     notes = lambda: (f"{row['batch']} x {row['context']}: {row['why']}" for row in rows if row["why"])  # noqa: E731
     derivation = lambda: (line for i in range(int(np.prod(r.shape))) for line in explain_point(dep, r, bound, i))  # noqa: E731
     return Result(kind, title, rows, PASS_COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule},

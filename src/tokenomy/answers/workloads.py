@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.answers import error_bars
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int, weight_dtype_of
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
@@ -162,6 +163,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                             requests, seed)
     energy = serving_energy(power, s, dep.chips, isl_m)
     rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo, energy) for i in range(len(load))]
+    error_bars.attach(rows, error_bars.regime_of(dep, prof.name, error_bars.SERVE), "running_batch", isl_m + osl_m / 2)
     title = (f"serve (agg, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
              f"({rule}); {prof.label()}; ISL {li.label() if tr is None else 'trace'} / OSL "
              f"{lo.label() if tr is None else 'trace'}, cache hit {float(cache_hit):g}; {_dtypes(dep)}; "
@@ -502,6 +504,8 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
                             C, R, li, lo, tr, cache_hit, sim.get("arrivals", "staggered"), sim.get("requests"),
                             sim.get("seed", 0))
     rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo, sims)
+    error_bars.attach(rows, error_bars.regime_of(dec, prof_d.name, error_bars.SERVE, "disagg"), "running_batch",
+                      isl_m + osl_m / 2)
     title = (f"serve (disagg, {sim['method']}): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
              f"{pre.layout.label()}, decode {dec.layout.label()}; KV over {rows[0]['kv_link']}; {prof_d.label()}; "
              f"ISL {li.label() if tr is None else 'trace'} / OSL {lo.label() if tr is None else 'trace'}, cache hit "

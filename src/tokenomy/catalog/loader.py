@@ -249,6 +249,44 @@ def engine_overlap(name: str) -> tuple[str, str | None, bool]:
     return cache.cached(("engine-overlap", stem, str(ROOT)), build)
 
 
+@lru_cache(maxsize=None)
+def chip_family(name: str) -> str:
+    """A chip's architecture family (chips/<name>.toml ``family``: hopper, blackwell, cdna3, ...; the chip's own
+    name where the file gives none), from the cache while the file is unchanged."""
+    stem = _pick("chips", name).stem
+
+    def build():
+        f, raw = _file("chips", stem)
+        return (f.family or f.name), {ROOT / "chips" / f"{stem}.toml": raw}
+    return cache.cached(("chip-family", stem, str(ROOT)), build)
+
+
+ERROR_BANDS = ROOT / "efficiency" / "error_bands.toml"
+BAND_FIELDS = {"n": int, "p10": float, "p50": float, "p90": float, "batch_min": float, "batch_max": float,
+               "length_min": float, "length_max": float}
+
+
+@lru_cache(maxsize=1)
+def error_bands() -> tuple[dict, ...]:
+    """The error bands by regime (efficiency/error_bands.toml, written by `tokenomy validate --loso`;
+    validation/bands.py says what they are): one dict per ``[[band]]``; () where the file is absent."""
+    raw = cache.read_bytes(ERROR_BANDS)
+    if raw is None:
+        return ()
+    try:
+        data = tomllib.loads(raw.decode())
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{ERROR_BANDS.name}: not valid TOML ({e})") from None
+    out = []
+    for i, b in enumerate(data.get("band", [])):
+        for field, kind in BAND_FIELDS.items():
+            if not isinstance(b.get(field), (int, float)) or isinstance(b.get(field), bool):
+                raise CatalogError(f"{ERROR_BANDS.name}: field 'band.{i}.{field}': must be a number")
+            b[field] = kind(b[field])
+        out.append(b)
+    return tuple(out)
+
+
 def _system_hardware(stem: str) -> tuple[Hardware, cache.Sources | None]:
     """A system's Hardware and the bytes of its files (None: not cacheable, its chip named by an alias, whose
     meaning depends on every chip file)."""

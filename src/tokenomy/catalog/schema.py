@@ -83,6 +83,7 @@ class ChipFile(BaseModel):
     display_name: str
     aliases: tuple[str, ...] = ()  # other names it answers to (h100 -> h100-sxm); loader.resolve
     vendor: str
+    family: str = ""  # architecture generation (hopper, blackwell, cdna3, ...); "": the chip is its own family
     kind: Literal["gpu", "tpu", "accelerator", "cpu"]
     preliminary: bool = False
     peak_flops_per_s: Flops

@@ -6,7 +6,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
-from tokenomy.formatting import fmt_cell, to_csv, to_json  # noqa: F401  (re-exported for the commands)
+from tokenomy.formatting import fmt_cell, to_csv, to_json, with_band  # noqa: F401  (re-exported for the commands)
 
 if TYPE_CHECKING:  # rich loads when a table is drawn, not for --json/--csv/--help
     from rich.console import Console
@@ -52,7 +52,7 @@ def _invalid(row: dict) -> str | None:
 def _cells(row: dict, cols: list[str]) -> list[str]:
     bad = _invalid(row)
     if bad is None:
-        return [fmt_cell(c, row.get(c)) for c in cols]
+        return [with_band(c, row, fmt_cell(c, row.get(c))) for c in cols]
     # an invalid layout has no memory figure to show, and its fits cell says why instead of 'NO'
     return [bad if c == "fits" else "-" if c in MEMORY_COLUMNS else fmt_cell(c, row.get(c)) for c in cols]
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.validation import anchors
+from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.load import Case, split_rule
 from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, term
 from tokenomy.validation.prepare import Serving
@@ -57,69 +58,105 @@ def log_residuals(s: Serving, t: EfficiencyTerms) -> np.ndarray:
     return np.where(np.isfinite(r), r, NAN_RESIDUAL)
 
 
-def _weights(s: Serving) -> np.ndarray:
-    counts = {m: np.sum(s.metric == m) for m in np.unique(s.metric)}
-    return np.array([1.0 / counts[m] for m in s.metric])
+def _weights(metric: np.ndarray) -> np.ndarray:
+    """Each metric weighted equally: 1/(cases of the metric) per case."""
+    counts = {m: np.sum(metric == m) for m in np.unique(metric)}
+    return np.array([1.0 / counts[m] for m in metric])
 
 
 def nelder_mead(f, x0: np.ndarray, step: float = 0.5, max_evals: int = 2500, tol: float = 1e-7) -> np.ndarray:
-    """Plain Nelder–Mead (adaptive coefficients, Gao & Han 2012)."""
-    n = x0.size
-    a, g, c, sh = 1.0, 1 + 2 / n, 0.75 - 1 / (2 * n), 1 - 1 / n
-    pts = np.vstack([x0] + [x0 + step * np.eye(n)[i] for i in range(n)])
-    vals = np.array([f(p) for p in pts])
-    evals = n + 1
-    while evals < max_evals:
-        order = np.argsort(vals)
-        pts, vals = pts[order], vals[order]
-        if vals[-1] - vals[0] < tol:
-            break
-        cen = pts[:-1].mean(axis=0)
-        xr = cen + a * (cen - pts[-1])
-        fr = f(xr)
-        evals += 1
-        if fr < vals[0]:
-            xe = cen + g * (xr - cen)
-            fe = f(xe)
-            evals += 1
-            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = xr, fr
-        else:
-            xc = cen + c * ((xr if fr < vals[-1] else pts[-1]) - cen)
-            fc = f(xc)
-            evals += 1
-            if fc < min(fr, vals[-1]):
-                pts[-1], vals[-1] = xc, fc
-            else:
-                pts[1:] = pts[0] + sh * (pts[1:] - pts[0])
-                vals[1:] = [f(p) for p in pts[1:]]
-                evals += n
-    return pts[np.argmin(vals)]
+    """Plain Nelder–Mead (validation/nelder_mead.py), ``f`` called once per point."""
+    return nm.minimise(f, x0, step=step, max_evals=max_evals, tol=tol)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One fit of the serving terms (module docstring's loss): the cases ``idx`` of a Serving, the ``prior`` the
+    ridge pulls toward (with the anchored ``fixed`` terms in it), and where the search starts (``start``: a
+    warm start from a fit nearby; None: the prior, searched from afar)."""
+
+    idx: np.ndarray
+    prior: EfficiencyTerms
+    ridge: float
+    fixed: dict[str, float]
+    start: EfficiencyTerms | None = None
+
+    @property
+    def free(self) -> np.ndarray:
+        return np.array([f not in self.fixed for f in SERVING_FIELDS])
+
+    def full(self, zf: np.ndarray) -> np.ndarray:
+        z = _to_z(self.prior)
+        z[self.free] = zf
+        return z
+
+    def terms(self, zf: np.ndarray) -> EfficiencyTerms:
+        return _from_z(self.full(zf), self.prior)
+
+    def x0(self) -> np.ndarray:
+        return _to_z(self.start.model_copy(update=self.fixed) if self.start is not None else self.prior)[self.free]
+
+
+def problem(s_idx: np.ndarray, prior: EfficiencyTerms, ridge: float, fixed: dict[str, float] | None = None,
+            start: EfficiencyTerms | None = None) -> Problem:
+    fixed = fixed or {}
+    return Problem(np.asarray(s_idx, dtype=int), prior.model_copy(update=fixed), ridge, fixed, start)
+
+
+MAX_STACKED_CASES = 8192  # cases per engine pass when several points are valued at once (memory: ~20 kB a case)
+COLD_STEPS, WARM_STEPS = (0.5, 0.1), (0.1,)  # simplex sizes of the passes: from afar, restarted at the optimum
+# (Nelder–Mead stalls on ridges); from a fit nearby, one small pass
+
+
+def losses(s: Serving, reqs: list[tuple[Problem, np.ndarray]]) -> list[np.ndarray]:
+    """The loss of every point of every request (problem, points [m, free]): one engine pass over all their cases
+    (in pieces of at most MAX_STACKED_CASES), each case under its point's terms."""
+    segs = [(p, z) for p, zs in reqs for z in zs]
+    out, j = [], 0
+    while j < len(segs):
+        k, n = j, 0
+        while k < len(segs) and (k == j or n + segs[k][0].idx.size <= MAX_STACKED_CASES):
+            n += segs[k][0].idx.size
+            k += 1
+        out += _losses_of(s, segs[j:k])
+        j = k
+    it = iter(out)
+    return [np.array([next(it) for _ in zs]) for _, zs in reqs]
+
+
+def _losses_of(s: Serving, segs: list[tuple[Problem, np.ndarray]]) -> list[float]:
+    idx = np.concatenate([p.idx for p, _ in segs])
+    ts = [p.terms(z) for p, z in segs]
+    th = Theta(**{f: np.concatenate([np.full(p.idx.size, term(t, f)) for (p, _), t in zip(segs, ts)])
+                  for f in SERVING_FIELDS})
+    sub = s.take(idx)
+    r = np.log(predict_serving(sub, th).value / sub.measured)
+    r = np.where(np.isfinite(r), r, NAN_RESIDUAL)
+    out, at = [], 0
+    for p, zf in segs:
+        rr, at = r[at:at + p.idx.size], at + p.idx.size
+        w = _weights(s.metric[p.idx])
+        soft = 2 * SOFT_SCALE ** 2 * (np.sqrt(1 + (rr / SOFT_SCALE) ** 2) - 1)
+        out.append(float(np.sum(w * soft) / np.sum(w) + p.ridge * np.sum((zf - _to_z(p.prior)[p.free]) ** 2)))
+    return out
+
+
+def fit_problems(s: Serving, problems: list[Problem], steps: tuple[float, ...] | None = None) -> list[EfficiencyTerms]:
+    """The terms minimising each problem's loss, the problems searched in lockstep (their points valued together,
+    ``losses``); each pass restarts at the last one's optimum with the next simplex size (default: COLD_STEPS, or
+    WARM_STEPS for problems that all start warm)."""
+    if steps is None:
+        steps = WARM_STEPS if all(p.start is not None for p in problems) else COLD_STEPS
+    zs = [p.x0() for p in problems]
+    for step in steps:
+        zs = nm.minimise_many(lambda reqs: losses(s, [(problems[k], pts) for k, pts in reqs]), zs, step=step)
+    return [p.terms(z) for p, z in zip(problems, zs)]
 
 
 def fit_serving(s: Serving, prior: EfficiencyTerms, ridge: float,
                 fixed: dict[str, float] | None = None) -> EfficiencyTerms:
-    """The serving terms minimising the module docstring's loss, the ``fixed`` terms held at their values."""
-    fixed = fixed or {}
-    prior = prior.model_copy(update=fixed)
-    w = _weights(s)
-    z0 = _to_z(prior)
-    free = np.array([f not in fixed for f in SERVING_FIELDS])
-
-    def full(zf):
-        z = z0.copy()
-        z[free] = zf
-        return z
-
-    def loss(zf):
-        r = log_residuals(s, _from_z(full(zf), prior))
-        soft = 2 * SOFT_SCALE ** 2 * (np.sqrt(1 + (r / SOFT_SCALE) ** 2) - 1)
-        return float(np.sum(w * soft) / np.sum(w) + ridge * np.sum((zf - z0[free]) ** 2))
-
-    zf = nelder_mead(loss, z0[free])
-    zf = nelder_mead(loss, zf, step=0.1)  # restart from the optimum: Nelder–Mead stalls on ridges
-    return _from_z(full(zf), prior)
+    """The serving terms of all of ``s``'s cases minimising the module docstring's loss, the ``fixed`` terms held."""
+    return fit_problems(s, [problem(np.arange(len(s.cases)), prior, ridge, fixed)])[0]
 
 
 def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
@@ -169,21 +206,42 @@ class Fit:
 
 
 def fit_all(s: Serving, t: Training, train_ids: set[str]) -> Fit:
-    ms = np.array([c.id in train_ids for c in s.cases], dtype=bool)
-    mt = np.array([c.id in train_ids for c in t.cases], dtype=bool)
-    eta, train_terms = fit_training(t, mt)
-    pooled = fit_serving(s.take(ms), START, RIDGE_POOLED, anchors.anchored("pooled"))
-    pooled = pooled.model_copy(update=dict(train_flops_fraction=eta["pooled"], **train_terms))
-    terms, used = {"pooled": pooled}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in train_ids)}
+    return fit_folds(s, t, [train_ids])[0]
+
+
+def chip_problem(s: Serving, mask: np.ndarray, chip: str, pooled: EfficiencyTerms,
+                 start: EfficiencyTerms | None = None) -> Problem:
+    """The fit of ``chip``'s serving terms on the cases of ``mask``: the pooled fit as the prior, the chip's
+    anchored terms held."""
+    return problem(np.flatnonzero(mask & (s.chip == chip)), pooled, RIDGE_CHIP, anchors.anchored(chip), start)
+
+
+def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None = None) -> list[Fit]:
+    """The pooled fit (every chip's cases), then each chip's with the pooled one as its prior, on the training
+    ids of each fold; the folds' searches run in lockstep (one engine pass values a point of every fold), a chip
+    at a time. ``start``: a fit nearby (the full fit, for leave-one-source-out) that each search starts from,
+    the same loss minimised (calibrate_fit.WARM_STEPS)."""
+    warm = (lambda key: start.terms.get(key)) if start is not None else (lambda key: None)
+    ms = [np.array([c.id in ids for c in s.cases], dtype=bool) for ids in folds]
+    mts = [np.array([c.id in ids for c in t.cases], dtype=bool) for ids in folds]
+    trained = [fit_training(t, mt) for mt in mts]
+    pooled = fit_problems(s, [problem(np.flatnonzero(m), START, RIDGE_POOLED, anchors.anchored("pooled"),
+                                      warm("pooled")) for m in ms])
+    pooled = [p.model_copy(update=dict(train_flops_fraction=eta["pooled"], **shared))
+              for p, (eta, shared) in zip(pooled, trained)]
+    fits = [Fit({"pooled": p}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in ids)})
+            for p, ids in zip(pooled, folds)]
     for chip in sorted(set(s.chip) | set(t.chip)):
-        sel = ms & (s.chip == chip)
-        chip_terms = (fit_serving(s.take(sel), pooled, RIDGE_CHIP, anchors.anchored(chip))
-                      if sel.sum() >= MIN_CASES_FOR_CHIP_FIT else pooled.model_copy(update=anchors.anchored(chip)))
-        terms[chip] = chip_terms.model_copy(update=dict(train_flops_fraction=eta.get(chip, eta["pooled"]),
-                                                        **train_terms))
-        used[chip] = sorted([c.id for c, m in zip(s.cases, sel) if m]
-                            + [c.id for c, m in zip(t.cases, mt & (t.chip == chip)) if m])
-    return Fit(terms, used)
+        probs = {k: chip_problem(s, ms[k], chip, pooled[k], warm(chip)) for k in range(len(folds))}
+        probs = {k: p for k, p in probs.items() if p.idx.size >= MIN_CASES_FOR_CHIP_FIT}
+        fitted = dict(zip(probs, fit_problems(s, list(probs.values())))) if probs else {}
+        for k, (fit, (eta, shared)) in enumerate(zip(fits, trained)):
+            own = fitted.get(k, pooled[k].model_copy(update=anchors.anchored(chip)))
+            fit.terms[chip] = own.model_copy(update=dict(train_flops_fraction=eta.get(chip, eta["pooled"]),
+                                                         **shared))
+            fit.fitted_on[chip] = sorted([c.id for c, m in zip(s.cases, ms[k] & (s.chip == chip)) if m]
+                                         + [c.id for c, m in zip(t.cases, mts[k] & (t.chip == chip)) if m])
+    return fits
 
 
 def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[str, EfficiencyFile]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.catalog import loader
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load
 from tokenomy.validation.metrics import optimism, signed_error
@@ -47,7 +48,7 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
                         roof.value[i], cal.value[i], bool(tput), bound_names([cal.bound[i]])[0],
                         bool(cal.capacity_limited[i]), float(cal.batch[i]))
                    | {"engine": c.engine if case.source.id != "pope2022-esti" else "paper (TPU v4)",
-                      "shape": workload_shape(c.isl, c.osl)})
+                      "shape": workload_shape(c.isl, c.osl)} | regime_fields(c))
     if t.cases:
         t_roof = t.roofline_s
         t_cal = predict_training(t, *([getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS))
@@ -57,6 +58,14 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
                             t_cal[i], False, "compute", False, float(c.global_batch))
                        | {"engine": "megatron", "shape": "pretraining"})
     return out
+
+
+def regime_fields(c) -> dict:
+    """What validation/bands.py files a serving case's error under: chip family, dense/MoE, agg/disagg, its mean
+    decode context ISL + OSL/2 (prepare's), beside run.rows' batch and engine."""
+    moe = any(layer.mlp.kind == "moe" for layer in loader.model(c.model).layers)
+    return {"chip_family": loader.chip_family(loader.hardware(c.hardware).chip.name), "moe": moe,
+            "mode": getattr(c, "mode", "agg"), "isl": c.isl, "osl": c.osl, "length": c.isl + c.osl / 2.0}
 
 
 def workload_shape(isl: float, osl: float) -> str:
@@ -95,12 +104,26 @@ def in_sample(p: Prepared, fit: cf.Fit) -> dict[str, dict[str, float]]:
     return out
 
 
-def leave_one_source_out(p: Prepared) -> list[dict]:
-    """For each source: refit on the training split of every other source, predict all of this source's cases."""
-    out = []
+def stored_fit(p: Prepared) -> cf.Fit:
+    """The stored terms (catalog/efficiency) of every chip of ``p`` and the pooled set, as a Fit."""
+    chips = sorted({*p.serving.chip, *p.training.chip, "pooled"})
+    return cf.Fit({c: load.efficiency_for(c).terms for c in chips}, {})
+
+
+def only_source(p: Prepared, src: str) -> Prepared:
+    ms = np.array([c.source.id == src for c in p.serving.cases], dtype=bool)
+    mt = np.array([c.source.id == src for c in p.training.cases], dtype=bool)
+    return Prepared([c for c in p.cases if c.source.id == src], p.serving.take(ms), p.training.take(mt))
+
+
+def leave_one_source_out(p: Prepared, start: cf.Fit | None = None) -> list[dict]:
+    """For each source: refit on the training split of every other source, predict all of this source's cases.
+    The folds' searches start from ``start`` (default: the stored terms, the fit on every source) and minimise
+    the same loss as a fit from the starting values (calibrate_fit.fit_folds; tests/validation/test_loso.py holds
+    the two within a stated tolerance); they run in lockstep, each engine pass valuing a point of every fold."""
     train = cf.train_ids(p.cases)
-    for src in sorted({c.source.id for c in p.cases}):
-        ids = {i for i in train if next(c for c in p.cases if c.id == i).source.id != src}
-        fit = refit(p, ids)
-        out += [r for r in rows(p, fit.terms) if r["source"] == src]
-    return out
+    src_of = {c.id: c.source.id for c in p.cases}
+    sources = sorted(set(src_of.values()))
+    folds = [{i for i in train if src_of[i] != src} for src in sources]
+    fits = cf.fit_folds(p.serving, p.training, folds, start or stored_fit(p))
+    return [r for src, fit in zip(sources, fits) for r in rows(only_source(p, src), fit.terms)]

@@ -1,0 +1,62 @@
+"""Every answer row carries the error band of its regime (answers/error_bars.py): JSON fields, the CLI's
+"22.1 ms (-9%/+14%)", and null with a note where no validated case is near."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from tokenomy.answers import error_bars
+from tokenomy.cli import commands  # noqa: F401
+from tokenomy.cli.app import app
+from tokenomy.validation import bands as vb
+
+R = CliRunner()
+ERR = np.linspace(-0.1, 0.2, 12)  # a Hopper regime's leave-one-source-out time errors
+
+
+@pytest.fixture()
+def hopper_bands(monkeypatch):
+    """A band table with Hopper cases only, every metric, batches 1-64 (the real one: catalog/efficiency)."""
+    rows = [{"metric": m, "chip_family": "hopper", "engine": "vllm", "moe": False, "mode": "agg", "batch": b,
+             "length": 1500.0, "calibrated_error": float(e)}
+            for m in ("tpot_s", "ttft_s", "throughput_per_chip") for b in (4.0, 32.0) for e in ERR]
+    monkeypatch.setattr(error_bars, "_bands", lambda: tuple(vb.compute(rows)))
+    error_bars._find.cache_clear()
+    yield
+    error_bars._find.cache_clear()
+
+
+def test_serve_rows_carry_the_band_in_json_and_the_table(hopper_bands):
+    base = ["serve", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--concurrency", "16", "--isl", "1000",
+            "--osl", "1000"]
+    r = R.invoke(app, base + ["--json"])
+    assert r.exit_code == 0, r.output
+    row, = json.loads(r.output)
+    for f in ("tpot_s", "ttft_s", "tokens_per_s_per_chip"):
+        assert row[f + "_p10"] is not None and row[f + "_p10"] < row[f] < row[f + "_p90"], f
+    assert row["tpot_s_p10"] == pytest.approx(row["tpot_s"] / (1 + np.percentile(ERR, 90)))
+    assert "chip_family=hopper" in row["error_band"] and "engine=vllm" in row["error_band"]
+    lo, hi = (100 * (row["tpot_s_p" + q] / row["tpot_s"] - 1) for q in ("10", "90"))
+    table = R.invoke(app, base)
+    assert table.exit_code == 0, table.output
+    assert f"({lo:+.0f}%/{hi:+.0f}%)" in table.output
+
+
+def test_decode_rows_carry_the_band_and_a_far_batch_gets_none(hopper_bands):
+    r = R.invoke(app, ["decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "8,2048", "--context", "128",
+                       "--json"])
+    assert r.exit_code == 0, r.output
+    near, far = json.loads(r.output)
+    assert near["step_s_p10"] < near["step_s"] < near["step_s_p90"] and "engine" not in near["error_band"]
+    assert far["step_s_p10"] is None and far["error_band"] is None
+    assert far["error_band_note"].startswith("no validated case near this configuration (")
+
+
+def test_a_chip_family_never_measured_gets_no_band(hopper_bands):
+    r = R.invoke(app, ["decode", "--model", "llama-3.1-8b", "--hardware", "mi355x", "--batch", "8", "--json"])
+    assert r.exit_code == 0, r.output
+    row, = json.loads(r.output)
+    assert row["step_s_p10"] is None and row["tokens_per_s_per_chip_p90"] is None
+    assert "cdna4" in row["error_band_note"]
