@@ -78,13 +78,19 @@ def fmt_cell(key: str, v: Any) -> str:
     return str(v)
 
 
-def with_band(key: str, row: dict, text: str) -> str:
-    """A cell with its error band as percentages of the value: '22.1 ms (-9%/+14%)' where the row carries
-    ``key``_p10 and ``key``_p90 (answers/error_bars.py), else the cell as it was."""
+def band_suffix(key: str, row: dict) -> str:
+    """A value's error band as percentages of it, '(-9%/+14%)', where the row carries ``key``_p10 and ``key``_p90
+    (answers/error_bars.py); '' where it does not."""
     v, lo, hi = row.get(key), row.get(f"{key}_p10"), row.get(f"{key}_p90")
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not v or lo is None or hi is None:
-        return text
-    return f"{text} ({100 * (lo / v - 1):+.0f}%/{100 * (hi / v - 1):+.0f}%)"
+        return ""
+    return f"({100 * (lo / v - 1):+.0f}%/{100 * (hi / v - 1):+.0f}%)"
+
+
+def with_band(key: str, row: dict, text: str) -> str:
+    """A cell with its error band: '22.1 ms (-9%/+14%)' (band_suffix), else the cell as it was."""
+    band = band_suffix(key, row)
+    return f"{text} {band}" if band else text
 
 
 _DURATIONS = (("y", 365.25 * 86400), ("d", 86400.0), ("h", 3600.0), ("min", 60.0))

@@ -7,25 +7,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from tokenomy.answers import error_bars
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app
-from tokenomy.validation import bands as vb
 
 R = CliRunner()
-ERR = np.linspace(-0.1, 0.2, 12)  # a Hopper regime's leave-one-source-out time errors
-
-
-@pytest.fixture()
-def hopper_bands(monkeypatch):
-    """A band table with Hopper cases only, every metric, batches 1-64 (the real one: catalog/efficiency)."""
-    rows = [{"metric": m, "chip_family": "hopper", "engine": "vllm", "moe": False, "mode": "agg", "batch": b,
-             "length": 1500.0, "calibrated_error": float(e)}
-            for m in ("tpot_s", "ttft_s", "throughput_per_chip") for b in (4.0, 32.0) for e in ERR]
-    monkeypatch.setattr(error_bars, "_bands", lambda: tuple(vb.compute(rows)))
-    error_bars._find.cache_clear()
-    yield
-    error_bars._find.cache_clear()
 
 
 def test_serve_rows_carry_the_band_in_json_and_the_table(hopper_bands):
@@ -36,7 +21,7 @@ def test_serve_rows_carry_the_band_in_json_and_the_table(hopper_bands):
     row, = json.loads(r.output)
     for f in ("tpot_s", "ttft_s", "tokens_per_s_per_chip"):
         assert row[f + "_p10"] is not None and row[f + "_p10"] < row[f] < row[f + "_p90"], f
-    assert row["tpot_s_p10"] == pytest.approx(row["tpot_s"] / (1 + np.percentile(ERR, 90)))
+    assert row["tpot_s_p10"] == pytest.approx(row["tpot_s"] / (1 + np.percentile(hopper_bands, 90)))
     assert "chip_family=hopper" in row["error_band"] and "engine=vllm" in row["error_band"]
     lo, hi = (100 * (row["tpot_s_p" + q] / row["tpot_s"] - 1) for q in ("10", "90"))
     table = R.invoke(app, base)

@@ -78,3 +78,8 @@ def test_a_row_gets_the_measured_range_its_regime_predicts(monkeypatch):
     assert far["tpot_s_p10"] is None and far["error_band"] is None
     assert far["error_band_note"].startswith("no validated case near this configuration")
     error_bars._find.cache_clear()
+
+
+def test_without_a_table_no_band_and_the_note_says_so():
+    found = vb.lookup([], _q())
+    assert found.band is None and "error_bands.toml" in found.note

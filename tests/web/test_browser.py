@@ -33,11 +33,16 @@ def wait_drawn(pg, div: str) -> None:
                          " return el && el.querySelectorAll('svg.main-svg').length > 0; }", arg=div)
 
 
-def test_serve_page_updates_on_input(page, live_server):
+def test_serve_page_updates_on_input(page, live_server, hopper_bands):
     page.goto(live_server + SERVE)
     before = plot_state(page, "fig-roofline")
     assert before["svg"] >= 1 and before["traces"] == ["roof", "ridge", "ops", "this pass"]
     step = page.inner_text("#step-time")
+    # the error band of the step (a Hopper decode at batch 64: tests/conftest.hopper_bands), in its card and
+    # shaded on the latency plot
+    assert re.search(r"measured \([+-]\d+%/[+-]\d+%\)", page.inner_text("#step-band"))
+    wait_drawn(page, "fig-latency")
+    assert page.evaluate("() => document.getElementById('fig-latency').data.some(t => t.fill === 'tonexty')")
     screenshot(page, "serve")
     page.fill("input[name=batch]", "8")
     page.wait_for_function("document.querySelector('#step-time') && "

@@ -57,6 +57,19 @@ def _line(x, y, name, **kw) -> dict:
     return {"type": "scatter", "mode": "lines+markers", "x": list(x), "y": list(y), "name": name, **kw}
 
 
+def band(x, lo, hi, name, **kw) -> list[dict]:
+    """The error band of a line (its rows' p10 and p90, answers/error_bars.py) as a shaded area: the lower edge
+    drawn invisibly, the upper filled down to it; [] where no point has a band."""
+    pts = [(a, b, c) for a, b, c in zip(x, lo, hi) if b is not None and c is not None]
+    if not pts:
+        return []
+    xs, los, his = (list(v) for v in zip(*pts))
+    edge = {"type": "scatter", "mode": "lines", "x": xs, "line": {"width": 0}, "hoverinfo": "skip", **kw}
+    return [{**edge, "y": los, "name": f"{name} p10", "showlegend": False},
+            {**edge, "y": his, "name": f"{name} band (p10-p90 measured)", "fill": "tonexty",
+             "fillcolor": "rgba(31, 119, 180, 0.18)"}]
+
+
 def _vline(x, text, color="#888") -> tuple[dict, dict]:
     """A dotted vertical line on a log x axis (shapes take data units there, annotations log10 units)."""
     shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
@@ -89,6 +102,8 @@ def latency_vs_batch(rows: list[dict], title: str = "Step time vs batch", marks:
         data.append(_line(b, ms("roofline_step_s"), "roofline bound", mode="lines", line={"color": "#444", "width": 1}))
     data += [_line(b, ms(key), name, line={"dash": dash}) for key, name, dash in LATENCY_TERMS
              if any(r.get(key) for r in ok)]
+    data += band(b, [r.get("step_s_p10") and 1e3 * r["step_s_p10"] for r in ok],
+                 [r.get("step_s_p90") and 1e3 * r["step_s_p90"] for r in ok], "step")
     return {"data": data, "layout": _layout(title, "batch (sequences)", "ms per step", **_marks(marks))}
 
 

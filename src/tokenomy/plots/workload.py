@@ -9,7 +9,7 @@ rate point) as plain plotly figure dicts. No computation beyond unit scaling.
 
 from __future__ import annotations
 
-from tokenomy.plots.serving import _layout, _line
+from tokenomy.plots.serving import _layout, _line, band
 
 
 def load_key(rows: list[dict]) -> str:
@@ -33,15 +33,19 @@ def throughput_curve(rows: list[dict], title: str = "Tokens/s per chip vs per us
 
 
 def ttft_tpot_vs_load(rows: list[dict], title: str = "TTFT and TPOT vs load", slos: dict | None = None) -> dict:
-    """Mean and p99 TTFT (left, s) and TPOT (right, ms) over the load; the SLOs as dotted lines when given."""
+    """Mean and p99 TTFT (left, s) and TPOT (right, ms) over the load, each mean shaded by its error band where the
+    rows carry one; the SLOs as dotted lines when given."""
     key = load_key(rows)
     ok = [r for r in rows if r.get("ttft_s") is not None]
     x = [r[key] for r in ok]
+    scaled = lambda key, k: [r.get(key) and k * r[key] for r in ok]  # noqa: E731
+    shades = (band(x, scaled("ttft_s_p10", 1.0), scaled("ttft_s_p90", 1.0), "TTFT")
+              + band(x, scaled("tpot_s_p10", 1e3), scaled("tpot_s_p90", 1e3), "TPOT", yaxis="y2"))
     data = [_line(x, [r["ttft_s"] for r in ok], "TTFT", line={"width": 3}),
             _line(x, [r.get("ttft_p99_s") for r in ok], "TTFT p99", line={"dash": "dash"}),
             _line(x, [1e3 * r["tpot_s"] for r in ok], "TPOT", yaxis="y2", line={"width": 3}),
             _line(x, [1e3 * r["tpot_p99_s"] if r.get("tpot_p99_s") is not None else None for r in ok],
-                  "TPOT p99", yaxis="y2", line={"dash": "dash"})]
+                  "TPOT p99", yaxis="y2", line={"dash": "dash"})] + shades
     lay = _layout(title, _label(key), "TTFT (s)")
     lay["yaxis2"] = {"title": {"text": "TPOT (ms)"}, "type": "log", "overlaying": "y", "side": "right",
                      "showgrid": False}

@@ -113,6 +113,9 @@ def lookup(bands: list[Band], query: dict[str, str | None]) -> Found:
 
 
 def _why(bands: list[Band], q: dict) -> str:
+    if not bands:
+        return ("no validated case near this configuration (no error-band table: catalog/efficiency/"
+                "error_bands.toml is written by tokenomy validate --loso)")
     same = [b for b in bands if b.key["metric"] == q["metric"]]
     if not any(b.key["chip_family"] == q["chip_family"] for b in same):
         why = f"chip family {q['chip_family']} has fewer than {MIN_CASES} validated {q['metric']} cases"

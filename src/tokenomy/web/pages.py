@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from tokenomy.web import catalog_view, compare_page, context_page, serve, views, workload_page
-from tokenomy.formatting import fmt_human
+from tokenomy.formatting import band_suffix, fmt_human
 from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
 from tokenomy.specs import OVERRIDABLE
@@ -56,6 +56,7 @@ def fig_json(fig) -> Markup:
 
 
 templates.env.filters["fmt"] = lambda v, key: fmt_human(key, v)
+templates.env.filters["band"] = lambda row, key: band_suffix(key, row)  # '(-9%/+14%)' or ''
 templates.env.filters["label"] = label
 templates.env.filters["fig_json"] = fig_json
 
