@@ -45,3 +45,19 @@ def test_a_chip_family_never_measured_gets_no_band(hopper_bands):
     row, = json.loads(r.output)
     assert row["step_s_p10"] is None and row["tokens_per_s_per_chip_p90"] is None
     assert "cdna4" in row["error_band_note"]
+
+
+def test_a_sweep_carries_the_bands_decode_and_serve_give(hopper_bands):
+    import tokenomy as tk
+
+    ds = tk.sweep(model="llama-3.1-8b", hardware="h100-sxm", tp=1, batch=[8, 2048], context=128)
+    rows = tk.decode("llama-3.1-8b", "h100-sxm", tp=1, batch=[8, 2048], context=128).rows()
+    for i, r in enumerate(rows):
+        for k in ("step_s_p10", "step_s_p90", "tokens_per_s_per_chip_p90"):
+            got = float(ds[k].values.ravel()[i])
+            assert (r[k] is None and np.isnan(got)) or got == pytest.approx(r[k], rel=1e-9), (k, r[k], got)
+    assert rows[0]["step_s_p10"] is not None and rows[1]["step_s_p10"] is None
+    ds = tk.sweep(model="llama-3.1-8b", hardware="h100-sxm", tp=1, concurrency=[16], isl=1000, osl=1000)
+    row, = tk.serve("llama-3.1-8b", "h100-sxm", tp=1, concurrency=16, isl=1000, osl=1000).rows()
+    for k in ("ttft_s_p10", "tpot_s_p90", "tokens_per_s_per_chip_p10"):
+        assert float(ds[k].values.ravel()[0]) == pytest.approx(row[k], rel=1e-6), k

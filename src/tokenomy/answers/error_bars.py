@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from tokenomy.catalog import loader
 from tokenomy.validation import bands as vb
 
@@ -89,3 +91,23 @@ def attach(rows: list[dict], reg: Regime, batch_key: str, length) -> list[dict]:
         row["error_band"] = "; ".join(names) or None
         row["error_band_note"] = "; ".join(notes) or None
     return rows
+
+
+def band_arrays(reg: Regime, values: dict, batch, length, shape) -> dict[str, np.ndarray]:
+    """``attach`` for a sweep's arrays: each banded field's _p10 and _p90 over the points (NaN where no band), one
+    lookup per batch band and length band present, not one per point."""
+    b_idx = np.broadcast_to(np.searchsorted(vb.BATCH_EDGES, np.asarray(batch, float), side="left"), shape)
+    l_idx = np.broadcast_to(np.searchsorted(vb.LENGTH_EDGES, np.asarray(length, float), side="left"), shape)
+    out = {}
+    for field, metric in reg.fields:
+        v = np.broadcast_to(np.asarray(values[field], float), shape)
+        lo, hi = np.full(shape, np.nan), np.full(shape, np.nan)
+        for bi, li in set(zip(b_idx.ravel().tolist(), l_idx.ravel().tolist())):
+            band = _find(reg, metric, vb.BATCH_LABELS[bi], vb.LENGTH_LABELS[li]).band
+            if band is None:
+                continue
+            m = (b_idx == bi) & (l_idx == li)
+            lo[m], hi[m] = (v[m] / (1.0 + band.p90), v[m] / (1.0 + band.p10)) if metric in TIMES else \
+                (v[m] * (1.0 + band.p10), v[m] * (1.0 + band.p90))
+        out[f"{field}_p10"], out[f"{field}_p90"] = lo, hi
+    return out

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.answers import error_bars
 from tokenomy.answers.energy_cols import pass_energy, power_of, serving_energy
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.passes import choose_layout
@@ -45,6 +46,10 @@ SERVE_VARS = {"ttft_s": "s", "tpot_s": "s", "e2e_s": "s", "requests_per_s": "req
               "capacity_limited": "1", "j_per_output_token": "J/token", "tokens_per_s_per_mw": "tokens/s/MW",
               "tco_usd_per_mtok_output": "USD/Mtok"}
 SERVE_ENERGY = ("j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output")
+# each point's error band (answers/error_bars.py): the 10th and 90th percentile of the measured value
+PASS_BANDS = {f"{k}_p{q}": u for k, u in (("step_s", "s"), ("tokens_per_s_per_chip", "tokens/s")) for q in (10, 90)}
+SERVE_BANDS = {f"{k}_p{q}": u for k, u in (("ttft_s", "s"), ("tpot_s", "s"), ("tokens_per_s_per_chip", "tokens/s"))
+               for q in (10, 90)}
 CODES = {"bound": "index into engine.BOUNDS", "reason": "index into REASONS (0: valid and fits)"}
 PLAN_VARS = ("plan_tp", "plan_ep", "plan_pp", "plan_dp", "plan_redundant_experts", "plan_attn_dp", "plan_kv_batch")
 
@@ -66,7 +71,7 @@ class Spec:
 
     def all_variables(self) -> dict[str, str]:
         """Variable -> unit (codes and plan degrees have no unit)."""
-        out = dict(SERVE_VARS if self.grid.serving else PASS_VARS)
+        out = dict(SERVE_VARS | SERVE_BANDS if self.grid.serving else PASS_VARS | PASS_BANDS)
         out.update({k: "" for k in CODES})
         if self.plan:
             out.update({k: "" for k in PLAN_VARS})
@@ -167,6 +172,9 @@ def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
         vals = _pass_plan(dep, chips, B, C, S, shape, spec.budget)
     else:
         vals = _pass_explicit(dep, arrays, B, C, S)
+    kind = point.get("kind", "decode")
+    reg = error_bars.regime_of(dep, None, error_bars.DECODE if kind == "decode" else error_bars.PREFILL)
+    vals.update({k: np.full(shape, np.nan) for k in PASS_BANDS} | error_bars.band_arrays(reg, vals, B, C, shape))
     long = np.broadcast_to(np.asarray(S) > np.asarray(C), shape)
     if long.any():
         vals = {k: np.where(long, np.nan, v) if k not in ("reason", "bound") else v for k, v in vals.items()}
@@ -210,7 +218,7 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     flat = lambda x: np.ravel(np.broadcast_to(x, shape)).astype(float)  # noqa: E731
     load = flat(arrays["concurrency" if closed else "rate"])
     isl, osl = flat(arrays.get("isl", 1024.0)), flat(arrays.get("osl", 1024.0))
-    keys = (*SERVE_VARS, "bound", "reason") + (PLAN_VARS if spec.plan else ())
+    keys = (*SERVE_VARS, *SERVE_BANDS, "bound", "reason") + (PLAN_VARS if spec.plan else ())
     out = {k: np.full(load.size, np.nan) for k in keys}
     for lay, idx in _serve_layout(spec, dep0, point, load, isl, osl):
         dep = dep0.with_(layout=lay)
@@ -224,6 +232,8 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
                     "kv_occupancy": s.kv_occupancy, "capacity_limited": s.capacity_limited, "bound": s.bound}
             e = serving_energy(power_of(dep.hardware), s, dep.chips, isl[idx])
             vals.update({k: e[k] for k in SERVE_ENERGY})
+        vals |= error_bars.band_arrays(error_bars.regime_of(dep, spec.engine, error_bars.SERVE), vals, s.batch,
+                                       isl[idx] + osl[idx] / 2.0, idx.shape)
         structure = int(np.asarray(dep.work(float(lay.dp), 1.0).structure))
         vals["reason"] = np.where(s.fits, 0, structure if structure and structure < engine.FIRST_POINT_REASON
                                   else NO_KV_REASON)
