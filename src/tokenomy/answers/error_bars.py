@@ -94,20 +94,21 @@ def attach(rows: list[dict], reg: Regime, batch_key: str, length) -> list[dict]:
 
 
 def band_arrays(reg: Regime, values: dict, batch, length, shape) -> dict[str, np.ndarray]:
-    """``attach`` for a sweep's arrays: each banded field's _p10 and _p90 over the points (NaN where no band), one
-    lookup per batch band and length band present, not one per point."""
-    b_idx = np.broadcast_to(np.searchsorted(vb.BATCH_EDGES, np.asarray(batch, float), side="left"), shape)
-    l_idx = np.broadcast_to(np.searchsorted(vb.LENGTH_EDGES, np.asarray(length, float), side="left"), shape)
+    """``attach`` for a sweep's arrays: each banded field's _p10 and _p90 over the points (NaN where no band). The
+    factors p10/v and p90/v of every (batch band, length band) pair are looked up once; each point gathers its
+    pair's (one index per point, not one lookup)."""
+    nb, nl = len(vb.BATCH_LABELS), len(vb.LENGTH_LABELS)
+    pair = (np.searchsorted(vb.BATCH_EDGES, np.asarray(batch, float), side="left") * nl
+            + np.searchsorted(vb.LENGTH_EDGES, np.asarray(length, float), side="left"))
     out = {}
     for field, metric in reg.fields:
-        v = np.broadcast_to(np.asarray(values[field], float), shape)
-        lo, hi = np.full(shape, np.nan), np.full(shape, np.nan)
-        for bi, li in set(zip(b_idx.ravel().tolist(), l_idx.ravel().tolist())):
-            band = _find(reg, metric, vb.BATCH_LABELS[bi], vb.LENGTH_LABELS[li]).band
-            if band is None:
-                continue
-            m = (b_idx == bi) & (l_idx == li)
-            lo[m], hi[m] = (v[m] / (1.0 + band.p90), v[m] / (1.0 + band.p10)) if metric in TIMES else \
-                (v[m] * (1.0 + band.p10), v[m] * (1.0 + band.p90))
-        out[f"{field}_p10"], out[f"{field}_p90"] = lo, hi
+        lo_f, hi_f = np.full(nb * nl, np.nan), np.full(nb * nl, np.nan)
+        for k in range(nb * nl):
+            band = _find(reg, metric, vb.BATCH_LABELS[k // nl], vb.LENGTH_LABELS[k % nl]).band
+            if band is not None:
+                lo_f[k], hi_f[k] = ((1.0 / (1.0 + band.p90), 1.0 / (1.0 + band.p10)) if metric in TIMES
+                                    else (1.0 + band.p10, 1.0 + band.p90))
+        v = np.asarray(values[field], float)
+        out[f"{field}_p10"] = np.broadcast_to(v * lo_f[pair], shape)
+        out[f"{field}_p90"] = np.broadcast_to(v * hi_f[pair], shape)
     return out
