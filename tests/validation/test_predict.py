@@ -236,8 +236,10 @@ def test_stored_terms_are_optima_of_their_loss(catalog):
     s = p.serving
     pooled = load.efficiency_file("pooled").terms
     probs = [cf.problem(np.flatnonzero(mask), cf.START, cf.RIDGE_POOLED, anchors.anchored("pooled"), pooled)]
-    probs += [cf.chip_problem(s, mask, chip, pooled, load.efficiency_file(chip).terms)
-              for chip in sorted(set(s.chip[mask]) - set(REPRODUCED))]
+    chips = sorted(set(s.chip[mask]) - set(REPRODUCED))
+    missing = [c for c in chips if load.efficiency_file(c) is None]
+    assert not missing, f"no fitted terms for {missing}: run tokenomy validate --refit"
+    probs += [cf.chip_problem(s, mask, chip, pooled, load.efficiency_file(chip).terms) for chip in chips]
     for prob in probs:
         z = prob.x0()
         steps = np.vstack([z] + [z + sign * STEP * e for e in np.eye(z.size) for sign in (1, -1)])
