@@ -6,6 +6,10 @@ Layout: the degrees given, else the candidate layout that serves the workload be
 WORKLOAD_RULE). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
 batch cap overridable. Comma lists of concurrency or rate sweep. SLOs: goodput by plan_serving.meets (the rule plan
 uses); when no point meets them, a note names the closest and by how much it misses (an answer, as plan gives).
+    protocol           the benchmark tool whose run the figures reproduce (catalog/protocols; default "steady": the
+                       steady state users plan with): any other runs serving.protocol_run — the simulator from the
+                       first wave of C clients at t = 0 for the tool's prompt count, lengths drawn as the tool draws
+                       them, each metric reduced as the tool reduces it (aggregated mode; either method)
     mode "disagg"      serving.disagg (analytic) or serving.sim_disagg (simulate: both pools iteration by iteration,
                        percentiles from the requests): a prefill pool of ``prefill_chips`` and a decode pool of
                        ``decode_chips``, each with its own layout (``prefill_tp``... / ``decode_tp``...; default: the
@@ -25,7 +29,7 @@ from tokenomy.answers import error_bars
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int, weight_dtype_of
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
-from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.engines import benchmark_protocol, engine_profile
 from tokenomy.answers.launch import emits
 from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
@@ -112,7 +116,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
           ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, weight_dtype=None,
           kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None,
-          usd_per_kwh=None, facility=None, emit=None) -> Result:
+          usd_per_kwh=None, facility=None, emit=None, protocol="steady") -> Result:
     """The serving answer (module docstring): one row per workload point. The layout keywords are decode's
     (answers.resolve.layout_of). ``pools`` (disagg): prefill_chips, decode_chips and the pools' layout keywords
     (prefill_tp, ..., prefill_kv_batch, decode_tp, ...). ``emit`` (vllm | sglang | trtllm | dynamo): the launch
@@ -122,6 +126,10 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     if method not in ("analytic", "simulate"):
         raise ValueError(f"method: {method!r}; allowed: analytic, simulate")
     check_hit_and_arrivals(cache_hit, arrivals)
+    proto = benchmark_protocol(protocol)
+    if not proto.steady and (mode == "disagg" or trace is not None):
+        raise ValueError(f"protocol: {protocol!r} runs on aggregated serving without a trace; give protocol=steady "
+                         "with mode=disagg or a trace")
     kv_dtype = serving_kv_dtype(model, engine, weight_dtype, kv_dtype)
     if mode == "disagg":
         if usd_per_kwh is not None or facility is not None:
@@ -156,7 +164,14 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                          f"cache for one {isl_m + osl_m:g}-token sequence under {prof.name}'s memory share")
     load = C if C is not None else R
     sims = [None] * len(load)
-    if method == "simulate":
+    if not proto.steady:
+        from tokenomy.serving.protocol_run import run_protocol
+
+        sims = [run_protocol(dep, prof, proto, li if li.kind != "fixed" else int(li.a),
+                             lo if lo.kind != "fixed" else int(lo.a), concurrency=None if C is None else float(x),
+                             rate=None if C is not None else float(x), seed=seed,
+                             prompts=positive_int("requests", requests)) for x in load]
+    elif method == "simulate":
         from tokenomy.serving.replicas import simulate_replicas
 
         sims = _simulations(lambda w, n: simulate_replicas(dep, prof, w, n), C, R, li, lo, tr, cache_hit, arrivals,
@@ -164,14 +179,17 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     energy = serving_energy(power, s, dep.chips, isl_m)
     rows = [_row(dep, prof, s, i, C, R, sims[i], ttft_slo, tpot_slo, energy) for i in range(len(load))]
     error_bars.attach(rows, error_bars.regime_of(dep, prof.name, error_bars.SERVE), "running_batch", isl_m + osl_m / 2)
-    title = (f"serve (agg, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
+    how = method if proto.steady else f"protocol {proto.name}"
+    title = (f"serve (agg, {how}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
              f"({rule}); {prof.label()}; ISL {li.label() if tr is None else 'trace'} / OSL "
              f"{lo.label() if tr is None else 'trace'}, cache hit {float(cache_hit):g}; {_dtypes(dep)}; "
              f"{dep.eff.name} efficiency")
     notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (demand exceeds B_kv = {r['b_kv']:g}, max batch "
                   f"{prof.max_batch} or the {prof.max_num_tokens}-token budget)" for r in rows if r["capacity_limited"])
-    if method == "analytic":
+    if method == "analytic" and proto.steady:
         notes += _busy_prefill_notes(s, C, R, arrivals)
+    if not proto.steady:
+        notes += (f"protocol {proto.label()}; read from {proto.cite}",)
     slo_notes, slo_extra = _slo_verdict(rows, ttft_slo, tpot_slo)
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
                   "engine": prof.name, "dtypes": _dtypes(dep), **slo_extra}, slo_notes + notes,
@@ -234,14 +252,16 @@ def _with_sim(row: dict, sim, chips: int, ttft_slo, tpot_slo) -> dict:
 
     if sim is not None:
         analytic = row.get("requests_per_s")
-        row.update(sim.summary(chips))
-        # the simulated request rate carries the tokens per chip and the $ per token with it (same lengths)
+        summary = sim.summary(chips)
+        row.update(summary)
+        # the simulated request rate carries the tokens per chip and the $ per token with it (same lengths), where
+        # the run does not count them itself (a protocol run: its tool's output tokens over its span)
         simulated = row.get("requests_per_s")
         if analytic and simulated:
             k = simulated / analytic
             for key, power in (("tokens_per_s_per_chip", 1), ("usd_per_mtok_input", -1), ("usd_per_mtok_output", -1),
                                *SIM_SCALED.items()):
-                if row.get(key) is not None:
+                if row.get(key) is not None and key not in summary:
                     row[key] *= k ** power
     row["goodput_requests_per_s"] = goodput_requests_per_s(row, ttft_slo, tpot_slo, sim)
     return row

@@ -22,14 +22,15 @@ from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Level, LinkSpec, PowerSp
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, EngineFlagsFile, StorageFile, SystemFile, WhatIfFile
+    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, EngineFlagsFile, ProtocolFile, StorageFile, SystemFile, WhatIfFile
 
 ROOT = Path(__file__).parent
 M = TypeVar("M", bound="BaseModel")
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
+# catalog kind -> its class in catalog/schema.py (imported on first validation)
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
            "engines": "EngineFile", "power": "PowerFile",
-           "engines/flags": "EngineFlagsFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
+           "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
 
 
 class CatalogError(ValueError):
@@ -197,6 +198,15 @@ def hf_repo(model_name: str) -> str | None:
     """The Hugging Face repo id of a catalog model (models/SOURCES.toml ``hf_repo``), None for any other model."""
     hit = _model_index().get(str(model_name).strip().lower())
     return None if hit is None else model_sources().get(hit.stem, {}).get("hf_repo")
+
+
+def protocol_file(name: str) -> ProtocolFile:
+    """A benchmark tool's protocol (catalog/protocols/<name>.toml); unknown names list the allowed ones."""
+    return _load("protocols", name)
+
+
+def protocol_names() -> list[str]:
+    return catalog_stems("protocols")
 
 
 def chip_names() -> list[str]:

@@ -391,3 +391,51 @@ class EngineFlagsFile(BaseModel):
     flags: dict[str, EngineFlag] = {}
     router: EngineRouter | None = None
     workers: dict[str, EngineWorker] = {}
+
+
+class ProtocolLoad(Sourced):
+    """How the tool issues requests: ``burst`` (request rate inf: every request due at t = 0, at most C in flight,
+    each client's next sent when its last completes), ``poisson`` (gamma gaps of shape ``burstiness``, mean 1/R),
+    ``offline`` (every sample in one query at t = 0, no concurrency limit) or ``steady`` (no run: the steady state)."""
+
+    arrivals: Literal["steady", "burst", "poisson", "offline"]
+    prompts: int = Field(default=0, ge=0)  # the tool's default prompt count (0: none, steady)
+    prompts_per_client: int = Field(default=0, ge=0)  # > 0: prompts = this x C (InferenceX: 10 x C)
+    min_duration_s: float = Field(default=0.0, ge=0)  # > 0: a Poisson run lasts at least this long (MLPerf)
+    warmup_requests: int = Field(default=0, ge=0)  # untimed requests before the timed run
+    warmup_per_client: int = Field(default=0, ge=0)  # > 0: warm-up = this x C
+    burstiness: float = Field(default=1.0, gt=0)  # gamma shape of the inter-arrival gaps (1: Poisson)
+
+
+class ProtocolLengths(Sourced):
+    """How the tool draws each request's input and output length from the nominal L and the range ratio r:
+    fixed (L), vllm ([floor(L(1 − r)), ceil(L(1 + r))]), sglang (input [max(int(L·r), 1), L], output [int(L·r), L]),
+    inferencex ([int(L·r), L]); integers uniform with both ends included."""
+
+    draw: Literal["fixed", "vllm", "sglang", "inferencex"]
+    range_ratio: float = Field(default=0.0, ge=0, le=1)
+    ignore_eos: bool  # outputs run to their drawn length
+
+
+class ProtocolMetrics(Sourced):
+    """How the tool reduces its requests to the figures it prints."""
+
+    ttft: Literal["mean", "median", "p50-index", "p99"]  # the headline TTFT over requests
+    tpot: Literal["mean", "median", "p50-index", "p99"]
+    tpot_definition: Literal["decode", "e2e"]  # (latency − TTFT)/(out − 1) per request, or latency/out (first in)
+    throughput: Literal["span"]  # total output tokens / (last response − first request)
+
+
+class ProtocolFile(BaseModel):
+    """``catalog/protocols/<name>.toml``: how one benchmark tool issues and measures requests, read from its source
+    at ``commit`` (``repository`` + ``paths``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    tool: str
+    repository: str  # owner/name on GitHub ("" for the steady state: no tool)
+    paths: list[str] = []
+    commit: str = ""
+    load: ProtocolLoad
+    lengths: ProtocolLengths
+    metrics: ProtocolMetrics

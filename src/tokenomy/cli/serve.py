@@ -39,6 +39,9 @@ def serve_cmd(model: str = MODEL,
               arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
               requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000)."),
               seed: int = typer.Option(0, "--seed", help="simulate: random seed."),
+              protocol: str = typer.Option("steady", "--protocol", help="The benchmark tool whose run to reproduce: "
+                                           "steady (the steady state) | vllm-bench | sglang-bench | aiperf | "
+                                           "guidellm | inferencex | trtllm-bench | mlperf-server | mlperf-offline."),
               mode: str = typer.Option("agg", "--mode", help="agg | disagg (prefill and decode pools)."),
               prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: chips of the prefill pool."),
               decode_chips: int = typer.Option(None, "--decode-chips", help="disagg: chips of the decode pool."),
@@ -74,6 +77,9 @@ def serve_cmd(model: str = MODEL,
 
     Disaggregated: tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --prefill-chips 72
     --decode-chips 144 --concurrency 256 --isl 4096 --osl 1024 (--method simulate: p50/p99 from the requests)
+
+    As a benchmark measures it: tokenomy serve --model llama-3.1-8b --hardware h100-sxm --tp 1 --engine trtllm
+    --concurrency 8 --isl 1024 --osl 128 --protocol trtllm-bench (--requests: the tool's prompt count)
 
     Plan a split (--search: pools in powers of two within a scale-up domain or whole domains, P + D <= --chips):
     tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --search --chips 288 --concurrency
@@ -114,5 +120,5 @@ def serve_cmd(model: str = MODEL,
                 chips=chips, **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, mode=mode,
                 usd_per_kwh=usd_per_kwh, facility=facility,
-                pools=pools if mode == "disagg" else None, emit=emit)
+                pools=pools if mode == "disagg" else None, emit=emit, protocol=protocol)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

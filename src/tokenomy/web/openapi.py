@@ -43,6 +43,7 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "tpot_slo": "SLO: longest time per output token, seconds",
     "method": "analytic: the steady state; simulate: the iteration-level simulator",
     "arrivals": "closed loop: staggered (steady state) or together (all at t = 0)",
+    "protocol": "the benchmark tool whose run the figures reproduce (steady: the steady state users plan with)",
     "requests": "simulate: requests to run",
     "seed": "simulate: random seed of the lengths and arrivals",
     "mode": "agg: prefill and decode on the same chips; disagg: separate pools",

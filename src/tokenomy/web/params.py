@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
 from tokenomy import answers
-from tokenomy.answers.engines import ENGINES
+from tokenomy.answers.engines import ENGINES, PROTOCOLS
 from tokenomy.answers.launch import EMIT
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
@@ -329,7 +329,7 @@ CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "sche
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
            "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
            "objective": ("goodput-per-usd", "tokens-per-joule", "tco"),  # answers.plan_serving.OBJECTIVES
-           "emit": EMIT}
+           "emit": EMIT, "protocol": PROTOCOLS}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file

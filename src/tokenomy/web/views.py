@@ -31,6 +31,8 @@ HELP = {
     "max_ttft": "SLO: longest time to first token, seconds",
     "weight_dtype": "dense and expert weights; empty: the checkpoint's own",
     "kv_dtype": "KV-cache element type",
+    "protocol": "the benchmark tool whose run the figures reproduce (its prompt count, arrivals, length draws and "
+                "metric definitions); steady: the steady state users plan with",
     "efficiency": "calibrated: the chip's fitted terms (the estimate); roofline: ideal (the bound)",
     "top": "rows of the Pareto front to list; 0: all",
     "tp": "tensor-parallel degree", "pp": "pipeline stages", "cp": "context-parallel degree",

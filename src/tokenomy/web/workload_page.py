@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 from urllib.parse import urlencode
 
-from tokenomy.answers.engines import ENGINES
+from tokenomy.answers.engines import ENGINES, PROTOCOLS
 from tokenomy.answers.workloads import serve
 from tokenomy.plots import workload as wp
 from tokenomy.web import params as P
@@ -19,10 +19,10 @@ LOOPS = ("concurrency", "rate")
 METHODS = ("analytic", "simulate")
 DEGREES = ("tp", "ep", "pp", "dp")
 FIELDS = ("model", "config", "hardware", "chips", "loop", "concurrency", "rate", "isl", "osl", "cache_hit", "engine",
-          "method", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + DEGREES
+          "method", "protocol", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + DEGREES
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurrency", "concurrency": "1,4,16,64,256",
             "rate": "0.5,1,2,4,8", "isl": "1024", "osl": "1024", "cache_hit": "0", "engine": "vllm",
-            "method": "analytic", "kv_dtype": "auto", "efficiency": "calibrated"}
+            "method": "analytic", "protocol": "steady", "kv_dtype": "auto", "efficiency": "calibrated"}
 COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e_s", "requests_per_s",
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
            "j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output", "kv_occupancy", "capacity_limited",
@@ -58,7 +58,7 @@ def kwargs(params: Mapping[str, str]) -> dict:
                                  f"{len(load)} given")
     P.hardware_by_name(qv.text("hardware"))
     kw = {"model": P.model_from(q, v["model"]), "hardware": v["hardware"].lower(), loop: load, "method": method,
-          "engine": qv.choice("engine", ENGINES), "kv_dtype": "auto" if v.get("kv_dtype") == "auto" else qv.dtype("kv_dtype", None),
+          "engine": qv.choice("engine", ENGINES), "protocol": qv.choice("protocol", PROTOCOLS), "kv_dtype": "auto" if v.get("kv_dtype") == "auto" else qv.dtype("kv_dtype", None),
           "weight_dtype": qv.dtype("weight_dtype", None),
           "efficiency": qv.choice("efficiency", P.CHOICES["efficiency"]),
           "isl": qv.integer("isl", 1024, 1, P.MAX_CONTEXT), "osl": qv.integer("osl", 1024, 1, P.MAX_CONTEXT),
