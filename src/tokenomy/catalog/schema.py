@@ -191,6 +191,9 @@ class EngineScheduler(Sourced):
     chunked_prefill: bool  # prefill split into chunks riding with decodes (else whole prompts, still in the budget)
     max_num_tokens: PositiveInt  # the scheduler's token budget per step (decode tokens + prefill tokens)
     max_batch: PositiveInt  # running-sequence cap
+    # admission reserves a request's whole ISL + OSL of KV blocks (TensorRT-LLM's GUARANTEED_NO_EVICT capacity
+    # policy: never preempts), else its prompt's, new blocks taken as decodes grow (vLLM, SGLang: preempt when none)
+    reserve_output: bool = False
 
 
 class EngineKv(Sourced):

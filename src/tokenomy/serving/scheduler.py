@@ -50,6 +50,7 @@ class EngineProfile:
     all_reduce: str = ""  # the engine's TP all-reduce, in words (catalog/engines [all_reduce])
     host_overlap: float = 0.0  # h: 1 where the scheduler's CPU work overlaps the GPU's step (core/efficiency.py)
     ep_overlap: float = 0.0  # ε: 1 under two-batch overlap of the MoE dispatch + combine
+    reserve_output: bool = False  # admission reserves the whole ISL + OSL of KV blocks (TensorRT-LLM GUARANTEED_NO_EVICT)
 
     def on(self, eff):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap."""
@@ -79,7 +80,8 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
                          tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
                          tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
-                         *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap))
+                         *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
+                         sch.reserve_output)
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -3,7 +3,10 @@
 Each step, as vLLM, SGLang and TensorRT-LLM schedule one:
   1. arrivals due by now join the FCFS queue;
   2. admission, in queue order, while the running set is under max_batch and the head's KV blocks fit:
-     ceil((ISL + max(g − 1, 0)) / b) blocks of b tokens (g tokens it generated before a preemption);
+     ceil((ISL + max(g − 1, 0)) / b) blocks of b tokens (g tokens it generated before a preemption); an engine
+     that reserves the whole sequence (EngineProfile.reserve_output: TensorRT-LLM's GUARANTEED_NO_EVICT) admits
+     only while the running requests' ceil((ISL + OSL − 1)/b) blocks, its own included, fit the cache, so its
+     decodes never preempt;
   3. every running decode takes one token of the budget and caches one token: a decode holding K tokens
      (ISL + g − 1) needs a new block when K is a multiple of b; when none is free the latest-admitted request is
      preempted (recompute: its blocks are freed, it re-queues at the front and later prefills its uncached
@@ -192,6 +195,9 @@ class _Run:
         self.now, self.S, self.serials = 0.0, 0, 0
         self.preemptions, self.max_used, self.max_q, self.finished = 0, 0, 0, 0
         self.tokens_out, self.prefilled_tokens = 0, 0
+        self.reserve = bool(prof.reserve_output)
+        self.full = [-(-(i + o - 1) // self.blk) for i, o in zip(self.isl, self.osl)]  # a whole sequence's blocks
+        self.reserved = 0  # the running requests' whole-sequence blocks (reserve_output)
 
     # -- the loop -------------------------------------------------------------------------------------------------
     def loop(self) -> None:
@@ -235,10 +241,11 @@ class _Run:
         while waiting and len(running) < self.max_batch:
             r = waiting[0]
             b = self.blocks_to_admit(r)
-            if b > free:
+            if b > free or (self.reserve and self.reserved + self.full[r] > self.kv):
                 break
             waiting.popleft()
             free -= b
+            self.reserved += self.full[r] if self.reserve else 0
             self.held[r], self.held_pf = b, self.held_pf + b
             running[r] = None
             self.prefilling[r] = None
@@ -246,8 +253,10 @@ class _Run:
             self.serials += 1
 
     def can_admit(self, free: int) -> bool:
-        return bool(self.waiting) and len(self.running) < self.max_batch and self.blocks_to_admit(self.waiting[0]) \
-            <= free
+        if not self.waiting or len(self.running) >= self.max_batch:
+            return False
+        r = self.waiting[0]
+        return self.blocks_to_admit(r) <= free and not (self.reserve and self.reserved + self.full[r] > self.kv)
 
     # -- KV growth and preemption ---------------------------------------------------------------------------------
     def make_room(self) -> None:
@@ -279,6 +288,7 @@ class _Run:
             self.dec.remove(a)
             self.sum_a -= a
         del self.running[v]
+        self.reserved -= self.full[v] if self.reserve else 0
         self.serial[v] = -1
         self.need[v], self.done[v] = self.need0[v] + max(self.gen[v] - 1, 0), 0
         self.waiting.appendleft(v)
@@ -362,6 +372,7 @@ class _Run:
 
     def retire(self, r: int) -> None:
         del self.running[r]
+        self.reserved -= self.full[r] if self.reserve else 0
         self.finish[r] = self.now
         self.finished += 1
         if self.closed and self.issued < self.N:

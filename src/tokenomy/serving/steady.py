@@ -392,20 +392,38 @@ def _slices(n: int, most: int) -> list[slice]:
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
-    closed = concurrency is not None
-    load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
+@dataclass(frozen=True)
+class EngineProblem:
+    """A deployment's workload points as ``solve`` takes them: the engine's step function and solve's keywords
+    (``solve(problem.step, **problem.keywords, closed=..., arrivals=...)``), with the KV capacity beside."""
+
+    step: _EngineStep
+    keywords: dict
+    b_kv: np.ndarray
+    kv_tokens: np.ndarray
+
+
+def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0) -> EngineProblem:
+    """The engine on ``dep`` under ``prof`` at each point of ``load`` (users or requests/s) as solve's inputs."""
+    load = np.atleast_1d(np.asarray(load, float))
     isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
     I = prefill_tokens(isl, cache_hit)
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
-
     step = _EngineStep(StepTimer(dep, ctx, pctx, rank_chunk(dep, prof, I)), load.shape)  # a chunk on one rank
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)
-    s = solve(step, isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
-              closed=closed, arrivals=arrivals, whole_prompts=not prof.chunked_prefill,
-              request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
+    kw = dict(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
+              whole_prompts=not prof.chunked_prefill, request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
+    return EngineProblem(step, kw, b_kv, kv_tok)
+
+
+def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
+    closed = concurrency is not None
+    pb = engine_problem(dep, prof, isl=isl, osl=osl, load=concurrency if closed else rate, cache_hit=cache_hit)
+    b_kv, kv_tok, kw = pb.b_kv, pb.kv_tokens, pb.keywords
+    isl, osl = kw["isl"], kw["osl"]
+    s = solve(pb.step, **kw, closed=closed, arrivals=arrivals)
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
     occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
     fits = (s.reason == 0) & (b_kv >= 1)

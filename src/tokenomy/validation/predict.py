@@ -5,7 +5,9 @@ case (arrays gathered by chip). Runs a serving engine schedules — concurrency 
 rate (open loop, Poisson) and max throughput (every request queued at once: a closed loop at the scheduler cap) —
 are predicted by the serving model users run, ``serving.steady.solve`` (continuous batching with chunked
 prefill under the token budget, KV capacity from the case's engine profile, queueing), its step(n, P) the engine
-on the case's work interpolated on a batch grid (``work_at``). The rest (t_step(B): a decode step of B sequences;
+on the case's work interpolated on a batch grid (``work_at``); a closed loop whose benchmark protocol runs from
+the first wave (InferenceX, vllm/sglang bench, AIPerf, trtllm-bench, MLPerf Offline: prepare.case_protocol) as
+that run (serving.protocol_waves: its first wave and the waves after it, each metric the tools' mean). The rest (t_step(B): a decode step of B sequences;
 t_pf: the prefill pass):
   static_batch   latency = t_pf(B·ISL) + (OSL−1)·t_step(B);  throughput/chip = B·OSL/(latency·n)
   prefill        latency = t_pf(B·ISL)
@@ -22,6 +24,7 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.serving import steady
+from tokenomy.serving.protocol_waves import Waves, wave_figures
 from tokenomy.validation.prepare import METRIC_CODE, SCENARIO_CODE, WORK_FIELDS, Serving, add_prefill, take_work
 from tokenomy.validation.schema import EfficiencyTerms
 
@@ -192,16 +195,42 @@ def step_function(s: Serving, th: Theta) -> _CaseStep:
 SERVED = ("concurrency", "request_rate", "max_throughput")  # scenarios predicted by the serving model (steady)
 
 
-def _served(s: Serving, th: Theta, closed: bool) -> steady.Solved:
-    """steady.solve on these cases: closed loop at C clients (concurrency) or at the scheduler cap (max
-    throughput: trtllm-bench queues every request at once), open loop at the request rate."""
-    conc = s.scenario == SCENARIO_CODE["concurrency"]
-    load = np.where(conc, s.concurrency, s.cap) if closed else s.rate
+def _load(s: Serving, closed: bool) -> np.ndarray:
+    """The clients of a closed loop — C (concurrency), or for max throughput the protocol's one wave of every
+    prompt (offline) or, under the steady protocol, the scheduler cap (trtllm-bench queues every request at once) —
+    or an open loop's request rate."""
+    if not closed:
+        return s.rate
+    wave = np.where(s.burst > 0, s.prompts, s.cap)
+    return np.where(s.scenario == SCENARIO_CODE["concurrency"], s.concurrency, wave)
+
+
+def _served(s: Serving, th: Theta, closed: bool, arrivals: str = "staggered") -> steady.Solved:
+    """steady.solve on these cases at their load (_load)."""
     o_req = np.asarray(th.request_overhead_s, float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return steady.solve(step_function(s, th), isl=s.isl, osl=s.osl, prefill=s.isl, load=load,
-                            cap=np.minimum(s.bmax, s.cap), budget=s.budget, closed=closed,
+        return steady.solve(step_function(s, th), isl=s.isl, osl=s.osl, prefill=s.isl, load=_load(s, closed),
+                            cap=np.minimum(s.bmax, s.cap), budget=s.budget, closed=closed, arrivals=arrivals,
                             request_overhead_s=o_req, whole_prompts=s.whole > 0)
+
+
+def _protocol_runs(s: Serving, th: Theta, r: steady.Solved) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(TPOT, TTFT, requests/s) of closed-loop cases: the steady state's, or where the case's protocol runs from the
+    first wave (Serving.burst) that run's figures in closed form (serving.protocol_waves: the first wave, then the
+    waves after it, phase-locked where the tool draws fixed lengths; checked against the simulator there)."""
+    tpot, ttft, X = r.tpot_s.copy(), r.ttft0_s + r.queue_s, r.requests_per_s.copy()
+    idx = np.flatnonzero(s.burst > 0)
+    if not idx.size:
+        return tpot, ttft, X
+    sk, tk = s.take(idx), th.take(idx)
+    stag = steady.Solved(**{f.name: np.asarray(getattr(r, f.name))[idx] for f in fields(steady.Solved)})
+    tog = _served(sk, tk, True, "together")
+    w = Waves(_load(sk, True), sk.prompts, sk.isl, sk.osl, sk.budget, sk.whole > 0, sk.locked > 0,
+              np.asarray(tk.request_overhead_s, float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = wave_figures(step_function(sk, tk), w, stag, tog)
+    tpot[idx], ttft[idx], X[idx] = f.tpot_s, f.ttft_s, f.requests_per_s
+    return tpot, ttft, X
 
 
 def predict_serving(s: Serving, th: Theta) -> Prediction:
@@ -223,10 +252,12 @@ def predict_serving(s: Serving, th: Theta) -> Prediction:
         idx = np.flatnonzero(np.isin(sc, want))
         if not idx.size:
             continue
-        r = _served(s.take(idx), th.take(idx), closed)
-        ts[idx], bound_st[idx], b[idx], p[idx] = r.tpot_s, r.bound, r.batch, r.prefill_per_step
-        ttft[idx] = r.ttft0_s + r.queue_s
-        tput[idx] = r.requests_per_s * s.osl[idx] / s.n[idx]
+        sk, tk = s.take(idx), th.take(idx)
+        r = _served(sk, tk, closed)
+        bound_st[idx], b[idx], p[idx] = r.bound, r.batch, r.prefill_per_step
+        ts[idx], ttft[idx], X = _protocol_runs(sk, tk, r) if closed else (r.tpot_s, r.ttft0_s + r.queue_s,
+                                                                         r.requests_per_s)
+        tput[idx] = X * s.osl[idx] / s.n[idx]
         cap_lim[idx] = r.demand_limited | r.over_budget
     value = np.select([me == METRIC_CODE["tpot_s"], me == METRIC_CODE["ttft_s"], me == METRIC_CODE["latency_s"]],
                       [ts, ttft, lat], default=tput)

@@ -84,6 +84,7 @@ class ServingCase(_Strict):
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
     protocol: Protocol = "steady"  # the benchmark tool that produced the figure (PROTOCOLS)
+    prompts: int | None = Field(default=None, gt=0)  # timed prompts of the run where the source states them
     value: float = Field(gt=0)
     published: str  # the cell(s) as published
     split: Literal["train", "test"] | None = None  # explicit override of the declared split rule
