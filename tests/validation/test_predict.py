@@ -84,14 +84,16 @@ def test_static_batch_latency_is_the_engine_on_the_case_deployment(prepared, cal
 
 
 def test_max_throughput_runs_the_capacity_batch_and_pays_every_prompt(prepared, calibrated):
-    """trtllm-bench queues every request at once: the running batch is the scheduler cap or the KV capacity, and
-    each step carries the prefill of the requests that replace finished ones (B·ISL over a request's steps)."""
+    """trtllm-bench queues every request of its dataset at once (the perf overview's prompt count, protocol
+    trtllm-bench): the running batch is those prompts, the scheduler cap or the KV capacity, and each step carries
+    the prefill of the requests that replace finished ones (B·ISL over a request's steps)."""
     s = prepared.serving
     for model in ("mixtral-8x7b-v0.1", "llama-3.1-70b"):  # MoE (work not linear in tokens) and dense
         i = _first(s, "max_throughput", "throughput_per_chip", lambda c: c.model == model and c.tp > 1)
         c = s.cases[i].case
         b = calibrated.batch[i]
-        assert b == min(c.max_batch or 4096, s.bmax[i])
+        assert c.protocol == "trtllm-bench" and c.prompts and s.burst[i] == 1 and s.prompts[i] == c.prompts
+        assert b == min(c.prompts, c.max_batch or 4096, s.bmax[i])
         steps = 1.0 + c.osl - 1.0  # TensorRT-LLM does not chunk: a whole prompt in one step (budget >= ISL + B)
         _close(calibrated.prefill_tokens[i], min(b * c.isl / steps, s.budget[i] - b * (c.osl - 1) / steps))
         # output tokens/s = B·OSL / lifetime, and a lifetime is at least its OSL - 1 decode steps

@@ -1,7 +1,8 @@
 """Validation scores serving cases by the serving model users run: each concurrency, request-rate and
 max-throughput case predicted by validation (vectorised over cases, the engine on prepared work) equals what
 ``serving.steady`` — the code behind ``tokenomy serve`` — gives on the case's own Deployment, engine profile and
-calibrated efficiency set (a different path to the same number: the Deployment re-lowers the work at each step)."""
+calibrated efficiency set (a different path to the same number: the Deployment re-lowers the work at each step);
+a case whose benchmark protocol runs from the first wave equals serving.protocol_waves.estimate on that Deployment."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tokenomy.answers.engines import benchmark_protocol
+from tokenomy.serving.protocol_waves import estimate
 from tokenomy.serving.steady import steady
 from tokenomy.validation import load, run
 from tokenomy.validation.predict import SERVED, gather, predict_serving
-from tokenomy.validation.prepare import case_deployment, case_profile
+from tokenomy.validation.prepare import case_deployment, case_profile, case_protocol
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +31,12 @@ def _serve_value(case) -> float:
     c = case.case
     prof = case_profile(c)  # the case's engine at its version: its host and EP overlap on the chip's terms
     dep = dataclasses.replace(case_deployment(c), eff=prof.on(load.efficiency_set(c.hardware)))
+    burst, prompts, _ = case_protocol(c)
+    if burst:
+        wave = c.concurrency if c.scenario == "concurrency" else prompts
+        f = estimate(dep, prof, benchmark_protocol(c.protocol), c.isl, c.osl, [wave], int(prompts), as_means=True)
+        return {"tpot_s": f.tpot_s, "ttft_s": f.ttft_s,
+                "throughput_per_chip": f.requests_per_s * c.osl / c.chips}[c.metric][0]
     if c.scenario == "request_rate":
         r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate])
     else:

@@ -37,7 +37,8 @@ def serve_cmd(model: str = MODEL,
               tpot_slo: float = TPOT_SLO,
               method: str = typer.Option("analytic", "--method", help="analytic | simulate (either mode)."),
               arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
-              requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000)."),
+              requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000); "
+                                           "--protocol: the run's prompt count (default: the tool's)."),
               seed: int = typer.Option(0, "--seed", help="simulate: random seed."),
               protocol: str = typer.Option("steady", "--protocol", help="The benchmark tool whose run to reproduce: "
                                            "steady (the steady state) | vllm-bench | sglang-bench | aiperf | "

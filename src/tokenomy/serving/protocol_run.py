@@ -4,7 +4,8 @@
               until the protocol's prompt count (serving.protocol.Protocol.prompt_count) has been sent
     offline   every prompt queued at t = 0 (a closed loop of C = the prompt count): the engine admits what its batch
               cap, KV cache and token budget take, the rest wait in its queue
-    poisson   Poisson arrivals at R requests/s for the prompt count
+    poisson   Poisson arrivals at R requests/s for the prompt count (a burst tool given a request rate, as vllm bench
+              serve's --request-rate: the same)
 The engine is the deployment's on its profile (whole prompts or chunked prefill under the token budget, KV blocks,
 batch cap: serving.simulator). Every timed request counts — ramp-up and drain included, no statistics window —
 each metric reduced by the tool's rule (Protocol.reduce): TTFT from send to first token (+ the request overhead
@@ -86,10 +87,12 @@ def protocol_workload(p: Protocol, isl: Lengths | int, osl: Lengths | int, concu
     li = p.lengths(isl, output=False) if not isinstance(isl, Lengths) else isl
     lo = p.lengths(osl, output=True) if not isinstance(osl, Lengths) else osl
     n = min(p.prompt_count(concurrency, rate, prompts), MAX_RUN_REQUESTS)
-    if p.arrivals == "poisson":
+    if p.arrivals == "poisson" or (p.arrivals == "burst" and rate is not None):  # a burst tool's --request-rate
         if rate is None:
-            raise ValueError(f"rate: protocol {p.name} issues Poisson arrivals; give --rate")
+            raise ValueError(f"rate: protocol {p.name} issues Poisson arrivals at a target rate; give a rate")
         return Workload(li, lo, rate=float(rate), seed=seed), n
+    if rate is not None:
+        raise ValueError(f"rate: protocol {p.name} queues every prompt at once; give a concurrency, not a rate")
     C = n if p.arrivals == "offline" and concurrency is None else concurrency
     if C is None:
         raise ValueError(f"concurrency: protocol {p.name} runs C clients at request rate inf; give --concurrency")

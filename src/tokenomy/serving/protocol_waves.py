@@ -93,15 +93,16 @@ def _groups(B, I, N):
     return g, full, B - full * g
 
 
-def estimate(dep, prof, p, isl: int, osl: int, concurrency, prompts=None) -> WaveFigures:
+def estimate(dep, prof, p, isl: int, osl: int, concurrency, prompts=None, *, as_means: bool = False) -> WaveFigures:
     """The module docstring's figures for protocol ``p`` (burst or offline arrivals) on one replica of ``dep``
     under engine profile ``prof``: C clients (an array of points), the protocol's prompt count (or ``prompts``),
-    its length draws' means, phase-locked where it draws fixed lengths."""
+    its length draws' means (``as_means``: ``isl``/``osl`` are those means already, as validation cases state
+    them), phase-locked where it draws fixed lengths."""
     from tokenomy.serving.steady import engine_problem, solve
 
     C = np.atleast_1d(np.asarray(concurrency, float))
     li, lo = p.lengths(isl, output=False), p.lengths(osl, output=True)
-    pb = engine_problem(dep, prof, isl=li.mean, osl=lo.mean, load=C)
+    pb = engine_problem(dep, prof, isl=isl if as_means else li.mean, osl=osl if as_means else lo.mean, load=C)
     stag, tog = (solve(pb.step, **pb.keywords, closed=True, arrivals=a) for a in ("staggered", "together"))
     n = np.array([p.prompt_count(c, None, prompts) for c in C], float)
     kw = pb.keywords
