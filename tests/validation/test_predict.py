@@ -89,7 +89,8 @@ def test_max_throughput_runs_the_capacity_batch_and_pays_every_prompt(prepared, 
     the prefill of the requests that replace finished ones (B·ISL over a request's steps)."""
     s = prepared.serving
     for model in ("mixtral-8x7b-v0.1", "llama-3.1-70b"):  # MoE (work not linear in tokens) and dense
-        i = _first(s, "max_throughput", "throughput_per_chip", lambda c: c.model == model and c.tp > 1)
+        i = _first(s, "max_throughput", "throughput_per_chip",
+                   lambda c: c.model == model and c.tp > 1 and c.protocol == "trtllm-bench" and bool(c.prompts))
         c = s.cases[i].case
         b = calibrated.batch[i]
         assert c.protocol == "trtllm-bench" and c.prompts and s.burst[i] == 1 and s.prompts[i] == c.prompts
