@@ -422,8 +422,8 @@ def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> S
     closed = concurrency is not None
     pb = engine_problem(dep, prof, isl=isl, osl=osl, load=concurrency if closed else rate, cache_hit=cache_hit)
     b_kv, kv_tok, kw = pb.b_kv, pb.kv_tokens, pb.keywords
-    isl, osl = kw["isl"], kw["osl"]
-    s = solve(pb.step, **kw, closed=closed, arrivals=arrivals)
+    isl, osl, load, step = kw["isl"], kw["osl"], kw["load"], pb.step
+    s = solve(step, **kw, closed=closed, arrivals=arrivals)
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
     occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
     fits = (s.reason == 0) & (b_kv >= 1)
