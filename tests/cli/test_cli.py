@@ -119,9 +119,9 @@ def test_calibrated_estimate_beside_the_roofline_bound():
 @pytest.mark.parametrize("text, want", [("128k", [131072]), ("1M", [1048576]), ("2048,8k", [2048, 8192]),
                                         ("1..8", [1, 2, 4, 8])])
 def test_token_counts_as_people_write_them(text, want):
-    from tokenomy.cli.app import int_list
+    from tokenomy.answers.inputs import numbers
 
-    assert int_list("context", text) == want
+    assert numbers("context", text) == want
 
 
 @pytest.mark.parametrize("text", ["1e400", "inf", "-4", "abc", "8..2", "0", "1.0001k"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.answers.door import door
 from tokenomy.answers.economics import _number, serving
 from tokenomy.answers.resolve import model_of, positive_int
 from tokenomy.answers.result import Result
@@ -168,6 +169,7 @@ def _models(models) -> list:
     return [model_of(m) for m in names]
 
 
+@door()
 @reports_hardware
 def context_compare(*, models=None, hardware="gb200-nvl72", chips=None, kv_dtype="bf16",
                     max_batch=MAX_OPERATING_BATCH, **kw) -> Result:

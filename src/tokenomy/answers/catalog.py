@@ -8,6 +8,7 @@ A model may be a catalog name, a config.json path, or a built ModelArch (the web
 
 from __future__ import annotations
 
+from tokenomy.answers.door import door
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.arch.model import ModelArch
@@ -70,16 +71,19 @@ def hardware_names() -> list[str]:
     return loader.chip_names() + loader.system_names()
 
 
+@door()
 def models() -> Result:
     rows = tuple(model_summary(n) for n in loader.model_names())
     return Result("models", "models", rows, MODEL_COLUMNS, rows_key="")
 
 
+@door()
 def model(name: "str | ModelArch", kv_dtype: str = "bf16") -> Result:
     row = model_summary(name, kv_dtype)
     return Record("model", row["name"], (row,), tuple(row))
 
 
+@door()
 def hardware(name=None) -> Result:
     if name:
         row = hardware_summary(name)

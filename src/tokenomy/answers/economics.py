@@ -18,6 +18,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from tokenomy.answers.door import door
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
 from tokenomy.answers.result import Result
@@ -92,6 +93,7 @@ def _g(v) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
+@door(serving, hide=("len_pass",))
 @reports_hardware
 def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, **kw) -> Result:
     """Decode cost and speed vs batch: balance batches, unbatched penalty, operating point, fit."""
@@ -117,6 +119,7 @@ def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192,
                   BATCH_COLUMNS, {"summary": s, **_context(sv)}, notes, derivation)
 
 
+@door(serving, hide=("len_pass",))
 @reports_hardware
 def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, tick_s=None,
             global_tokens_per_s=el.GLOBAL_TOKENS_PER_S, **kw) -> Result:
@@ -144,6 +147,7 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   {"drain": list(drain), **_context(sv)}, derivation=derivation, rows_key="schedule")
 
 
+@door(serving, hide=("len_pass",))
 @reports_hardware
 def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXTS, sparse_const=64.0,
             sparse_exponent=0.5, band=2.0, step_context=200000, **kw) -> Result:
@@ -169,6 +173,7 @@ def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXT
                   derivation=derivation)
 
 
+@door(serving, hide=("len_pass",))
 @reports_hardware
 def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, prompt_tokens=4096,
             prefill_batch=1, **kw) -> Result:
@@ -196,6 +201,7 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   derivation=derivation)
 
 
+@door(serving, hide=("len_pass",))
 @reports_hardware
 def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, draft="model", draft_tokens=None,
               acceptance=None, draft_cost=None, base_batch=None, target_speed=2.5, **kw) -> Result:
@@ -309,6 +315,7 @@ def published_cache_rows() -> list[dict]:
     return rows
 
 
+@door(serving, hide=("len_pass",))
 @reports_hardware
 def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HOLDS, stall=0.0, prefill_batch=1,
           **kw) -> Result:
@@ -353,6 +360,7 @@ def lecture_serving(model, hardware, *, kv_dtype, batch, context, len_pass=1) ->
     return serving(model, hardware, kv_dtype=kv_dtype, batch=batch, context=context, len_pass=len_pass)
 
 
+@door()
 def lecture(*, real=False, ids=None) -> Result:
     """Lecture claims L1-L28 from their stated inputs (``real``: the claims re-asked on today's hardware instead,
     calibrated on real layouts)."""

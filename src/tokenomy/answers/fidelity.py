@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from tokenomy.answers.door import door
 from tokenomy.answers.result import Result
 
 STAT_COLUMNS = ("n", "median_abs_error", "within_20pct", "signed_bias", "roofline_median_abs_error",
@@ -24,6 +25,7 @@ GROUP_KEYS = ("metric", "chip", "engine", "shape", "bound", "source", "scenario"
               "split")
 
 
+@door()
 def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None, against=None,
              setup=None) -> Result:
     if against is not None:

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from tokenomy.answers import error_bars
+from tokenomy.answers.door import door
 from tokenomy.answers.launch import emits
 from tokenomy.answers.resolve import deployment, positive_int
 from tokenomy.answers.result import Result
@@ -44,6 +45,7 @@ DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurr
                        "goodput_requests_per_usd", "prefill_utilisation")
 
 
+@door()
 @reports_hardware
 @emits
 def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, max_ttft=None, batch=None,

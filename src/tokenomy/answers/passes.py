@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers import error_bars
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
+from tokenomy.answers.door import door
+from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int, within_window
 from tokenomy.answers.energy_cols import ENERGY_KEYS, pass_energy, power_of
 from tokenomy.answers.result import Later, Result
 from tokenomy.answers.variants import reports_hardware
@@ -81,6 +82,7 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
     C = _grid("context", context)[None, :]
     if B.size * C.size > MAX_POINTS:
         raise ValueError(f"batch x context: at most {MAX_POINTS} points, got {B.size * C.size}")
+    within_window(m, float(np.max(C)), "context")
     S = np.ones_like(C) if kind == "decode" else (C if len_pass is None else np.full_like(C, float(len_pass)))
     if len_pass is not None:
         positive_int("len_pass", len_pass)
@@ -158,12 +160,14 @@ def explain_point(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms,
     return lines
 
 
+@door(pass_answer)
 def decode(model, hardware, *, batch=(1, 8, 64), context=(2048,), **kw) -> Result:
     """Decode steps (one new token per sequence) at every batch x context (lists cross, any lengths; defaults as
     ``tokenomy decode``'s); the keywords are the command's options (see the module docstring)."""
     return pass_answer("decode", model, hardware, batch=batch, context=context, **kw)
 
 
+@door(pass_answer)
 def prefill(model, hardware, *, batch=(1, 8, 64), context=(2048,), **kw) -> Result:
     """Prefill passes of ``context`` tokens (or ``len_pass`` new tokens over a cached context)."""
     return pass_answer("prefill", model, hardware, batch=batch, context=context, **kw)

@@ -100,6 +100,15 @@ def positive_int(field: str, v, limit: int = 2**40) -> int | None:
     return int(float(v))
 
 
+def within_window(m, tokens: float, field: str, what: str = "") -> None:
+    """A sequence of ``tokens`` inside the model's context window (config.json max_position_embeddings, where given):
+    the one rule decode, prefill (their context) and serve, plan (ISL + OSL) apply."""
+    most = m.max_position_embeddings
+    if most and tokens > most:
+        raise ValueError(f"{field}: {what}{tokens:,.0f} tokens exceeds {m.name}'s context of {most:,} tokens "
+                         "(max_position_embeddings in its config.json)")
+
+
 def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None,
               kv_batch=None) -> Layout | None:
     """An explicit layout from degrees (those left out are 1), or None when no degree is given. ``attn_dp``

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tokenomy.answers import inputs
 from tokenomy.specs import Hardware
 from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
@@ -30,9 +31,6 @@ SERVE_AXES = ("concurrency", "rate", "isl", "osl")
 PASS_ONLY = ("kind", "batch", "context", "len_pass")
 KINDS = ("decode", "prefill")
 EFFICIENCIES = ("calibrated", "roofline")
-WHOLE = ("chips", "tp", "ep", "pp", "dp", "batch", "context", "len_pass", "isl", "osl")  # positive integers
-POSITIVE = ("concurrency", "rate")  # positive numbers
-MAX_CHIPS = 1 << 20  # the plan enumerates the divisors of the budget
 
 
 @dataclass(frozen=True)
@@ -89,16 +87,7 @@ def _check(name: str, vals: list) -> tuple:
         if bad:
             raise ValueError(f"efficiency: {bad[0]!r}; allowed: {', '.join(EFFICIENCIES)}")
         return tuple(vals)
-    try:
-        a = np.asarray(vals, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: {vals!r} are not numbers") from None
-    if not np.all(np.isfinite(a)) or np.any(a <= 0) or (name in WHOLE and np.any(a != np.round(a))):
-        kind = "positive whole numbers" if name in WHOLE else "positive numbers"
-        raise ValueError(f"{name}: must be {kind}, got {vals!r}")
-    if name == "chips" and np.any(a > MAX_CHIPS):
-        raise ValueError(f"chips: at most {MAX_CHIPS:,} chips, got {vals!r}")
-    return tuple(a.tolist())
+    return tuple(float(x) for x in inputs.numbers(name, vals))  # the one grammar and its bounds (answers/inputs)
 
 
 def grid_of(axes: dict) -> Grid:
@@ -131,6 +120,7 @@ def grid_of(axes: dict) -> Grid:
         if not vals:
             raise ValueError(f"{n}: empty; give at least one value")
         checked = _check(n, vals)
+        one = one and len(checked) == 1  # '1..4096' is one text, many values
         if len({_label(x) for x in checked}) != len(checked):
             raise ValueError(f"{n}: repeated values in {[_label(x) for x in checked]!r}")
         names.append(n)
@@ -145,7 +135,7 @@ def labels(grid: Grid, name: str) -> list:
     vals = grid.axis(name)
     if name in CATEGORICAL:
         return [_label(v) for v in vals]
-    return [int(v) for v in vals] if name in WHOLE else list(vals)
+    return [int(v) for v in vals] if inputs.FIELDS[name].whole else list(vals)
 
 
 def blocks(shape: tuple[int, ...], budget: int, first_array: int | None = None) -> list[tuple[slice, ...]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import lifecycle_mwh, power_of, train_energy
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of, positive_int
 from tokenomy.answers.result import Result
@@ -163,6 +164,7 @@ def published_runs(published: str) -> Result:
                   tuple(r for r in check_rows() if r["run"] in names), PUBLISHED_COLUMNS, rows_key="")
 
 
+@door()
 @reports_hardware
 def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, cp=1, ep=1, ep_overlap=0.0, zero=1,
           fsdp=False, no_sp=False, schedule="1f1b", virtual_stages=1, recompute="selective", micro_batch=1,
@@ -225,6 +227,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                   derivation=tuple(derivation), rows_key="")
 
 
+@door()
 @reports_hardware
 def rl(*, model=None, hardware=None, chips=None, rollouts=1024, prompt_len=1024, output_len=8192,
        batch=(16, 64, 256), flops_factor=6.0, train_mfu=0.4, weight_dtype=None) -> Result:
@@ -266,6 +269,7 @@ def _inverse(demand, period_days, active_params, pen, models_per_family) -> Reco
                         tuple(row), derivation=derivation, rows_key="")
 
 
+@door()
 @reports_hardware
 def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, target_params=1e11,
               hardware="h100-sxm", mfu=0.4, rl_tokens_ratio=2 / 3, rl_flops_factor=3.0, rl_penalty=3.0,

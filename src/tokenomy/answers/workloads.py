@@ -26,7 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers import error_bars
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int, weight_dtype_of
+from tokenomy.answers import inputs
+from tokenomy.answers.door import door
+from tokenomy.answers.resolve import (deployment, hardware_of, layout_of, model_of, positive_int, weight_dtype_of,
+                                     within_window)
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import benchmark_protocol, engine_profile
@@ -34,6 +37,7 @@ from tokenomy.answers.launch import emits
 from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
 from tokenomy.answers.energy_cols import SIM_SCALED, power_of, serving_energy
+from tokenomy.serving.simulator import BYTES_PER_REQUEST
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
@@ -109,6 +113,7 @@ def check_hit_and_arrivals(cache_hit, arrivals) -> None:
         raise ValueError(f"arrivals: {arrivals!r}; allowed: together, staggered")
 
 
+@door()
 @reports_hardware
 @emits
 def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
@@ -203,11 +208,8 @@ def _longest(lengths) -> float:
 
 
 def within_context(m, isl: float, osl: float) -> None:
-    """ISL + OSL inside the model's context window (config.json max_position_embeddings, where given)."""
-    most = m.max_position_embeddings
-    if most and isl + osl > most:
-        raise ValueError(f"isl: ISL + OSL = {isl + osl:g} tokens exceeds {m.name}'s context of {most:,} tokens "
-                         "(max_position_embeddings in its config.json)")
+    """ISL + OSL inside the model's context window: the rule decode and prefill apply to their context."""
+    within_window(m, isl + osl, "isl", "ISL + OSL = ")
 
 
 def _dtypes(dep) -> str:
@@ -218,6 +220,7 @@ def _simulations(run, C, R, li, lo, tr, cache_hit, arrivals, requests, seed) -> 
     """One simulation per load point, ``run(workload, n_requests)`` (the aggregated or the disaggregated
     simulator): ``requests`` requests (default 2000; a trace: its own), seeded."""
     n_req = positive_int("requests", requests) or 2000
+    inputs.within_memory("requests", n_req, BYTES_PER_REQUEST, "simulated requests")
     return [run(Workload(li, lo, concurrency=x if C is not None else None, rate=x if C is None else None,
                          cache_hit=float(cache_hit), arrivals=arrivals, trace=tr, seed=seed), n_req)
             for x in (C if C is not None else R)]
@@ -330,6 +333,9 @@ def _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, t
     by its mean request rate (R), as the analytic models read it."""
     tr = read_trace(trace) if trace is not None and not hasattr(trace, "isl") else trace
     C, R = _points("concurrency", concurrency), _points("rate", rate)
+    given = [n for n, v in (("concurrency", C), ("rate", R)) if v is not None]
+    if tr is not None and given:
+        raise ValueError(f"{given[0]}: not with trace (the trace's arrivals are the load); give one")
     if tr is None and (C is None) == (R is None):
         raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
     if tr is not None:

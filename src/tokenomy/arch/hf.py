@@ -120,10 +120,23 @@ def _compressed_tensors(c: _Cfg, q: dict, base: str) -> Quantization:
                         note=f"compressed-tensors {dt}: " + ", ".join(f"{k} {v}" for k, v in per.items()))
 
 
+CHECKPOINT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}  # torch_dtype names a config uses
+
+
+def checkpoint_dtype(c: _Cfg, key: str = "torch_dtype") -> str:
+    """The checkpoint's dtype (``torch_dtype``, ``dtype`` in transformers 5; bfloat16 where absent): a name outside
+    CHECKPOINT_DTYPES is refused naming the field, never read as bf16."""
+    v = c.opt(key, "bfloat16")
+    if v not in CHECKPOINT_DTYPES:
+        raise ConfigError(f"config {c.name}: field '{key}' {v!r} not supported; allowed: "
+                          f"{', '.join(CHECKPOINT_DTYPES)}")
+    return CHECKPOINT_DTYPES[v]
+
+
 def _quant(c: _Cfg) -> Quantization:
     """Per-category weight dtype from ``quantization_config`` / ``torch_dtype`` (``dtype`` in transformers 5)."""
-    dtypes = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-    base = dtypes.get(c.opt("torch_dtype", c.opt("dtype", "bfloat16")), "bf16")
+    key = "torch_dtype" if c.opt("torch_dtype", None) is not None else "dtype"
+    base = checkpoint_dtype(c, key)
     q = c.opt("quantization_config", None)
     if not q:
         return Quantization(base, base, base)
@@ -156,6 +169,9 @@ def _dense_mlp(c: _Cfg, gated: bool = True, bias: bool = False) -> Mlp:
 
 
 def _base(c: _Cfg, name: str, layers: list[Layer], **kw: Any) -> ModelArch:
+    window = c.opt("max_position_embeddings", None)
+    if window is not None:
+        c.pos("max_position_embeddings")  # 0 or a fraction is no context window: refused naming the field
     return ModelArch(
         name=name, model_type=c.req("model_type"), hidden_size=c.pos("hidden_size"),
         vocab_size=c.pos("vocab_size"), layers=tuple(layers),
@@ -284,6 +300,18 @@ def from_config(d: Any, name: str) -> ModelArch:
     if mt not in ADAPTERS:
         raise ConfigError(f"config {name}: model_type {mt!r} not supported; allowed: {', '.join(sorted(ADAPTERS))}")
     try:
-        return ADAPTERS[mt](c, name)
+        m = ADAPTERS[mt](c, name)
     except (TypeError, AttributeError, ZeroDivisionError) as e:
         raise ConfigError(f"config {name}: malformed field ({e})") from None
+    _routes_within_experts(m, name)
+    return m
+
+
+def _routes_within_experts(m: ModelArch, name: str) -> None:
+    """Each token is routed to k of E experts, so k <= E (a config with k > E counts more active parameters than
+    the model has)."""
+    for layer in m.layers:
+        mlp = layer.mlp
+        if mlp.num_experts and not 0 < mlp.experts_per_tok <= mlp.num_experts:
+            raise ConfigError(f"config {name}: field 'num_experts_per_tok' ({mlp.experts_per_tok}) must be in "
+                              f"1..{mlp.num_experts} (the routed experts of a layer)")

@@ -121,60 +121,6 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-SUFFIXES = {"k": 1024, "m": 1024**2}  # token counts as people write them: 128k = 131,072, 1M = 1,048,576
-
-
-def _count(text: str) -> float:
-    """'8192', '8e3', '128k', '1M' -> a number (k and M are powers of two, as context lengths are quoted)."""
-    t = text.strip().lower()
-    scale = SUFFIXES.get(t[-1:], 1) if t else 1
-    return float(t[:-1] if scale != 1 else t) * scale
-
-
-def int_list(name: str, text: str) -> list[int]:
-    """'1,8,64' -> [1, 8, 64]; ranges 'a..b' as powers of two ('1..4096'); suffixes '128k', '1M'."""
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if ".." in part:
-                lo, hi = (int(_count(x)) for x in part.split(".."))
-                if not 0 < lo <= hi <= 2**40:
-                    raise UsageError(f"--{name}: range {part!r} must be 0 < a <= b")
-                v = lo
-                while v <= hi:
-                    out.append(v)
-                    v *= 2
-                continue
-            v = _count(part)
-        except ValueError as e:
-            if isinstance(e, UsageError):
-                raise
-            raise UsageError(f"--{name}: {part!r} is not a number; use e.g. 1,8,64, 1..4096 or 128k") from None
-        if not (v == v and abs(v) != float("inf")) or v != int(v) or v <= 0 or v > 2**40:
-            raise UsageError(f"--{name}: {part} must be a positive integer (at most 2^40)")
-        out.append(int(v))
-    if not out:
-        raise UsageError(f"--{name}: needs positive integers, e.g. 1,8,64")
-    return out
-
-
-def float_list(name: str, text: str | None, *, positive: bool = False) -> list[float] | None:
-    """'1,4.5,16' -> [1.0, 4.5, 16.0] (blank items skipped); None when the option was not given; ``positive``:
-    every value > 0 (rates, concurrencies)."""
-    if text is None:
-        return None
-    try:
-        out = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--{name}: {text!r} is not a comma list of numbers") from None
-    if not out:
-        raise UsageError(f"--{name}: empty; give at least one value")
-    if positive and any(not v > 0 for v in out):
-        raise UsageError(f"--{name}: must be > 0, got {text!r}")
-    return out
-
-
 # command -> the module under tokenomy.cli that registers it (tests/cli/test_cli_lazy.py checks this against
 # commands.py): a process imports only the module of the command it runs
 COMMAND_MODULES = {

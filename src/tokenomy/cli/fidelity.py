@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.app import UsageError, app, guarded
 from tokenomy.cli.options import CSV, EFFICIENCY, JSON, SERVE_KV_DTYPE, WEIGHT_DTYPE
 from tokenomy.cli.render import emit
 
@@ -149,12 +149,13 @@ def calibrate_cmd(from_file: Path = typer.Option(None, "--from", help="A benchma
         import torch  # noqa: F401
     except ImportError:
         raise UsageError("calibrate needs PyTorch: pip install 'tokenomy[torch]'") from None
+    from tokenomy.answers import inputs
     from tokenomy.validation import measure
 
     if device not in (None, "cpu", "cuda"):
         raise UsageError("--device: cpu or cuda")
-    m, pts, cfg = measure.run(model, layers, divisor, vocab, tuple(int_list("batch", batch)),
-                              tuple(int_list("context", context)), steps, matmul, copy_mb * 1e6, device)
+    m, pts, cfg = measure.run(model, layers, divisor, vocab, tuple(inputs.numbers("batch", batch)),
+                              tuple(inputs.numbers("context", context)), steps, matmul, copy_mb * 1e6, device)
     rows = [{"batch": p.batch, "context": p.context, "measured_s": p.measured_s, "roofline_s": p.roofline_s,
              "calibrated_s": p.calibrated_s, "error": p.error, "roofline_error": p.roofline_error,
              "bound": p.bound} for p in pts]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, as_option, guarded, int_list
+from tokenomy.cli.app import UsageError, app, as_option, guarded
 from tokenomy.cli.options import (ATTN_TP, CSV, DP, EFFICIENCY, EP, EXPLAIN, HOP_LATENCY, JSON, KV_BATCH, KV_DTYPE,
                                    LAYOUT, MODEL, PP, REDUNDANT_EXPERTS, SET, TP, USD_PER_KWH, FACILITY,
                                    WEIGHT_DTYPE, layout_flags, what_if)
@@ -163,10 +163,10 @@ def _pass_command(kind: str):
             attn_tp: bool = ATTN_TP, kv_batch: bool = KV_BATCH, layout: str = LAYOUT,
             hop_latency: float = HOP_LATENCY, usd_per_kwh: float = USD_PER_KWH, facility: str = FACILITY,
             as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
-        from tokenomy.answers.passes import pass_answer
+        from tokenomy.answers import passes
 
-        res = pass_answer(kind, model, what_if(hardware, set_), batch=int_list("batch", batch), context=int_list("context", context),
-                          len_pass=len_pass if kind == "prefill" else None, chips=chips,
+        res = getattr(passes, kind)(model, what_if(hardware, set_), batch=batch, context=context,  # parsed by the answer's door
+                          **({"len_pass": len_pass} if kind == "prefill" else {}), chips=chips,
                           **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch), layout=layout,
                           weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype,

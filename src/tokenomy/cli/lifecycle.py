@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import app, guarded, int_list
+from tokenomy.cli.app import app, guarded
 from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 from tokenomy.cli.render import show_result
 from tokenomy.cli.render import emit, explain
@@ -77,6 +77,6 @@ def rl_cmd(model: str = typer.Option(..., "--model", help="Catalog name, config.
     from tokenomy.answers.training import rl
 
     res = rl(model=model, hardware=what_if(hardware, set_), chips=chips, rollouts=rollouts, prompt_len=prompt_len,
-              output_len=output_len, batch=int_list("batch", batch), flops_factor=flops_factor, train_mfu=train_mfu,
+              output_len=output_len, batch=batch, flops_factor=flops_factor, train_mfu=train_mfu,
               weight_dtype=weight_dtype)
     show_result(res, as_json=as_json, as_csv=as_csv)

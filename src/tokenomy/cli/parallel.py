@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
+from tokenomy.cli.app import app, guarded
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import (CACHE_HIT, CONCURRENCY, CSV, EFFICIENCY, EMIT, EXPLAIN, HOP_LATENCY, ISL, JSON,
                                   MODEL, OSL, PLAN_ENGINE, RATE, SERVE_KV_DTYPE, SET, TPOT_SLO, TTFT_SLO, USD_PER_KWH,
@@ -69,14 +69,10 @@ def plan_cmd(model: str = MODEL,
     from tokenomy.answers.layouts import plan
     from tokenomy.parallel.topology import parse_torus
 
-    for name, v in (("isl", isl), ("osl", osl)):
-        if v <= 0:
-            raise UsageError(f"--{name}: must be a positive integer, got {v}")
     res = plan(model, what_if(hardware, set_), chips=chips, context=context, min_tokens_per_user=min_tokens_per_user,
-               max_ttft=max_ttft, batch=None if batch is None else int_list("batch", batch), weight_dtype=weight_dtype,
+               max_ttft=max_ttft, batch=batch, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, hop_latency=hop_latency, torus=parse_torus(torus), top=top,
-               mode=mode, concurrency=float_list("concurrency", concurrency, positive=True),
-               rate=float_list("rate", rate, positive=True), isl=isl,
+               mode=mode, concurrency=concurrency, rate=rate, isl=isl,
                osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
                max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
                decode_chips=decode_chips, objective=objective, usd_per_kwh=usd_per_kwh, facility=facility,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
+from tokenomy.cli.app import UsageError, app, guarded
 from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, EMIT, EP, EXPLAIN, ISL, JSON,
                                   KV_BATCH, MODEL, OSL, PLAN_ENGINE, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP,
                                   TPOT_SLO, TTFT_SLO, USD_PER_KWH, FACILITY, WEIGHT_DTYPE, SET, layout_flags, what_if)
 from tokenomy.cli.render import show_result
 
 
-def _floats(name: str, text: str | None) -> list[float] | None:
-    return float_list(name, text, positive=True)
+def _numbers(name: str, text: str | None) -> list | None:
+    from tokenomy.answers import inputs
+
+    return None if text is None else inputs.numbers(name, text)
 
 
 @app.command("serve")
@@ -96,16 +98,13 @@ def serve_cmd(model: str = MODEL,
                             decode_kv_batch, prefix="decode_")}
     if mode == "agg" and (search or prefill_chips or decode_chips or any(v is not None for v in pools.values())):
         raise UsageError("--prefill-*/--decode-*/--search: only with --mode disagg")
-    for name, v in (("isl", isl), ("osl", osl)):
-        if v is not None and v <= 0:
-            raise UsageError(f"--{name}: must be a positive integer, got {v}")
     if search:
         if emit is not None:
             raise UsageError("--emit: with --search, ask tokenomy plan --mode disagg --emit (the same search)")
         if mode != "disagg" or chips is None:
             raise UsageError("--search: needs --mode disagg and --chips (the budget to split)")
-        res = plan_disagg(model, what_if(hardware, set_), chips=chips, concurrency=int_list("concurrency", concurrency)
-                          if concurrency else None, rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist,
+        res = plan_disagg(model, what_if(hardware, set_), chips=chips, concurrency=_numbers("concurrency", concurrency),
+                          rate=_numbers("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist,
                           osl_dist=osl_dist, cache_hit=cache_hit, engine=engine or "vllm", max_num_tokens=max_num_tokens,
                           max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype, efficiency=efficiency, top=top)
@@ -114,8 +113,9 @@ def serve_cmd(model: str = MODEL,
         pools.update(prefill_chips=prefill_chips, decode_chips=decode_chips)
         if prefill_chips is None or decode_chips is None:
             raise UsageError("--prefill-chips, --decode-chips: --mode disagg needs both pool sizes (or --search)")
-    res = serve(model, what_if(hardware, set_), concurrency=int_list("concurrency", concurrency) if concurrency else None,
-                rate=_floats("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist, trace=trace,
+    # the text values (--concurrency 1,4,16, --rate 0.5..8:0.5) are parsed by the answer's door (answers/door.py)
+    res = serve(model, what_if(hardware, set_), concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
+                osl_dist=osl_dist, trace=trace,
                 cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
                 ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,
                 chips=chips, **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch),

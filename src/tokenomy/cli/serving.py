@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded, int_list
+from tokenomy.cli.app import UsageError, app, guarded
 from tokenomy.cli.foundation import _dtype, efficiency_option
 from tokenomy.cli.options import CSV, DP, EFFICIENCY, EP, EXPLAIN, JSON, LAYOUT, PP, REDUNDANT_EXPERTS, SET, TP, what_if
 from tokenomy.cli.render import show_result
@@ -26,31 +26,11 @@ BATCH = typer.Option("1..16384", "--batch", help="Comma list or a..b powers of t
 CONTEXT = typer.Option("8192", "--context", help="Context length in tokens.")
 
 
-def num(name: str, text, lo: float | None = 0.0, hi: float | None = None, integer: bool = False,
-        open_lo: bool = True) -> float:
-    """Parse one number, or raise a one-line UsageError naming the option and the allowed range."""
-    import numpy as np
+def opt(name: str, text):
+    """An optional number option through the one grammar (answers/inputs), bounded by its row of the table."""
+    from tokenomy.answers import inputs
 
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"--{name}: {text!r} is not a number") from None
-    bad = (not np.isfinite(v) or (integer and v != int(v)) or (lo is not None and (v <= lo if open_lo else v < lo))
-           or (hi is not None and v > hi))
-    if bad:
-        rng = f"{'>' if open_lo else '>='} {lo:g}" if lo is not None else ""
-        rng += (" and " if rng and hi is not None else "") + (f"<= {hi:g}" if hi is not None else "")
-        raise UsageError(f"--{name}: must be {'an integer ' if integer else 'a number '}{rng}, got {text}")
-    return int(v) if integer else v
-
-
-def float_list(name: str, text: str) -> list[float]:
-    return [num(name, p.strip()) for p in str(text).split(",")]
-
-
-def opt(name: str, text, **kw):
-    """``num`` for an option that may be left out."""
-    return None if text is None else num(name, text, **kw)
+    return None if text is None else inputs.number(name, text)
 
 
 def deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
@@ -60,12 +40,12 @@ def deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_h
         raise UsageError("--model: required; a catalog name (tokenomy models), a config.json path or a directory")
     if not hardware:
         raise UsageError("--hardware: required; a chip or system name (tokenomy hardware)")
-    eff = efficiency_option(efficiency, opt("flops-fraction", flops_fraction, hi=1),
-                            opt("hbm-fraction", hbm_fraction, hi=1), opt("overhead-s", overhead_s, open_lo=False))
-    deg = {k: opt(k.replace("_", "-"), v, integer=True) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
-    return {"model": model, "hardware": hardware, "chips": opt("chips", chips, integer=True),
+    eff = efficiency_option(efficiency, opt("flops_fraction", flops_fraction), opt("hbm_fraction", hbm_fraction),
+                            opt("overhead_s", overhead_s))
+    deg = {"tp": tp, "ep": ep, "pp": pp, "dp": dp}  # these and the numbers below: parsed by the answers' door
+    return {"model": model, "hardware": hardware, "chips": chips,
             "weight_dtype": _dtype("weight-dtype", weight_dtype), "kv_dtype": _dtype("kv-dtype", kv_dtype),
-            "usd_per_chip_hour": opt("usd-per-chip-hour", usd_per_chip_hour), "efficiency": eff, **deg,
+            "usd_per_chip_hour": usd_per_chip_hour, "efficiency": eff, **deg,
             "redundant_experts": redundant_experts, "layout": layout}
 
 
@@ -90,7 +70,7 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, 
 
     kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = economics.batch(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True))
+    res = economics.batch(**kw, batch=batch, context=context)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
 
 
@@ -115,15 +95,13 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     """
     from tokenomy.answers import economics
 
-    tick, g = opt("tick-s", tick_s), num("global-tokens-per-s", global_tokens_per_s)
     if not model:
         res = economics.latency(hardware=what_if(hardware, set_))
         show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
         return
     kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = economics.latency(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
-                 tick_s=tick, global_tokens_per_s=g)
+    res = economics.latency(**kw, batch=batch, context=context, tick_s=tick_s, global_tokens_per_s=global_tokens_per_s)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("drain", "HBM drain time", ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s")),))
 
@@ -139,9 +117,9 @@ def _context_compare(compare, models, model, hardware, chips, weight_dtype, kv_d
         raise UsageError("--compare: give at least one model, e.g. --compare deepseek-v4-pro llama-3.1-405b")
     if model:
         raise UsageError("--model: not with --compare; name every model after --compare")
-    res = context_compare(models=list(models), hardware=hardware or "gb200-nvl72", chips=opt("chips", chips, integer=True),
+    res = context_compare(models=list(models), hardware=hardware or "gb200-nvl72", chips=chips,
                           kv_dtype=_dtype("kv-dtype", kv_dtype), weight_dtype=_dtype("weight-dtype", weight_dtype),
-                          usd_per_chip_hour=opt("usd-per-chip-hour", usd_per_chip_hour),
+                          usd_per_chip_hour=usd_per_chip_hour,
                           efficiency=efficiency_option(efficiency, None, None, None))
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
                 tables=(("verdicts", 'the lecture\'s "context stalls at 100-200k", per architecture',
@@ -188,10 +166,8 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 
     kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = economics.context(**kw, batch=num("batch", batch, integer=True),
-                 context=int_list("context", context), sparse_const=num("sparse-const", sparse_const),
-                 sparse_exponent=num("sparse-exponent", sparse_exponent, hi=1), band=num("band", band, lo=1),
-                 step_context=num("step-context", step_context))
+    res = economics.context(**kw, batch=batch, context=context, sparse_const=sparse_const,
+                            sparse_exponent=sparse_exponent, band=band, step_context=step_context)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("inverse", "implied KV bytes/token vs real architectures",
                     ("architecture", "kv_bytes_per_token", "implied_kv_bytes_per_token", "ratio", "crossover_context")),))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import app, guarded, int_list
+from tokenomy.cli.app import app, guarded
 from tokenomy.cli.options import CSV, EFFICIENCY, EXPLAIN, JSON, LAYOUT, REDUNDANT_EXPERTS, SET, what_if
 from tokenomy.cli.render import emit, explain, to_json
 from tokenomy.cli.serving import (BATCH, CHIPS, CONTEXT, DP, EP, FF, HARDWARE, HF, KVDT, MODEL, OH, PP, PRICE, TP,
-                                  WDT, deployment_kw, float_list, num, opt)
+                                  WDT, deployment_kw)
 from tokenomy.cli.render import show_result
 
 
@@ -37,9 +37,8 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
 
     kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = economics.pricing(**kw, batch=int_list("batch", batch), context=num("context", context, integer=True),
-                 prompt_tokens=num("prompt-tokens", prompt_tokens, integer=True),
-                 prefill_batch=num("prefill-batch", prefill_batch, integer=True))
+    res = economics.pricing(**kw, batch=batch, context=context, prompt_tokens=prompt_tokens,
+                 prefill_batch=prefill_batch)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("price_sheets", "published price sheets (catalog/prices)",
                     ("price_sheet", "input_usd_per_mtok", "output_usd_per_mtok", "output_over_input",
@@ -83,12 +82,8 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
 
     kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = economics.speculate(**kw, batch=int_list("batch", batch),
-                 context=num("context", context, integer=True), draft=draft,
-                 draft_tokens=opt("draft-tokens", draft_tokens, integer=True),
-                 acceptance=opt("acceptance", acceptance, lo=0, hi=1, open_lo=False),
-                 draft_cost=opt("draft-cost", draft_cost, lo=0, hi=0.999, open_lo=False),
-                 base_batch=opt("base-batch", base_batch, integer=True), target_speed=num("target-speed", target_speed))
+    res = economics.speculate(**kw, batch=batch, context=context, draft=draft, draft_tokens=draft_tokens,
+                 acceptance=acceptance, draft_cost=draft_cost, base_batch=base_batch, target_speed=target_speed)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
 
 
@@ -116,9 +111,7 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
 
     kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
                        hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
-    res = economics.cache(**kw, prefix_tokens=num("prefix-tokens", prefix_tokens, integer=True),
-                 hold=float_list("hold", hold), stall=num("stall", stall, lo=0, hi=1, open_lo=False),
-                 prefill_batch=num("prefill-batch", prefill_batch, integer=True))
+    res = economics.cache(**kw, prefix_tokens=prefix_tokens, hold=hold, stall=stall, prefill_batch=prefill_batch)
     holds = res.rows()
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("tiers", f"tiers (total at a {holds[0]['hold_s']:g} s hold)",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, float_list, guarded, int_list
+from tokenomy.cli.app import UsageError, app, guarded
 from tokenomy.cli.options import what_if
 
 LIST = "comma list"
@@ -21,14 +21,6 @@ def _words(name: str, text: str | None) -> list[str] | None:
     if not out:
         raise UsageError(f"--{name}: empty; give at least one value")
     return out
-
-
-def _numbers(name: str, text: str | None) -> list[float] | None:
-    return float_list(name, text)
-
-
-def _ints(name: str, text: str | None) -> list[int] | None:
-    return None if text is None else int_list(name, text)
 
 
 def _client(address: str | None):
@@ -87,7 +79,8 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
               pp: str = typer.Option(None, "--pp", help="Pipeline stages."),
               dp: str = typer.Option(None, "--dp", help="Data-parallel replicas."),
               batch: str = typer.Option(None, "--batch", help="Batches, e.g. 1,8,64 or 1..4096 (powers of two)."),
-              context: str = typer.Option(None, "--context", help="Contexts, e.g. 2k,32k,128k or 1k..1M."),
+              context: str = typer.Option(None, "--context", help="Contexts, e.g. 2k,32k,128k, 1k..1M (powers of two) "
+                                           "or 1k..1M:256log (256 log-spaced)."),
               len_pass: str = typer.Option(None, "--len-pass", help="prefill: new tokens per sequence."),
               concurrency: str = typer.Option(None, "--concurrency", help="Serving, closed loop: users."),
               rate: str = typer.Option(None, "--rate", help="Serving, open loop: requests/s."),
@@ -117,11 +110,9 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     hw = _words("hardware", hardware)
     axes = dict(model=_words("model", model), hardware=hw if set_ is None else [what_if(h, set_) for h in hw], kind=_words("kind", kind),
                 weight_dtype=_words("weight-dtype", weight_dtype), kv_dtype=_words("kv-dtype", kv_dtype),
-                efficiency=_words("efficiency", efficiency), chips=_ints("chips", chips), tp=_ints("tp", tp),
-                ep=_ints("ep", ep), pp=_ints("pp", pp), dp=_ints("dp", dp), batch=_ints("batch", batch),
-                context=_ints("context", context), len_pass=_ints("len-pass", len_pass),
-                concurrency=_numbers("concurrency", concurrency), rate=_numbers("rate", rate),
-                isl=_ints("isl", isl), osl=_ints("osl", osl))
+                efficiency=_words("efficiency", efficiency), chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch,
+                context=context, len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
+    # the numbers stay text: the sweep's axes read them with the one grammar (answers/inputs: 1..4096, 1k..1M:256log)
     if as_csv and out:
         raise UsageError("--csv: prints the points; with --out they go to the file instead, choose one")
     if plot is not None and (not plot.endswith(".html") or not Path(plot).resolve().parent.is_dir()):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tokenomy.cli.app import app, guarded, int_list
+from tokenomy.cli.app import app, guarded
 from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 
@@ -65,7 +65,7 @@ def train_cmd(
     res = train(model=model, hardware=what_if(hardware, set_), dp=dp, chips=chips, tp=tp, pp=pp, cp=cp, ep=ep,
               ep_overlap=ep_overlap, zero=zero, fsdp=fsdp, no_sp=no_sp, schedule=schedule,
               virtual_stages=virtual_stages, recompute=recompute, micro_batch=micro_batch, seq_len=seq_len,
-              global_batch=None if published else int_list("global-batch", global_batch), tokens=tokens, mfu=mfu,
+              global_batch=None if published else global_batch, tokens=tokens, mfu=mfu,
               flops_fraction=flops_fraction, efficiency=efficiency, tp_overlap=tp_overlap, attention=attention, compute_dtype=compute_dtype,
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
               flash_attention=flash_attention, dropout=dropout, published=published)

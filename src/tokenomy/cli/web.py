@@ -7,8 +7,10 @@ with it; nothing is read from the environment).
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import socket
 
 import typer
 
@@ -26,8 +28,27 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is printed: a port in use or a host this machine does not have
+    is one line naming the option (exit 2), not a banner followed by uvicorn's exit 3."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a socket in TIME_WAIT is reused
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        which = "--port" if e.errno == errno.EADDRINUSE else "--host"
+        raise UsageError(f"{which}: cannot listen on {host}:{port} ({e.strerror or e})") from None
+    sock.set_inheritable(True)  # the workers of uvicorn's supervisor accept on it
+    return sock
+
+
 def serve(host: str, port: int, workers: int, allowed_hosts: tuple[str, ...]) -> None:
-    """uvicorn on ``host:port`` with ``workers`` processes of the app."""
+    """uvicorn on ``host:port`` with ``workers`` processes of the app; the banner once the socket is bound."""
+    sock = listening_socket(host, port)
+    typer.echo(f"tokenomy web: http://{host}:{port}/  ({workers} worker{'s' * (workers > 1)}; Ctrl-C to stop)",
+               err=True)
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -36,9 +57,9 @@ def serve(host: str, port: int, workers: int, allowed_hosts: tuple[str, ...]) ->
     factory = functools.partial(create_app, allowed_hosts=allowed_hosts)
     config = uvicorn.Config(factory, factory=True, host=host, port=port, workers=workers, log_level="warning")
     if workers == 1:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
     else:  # what uvicorn.run does for workers > 1, with a factory object instead of an import string
-        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        Multiprocess(config, sockets=[sock]).run()
 
 
 @app.command("web")
@@ -74,5 +95,4 @@ def web_cmd(port: int = typer.Option(8000, "--port", help="TCP port to listen on
         typer.echo(f"tokenomy web: warning: --host {host or '(empty)'} binds every network interface: anyone who can "
                    "reach this machine can use the page; it answers only the Host names localhost, 127.0.0.1"
                    f"{''.join(', ' + h for h in hosts)} (add yours with --allow-host NAME)", err=True)
-    typer.echo(f"tokenomy web: http://{host}:{port}/  ({n} worker{'s' * (n > 1)}; Ctrl-C to stop)", err=True)
     serve(host, port, n, hosts)

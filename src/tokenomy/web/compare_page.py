@@ -51,11 +51,12 @@ def _in_column(col: str, given: dict, fn):
 def parse(params: Mapping[str, str]) -> tuple[str, list[tuple[str, dict[str, str]]]]:
     """The pass kind and each present column's decode|prefill query (its fields, the page's batch and context)."""
     P.Query(params, FIELDS)  # an unknown key (a typo, a fourth column) is refused by name
+    P.refuse_emptied(params, ("batch", "context"))
     v = {k: x.strip() for k, x in form_values(params).items() if x.strip()}
     q = P.Query(v, FIELDS)
     kind = q.choice("kind", ("decode", "prefill"), "decode")
     for name in ("batch", "context"):
-        if q.integer(name, None, 1, P.NUMBERS[name].hi) is None:
+        if q.number(name, None) is None:
             raise P.FieldError(name, "required: a positive integer")
     configs = []
     for col in COLUMNS:

@@ -113,10 +113,12 @@ def parameter(name: str, opt: P.Option, options: dict[str, P.Option]) -> dict:
         schema["default"] = d
     text = help_of(name)
     if opt.kind == "int_list":
-        text += (f" (a comma list, e.g. 1,8,64, or a range of powers of two, 1..4096; at most {P.MAX_LIST} values, "
-                 f"each in {P.NUMBERS[name]})")
+        text += (f" (a comma list, e.g. 1,8,64, or a range: 1..4096 powers of two, 1..4096:64 a step, 1k..1M:8log "
+                 f"log-spaced; at most {P.MAX_LIST} values, each in {P.NUMBERS[name]}; 128k = 131,072)")
     elif opt.kind == "float_list":
         text += f" (a comma list, e.g. 1,4,16; at most {P.MAX_LIST} values, each in {P.NUMBERS[name]})"
+    elif opt.kind in ("int", "float", "number"):
+        text += " (k, M, G: 2^10, 2^20, 2^30, e.g. 128k)"
     required = opt.required and not (name == "model" and "config" in options)
     if name == "model" and "config" in options:
         text += "; required unless config is given"
@@ -125,7 +127,7 @@ def parameter(name: str, opt: P.Option, options: dict[str, P.Option]) -> dict:
 
 def description_of(name: str) -> str:
     """The answer's docstring (its first paragraph), else the endpoint's."""
-    fn: Callable = getattr(api, name, None) if name in api.OWN_OPTIONS else P._function(name)
+    fn: Callable = getattr(api, name, None) if name in api.OWN_OPTIONS else P.answer_fn(name)
     doc = inspect.getdoc(fn) or f"What `tokenomy {name} --json` prints."
     return doc.split("\n\n")[0]
 

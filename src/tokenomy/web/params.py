@@ -23,6 +23,9 @@ from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
 from tokenomy import answers
+from tokenomy.answers import inputs
+from tokenomy.answers.door import LISTS
+from tokenomy.answers.inputs import MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, readable  # noqa: F401  (the pages' bounds)
 from tokenomy.answers.engines import ENGINES, PROTOCOLS
 from tokenomy.answers.launch import EMIT
 from tokenomy.arch.model import ModelArch
@@ -38,9 +41,6 @@ MAX_CONFIG_TOKEN_CHARS = 24_000  # fits comfortably in a URL (uvicorn/h11 accept
 MAX_CONFIG_BYTES = 64_000  # an uploaded config.json; real ones are 1-5 kB
 MAX_LIST = 64  # values in a batch or context list
 MAX_GRID = 1024  # batch x context points in one request
-MAX_BATCH = 2**20
-MAX_CONTEXT = 2**24
-MAX_CHIPS = 2**20
 MAX_OVERHEAD_S = 10.0
 MAX_MODELS = 8  # models compared on one page
 
@@ -79,39 +79,6 @@ def message_of(e: ValueError) -> str:
     return (line[m.end():].strip() or line) if single else line
 
 
-def int_list(name: str, text: str) -> list[int]:
-    """The CLI's list syntax: '1,8,64', or 'a..b' for the powers of two from a to b."""
-    out: list[int] = []
-    for part in text.split(","):
-        try:
-            if ".." in part:
-                lo, hi = (float(x) for x in part.split(".."))
-                if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 1 and hi <= 2**40):
-                    raise ValueError
-                v = int(lo)
-                while v <= hi and len(out) <= MAX_LIST:
-                    out.append(v)
-                    v *= 2
-                continue
-            v = float(part)
-        except ValueError:
-            # the value is echoed unless it reads like a CLI flag ('--'): web errors never show one
-            said = "a value" if "--" in part else repr(part.strip())
-            raise FieldError(name, f"{said} is not a number; use e.g. 1,8,64 or 1..4096") from None
-        if not math.isfinite(v) or v != int(v) or v <= 0:
-            raise FieldError(name, f"{part.strip()} must be a positive integer")
-        out.append(int(v))
-    return out
-
-
-def readable(x: float) -> str:
-    """A bound as people read it: 1,048,576 for whole numbers below 10^10, else 1e-6 / 2.5e12 (no '+', no '06')."""
-    if x == int(x) and abs(x) < 1e10:
-        return f"{int(x):,}"
-    mantissa, _, exponent = f"{x:.4g}".partition("e")
-    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
-
-
 class Query:
     """The query string of one request; refuses parameters the endpoint does not know (typos are errors)."""
 
@@ -136,37 +103,28 @@ class Query:
             raise FieldError(name, f"{v!r} is not allowed; allowed: {', '.join(allowed)}")
         return v
 
-    def number(self, name: str, default: float | None, lo: float, hi: float, *, lo_open: bool = False) -> float | None:
+    def number(self, name: str, default: float | None) -> float | int | None:
+        """One number of field ``name`` in the grammar (answers/inputs), bounded by its FIELDS row; absent or
+        blank: ``default``."""
         v = self.text(name)
-        if v is None:
-            return default
-        try:
-            x = float(v)
-        except ValueError:
-            raise FieldError(name, f"{v!r} is not a number") from None
-        if not (lo < x if lo_open else lo <= x) or not x <= hi:
-            raise FieldError(name, f"{v} is out of range {'(' if lo_open else '['}{readable(lo)}, {readable(hi)}]")
-        return x
+        return default if v is None else _field_error(inputs.number, name, v)
 
-    def integer(self, name: str, default: int | None, lo: int, hi: int) -> int | None:
-        x = self.number(name, default, lo, hi)
-        if x is None:
-            return None
-        if x != int(x):
-            raise FieldError(name, f"{self.p[name]} is not an integer")
-        return int(x)
-
-    def int_list(self, name: str, default: str, hi: int) -> list[int]:
-        """CLI syntax ('1,8,64' or '1..4096' powers of two), bounded in count and value."""
-        values = int_list(name, self.text(name, default))
-        if not values or len(values) > MAX_LIST:
+    def numbers(self, name: str, default: str) -> list:
+        """A list of field ``name`` in the grammar (1,8,64, 1..4096, 1k..1M:8log), at most MAX_LIST values."""
+        values = _field_error(inputs.numbers, name, self.text(name, default))
+        if len(values) > MAX_LIST:
             raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
-        if max(values) > hi:
-            raise FieldError(name, f"{max(values):,} exceeds the bound {readable(hi)}")
         return values
 
     def dtype(self, name: str, default: str | None) -> str | None:
         return self.choice(name, tuple(DTYPE_BYTES), default)
+
+
+def refuse_emptied(params: Mapping[str, str], prefilled: Iterable[str]) -> None:
+    """A page's pre-filled number field sent back empty is refused by name (422), never silently its default."""
+    for name in prefilled:
+        if name in params and not params[name].strip():
+            _field_error(inputs.number if name not in LISTS else inputs.numbers, name, "")
 
 
 def model_by_name(name: str) -> ModelArch:
@@ -267,51 +225,9 @@ def model_from(q: Query, default: str | None = None) -> ModelArch:
 ANSWERS = answers.SERVED  # the questions /api/<command> answers (the answer layer's own table)
 NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI has no --len-pass for it
                "serve": {"trace", "pools"}}  # a trace is a file; the pools a dict (the CLI's --prefill-chips ...)
-PASS_DEFAULTS = {"batch": [1, 8, 64], "context": [2048]}  # tokenomy decode|prefill's --batch and --context
 
 
-@dataclass(frozen=True)
-class Bound:
-    lo: float
-    hi: float
-    lo_open: bool = False  # (lo, hi]: lo itself refused
-
-    def __str__(self) -> str:
-        return f"{'(' if self.lo_open else '['}{readable(self.lo)}, {readable(self.hi)}]"
-
-
-DEGREE = Bound(1, 2**16)
-SHARE = Bound(0, 1)  # a fraction of something, 0..1
-UTILISATION = Bound(1e-3, 1)  # an MFU or a peak's share: 0 would make every time infinite
-SECONDS = Bound(1e-6, 1e6)  # a latency target or interval: 1 µs .. 11.6 days
-PARAMS = Bound(1e6, 1e15)  # parameters of a model: 1M .. 1,000T
-NUMBERS = {  # bounds by parameter name, shared by every answer that has it (tests: every number has one)
-    "chips": Bound(1, MAX_CHIPS), "len_pass": Bound(1, MAX_CONTEXT), "context": Bound(1, MAX_CONTEXT),
-    "batch": Bound(1, MAX_BATCH), "usd_per_chip_hour": Bound(0, 1e4), "hop_latency": Bound(0, 10),
-    "usd_per_kwh": Bound(0, 10),
-    "tp": DEGREE, "ep": DEGREE, "pp": DEGREE, "dp": DEGREE, "cp": DEGREE, "virtual_stages": DEGREE,
-    "redundant_experts": Bound(0, 2**16), "micro_batch": Bound(1, MAX_BATCH), "seq_len": Bound(1, MAX_CONTEXT),
-    "prefix_tokens": Bound(1, MAX_CONTEXT), "prefill_batch": Bound(1, MAX_BATCH), "prompt_tokens": Bound(1, MAX_CONTEXT),
-    "step_context": Bound(1, 1e9), "stall": SHARE, "rollouts": Bound(1, 2**20), "prompt_len": Bound(1, MAX_CONTEXT),
-    "output_len": Bound(1, MAX_CONTEXT), "draft_tokens": Bound(1, 64), "top": Bound(0, 1000),
-    "global_batch": Bound(1, 2**24), "hold": Bound(0, 1e9), "min_tokens_per_user": Bound(0, 1e9),
-    "max_ttft": SECONDS, "max_batch": Bound(1, MAX_BATCH), "zero": Bound(0, 3),
-    # latency, context, speculate
-    "tick_s": SECONDS, "global_tokens_per_s": Bound(1, 1e15), "sparse_const": Bound(0, 1e9, lo_open=True),
-    "sparse_exponent": Bound(0, 1, lo_open=True), "band": Bound(1, 1e6), "acceptance": SHARE,
-    "draft_cost": Bound(0, 0.999), "base_batch": Bound(1, MAX_BATCH), "target_speed": Bound(1, 1000),
-    # serve (a workload)
-    "concurrency": Bound(1, 1e7), "rate": Bound(1e-6, 1e7), "isl": Bound(1, MAX_CONTEXT), "osl": Bound(1, MAX_CONTEXT),
-    "cache_hit": Bound(0, 0.99), "max_num_tokens": Bound(1, MAX_CONTEXT), "ttft_slo": SECONDS, "tpot_slo": SECONDS,
-    "requests": Bound(1, 100_000), "seed": Bound(0, 2**32 - 1), "prefill_chips": Bound(1, MAX_CHIPS),
-    "decode_chips": Bound(1, MAX_CHIPS),
-    # train, rl, lifecycle
-    "ep_overlap": SHARE, "tp_overlap": SHARE, "tokens": Bound(1, 1e17), "mfu": UTILISATION, "flops_fraction": UTILISATION,
-    "flops_factor": Bound(2, 6), "train_mfu": UTILISATION, "demand_tokens_per_s": Bound(1, 1e15),
-    "period_days": Bound(0.01, 36_500), "target_loss": Bound(0, 20, lo_open=True), "target_params": PARAMS,
-    "rl_tokens_ratio": Bound(0, 100), "rl_flops_factor": Bound(2, 6), "rl_penalty": Bound(1, 100),
-    "inference_penalty": Bound(1, 100), "active_params": PARAMS, "models_per_family": Bound(1, 1e6),
-}
+NUMBERS = inputs.FIELDS  # bounds by parameter name: the one table (answers/inputs.py)
 KINDS = {  # parameters whose default (None) does not say their kind
     "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
@@ -321,9 +237,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
     "decode_chips": "int", "flops_fraction": "float",
 }
-ALWAYS = {"global_batch": "int_list", "hold": "float_list", "ids": "str_list", "models": "model_list",
-          "concurrency": "float_list", "rate": "float_list"}  # lists whatever the default
-FORWARDS = {c: "serving" for c in ("batch", "latency", "context", "pricing", "speculate", "cache")}  # **kw -> serving()
+ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the default (numbers: answers/door.LISTS)
+          **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}
 CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": SCHEDULES,
            "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
@@ -345,19 +260,11 @@ class Option:
     required: bool = False
 
 
-def _function(command: str) -> Callable:
-    """The answer function of a command, imported when first asked for (economics/training may be absent)."""
+def answer_fn(command: str) -> Callable:
+    """The answer function of a command (its public door: answers/door.py), imported when first asked for."""
     if command not in ANSWERS:
         raise FieldError("command", f"{command!r} is not an answer; allowed: {', '.join(ANSWERS)}")
-    module = importlib.import_module(answers.module_of(command))
-    return getattr(module, "pass_answer" if command in ("decode", "prefill") else command)
-
-
-def answer_fn(command: str) -> Callable:
-    fn = _function(command)
-    if command in ("decode", "prefill"):
-        return lambda **kw: fn(command, **{**PASS_DEFAULTS, **kw})
-    return fn
+    return getattr(importlib.import_module(answers.module_of(command)), command)
 
 
 def _kind(name: str, default) -> str:
@@ -376,20 +283,12 @@ def _kind(name: str, default) -> str:
 def options(command: str) -> dict[str, Option]:
     """The parameters ``/api/<command>`` takes: the answer's keywords (``config`` too where it takes a model)."""
     out = {}
-    params = list(inspect.signature(_function(command)).parameters.values())
-    if command in FORWARDS:  # the keywords the answer passes on (dtypes, efficiency, layout degrees, price)
-        forwarded = inspect.signature(getattr(importlib.import_module(_function(command).__module__),
-                                              FORWARDS[command])).parameters.values()
-        params += [p for p in forwarded if p.kind is p.KEYWORD_ONLY and p.name not in {q.name for q in params}
-                   and p.name not in ("len_pass", "batch", "context")]
-    for p in params:
-        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in {"kind"} | NOT_OFFERED.get(command, set()):
+    for p in inspect.signature(answer_fn(command)).parameters.values():  # the door's: forwarded keywords included
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in NOT_OFFERED.get(command, set()):
             continue
         default = None if p.default is p.empty else p.default
-        if command in ("decode", "prefill"):
-            default = PASS_DEFAULTS.get(p.name, default)
         out[p.name] = Option(_kind(p.name, default), default,
-                             required=p.default is p.empty and p.name not in PASS_DEFAULTS)
+                             required=p.default is p.empty)
         if p.name == "model":
             out["config"] = Option("config")
     if "hardware" in out:  # what-if fields on the hardware: set=hbm_bytes_per_s=x2,... (the CLI's --set)
@@ -417,12 +316,12 @@ def hardware_with_set(hardware, text: str):
         raise FieldError("set", str(e).removeprefix("set: ")) from None
 
 
-def _number(name: str, text: str, integer: bool) -> float | int:
-    b = NUMBERS[name]  # a number without a bound is a bug (tests/web: every numeric option has one)
-    q = Query({name: text}, (name,))
-    if integer:
-        return q.integer(name, None, b.lo, b.hi)
-    return q.number(name, None, b.lo, b.hi, lo_open=b.lo_open)
+def _field_error(parse, name: str, value):
+    """``parse(name, value)`` with a refusal as the web's FieldError (shown beside the field, 422)."""
+    try:
+        return parse(name, value)
+    except inputs.InputError as e:
+        raise FieldError(e.field, e.msg) from None
 
 
 def _value(name: str, opt: Option, text: str):
@@ -442,18 +341,11 @@ def _value(name: str, opt: Option, text: str):
         hardware_by_name(text)
         return text.lower()
     if opt.kind in ("int_list", "float_list"):
-        parts = [x for x in text.split(",") if x.strip()]  # '1,,4' is 1,4, as the CLI's --concurrency/--rate read it
-        if not parts:
-            raise FieldError(name, "give at least one number, e.g. 1,4,16")
-        values = (Query({name: text}, (name,)).int_list(name, text, int(NUMBERS[name].hi))
-                  if opt.kind == "int_list" else [_number(name, x, False) for x in parts])
-        if len(values) > MAX_LIST:
-            raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
-        return values
+        return Query({name: text}, (name,)).numbers(name, text)
     if opt.kind == "str_list":
         return [x.strip() for x in text.split(",") if x.strip()][:MAX_LIST + 1]
     if opt.kind in ("int", "float", "number"):
-        return _number(name, text, opt.kind == "int")
+        return Query({name: text}, (name,)).number(name, None)
     if opt.kind == "bool":
         if text.lower() not in TRUE + FALSE:
             raise FieldError(name, f"{text!r} is not a yes/no value; use true or false")

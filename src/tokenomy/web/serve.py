@@ -25,6 +25,7 @@ SERVE_FIELDS = ("emit", "kind", "model", "config", "hardware", "chips", "batch",
                 "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + LAYOUT_FIELDS
 DEFAULTS = {"kind": "decode", "model": "llama-3.1-70b", "hardware": "hgx-h100-8", "batch": "64", "context": "8192",
             "kv_dtype": "bf16", "efficiency": "calibrated"}
+PREFILLED = ("batch", "context")  # number fields the form shows filled: sent back empty, they are refused
 BATCH_SWEEP = ",".join(str(2**i) for i in range(0, 17))  # 1 .. 65,536
 CONTEXT_SWEEP = ",".join(str(2**i) for i in range(7, 21))  # 128 .. 1M
 _MARKUP = re.compile(r"\[/?(bold|red|green|yellow|dim|italic|cyan)\]")
@@ -43,15 +44,16 @@ def plain(lines: list[str]) -> list[str]:
 def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The kind and the decode|prefill query of the page (one batch, one context)."""
     P.Query(params, SERVE_FIELDS)
+    P.refuse_emptied(params, PREFILLED)
     values = {k: v for k, v in form_values(params).items() if v.strip()}
     kind = P.Query(values, SERVE_FIELDS).choice("kind", ("decode", "prefill"), "decode")
     if "len_pass" in values:  # decode ignores it, but a bad number is refused, never silently dropped
-        P.Query(values, SERVE_FIELDS).integer("len_pass", None, 1, P.NUMBERS["len_pass"].hi)
+        P.Query(values, SERVE_FIELDS).number("len_pass", None)
     q = {k: v for k, v in values.items() if k != "kind" and not (kind == "decode" and k == "len_pass")}
     if "config" in q:
         q.pop("model", None)
-    for name in ("batch", "context"):
-        P.Query(q, tuple(q)).integer(name, None, 1, P.NUMBERS[name].hi)
+    for name in PREFILLED:  # one point: one value each (the sweeps around it are the page's own)
+        P.Query(q, tuple(q)).number(name, None)
     return kind, q
 
 
@@ -110,7 +112,8 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     figures["latency"] = sp.latency_vs_batch(brows, f"{Kind} step time vs batch at context {row['context']:,}{on}",
                                              marks)
     figures["cost"] = sp.cost_vs_batch(brows, f"{Kind} $/Mtok and MFU vs batch{on}", marks)
-    contexts = ",".join(c for c in CONTEXT_SWEEP.split(",") if int(c) >= row["len_pass"])  # len_pass <= context
+    window = dep.model.max_position_embeddings or float("inf")  # the sweep stays inside the model's context window
+    contexts = ",".join(c for c in CONTEXT_SWEEP.split(",") if row["len_pass"] <= int(c) <= window)
     figures["mfu"] = sp.mfu_vs_context(_sweep(kind, q, plan, batch=str(row["batch"]), context=contexts or
                                               str(row["context"])),
                                        f"{Kind} MFU vs context at batch {row['batch']:,}{on}")

@@ -27,6 +27,9 @@ COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
            "j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output", "kv_occupancy", "capacity_limited",
            "bound", "goodput_requests_per_s")
+NUMBERS = ("isl", "osl", "cache_hit", "ttft_slo", "tpot_slo", "usd_per_chip_hour", "chips") + DEGREES
+PREFILLED = ("concurrency", "rate", "isl", "osl", "cache_hit")  # shown filled: sent back empty, they are refused
+PREFILLED = ("concurrency", "rate", "isl", "osl", "cache_hit")  # shown filled: sent back empty, they are refused
 MAX_POINTS = 16  # load points on one page (each an analytic steady state; simulate runs 2000 requests per point)
 SIM_MAX_POINTS = 6
 
@@ -36,13 +39,10 @@ def form_values(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def _loads(name: str, text: str) -> list[float]:
-    parts = [x for x in text.split(",") if x.strip()]
-    if not parts:
-        raise P.FieldError(name, "give at least one value, e.g. 1,4,16")
-    if len(parts) > MAX_POINTS:
-        raise P.FieldError(name, f"{len(parts)} values; at most {MAX_POINTS}")
-    hi = P.MAX_BATCH if name == "concurrency" else 1e6
-    return [P.Query({name: x}, (name,)).number(name, None, 0, hi, lo_open=True) for x in parts]
+    load = P.Query({name: text}, (name,)).numbers(name, text)
+    if len(load) > MAX_POINTS:
+        raise P.FieldError(name, f"{len(load)} values; at most {MAX_POINTS}")
+    return load
 
 
 def kwargs(params: Mapping[str, str]) -> dict:
@@ -51,6 +51,7 @@ def kwargs(params: Mapping[str, str]) -> dict:
     v = {k: x for k, x in form_values(params).items() if x.strip()}
     qv = P.Query(v, FIELDS)
     loop = qv.choice("loop", LOOPS)
+    P.refuse_emptied(params, [f for f in PREFILLED if f not in LOOPS or f == loop])  # the other loop's is hidden
     method = qv.choice("method", METHODS)
     load = _loads(loop, v.get(loop, ""))
     if method == "simulate" and len(load) > SIM_MAX_POINTS:
@@ -61,14 +62,7 @@ def kwargs(params: Mapping[str, str]) -> dict:
           "engine": qv.choice("engine", ENGINES), "protocol": qv.choice("protocol", PROTOCOLS), "kv_dtype": "auto" if v.get("kv_dtype") == "auto" else qv.dtype("kv_dtype", None),
           "weight_dtype": qv.dtype("weight_dtype", None),
           "efficiency": qv.choice("efficiency", P.CHOICES["efficiency"]),
-          "isl": qv.integer("isl", 1024, 1, P.MAX_CONTEXT), "osl": qv.integer("osl", 1024, 1, P.MAX_CONTEXT),
-          "cache_hit": qv.number("cache_hit", 0.0, 0.0, 1.0),
-          "ttft_slo": qv.number("ttft_slo", None, 0, 1e6, lo_open=True),
-          "tpot_slo": qv.number("tpot_slo", None, 0, 1e6, lo_open=True),
-          "usd_per_chip_hour": qv.number("usd_per_chip_hour", None, 0, 1e6, lo_open=True),
-          "chips": qv.integer("chips", None, 1, P.MAX_CHIPS)}
-    for d in DEGREES:
-        kw[d] = qv.integer(d, None, 1, 2**16)
+          **{n: qv.number(n, None) for n in NUMBERS}}
     if v.get("set"):  # the custom-chip panel's what-if fields
         kw["hardware"] = P.hardware_with_set(kw["hardware"], P.set_text(v["set"]))
     return kw

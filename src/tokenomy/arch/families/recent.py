@@ -51,7 +51,7 @@ def _compressed_tensors(c: _Cfg, q: dict[str, Any]) -> Quantization:
     so only the routed experts are int4 (group 32, symmetric; the bf16 scale per 32 weights, +0.5 bit/weight, is
     not counted). Source: the config's quantization_config; Kimi-K2.5 card (hf.co/moonshotai/Kimi-K2.5, "native
     INT4")."""
-    base = {"bfloat16": "bf16", "float16": "fp16"}.get(c.opt("dtype", c.opt("torch_dtype", "bfloat16")), "bf16")
+    base = hf.checkpoint_dtype(c, "dtype" if c.opt("dtype", None) is not None else "torch_dtype")
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         raise ConfigError(f"config {c.name}: field 'quantization_config.config_groups' missing")

@@ -1,5 +1,5 @@
 // tokenomy pages: draw Plotly figures, keep log2 sliders and number inputs in step, upload a config.json,
-// drop empty parameters so links stay short, and point "as JSON" at the API URL of the same question.
+// drop empty parameters so links stay short (a pre-filled field emptied travels, to be refused), and point "as JSON" at the API URL of the same question.
 (function () {
   "use strict";
 
@@ -125,7 +125,7 @@
     });
     form.addEventListener("input", function (e) {
       if (e.target.name === "kind" || e.target.name === "loop") prefillOnly(form);
-      if (e.target.type === "number") syncSliders(form);
+      if (e.target.inputMode === "decimal") syncSliders(form);
     });
     var file = document.getElementById("config-file");
     if (file) file.addEventListener("change", function () { if (file.files[0]) upload(form, file.files[0]); });
@@ -185,10 +185,12 @@
     catalogTools();
     initForm(currentForm());
     document.body.addEventListener("htmx:configRequest", function (e) {
-      var p = e.detail.parameters;
+      var p = e.detail.parameters, form = currentForm();
       Object.keys(Object.fromEntries(p.entries ? p.entries() : Object.entries(p))).forEach(function (k) {
         var v = p.get ? p.get(k) : p[k];
-        if (v === "" || v === null) { if (p.delete) p.delete(k); else delete p[k]; }
+        // a field the form shows filled travels even when emptied: the page refuses it by name (never its default)
+        var kept = form && form.querySelector("[name='" + k + "'][data-prefilled]");
+        if ((v === "" || v === null) && !kept) { if (p.delete) p.delete(k); else delete p[k]; }
       });
     });
     // draw after the settle: htmx's settle step restores the swapped elements' class attributes, which would

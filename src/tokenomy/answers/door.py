@@ -1,0 +1,96 @@
+"""The public door of every answer: its full signature, its options in the docstring, its values parsed.
+
+``@door()`` on an answer function (``@door(serving)`` where it passes ``**kw`` on to another) makes what
+``tk.decode`` and the web's ``/api/decode`` call:
+
+- a real signature: the function's keywords plus those it forwards (``help(tk.decode)`` lists them all), and a
+  docstring whose "Options" section comes from the bounds table (answers/inputs.FIELDS: range and unit);
+- every keyword value parsed by the one grammar (answers/inputs): ``isl="4k"`` is 4096, ``context="1..4096"`` the
+  powers of two, ``hop_latency=-1`` refused naming ``hop_latency`` — the same strings the CLI and the web take;
+- a misspelt keyword named against the public function: ``tk.decode() got an unexpected keyword 'contxt'`` (did
+  you mean 'context'?), never an internal function's name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from typing import Callable
+
+from tokenomy.answers import inputs
+
+LISTS = frozenset({"global_batch", "hold", "concurrency", "rate"})  # lists whatever their default
+
+
+def takes_list(name: str, default) -> bool:
+    """Whether keyword ``name`` of an answer takes a list: always for LISTS, else when its default is one."""
+    return name in LISTS or isinstance(default, (tuple, list))
+
+
+def parse(name: str, default, value):
+    """One keyword's value through the grammar: numbers by the bounds table (lists where the keyword takes one);
+    anything else (names, dtypes, models, arrays for internal callers) is left to the answer's own checks."""
+    if value is None or name not in inputs.FIELDS:
+        return value
+    if takes_list(name, default):
+        return inputs.numbers(name, value)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return inputs.number(name, value)
+    return value
+
+
+def public_signature(fn: Callable, forward: Callable | None = None, hide: tuple[str, ...] = ()) -> inspect.Signature:
+    """``fn``'s parameters with its ``**kw`` replaced by ``forward``'s keyword parameters it does not name (those
+    with a default, less ``hide``: what ``fn`` sets itself)."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    if forward is None:
+        return sig
+    names = {p.name for p in own}
+    more = [p.replace(kind=p.KEYWORD_ONLY) for p in inspect.signature(forward).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in names and p.name not in hide
+            and p.default is not p.empty]
+    return sig.replace(parameters=own + more)
+
+
+def _option(p: inspect.Parameter) -> str:
+    f = inputs.FIELDS.get(p.name)
+    default = "required" if p.default is p.empty else f"default {p.default!r}"
+    if f is None:
+        return f"    {p.name}: {default}"
+    kind = "list" if takes_list(p.name, p.default) else ("whole number" if f.whole else "number")
+    unit = f" {f.unit}" if f.unit else ""
+    return f"    {p.name}: {f.help + '; ' if f.help else ''}{kind} in {f}{unit}; {default}"
+
+
+def docstring(fn: Callable, sig: inspect.Signature) -> str:
+    """The function's docstring and an Options section from the bounds table."""
+    lines = [_option(p) for p in sig.parameters.values() if p.kind is not p.VAR_POSITIONAL]
+    return (f"{inspect.cleandoc(fn.__doc__ or '')}\n\nOptions (numbers take the CLI's grammar: 128k, 1,8,64, "
+            "1..4096, 1k..1M:8log; see tokenomy.answers.inputs):\n" + "\n".join(lines))
+
+
+def door(forward: Callable | None = None, hide: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """The decorator (module docstring); ``forward``: where the function passes its ``**kw`` (less ``hide``)."""
+
+    def wrap(fn: Callable) -> Callable:
+        sig = public_signature(fn, forward, hide)
+        params = sig.parameters
+        accepts_any = forward is None and any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+        @functools.wraps(fn)
+        def answer(*args, **kw):
+            for k in kw:
+                if k not in params and not accepts_any:
+                    near = difflib.get_close_matches(k, list(params), 1)
+                    raise TypeError(f"tk.{fn.__name__}() got an unexpected keyword {k!r}"
+                                    + (f" (did you mean {near[0]!r}?)" if near else ""))
+            return fn(*args, **{k: parse(k, params[k].default if k in params else None, v) for k, v in kw.items()})
+
+        answer.__signature__ = sig
+        answer.__doc__ = docstring(fn, sig)
+        answer.__wrapped__ = fn
+        return answer
+
+    return wrap

@@ -1,0 +1,327 @@
+"""The one grammar for user values, and their bounds: the CLI, the web and ``tk.*`` parse every value through here.
+
+A number: ``8192``, ``8e3``, ``0.5``, ``-1`` (where the bound allows it), or a count with a suffix that is a power
+of two, as context lengths are quoted: ``k`` = 2^10, ``M`` = 2^20, ``G`` = 2^30 (case-insensitive: ``128k`` =
+131,072, ``1M`` = 1,048,576). ``inf``, ``nan``, ``1e400`` (not finite), ``1_000`` and an empty value are refused.
+
+A list: comma-separated values or ranges, ``1,64,256``:
+
+    a..b         the powers of two from a: a, 2a, 4a, ... <= b       1..4096 -> 1, 2, 4, ..., 4096
+    a..b:s       a linear step s: a, a+s, ... <= b                  1..4096:64 -> 1, 65, 129, ..., 4033
+    a..b:Nlog    N points spaced evenly in log from a to b (both      1k..1M:256log -> 256 contexts
+                 ends included; whole-number fields round and drop
+                 repeats)
+
+A list that reads as one round number with thousands separators (1-3 digits, then groups of exactly three, the
+number a power of two, a multiple of 1,000 or a group with a leading zero: ``8,192``, ``1,024``, ``128,000``,
+``3,072``) is refused as ambiguous with a hint: write ``8192``, or ``8, 192`` (a space after the comma) for a list;
+``256,512`` and ``64,128`` are the lists they read as. Names (dtypes, engines, methods, ...) are checked against their allowed values.
+
+Every field's bounds are in ``FIELDS`` (name -> whole number or not, [lo, hi], unit, help); the web's numeric
+parameters, the CLI's options and the answers' keywords of the same name share them. A refusal is an
+``InputError`` (a ValueError) whose message starts with the field's name (``context: ...``): the CLI words it as
+``--context: ...`` (exit 2), the web answers 422 naming the field, Python raises it as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+SUFFIXES = {"k": 2**10, "m": 2**20, "g": 2**30}  # 128k = 131,072 tokens: how context lengths are quoted
+MAX_VALUES = 1 << 20  # values in one list or range (a sweep axis of a million contexts; the web asks fewer)
+MAX_WHOLE = 2**53  # beyond what a float (and numpy's arrays) hold exactly
+MAX_BATCH = 2**20
+MAX_CONTEXT = 2**24
+MAX_CHIPS = 2**20
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?([kKmMgG]?)")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
+_STEP = re.compile(r"(.*?)(log)?", re.IGNORECASE)
+
+
+class InputError(ValueError):
+    """A refused user value, tied to the field that carries it ('context: ...')."""
+
+    def __init__(self, field: str, msg: str):
+        super().__init__(f"{field}: {msg}")
+        self.field, self.msg = field, msg
+
+
+def readable(x: float) -> str:
+    """A bound as people read it: 1,048,576 for whole numbers below 10^10, else 1e-6 / 2.5e12 (no '+', no '06')."""
+    if x == int(x) and abs(x) < 1e10:
+        return f"{int(x):,}"
+    mantissa, _, exponent = f"{x:.4g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+@dataclass(frozen=True)
+class Field:
+    """One user value's bounds: [lo, hi] ((lo, hi] when ``lo_open``), whole numbers only when ``whole``."""
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    whole: bool = False
+    unit: str = ""
+    help: str = ""
+
+    def __str__(self) -> str:
+        return f"{'(' if self.lo_open else '['}{readable(self.lo)}, {readable(self.hi)}]"
+
+    def admits(self, x: float) -> bool:
+        return (self.lo < x if self.lo_open else self.lo <= x) and x <= self.hi
+
+
+def _f(lo, hi, unit="", help="", lo_open=False) -> Field:
+    return Field(lo, hi, lo_open, False, unit, help)
+
+
+def _w(lo, hi, unit="", help="") -> Field:
+    return Field(lo, hi, False, True, unit, help)
+
+
+DEGREE = _w(1, 2**16, "chips")
+SHARE = _f(0, 1)  # a fraction of something
+UTILISATION = _f(1e-3, 1)  # an MFU or a peak's share: 0 would make every time infinite
+SECONDS = _f(1e-6, 1e6, "s")  # a latency target or interval: 1 µs .. 11.6 days
+PARAMS = _f(1e6, 1e15, "parameters")
+POOL = _w(1, MAX_CHIPS, "chips")
+FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by name, at every door
+    # a pass (decode, prefill) and the deployment
+    "batch": _w(1, MAX_BATCH, "sequences", "sequences per step (comma list or range)"),
+    "context": _w(1, MAX_CONTEXT, "tokens", "tokens already in the KV cache (comma list or range)"),
+    "len_pass": _w(1, MAX_CONTEXT, "tokens", "new tokens per sequence in the pass"),
+    "chips": _w(1, MAX_CHIPS, "chips", "chips to use (default: the system's)"),
+    "tp": _w(1, 2**16, "chips", "tensor-parallel degree"), "ep": _w(1, 2**16, "chips", "expert-parallel degree"),
+    "pp": _w(1, 2**16, "stages", "pipeline stages"), "dp": _w(1, 2**16, "replicas", "data-parallel replicas"),
+    "cp": _w(1, 2**16, "chips", "context-parallel degree"), "virtual_stages": _w(1, 2**16, "stages"),
+    "redundant_experts": _w(0, 2**16, "experts", "extra expert replicas (EPLB)"),
+    "usd_per_chip_hour": _f(0, 1e4, "$/chip-hour", "rental price (default: the catalog's)"),
+    "hop_latency": _f(0, 10, "s", "pipeline hop latency (default: the link's)"),
+    "usd_per_kwh": _f(0, 10, "$/kWh", "electricity price (default: the facility's)"),
+    "flops_fraction": _f(1e-3, 1, "", "achievable fraction of peak FLOP/s"),
+    "hbm_fraction": _f(1e-3, 1, "", "achievable fraction of HBM bandwidth"),
+    "overhead_s": _f(0, 10, "s", "fixed per-step overhead"),
+    # plan
+    "min_tokens_per_user": _f(0, 1e9, "tokens/s"), "max_ttft": SECONDS, "max_batch": _w(1, MAX_BATCH, "sequences"),
+    "top": _w(0, 1000, "rows"),
+    # economics: latency, context, speculate, cache, pricing
+    "tick_s": SECONDS, "global_tokens_per_s": _f(1, 1e15, "tokens/s"), "sparse_const": _f(0, 1e9, lo_open=True),
+    "sparse_exponent": _f(0, 1, lo_open=True), "band": _f(1, 1e6), "acceptance": SHARE,
+    "draft_cost": _f(0, 0.999), "base_batch": _w(1, MAX_BATCH, "sequences"), "target_speed": _f(1, 1000),
+    "draft_tokens": _w(1, 64, "tokens"), "hold": _f(0, 1e9, "s"), "stall": SHARE,
+    "prefix_tokens": _w(1, MAX_CONTEXT, "tokens"), "prefill_batch": _w(1, MAX_BATCH, "sequences"),
+    "prompt_tokens": _w(1, MAX_CONTEXT, "tokens"), "step_context": _w(1, 1e9, "tokens"),
+    # serve (a workload)
+    "concurrency": _f(1, 1e7, "users", "closed loop: users (comma list)"),
+    "rate": _f(1e-6, 1e7, "requests/s", "open loop: Poisson arrivals (comma list)"),
+    "isl": _w(1, MAX_CONTEXT, "tokens", "input tokens per request"),
+    "osl": _w(1, MAX_CONTEXT, "tokens", "output tokens per request"),
+    "cache_hit": _f(0, 0.99, "", "fraction of input tokens served from a prefix cache"),
+    "max_num_tokens": _w(1, MAX_CONTEXT, "tokens", "token budget per step"),
+    "ttft_slo": _f(1e-6, 1e6, "s", "TTFT SLO (goodput)"), "tpot_slo": _f(1e-6, 1e6, "s", "TPOT SLO (goodput)"),
+    "requests": _w(1, 10**8, "requests", "simulate: requests to run (default 2000)"),
+    "seed": _w(0, 2**32 - 1, "", "simulate: random seed"),
+    "prefill_chips": POOL, "decode_chips": POOL,
+    # train, rl, lifecycle
+    "micro_batch": _w(1, MAX_BATCH, "sequences"), "seq_len": _w(1, MAX_CONTEXT, "tokens"),
+    "global_batch": _w(1, 2**24, "sequences"), "zero": _w(0, 3), "ep_overlap": SHARE, "tp_overlap": SHARE,
+    "tokens": _f(1, 1e17, "tokens"), "mfu": UTILISATION, "flops_factor": _f(2, 6), "train_mfu": UTILISATION,
+    "rollouts": _w(1, 2**20), "prompt_len": _w(1, MAX_CONTEXT, "tokens"), "output_len": _w(1, MAX_CONTEXT, "tokens"),
+    "demand_tokens_per_s": _f(1, 1e15, "tokens/s"), "period_days": _f(0.01, 36_500, "days"),
+    "target_loss": _f(0, 20, lo_open=True), "target_params": PARAMS, "rl_tokens_ratio": _f(0, 100),
+    "rl_flops_factor": _f(2, 6), "rl_penalty": _f(1, 100), "inference_penalty": _f(1, 100), "active_params": PARAMS,
+    "models_per_family": _f(1, 1e6),
+}
+for _pool in ("prefill", "decode"):  # a disaggregated pool's layout (serve --prefill-tp ...)
+    FIELDS.update({f"{_pool}_{k}": FIELDS[k] for k in ("tp", "ep", "pp", "dp", "redundant_experts")})
+
+
+def field_of(name: str) -> Field:
+    """The bounds of ``name`` (dashes as underscores); a number without a bound is a bug, refused here."""
+    f = FIELDS.get(name.replace("-", "_"))
+    if f is None:
+        raise KeyError(f"{name}: a number without a bound in answers/inputs.FIELDS")
+    return f
+
+
+def _count(name: str, text: str, f: Field | None = None) -> float:
+    """One number of the grammar (module docstring) as a float, unbounded; the refusal names what is allowed."""
+    t = text.strip()
+    m = _NUMBER.fullmatch(t)
+    f = f or field_of(name)
+    allowed = f"allowed: {'whole ' if f.whole else ''}numbers in {f}"
+    if m is None:
+        said = "a value" if "--" in t else repr(t[:40])  # a web error never shows what reads like a CLI flag
+        why = "empty" if not t else f"{said} is not a number"
+        raise InputError(name, f"{why}; {allowed} (e.g. 8192, 0.5, 128k)")
+    suffix = m.group(1).lower()
+    x = float(t[:len(t) - len(suffix)]) * SUFFIXES.get(suffix, 1)
+    if not math.isfinite(x):
+        raise InputError(name, f"{t[:40]} is out of range {f} (not a finite number)")
+    return x
+
+
+def plain(name: str, text: str, whole: bool) -> int | float:
+    """A number of the grammar for an option outside the table (a port, a worker count): its FIELDS row where it
+    has one, else any finite number (whole where ``whole``, at most 2^53)."""
+    f = FIELDS.get(name.replace("-", "_")) or Field(-MAX_WHOLE, MAX_WHOLE, whole=whole)
+    if f.whole != whole and name.replace("-", "_") in FIELDS:
+        f = Field(f.lo, f.hi, f.lo_open, whole, f.unit)
+    return _bounded(name, _count(name, text, f), f, text.strip()[:40])
+
+
+def _bounded(name: str, x: float, f: Field, shown) -> int | float:
+    if f.whole:
+        if x != int(x):
+            raise InputError(name, f"{shown} is not a whole number; allowed: whole numbers in {f}")
+        if abs(x) > MAX_WHOLE:
+            raise InputError(name, f"{shown} is out of range {f}")
+    if not f.admits(x):
+        raise InputError(name, f"{shown} is out of range {f}")
+    return int(x) if f.whole else float(x)
+
+
+def number(name: str, value) -> int | float:
+    """One value of field ``name`` (text in the grammar, or a Python number), bounded by its FIELDS row."""
+    f = field_of(name)
+    if isinstance(value, str):
+        _one(name, value.strip())
+        return _bounded(name, _count(name, value), f, value.strip()[:40])
+    if isinstance(value, bool) or value is None:
+        raise InputError(name, f"{value!r} is not a number; allowed: {f}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(name, f"{str(value)[:40]!r} is not a number; allowed: {f}") from None
+    if not math.isfinite(x):
+        raise InputError(name, f"{value} is out of range {f} (not a finite number)")
+    return _bounded(name, x, f, readable(x) if x == int(x) and abs(x) < 1e10 else value)
+
+
+def _not_thousands(name: str, text: str) -> None:
+    """Refuse '8,192' (module docstring): one number written with a separator, or a list of 8 and 192?"""
+    if reads_as_thousands(text):
+        one = text.replace(",", "")
+        raise InputError(name, f"{text} reads as one number with a thousands separator: did you mean {one}? "
+                               f"Write {one}, or '{text.replace(',', ', ')}' (a space after each comma) for a list")
+
+
+def reads_as_thousands(text: str) -> bool:
+    """'8,192', '1,024', '128,000', '3,072': groups of three after 1-3 digits that read as one round number (a power
+    of two, a multiple of 1,000, or a group with a leading zero, which no list is written with); '256,512' and
+    '64,128' read as the lists they are."""
+    if not _THOUSANDS.fullmatch(text):
+        return False
+    n, groups = int(text.replace(",", "")), text.split(",")[1:]
+    return n & (n - 1) == 0 or n % 1000 == 0 or any(g.startswith("0") for g in groups)
+
+
+def _one(name: str, text: str) -> None:
+    """A field that takes one value refuses a list or range, with the thousands hint where it reads as one."""
+    _not_thousands(name, text)
+    if "," in text or ".." in text:
+        raise InputError(name, f"{text[:40]!r}: one value here, not a list")
+
+
+def _range(name: str, part: str, f: Field) -> list[float]:
+    """'a..b', 'a..b:s' or 'a..b:Nlog' (module docstring) as its values, before bounds."""
+    ends, _, step = part.partition(":")
+    a, _, b = (x.strip() for x in ends.partition(".."))
+    lo, hi = _count(name, a), _count(name, b)
+    if not lo <= hi:
+        raise InputError(name, f"range {part.strip()!r} must run from a low to a high value (a..b with a <= b)")
+    if not step.strip():
+        if lo <= 0:
+            raise InputError(name, f"range {part.strip()!r}: powers of two start above 0")
+        n = int(math.floor(math.log2(hi / lo) + 1e-12)) + 1
+        return _capped(name, part, n, lambda: [lo * 2**i for i in range(n)])
+    s = step.strip()
+    if s.lower().endswith("log"):
+        count = _count(name, s[:-3])
+        if count != int(count) or count < 2 or lo <= 0:
+            raise InputError(name, f"range {part.strip()!r}: Nlog needs a whole N >= 2 and a > 0 (e.g. 1k..1M:256log)")
+        k = int(count)
+        return _capped(name, part, k, lambda: [lo * (hi / lo) ** (i / (k - 1)) for i in range(k)])
+    d = _count(name, s)
+    if d <= 0:
+        raise InputError(name, f"range {part.strip()!r}: the step must be > 0")
+    n = int(math.floor((hi - lo) / d + 1e-9)) + 1
+    return _capped(name, part, n, lambda: [lo + i * d for i in range(n)])
+
+
+def _capped(name: str, part: str, n: int, values) -> list[float]:
+    if n > MAX_VALUES:
+        raise InputError(name, f"range {part.strip()!r} has {n:,} values; at most {MAX_VALUES:,}")
+    return values()
+
+
+def _whole_points(xs: list[float], f: Field) -> list[float]:
+    """A log or power range of a whole-number field on whole numbers (rounded, repeats dropped, order kept)."""
+    if not f.whole:
+        return xs
+    return list(dict.fromkeys(float(round(x)) for x in xs))
+
+
+def numbers(name: str, value) -> list:
+    """A list of field ``name``: text in the list grammar (module docstring), a Python number, or a sequence
+    (list, tuple, numpy array) of numbers or texts; every value bounded by the field's FIELDS row."""
+    f = field_of(name)
+    if not isinstance(value, str):
+        if hasattr(value, "tolist"):  # a numpy array or scalar
+            value = value.tolist()
+        items = list(value) if isinstance(value, (list, tuple, range)) else [value]
+        if not items:
+            raise InputError(name, f"empty; give at least one value in {f}")
+        out = [y for x in items for y in (numbers(name, x) if isinstance(x, str) else [number(name, x)])]
+        return _sized(name, out)
+    text = value.strip()
+    _not_thousands(name, text)
+    out: list = []
+    for part in (p for p in text.split(",") if p.strip()):
+        if ".." in part:
+            xs = _whole_points(_range(name, part, f), f)
+            out += [_bounded(name, x, f, readable(x)) for x in xs]
+        else:
+            out.append(number(name, part))
+        _sized(name, out)
+    if not out:
+        raise InputError(name, f"empty; give at least one value in {f} (e.g. 1,8,64 or 1..4096)")
+    return out
+
+
+def _sized(name: str, out: list) -> list:
+    if len(out) > MAX_VALUES:
+        raise InputError(name, f"more than {MAX_VALUES:,} values")
+    return out
+
+
+def available_memory_bytes() -> float:
+    """Memory this machine can give a run now: psutil's ``available`` where psutil is installed, else the free
+    physical pages (os.sysconf, which leaves out reclaimable cache: a lower bound)."""
+    try:
+        import psutil
+    except ImportError:
+        import os
+
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    return float(psutil.virtual_memory().available)
+
+
+def within_memory(name: str, count: int, bytes_each: float, what: str) -> None:
+    """Refuse ``count`` of something that needs ``bytes_each`` when the machine has less available (one line
+    naming the field: never killed by the kernel half-way)."""
+    need, have = count * bytes_each, available_memory_bytes()
+    if need > have:
+        raise InputError(name, f"{count:,} {what} need about {need / 2**30:.1f} GiB (~{bytes_each:g} B each); this "
+                               f"machine has {have / 2**30:.1f} GiB available: at most {int(have // bytes_each):,}")
+
+
+def choice(name: str, value, allowed) -> str:
+    """One of ``allowed`` names (dtypes, engines, methods, ...), the refusal listing them."""
+    v = value.strip() if isinstance(value, str) else value
+    if v not in tuple(allowed):
+        raise InputError(name, f"{str(value)[:40]!r} is not allowed; allowed: {', '.join(map(str, allowed))}")
+    return v
