@@ -100,3 +100,42 @@ def test_pages_refuse_bad_numbers_inline_and_drop_the_old_result(client, page, f
                 assert r.status_code == 422, (page, field, value, r.status_code)
                 assert f'data-field="{field}"' in r.text, (page, field, value)
             assert "data-figure" not in frag.text and "<table" not in frag.text, (page, field, value)
+
+
+# ---- D7: the Serve, Compare and Workload pages never put a default in place of what was typed -----------------
+
+D7_PAGES = [  # page, its query, a number field and whether the form shows it filled (then empty is refused)
+    ("serve", {}, "batch", True), ("serve", {}, "context", True), ("serve", {}, "hop_latency", False),
+    ("serve", {}, "len_pass", False), ("compare", {}, "batch", True), ("compare", {}, "context", True),
+    ("compare", {}, "a.chips", False), ("workload", {}, "isl", True), ("workload", {}, "osl", True),
+    ("workload", {}, "cache_hit", True), ("workload", {}, "concurrency", True), ("workload", {}, "ttft_slo", False),
+    ("workload", {"loop": "rate"}, "rate", True), ("workload", {}, "chips", False), ("workload", {}, "tp", False)]
+
+
+@pytest.mark.parametrize("page, base, field, prefilled", D7_PAGES, ids=lambda x: x if isinstance(x, str) else "")
+def test_d7_pages_refuse_what_they_used_to_replace_by_a_default(client, page, base, field, prefilled):
+    """abc, inf, 1e400 (and, for a field the form shows filled, an empty value) are a 422 naming the field, on the
+    full page and on its htmx fragment; an optional field left empty is 'not given'."""
+    for value in ("abc", "inf", "1e400", "-1", "8,192") + (("",) if prefilled else ()):
+        for headers in ({}, {"HX-Request": "true"}):
+            r = client.get(f"/{page}", params={**base, field: value}, headers=headers)
+            assert r.status_code == 422 and f'data-field="{field}"' in r.text, (page, field, value, r.status_code)
+    if not prefilled:
+        assert client.get(f"/{page}", params={**base, field: ""}).status_code == 200
+
+
+def test_d7_pages_read_the_grammar(client):
+    """A count with a suffix means on a page what it means on the CLI: batch=1k is 1,024 sequences."""
+    r = client.get("/serve", params={"batch": "1k", "context": "8k"}, headers={"HX-Request": "true"})
+    assert r.status_code == 200 and "1,024" in r.text and "8,192" in r.text
+
+
+@pytest.mark.parametrize("field", ["context", "batch", "hop_latency"])
+def test_the_api_refuses_an_empty_number_as_the_cli_does(client, field):
+    r = client.get("/api/decode", params={**BASE, field: ""})
+    assert "empty" in refusal(r, field)
+
+
+def test_api_context_takes_the_cli_grammar(client):
+    r = client.get("/api/decode", params={**BASE, "batch": "1", "context": "128k"})
+    assert r.status_code == 200 and [x["context"] for x in r.json()] == [131072]

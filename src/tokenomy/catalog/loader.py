@@ -466,7 +466,7 @@ def _read_config(path: Path, label: str) -> ModelArch:
     try:
         return from_config(data, label)
     except ConfigError as e:
-        raise CatalogError(str(e)) from None
+        raise CatalogError(f"{e} (file {path})") from None  # the field and the file it is in
 
 
 def config_dict(name: str) -> dict:

@@ -71,7 +71,9 @@ def hardware(request: Request) -> Response:
 
 def _endpoint(command: str):
     def endpoint(request: Request) -> Response:
-        return json_response(P.answer(command, request.query_params).payload())
+        q = request.query_params  # context= (empty) is a value, refused as the CLI and tk.* refuse it
+        P.refuse_emptied(q, [k for k in q if k in P.NUMBERS])
+        return json_response(P.answer(command, q).payload())
 
     endpoint.__name__ = command
     endpoint.__doc__ = (f"What `tokenomy {command} --json` prints (the answer's payload); query keys are its options "
