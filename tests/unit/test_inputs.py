@@ -39,7 +39,7 @@ def test_refusals_name_the_field_and_what_is_allowed(text, says):
     ("1k..1M:3log", [1024, 32768, 1048576]), ("1..4:8log", [1, 2, 3, 4]), ("256,512", [256, 512]),
     ("64,128", [64, 128]), ("8, 192", [8, 192]), ("1,,4", [1, 4]), ("2k, 1..4", [2048, 1, 2, 4])])
 def test_lists_and_ranges(text, want):
-    name = "hold" if "0.25" in text else "batch"
+    name = "acceptance" if "0.25" in text else "batch"
     assert numbers(name, text) == want
 
 

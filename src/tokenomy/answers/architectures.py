@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.answers import inputs
 from tokenomy.answers.door import door
-from tokenomy.answers.economics import _number, serving
-from tokenomy.answers.resolve import model_of, positive_int
+from tokenomy.answers.economics import serving
+from tokenomy.answers.resolve import model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core import engine
@@ -176,8 +177,7 @@ def context_compare(*, models=None, hardware="gb200-nvl72", chips=None, kv_dtype
     """The context questions per architecture: bytes per sequence, crossover, largest context, MFU and $/Mtok vs
     context, and a verdict on the lecture's 100-200k claim."""
     ms = _models(models)
-    cap = positive_int("max_batch", max_batch)
-    _number("max_batch", cap, 1)
+    cap = inputs.number("max_batch", max_batch)
     ref = serving(REFERENCE, hardware, batch=[1], context=[CONTEXTS[-1]], chips=chips, kv_dtype=kv_dtype, **kw)
     ref_per_token = float(bytes_per_sequence(ref, CONTEXTS[-1:])[0][0]) / CONTEXTS[-1]
     rows, curves, plans = [], {}, {}

@@ -55,13 +55,10 @@ def public_signature(fn: Callable, forward: Callable | None = None, hide: tuple[
 
 
 def _option(p: inspect.Parameter) -> str:
-    f = inputs.FIELDS.get(p.name)
     default = "required" if p.default is p.empty else f"default {p.default!r}"
-    if f is None:
+    if p.name not in inputs.FIELDS:
         return f"    {p.name}: {default}"
-    kind = "list" if takes_list(p.name, p.default) else ("whole number" if f.whole else "number")
-    unit = f" {f.unit}" if f.unit else ""
-    return f"    {p.name}: {f.help + '; ' if f.help else ''}{kind} in {f}{unit}; {default}"
+    return f"    {p.name}: {inputs.help_text(p.name, takes_list(p.name, p.default))[:-1]}; {default}"
 
 
 def docstring(fn: Callable, sig: inspect.Signature) -> str:

@@ -18,9 +18,10 @@ from dataclasses import fields
 
 import numpy as np
 
+from tokenomy.answers import inputs
 from tokenomy.answers.door import door
 from tokenomy.answers.passes import choose_layout
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int
+from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.deployment import Deployment
@@ -34,7 +35,7 @@ from tokenomy.econ import kv_tiers as kt
 from tokenomy.econ import latency as el
 from tokenomy.econ import pricing as ep
 from tokenomy.econ import speculative as es
-from tokenomy.econ.cost import Serving, check_positive
+from tokenomy.econ.cost import Serving
 
 BATCHES = tuple(2 ** i for i in range(15))  # the CLI's 1..16384
 CONTEXTS = tuple(2 ** i for i in range(10, 21))  # 1024..1048576
@@ -44,37 +45,17 @@ BATCH_COLUMNS = ("batch", "step_s", "roofline_step_s", "matmul_s", "weights_s", 
                  "fits")
 
 
-def _ints(name: str, v) -> list[int]:
-    vals = list(np.atleast_1d(v)) if not isinstance(v, (list, tuple)) else list(v)
-    if not vals:
-        raise ValueError(f"{name}: needs positive integers, e.g. 1,8,64")
-    return [positive_int(name, x) for x in vals]
-
-
-def _number(name: str, v, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: {v!r} is not a number") from None
-    if not np.isfinite(x) or (lo is not None and (x <= lo if lo_open else x < lo)) or (hi is not None and x > hi):
-        rng = " and ".join(s for s in ((f"{'>' if lo_open else '>='} {lo:g}" if lo is not None else ""),
-                                       (f"<= {hi:g}" if hi is not None else "")) if s)
-        raise ValueError(f"{name}: must be a number {rng}, got {v!r}")
-    return x
-
-
 def serving(model, hardware, *, batch, context, len_pass=1, chips=None, tp=None, ep=None, pp=None, dp=None,
             redundant_experts=None, layout=None, weight_dtype=None, kv_dtype="bf16", efficiency="calibrated",
             usd_per_chip_hour=None) -> Serving:
     """The deployment an economics answer runs on: its layout chosen at the (batch, context, len_pass) points."""
-    if usd_per_chip_hour is not None:
-        check_positive("usd_per_chip_hour", usd_per_chip_hour)
+    inputs.optional("usd_per_chip_hour", usd_per_chip_hour)
     m, hw = model_of(model), hardware_of(hardware)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
     B, C, S = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(np.asarray(batch, float)[:, None],
                                                                        np.asarray(context, float)[None, :], len_pass))
-    lay, rule = choose_layout(dep, positive_int("chips", chips), layout_of(tp, ep, pp, dp, redundant_experts) or layout,
+    lay, rule = choose_layout(dep, inputs.optional("chips", chips), layout_of(tp, ep, pp, dp, redundant_experts) or layout,
                               B, C, S)
     return Serving(**{f.name: getattr(dep, f.name) for f in fields(Deployment)} | {"layout": lay},
                    layout_rule=rule)
@@ -97,7 +78,7 @@ def _g(v) -> str:
 @reports_hardware
 def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, **kw) -> Result:
     """Decode cost and speed vs batch: balance batches, unbatched penalty, operating point, fit."""
-    B, C = _ints("batch", batch), positive_int("context", context)
+    B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
     sv = serving(model, hardware, batch=B, context=[C], chips=chips, **kw)
     rows = eb.batch_rows(sv.terms(np.array(B, float), C))
     s = eb.summarize_batch(sv, C).as_dict()
@@ -132,9 +113,9 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
         return Result("latency", "HBM drain time per chip", drain,
                       ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s", "preliminary"), rows_key="",
                       derivation=("drain_s = HBM capacity / HBM bandwidth: the step time that reads all of HBM once",))
-    B, C = _ints("batch", batch), positive_int("context", context)
-    tick = None if tick_s is None else _number("tick_s", tick_s, 0, lo_open=True)
-    g = _number("global_tokens_per_s", global_tokens_per_s, 0, lo_open=True)
+    B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
+    tick = None if tick_s is None else inputs.number("tick_s", tick_s)
+    g = inputs.number("global_tokens_per_s", global_tokens_per_s)
     sv = serving(model, hw, batch=B, context=[C], chips=chips, **kw)
     rows = el.schedule_rows(sv.terms(np.array(B, float), C), sv.chips, tick, g)
     derivation = (f"[bold]{sv.header()}[/bold]",
@@ -152,11 +133,11 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
 def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXTS, sparse_const=64.0,
             sparse_exponent=0.5, band=2.0, step_context=200000, **kw) -> Result:
     """Context length: compute/memory crossover, MFU vs context, Goldilocks zone, price-step inverse."""
-    B, Cs = positive_int("batch", batch), _ints("context", context)
-    sc = _number("sparse_const", sparse_const, 0, lo_open=True)
-    sp = _number("sparse_exponent", sparse_exponent, 0, 1, lo_open=True)
-    bd = _number("band", band, 1, lo_open=True)
-    sc_ctx = _number("step_context", step_context, 0, lo_open=True)
+    B, Cs = inputs.optional("batch", batch), inputs.numbers("context", context)
+    sc = inputs.number("sparse_const", sparse_const)
+    sp = inputs.number("sparse_exponent", sparse_exponent)
+    bd = inputs.number("band", band)
+    sc_ctx = inputs.number("step_context", step_context)
     sv = serving(model, hardware, batch=[B], context=Cs, chips=chips, **kw)
     rows = ec.context_rows(sv, B, Cs)
     s = ec.summarize_context(sv, B, bd, sc, sp).as_dict()
@@ -181,8 +162,8 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
     Decode runs on the best layout for the decode batches, the prefill on the best layout for its own pass."""
     from tokenomy.catalog import loader
 
-    B, C = _ints("batch", batch), positive_int("context", context)
-    P, pb = positive_int("prompt_tokens", prompt_tokens), positive_int("prefill_batch", prefill_batch)
+    B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
+    P, pb = inputs.optional("prompt_tokens", prompt_tokens), inputs.optional("prefill_batch", prefill_batch)
     if P > C:
         raise ValueError(f"prompt_tokens: must be <= context ({C}), got {P}")
     sv = serving(model, hardware, batch=B, context=[C], chips=chips, **kw)
@@ -212,7 +193,7 @@ def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8
     default: DeepSeek-V3 report §5.4.3), their weights and KV added to the memory per chip."""
     if draft not in es.DRAFT_KINDS:
         raise ValueError(f"draft: allowed {', '.join(es.DRAFT_KINDS)}; got {draft!r}")
-    B, C = _ints("batch", batch), positive_int("context", context)
+    B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
     m = model_of(model)
     mtp = draft == "mtp"
     if mtp:
@@ -220,16 +201,16 @@ def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8
         if draft_cost is not None:
             raise ValueError("draft_cost: the MTP draft's cost is its own layers through the engine; leave it out "
                              "with draft='mtp'")
-    k = positive_int("draft_tokens", draft_tokens if draft_tokens is not None else (m.mtp_layers if mtp else 3))
-    a = _number("acceptance", acceptance if acceptance is not None else (es.MTP_ACCEPTANCE if mtp else 0.7), 0, 1)
-    d = 0.0 if mtp else _number("draft_cost", 0.05 if draft_cost is None else draft_cost, 0, 0.999)
+    k = inputs.optional("draft_tokens", draft_tokens if draft_tokens is not None else (m.mtp_layers if mtp else 3))
+    a = inputs.number("acceptance", acceptance if acceptance is not None else (es.MTP_ACCEPTANCE if mtp else 0.7))
+    d = 0.0 if mtp else inputs.number("draft_cost", 0.05 if draft_cost is None else draft_cost)
     es.check_speculation(k, a, d)
     if k + 1 > C:
         raise ValueError(f"draft_tokens: k+1 must be <= context ({C})")
-    ts = _number("target_speed", target_speed, 0, lo_open=True)
+    ts = inputs.number("target_speed", target_speed)
     sv = serving(m, hardware, batch=B, context=[C], chips=chips, **kw)
     dr = es.mtp_draft(sv) if mtp else None
-    base = positive_int("base_batch", base_batch) if base_batch is not None else \
+    base = inputs.optional("base_batch", base_batch) if base_batch is not None else \
         eb.summarize_batch(sv, C).operating_batch
     if not base:
         raise ValueError(f"base_batch: nothing fits on {sv.label()} at context {C}")
@@ -323,11 +304,11 @@ def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HO
     The rematerialising prefill runs on the best layout for that prefill."""
     from tokenomy.arch.params import kv_bytes_at_context
 
-    P, pb = positive_int("prefix_tokens", prefix_tokens), positive_int("prefill_batch", prefill_batch)
-    holds = [_number("hold", h, 0, lo_open=True) for h in (hold if isinstance(hold, (list, tuple)) else [hold])]
+    P, pb = inputs.optional("prefix_tokens", prefix_tokens), inputs.optional("prefill_batch", prefill_batch)
+    holds = [inputs.number("hold", h) for h in (hold if isinstance(hold, (list, tuple)) else [hold])]
     if not holds:
         raise ValueError("hold: needs hold times in seconds, e.g. 300,3600")
-    st = _number("stall", stall, 0, 1)
+    st = inputs.number("stall", stall)
     sv = serving(model, hardware, batch=[pb], context=[P], len_pass=P, chips=chips, **kw)
     size = kv_bytes_at_context(sv.model, P, sv.kv_dtype)
     remat = kt.remat_usd(sv, P, pb)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tokenomy.answers.resolve import DEFAULT_ENGINE, positive_int
+from tokenomy.answers import inputs
+from tokenomy.answers.resolve import DEFAULT_ENGINE
 from tokenomy.catalog import loader
 from tokenomy.serving.scheduler import EngineProfile, profile_of
 
@@ -17,8 +18,8 @@ def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) 
     """The catalog's profile for ``name`` (the HBM share for ``tp`` where the engine sets it by TP degree)."""
     if name not in ENGINES:
         raise ValueError(f"engine: {name!r}; allowed: {', '.join(ENGINES)}")
-    return profile_of(loader.engine_file(name), tp, positive_int("max_num_tokens", max_num_tokens),
-                      positive_int("max_batch", max_batch))
+    return profile_of(loader.engine_file(name), tp, inputs.optional("max_num_tokens", max_num_tokens),
+                      inputs.optional("max_batch", max_batch))
 
 
 def benchmark_protocol(name: str):

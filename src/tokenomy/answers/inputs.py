@@ -94,11 +94,13 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "context": _w(1, MAX_CONTEXT, "tokens", "tokens already in the KV cache (comma list or range)"),
     "len_pass": _w(1, MAX_CONTEXT, "tokens", "new tokens per sequence in the pass"),
     "chips": _w(1, MAX_CHIPS, "chips", "chips to use (default: the system's)"),
-    "tp": _w(1, 2**16, "chips", "tensor-parallel degree"), "ep": _w(1, 2**16, "chips", "expert-parallel degree"),
-    "pp": _w(1, 2**16, "stages", "pipeline stages"), "dp": _w(1, 2**16, "replicas", "data-parallel replicas"),
+    "tp": _w(1, 2**16, "chips", "tensor-parallel degree (default: the best layout over all chips)"),
+    "ep": _w(1, 2**16, "chips", "expert-parallel degree (MoE; attention data-parallel)"),
+    "pp": _w(1, 2**16, "stages", "pipeline stages (micro-batches = stages)"),
+    "dp": _w(1, 2**16, "replicas", "data-parallel replicas"),
     "cp": _w(1, 2**16, "chips", "context-parallel degree"), "virtual_stages": _w(1, 2**16, "stages"),
-    "redundant_experts": _w(0, 2**16, "experts", "extra expert replicas (EPLB)"),
-    "usd_per_chip_hour": _f(0, 1e4, "$/chip-hour", "rental price (default: the catalog's)"),
+    "redundant_experts": _w(0, 2**16, "experts", "extra expert replicas (EPLB), so ep may divide experts + replicas"),
+    "usd_per_chip_hour": _f(0, 1e4, "$/chip-hour", "rental price (default: the catalog's)", lo_open=True),
     "hop_latency": _f(0, 10, "s", "pipeline hop latency (default: the link's)"),
     "usd_per_kwh": _f(0, 10, "$/kWh", "electricity price (default: the facility's)"),
     "flops_fraction": _f(1e-3, 1, "", "achievable fraction of peak FLOP/s"),
@@ -109,14 +111,14 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "top": _w(0, 1000, "rows"),
     # economics: latency, context, speculate, cache, pricing
     "tick_s": SECONDS, "global_tokens_per_s": _f(1, 1e15, "tokens/s"), "sparse_const": _f(0, 1e9, lo_open=True),
-    "sparse_exponent": _f(0, 1, lo_open=True), "band": _f(1, 1e6), "acceptance": SHARE,
+    "sparse_exponent": _f(0, 1, lo_open=True), "band": _f(1, 1e6, lo_open=True), "acceptance": SHARE,
     "draft_cost": _f(0, 0.999), "base_batch": _w(1, MAX_BATCH, "sequences"), "target_speed": _f(1, 1000),
-    "draft_tokens": _w(1, 64, "tokens"), "hold": _f(0, 1e9, "s"), "stall": SHARE,
+    "draft_tokens": _w(1, 64, "tokens"), "hold": _f(0, 1e9, "s", lo_open=True), "stall": SHARE,
     "prefix_tokens": _w(1, MAX_CONTEXT, "tokens"), "prefill_batch": _w(1, MAX_BATCH, "sequences"),
     "prompt_tokens": _w(1, MAX_CONTEXT, "tokens"), "step_context": _w(1, 1e9, "tokens"),
     # serve (a workload)
-    "concurrency": _f(1, 1e7, "users", "closed loop: users (comma list)"),
-    "rate": _f(1e-6, 1e7, "requests/s", "open loop: Poisson arrivals (comma list)"),
+    "concurrency": _f(1, 1e7, "users", "closed loop: users, e.g. 1,4,16,64,256"),
+    "rate": _f(1e-6, 1e7, "requests/s", "open loop: requests/s (Poisson arrivals), e.g. 0.5,1,2"),
     "isl": _w(1, MAX_CONTEXT, "tokens", "input tokens per request"),
     "osl": _w(1, MAX_CONTEXT, "tokens", "output tokens per request"),
     "cache_hit": _f(0, 0.99, "", "fraction of input tokens served from a prefix cache"),
@@ -131,12 +133,20 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "tokens": _f(1, 1e17, "tokens"), "mfu": UTILISATION, "flops_factor": _f(2, 6), "train_mfu": UTILISATION,
     "rollouts": _w(1, 2**20), "prompt_len": _w(1, MAX_CONTEXT, "tokens"), "output_len": _w(1, MAX_CONTEXT, "tokens"),
     "demand_tokens_per_s": _f(1, 1e15, "tokens/s"), "period_days": _f(0.01, 36_500, "days"),
-    "target_loss": _f(0, 20, lo_open=True), "target_params": PARAMS, "rl_tokens_ratio": _f(0, 100),
+    "target_loss": _f(0, 20, lo_open=True), "target_params": PARAMS, "rl_tokens_ratio": _f(0, 100, lo_open=True),
     "rl_flops_factor": _f(2, 6), "rl_penalty": _f(1, 100), "inference_penalty": _f(1, 100), "active_params": PARAMS,
     "models_per_family": _f(1, 1e6),
 }
 for _pool in ("prefill", "decode"):  # a disaggregated pool's layout (serve --prefill-tp ...)
     FIELDS.update({f"{_pool}_{k}": FIELDS[k] for k in ("tp", "ep", "pp", "dp", "redundant_experts")})
+
+
+def help_text(name: str, lists: bool = False) -> str:
+    """An option's help from its row: what it is, then what is allowed (the CLI's --help, tk.*'s Options)."""
+    f = field_of(name)
+    what = (f.help[:1].upper() + f.help[1:] + "; ") if f.help else ""
+    kind = f"{'whole ' if f.whole else ''}number{'s (a list)' if lists else ''}"
+    return f"{what}{kind} in {f}{' ' + f.unit if f.unit else ''}."
 
 
 def field_of(name: str) -> Field:
@@ -224,6 +234,11 @@ def _one(name: str, text: str) -> None:
     _not_thousands(name, text)
     if "," in text or ".." in text:
         raise InputError(name, f"{text[:40]!r}: one value here, not a list")
+
+
+def optional(name: str, value) -> int | float | None:
+    """``number`` for a keyword that may be left out (None)."""
+    return None if value is None else number(name, value)
 
 
 def _range(name: str, part: str, f: Field) -> list[float]:

@@ -18,9 +18,10 @@ import math
 import numpy as np
 
 from tokenomy.answers import error_bars
+from tokenomy.answers import inputs
 from tokenomy.answers.door import door
 from tokenomy.answers.launch import emits
-from tokenomy.answers.resolve import deployment, positive_int
+from tokenomy.answers.resolve import deployment
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.layout import Layout
@@ -29,12 +30,6 @@ from tokenomy.parallel.topology import topology
 
 PLAN_COLUMNS = ("plan", "chips", "batch", "tokens_per_s_per_chip", "tokens_per_s_per_user", "step_s", "ttft_s",
                 "usd_per_mtok", "memory_per_chip_bytes", "bound")
-
-
-def _positive(name: str, v):
-    if v is not None and not (v > 0 and math.isfinite(v)):
-        raise ValueError(f"{name}: must be a positive number, got {v}")
-    return v
 
 
 SERVING_COLUMNS = ("best", "plan", "chips", "concurrency", "rate", "ttft_s", "tpot_s", "tokens_per_s_per_chip",
@@ -81,16 +76,15 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
     if prefill_chips is not None or decode_chips is not None:
         raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
     kv_dtype = "bf16" if kv_dtype in (None, "auto") else kv_dtype  # a bare layout search has no engine
-    for name, v in (("context", context), ("max_ttft", max_ttft), ("hop_latency", hop_latency)):
-        _positive(name, v)
-    if min_tokens_per_user is None or not min_tokens_per_user >= 0:
-        raise ValueError(f"min_tokens_per_user: must be >= 0, got {min_tokens_per_user}")
-    if top is None or int(top) != top or top < 0:
-        raise ValueError(f"top: must be an integer >= 0, got {top}")
+    for name, v in (("context", context), ("max_ttft", max_ttft), ("hop_latency", hop_latency),
+                    ("min_tokens_per_user", min_tokens_per_user), ("top", top)):
+        inputs.optional(name, v)
+    if min_tokens_per_user is None or top is None:
+        raise ValueError(f"{'top' if top is None else 'min_tokens_per_user'}: required (a number)")
     dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                      efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     dep = dep.with_(topology=topology(dep.hardware, torus=torus))
-    budget = positive_int("chips", chips) or dep.hardware.num_chips
+    budget = inputs.optional("chips", chips) or dep.hardware.num_chips
     cons = Constraints(float(context), float(min_tokens_per_user), math.inf if max_ttft is None else float(max_ttft))
     res = search(dep, chips=budget, constraints=cons, batches=None if batch is None else list(batch),
                  hop_latency_s=hop_latency)
@@ -143,7 +137,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
             raise ValueError("torus: not with mode disagg")
         dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                          efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
-        budget = positive_int("chips", chips) or dep.hardware.num_chips
+        budget = inputs.optional("chips", chips) or dep.hardware.num_chips
         r = plan_disagg(model, hardware, chips=budget, concurrency=concurrency, rate=rate, isl=isl, osl=osl,
                         cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
                         ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -157,7 +151,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
     dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                      efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
     dep = dep.with_(topology=topology(dep.hardware, torus=torus))
-    budget = positive_int("chips", chips) or dep.hardware.num_chips
+    budget = inputs.optional("chips", chips) or dep.hardware.num_chips
     within_context(dep.model, li.mean, lo.mean)
     rows, n_layouts, n_eval = search_agg(dep, chips=budget, concurrency=C, rate=R, isl=li.mean, osl=lo.mean,
                                          cache_hit=float(cache_hit), engine=engine, max_num_tokens=max_num_tokens,

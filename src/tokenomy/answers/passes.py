@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers import error_bars
+from tokenomy.answers import inputs
 from tokenomy.answers.door import door
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, positive_int, within_window
+from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, within_window
 from tokenomy.answers.energy_cols import ENERGY_KEYS, pass_energy, power_of
 from tokenomy.answers.result import Later, Result
 from tokenomy.answers.variants import reports_hardware
@@ -30,16 +31,6 @@ PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "m
 MAX_POINTS = 1 << 20
 TERM_KEYS = ("compute_s", "memory_s", "weights_read_s", "kv_s", "act_s", "tp_comm_s", "ep_comm_s", "comms_s", "overhead_s", "hop_s", "step_s",
              "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "mfu")
-
-
-def _grid(name: str, values) -> np.ndarray:
-    try:
-        a = np.atleast_1d(np.asarray(values, dtype=float)).ravel()
-    except (TypeError, ValueError):  # a string, a ragged or nested list: one line naming the field, never numpy's
-        raise ValueError(f"{name}: must be positive whole numbers (a number or a list), got {values!r}") from None
-    if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.round(a)):
-        raise ValueError(f"{name}: must be positive whole numbers, got {values!r}")
-    return a
 
 
 def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S, usable=None) -> tuple[Layout, str]:
@@ -78,14 +69,14 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
                 kv_dtype="bf16", efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None,
                 usd_per_kwh=None, facility=None) -> Result:
     m, hw = model_of(model), hardware_of(hardware)
-    B = _grid("batch", batch)[:, None]
-    C = _grid("context", context)[None, :]
+    B = np.asarray(inputs.numbers("batch", batch), dtype=float)[:, None]
+    C = np.asarray(inputs.numbers("context", context), dtype=float)[None, :]
     if B.size * C.size > MAX_POINTS:
         raise ValueError(f"batch x context: at most {MAX_POINTS} points, got {B.size * C.size}")
     within_window(m, float(np.max(C)), "context")
     S = np.ones_like(C) if kind == "decode" else (C if len_pass is None else np.full_like(C, float(len_pass)))
     if len_pass is not None:
-        positive_int("len_pass", len_pass)
+        inputs.optional("len_pass", len_pass)
     if np.any(S > C):
         raise ValueError("len_pass: must be <= every context (the new tokens are part of the context)")
     degrees = layout_of(tp, ep, pp, dp, redundant_experts, attn_dp, kv_batch)
@@ -95,7 +86,7 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
     power = power_of(hw, usd_per_kwh, facility)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                      usd_per_chip_hour=usd_per_chip_hour)
-    lay, rule = choose_layout(dep, positive_int("chips", chips), lay, B, C, S)
+    lay, rule = choose_layout(dep, inputs.optional("chips", chips), lay, B, C, S)
     dep = dep.with_(layout=lay)
     hop = {} if hop_latency is None else {"hop_latency_s": float(hop_latency)}
     r = dep.run(B, C, S, **hop)

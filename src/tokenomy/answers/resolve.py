@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from tokenomy.answers import inputs
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
@@ -87,19 +88,6 @@ def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine:
                      "tokenomy calibrate --from")
 
 
-MAX_DEGREE = 2**20  # chips in a layout dimension: beyond any machine, and what numpy's integer arrays hold exactly
-
-
-def positive_int(field: str, v, limit: int = 2**40) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not float(v) == int(float(v)) or int(float(v)) <= 0:
-        raise ValueError(f"{field}: must be a positive integer, got {v!r}")
-    if int(float(v)) > limit:
-        raise ValueError(f"{field}: must be a positive integer at most {limit:,}, got {v!r}")
-    return int(float(v))
-
-
 def within_window(m, tokens: float, field: str, what: str = "") -> None:
     """A sequence of ``tokens`` inside the model's context window (config.json max_position_embeddings, where given):
     the one rule decode, prefill (their context) and serve, plan (ISL + OSL) apply."""
@@ -113,14 +101,12 @@ def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_d
               kv_batch=None) -> Layout | None:
     """An explicit layout from degrees (those left out are 1), or None when no degree is given. ``attn_dp``
     False keeps attention tensor-parallel beside EP; ``kv_batch`` shards KV by sequence beyond the KV heads."""
-    degrees = {k: positive_int(k, v, MAX_DEGREE) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
-    r = redundant_experts
-    if r is not None and (float(r) != int(float(r)) or not 0 <= int(float(r)) <= MAX_DEGREE):
-        raise ValueError(f"redundant_experts: must be an integer in [0, {MAX_DEGREE:,}], got {r!r}")
+    degrees = {k: inputs.optional(k, v) for k, v in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp))}
+    r = inputs.optional("redundant_experts", redundant_experts)
     if all(v is None for v in degrees.values()) and not r and attn_dp is None and not kv_batch:
         return None
     return Layout(*(degrees[k] or 1 for k in ("tp", "ep", "pp", "dp")), attn_dp=attn_dp, kv_batch=bool(kv_batch),
-                  redundant_experts=int(float(r or 0)))
+                  redundant_experts=int(r or 0))
 
 
 def deployment(model, hardware, *, layout: Layout, weight_dtype: str | None = None, kv_dtype: str = "bf16",

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.answers import inputs
 from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import lifecycle_mwh, power_of, train_energy
-from tokenomy.answers.resolve import dtype_of, hardware_of, model_of, positive_int
+from tokenomy.answers.resolve import dtype_of, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, overflow_message
@@ -43,18 +44,6 @@ class RecordResult(Result):
 
     def payload(self):
         return self.rows()[0]
-
-
-def _choice(field: str, v, allowed) -> str:
-    if v not in allowed:
-        raise ValueError(f"{field}: {v!r}; allowed: {', '.join(allowed)}")
-    return v
-
-
-def positive(field: str, v, upper: float | None = None) -> None:
-    """``field`` must be a finite number > 0 (and <= upper) when given."""
-    if v is not None and not (v > 0 and np.isfinite(v) and (upper is None or v <= upper)):
-        raise ValueError(f"{field}: must be a positive number{f' <= {upper:g}' if upper else ''}, got {v}")
 
 
 def _pick(x, shape, i):
@@ -159,7 +148,7 @@ def train_efficiency_of(hw, name: str = "calibrated") -> TrainEfficiency:
 
 
 def published_runs(published: str) -> Result:
-    names = run_names() if published == "all" else [_choice("published", published, run_names() + ["all"])]
+    names = run_names() if published == "all" else [inputs.choice("published", published, run_names() + ["all"])]
     return Result("train", "published runs: chip-hours = FLOPs/(chips' peak x MFU)",
                   tuple(r for r in check_rows() if r["run"] in names), PUBLISHED_COLUMNS, rows_key="")
 
@@ -182,17 +171,16 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
         if v is None:
             raise ValueError(f"{field}: required")
         dtype_of(field, v)
-    _choice("schedule", schedule, SCHEDULES)
-    _choice("recompute", recompute, STRATEGIES)
-    _choice("attention", attention, ATTENTION_CONVENTIONS)
-    positive("mfu", mfu, 1.0)
-    positive("flops_fraction", flops_fraction, 1.0)
-    if not 0 <= tp_overlap <= 1:
-        raise ValueError(f"tp_overlap: must be in [0, 1], got {tp_overlap}")
-    positive("tokens", tokens)
+    inputs.choice("schedule", schedule, SCHEDULES)
+    inputs.choice("recompute", recompute, STRATEGIES)
+    inputs.choice("attention", attention, ATTENTION_CONVENTIONS)
+    inputs.optional("mfu", mfu)
+    inputs.optional("flops_fraction", flops_fraction)
+    inputs.optional("tokens", tokens)
+    inputs.optional("tp_overlap", tp_overlap)
     for field, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual_stages", virtual_stages),
                      ("micro_batch", micro_batch), ("seq_len", seq_len), ("chips", chips), ("dp", dp)):
-        positive_int(field, v)
+        inputs.optional(field, v)
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"zero: {zero}; allowed: 0, 1, 2, 3")
     m, hw = model_of(model), hardware_of(hardware)
@@ -234,8 +222,8 @@ def rl(*, model=None, hardware=None, chips=None, rollouts=1024, prompt_len=1024,
     """One RL step per concurrent-rollout batch (econ/rl.py)."""
     for field, v in (("rollouts", rollouts), ("prompt_len", prompt_len), ("output_len", output_len),
                      ("train_mfu", train_mfu)):
-        positive(field, v)
-    positive_int("chips", chips)
+        inputs.optional(field, v)
+    inputs.optional("chips", chips)
     m, hw = model_of(model), hardware_of(hardware)
     B = np.atleast_1d(np.asarray(batch, dtype=float))
     r = rl_step(m, hw, rollouts=rollouts, prompt_len=prompt_len, output_len=output_len, batch=B, chips=chips,
@@ -278,8 +266,8 @@ def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, t
     for field, v in (("demand_tokens_per_s", demand_tokens_per_s), ("period_days", period_days),
                      ("target_loss", target_loss), ("target_params", target_params), ("rl_tokens_ratio",
                      rl_tokens_ratio), ("active_params", active_params), ("models_per_family", models_per_family)):
-        positive(field, v)
-    positive("mfu", mfu, 1.0)
+        inputs.optional(field, v)
+    inputs.optional("mfu", mfu)
     pen = lc.Penalties(rl_flops_factor, rl_penalty, inference_penalty)
     if infer:
         return _inverse(demand_tokens_per_s, period_days, active_params, pen, models_per_family)

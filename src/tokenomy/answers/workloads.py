@@ -28,7 +28,7 @@ import numpy as np
 from tokenomy.answers import error_bars
 from tokenomy.answers import inputs
 from tokenomy.answers.door import door
-from tokenomy.answers.resolve import (deployment, hardware_of, layout_of, model_of, positive_int, weight_dtype_of,
+from tokenomy.answers.resolve import (deployment, hardware_of, layout_of, model_of, weight_dtype_of,
                                      within_window)
 from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
@@ -87,18 +87,13 @@ def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> st
 
 
 def _points(name, values):
-    if values is None:
-        return None
-    a = np.atleast_1d(np.asarray(values, dtype=float)).ravel()
-    if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0):
-        raise ValueError(f"{name}: must be > 0, got {values!r}")
-    return a
+    return None if values is None else np.asarray(inputs.numbers(name, values), dtype=float)
 
 
 def _lengths(field, fixed, dist):
     if dist is not None:
         return dist if isinstance(dist, Lengths) else Lengths.parse(field + "_dist", dist)
-    v = positive_int(field, fixed)
+    v = inputs.optional(field, fixed)
     if v is None:
         raise ValueError(f"{field}: must be a positive integer")
     return Lengths("fixed", float(v))
@@ -157,7 +152,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     dep = deployment(m, hw, layout=degrees or Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                      efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     B0 = ranking_batch(C, max_batch or engine_profile(engine).max_batch)
-    lay, rule = serve_layout(dep, positive_int("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
+    lay, rule = serve_layout(dep, inputs.optional("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
                              max_batch, workload=dict(concurrency=C, rate=R, cache_hit=float(cache_hit),
                                                       arrivals=arrivals), slos=(ttft_slo, tpot_slo))
     dep = dep.with_(layout=lay)
@@ -219,7 +214,7 @@ def _dtypes(dep) -> str:
 def _simulations(run, C, R, li, lo, tr, cache_hit, arrivals, requests, seed) -> list:
     """One simulation per load point, ``run(workload, n_requests)`` (the aggregated or the disaggregated
     simulator): ``requests`` requests (default 2000; a trace: its own), seeded."""
-    n_req = positive_int("requests", requests) or 2000
+    n_req = inputs.optional("requests", requests) or 2000
     inputs.within_memory("requests", n_req, BYTES_PER_REQUEST, "simulated requests")
     return [run(Workload(li, lo, concurrency=x if C is not None else None, rate=x if C is None else None,
                          cache_hit=float(cache_hit), arrivals=arrivals, trace=tr, seed=seed), n_req)
@@ -507,7 +502,7 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     if bad:
         raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + "
                          f"{', '.join(POOL_DEGREES)}")
-    P, D = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
+    P, D = inputs.optional("prefill_chips", prefill_chips), inputs.optional("decode_chips", decode_chips)
     if P is None or D is None:
         raise ValueError("prefill_chips, decode_chips: disaggregated serving needs both pool sizes")
     sim = {"method": "analytic", **(sim or {})}
@@ -610,14 +605,14 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
     from tokenomy.answers.plan_serving import RULE, misses_by, rank, with_goodput
     from tokenomy.serving.disagg import PoolDoesNotFit, decode_rate, disagg
 
-    budget = positive_int("chips", chips)
+    budget = inputs.optional("chips", chips)
     if budget is None:
         raise ValueError("chips: the chip budget to split into a prefill and a decode pool is required")
-    P_fix, D_fix = positive_int("prefill_chips", prefill_chips), positive_int("decode_chips", decode_chips)
+    P_fix, D_fix = inputs.optional("prefill_chips", prefill_chips), inputs.optional("decode_chips", decode_chips)
     if (P_fix or 0) + (D_fix or 0) > budget or (P_fix or D_fix or 0) >= budget:
         raise ValueError(f"prefill_chips: {P_fix or 0} + decode_chips {D_fix or 0} leave no room in the {budget} "
                          "chips available (chips); each pool needs at least one and P + D <= chips")
-    top = None if top is None or top == 0 else positive_int("top", top)
+    top = None if top is None or top == 0 else inputs.optional("top", top)
     C, R, li, lo = _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo)
     m, hw = model_of(model), hardware_of(hardware)
     kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)

@@ -1,6 +1,9 @@
-"""Option declarations shared by the pass commands (decode, prefill, plan, estimate, ...): one place for their help."""
+"""Option declarations shared by the pass commands (decode, prefill, plan, estimate, ...): one place for their help
+(a number's help and bounds come from its row of answers/inputs.FIELDS)."""
 
 import typer
+
+from tokenomy.answers.inputs import help_text
 
 # what-if hardware on every command that takes --hardware (answers/variants.py; fields: specs.OVERRIDABLE)
 SET = typer.Option(None, "--set", help="What-if hardware: field=value[,field=value...], a number in SI units or a "
@@ -27,20 +30,19 @@ KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV cache dtype.")
 SERVE_KV_DTYPE = typer.Option(None, "--kv-dtype", help="KV cache dtype, or auto (the default): the engine's for "
                               "the weight dtype, catalog/engines: vllm and sglang bf16, trtllm fp8 with fp8/nvfp4 "
                               "weights (plan without a workload: bf16).")
-FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help="Achievable fraction of peak FLOP/s.")
-HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help="Achievable fraction of HBM bandwidth.")
-HOP_LATENCY = typer.Option(None, "--hop-latency", help="Pipeline hop latency, s (default: link).")
+FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help=help_text("flops_fraction"))
+HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help=help_text("hbm_fraction"))
+HOP_LATENCY = typer.Option(None, "--hop-latency", help=help_text("hop_latency"))
 EFFICIENCY = typer.Option("calibrated", "--efficiency",
                           help="calibrated (the chip's fitted terms; default), roofline (ideal: the bound), or a "
                                "terms .toml written by tokenomy calibrate --from.")
 LAYOUT = typer.Option(None, "--layout", help="ideal: the even split over all chips, a bound no layout reaches.")
-REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts",
-                                 help="Extra expert replicas (EPLB), so ep may divide experts + replicas.")
+REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts", help=help_text("redundant_experts"))
 # a layout's degrees and flags (decode, prefill, serve; serve's pools take each as --prefill-*/--decode-*)
-TP = typer.Option(None, "--tp", help="Tensor-parallel degree (default: the best layout over all chips).")
-EP = typer.Option(None, "--ep", help="Expert-parallel degree (MoE; attention data-parallel).")
-PP = typer.Option(None, "--pp", help="Pipeline stages (micro-batches = stages).")
-DP = typer.Option(None, "--dp", help="Data-parallel replicas.")
+TP = typer.Option(None, "--tp", help=help_text("tp"))
+EP = typer.Option(None, "--ep", help=help_text("ep"))
+PP = typer.Option(None, "--pp", help=help_text("pp"))
+DP = typer.Option(None, "--dp", help=help_text("dp"))
 ATTN_TP = typer.Option(False, "--attn-tp", help="With --ep: attention tensor-parallel (not DP).")
 KV_BATCH = typer.Option(False, "--kv-batch", help="Shard KV by sequence beyond the KV heads.")
 
@@ -53,18 +55,18 @@ def layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch, prefix: s
     return {prefix + k: v for k, v in kw.items()}
 
 # a serving workload (tokenomy serve, tokenomy plan with a workload)
-CONCURRENCY = typer.Option(None, "--concurrency", help="Closed loop: users, comma list (e.g. 1,4,16,64,256).")
-RATE = typer.Option(None, "--rate", help="Open loop: requests/s (Poisson arrivals), comma list.")
-ISL = typer.Option(1024, "--isl", help="Input tokens per request.")
-OSL = typer.Option(1024, "--osl", help="Output tokens per request.")
-CACHE_HIT = typer.Option(0.0, "--cache-hit", help="Fraction of input tokens served from a prefix cache.")
+CONCURRENCY = typer.Option(None, "--concurrency", help=help_text("concurrency", lists=True))
+RATE = typer.Option(None, "--rate", help=help_text("rate", lists=True))
+ISL = typer.Option(1024, "--isl", help=help_text("isl"))
+OSL = typer.Option(1024, "--osl", help=help_text("osl"))
+CACHE_HIT = typer.Option(0.0, "--cache-hit", help=help_text("cache_hit"))
 ENGINE = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines).")
 PLAN_ENGINE = typer.Option(None, "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines; default vllm, "
                            "or the engine --emit names).")
 EMIT = typer.Option(None, "--emit", help="vllm | sglang | trtllm | dynamo: print the launch command (and config "
                     "file) of each pool of the chosen plan, flags from catalog/engines/flags (docs/deploy.md).")
-TTFT_SLO = typer.Option(None, "--ttft-slo", help="TTFT SLO, s (goodput).")
-TPOT_SLO = typer.Option(None, "--tpot-slo", help="TPOT SLO, s (goodput).")
+TTFT_SLO = typer.Option(None, "--ttft-slo", help=help_text("ttft_slo"))
+TPOT_SLO = typer.Option(None, "--tpot-slo", help=help_text("tpot_slo"))
 USD_PER_KWH = typer.Option(None, "--usd-per-kwh", help="Electricity price, $/kWh (default: catalog/power/facility.toml, "
                                                        "$0.08, US industrial average).")
 FACILITY = typer.Option(None, "--facility", help="Deployment class for the facility overhead (PUE): hyperscale "

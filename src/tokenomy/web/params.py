@@ -18,7 +18,7 @@ import zlib
 import importlib
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
@@ -107,7 +107,12 @@ class Query:
         """One number of field ``name`` in the grammar (answers/inputs), bounded by its FIELDS row; absent or
         blank: ``default``."""
         v = self.text(name)
-        return default if v is None else _field_error(inputs.number, name, v)
+        if v is None:
+            return default
+        x = _field_error(inputs.number, name, v)
+        if not NUMBERS[name].admits(x):
+            raise FieldError(name, f"{v} is out of range {NUMBERS[name]} (the web's budget)")
+        return x
 
     def numbers(self, name: str, default: str) -> list:
         """A list of field ``name`` in the grammar (1,8,64, 1..4096, 1k..1M:8log), at most MAX_LIST values."""
@@ -227,7 +232,9 @@ NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI h
                "serve": {"trace", "pools"}}  # a trace is a file; the pools a dict (the CLI's --prefill-chips ...)
 
 
-NUMBERS = inputs.FIELDS  # bounds by parameter name: the one table (answers/inputs.py)
+WEB_BUDGETS = {"requests": 100_000}  # simulated requests per page or API call (the CLI: what the machine holds)
+NUMBERS = {**inputs.FIELDS, **{k: replace(inputs.FIELDS[k], hi=v) for k, v in WEB_BUDGETS.items()}}  # the one
+# table (answers/inputs.py), the web's budgets narrower
 KINDS = {  # parameters whose default (None) does not say their kind
     "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
