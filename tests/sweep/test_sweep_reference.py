@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
+from tokenomy.answers.sweep_eval import WINDOW_REASON
 from tokenomy.answers.sweeps import run, spec_of
 from tokenomy.core.layout import Layout
 
@@ -37,6 +38,9 @@ def test_points_are_deployment_run(name):
             r = dep.run(float(b), float(c), S)
         if S > c:  # the sweep's own code: a pass longer than its context
             assert np.isnan(float(point["step_s"]))
+            continue
+        if c > (dep.model.max_position_embeddings or np.inf):  # the one window rule: marked, never a number
+            assert np.isnan(float(point["step_s"])) and int(point["reason"]) == WINDOW_REASON
             continue
         for k in VARS:
             assert np.array_equal(np.asarray(point[k].values), np.asarray(getattr(r, k)), equal_nan=True), (k, at)

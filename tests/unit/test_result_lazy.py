@@ -42,7 +42,7 @@ def test_a_sweep_writes_no_row_and_no_derivation_until_asked(monkeypatch):
 
     monkeypatch.setattr(passes, "pass_rows", rows)
     monkeypatch.setattr(passes, "explain_point", explain)
-    r = tk.decode("llama-3.1-70b", "hgx-h100-8", batch=list(range(1, 65)), context=[2 ** i for i in range(7, 23)])
+    r = tk.decode("llama-4-scout", "hgx-h100-8", batch=list(range(1, 65)), context=[2 ** i for i in range(7, 23)])  # 10M window
     assert counts == {"rows": 0, "explain": 0}
     assert len(r.rows()) == 64 * 16 and len(r.rows()) == 1024 and counts == {"rows": 1, "explain": 0}
     list(r.notes)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from tokenomy.answers import inputs
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
@@ -88,11 +90,17 @@ def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine:
                      "tokenomy calibrate --from")
 
 
+def beyond_window(m, tokens):
+    """Where a sequence of ``tokens`` (a number or an array) is longer than the model's context window (config.json
+    max_position_embeddings, where given): the one rule; a sweep marks those points, the other doors refuse them."""
+    return np.asarray(tokens, float) > (m.max_position_embeddings or np.inf)
+
+
 def within_window(m, tokens: float, field: str, what: str = "") -> None:
-    """A sequence of ``tokens`` inside the model's context window (config.json max_position_embeddings, where given):
-    the one rule decode, prefill (their context) and serve, plan (ISL + OSL) apply."""
+    """A sequence of ``tokens`` inside the model's context window (``beyond_window``), or a ValueError naming
+    ``field``: decode and prefill (their context), serve and plan (ISL + OSL)."""
     most = m.max_position_embeddings
-    if most and tokens > most:
+    if np.any(beyond_window(m, tokens)):
         raise ValueError(f"{field}: {what}{tokens:,.0f} tokens exceeds {m.name}'s context of {most:,} tokens "
                          "(max_position_embeddings in its config.json)")
 

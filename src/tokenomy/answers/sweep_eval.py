@@ -19,7 +19,7 @@ import numpy as np
 
 from tokenomy.answers import error_bars
 from tokenomy.answers.energy_cols import pass_energy, power_of, serving_energy
-from tokenomy.answers.resolve import deployment
+from tokenomy.answers.resolve import beyond_window, deployment
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
 from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
@@ -32,9 +32,10 @@ from tokenomy.serving.steady import steady
 from tokenomy.units import CHECKPOINT
 
 SWEEP_REASONS = ("len_pass exceeds the context", "no valid layout uses exactly the chips",
-                 "no room for the KV cache of one sequence beside the weights")
+                 "no room for the KV cache of one sequence beside the weights",
+                 "beyond the model's context window (max_position_embeddings)")
 REASONS = engine.REASONS + SWEEP_REASONS
-LEN_PASS_REASON, NO_LAYOUT_REASON, NO_KV_REASON = (len(engine.REASONS) + i for i in range(3))
+LEN_PASS_REASON, NO_LAYOUT_REASON, NO_KV_REASON, WINDOW_REASON = (len(engine.REASONS) + i for i in range(4))
 PASS_VARS = {"step_s": "s", "compute_s": "s", "memory_s": "s", "comms_s": "s", "overhead_s": "s",
              "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s", "usd_per_mtok": "USD/Mtok",
              "memory_per_chip_bytes": "bytes", "mfu": "1", "j_per_token_all_in": "J/token",
@@ -175,11 +176,17 @@ def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     kind = point.get("kind", "decode")
     reg = error_bars.regime_of(dep, None, error_bars.DECODE if kind == "decode" else error_bars.PREFILL)
     vals.update({k: np.full(shape, np.nan) for k in PASS_BANDS} | error_bars.band_arrays(reg, vals, B, C, shape))
-    long = np.broadcast_to(np.asarray(S) > np.asarray(C), shape)
-    if long.any():
-        vals = {k: np.where(long, np.nan, v) if k not in ("reason", "bound") else v for k, v in vals.items()}
-        vals["reason"] = np.where(long, LEN_PASS_REASON, vals["reason"])
-    return vals
+    vals = _marked(vals, np.broadcast_to(np.asarray(S) > np.asarray(C), shape), LEN_PASS_REASON)
+    return _marked(vals, np.broadcast_to(beyond_window(dep.model, C), shape), WINDOW_REASON)
+
+
+def _marked(vals: dict, where, reason: int) -> dict:
+    """The points ``where`` a sweep's door refuses them: NaN, with their ``reason`` (the other doors raise)."""
+    if not np.any(where):
+        return vals
+    out = {k: np.where(where, np.nan, v) if k not in ("reason", "bound") else v for k, v in vals.items()}
+    out["reason"] = np.where(where, reason, vals["reason"])
+    return out
 
 
 def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
@@ -243,7 +250,8 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
                                                                "kv_batch")})
         for k, v in vals.items():
             out[k][idx] = np.broadcast_to(np.asarray(v, float), idx.shape)
-    return {k: v.reshape(shape) for k, v in out.items()}
+    return _marked({k: v.reshape(shape) for k, v in out.items()},
+                   beyond_window(dep0.model, (isl + osl).reshape(shape)), WINDOW_REASON)
 
 
 def evaluate_block(spec: Spec, block: tuple[slice, ...], into: dict | None = None) -> dict[str, np.ndarray]:
