@@ -21,6 +21,25 @@ def what_if(hardware, text: str | None):
 
     return hardware_with(hardware, text, door="--set")
 
+def grammar(name: str):
+    """typer's ``parser=`` for a number option: the one grammar (answers/inputs: 4k, 1e3) and its row of the bounds
+    table; a refusal is click's one line naming the option."""
+    def parse(text):
+        from tokenomy.answers import inputs
+
+        try:
+            return inputs.number(name, text)
+        except inputs.InputError as e:
+            raise ValueError(e.msg) from None
+
+    return parse
+
+
+def number(name: str, default, lists: bool = False):
+    """A number option declared from its row of the table: its help and its grammar."""
+    return typer.Option(default, "--" + name.replace("_", "-"), help=help_text(name, lists), parser=grammar(name))
+
+
 JSON = typer.Option(False, "--json", help="Print JSON.")
 CSV = typer.Option(False, "--csv", help="Print CSV.")
 EXPLAIN = typer.Option(False, "--explain", help="Show the formulas with the numbers plugged in.")
@@ -30,19 +49,19 @@ KV_DTYPE = typer.Option("bf16", "--kv-dtype", help="KV cache dtype.")
 SERVE_KV_DTYPE = typer.Option(None, "--kv-dtype", help="KV cache dtype, or auto (the default): the engine's for "
                               "the weight dtype, catalog/engines: vllm and sglang bf16, trtllm fp8 with fp8/nvfp4 "
                               "weights (plan without a workload: bf16).")
-FLOPS_FRACTION = typer.Option(1.0, "--flops-fraction", help=help_text("flops_fraction"))
-HBM_FRACTION = typer.Option(1.0, "--hbm-fraction", help=help_text("hbm_fraction"))
-HOP_LATENCY = typer.Option(None, "--hop-latency", help=help_text("hop_latency"))
+FLOPS_FRACTION = number("flops_fraction", 1.0)
+HBM_FRACTION = number("hbm_fraction", 1.0)
+HOP_LATENCY = number("hop_latency", None)
 EFFICIENCY = typer.Option("calibrated", "--efficiency",
                           help="calibrated (the chip's fitted terms; default), roofline (ideal: the bound), or a "
                                "terms .toml written by tokenomy calibrate --from.")
 LAYOUT = typer.Option(None, "--layout", help="ideal: the even split over all chips, a bound no layout reaches.")
-REDUNDANT_EXPERTS = typer.Option(None, "--redundant-experts", help=help_text("redundant_experts"))
+REDUNDANT_EXPERTS = number("redundant_experts", None)
 # a layout's degrees and flags (decode, prefill, serve; serve's pools take each as --prefill-*/--decode-*)
-TP = typer.Option(None, "--tp", help=help_text("tp"))
-EP = typer.Option(None, "--ep", help=help_text("ep"))
-PP = typer.Option(None, "--pp", help=help_text("pp"))
-DP = typer.Option(None, "--dp", help=help_text("dp"))
+TP = number("tp", None)
+EP = number("ep", None)
+PP = number("pp", None)
+DP = number("dp", None)
 ATTN_TP = typer.Option(False, "--attn-tp", help="With --ep: attention tensor-parallel (not DP).")
 KV_BATCH = typer.Option(False, "--kv-batch", help="Shard KV by sequence beyond the KV heads.")
 
@@ -57,16 +76,16 @@ def layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch, prefix: s
 # a serving workload (tokenomy serve, tokenomy plan with a workload)
 CONCURRENCY = typer.Option(None, "--concurrency", help=help_text("concurrency", lists=True))
 RATE = typer.Option(None, "--rate", help=help_text("rate", lists=True))
-ISL = typer.Option(1024, "--isl", help=help_text("isl"))
-OSL = typer.Option(1024, "--osl", help=help_text("osl"))
-CACHE_HIT = typer.Option(0.0, "--cache-hit", help=help_text("cache_hit"))
+ISL = number("isl", 1024)
+OSL = number("osl", 1024)
+CACHE_HIT = number("cache_hit", 0.0)
 ENGINE = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines).")
 PLAN_ENGINE = typer.Option(None, "--engine", help="vllm | sglang | trtllm (profiles in catalog/engines; default vllm, "
                            "or the engine --emit names).")
 EMIT = typer.Option(None, "--emit", help="vllm | sglang | trtllm | dynamo: print the launch command (and config "
                     "file) of each pool of the chosen plan, flags from catalog/engines/flags (docs/deploy.md).")
-TTFT_SLO = typer.Option(None, "--ttft-slo", help=help_text("ttft_slo"))
-TPOT_SLO = typer.Option(None, "--tpot-slo", help=help_text("tpot_slo"))
+TTFT_SLO = number("ttft_slo", None)
+TPOT_SLO = number("tpot_slo", None)
 USD_PER_KWH = typer.Option(None, "--usd-per-kwh", help="Electricity price, $/kWh (default: catalog/power/facility.toml, "
                                                        "$0.08, US industrial average).")
 FACILITY = typer.Option(None, "--facility", help="Deployment class for the facility overhead (PUE): hyperscale "
