@@ -107,7 +107,7 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "hbm_fraction": _f(1e-3, 1, "", "achievable fraction of HBM bandwidth"),
     "overhead_s": _f(0, 10, "s", "fixed per-step overhead"),
     # plan
-    "min_tokens_per_user": _f(0, 1e9, "tokens/s"), "max_ttft": SECONDS, "max_batch": _w(1, MAX_BATCH, "sequences"),
+    "min_tokens_per_user": _f(0, 1e9, "tokens/s"), "max_ttft": SECONDS, "max_batch": _w(1, MAX_BATCH, "sequences", "running-sequence cap"),
     "top": _w(0, 1000, "rows"),
     # economics: latency, context, speculate, cache, pricing
     "tick_s": SECONDS, "global_tokens_per_s": _f(1, 1e15, "tokens/s"), "sparse_const": _f(0, 1e9, lo_open=True),
@@ -124,7 +124,8 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "cache_hit": _f(0, 0.99, "", "fraction of input tokens served from a prefix cache"),
     "max_num_tokens": _w(1, MAX_CONTEXT, "tokens", "token budget per step"),
     "ttft_slo": _f(1e-6, 1e6, "s", "TTFT SLO (goodput)"), "tpot_slo": _f(1e-6, 1e6, "s", "TPOT SLO (goodput)"),
-    "requests": _w(1, 10**8, "requests", "simulate: requests to run (default 2000)"),
+    "requests": _w(1, 10**8, "requests", "simulate: requests to run (default 2000); --protocol: the run's prompt "
+                   "count (default: the tool's)"),
     "seed": _w(0, 2**32 - 1, "", "simulate: random seed"),
     "prefill_chips": POOL, "decode_chips": POOL,
     # train, rl, lifecycle

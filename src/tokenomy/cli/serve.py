@@ -7,7 +7,8 @@ import typer
 from tokenomy.cli.app import UsageError, app, guarded
 from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFICIENCY, EMIT, EP, EXPLAIN, ISL, JSON,
                                   KV_BATCH, MODEL, OSL, PLAN_ENGINE, PP, RATE, REDUNDANT_EXPERTS, SERVE_KV_DTYPE, TP,
-                                  TPOT_SLO, TTFT_SLO, USD_PER_KWH, FACILITY, WEIGHT_DTYPE, SET, layout_flags, what_if)
+                                  TPOT_SLO, TTFT_SLO, USD_PER_KWH, FACILITY, WEIGHT_DTYPE, SET, layout_flags, number,
+                                  what_if)
 from tokenomy.cli.render import show_result
 
 
@@ -22,7 +23,7 @@ def _numbers(name: str, text: str | None) -> list | None:
 def serve_cmd(model: str = MODEL,
               hardware: str = typer.Option(..., "--hardware", help="Chip or system name (tokenomy hardware)."),
               set_: str = SET,
-              chips: int = typer.Option(None, "--chips", help="Number of chips (default: the system's)."),
+              chips: int = number("chips", None),
               concurrency: str = CONCURRENCY,
               rate: str = RATE,
               isl: int = ISL,
@@ -33,15 +34,14 @@ def serve_cmd(model: str = MODEL,
               cache_hit: float = CACHE_HIT,
               engine: str = PLAN_ENGINE,
               emit: str = EMIT,
-              max_num_tokens: int = typer.Option(None, "--max-num-tokens", help="Token budget per step."),
-              max_batch: int = typer.Option(None, "--max-batch", help="Running-sequence cap."),
+              max_num_tokens: int = number("max_num_tokens", None),
+              max_batch: int = number("max_batch", None),
               ttft_slo: float = TTFT_SLO,
               tpot_slo: float = TPOT_SLO,
               method: str = typer.Option("analytic", "--method", help="analytic | simulate (either mode)."),
               arrivals: str = typer.Option("staggered", "--arrivals", help="Closed loop: together | staggered."),
-              requests: int = typer.Option(None, "--requests", help="simulate: requests to run (default 2000); "
-                                           "--protocol: the run's prompt count (default: the tool's)."),
-              seed: int = typer.Option(0, "--seed", help="simulate: random seed."),
+              requests: int = number("requests", None),
+              seed: int = number("seed", 0),
               protocol: str = typer.Option("steady", "--protocol", help="The benchmark tool whose run to reproduce: "
                                            "steady (the steady state) | vllm-bench | sglang-bench | aiperf | "
                                            "guidellm | inferencex | trtllm-bench | mlperf-server | mlperf-offline."),
