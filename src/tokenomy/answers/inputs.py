@@ -175,15 +175,6 @@ def _count(name: str, text: str, f: Field | None = None) -> float:
     return x
 
 
-def plain(name: str, text: str, whole: bool) -> int | float:
-    """A number of the grammar for an option outside the table (a port, a worker count): its FIELDS row where it
-    has one, else any finite number (whole where ``whole``, at most 2^53)."""
-    f = FIELDS.get(name.replace("-", "_")) or Field(-MAX_WHOLE, MAX_WHOLE, whole=whole)
-    if f.whole != whole and name.replace("-", "_") in FIELDS:
-        f = Field(f.lo, f.hi, f.lo_open, whole, f.unit)
-    return _bounded(name, _count(name, text, f), f, text.strip()[:40])
-
-
 def _bounded(name: str, x: float, f: Field, shown) -> int | float:
     if f.whole:
         if x != int(x):
