@@ -29,7 +29,6 @@ COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e
            "bound", "goodput_requests_per_s")
 NUMBERS = ("isl", "osl", "cache_hit", "ttft_slo", "tpot_slo", "usd_per_chip_hour", "chips") + DEGREES
 PREFILLED = ("concurrency", "rate", "isl", "osl", "cache_hit")  # shown filled: sent back empty, they are refused
-PREFILLED = ("concurrency", "rate", "isl", "osl", "cache_hit")  # shown filled: sent back empty, they are refused
 MAX_POINTS = 16  # load points on one page (each an analytic steady state; simulate runs 2000 requests per point)
 SIM_MAX_POINTS = 6
 
