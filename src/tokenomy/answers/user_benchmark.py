@@ -12,7 +12,8 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from tokenomy.answers.resolve import hardware_of, model_of, positive_int, weight_dtype_of
+from tokenomy.answers import inputs
+from tokenomy.answers.resolve import hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Result
 
 SETUP_KEYS = ("model", "hardware", "chips", "tp", "weight_dtype", "kv_dtype", "engine", "engine_version",
@@ -46,8 +47,8 @@ def _setup(d: dict, runs):
         hw = hardware_of(d["hardware"]).name
     except ValueError as e:
         raise ValueError(f"hardware: {e}") from None
-    tp = positive_int("tp", d.get("tp")) or 1
-    chips = positive_int("chips", d.get("chips")) or tp
+    tp = inputs.optional("tp", d.get("tp")) or 1
+    chips = inputs.optional("chips", d.get("chips")) or tp
     if chips % tp:
         raise ValueError(f"chips: {chips} is not a multiple of tp {tp}")
     if d.get("engine") is not None and d["engine"] not in ENGINES:
@@ -57,7 +58,7 @@ def _setup(d: dict, runs):
     rate = _positive_number("rate", d.get("rate"))
     s = Setup(hardware=hw, model=d.get("model"), chips=chips, tp=tp, weight_dtype=weights,
               engine=d.get("engine"), engine_version=str(d.get("engine_version") or ""),
-              concurrency=positive_int("concurrency", d.get("concurrency")),
+              concurrency=inputs.optional("concurrency", d.get("concurrency")),
               rate=rate)
     model = model_name(runs, s)
     try:
@@ -149,7 +150,7 @@ def calibrate_from(measured, setup=None, hold_out=3, out=None) -> Result:
     from tokenomy.validation import against, user_calibrate, user_terms
     from tokenomy.validation.prepare import prepare_serving
 
-    k = positive_int("hold_out", hold_out)
+    k = inputs.optional("hold_out", hold_out)
     if k is None or k < 2:
         raise ValueError(f"hold_out: every k-th point is held out; k must be an integer >= 2, got {hold_out!r}")
     if out:
