@@ -128,7 +128,7 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
                    "count (default: the tool's)"),
     "seed": _w(0, 2**32 - 1, "", "simulate: random seed"),
     "prefill_chips": POOL, "decode_chips": POOL,
-    "hold_out": _w(2, 10**6, "", "validate --against: every k-th point held out"),
+    "hold_out": _w(1, 10**6, "", "calibrate: every k-th point held out (k >= 2, the answer says why)"),
     # train, rl, lifecycle
     "micro_batch": _w(1, MAX_BATCH, "sequences"), "seq_len": _w(1, MAX_CONTEXT, "tokens"),
     "global_batch": _w(1, 2**24, "sequences"), "zero": _w(0, 3), "ep_overlap": SHARE, "tp_overlap": SHARE,
