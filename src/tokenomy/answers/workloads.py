@@ -170,7 +170,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
         sims = [run_protocol(dep, prof, proto, li if li.kind != "fixed" else int(li.a),
                              lo if lo.kind != "fixed" else int(lo.a), concurrency=None if C is None else float(x),
                              rate=None if C is not None else float(x), seed=seed,
-                             prompts=positive_int("requests", requests)) for x in load]
+                             prompts=inputs.optional("requests", requests)) for x in load]
     elif method == "simulate":
         from tokenomy.serving.replicas import simulate_replicas
 
