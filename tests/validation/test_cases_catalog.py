@@ -58,10 +58,9 @@ def test_scenario_needs_its_load_setting():
 
 # Cases the model cannot predict, each for a stated reason (anything else that predicts NaN is a wrong setting):
 # Pope et al.'s 2D weight-stationary layouts shard PaLM over 64 chips, more than its 48 heads, which no
-# Layout(tp, dp) reproduces; at 32 QPS the TensorRT-LLM 0.14 open loop is past saturation (no steady state);
-# gpt-oss at 32768/1024 max throughput: the batch sits at the KV capacity (152 sequences on one H200 for the 20B) and
-# the serving model's step beside a whole 32k-token prompt chunk comes out NaN (with the batch capped at 128 it is
-# finite) — a prediction-side gap reported to the coordinator, not a setting of the source.
+# Layout(tp, dp) reproduces; at 32 QPS the TensorRT-LLM 0.14 open loop is past saturation (no steady state).
+# (gpt-oss at 32768/1024 max throughput was NaN until the KV capacity left room for the activations of a step that
+# holds a whole 32k-token prompt, as the engine reserves them: serving/scheduler.kv_tokens.)
 UNPREDICTABLE = {
     "pope2022-esti": {"pope22-palm-540b-prefill-tpu-v4-64-b1-int8", "pope22-palm-540b-decode-tpu-v4-64-b64-int8",
                       "pope22-palm-540b-prefill-tpu-v4-64-b512-bf16", "pope22-palm-540b-decode-tpu-v4-64-b512-bf16",
@@ -69,8 +68,6 @@ UNPREDICTABLE = {
                       "pope22-palm-540b-decode-tpu-v4-64-b64-bf16-tpot"},
     "trtllm-0.14-online": {"trtllm014-llama-3-1-70b-h100-sxm-tp4-467-256-qps32-ttft",
                            "trtllm014-llama-3-1-70b-h200-tp4-467-256-qps32-ttft"},
-    "trtllm-1.1-throughput": {"trtllm11-gpt-oss-120b-gb200-tp1-32768-1024", "trtllm11-gpt-oss-120b-h200-tp1-32768-1024",
-                              "trtllm11-gpt-oss-20b-h200-tp1-32768-1024", "trtllm11-gpt-oss-20b-h100-sxm-tp1-32768-1024"},
 }
 
 

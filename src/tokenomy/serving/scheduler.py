@@ -173,7 +173,7 @@ class KVCapacity(NamedTuple):
     slots: object  # the replica's KV slots: attention ranks (attention-DP) x batch shards of each (kv-batch)
 
 
-def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens) -> KVCapacity:
+def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVCapacity:
     """The KV capacity per DP replica (module docstring), from the engine's KV bytes per chip at two batches:
     one sequence per replica (the bytes a lone sequence puts on the chips that hold it) and one per chip of a stage
     in each micro-batch, B = dp·M·tp·ep (every attention rank and kv-batch shard holding its share). Their ratio is
@@ -189,7 +189,12 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens) -> KVCapacity:
     full = lo.dp * lo.microbatches * lo.group  # one sequence per chip of a stage, per micro-batch
     lone = np.asarray(engine.batched(lo, lo.dp).kv_bytes_per_chip, float)
     spread = np.asarray(engine.batched(lo, full).kv_bytes_per_chip, float) * lo.dp / full
-    budget = float(prof.max_num_tokens) * scheduler_ranks(dep.layout) * lo.microbatches  # each scheduler's
+    # each scheduler's largest step: the token budget, which an engine admitting whole prompts sizes to hold one
+    # (step_budget; ``isl``: the prompts served, None: the budget as configured): its activations are reserved
+    # before the cache is sized (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's
+    # free_gpu_memory_fraction is of the memory left after weights and activations at max_num_tokens)
+    step_tokens = float(np.max(step_budget(prof, isl))) if isl is not None else float(prof.max_num_tokens)
+    budget = step_tokens * scheduler_ranks(dep.layout) * lo.microbatches
     act = engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip
     hbm, w = float(dep.peaks.hbm_bytes), np.asarray(lo.weight_bytes_per_chip, float)
     f = prof.hbm_fraction
@@ -211,7 +216,7 @@ def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl):
     """(B_kv = kv_sequences, the KV capacity per DP replica in tokens from kv_tokens) at L = ISL + OSL rounded up to
     KV blocks."""
     L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
-    kv = kv_tokens(dep, prof, L)
+    kv = kv_tokens(dep, prof, L, isl)
     return kv_sequences(dep, kv, L), kv.tokens
 
 
