@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import record
+
 BIN = Path(sys.executable).parent
 BASELINE = "python -c 'import numpy'"
 DECODE = ["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--batch", "1,64", "--json"]
@@ -100,6 +102,8 @@ def main(n: int = 15, before: str | None = None) -> None:
     for label, (wall, cpu) in meds.items():
         print(f"{label:36s} {wall * 1e3:8.1f} ms {wall / base_wall:5.2f}x numpy {cpu * 1e3:10.1f} ms "
               f"{cpu / base_cpu:5.2f}x numpy")
+    record("cli_startup", {"help_s": meds["tokenomy --help"][0], "decode_json_s": meds["tokenomy decode ... --json"][0],
+                           "numpy_import_s": base_wall, "decode_json_vs_numpy": meds["tokenomy decode ... --json"][0] / base_wall})
     for label in ("tokenomy --help", "tokenomy decode ... --json"):
         print(f"\nheaviest imports of {label} (cumulative ms):")
         for us, name in heaviest(runs[label]):

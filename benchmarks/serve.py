@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from results import record
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
@@ -58,6 +59,8 @@ def main() -> None:
           f"{b:,.0f}/s in the same run: {a / b:,.0f}x")
     print(f"simulator: {SIM_REQUESTS:,} requests of 1k/1k at C=64 in {s_t:.3f} s CPU = {SIM_REQUESTS / s_t:,.0f} "
           f"requests/s (target 1e5: {SIM_REQUESTS / s_t / 1e5:.2f}x)")
+    record("serve", {"analytic_points_per_cpu_s": a, "one_point_per_call_per_cpu_s": b, "analytic_vs_one_at_a_time": a / b,
+                     "simulator_requests_per_cpu_s": SIM_REQUESTS / s_t})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results import record
 from pathlib import Path
 
 import numpy as np
@@ -207,6 +209,14 @@ def main() -> None:
         rss, secs, size = streamed_rss(pts)
         print(f"streamed to Parquet: {pts:,} points in {secs:.0f} s, peak RSS {rss / 1e9:.2f} GB, file "
               f"{size / 1e9:.2f} GB")
+    if not args.quick:
+        figures = {"configs_per_s": vec, "one_at_a_time_per_s": loop, "vs_one_at_a_time": vec / loop,
+                   "plan_kimi_s": t, "dask_speedup_2_workers": walls[1] / walls[2], "streamed_points": rpts,
+                   "streamed_s": secs, "streamed_peak_rss_bytes": rss}
+        if peer:
+            figures.update(peer_configs_per_s_answered=peer_fit, vs_peer_answered=vec / peer_fit,
+                           vs_peer_all=vec / peer)
+        record("sweep", figures)
 
 
 if __name__ == "__main__":
