@@ -92,7 +92,12 @@ def serve70b() -> dict[str, str]:
             "s70_j_out_board": f"{r['j_per_output_token_board']:.3g}",
             "s70_board_w": g3(r["board_w_per_chip"]), "s70_all_in_w": g3(r["all_in_w_per_chip"]),
             "s70_tok_mw": g3(r["tokens_per_s_per_mw"]), "s70_bound": r["bound"], "s70_engine": r["engine"],
-            "s70_kv_occupancy": f"{r['kv_occupancy'] * 100:.1f}%"}
+            "s70_kv_occupancy": f"{r['kv_occupancy'] * 100:.1f}%",
+            "s70_band_note": (" The brackets are the error band every answer row carries: the 10th and 90th "
+                              "percentiles of where a measurement would fall, by the leave-one-source-out errors of "
+                              "the validated cases of its regime (`answers/error_bars.py`; fields `ttft_s_p10`, "
+                              "`ttft_s_p90`, ...)."
+                              if _band(r, "tpot_s") else "")}
 
 
 @group("d70_")
@@ -184,26 +189,30 @@ def validation() -> dict[str, str]:
     if not (loso and hashed and cases):
         raise SystemExit("docs/validation.md lacks its headline (the Leave-one-source-out and Held-out lines): "
                          "run tokenomy validate --loso --write docs/validation.md")
-    out = {"val_loso_line": loso, "val_hash_line": hashed, "val_cases": cases.group(1)}
-    out["val_by_metric"] = _section_table(doc, "## By metric (held-out)")
-    out["val_by_metric_chip"] = _section_table(doc, "## By metric and chip (held-out)")
+    out = {"val_loso_line": loso, "val_hash_line": hashed, "val_cases": cases.group(1),
+           "val_by_metric": _table_under(doc, "## By metric (held-out)"),
+           "val_by_metric_chip": _table_under(doc, "## By metric and chip (held-out)"),
+           "val_by_metric_engine": _table_under(doc, "## By metric and serving engine (held-out)"),
+           "val_loso_by_metric": _table_under(doc, "## Leave one source out")}
+    by_engine = _table_under(doc, "By engine:", required=False)  # the report's leave-one-source-out by engine
+    out["val_loso_by_engine"] = (
+        f"By serving engine, each source left out:\n\n{by_engine}" if by_engine else
+        "By source, each left out: the section \"Leave one source out\" of `docs/validation.md`.")
     return out
 
 
-def _section_table(doc: str, heading: str) -> str:
-    """The first markdown table under ``heading`` in the report."""
-    _, sep, rest = doc.partition(heading + "\n")
-    if not sep:
-        raise SystemExit(f"docs/validation.md has no section {heading!r}")
-    lines = rest.strip("\n").splitlines()
-    table = [ln for ln in _first_block(lines) if ln.startswith("|")]
-    return "\n".join(table)
-
-
-def _first_block(lines: list[str]) -> list[str]:
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
-    return lines[start:end]
+def _table_under(doc: str, marker: str, required: bool = True) -> str | None:
+    """The first markdown table after the line ``marker`` (a heading or a label) in the report."""
+    lines = doc.splitlines()
+    if marker not in lines:
+        if required:
+            raise SystemExit(f"docs/validation.md has no {marker!r}: run tokenomy validate --loso --write "
+                             "docs/validation.md")
+        return None
+    rest = lines[lines.index(marker) + 1:]
+    start = next(i for i, ln in enumerate(rest) if ln.startswith("|"))
+    end = next((i for i in range(start, len(rest)) if not rest[i].startswith("|")), len(rest))
+    return "\n".join(rest[start:end])
 
 
 def _bench(name: str) -> tuple[dict, dict]:
