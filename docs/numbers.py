@@ -129,7 +129,7 @@ def plan_disagg() -> dict[str, str]:
     lines = ["| best | plan | prefill chips | decode chips | TTFT | TPOT | tok/s/chip | $/Mtok in | $/Mtok out |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {'yes' if r.get('best') else 'no'} | {r['plan']} | {r['prefill_chips']} | "
+        lines.append(f"| {'yes' if r.get('best') else 'no'} | {r['plan'].replace(' | ', '; ')} | {r['prefill_chips']} | "
                      f"{r['decode_chips']} | {ms(r['ttft_s'])} | {ms(r['tpot_s'])} | {g3(r['tokens_per_s_per_chip'])} "
                      f"| {usd(r['usd_per_mtok_input'])} | {usd(r['usd_per_mtok_output'])} |")
     return {"disagg_table": "\n".join(lines)}
@@ -220,7 +220,15 @@ def _bench(name: str) -> tuple[dict, dict]:
     return entry["figures"], entry["run"]
 
 
+def _when(run: dict) -> str:
+    if "transcribed" in run["command"]:
+        return "measured before commit 225ff6a, transcribed from that README; not rerun since"
+    return f"measured {run['utc']} UTC at commit {run['commit']}"
+
+
 def _run_text(run: dict) -> str:
+    if "transcribed" in run["command"]:
+        return run["command"]
     return (f"`{run['command']}`, {run['utc']} UTC, commit {run['commit']}, {run['cpus']} CPUs"
             + (f", load average {run['load_average']}" if run.get("load_average") is not None else ""))
 
@@ -240,6 +248,8 @@ def speed() -> dict[str, str]:
         "sp_sweep_kimi_ms": f"{sw['plan_kimi_s'] * 1e3:.3g} ms", "sp_sweep_dask": f"{sw['dask_speedup_2_workers']:.3g}x",
         "sp_stream_points": big(sw["streamed_points"]), "sp_stream_s": f"{sw['streamed_s']:.3g} s",
         "sp_stream_rss": f"{sw['streamed_peak_rss_bytes'] / 1e9:.2g} GB", "sp_sweep_run": _run_text(sw_run),
+        "sp_sweep_when": _when(sw_run), "sp_serve_when": _when(sv_run), "sp_search_when": _when(se_run),
+        "sp_cli_when": _when(cl_run),
         "sp_serve_rate": big(sv["analytic_points_per_cpu_s"]), "sp_serve_vs_loop": g3(sv["analytic_vs_one_at_a_time"]),
         "sp_sim_rate": big(sv["simulator_requests_per_cpu_s"]), "sp_serve_run": _run_text(sv_run),
         "sp_search_rate": big(se["candidates_per_s"]), "sp_search_vs_loop": g3(se["vs_one_at_a_time"]),
