@@ -79,6 +79,12 @@ def _band(row: dict, field: str) -> str:
     return f" ({(lo / row[field] - 1) * 100:+.0f}%/{(hi / row[field] - 1) * 100:+.0f}%)"
 
 
+def _no_band(row: dict) -> str:
+    """Where the row carries no error band, the reason it gives (answers/error_bars.py), if it gives one."""
+    note = row.get("error_band_note")
+    return f" This answer carries no error band: {note}." if note else ""
+
+
 @group("s70_")
 def serve70b() -> dict[str, str]:
     import tokenomy as tk
@@ -97,7 +103,7 @@ def serve70b() -> dict[str, str]:
                               "percentiles of where a measurement would fall, by the leave-one-source-out errors of "
                               "the validated cases of its regime (`answers/error_bars.py`; fields `ttft_s_p10`, "
                               "`ttft_s_p90`, ...)."
-                              if _band(r, "tpot_s") else "")}
+                              if _band(r, "tpot_s") else _no_band(r))}
 
 
 @group("d70_")
@@ -105,8 +111,8 @@ def decode70b() -> dict[str, str]:
     import tokenomy as tk
 
     one, b64 = tk.decode("llama-3.1-70b", "hgx-h100-8", batch=[1, 64]).rows()
-    return {"d70_plan": b64["plan"], "d70_step_1": ms(one["step_s"]), "d70_roof_1": ms(one["roofline_step_s"]),
-            "d70_step_64": ms(b64["step_s"]), "d70_roof_64": ms(b64["roofline_step_s"]),
+    return {"d70_plan": b64["plan"], "d70_step_1": ms(one["step_s"]) + _band(one, "step_s"),
+            "d70_roof_1": ms(one["roofline_step_s"]), "d70_step_64": ms(b64["step_s"]) + _band(b64, "step_s"), "d70_roof_64": ms(b64["roofline_step_s"]),
             "d70_usd_1": usd(one["usd_per_mtok"]), "d70_usd_64": usd(b64["usd_per_mtok"]),
             "d70_bound_64": b64["bound"], "d70_tok_chip_64": g3(b64["tokens_per_s_per_chip"])}
 

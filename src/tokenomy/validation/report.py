@@ -192,7 +192,7 @@ LOSO_COLS = [("n", "n"), ("median abs error", "median_abs_error"), (f"within {in
 
 
 def loso_line(loso: list[dict]) -> str:
-    """The one line the README quotes (scripts/readme_accuracy.py copies it from docs/validation.md): median
+    """The one line the README quotes (docs/numbers.py copies it from docs/validation.md): median
     |error| per metric over every source, each source predicted by terms fitted without it."""
     parts = []
     for m in METRIC_LABEL:
