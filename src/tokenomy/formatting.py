@@ -70,7 +70,7 @@ def fmt_cell(key: str, v: Any) -> str:
         if key.endswith("bytes"):
             return fmt_bytes(v)
         if key in ("mfu",) or key.endswith("_fraction"):
-            return f"{100 * v:.1f}%"
+            return fmt_percent(v)
         if "params" in key or key.endswith("flops") or key.endswith("per_s"):
             return fmt_si(v)
         if isinstance(v, float):
@@ -93,11 +93,30 @@ def with_band(key: str, row: dict, text: str) -> str:
     return f"{text} {band}" if band else text
 
 
-_DURATIONS = (("y", 365.25 * 86400), ("d", 86400.0), ("h", 3600.0), ("min", 60.0))
+def _decimals(a: float, figures: int) -> int:
+    """Decimal places that show ``figures`` significant figures of ``a`` > 0 (never fewer than 0)."""
+    return max(0, figures - 1 - math.floor(math.log10(a)))
+
+
+def fmt_percent(v: float) -> str:
+    """A share as a percentage people read: 0.486 -> '48.6%', 0.0123 -> '1.2%', 4e-4 -> '0.04%', 1.2e-5 ->
+    '0.0012%' (two significant figures below 1%, so a small share never shows as '0.0%'); 0 -> '0%'."""
+    if v != v:
+        return "-"
+    p = 100 * v
+    if p == 0:
+        return "0%"
+    if abs(p) >= 1:
+        return f"{p:.1f}%"
+    return f"{p:.{_decimals(abs(p), 2)}f}%"
+
+
+_DURATIONS = (("years", 365.25 * 86400), ("days", 86400.0), ("h", 3600.0), ("min", 60.0))
 
 
 def fmt_duration(s: float) -> str:
-    """Seconds as people read them: 1.388e4 -> '3.9 h', 86.4e6 -> '2.7 y'; under a minute as fmt_seconds."""
+    """Seconds as people read them: 1.388e4 -> '3.86 h', 5.076e6 -> '58.8 days', 86.4e6 -> '2.74 years'; under a
+    minute as fmt_seconds."""
     if s != s:
         return "-"
     for unit, scale in _DURATIONS:
@@ -119,10 +138,10 @@ def fmt_usd(v: float) -> str:
         return f"${v:,.0f}"
     if a >= 0.01 or a == 0:
         return f"${v:.3g}" if a < 1 else f"${v:.2f}"
-    if a < 1e-6:
-        return f"${v:.2g}"
-    digits = 1 - math.floor(math.log10(a))  # two significant digits
-    return f"${v:.{digits}f}".rstrip("0")
+    if a < 1e-6:  # 5e-07 -> '$5.0e-7': two significant figures, the exponent as people write it
+        mantissa, _, exponent = f"{v:.1e}".partition("e")
+        return f"${mantissa}e{int(exponent)}"
+    return f"${v:.{_decimals(a, 2)}f}"  # two significant figures: 0.0012 -> '$0.0012', 5e-5 -> '$0.000050'
 
 
 def fmt_human(key: str, v: Any) -> str:

@@ -146,7 +146,7 @@ def test_plan_front_rows_open_on_the_serve_page_with_the_same_numbers(client):
 
 def test_serve_layout_mode_explains_the_layout(client):
     r = client.get("/serve?model=deepseek-v3&hardware=gb200-nvl72&ep=64&batch=256&kv_dtype=fp8")
-    assert "EP dispatch+combine" in r.text and "ep comm" in r.text  # the explain panel and the terms table
+    assert "EP dispatch+combine" in r.text and "EP dispatch + combine" in r.text  # explain, critical path
     assert 'id="layout">tp1 ep64 pp1 dp1 attn-dp<' in r.text and "(the layout given)" in r.text
     figs = figures(r.text)
     for name in ("latency", "cost", "mfu", "pareto"):  # the sweeps say what they are: the point's layout

@@ -31,6 +31,9 @@ PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "m
 MAX_POINTS = 1 << 20
 TERM_KEYS = ("compute_s", "memory_s", "weights_read_s", "kv_s", "act_s", "tp_comm_s", "ep_comm_s", "comms_s", "overhead_s", "hop_s", "step_s",
              "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "mfu")
+# the step's critical path (core/engine.py): stage = max(compute, memory) + overlap + tp + ep + floor + host_work
+# − host_hidden; step = stage + pipeline
+PATH_KEYS = ("stage_s", "overlap_s", "ep_hidden_s", "floor_s", "host_work_s", "host_hidden_s", "pipeline_s")
 
 
 def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S, usable=None) -> tuple[Layout, str]:
@@ -112,6 +115,7 @@ def pass_rows(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms, pow
     shape = r.shape
     flat = lambda x: np.ravel(np.broadcast_to(x, shape))  # noqa: E731
     cols = {k: flat(getattr(r, k)) for k in TERM_KEYS}
+    cols |= {k: flat(getattr(r, k) + r.nan) for k in PATH_KEYS}  # floor_s is unmasked: NaN where no answer
     if power is not None:
         e = pass_energy(power, r.busy_shares(), r.step_s, r.chips, np.asarray(r.batch) * np.asarray(r.len_pass))
         cols.update({k: flat(e[k]) for k in ENERGY_KEYS})

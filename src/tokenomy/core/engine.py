@@ -101,6 +101,11 @@ def _masked(i: int) -> cached_property:
     return cached_property(lambda terms: terms.unmasked[i] + terms.nan)
 
 
+def _on_path(i: int) -> cached_property:
+    """A PassTerms critical-path part read on first use: part ``i`` of its ``path`` seconds plus its NaN mask."""
+    return cached_property(lambda terms: terms.path[i] + terms.nan)
+
+
 @dataclass(frozen=True)
 class PassTerms:
     """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid.
@@ -135,6 +140,9 @@ class PassTerms:
     hop_share_s: object = field(repr=False, default=None)  # the pipeline hops per stage (None: no hops)
     floor_s: object = field(repr=False, default=0.0)  # the kernels' launch floors f·K·κ·(1 + ε): GPU busy, in overhead
     microbatches: object = field(repr=False, default=1.0)  # M: a stage's chip runs M micro-batches a period
+    # the stage's critical path beside its terms (module docstring): phi·min(compute, memory), the EP seconds two-batch
+    # overlap hides, the host's work and the part of it hidden under the GPU (the kernels' floor: floor_s)
+    path: tuple = field(repr=False, default=())
 
     @cached_property
     def bound(self):
@@ -153,7 +161,17 @@ class PassTerms:
     act_s = _masked(2)
     hop_s = _masked(3)  # one pipeline hop
     tp_comm_s = _masked(4)  # the comms term split by what it carries
-    ep_comm_s = _masked(5)
+    ep_comm_s = _masked(5)  # exposed: what two-batch overlap leaves on the critical path
+    # stage = max(compute, memory) + overlap + tp_comm + ep_comm + floor_s + host_work − host_hidden (times())
+    overlap_s = _on_path(0)  # phi·min(compute, memory): the smaller term's part the kernels do not hide
+    ep_hidden_s = _on_path(1)  # eps·min(EP, max(compute, memory)): hidden by two-batch overlap (not in ep_comm_s)
+    host_work_s = _on_path(2)  # o_step + o_seq·b_a: the scheduler's CPU work
+    host_hidden_s = _on_path(3)  # h·min(GPU, host): the host work hidden under the GPU
+
+    @cached_property
+    def pipeline_s(self):
+        """The pass beyond one stage: step − stage (the other stages, micro-batches and hops; _period)."""
+        return self.step_s - self.stage_s
 
     # the rates divide the small factors first, then the grid-sized step once (one pass over the grid each)
     @cached_property
@@ -732,7 +750,8 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
         act_bytes_per_chip=w.act_bytes_per_chip, hbm_bytes=hbm,
         expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio, reason=reason,
         nan=nan, unmasked=(weights_read_s, kv_s, act_s, w.hop_s, tp_comm, ep_comm), flops_per_s=peaks.flops_per_s,
-        hop_share_s=None if hop_total is None else hop_total / pp, floor_s=floor, microbatches=w.microbatches)
+        hop_share_s=None if hop_total is None else hop_total / pp, floor_s=floor, microbatches=w.microbatches,
+        path=(overlap, ep_all - ep_comm, host, host - host_s))
 
 
 def at(x, shape: tuple[int, ...], i: int) -> float:

@@ -148,23 +148,23 @@ def plan_problems(m: ModelArch, plan: TrainPlan, dep: Deployment | None = None) 
     out = []
     mb = float(np.max(plan.microbatches))
     if mb != int(mb) or mb < 1:
-        out.append(f"global_batch {plan.global_batch} is not a multiple of dp·micro_batch = "
+        out.append(f"global_batch: {plan.global_batch} is not a multiple of dp·micro_batch = "
                    f"{int(np.max(plan.dp * np.asarray(plan.micro_batch)))}")
     if a.num_heads % int(np.max(plan.tp)):
-        out.append(f"tp {plan.tp} does not divide num_attention_heads {a.num_heads}")
+        out.append(f"tp: {plan.tp} does not divide num_attention_heads {a.num_heads}")
     # The embedding and the loss may each take a pipeline chunk's place (Megatron-Core's
     # --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: 126 layers + 2 = 16 x 8).
     if int(np.max(plan.pp)) * int(np.max(plan.virtual_stages)) > m.num_layers + 2:
-        out.append(f"pp·virtual_stages > num_hidden_layers {m.num_layers} + 2 (embedding and loss chunks)")
+        out.append(f"pp: pp·virtual_stages > num_hidden_layers {m.num_layers} + 2 (embedding and loss chunks)")
     ep = int(np.max(plan.ep))
     if ep > 1 and (mlp is None or mlp.num_experts % ep or (int(np.max(plan.dp * np.asarray(plan.cp))) % ep)):
-        out.append(f"ep {ep} must divide the routed experts ({mlp.num_experts if mlp else 0}) and dp·cp")
+        out.append(f"ep: {ep} must divide the routed experts ({mlp.num_experts if mlp else 0}) and dp·cp")
     if plan.schedule == "interleaved" and int(mb) % int(np.max(plan.pp)):
-        out.append("interleaved schedule needs micro-batches to be a multiple of pp")
+        out.append("schedule: interleaved needs micro-batches to be a multiple of pp")
     if not out and dep is not None:
         lay, B = training_layout(plan)
         code = np.ravel(dep.with_(layout=lay).work(B, 2.0, 2.0).structure)
-        out += sorted({f"{engine.REASONS[int(k)]} (tp {plan.tp}, ep {plan.ep})" for k in code if k})
+        out += sorted({f"tp, ep: {engine.REASONS[int(k)]} (tp {plan.tp}, ep {plan.ep})" for k in code if k})
     return out
 
 
@@ -272,7 +272,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
     dep = Deployment(m, hw)
     problems = plan_problems(m, plan, dep)
     if problems:
-        raise ValueError("plan: " + "; ".join(problems))
+        raise ValueError("; ".join(problems))  # each names its field first ('global_batch: ...')
     p = plan
     _, peak = hw.chip.flops_for(compute_dtype)
     _, peak16 = hw.chip.flops_for("bf16")

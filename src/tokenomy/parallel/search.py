@@ -222,6 +222,21 @@ def ranked_layouts(dep: Deployment, chips: int, batch, context, len_pass=1) -> l
     return [P.at((np.size(P.tp),), i) for i in order]  # none valid: the first, which says why when evaluated
 
 
+def critical_path_line(r: PassTerms, g) -> str:
+    """The stage's critical path as a sum that adds up (core/engine.py): the larger of compute and memory, the
+    smaller's unhidden part, the comms (EP net of two-batch overlap), the kernels' floor, the host work net of what
+    the GPU hides; ``g`` reads the point's value of an array."""
+    top, name = max((g(r.compute_s), "compute"), (g(r.memory_s), "memory"))
+    parts = [f"{name} {fmt_seconds(top)}", f"phi*min {fmt_seconds(g(r.overlap_s))}",
+             f"TP {fmt_seconds(g(r.tp_comm_s))}"]
+    if g(r.ep_comm_s) or g(r.ep_hidden_s):
+        parts.append(f"EP {fmt_seconds(g(r.ep_comm_s) + g(r.ep_hidden_s))} - two-batch overlap "
+                     f"{fmt_seconds(g(r.ep_hidden_s))}")
+    parts += [f"floor {fmt_seconds(g(r.floor_s))}",
+              f"host {fmt_seconds(g(r.host_work_s))} - hidden under the GPU {fmt_seconds(g(r.host_hidden_s))}"]
+    return f"  critical path: t_stage = {' + '.join(parts)} = {fmt_seconds(g(r.stage_s))}"
+
+
 def explain_plan(dep: Deployment, plans: Layout, r: PassTerms, i: int) -> list[str]:
     """The derivation of point ``i`` (flat index over ``r``'s shape), formula = numbers = value."""
     shape, topo, peak_flops_per_s = dep.shape, dep.topo, dep.peaks.flops_per_s
@@ -251,6 +266,7 @@ def explain_plan(dep: Deployment, plans: Layout, r: PassTerms, i: int) -> list[s
             f"{fmt_seconds(g(r.overhead_s))}; t_stage = {fmt_seconds(g(r.stage_s))}; hop "
             f"{fmt_seconds(g(r.hop_s))} x {g(r.hops):g} per pass "
             f"({'scale-out' if pp * tp * ep > topo.domain_size else 'scale-up'})"]
+    out.append(critical_path_line(r, g))
     form = "max(M*t_stage, pp*t_stage + hops*t_hop)" if S <= 1 else "(M+pp-1)*t_stage + hops*t_hop"
     out += [f"  {'TPOT' if S <= 1 else 'pass latency'} = {form} = {fmt_seconds(g(r.step_s))}; binding: "
             f"{BOUNDS[int(g(r.bound))]}",

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import math
+
 from tokenomy.plots.serving import _layout, _line, _marks
 
 
@@ -47,7 +49,9 @@ def pricing_vs_batch(rows: list[dict], title: str = "$ per M tokens: input (pref
         lay.setdefault("shapes", []).append({"type": "rect", "xref": "paper", "yref": "y2", "x0": 0, "x1": 1,
                                              "y0": lo, "y1": hi, "fillcolor": "#2ca02c", "opacity": 0.12,
                                              "line": {"width": 0}})
-        lay.setdefault("annotations", []).append({"xref": "paper", "yref": "y2", "x": 0.02, "y": hi,
+        # an annotation on a log axis is placed in log10 units (shapes in data units): y = hi would stretch the
+        # axis to 10^hi and its ticks to '11.27039k'
+        lay.setdefault("annotations", []).append({"xref": "paper", "yref": "y2", "x": 0.02, "y": math.log10(hi),
                                                   "text": f"providers' output/input {lo:g}-{hi:g}x",
                                                   "showarrow": False, "yanchor": "bottom", "xanchor": "left",
                                                   "font": {"size": 10, "color": "#2ca02c"}})

@@ -43,6 +43,14 @@ def unit_range(values, floor: float = 1e-3) -> list[float]:
     return [0, 1.05] if top > 0.33 else [0, max(1.15 * top, floor)]
 
 
+def percent_tickformat(axis_range: list[float]) -> str:
+    """A d3 tick format for a 0..top share axis with enough decimals that neighbouring ticks differ: plotly puts
+    ~5 ticks on it, so the step is ~top/5 and its leading digit needs -floor(log10(100·step)) decimals (top 2%:
+    '.1~%' -> 0.5%, 1%, 1.5%; top 100%: '.0~%'); '~' drops trailing zeros."""
+    step_pct = 100 * max(axis_range[1] - axis_range[0], 1e-12) / 5
+    return f".{max(0, -math.floor(math.log10(step_pct)))}~%"
+
+
 def _layout(title: str, x: str, y: str, *, xlog=True, ylog=True, **extra) -> dict:
     lay = copy.deepcopy(LAYOUT)
     title = wrap_title(title)
@@ -116,22 +124,26 @@ def cost_vs_batch(rows: list[dict], title: str = "Cost per token vs batch", mark
             _line([r["batch"] for r in ok], [r["mfu"] for r in ok], "MFU", yaxis="y2", line={"dash": "dot"})]
     lay = _layout(title, "batch (sequences)", "$ per million tokens", **_marks(marks))
     lay["yaxis2"] = {"title": {"text": "MFU"}, "type": "linear", "overlaying": "y", "side": "right",
-                     "range": unit_range([r["mfu"] for r in ok]), "tickformat": ".0%", "showgrid": False}
+                     "range": unit_range([r["mfu"] for r in ok]), "showgrid": False}
+    lay["yaxis2"]["tickformat"] = percent_tickformat(lay["yaxis2"]["range"])
     lay["yaxis"]["tickprefix"] = "$"
     return {"data": data, "layout": lay}
 
 
-def pareto(rows: list[dict], title: str = "Tokens/s per user vs per chip", group: str | None = None) -> dict:
-    """One point per batch (labelled), with the Pareto-optimal ones joined; ``group`` (e.g. "plan"): one marker
-    trace per value of that key, so points are coloured by layout."""
+def pareto(rows: list[dict], title: str = "Tokens/s per user vs per chip", group: str | None = None,
+           point: str = "batch") -> dict:
+    """One point per batch (labelled; ``point``: the key that labels it, e.g. a serving plan's concurrency), with
+    the Pareto-optimal ones joined; ``group`` (e.g. "plan"): one marker trace per value of that key, so points are
+    coloured by layout."""
     ok = [r for r in rows if r.get("tokens_per_s_per_user") is not None]
     front = sorted((r for r in ok if r.get("pareto", True)), key=lambda r: r["tokens_per_s_per_user"])
-    groups = list(dict.fromkeys(r[group] for r in ok)) if group else ["batch"]
+    groups = list(dict.fromkeys(r[group] for r in ok)) if group else [point]
     data = [{"type": "scatter", "mode": "markers+text", "name": str(g),
              "x": [r["tokens_per_s_per_user"] for r in ok if not group or r[group] == g],
              "y": [r["tokens_per_s_per_chip"] for r in ok if not group or r[group] == g],
-             "text": [str(r["batch"]) for r in ok if not group or r[group] == g], "textposition": "top right",
-             "marker": {"size": 9}, "hovertemplate": "batch %{text}<br>%{x:.4g} tok/s/user<br>%{y:.4g} tok/s/chip"}
+             "text": [f"{r[point]:g}" for r in ok if not group or r[group] == g], "textposition": "top right",
+             "marker": {"size": 9},
+             "hovertemplate": point + " %{text}<br>%{x:.4g} tok/s/user<br>%{y:.4g} tok/s/chip"}
             for g in groups]
     data.append(_line([r["tokens_per_s_per_user"] for r in front], [r["tokens_per_s_per_chip"] for r in front],
                       "Pareto front", mode="lines", line={"color": "#888"}))
@@ -156,7 +168,8 @@ def mfu_vs_context(rows: list[dict], title: str = "MFU vs context", summary: dic
                                 "x1": min(s["goldilocks_hi"], max(ctx)), "y0": 0, "y1": 1, "fillcolor": "#2ca02c", "opacity": 0.1,
                                 "line": {"width": 0}})
     lay = _layout(title, "context (tokens)", "MFU", ylog=False, **extra)
-    lay["yaxis"].update(range=unit_range([r["mfu"] for r in ok]), tickformat=".0%")
+    lay["yaxis"]["range"] = unit_range([r["mfu"] for r in ok])
+    lay["yaxis"]["tickformat"] = percent_tickformat(lay["yaxis"]["range"])
     return {"data": data, "layout": lay}
 
 

@@ -18,6 +18,7 @@ from tokenomy.core.layout import Layout
 from tokenomy.core.op_costs import op_costs
 from tokenomy.plots import serving as sp
 from tokenomy.plots.roofline import roofline_figure
+from tokenomy.units import fmt_seconds
 from tokenomy.web import params as P
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout", "hop_latency")
@@ -75,6 +76,30 @@ def op_table(ops, peak_flops_per_s: float, hbm_bytes_per_s: float) -> list[dict]
     return rows
 
 
+def critical_path(row: dict) -> list[dict]:
+    """The step as the engine adds it up (core/engine.py: stage = max(compute, memory) + phi·min + TP + EP − hidden
+    by two-batch overlap + the kernels' floor + host work − hidden under the GPU; step = stage + pipeline), one row
+    per term with its signed seconds, so the rows shown add up to the step shown. ``binds``: the row the binding
+    term names. Terms that are zero and cannot be otherwise on this layout are left out (no EP rows without EP)."""
+    top = "compute" if row["compute_s"] >= row["memory_s"] else "memory"
+    other = "memory" if top == "compute" else "compute"
+    bound = row["bound"]
+    out = [(top, row[f"{top}_s"], bound == top),
+           (f"{other} {fmt_seconds(row[f'{other}_s'])} overlaps it; the part not hidden (phi·min)", row["overlap_s"],
+            False),
+           ("TP all-reduce", row["tp_comm_s"], bound == "comms")]
+    if row["ep_comm_s"] or row["ep_hidden_s"]:
+        out += [("EP dispatch + combine", row["ep_comm_s"] + row["ep_hidden_s"], bound == "comms"),
+                ("hidden by two-batch overlap (eps)", -row["ep_hidden_s"], False)]
+    out += [("kernel launch floor ((1 + eps)·K·kappa)", row["floor_s"], bound == "overhead"),
+            ("host scheduling (o_step + o_seq·b)", row["host_work_s"], bound == "overhead")]
+    if row["host_hidden_s"]:
+        out.append(("hidden under the GPU (host overlap h)", -row["host_hidden_s"], False))
+    if row["pipeline_s"]:
+        out.append(("pipeline: the other stages, micro-batches and hops", row["pipeline_s"], bound == "pipeline hop"))
+    return [{"term": t, "seconds": x, "binds": b} for t, x, b in out]
+
+
 def _sweep(kind: str, q: dict, plan: dict, **grid) -> list[dict]:
     """The ``kind`` answer over a grid on the point's layout (so the curves pass through the point)."""
     degrees = ({"layout": "ideal"} if plan["ideal"] else
@@ -121,7 +146,7 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     launch = [] if not emit else launch_commands(
         kw["model"], emit=P.Query({"emit": emit}, ("emit",)).choice("emit", EMIT, None), layout=plan,
         weight_dtype=kw.get("weight_dtype"), kv_dtype=kw.get("kv_dtype"), max_batch=row["batch"])
-    return {"launch": launch, "row": row, "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
+    return {"launch": launch, "row": row, "critical": critical_path(row) if row["fits"] else [], "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
             "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
             "weight_dtype": kw.get("weight_dtype"), "kv_dtype": kw.get("kv_dtype", "bf16")}

@@ -10,11 +10,12 @@ from urllib.parse import urlencode
 
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
 from tokenomy.econ import speculative as es
-from tokenomy.formatting import fmt_cell
+from tokenomy.formatting import fmt_human
 from tokenomy.plots import economics as ep
 from tokenomy.plots import serving as sp
 from tokenomy.plots import training as tp
 from tokenomy.web import params as P
+from tokenomy.web.openapi import HELP as API_HELP  # the API's help lines for inputs the forms share with it
 from tokenomy.web.params import Query
 from tokenomy.web.serve import plain
 
@@ -99,7 +100,8 @@ class Page:
     # too, where the payload is {"hardware_overrides": ..., "rows": ...}: answers/variants.py)
 
     def values(self, params: Mapping[str, str]) -> dict[str, str]:
-        return {**self.defaults, **params}
+        """The request's values over the defaults; an empty value is the default (as the form sends it)."""
+        return {**self.defaults, **{k: v for k, v in params.items() if v.strip()}}
 
     def view(self, params: Mapping[str, str]) -> dict:
         query = {k: v for k, v in self.values(params).items() if v.strip()}
@@ -121,14 +123,17 @@ class Page:
         for f in self.fields:
             o = offered.get(f, P.Option("text"))
             kind = "choice" if f in PAGE_CHOICES else o.kind
-            out[f] = P.Option(kind, o.default, HELP.get(f, o.help), o.required)
+            out[f] = P.Option(kind, o.default, HELP.get(f) or API_HELP.get(f) or o.help, o.required)
         return out
 
 
 def _plan_figures(d: dict, q: dict) -> dict:
+    """The front: a bare search's points are batches; a serving plan's (a workload given) its load points."""
     rows = [{**r, "pareto": True} for r in d["front"]]
-    return {"front": sp.pareto(rows, f"Pareto front: {d['model']} on <= {d['chips_budget']} x {d['hardware']}",
-                               group="plan")}
+    point = "batch" if "mode" not in d else "concurrency" if any(r.get("concurrency") for r in rows) else "rate"
+    what = "Pareto front" if "mode" not in d else f"{d['mode']} serving plans"
+    return {"front": sp.pareto(rows, f"{what}: {d['model']} on <= {d['chips_budget']} x {d['hardware']}",
+                               group="plan", point=point)}
 
 
 def _train_figures(rows: list, q: dict) -> dict:
@@ -155,12 +160,12 @@ def _train_cards(rows: list) -> list:
     if not ok:
         return [("fits", "no global batch fits", rows[0].get("why") if rows else "")]
     b = _best(ok, "mfu")
-    cards = [("best MFU", fmt_cell("mfu", b["mfu"]), f"global batch {b['global_batch']}"),
-             ("step", fmt_cell("step_s", b["step_s"]), f"{b['bound']}-bound"),
-             ("memory per chip", fmt_cell("bytes", b["memory_per_chip_bytes"]), f"of {fmt_cell('bytes', b['hbm_bytes'])}")]
+    cards = [("best MFU", fmt_human("mfu", b["mfu"]), f"global batch {b['global_batch']}"),
+             ("step", fmt_human("step_s", b["step_s"]), f"{b['bound']}-bound"),
+             ("memory per chip", fmt_human("bytes", b["memory_per_chip_bytes"]), f"of {fmt_human('bytes', b['hbm_bytes'])}")]
     if b.get("days") is not None:
-        cards += [("training time", fmt_cell("days_s", b["days"] * 86400), None),
-                  ("cost", fmt_cell("usd", b["usd"]), None)]
+        cards += [("training time", fmt_human("training_time_s", b["days"] * 86400), None),
+                  ("cost", fmt_human("usd", b["usd"]), None)]
     return cards
 
 
@@ -169,27 +174,33 @@ def _latency_cards(d: dict) -> list:
     b = _best(s, "tokens_per_s_per_chip")
     if b is None:
         return [("fits", "no batch fits", None)]
-    return [("most tokens/s per chip", fmt_cell("tokens_per_s", b["tokens_per_s_per_chip"]), f"batch {b['batch']}"),
-            ("its worst-case latency", fmt_cell("worst_case_latency_s", b["worst_case_latency_s"]), "tick + step"),
-            ("tokens/s per user", fmt_cell("tokens_per_s", b["tokens_per_s_per_user"]), None)]
+    return [("most tokens/s per chip", fmt_human("tokens_per_s", b["tokens_per_s_per_chip"]), f"batch {b['batch']}"),
+            ("its worst-case latency", fmt_human("worst_case_latency_s", b["worst_case_latency_s"]), "tick + step"),
+            ("tokens/s per user", fmt_human("tokens_per_s", b["tokens_per_s_per_user"]), None)]
 
 
 def _pricing_cards(d: dict) -> list:
     b = _best(d["rows"], "usd_per_mtok_output", min)
     if b is None:
         return [("fits", "no decode batch fits", None)]
-    return [("input (prefill)", fmt_cell("usd_per_mtok", b["usd_per_mtok_input"]) + " / M", f"{b['prompt_tokens']:,}-token prompt"),
-            ("output (decode), cheapest", fmt_cell("usd_per_mtok", b["usd_per_mtok_output"]) + " / M", f"batch {b['decode_batch']}"),
-            ("output / input", f"{b['output_over_input']:.3g}x", f"providers charge {b['provider_ratio_lo']:g}-{b['provider_ratio_hi']:g}x")]
+    return [("input (prefill)", fmt_human("usd_per_mtok", b["usd_per_mtok_input"]) + " / M", f"{b['prompt_tokens']:,}-token prompt"),
+            ("output (decode), cheapest", fmt_human("usd_per_mtok", b["usd_per_mtok_output"]) + " / M", f"batch {b['decode_batch']}"),
+            ("output / input", _times(b["output_over_input"]),
+             f"providers charge {b['provider_ratio_lo']:g}-{b['provider_ratio_hi']:g}x")]
+
+
+def _times(v) -> str:
+    """A ratio as '3.2x'; '-' where the answer has none (a prefill that does not fit has no input price)."""
+    return "-" if v is None else f"{v:.3g}x"
 
 
 def _speculate_cards(d: dict) -> list:
     b = _best(d["rows"], "speedup")
     if b is None:
         return [("fits", "no batch fits", None)]
-    return [("best speed-up", f"{b['speedup']:.3g}x", f"batch {b['batch']}"),
+    return [("best speed-up", _times(b["speedup"]), f"batch {b['batch']}"),
             ("tokens per round", f"{b['tokens_per_step']:.3g}", f"{b['binds']} binds"),
-            ("cost ratio there", f"{b['cost_ratio']:.3g}x", "$/token vs plain decoding")]
+            ("cost ratio there", _times(b["cost_ratio"]), "$/token vs plain decoding")]
 
 
 _PASS_FIELDS = ("model", "hardware", "chips", "batch", "context")
@@ -200,7 +211,8 @@ _PASS_DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "context":
 PAGES = {
     "plan": Page("plan", "Plan", {"model": "deepseek-v3", "hardware": "gb200-nvl72", "context": "8192", "top": "24"},
                  ("model", "hardware", "chips", "context", "min_tokens_per_user", "max_ttft", "weight_dtype",
-                  "kv_dtype", "efficiency", "top", "emit"), _plan_figures),
+                  "kv_dtype", "efficiency", "top", "emit", "mode", "concurrency", "rate", "isl", "osl", "ttft_slo",
+                  "tpot_slo", "engine"), _plan_figures),
     "latency": Page("latency", "Latency", _PASS_DEFAULTS,
                     _PASS_FIELDS + ("tick_s", "global_tokens_per_s") + _PASS_TAIL,
                     lambda d, q: {"schedule": ep.latency_schedule(d["schedule"]),

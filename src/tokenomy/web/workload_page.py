@@ -49,15 +49,16 @@ def kwargs(params: Mapping[str, str]) -> dict:
     q = P.Query(params, FIELDS)
     v = {k: x for k, x in form_values(params).items() if x.strip()}
     qv = P.Query(v, FIELDS)
-    loop = qv.choice("loop", LOOPS)
+    loop = qv.choice("loop", LOOPS, DEFAULTS["loop"])
     P.refuse_emptied(params, [f for f in PREFILLED if f not in LOOPS or f == loop])  # the other loop's is hidden
-    method = qv.choice("method", METHODS)
+    method = qv.choice("method", METHODS, DEFAULTS["method"])
     load = _loads(loop, v.get(loop, ""))
     if method == "simulate" and len(load) > SIM_MAX_POINTS:
         raise P.FieldError(loop, f"the simulator runs at most {SIM_MAX_POINTS} points on the web; "
                                  f"{len(load)} given")
-    P.hardware_by_name(qv.text("hardware"))
-    kw = {"model": P.model_from(q, v["model"]), "hardware": v["hardware"].lower(), loop: load, "method": method,
+    hardware = qv.text("hardware", DEFAULTS["hardware"])
+    P.hardware_by_name(hardware)
+    kw = {"model": P.model_from(q, DEFAULTS["model"]), "hardware": hardware.lower(), loop: load, "method": method,
           "engine": qv.choice("engine", ENGINES), "protocol": qv.choice("protocol", PROTOCOLS), "kv_dtype": "auto" if v.get("kv_dtype") == "auto" else qv.dtype("kv_dtype", None),
           "weight_dtype": qv.dtype("weight_dtype", None),
           "efficiency": qv.choice("efficiency", P.CHOICES["efficiency"]),
