@@ -18,6 +18,8 @@ the chips at batch 1 and MAX_OPERATING_BATCH x contexts 1k..1M, so the same layo
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from tokenomy.answers import inputs
@@ -161,6 +163,23 @@ def _one(model, hardware, chips, kv_dtype, max_batch, ref_per_token, **kw) -> tu
     return s, curve, {"plan": sv.layout.as_dict(), "layout_rule": sv.layout_rule, "header": sv.header()}
 
 
+@lru_cache(maxsize=64)
+def _one_cached(model, hardware, chips, kv_dtype, max_batch, ref_per_token, kw: tuple):
+    return _one(model, hardware, chips, kv_dtype, max_batch, ref_per_token, **dict(kw))
+
+
+def _one_of(model, hardware, chips, kv_dtype, max_batch, ref_per_token, kw: dict):
+    """One model's row, curve and plan; each depends on that model alone (not on the others compared), so a
+    selection that adds or drops a model recomputes only the new one (cached while the inputs are hashable)."""
+    key = tuple(sorted(kw.items()))
+    try:
+        hash((model, hardware, chips, kv_dtype, max_batch, ref_per_token, key))
+    except TypeError:
+        return _one(model, hardware, chips, kv_dtype, max_batch, ref_per_token, **kw)
+    s, curve, plan = _one_cached(model, hardware, chips, kv_dtype, max_batch, ref_per_token, key)
+    return dict(s), [dict(p) for p in curve], dict(plan)  # copies: callers may not change the cached ones
+
+
 def _models(models) -> list:
     if models is None or isinstance(models, str):
         models = [] if models is None else [m for m in models.replace(",", " ").split() if m]
@@ -182,7 +201,7 @@ def context_compare(*, models=None, hardware="gb200-nvl72", chips=None, kv_dtype
     ref_per_token = float(bytes_per_sequence(ref, CONTEXTS[-1:])[0][0]) / CONTEXTS[-1]
     rows, curves, plans = [], {}, {}
     for m in ms:
-        s, curve, plan = _one(m, hardware, chips, kv_dtype, cap, ref_per_token, **kw)
+        s, curve, plan = _one_of(m, hardware, chips, kv_dtype, cap, ref_per_token, kw)
         rows.append(s)
         curves[s["model"]], plans[s["model"]] = curve, plan
     hw = ref.hardware.name

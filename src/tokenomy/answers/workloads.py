@@ -131,6 +131,8 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
         raise ValueError(f"protocol: {protocol!r} runs on aggregated serving without a trace; give protocol=steady "
                          "with mode=disagg or a trace")
     kv_dtype = serving_kv_dtype(model, engine, weight_dtype, kv_dtype)
+    _one_mode(mode, pools, dict(chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, redundant_experts=redundant_experts,
+                                attn_dp=attn_dp, kv_batch=kv_batch))
     if mode == "disagg":
         if usd_per_kwh is not None or facility is not None:
             raise ValueError("usd_per_kwh: the energy columns are computed for aggregated serving (mode agg); "
@@ -195,6 +197,18 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
                   "engine": prof.name, "dtypes": _dtypes(dep), **slo_extra}, slo_notes + notes,
                   _explain(dep, prof, s, load, isl_m, osl_m),
                   rows_key="")
+
+
+def _one_mode(mode: str, pools: dict | None, agg_layout: dict) -> None:
+    """Each mode's layout keywords only: the pools' with disagg, the aggregated chips and degrees with agg (the
+    other's would be silently unused)."""
+    given = [k for k, v in (pools or {}).items() if v is not None]
+    if mode == "agg" and given:
+        raise ValueError(f"{given[0]}: a disaggregated pool's; only with mode disagg")
+    used = [k for k, v in agg_layout.items() if v is not None]
+    if mode == "disagg" and used:
+        raise ValueError(f"{used[0]}: the aggregated layout's; with mode disagg give each pool's (prefill_chips, "
+                         f"prefill_{used[0]}, decode_chips, decode_{used[0]}, ...)")
 
 
 def _longest(lengths) -> float:

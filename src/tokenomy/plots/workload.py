@@ -9,6 +9,8 @@ rate point) as plain plotly figure dicts. No computation beyond unit scaling.
 
 from __future__ import annotations
 
+import math
+
 from tokenomy.plots.serving import _layout, _line, band
 
 
@@ -32,29 +34,37 @@ def throughput_curve(rows: list[dict], title: str = "Tokens/s per chip vs per us
     return {"data": data, "layout": _layout(title, "tokens/s per user", "tokens/s per chip")}
 
 
-def ttft_tpot_vs_load(rows: list[dict], title: str = "TTFT and TPOT vs load", slos: dict | None = None) -> dict:
-    """Mean and p99 TTFT (left, s) and TPOT (right, ms) over the load, each mean shaded by its error band where the
-    rows carry one; the SLOs as dotted lines when given."""
+def ttft_tpot_vs_load(rows: list[dict], title: str = "TTFT and TPOT vs load", slos: dict | None = None,
+                      percentiles: bool = True) -> dict:
+    """Mean TTFT (left, s) and TPOT (right, ms) over the load, and their p99 when ``percentiles`` (a simulation's:
+    the analytic steady state has means only); the SLOs as labelled dotted lines when given."""
     key = load_key(rows)
     ok = [r for r in rows if r.get("ttft_s") is not None]
     x = [r[key] for r in ok]
     scaled = lambda key, k: [r.get(key) and k * r[key] for r in ok]  # noqa: E731
     shades = (band(x, scaled("ttft_s_p10", 1.0), scaled("ttft_s_p90", 1.0), "TTFT")
               + band(x, scaled("tpot_s_p10", 1e3), scaled("tpot_s_p90", 1e3), "TPOT", yaxis="y2"))
-    data = [_line(x, [r["ttft_s"] for r in ok], "TTFT", line={"width": 3}),
-            _line(x, [r.get("ttft_p99_s") for r in ok], "TTFT p99", line={"dash": "dash"}),
-            _line(x, [1e3 * r["tpot_s"] for r in ok], "TPOT", yaxis="y2", line={"width": 3}),
-            _line(x, [1e3 * r["tpot_p99_s"] if r.get("tpot_p99_s") is not None else None for r in ok],
-                  "TPOT p99", yaxis="y2", line={"dash": "dash"})] + shades
+    data = [_line(x, [r["ttft_s"] for r in ok], "TTFT (mean)", line={"width": 3}),
+            _line(x, [1e3 * r["tpot_s"] for r in ok], "TPOT (mean)", yaxis="y2", line={"width": 3})] + shades
+    if percentiles:
+        data += [_line(x, [r.get("ttft_p99_s") for r in ok], "TTFT p99", line={"dash": "dash", "color": "#1f77b4"}),
+                 _line(x, [1e3 * r["tpot_p99_s"] if r.get("tpot_p99_s") is not None else None for r in ok],
+                       "TPOT p99", yaxis="y2", line={"dash": "dash", "color": "#ff7f0e"})]
     lay = _layout(title, _label(key), "TTFT (s)")
     lay["yaxis2"] = {"title": {"text": "TPOT (ms)"}, "type": "log", "overlaying": "y", "side": "right",
                      "showgrid": False}
-    shapes = []
-    for name, axis, scale in (("ttft_slo", "y", 1.0), ("tpot_slo", "y2", 1e3)):
+    shapes, notes = [], []
+    for name, axis, scale, text in (("ttft_slo", "y", 1.0, "TTFT SLO {:g} s"), ("tpot_slo", "y2", 1e3, "TPOT SLO {:g} ms")):
         if (slos or {}).get(name):
-            shapes.append({"type": "line", "xref": "paper", "yref": axis, "x0": 0, "x1": 1,
-                           "y0": scale * slos[name], "y1": scale * slos[name], "line": {"dash": "dot", "color": "#d62728"}})
-    lay["shapes"] = shapes
+            y = scale * slos[name]
+            shapes.append({"type": "line", "xref": "paper", "yref": axis, "x0": 0, "x1": 1, "y0": y, "y1": y,
+                           "line": {"dash": "dot", "color": "#d62728"}})
+            # an annotation on a log axis is placed in log10 units (shapes in data units)
+            notes.append({"xref": "paper", "yref": axis, "x": 0.01 if axis == "y" else 0.99, "y": math.log10(y),
+                          "text": text.format(y), "showarrow": False, "yanchor": "bottom",
+                          "xanchor": "left" if axis == "y" else "right", "font": {"size": 10, "color": "#d62728"}})
+    lay["shapes"], lay["annotations"] = shapes, notes
+    lay["yaxis"]["nticks"] = lay["yaxis2"]["nticks"] = 6  # two log axes side by side: fewer, readable ticks
     lay["legend"] = {"orientation": "h", "y": -0.2}
     return {"data": data, "layout": lay}
 

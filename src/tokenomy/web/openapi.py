@@ -75,6 +75,9 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
 def help_of(name: str) -> str:
     from tokenomy.web.views import HELP as FORM_HELP
 
+    pool, _, field = name.partition("_")
+    if name in P.POOL_FIELDS and name not in HELP:  # a disaggregated pool's own chips or degree
+        return f"disagg: the {pool} pool's " + (FORM_HELP.get(field) or "chips").split(";")[0]
     return FORM_HELP.get(name) or HELP.get(name, "")
 
 

@@ -95,8 +95,12 @@ def render(request: Request, page: str, fragment: str, context: dict, compute: C
     except ValueError as e:
         error = error_of(e, request.query_params)
     context |= {"error": error, "nav": NAV, "path": request.url.path}
+    # Back/Forward into an error's URL: htmx restores history from the server only from a 2xx answer (else it
+    # keeps the page on screen, the old results under the error's URL), so a restore gets the error page as 200
+    restore = "hx-history-restore-request" in request.headers
     return templates.TemplateResponse(request, fragment if is_fragment(request) else page, context,
-                                      status_code=422 if error else 200, headers={"Vary": "HX-Request"})
+                                      status_code=422 if error and not restore else 200,
+                                      headers={"Vary": "HX-Request, HX-History-Restore-Request"})
 
 
 @router.get("/")

@@ -235,6 +235,13 @@ NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI h
 WEB_BUDGETS = {"requests": 100_000}  # simulated requests per page or API call (the CLI: what the machine holds)
 NUMBERS = {**inputs.FIELDS, **{k: replace(inputs.FIELDS[k], hi=v) for k, v in WEB_BUDGETS.items()}}  # the one
 # table (answers/inputs.py), the web's budgets narrower
+# serve's disaggregated pools: the answer takes them as one dict (``pools``), the query as flat fields, each pool's
+# chips and layout degrees and flags by the pool's prefix (the CLI's --prefill-tp, ...; answers.workloads)
+POOL_KINDS = {"chips": "int", "tp": "int", "ep": "int", "pp": "int", "dp": "int", "redundant_experts": "int",
+              "attn_dp": "bool", "kv_batch": "bool"}
+POOL_FIELDS = {f"{pool}_{k}": kind for pool in ("prefill", "decode") for k, kind in POOL_KINDS.items()}
+NUMBERS |= {f"{pool}_{k}": NUMBERS[k] for pool in ("prefill", "decode") for k, kind in POOL_KINDS.items()
+            if kind == "int" and f"{pool}_{k}" not in NUMBERS}
 KINDS = {  # parameters whose default (None) does not say their kind
     "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
@@ -300,6 +307,8 @@ def options(command: str) -> dict[str, Option]:
             out["config"] = Option("config")
     if "hardware" in out:  # what-if fields on the hardware: set=hbm_bytes_per_s=x2,... (the CLI's --set)
         out["set"] = Option("set")
+    if command == "serve":  # the pools dict, field by field
+        out |= {name: Option(kind) for name, kind in POOL_FIELDS.items()}
     return out
 
 
@@ -378,6 +387,8 @@ def answer_kwargs(command: str, params: Mapping[str, str]) -> dict:
         kw["model"] = kw.pop("config")
     if "set" in kw:
         kw["hardware"] = hardware_with_set(kw.get("hardware", opts["hardware"].default), kw.pop("set"))
+    if command == "serve" and (pools := {k: kw.pop(k) for k in POOL_FIELDS if k in kw}):
+        kw["pools"] = pools
     missing = [k for k, o in opts.items() if o.required and k not in kw]
     if missing:
         raise FieldError(missing[0], "required" + (": a catalog name, or upload a config.json"

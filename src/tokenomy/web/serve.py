@@ -146,7 +146,7 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     launch = [] if not emit else launch_commands(
         kw["model"], emit=P.Query({"emit": emit}, ("emit",)).choice("emit", EMIT, None), layout=plan,
         weight_dtype=kw.get("weight_dtype"), kv_dtype=kw.get("kv_dtype"), max_batch=row["batch"])
-    return {"launch": launch, "row": row, "critical": critical_path(row) if row["fits"] else [], "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
+    return {"launch": launch, "row": row, "kind": kind, "critical": critical_path(row) if row["fits"] else [], "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
             "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
             "weight_dtype": kw.get("weight_dtype"), "kv_dtype": kw.get("kv_dtype", "bf16")}

@@ -18,12 +18,16 @@ from tokenomy.web.serve import plain
 LOOPS = ("concurrency", "rate")
 METHODS = ("analytic", "simulate")
 DEGREES = ("tp", "ep", "pp", "dp")
+MODES = ("agg", "disagg")
+POOLS = tuple(f"{pool}_{k}" for pool in ("prefill", "decode") for k in ("chips",) + DEGREES)  # disagg's pools
 FIELDS = ("model", "config", "hardware", "chips", "loop", "concurrency", "rate", "isl", "osl", "cache_hit", "engine",
-          "method", "protocol", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + DEGREES
+          "method", "protocol", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour",
+          "set", "mode") + DEGREES + POOLS
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurrency", "concurrency": "1,4,16,64,256",
             "rate": "0.5,1,2,4,8", "isl": "1024", "osl": "1024", "cache_hit": "0", "engine": "vllm",
-            "method": "analytic", "protocol": "steady", "kv_dtype": "auto", "efficiency": "calibrated"}
-COLUMNS = ("concurrency", "rate", "plan", "ttft_s", "ttft_p99_s", "tpot_s", "e2e_s", "requests_per_s",
+            "method": "analytic", "protocol": "steady", "kv_dtype": "auto", "efficiency": "calibrated", "mode": "agg"}
+COLUMNS = ("concurrency", "rate", "plan", "prefill_chips", "decode_chips", "ttft_s", "ttft_p99_s", "tpot_s",
+           "tpot_p99_s", "kv_transfer_s", "e2e_s", "requests_per_s",
            "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output",
            "j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output", "kv_occupancy", "capacity_limited",
            "bound", "goodput_requests_per_s")
@@ -65,6 +69,9 @@ def kwargs(params: Mapping[str, str]) -> dict:
           **{n: qv.number(n, None) for n in NUMBERS}}
     if v.get("set"):  # the custom-chip panel's what-if fields
         kw["hardware"] = P.hardware_with_set(kw["hardware"], P.set_text(v["set"]))
+    kw["mode"] = qv.choice("mode", MODES, DEFAULTS["mode"])
+    pools = {k: qv.integer(k, None, 1, P.NUMBERS[k].hi) for k in POOLS}
+    kw["pools"] = {k: x for k, x in pools.items() if x is not None} or None  # serve refuses them with agg
     return kw
 
 
@@ -84,11 +91,22 @@ def view(params: Mapping[str, str]) -> dict:
     on = f"<br><sub>{rows[0]['plan']} on {rows[0]['chips']} chips, {res.extra['engine']}</sub>"
     slos = {"ttft_slo": kw["ttft_slo"], "tpot_slo": kw["tpot_slo"]}
     figures = {"curve": wp.throughput_curve(rows, f"Tokens/s per chip vs per user{on}"),
-               "latency": wp.ttft_tpot_vs_load(rows, f"TTFT and TPOT vs {key}{on}", slos),
+               "latency": wp.ttft_tpot_vs_load(rows, f"TTFT and TPOT vs {key}{on}", slos,
+                                               percentiles=kw["method"] == "simulate"),
                "cost": wp.cost_vs_load(rows, f"$ per M tokens vs {key}{on}"),
                "energy": wp.energy_curve(rows, f"Tokens/s per all-in MW vs interactivity{on}")}
     best = max(rows, key=lambda r: (r["goodput_requests_per_s"] or 0, r["tokens_per_s_per_chip"] or 0))
-    return {"rows": rows, "columns": [c for c in COLUMNS if any(r.get(c) is not None for r in rows)],
+    # the analytic steady state has means only: its 'p99' fields repeat them, so they are not shown as percentiles
+    hidden = () if kw["method"] == "simulate" else ("ttft_p99_s", "tpot_p99_s")
+    return {"rows": rows, "columns": [c for c in COLUMNS if c not in hidden and any(r.get(c) is not None for r in rows)],
             "title": res.title, "overrides": res.extra.get("hardware_overrides"), "notes": list(res.notes), "explain": plain(list(res.explain())),
-            "figures": figures, "best": best, "load_key": key, "plan": res.extra["plan"],
-            "layout_rule": res.extra["layout_rule"], "dtype_label": res.extra["dtypes"]}
+            "figures": figures, "best": best, "load_key": key, "plan": res.extra.get("plan"),
+            "percentiles": kw["method"] == "simulate", "step_of_bound": STEP_OF_BOUND[kw["mode"]],
+            "headers": {**HEADERS, "bound": f"bound ({STEP_OF_BOUND[kw['mode']]})"},
+            "layout_rule": res.extra.get("layout_rule", "each pool's layout given, else the best for its load"),
+            "dtype_label": res.extra.get("dtypes", "")}
+
+
+# headers that say which step a value is of (Serve's bound is of one decode step or prefill pass)
+HEADERS = {"ttft_s": "TTFT (mean)", "tpot_s": "TPOT (mean)"}
+STEP_OF_BOUND = {"agg": "the mean step: decode + its prefill chunks", "disagg": "the decode pool's step"}

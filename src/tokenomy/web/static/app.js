@@ -51,6 +51,10 @@
     form.querySelectorAll(".prefill-only").forEach(function (el) {
       el.hidden = !kind || kind.value !== "prefill";
     });
+    var mode = form.querySelector("[name=mode]");  // the Workload page: the aggregated layout or the pools
+    if (mode) ["agg", "disagg"].forEach(function (k) {
+      form.querySelectorAll(".mode-" + k).forEach(function (el) { el.hidden = mode.value !== k; });
+    });
     var loop = form.querySelector("[name=loop]");  // the Workload page shows the list of the loop chosen
     if (loop) ["concurrency", "rate"].forEach(function (k) {
       form.querySelectorAll(".loop-" + k).forEach(function (el) { el.hidden = loop.value !== k; });
@@ -124,7 +128,7 @@
       });
     });
     form.addEventListener("input", function (e) {
-      if (e.target.name === "kind" || e.target.name === "loop") prefillOnly(form);
+      if (["kind", "loop", "mode"].indexOf(e.target.name) >= 0) prefillOnly(form);
       if (e.target.inputMode === "decimal") syncSliders(form);
     });
     var file = document.getElementById("config-file");
@@ -205,6 +209,8 @@
       markInvalid(form);
       apiLink(form);
     });
+    // a history entry the server could not restore: load it whole rather than keep another entry's results
+    document.body.addEventListener("htmx:historyCacheMissLoadError", function () { window.location.reload(); });
     document.body.addEventListener("htmx:historyRestore", function () {
       drawFigures(document);
       initForm(currentForm());
