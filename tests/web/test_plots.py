@@ -3,6 +3,7 @@ the engine's work on the busiest chip split by op shape (core.op_costs), so they
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 
 import numpy as np
@@ -175,3 +176,39 @@ def test_lifecycle_figure_both_directions():
     g = lifecycle_split(priced)
     assert [t["name"] for t in g["data"]] == ["$ (millions)", "tokens"]
     assert g["data"][0]["y"] == [6.0, 6.0, 28.0] and g["data"][0]["text"] == ["15.0%", "15.0%", "70.0%"]
+
+
+def test_share_axes_tick_at_a_readable_step_with_the_decimals_it_needs():
+    from tokenomy.plots.serving import percent_ticks
+
+    for top, dtick, fmt in ((0.02, 0.005, ".1~%"), (0.33, 0.05, ".0~%"), (1.05, 0.2, ".0~%"), (0.003, 0.0005, ".2~%")):
+        t = percent_ticks([0, top])
+        assert t["dtick"] == pytest.approx(dtick) and t["tickformat"] == fmt, (top, t)
+        assert 3 <= top / t["dtick"] <= 8  # a handful of ticks, never a crowd
+
+
+def test_pricing_ratio_note_sits_on_the_log_axis_in_log10_units():
+    import math
+
+    from tokenomy.plots.economics import pricing_vs_batch
+
+    rows = [{"decode_batch": b, "usd_per_mtok_output": 10 / b, "usd_per_mtok_input": 0.5, "output_over_input": 20 / b,
+             "provider_ratio_lo": 3.0, "provider_ratio_hi": 5.0} for b in (1, 8, 64)]
+    lay = pricing_vs_batch(rows)["layout"]
+    assert lay["yaxis2"]["type"] == "log"
+    assert lay["annotations"][0]["y"] == pytest.approx(math.log10(5.0))  # not 5 (which reads as 10^5)
+    assert lay["shapes"][0]["y1"] == 5.0  # shapes stay in data units
+
+
+def test_workload_slo_lines_are_labelled_and_p99_only_from_a_simulation():
+    from tokenomy.plots.workload import ttft_tpot_vs_load
+
+    rows = [{"concurrency": c, "ttft_s": 0.1 * c, "ttft_p99_s": 0.2 * c, "tpot_s": 0.02, "tpot_p99_s": 0.03}
+            for c in (1, 4, 16)]
+    analytic = ttft_tpot_vs_load(rows, slos={"ttft_slo": 1.0, "tpot_slo": 0.05}, percentiles=False)
+    assert [t["name"] for t in analytic["data"]] == ["TTFT (mean)", "TPOT (mean)"]
+    notes = {a["text"]: a for a in analytic["layout"]["annotations"]}
+    assert set(notes) == {"TTFT SLO 1 s", "TPOT SLO 50 ms"}
+    assert notes["TPOT SLO 50 ms"]["y"] == pytest.approx(math.log10(50.0))
+    simulated = ttft_tpot_vs_load(rows, percentiles=True)
+    assert "TTFT p99" in [t["name"] for t in simulated["data"]] and "TPOT p99" in [t["name"] for t in simulated["data"]]

@@ -43,12 +43,14 @@ def unit_range(values, floor: float = 1e-3) -> list[float]:
     return [0, 1.05] if top > 0.33 else [0, max(1.15 * top, floor)]
 
 
-def percent_tickformat(axis_range: list[float]) -> str:
-    """A d3 tick format for a 0..top share axis with enough decimals that neighbouring ticks differ: plotly puts
-    ~5 ticks on it, so the step is ~top/5 and its leading digit needs -floor(log10(100·step)) decimals (top 2%:
-    '.1~%' -> 0.5%, 1%, 1.5%; top 100%: '.0~%'); '~' drops trailing zeros."""
-    step_pct = 100 * max(axis_range[1] - axis_range[0], 1e-12) / 5
-    return f".{max(0, -math.floor(math.log10(step_pct)))}~%"
+def percent_ticks(axis_range: list[float]) -> dict:
+    """Ticks for a 0..top share axis: ~5 at a 1-2-5 step (dtick, so plotly never crowds them) with the decimals
+    that step needs (top 2%: every 0.5%, '.1~%'; top 100%: every 20%, '.0~%'); '~' drops trailing zeros."""
+    raw = max(axis_range[1] - axis_range[0], 1e-12) / 5
+    exp = math.floor(math.log10(raw))
+    step = min((m * 10.0 ** exp for m in (1, 2, 5, 10)), key=lambda x: abs(x - raw))
+    return {"tickmode": "linear", "tick0": 0, "dtick": step,
+            "tickformat": f".{max(0, -math.floor(math.log10(100 * step)))}~%"}
 
 
 def _layout(title: str, x: str, y: str, *, xlog=True, ylog=True, **extra) -> dict:
@@ -125,7 +127,7 @@ def cost_vs_batch(rows: list[dict], title: str = "Cost per token vs batch", mark
     lay = _layout(title, "batch (sequences)", "$ per million tokens", **_marks(marks))
     lay["yaxis2"] = {"title": {"text": "MFU"}, "type": "linear", "overlaying": "y", "side": "right",
                      "range": unit_range([r["mfu"] for r in ok]), "showgrid": False}
-    lay["yaxis2"]["tickformat"] = percent_tickformat(lay["yaxis2"]["range"])
+    lay["yaxis2"].update(percent_ticks(lay["yaxis2"]["range"]))
     lay["yaxis"]["tickprefix"] = "$"
     return {"data": data, "layout": lay}
 
@@ -169,7 +171,7 @@ def mfu_vs_context(rows: list[dict], title: str = "MFU vs context", summary: dic
                                 "line": {"width": 0}})
     lay = _layout(title, "context (tokens)", "MFU", ylog=False, **extra)
     lay["yaxis"]["range"] = unit_range([r["mfu"] for r in ok])
-    lay["yaxis"]["tickformat"] = percent_tickformat(lay["yaxis"]["range"])
+    lay["yaxis"].update(percent_ticks(lay["yaxis"]["range"]))
     return {"data": data, "layout": lay}
 
 

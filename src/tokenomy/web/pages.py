@@ -35,7 +35,15 @@ LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inferen
           "usd_per_mtok_input": "$ / M input", "usd_per_mtok_output": "$ / M output", "ttft_p99_s": "TTFT p99",
           "tpot_p99_s": "TPOT p99", "e2e_s": "end to end", "j_per_output_token": "J / output token (all-in)",
           "tokens_per_s_per_mw": "tok/s per all-in MW", "tco_usd_per_mtok_output": "TCO $ / M output",
-          "j_per_token_all_in": "J / token (all-in)", "tco_usd_per_mtok": "TCO $ / M tokens"}
+          "j_per_token_all_in": "J / token (all-in)", "tco_usd_per_mtok": "TCO $ / M tokens",
+          # the Lifecycle answer's keys
+          "target_loss": "quality target (Chinchilla loss)", "pretraining_usd": "pre-training cost", "rl_usd": "RL cost",
+          "inference_usd": "inference cost", "total_usd": "total cost", "pretraining_fraction": "pre-training share",
+          "rl_fraction": "RL share", "inference_fraction": "inference share", "pretraining_flops": "pre-training compute",
+          "rl_flops": "RL compute", "inference_flops": "inference compute", "hardware": "priced on",
+          "kv_transfer_s": "KV hand-off", "requests_per_s": "requests/s", "tokens_per_s_per_chip": "tokens/s per chip",
+          "tokens_per_s_per_user": "tokens/s per user", "kv_occupancy": "KV occupancy",
+          "goodput_requests_per_s": "goodput (requests/s)", "capacity_limited": "over capacity"}
 _SUFFIXES = ("_bytes", "_usd", "_s")
 
 
