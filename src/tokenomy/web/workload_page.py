@@ -70,7 +70,7 @@ def kwargs(params: Mapping[str, str]) -> dict:
     if v.get("set"):  # the custom-chip panel's what-if fields
         kw["hardware"] = P.hardware_with_set(kw["hardware"], P.set_text(v["set"]))
     kw["mode"] = qv.choice("mode", MODES, DEFAULTS["mode"])
-    pools = {k: qv.integer(k, None, 1, P.NUMBERS[k].hi) for k in POOLS}
+    pools = {k: qv.number(k, None) for k in POOLS}
     kw["pools"] = {k: x for k, x in pools.items() if x is not None} or None  # serve refuses them with agg
     return kw
 
