@@ -157,6 +157,23 @@ def published_runs() -> dict[str, str]:
     return out
 
 
+@group("energy_")
+def energy() -> dict[str, str]:
+    """The energy validation (the section `tokenomy validate --write` adds to docs/validation.md), computed as that
+    section computes it: J per output token held out by source, board power at the catalog's fitted pJ/B."""
+    import numpy as np
+
+    from tokenomy.catalog import loader
+    from tokenomy.validation import energy_cases as ec
+
+    parts, e = ec.held_out(), loader.facility().split.hbm_j_per_byte
+    perr = ec.power_errors(list(ec.predicted()), e)
+    return {"energy_loso_err": f"{100 * ec.median_abs_error(parts):.1f}%",
+            "energy_cases": str(sum(len(h.cases) for h in parts)), "energy_sources": str(len(parts)),
+            "energy_power_err": f"{100 * np.median(np.abs(perr)):.1f}%", "energy_power_cases": str(perr.size),
+            "energy_pj_per_byte": f"{e * 1e12:.0f}"}
+
+
 CONTEXT_MODELS = ["deepseek-v4-pro", "qwen3.5-397b-a17b", "kimi-k3", "llama-3.1-405b"]
 
 
