@@ -174,6 +174,20 @@ def energy() -> dict[str, str]:
             "energy_pj_per_byte": f"{e * 1e12:.0f}"}
 
 
+@group("rev_")
+def reversible() -> dict[str, str]:
+    """The reversible-network benchmark's table, from the results file it writes (benchmarks/reversible_results.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reversible_results", ROOT / "benchmarks" / "reversible_results.py")
+    res = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(res)
+    m = res.META
+    return {"rev_table": res.TABLE, "rev_run": f"`python benchmarks/reversible.py {' '.join(m['argv'])}`, "
+            f"{m['config']['dtype']}, batch {m['config']['batch']}, sequence {m['config']['seq']}, glibc malloc set "
+            f"to keep freed memory"}
+
+
 CONTEXT_MODELS = ["deepseek-v4-pro", "qwen3.5-397b-a17b", "kimi-k3", "llama-3.1-405b"]
 
 
