@@ -81,7 +81,7 @@ def test_rl_json():
 @pytest.mark.parametrize("args,needle", [
     (("train", "--model", "llama-3.1-70b", "--schedule", "zigzag"), "--schedule"),
     (("train", "--model", "llama-3.1-70b", "--recompute", "some"), "--recompute"),
-    (("train", "--model", "llama-3.1-70b", "--tp", "3", "--chips", "3", "--global-batch", "8"), "tp 3 does not divide"),
+    (("train", "--model", "llama-3.1-70b", "--tp", "3", "--chips", "3", "--global-batch", "8"), "--tp: 3 does not divide"),
     (("train", "--model", "llama-3.1-70b", "--chips", "10", "--tp", "4"), "--chips"),
     (("train", "--model", "llama-3.1-70b", "--mfu", "1.5"), "--mfu"),
     (("train", "--model", "llama-3.1-70b", "--global-batch", "abc"), "--global-batch"),
