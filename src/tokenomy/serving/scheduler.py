@@ -189,22 +189,23 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVC
     full = lo.dp * lo.microbatches * lo.group  # one sequence per chip of a stage, per micro-batch
     lone = np.asarray(engine.batched(lo, lo.dp).kv_bytes_per_chip, float)
     spread = np.asarray(engine.batched(lo, full).kv_bytes_per_chip, float) * lo.dp / full
-    # each scheduler's largest step: the token budget, which an engine admitting whole prompts sizes to hold one
-    # (step_budget; ``isl``: the prompts served, None: the budget as configured): its activations are reserved
-    # before the cache is sized (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's
-    # free_gpu_memory_fraction is of the memory left after weights and activations at max_num_tokens)
-    step_tokens = float(np.max(step_budget(prof, isl))) if isl is not None else float(prof.max_num_tokens)
-    budget = step_tokens * scheduler_ranks(dep.layout) * lo.microbatches
-    act = engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip
-    hbm, w = float(dep.peaks.hbm_bytes), np.asarray(lo.weight_bytes_per_chip, float)
-    f = prof.hbm_fraction
-    free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
-    per_tok = spread / L
-    out = (np.maximum(free, 0.0) / per_tok, per_tok, np.broadcast_to(free, np.shape(L)),
-           np.broadcast_to(np.round(lone / spread), np.shape(L)))
+    per_tok, slots = spread / L, np.round(lone / spread)
+    w = np.asarray(lo.weight_bytes_per_chip, float)
     if back is None:
-        return KVCapacity(*(np.broadcast_to(x, L_all.shape) for x in out))
-    return KVCapacity(*(np.reshape(x[back], L_all.shape) for x in out))
+        per_tok, slots, w = (np.broadcast_to(x, L_all.shape) for x in (per_tok, slots, w))
+    else:
+        per_tok, slots, w = (np.reshape(np.broadcast_to(x, L.shape)[back], L_all.shape) for x in (per_tok, slots, w))
+    # each scheduler's largest step, per point: the token budget, which an engine admitting whole prompts sizes to
+    # hold one (step_budget; ``isl``: the prompts served, None: the budget as configured): its activations are
+    # reserved before the cache is sized (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's
+    # free_gpu_memory_fraction is of the memory left after weights and activations at max_num_tokens)
+    step_tokens = step_budget(prof, isl) if isl is not None else float(prof.max_num_tokens)
+    budget = np.asarray(step_tokens, float) * scheduler_ranks(dep.layout) * lo.microbatches
+    act = np.asarray(engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip, float)
+    hbm, f = float(dep.peaks.hbm_bytes), prof.hbm_fraction
+    free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
+    free = np.broadcast_to(free, L_all.shape)
+    return KVCapacity(np.maximum(free, 0.0) / per_tok, per_tok, free, slots)
 
 
 def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):

@@ -2,8 +2,9 @@
 
 Serving terms: minimise Σ w·softL1(log(pred/measured)) over the chip's training cases (each metric weighted
 equally), plus a ridge pulling every term toward the pooled fit (all chips' training cases), so chips with few
-cases borrow strength instead of over-fitting. Nelder–Mead in an unconstrained space (logit for fractions, log
-for positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
+cases borrow strength instead of over-fitting. Nelder–Mead in an unconstrained space (each fitted term kept inside
+its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
+for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
 measured streaming share) are held at their cited values. Training terms: the median log-ratio of roofline to measured step time per chip (dense),
 and one pooled factor for MoE.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -36,16 +38,52 @@ NAN_RESIDUAL = np.log(3.0)  # a configuration the model says cannot run counts a
 MIN_CASES_FOR_CHIP_FIT = 1
 
 
+@lru_cache(maxsize=1)
+def _ranges() -> dict[str, tuple[float, float]]:
+    """field -> (low, high): the plausible range of each fitted serving term (catalog/efficiency/ranges.toml, each
+    with its public anchor). The fit searches inside it: a term driven to its edge is a missing mechanism the
+    residuals then show, not a value that absorbs it (a free ρ had gone to 0.13 on B200 to fit vLLM/SGLang runs
+    of new models slower than their kernels)."""
+    from tokenomy.catalog import loader
+
+    data = loader.read_toml("efficiency", "ranges")
+    return {f: (float(data[f]["low"]), float(data[f]["high"])) for f in SERVING_FIELDS if f in data}
+
+
 def _to_z(t: EfficiencyTerms) -> np.ndarray:
-    v = [term(t, f) for f in SERVING_FIELDS]
-    v = [min(x, 1.0 - 1e-9) if f in FRACTIONS else x for f, x in zip(SERVING_FIELDS, v)]  # an anchored share of 1
-    return np.array([np.log(x / (1 - x)) if f in FRACTIONS else np.log(max(x, 1e-12)) for f, x in
-                     zip(SERVING_FIELDS, v)])
+    """The search coordinates of the serving terms: a ranged term x in (low, high) as logit of its place in the
+    range (on a log scale for a time or a count), other fractions as logit(x), other positive terms as log(x)."""
+    out = []
+    for f in SERVING_FIELDS:
+        x = term(t, f)
+        if f in _ranges():
+            lo, hi = _scale(f, *_ranges()[f])
+            u = (_scale(f, x)[0] - lo) / (hi - lo)
+            u = min(max(u, 1e-9), 1.0 - 1e-9)
+            out.append(np.log(u / (1 - u)))
+        elif f in FRACTIONS:
+            x = min(x, 1.0 - 1e-9)  # an anchored share of 1
+            out.append(np.log(x / (1 - x)))
+        else:
+            out.append(np.log(max(x, 1e-12)))
+    return np.array(out)
+
+
+def _scale(f: str, *xs: float) -> tuple[float, ...]:
+    """A fraction's range is searched linearly, a time's or a count's on a log scale."""
+    return tuple(x if f in FRACTIONS else np.log(max(x, 1e-12)) for x in xs)
 
 
 def _from_z(z: np.ndarray, base: EfficiencyTerms) -> EfficiencyTerms:
-    vals = {f: float(1 / (1 + np.exp(-x)) if f in FRACTIONS else np.exp(x)) for f, x in zip(SERVING_FIELDS, z)}
-    vals = {f: min(max(v, 1e-9), 1.0) if f in FRACTIONS else v for f, v in vals.items()}
+    vals = {}
+    for f, x in zip(SERVING_FIELDS, z):
+        u = float(1 / (1 + np.exp(-x)))
+        if f in _ranges():
+            lo, hi = _scale(f, *_ranges()[f])
+            v = lo + (hi - lo) * u
+            vals[f] = v if f in FRACTIONS else float(np.exp(v))
+        else:
+            vals[f] = min(max(u, 1e-9), 1.0) if f in FRACTIONS else float(np.exp(x))
     return base.model_copy(update=vals)
 
 
