@@ -107,7 +107,7 @@ def test_lecture_claim_link_opens_the_preset_serve_page(page, live_server):
 
 @pytest.mark.parametrize("path, field, value, watch", [
     ("/plan?top=6", "input[name=context]", "32768", "#summary"),
-    ("/train", "input[name=tp]", "4", "#train-rows tbody"),
+    ("/train", "input[name=tp]", "1", "#train-rows tbody"),
     ("/lifecycle", "input[name=demand_tokens_per_s]", "5e8", "#total-usd"),
     ("/cache", "input[name=prefix_tokens]", "131072", "#summary p"),
 ])

@@ -84,6 +84,8 @@ class ChipFile(BaseModel):
     aliases: tuple[str, ...] = ()  # other names it answers to (h100 -> h100-sxm); loader.resolve
     vendor: str
     family: str = ""  # architecture generation (hopper, blackwell, cdna3, ...); "": the chip is its own family
+    same_die_as: str = ""  # a catalog chip on the same silicon (an export variant with other links): its kernels,
+    # hence its fitted efficiency terms, apply to this chip where it has none of its own
     kind: Literal["gpu", "tpu", "accelerator", "cpu"]
     preliminary: bool = False
     peak_flops_per_s: Flops

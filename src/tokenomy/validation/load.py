@@ -105,12 +105,15 @@ def efficiency_file(chip: str) -> EfficiencyFile | None:
 
 
 def _efficiency_read(chip: str) -> tuple[EfficiencyFile, cache.Sources]:
-    """The chip's fitted terms, else the pooled fit, and the bytes they were validated from (the chip's own file
-    recorded absent when the pooled fit stands in, so adding one is seen)."""
+    """The chip's fitted terms, else those of the chip on the same die (catalog chips' same_die_as: an export variant
+    runs the same kernels), else the pooled fit, and the bytes they were validated from (the files passed over
+    recorded absent, so adding one is seen)."""
     from tokenomy.validation.schema import EfficiencyFile
 
     own, pooled = loader.catalog_path(EFF, chip), loader.catalog_path(EFF, "pooled")
-    for path, absent in ((own, {}), (pooled, {own: None})):
+    die = loader.chip_file(chip).same_die_as if chip in loader.chip_names() else ""
+    sibling = [(loader.catalog_path(EFF, die), {own: None})] if die else []
+    for path, absent in ((own, {}), *sibling, (pooled, {own: None, **dict.fromkeys(p for p, _ in sibling)})):
         if (raw := cache.read_bytes(path)) is not None:
             return _read(EFF, path.stem, EfficiencyFile, raw), {**absent, path: raw}
     raise loader.CatalogError("catalog/efficiency/pooled.toml is missing; run `tokenomy validate --refit`")
