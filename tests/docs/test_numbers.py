@@ -122,4 +122,9 @@ def test_validation_figures_read_the_report_as_written():
 
 def test_a_report_without_its_headline_is_refused():
     with pytest.raises(SystemExit, match="validate --loso"):
-        _module().validation_figures(REPORT.replace("Leave-one-source-out over", "LOSO over"))
+        _module().validation_figures(REPORT.replace("Held-out median error", "Median error"))
+
+
+def test_a_report_without_leave_one_source_out_says_so():
+    v = _module().validation_figures(REPORT.replace("Leave-one-source-out over", "LOSO over"))
+    assert v["val_loso_line"].startswith("Leave-one-source-out: not computed") and "--loso" in v["val_loso_line"]
