@@ -109,7 +109,7 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
          f"in-sample {100 * h['in_sample_median_abs_error']:.1f}%. The uncalibrated roofline on the same cases: "
          f"{100 * h['roofline_median_abs_error']:.0f}% median error, bias {_pct(h['roofline_signed_bias'])} "
          "(too fast, as a lower bound must be). Held-out cases share their source, protocol and engine version "
-         "with fitted ones: the leave-one-source-out figures above are the stricter ones.", "",
+         "with fitted ones: leave-one-source-out is the stricter figure.", "",
          "Errors are signed as time errors: for throughput, error = measured/predicted − 1, so a negative bias "
          "always means the model promises more performance than was measured.", "",
          "## Split", "",
