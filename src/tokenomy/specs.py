@@ -120,6 +120,21 @@ class Topology:
 
 
 @dataclass(frozen=True)
+class Host:
+    """One node's CPU side, as a KV cache spilled out of HBM sees it (catalog/systems/<name>.toml ``[host]``):
+    DRAM and local NVMe per node, shared by ``chips_per_node`` chips; one chip reads DRAM at
+    ``dram_to_chip_bytes_per_s`` per direction (PCIe or NVLink-C2C); the node reads its NVMe at
+    ``nvme_read_bytes_per_s`` in all."""
+
+    chips_per_node: int
+    dram_bytes: float
+    dram_to_chip_bytes_per_s: float
+    nvme_bytes: float
+    nvme_read_bytes_per_s: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Hardware:
     """What a --hardware name resolves to: a chip, how many of them, and how they are wired."""
 
@@ -131,6 +146,7 @@ class Hardware:
     preliminary: bool = False
     topology: Topology | None = field(default=None, compare=False)
     overrides: tuple[Override, ...] = ()  # what-if fields set on a catalog entry (with_), each with its base value
+    host: Host | None = field(default=None, compare=False)  # host DRAM + NVMe per node; None: not in the catalog
 
     @property
     def hbm_bytes(self) -> float:

@@ -9,7 +9,7 @@ from tokenomy.catalog import loader
 from tokenomy.catalog.loader import ROOT, CatalogError, _validate
 from tokenomy.catalog.schema import ChipFile
 
-TOML_KINDS = ["chips", "systems", "storage", "prices"]
+TOML_KINDS = ["chips", "systems", "storage", "prices", "kv_tiering"]
 
 
 @pytest.mark.parametrize("kind", TOML_KINDS)
@@ -17,7 +17,7 @@ def test_every_toml_file_validates_and_cites(kind):
     files = sorted((ROOT / kind).glob("*.toml"))
     assert files, f"no {kind} files"
     get = {"chips": loader.chip_file, "systems": loader.system_file, "storage": loader.storage_file,
-           "prices": loader.price_file}[kind]
+           "prices": loader.price_file, "kv_tiering": loader.kv_tiering}[kind]
     for f in files:
         obj = get(f.stem)
         assert obj.name == f.stem

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, TypeVar
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import cache
-from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Level, LinkSpec, PowerSpec, Topology
+from tokenomy.specs import OVERRIDABLE, Chip, Hardware, Host, Level, LinkSpec, PowerSpec, Topology
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, EngineFlagsFile, ProtocolFile, StorageFile, SystemFile, WhatIfFile
+    from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, EngineFlagsFile, KvTieringFile, ProtocolFile, StorageFile, SystemFile, WhatIfFile
 
 ROOT = Path(__file__).parent
 M = TypeVar("M", bound="BaseModel")
@@ -30,7 +30,7 @@ MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
 # catalog kind -> its class in catalog/schema.py (imported on first validation)
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
            "engines": "EngineFile", "power": "PowerFile",
-           "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
+           "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile", "kv_tiering": "KvTieringFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
 
 
 class CatalogError(ValueError):
@@ -209,6 +209,16 @@ def protocol_names() -> list[str]:
     return catalog_stems("protocols")
 
 
+def kv_tiering(name: str) -> KvTieringFile:
+    """A tiered-KV-cache policy (catalog/kv_tiering/<name>.toml: LMCache, HiCache, KVBM, Mooncake): which tiers it
+    uses, its chunk, when it stores and how it loads; unknown names list the allowed ones."""
+    return _load("kv_tiering", name)
+
+
+def kv_tiering_names() -> list[str]:
+    return catalog_stems("kv_tiering")
+
+
 def chip_names() -> list[str]:
     return catalog_stems("chips")
 
@@ -306,7 +316,10 @@ def _system_hardware(stem: str) -> tuple[Hardware, cache.Sources | None]:
     chip = _chip(cf)
     usd = s.price.usd_per_hour if s.price else chip.usd_per_hour
     topo = _topology(s.name, chip, cf, s.num_chips, s.scale_up_domain_size, s.scale_up, s.scale_out)
-    hw = Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary, topo)
+    host = None if s.host is None else Host(s.host.chips_per_node, s.host.dram_bytes, s.host.dram_to_chip_bytes_per_s,
+                                            s.host.nvme_bytes, s.host.nvme_read_bytes_per_s, s.host.source)
+    hw = Hardware(s.name, chip, s.num_chips, s.scale_up_domain_size, usd, s.preliminary or chip.preliminary, topo,
+                  host=host)
     if _key(s.chip) != chip_stem:
         return hw, None
     return hw, {ROOT / "systems" / f"{stem}.toml": s_raw, ROOT / "chips" / f"{chip_stem}.toml": c_raw}

@@ -97,6 +97,21 @@ class ChipFile(BaseModel):
     price: Price
 
 
+class SystemHost(Sourced):
+    """A system's ``[host]`` table: what one node's CPU side offers a KV cache spilled out of HBM.
+
+    ``dram_bytes`` and ``nvme_bytes`` are per node (``chips_per_node`` chips share them);
+    ``dram_to_chip_bytes_per_s`` is ONE chip's read path from host DRAM, per direction (PCIe Gen5 x16 ~64e9,
+    NVLink-C2C 450e9); ``nvme_read_bytes_per_s`` is the node's aggregate read rate of its local NVMe drives.
+    """
+
+    chips_per_node: PositiveInt
+    dram_bytes: PositiveFloat
+    dram_to_chip_bytes_per_s: PositiveFloat
+    nvme_bytes: PositiveFloat
+    nvme_read_bytes_per_s: PositiveFloat
+
+
 class SystemFile(BaseModel):
     """``catalog/systems/<name>.toml``: chips wired into one scale-up domain (node, rack, slice)."""
 
@@ -114,6 +129,14 @@ class SystemFile(BaseModel):
     price: Price | None = None  # per chip-hour; defaults to the chip's price
     scale_up: Link | None = None  # overrides the chip's scale-up link inside this system
     scale_out: Link | None = None
+    host: SystemHost | None = None  # host DRAM and local NVMe per node (KV tiers under load)
+
+    @model_validator(mode="after")
+    def _host_divides(self):
+        if self.host is not None and self.num_chips % self.host.chips_per_node:
+            raise ValueError(f"host.chips_per_node {self.host.chips_per_node} does not divide num_chips "
+                             f"{self.num_chips}")
+        return self
 
 
 class WhatIfFile(BaseModel):
@@ -162,6 +185,37 @@ class StorageFile(BaseModel):
     note: str = ""
     link: HostLink | None = None
     hosts: list[str] = Field(default_factory=list)  # the chips whose host this tier is (empty: any chip)
+
+
+TIER_KEYS = ("hbm", "ddr", "cxl", "local_flash", "network_flash", "hdd", "object")  # = econ.kv_tiers.TIER_ORDER
+
+
+class KvTieringFile(BaseModel):
+    """``catalog/kv_tiering/<policy>.toml``: how a serving engine's tiered KV cache moves blocks (LMCache, SGLang
+    HiCache, Dynamo KVBM, Mooncake). ``tiers``: the tiers it uses, fastest first, from TIER_KEYS (HBM first);
+    ``chunk_tokens``: the unit it stores and looks up; ``store``: a block is copied down when written
+    ("write-through") or only when HBM evicts it ("on-evict"); ``load``: a hit is read back layer by layer
+    overlapped with the prefill's compute ("layerwise-overlapped") or wholly before the prefill starts
+    ("before-prefill")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    description: str
+    engines: list[str] = Field(min_length=1)
+    tiers: list[Literal["hbm", "ddr", "cxl", "local_flash", "network_flash", "hdd", "object"]] = Field(min_length=1)
+    chunk_tokens: PositiveInt
+    store: Literal["write-through", "on-evict"]
+    load: Literal["layerwise-overlapped", "before-prefill"]
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _tiers_ordered(self):
+        order = [TIER_KEYS.index(t) for t in self.tiers]
+        if self.tiers[0] != "hbm" or order != sorted(set(order)):
+            raise ValueError(f"tiers {self.tiers} must start with 'hbm' and follow {list(TIER_KEYS)} without repeats")
+        return self
 
 
 class LongContextStep(BaseModel):
