@@ -225,6 +225,19 @@ class LongContextStep(BaseModel):
     output_usd_per_mtok: PositiveFloat
 
 
+class PromptCacheTerms(Sourced):
+    """How long a provider keeps a cached prompt prefix readable at ``cache_read_usd_per_mtok`` and what holding it
+    costs: ``ttl_s`` the lifetime after the last use at the default setting (Anthropic 5 min, refreshed by each hit;
+    OpenAI's in-memory cache 5-10 min of inactivity), ``ttl_max_s`` the longest the provider offers (a 1-hour write,
+    24-hour extended retention), ``storage_usd_per_mtok_hour`` a separate storage fee (Gemini's explicit caches);
+    None where the provider states none. ``write_surcharge``: whether writing the cache bills above the input price."""
+
+    ttl_s: PositiveFloat | None = None
+    ttl_max_s: PositiveFloat | None = None
+    storage_usd_per_mtok_hour: PositiveFloat | None = None
+    write_surcharge: bool
+
+
 class ApiPriceFile(BaseModel):
     """``catalog/prices/<name>.toml``: one model's public API price sheet (USD per million tokens)."""
 
@@ -241,6 +254,7 @@ class ApiPriceFile(BaseModel):
     source: str = Field(min_length=4)
     as_of: dt.date
     note: str = ""
+    cache: PromptCacheTerms | None = None  # the prompt cache's lifetime and storage fee ([cache] table)
 
 
 class EngineScheduler(Sourced):

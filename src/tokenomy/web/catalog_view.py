@@ -37,7 +37,7 @@ def _catalog() -> dict:
         f = loader.system_file(n)
         systems.append({**hardware_summary(n), "display_name": f.display_name,
                         "sources": [{"what": "system", "source": f.source, "as_of": f.as_of.isoformat(),
-                                     "note": f.note}] + _sources(f, ("price", "scale_up", "scale_out"))})
+                                     "note": f.note}] + _sources(f, ("price", "scale_up", "scale_out", "host"))})
     models = [{**model_summary(n), "provenance": prov.get(n, {})} for n in loader.model_names()]
     storage = [loader.storage_file(n).model_dump(mode="json") for n in loader.storage_names()]
     prices = [loader.price_file(n).model_dump(mode="json") for n in loader.price_names()]
