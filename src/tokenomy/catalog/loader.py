@@ -30,7 +30,8 @@ MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
 # catalog kind -> its class in catalog/schema.py (imported on first validation)
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
            "engines": "EngineFile", "power": "PowerFile",
-           "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile", "kv_tiering": "KvTieringFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
+           "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile", "kv_tiering": "KvTieringFile",
+           "validation/kv_tiering": "KvTierValidationFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
 
 
 class CatalogError(ValueError):
@@ -217,6 +218,25 @@ def kv_tiering(name: str) -> KvTieringFile:
 
 def kv_tiering_names() -> list[str]:
     return catalog_stems("kv_tiering")
+
+
+def kv_tier_validation() -> tuple:
+    """Every published tiered-KV / prefix-routing measurement file (catalog/validation/kv_tiering/*.toml), validated;
+    a case id appearing twice is refused."""
+    files = tuple(_file("validation/kv_tiering", stem)[0] for stem in catalog_stems("validation/kv_tiering"))
+    ids = [c.id for f in files for c in f.case]
+    allowed = {"recompute", "hbm", *kv_tiering_names()}
+    for f in files:
+        for c in f.case:
+            if c.policy not in allowed:
+                raise CatalogError(f"validation/kv_tiering/{f.source.id}: case {c.id}: policy {c.policy!r}; allowed: "
+                                   f"{', '.join(sorted(allowed))}")
+            if catalog_model(c.model) is None or not (resolve("chips", c.hardware) or resolve("systems", c.hardware)):
+                raise CatalogError(f"validation/kv_tiering/{f.source.id}: case {c.id}: model {c.model!r} or hardware "
+                                   f"{c.hardware!r} is not in the catalog")
+    if len(ids) != len(set(ids)):
+        raise CatalogError(f"validation/kv_tiering: a case id appears twice: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return files
 
 
 def chip_names() -> list[str]:

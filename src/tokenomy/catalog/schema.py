@@ -512,3 +512,103 @@ class ProtocolFile(BaseModel):
     load: ProtocolLoad
     lengths: ProtocolLengths
     metrics: ProtocolMetrics
+
+
+# ---- validation of tiered KV caching and prefix-aware routing (catalog/validation/kv_tiering/) ------------------
+
+
+class KvTierSource(BaseModel):
+    """Where a published tiered-KV / routing measurement comes from and how it was taken."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=3)
+    title: str
+    url: str = Field(pattern=r"^https://")
+    as_of: dt.date
+    kind: Literal["blog", "benchmark report", "recipe", "repository", "paper"]
+    engine: Literal["vllm", "sglang", "trtllm"]
+    engine_version: str
+    tool: str  # the client that issued and measured the requests (inference-perf, kv-cache-tester, aiperf, ...)
+    how: str = Field(min_length=8)  # how the published figure is defined (means, percentiles, over which requests)
+
+
+class KvTierWorkload(BaseModel):
+    """The traffic of one case, as the source states it. ``single``: one request at a time whose prompt is cached
+    (or not) in the tier named by the case; ``shared-prefix``: ``groups`` distinct prefixes of ``prefix_tokens``, each
+    followed by ``unique_tokens`` (a per-request tail, or a per-user question repeated ``prompts_per_group`` ways);
+    ``agentic-trace``: a replay of recorded multi-turn agent sessions (``trace`` names the corpus) by ``sessions``
+    concurrent users with think time between turns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["single", "shared-prefix", "agentic-trace"]
+    prefix_tokens: PositiveInt | None = None  # the reusable prefix (single: the cached prompt length)
+    unique_tokens: int = Field(default=0, ge=0)  # tokens after the prefix that differ per request
+    output_tokens: PositiveInt | None = None
+    groups: PositiveInt | None = None  # distinct prefixes
+    prompts_per_group: PositiveInt | None = None  # distinct prompts per prefix (repeated as the run cycles)
+    requests: PositiveInt | None = None  # timed requests
+    concurrency: PositiveInt | None = None  # closed-loop clients (agentic-trace: the most concurrent sessions)
+    request_rate: PositiveFloat | None = None  # open-loop requests/s (Poisson)
+    duration_s: PositiveFloat | None = None  # length of the timed run (or stage)
+    trace: str = ""  # the recorded corpus an agentic-trace replays
+    max_context_tokens: PositiveInt | None = None  # the replay's context cap
+
+    @model_validator(mode="after")
+    def _needs(self):
+        need = {"single": ("prefix_tokens",), "shared-prefix": ("prefix_tokens", "groups"),
+                "agentic-trace": ("trace", "concurrency")}[self.kind]
+        missing = [f for f in need if not getattr(self, f)]
+        if missing:
+            raise ValueError(f"a {self.kind} workload needs {', '.join(missing)}")
+        return self
+
+
+class KvTierCase(BaseModel):
+    """One published figure. ``policy`` is what held the KV cache: "recompute" (no prefix cache), "hbm" (the
+    engine's own prefix cache only) or a catalog/kv_tiering policy; ``hit_tier`` (single-request cases) the tier the
+    measured request's prefix was read from ("none": a miss); ``routing`` how requests were spread over ``replicas``
+    (llm-d's random / load-aware / approximate and precise prefix-cache-aware schedulers). Capacities are per replica:
+    ``hbm_kv_tokens`` the engine's KV pool where the source states it, ``dram_bytes`` / ``nvme_bytes`` the offload
+    tiers' sizes. Metrics: TTFT in seconds (mean or p50 as the source gives it), the token hit rate (cached prompt
+    tokens / prompt tokens, 0..1), input or output tokens/s of the whole deployment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=3)
+    model: str
+    hardware: str  # a catalog chip or system
+    chips: PositiveInt  # chips per replica
+    tp: PositiveInt
+    replicas: PositiveInt = 1
+    weight_dtype: str | None = None  # None: the checkpoint's own
+    kv_dtype: str = "bf16"
+    policy: str
+    hit_tier: Literal["none", "hbm", "ddr", "local_flash", "network_flash"] | None = None
+    routing: Literal["single", "random", "load", "prefix-approximate", "prefix-precise"] = "single"
+    hbm_kv_tokens: PositiveInt | None = None
+    dram_bytes: PositiveFloat | None = None
+    nvme_bytes: PositiveFloat | None = None
+    workload: KvTierWorkload
+    metric: Literal["ttft_mean_s", "ttft_p50_s", "hit_rate", "input_tokens_per_s", "output_tokens_per_s"]
+    value: PositiveFloat
+    published: str  # the cell(s) as published
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.chips % self.tp:
+            raise ValueError(f"case {self.id}: chips {self.chips} is not a multiple of tp {self.tp}")
+        if self.metric == "hit_rate" and self.value > 1:
+            raise ValueError(f"case {self.id}: a hit rate is a fraction in (0, 1]")
+        if (self.hit_tier is not None) != (self.workload.kind == "single"):
+            raise ValueError(f"case {self.id}: hit_tier is given exactly for single-request workloads")
+        if self.routing != "single" and self.replicas < 2:
+            raise ValueError(f"case {self.id}: routing {self.routing} needs replicas >= 2")
+        return self
+
+
+class KvTierValidationFile(BaseModel):
+    """``catalog/validation/kv_tiering/<source>.toml``: one source's cases, and what it published that is not used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: KvTierSource
+    case: tuple[KvTierCase, ...] = Field(min_length=1)
+    skipped: tuple[dict[str, str], ...] = ()  # {what, why}
