@@ -55,7 +55,7 @@ SERVE_ENERGY_KEYS = ("board_w_per_chip", "all_in_w_per_chip", "j_per_output_toke
                      "total_tokens_per_s_per_chip", "energy_usd_per_mtok_input", "energy_usd_per_mtok_output",
                      "tco_usd_per_chip_hour", "tco_usd_per_mtok_input", "tco_usd_per_mtok_output")
 # a simulated row rescales these with its request rate (answers/workloads._with_sim): the power stays, the tokens move
-SIM_SCALED = {"j_per_output_token": -1, "j_per_output_token_board": -1, "j_per_input_token": -1, "j_per_token": -1,
+SIM_SCALED = {"decode_j_per_output_token": -1, "prefill_j_per_input_token": -1, "j_per_output_token": -1, "j_per_output_token_board": -1, "j_per_input_token": -1, "j_per_token": -1,
               "tokens_per_s_per_mw": 1, "output_tokens_per_s_per_mw": 1, "total_tokens_per_s_per_chip": 1,
               "energy_usd_per_mtok_input": -1, "energy_usd_per_mtok_output": -1, "tco_usd_per_mtok_input": -1,
               "tco_usd_per_mtok_output": -1}
@@ -87,6 +87,39 @@ def serving_energy(p: PowerSpec, s, chips, isl) -> dict[str, np.ndarray]:
                 "tco_usd_per_chip_hour": tco_h,
                 "tco_usd_per_mtok_input": per_mtok(share * n * tco_h / 3600.0, in_tps),
                 "tco_usd_per_mtok_output": per_mtok((1.0 - share) * n * tco_h / 3600.0, out_tps)}
+
+
+def disagg_energy(p: PowerSpec, s, pre_chips: int, dec_chips: int, isl, osl) -> dict[str, np.ndarray]:
+    """The SERVE_ENERGY_KEYS of a disaggregated steady state ``s`` (serving.disagg.Disagg), each pool's power from its
+    own busy shares (the prefill pool's passes times their duty, the decode pool's steps). The per-token energies are
+    InferenceX's, as aggregated serving's: both pools' all-in watts over a throughput (output, input, total), so the
+    two modes compare; each pool's own share beside them (decode_j_per_output_token, prefill_j_per_input_token), and
+    the energy and ownership $ split by pool as the rental $ are (input tokens pay the prefill pool: serving/disagg.py);
+    power per chip the pools' mean, each pool's beside it."""
+    board_p, board_d = en.board_w(p, *s.prefill_busy), en.board_w(p, *s.decode_busy)
+    allin_p, allin_d = en.all_in_w(p, board_p), en.all_in_w(p, board_d)
+    n_p, n_d = float(pre_chips), float(dec_chips)
+    X = np.asarray(s.requests_per_s, float)
+    in_tps, out_tps = X * float(isl), X * float(osl)
+    w_p, w_d = n_p * allin_p, n_d * allin_d
+    tco_p, tco_d = tco.usd_per_chip_hour(p, allin_p), tco.usd_per_chip_hour(p, allin_d)
+    usd_per_j = p.usd_per_kwh / en.J_PER_KWH
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {"board_w_per_chip": (n_p * board_p + n_d * board_d) / (n_p + n_d),
+                "all_in_w_per_chip": (w_p + w_d) / (n_p + n_d),
+                "prefill_all_in_w_per_chip": allin_p, "decode_all_in_w_per_chip": allin_d,
+                "j_per_output_token": (w_p + w_d) / out_tps,
+                "j_per_output_token_board": (n_p * board_p + n_d * board_d) / out_tps,
+                "j_per_input_token": (w_p + w_d) / in_tps, "j_per_token": (w_p + w_d) / (in_tps + out_tps),
+                "decode_j_per_output_token": w_d / out_tps, "prefill_j_per_input_token": w_p / in_tps,
+                "tokens_per_s_per_mw": (in_tps + out_tps) / (w_p + w_d) * 1e6,
+                "output_tokens_per_s_per_mw": out_tps / (w_p + w_d) * 1e6,
+                "total_tokens_per_s_per_chip": (in_tps + out_tps) / (n_p + n_d),
+                "energy_usd_per_mtok_input": w_p * usd_per_j / in_tps * 1e6,
+                "energy_usd_per_mtok_output": w_d * usd_per_j / out_tps * 1e6,
+                "tco_usd_per_chip_hour": (n_p * tco_p + n_d * tco_d) / (n_p + n_d),
+                "tco_usd_per_mtok_input": n_p * tco_p / 3600.0 / in_tps * 1e6,
+                "tco_usd_per_mtok_output": n_d * tco_d / 3600.0 / out_tps * 1e6}
 
 
 def train_energy(p: PowerSpec, st, run=None) -> dict[str, np.ndarray]:

@@ -36,7 +36,7 @@ from tokenomy.answers.engines import benchmark_protocol, engine_profile
 from tokenomy.answers.launch import emits
 from tokenomy.answers.passes import check_layout
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
-from tokenomy.answers.energy_cols import SIM_SCALED, power_of, serving_energy
+from tokenomy.answers.energy_cols import SIM_SCALED, disagg_energy, power_of, serving_energy
 from tokenomy.serving.simulator import BYTES_PER_REQUEST
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.serving.steady import bound_name, steady
@@ -134,15 +134,12 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     _one_mode(mode, pools, dict(chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, redundant_experts=redundant_experts,
                                 attn_dp=attn_dp, kv_batch=kv_batch))
     if mode == "disagg":
-        if usd_per_kwh is not None or facility is not None:
-            raise ValueError("usd_per_kwh: the energy columns are computed for aggregated serving (mode agg); "
-                             "disaggregated pools do not carry them yet")
         sim = dict(method=method, trace=trace, arrivals=arrivals, requests=requests, seed=seed)
         return serve_disagg(model, hardware, concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
                             osl_dist=osl_dist, cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens,
                             max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
                             kv_dtype=kv_dtype, efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour,
-                            sim=sim, **(pools or {}))
+                            sim=sim, energy=dict(usd_per_kwh=usd_per_kwh, facility=facility), **(pools or {}))
     m, hw = model_of(model), hardware_of(hardware)
     power = power_of(hw, usd_per_kwh, facility)
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, trace)
@@ -327,7 +324,8 @@ def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
 
 DISAGG_COLUMNS = ("plan", "prefill_chips", "decode_chips", "concurrency", "rate", "ttft_s", "tpot_s",
                   "kv_transfer_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok_input",
-                  "usd_per_mtok_output", "capacity_limited", "goodput_requests_per_s")
+                  "usd_per_mtok_output", "j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output",
+                  "capacity_limited", "goodput_requests_per_s")
 POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")  # layout_of's, in its order
 POOL_FIELDS = "{pool}_tp, {pool}_ep, {pool}_pp, {pool}_dp"  # a pool's degrees, as an error names them
 
@@ -462,7 +460,10 @@ def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_token
     return dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
 
 
-def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo, sims=None) -> list[dict]:
+def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo, sims=None, energy=None) -> list[dict]:
+    """One row per workload point; ``energy``: energy_cols.disagg_energy's arrays (each pool's watts: the decode
+    pool's per output token, the prefill pool's per input token) for its columns."""
+    energy = energy or {}
     rows = []
     for i in range(len(C if C is not None else R)):
         g = lambda a: _f(np.ravel(np.broadcast_to(a, np.shape(s.tpot_s)))[i])  # noqa: E731
@@ -484,6 +485,8 @@ def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo, sims=None) -> li
                "prefill_utilisation": _div(g(s.requests_per_s), s.prefill_capacity),
                "decode_utilisation": _div(g(s.requests_per_s), g(s.decode_capacity)),
                "capacity_limited": bool(np.ravel(s.capacity_limited)[i]), "bound": bound_name(np.ravel(s.bound)[i])}
+        row["interactivity"] = row["tokens_per_s_per_user"]
+        row.update({k: g(v) for k, v in energy.items()})
         rows.append(_with_sim(row, sims[i] if sims else None, s.chips, ttft_slo, tpot_slo))
     return rows
 
@@ -508,10 +511,11 @@ def _split(dep, P, D, pre_deg, dec_deg, C, R, isl, osl, cache_hit, engine, max_n
 def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, concurrency=None, rate=None, isl=1024,
                  osl=1024, isl_dist=None, osl_dist=None, cache_hit=0.0, engine="vllm", max_num_tokens=None,
                  max_batch=None, ttft_slo=None, tpot_slo=None, weight_dtype=None, kv_dtype=None,
-                 efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, sim=None,
+                 efficiency="calibrated", usd_per_chip_hour=None, crosses_domain=None, sim=None, energy=None,
                  **pool_degrees) -> Result:
     """Disaggregated serving (module docstring): one row per workload point. ``sim``: method ("analytic" |
-    "simulate": serving.sim_disagg per point, percentiles from its requests), trace, arrivals, requests, seed."""
+    "simulate": serving.sim_disagg per point, percentiles from its requests), trace, arrivals, requests, seed;
+    ``energy``: usd_per_kwh, facility (energy_cols.power_of)."""
     bad = set(pool_degrees) - {f"{p}_{k}" for p in ("prefill", "decode") for k in POOL_DEGREES}
     if bad:
         raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + "
@@ -523,6 +527,7 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
     C, R, li, lo, tr = _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, sim.get("trace"))
     isl_m, osl_m = (float(np.mean(tr.isl)), float(np.mean(tr.osl))) if tr is not None else (li.mean, lo.mean)
     m, hw = model_of(model), hardware_of(hardware)
+    power = power_of(hw, **(energy or {}))
     within_context(m, isl_m, osl_m)
     kv_dtype = serving_kv_dtype(m, engine, weight_dtype, kv_dtype)
     dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
@@ -538,7 +543,8 @@ def serve_disagg(model, hardware, *, prefill_chips=None, decode_chips=None, conc
                                                          crosses_domain=crosses_domain),
                             C, R, li, lo, tr, cache_hit, sim.get("arrivals", "staggered"), sim.get("requests"),
                             sim.get("seed", 0))
-    rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo, sims)
+    rows = _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo, sims,
+                        disagg_energy(power, s, pre.chips, dec.chips, isl_m, osl_m))
     error_bars.attach(rows, error_bars.regime_of(dec, prof_d.name, error_bars.SERVE, "disagg"), "running_batch",
                       isl_m + osl_m / 2)
     title = (f"serve (disagg, {sim['method']}): {m.name} on {P} + {D} x {hw.chip.name} ({hw.name}); prefill "
@@ -634,6 +640,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
                      usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     isl_m, osl_m, hit = li.mean, lo.mean, float(cache_hit)
     within_context(m, isl_m, osl_m)
+    power = power_of(hw)
     sizes = pool_sizes(budget, dep.topo.domain_size)
     dec_cache, tables, rows, bad, why = {}, {}, [], set(), {}
     # each load point is a plan of its own: its decode pool chosen for that load, its prefill pool for that rate
@@ -660,7 +667,8 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
                     why[(e.pool, P if e.pool == "prefill" else D)] = str(e)
                     continue
                 rows += [with_goodput(r, dep.price, ttft_slo, tpot_slo)
-                         for r in _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo)]
+                         for r in _disagg_rows(pre, dec, prof_d.name, s, C, R, ttft_slo, tpot_slo, None,
+                                               disagg_energy(power, s, P, D, isl_m, osl_m))]
     if not rows:  # one line naming the pool and why (the largest pool's refusal when sizes were searched)
         if why:
             (pool, n), msg = max(why.items(), key=lambda kv: kv[0][1])

@@ -96,6 +96,11 @@ class Disagg:
     capacity_limited: np.ndarray
     bound: np.ndarray  # index into engine.BOUNDS (the decode step)
     chips: int
+    # each pool's (u_compute, u_hbm, u_link) over time (engine.PassTerms.busy_shares; econ/energy.py's watts): the
+    # decode pool steps without pause at batch B; the prefill pool runs a pass of t_p for X/b_p of each second and
+    # idles between (its shares times that duty, min(1, X·t_p/b_p))
+    prefill_busy: tuple = ()
+    decode_busy: tuple = ()
 
 
 class PoolDoesNotFit(ValueError):
@@ -379,6 +384,8 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
             break
     t_p = np.interp(b_p, bg, tg_p)
     tpot, r = step_time(dec, B, ctx, terms=True)
+    _, r_p = prefill_pass_s(pre, b_p, I, pctx, terms=True)
+    duty = np.minimum(X * t_p / b_p, 1.0)
     wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed)
     if closed:  # clients the pools cannot hold wait in the prefill queue (Little's law)
         limited = load / cycle >= min(mu_p, mu_d) * (1.0 - 1e-6)
@@ -396,4 +403,6 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
                   usd_per_mtok_input=usd_per_mtok(1.0, X * isl, pre.chips, pre.price),
                   usd_per_mtok_output=usd_per_mtok(1.0, X * osl, dec.chips, dec.price),
                   kv_occupancy=B * ctx / (float(kv_d) * float(dec.layout.dp)), capacity_limited=limited,
-                  bound=np.broadcast_to(r.bound, load.shape), chips=chips)
+                  bound=np.broadcast_to(r.bound, load.shape), chips=chips,
+                  prefill_busy=tuple(duty * u for u in r_p.busy_shares()),
+                  decode_busy=tuple(np.broadcast_to(u, load.shape) for u in r.busy_shares()))

@@ -180,10 +180,11 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
 
 
 def energy_section() -> list[str]:
-    """The energy validation's own section (validation/energy_cases.py: J per output token, held out by source)."""
-    from tokenomy.validation.energy_cases import report_lines
+    """The energy validation's own section (validation/energy_cases.py: J per output token, held out by source), the
+    vendors' throughput-per-MW claims scored apart after it (validation/energy_claims.py)."""
+    from tokenomy.validation import energy_cases, energy_claims
 
-    return report_lines()
+    return [*energy_cases.report_lines(), "", *energy_claims.report_lines()]
 
 
 LOSO_BY = (("engine", "engine"), ("chip family", "chip_family"), ("dense/MoE", "moe"), ("agg/disagg", "mode"))
