@@ -59,7 +59,8 @@ CALIBRATED = Efficiency(flops_fraction=0.7, hbm_fraction=0.85, overhead_s=Q(2e-3
                         kernel_overhead_s=Q(1e-5, "s"), hbm_usable_fraction=0.9, gemm_half_tokens=Q(96.0, "token"),
                         allreduce_latency_s=Q(8e-6, "s"), link_fraction=0.8, request_overhead_s=Q(0.02, "s"),
                         name="custom")
-OVERLAPPED = CALIBRATED.with_(host_overlap=1.0, ep_overlap=1.0)  # overlap schedulers and two-batch overlap formed
+OVERLAPPED = CALIBRATED.with_(host_overlap=1.0, ep_overlap=1.0, ep_sm_normal=0.15,
+                               ep_sm_low_latency=0.35)  # overlap schedulers and two-batch overlap formed
 PEAKS = engine.Peaks(Q(1e15, "flop/s"), Q(3e12, "byte_/s"), Q(1e12, "byte_"))
 PRECISION = engine.Precision(*(Q(2.0, "byte_/param"),) * 3, kv=Q(2.0, "byte_/elem"), act=Q(2.0, "byte_/elem"),
                              state=Q(4.0, "byte_/elem"))

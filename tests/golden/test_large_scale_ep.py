@@ -1,11 +1,20 @@
 """Published large-scale expert-parallel serving, predicted from outside the validation catalog (nothing here is
-fitted on): DeepSeek's production decode with the communication overlap it runs (engine.exposed_ep_s; each
-micro-batch streams the weights and launches every kernel). (LMSYS's EP32 prefill and EP72 decode with two-batch
-overlap read 1.70x and 1.23x their published rates: the overlap hides too much there — see issue 25's notes.)"""
+fitted on): DeepSeek's production decode and LMSYS's SGLang deployment on 96 H100, each with the two-batch overlap it
+runs (engine.exposed_ep_s: each micro-batch streams the weights, launches every kernel and runs its GEMMs on half the
+rows; one micro-batch's dispatch + combine hides under the other's kernels except for the SMs its kernels hold).
+
+Before the SM share and the halved GEMM rows (issue 25 notes): LMSYS EP72 decode read 1.21x its published rate and
+EP32 prefill 1.69x (2K prompts); after: 0.98x and 1.50x. DeepSeek's production decode read 1,644 tok/s/GPU, now
+1,602 (the halved rows; its engine frees the SMs during the all-to-all, so no SM share).
+"""
+
+from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from tokenomy.answers.resolve import deployment
+from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 
 
@@ -20,12 +29,84 @@ def _per_gpu_at_tpot(dep, context, tpot_s, eff):
 def test_deepseek_production_decode_on_144_h800():
     # DeepSeek open-infra-index, day 6 (2025-03-01): decode on EP144 units (18 H800 nodes, 32 redundant experts),
     # ~14.8k output tokens/s per node = ~1,850 per GPU at 20-22 tokens/s per user, average KV length 4,989; FP8
-    # GEMMs and dispatch, BF16 combine; communication overlapped with computation. Within 15% with the overlap;
-    # without it the serial sum is slower, as a lower bound on the engine's time is not
+    # GEMMs and dispatch, BF16 combine; two micro-batches overlap communication with computation, and "the
+    # all-to-all communication during decoding does not occupy GPU SMs" (github.com/deepseek-ai/profile-data
+    # README): ε = 1 with no SM share. Within 15%; the serial sum is slower, as a lower bound on the engine's time
+    # is not
     dep = deployment("deepseek-v3", "hgx-h800-8", layout=Layout(tp=1, ep=144, redundant_experts=32),
                      weight_dtype="fp8", engine="sglang")
-    overlapped = _per_gpu_at_tpot(dep, 4989, 0.05, dep.eff.with_(ep_overlap=1.0))
-    serial = _per_gpu_at_tpot(dep, 4989, 0.05, dep.eff)
+    deepseek = dep.eff.with_(ep_overlap=1.0, ep_sm_normal=0.0, ep_sm_low_latency=0.0)
+    overlapped = _per_gpu_at_tpot(dep, 4989, 0.05, deepseek)
+    serial = _per_gpu_at_tpot(dep, 4989, 0.05, dep.eff.with_(ep_overlap=0.0))
     assert abs(overlapped / 1850.0 - 1.0) < 0.15, overlapped
     assert serial < overlapped
 
+
+# LMSYS, "Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs" (2025-05-05,
+# lmsys.org/blog/2025-05-05-large-scale-ep): SGLang with --enable-two-batch-overlap, DeepEP (normal kernels for
+# prefill, low-latency for decode), DeepGEMM, EPLB with 32 redundant experts (288 slots), DP attention, FP8 weights.
+LMSYS_DECODE_PER_NODE = 22_282  # 9 nodes EP72, 256 sequences a GPU, 2,000-token inputs (KV 2,000)
+LMSYS_PREFILL_PER_NODE = {1024: 57_674, 2048: 54_543, 4096: 50_302}  # 4 nodes EP32, 16,384 tokens a GPU
+
+
+def _sglang_tbo(dep):
+    """SGLang's terms with two-batch overlap on: the SM shares of its DeepEP kernels (catalog/engines/sglang.toml)."""
+    eff = engine_profile("sglang", 1).on(dep.eff).with_(ep_overlap=1.0)
+    assert eff.ep_sm_normal > 0 and eff.ep_sm_low_latency > 0
+    return eff
+
+
+@pytest.fixture(scope="module")
+def lmsys_decode():
+    return deployment("deepseek-v3", "hgx-h100-8", layout=Layout(tp=1, ep=72, redundant_experts=32),
+                      weight_dtype="fp8", engine="sglang")
+
+
+@pytest.fixture(scope="module")
+def lmsys_prefill():
+    return deployment("deepseek-v3", "hgx-h100-8", layout=Layout(tp=1, ep=32, redundant_experts=32),
+                      weight_dtype="fp8", engine="sglang")
+
+
+def test_lmsys_ep72_decode_within_15_percent(lmsys_decode):
+    # 256 sequences a GPU at KV 2,000: 22,282 tok/s a node = 2,785 a GPU (a ~92 ms step). The low-latency kernels
+    # hold every SM while they send, receive and spin (35% of their time in SGLang then): 0.98x; letting the whole
+    # dispatch + combine hide under the other micro-batch read 1.21x
+    dep = lmsys_decode
+    per_gpu = lambda eff: 256.0 / float(dep.run(256.0 * 72, 2000.0, eff=eff).step_s)  # noqa: E731
+    measured = LMSYS_DECODE_PER_NODE / 8
+    tbo = per_gpu(_sglang_tbo(dep))
+    assert abs(tbo / measured - 1.0) < 0.15, tbo
+    assert per_gpu(_sglang_tbo(dep).with_(ep_sm_low_latency=0.0)) > 1.15 * measured  # all hidden: too fast
+    # TBO's measured gain at 256 a GPU is 25.5% (22,310 vs none): the model's gain lies between none and 50%
+    assert 1.0 < tbo / per_gpu(dep.eff.with_(ep_overlap=0.0)) < 1.5
+
+
+def test_lmsys_ep32_prefill_lies_between_serial_and_overlapped(lmsys_prefill):
+    # 16,384 tokens a GPU a pass. The serial sum (no overlap) reads 0.91-0.99x the published rate, the two-batch
+    # overlap with the normal kernels' 20 of 132 SMs 1.45-1.54x (1.63-1.71x before the SM share): the overlap still
+    # hides more than SGLang did. Not within issue 25's 20% yet: LMSYS's own no-TBO runs are ~27-35% slower than TBO
+    # at the same tokens a GPU, so the serial sum is itself ~30% fast for SGLang's prefill (expert imbalance under
+    # real routing: their "perfect EPLB" run is 1.18x the default; not modelled)
+    dep = lmsys_prefill
+    for isl, per_node in LMSYS_PREFILL_PER_NODE.items():
+        B = 16384 // isl * 32
+
+        def per_gpu(eff):
+            return 16384.0 / float(dep.run(float(B), float(isl), len_pass=isl, eff=eff).step_s)
+        measured = per_node / 8
+        serial, tbo = per_gpu(dep.eff.with_(ep_overlap=0.0)), per_gpu(_sglang_tbo(dep))
+        hidden_all = per_gpu(_sglang_tbo(dep).with_(ep_sm_normal=0.0))
+        assert 0.85 * measured < serial < measured < tbo < hidden_all, (isl, serial, tbo, hidden_all)
+        assert tbo < 1.6 * measured
+
+
+def test_two_batch_overlap_runs_each_micro_batch_on_half_the_rows(lmsys_decode):
+    # at 256 sequences a GPU the weight GEMMs of each micro-batch see 128 rows (dense) and ~half the per-expert
+    # rows: compute grows under TBO though the FLOPs do not (LMSYS: without TBO "GEMM benefit from a larger
+    # effective batch size")
+    dep = lmsys_decode
+    plain = dep.run(256.0 * 72, 2000.0, eff=dep.eff.with_(ep_overlap=0.0))
+    tbo = dep.run(256.0 * 72, 2000.0, eff=replace(dep.eff, ep_overlap=1.0))
+    assert float(tbo.flops) == pytest.approx(float(plain.flops))
+    assert 1.05 < float(tbo.compute_s) / float(plain.compute_s) < 1.5

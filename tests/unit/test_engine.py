@@ -254,3 +254,33 @@ def test_two_batch_overlap_hides_dispatch_and_combine_up_to_the_kernels():
     assert np.allclose(tbo.overhead_s, 2 * full.overhead_s, rtol=1e-12)  # the floor only: no host time here
     assert np.allclose(tbo.tp_comm_s, full.tp_comm_s)
 
+
+def test_two_batch_overlap_leaves_the_sms_its_communication_holds_exposed():
+    # s: the share of the SMs DeepEP's normal kernels hold (prefill) or of the time its low-latency kernels hold
+    # them all (decode); exposed = ep − min((1 − s)·ep, kernels) under ε = 1, each mode by the pass's shape
+    from dataclasses import replace
+    d = dep("qwen3-30b-a3b", "hgx-h100-8", Layout(tp=1, ep=8))
+    base = replace(ROOFLINE, ep_overlap=1.0)
+    shares = replace(base, ep_sm_normal=0.15, ep_sm_low_latency=0.35)
+    for (B, C, S), s in (((np.array([8.0, 256.0]), 2048.0, 1), 0.35), ((np.array([2.0, 8.0]), 4096.0, 4096), 0.15)):
+        serial = d.run(B, C, S, eff=replace(base, ep_overlap=0.0))
+        r = d.run(B, C, S, eff=shares)
+        kernels = np.maximum(r.compute_s, r.memory_s)
+        ep = serial.ep_comm_s
+        assert np.all(ep > 0)
+        assert np.allclose(r.ep_comm_s, ep - np.minimum((1 - s) * ep, kernels), rtol=1e-12)
+        assert np.all(r.ep_comm_s > d.run(B, C, S, eff=base).ep_comm_s - 1e-15)
+
+
+def test_two_batch_overlap_halves_each_micro_batchs_gemm_rows():
+    # a dense model: every weight GEMM's rows are the tokens, so under ε = 1 the compute at B is twice a pass's at
+    # B/2 (attention's rows are per sequence, the same in both)
+    from dataclasses import replace
+    d = dep("llama-3.1-8b", "hgx-h100-8", Layout(tp=1))
+    eff = replace(ROOFLINE, gemm_half_tokens=128.0)
+    B = np.array([16.0, 64.0, 512.0])
+    tbo = d.run(B, 512.0, eff=replace(eff, ep_overlap=1.0))
+    assert np.all(np.isfinite(tbo.compute_s))
+    assert np.allclose(tbo.compute_s, 2 * d.run(B / 2, 512.0, eff=eff).compute_s, rtol=1e-9)
+    assert tbo.compute_s[-1] > 1.1 * d.run(B, 512.0, eff=eff).compute_s[-1]  # 256 rows a GEMM, not 512
+

@@ -60,9 +60,9 @@ def weight_dtype_of(v: str | None) -> str | None:
 
 def _as_engine_runs(eff: Efficiency, engine: str) -> Efficiency:
     """``eff`` with ``engine``'s host and EP overlap (serving.scheduler.EngineProfile.on)."""
-    version, since, two_batch = loader.engine_overlap(engine)
+    version, since, two_batch, (sm_normal, sm_low) = loader.engine_overlap(engine)
     h, eps = overlaps(since, version, two_batch)
-    return eff.with_(host_overlap=h, ep_overlap=eps)
+    return eff.with_(host_overlap=h, ep_overlap=eps, ep_sm_normal=sm_normal, ep_sm_low_latency=sm_low)
 
 
 @lru_cache(maxsize=64)

@@ -278,15 +278,18 @@ def _topology(name: str, chip: Chip, cf: ChipFile, num_chips: int, domain: int, 
 
 
 @lru_cache(maxsize=None)
-def engine_overlap(name: str) -> tuple[str, str | None, bool]:
-    """(version, host.overlap_since, overlap.two_batch_overlap) of a serving-engine profile: what its calibrated
-    efficiency set takes from it (answers/resolve.py), from the cache while the file is unchanged (no pydantic)."""
+def engine_overlap(name: str) -> tuple[str, str | None, bool, tuple[float, float]]:
+    """(version, host.overlap_since, overlap.two_batch_overlap, (overlap.sm_share_normal, sm_share_low_latency)) of a
+    serving-engine profile: what its calibrated efficiency set takes from it (answers/resolve.py), from the cache
+    while the file is unchanged (no pydantic)."""
     stem = _pick("engines", name).stem
 
     def build():
         f, raw = _file("engines", stem)
-        return (f.version, f.host.overlap_since, f.overlap.two_batch_overlap), {ROOT / "engines" / f"{stem}.toml": raw}
-    return cache.cached(("engine-overlap", stem, str(ROOT)), build)
+        o = f.overlap
+        return ((f.version, f.host.overlap_since, o.two_batch_overlap, (o.sm_share_normal, o.sm_share_low_latency)),
+                {ROOT / "engines" / f"{stem}.toml": raw})
+    return cache.cached(("engine-overlap-sm", stem, str(ROOT)), build)
 
 
 @lru_cache(maxsize=None)

@@ -300,9 +300,14 @@ class EngineHost(Sourced):
 
 
 class EngineOverlap(Sourced):
-    """Communication the engine hides under compute by default: two-batch overlap of the MoE dispatch + combine."""
+    """Communication the engine hides under compute by default: two-batch overlap of the MoE dispatch + combine; and,
+    where it runs, what its dispatch/combine kernels take from the compute they overlap (core/engine.exposed_ep_s):
+    the share of the SMs the normal (prefill) kernels hold, the share of their time the low-latency (decode) kernels
+    hold every SM."""
 
     two_batch_overlap: bool = False
+    sm_share_normal: float = Field(0.0, ge=0.0, lt=1.0)
+    sm_share_low_latency: float = Field(0.0, ge=0.0, lt=1.0)
 
 
 class EngineFile(BaseModel):

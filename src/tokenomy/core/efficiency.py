@@ -31,8 +31,16 @@
                                               GEMMs, SGLang --enable-two-batch-overlap, DeepSeek's production
                                               decode and prefill), at the price of launching every kernel once
                                               per micro-batch ((1 + ε)·κ per kernel: LMSYS measured TBO 27% slower
-                                              at 32 tokens a GPU and 25% faster at 256, 2025-05-05); 0 without it
+                                              at 32 tokens a GPU and 25% faster at 256, 2025-05-05), each
+                                              micro-batch's weight GEMMs at half the rows; 0 without it
                                               (catalog/engines [overlap])
+    communication's SMs                     = s: what the dispatch/combine kernels take from the other micro-batch's
+                                              kernels while they run, by DeepEP mode: the normal kernels hold a
+                                              configured number of SMs (s_n = 20 of 132 on Hopper: DeepEP
+                                              Buffer.num_sms), the low-latency kernels hold every SM while they
+                                              send, receive or spin and none while the data is in flight (s_ll:
+                                              the share of their time they hold them); exposed EP = ep −
+                                              ε·min((1 − s)·ep, kernels) (core/engine.exposed_ep_s)
     per-kernel floor                        = κ per kernel the stage's layers launch (arch/kernels.py: ~12 a dense
                                               GQA layer, ~27 an MLA + indexer + MoE one; launch and small-kernel time that
                                               does not shrink with the batch or with TP)
@@ -79,6 +87,10 @@ class Efficiency:
     nccl_link_fraction: object = None  # η_nccl: share a ring / NVLS all-reduce reaches (None: η_link)
     host_overlap: object = 0.0  # h: share of the host time per step hidden under the GPU's (overlap scheduler)
     ep_overlap: object = 0.0  # ε: share of the EP dispatch + combine hidden under compute (two-batch overlap)
+    ep_sm_normal: object = 0.0  # s_n: share of the SMs the normal (prefill) dispatch/combine kernels hold while they
+    #                             run, taken from the other micro-batch's GEMMs (engine profile [overlap])
+    ep_sm_low_latency: object = 0.0  # s_ll: share of the low-latency (decode) kernels' time that holds the SMs (send,
+    #                                  receive, busy-wait), which nothing overlaps (engine profile [overlap])
     request_overhead_s: object = 0.0  # per request, on time to first token
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
@@ -96,7 +108,7 @@ class Efficiency:
             v = np.asarray(magnitude(self.kv_hbm_fraction), dtype=float)
             if not np.all((v > 0) & (v <= 1)):
                 raise ValueError(f"kv_hbm_fraction: must be in (0, 1], got {self.kv_hbm_fraction}")
-        for field in ("overlap_loss", "host_overlap", "ep_overlap"):
+        for field in ("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency"):
             v = np.asarray(magnitude(getattr(self, field)), dtype=float)
             if not np.all((v >= 0) & (v <= 1)):
                 raise ValueError(f"{field}: must be in [0, 1], got {getattr(self, field)}")

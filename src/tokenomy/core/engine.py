@@ -16,10 +16,12 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
                + 4/128 for experts of 8 bits or fewer: FP8 dispatch with its scales, else 2; dispatch_combine_bytes;
                each level carries its copies per assignment: a prefill pass one per destination domain and rank,
                node-limited routing capping the domains, a decode pass one per expert; _ep_shares)
-    GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm − ε·min(EP comm, max(compute, memory))
-               + (1 + ε)·f·K·κ   (ε: two-batch overlap hides up to ε of the dispatch + combine under the kernels;
-               each micro-batch launches every kernel and streams the weights, (1 + ε)·W in memory; K the kernels the
-               model's layers launch, arch/kernels.py, f·K the stage's; κ the floor a kernel costs)
+    GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm
+               − ε·min((1 − s)·EP comm, max(compute, memory)) + (1 + ε)·f·K·κ   (ε: two-batch overlap hides up to ε
+               of the dispatch + combine under the kernels, less the share s of the SMs its kernels hold, by DeepEP
+               mode: exposed_ep_s; each micro-batch launches every kernel and streams the weights, (1 + ε)·W in
+               memory, its weight GEMMs at rows T_a/(1 + ε) and A/x/(1 + ε); K the kernels the model's layers
+               launch, arch/kernels.py, f·K the stage's; κ the floor a kernel costs)
     host     = o_step + o_seq·b_a   (the scheduler's CPU work; b_a the busiest scheduler's sequences: its attention
                replica's)
     stage    = GPU + host − h·min(GPU, host)   (h = 1: an overlap scheduler prepares the next step while the GPU
@@ -612,9 +614,10 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     def share(rows, operand_bytes, kv=False):
         balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes, kv)
         return eff.gemm_fraction(np.maximum(rows, balance))
-    flops_s = w.dense_flops / share(w.dense_rows, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w, True)
+    split = _tbo(eff)  # two-batch overlap: each micro-batch's weight GEMMs get half the rows
+    flops_s = w.dense_flops / share(w.dense_rows / split, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w, True)
     if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
-        flops_s = flops_s + w.expert_flops / share(w.expert_rows, w.expert_w)
+        flops_s = flops_s + w.expert_flops / share(w.expert_rows / split, w.expert_w)
     return flops_s / peaks.flops_per_s
 
 
@@ -634,11 +637,16 @@ def _comms_s(w: Work, topo: Topology, ring_share=1.0):
     return tp, np.where(w.ep_count > 0, w.ep_count * a2a, 0.0)
 
 
-def exposed_ep_s(ep_s, compute_s, ep_overlap):
-    """EP dispatch + combine left on the critical path: ep − ε·min(ep, kernels), kernels = max(compute, memory).
-    Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's kernels run (SGLang two-batch overlap, DeepSeek's
-    inference system, open-infra-index day 6): at most the compute hides it."""
-    return ep_s - ep_overlap * np.minimum(ep_s, compute_s)
+def exposed_ep_s(ep_s, compute_s, ep_overlap, sm_share=0.0):
+    """EP dispatch + combine left on the critical path: ep − ε·min((1 − s)·ep, kernels), kernels = max(compute,
+    memory). Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's
+    kernels run (SGLang two-batch overlap, DeepSeek's inference system, open-infra-index day 6): at most the kernels
+    hide it, and only the part of it that leaves them the SMs. A communication kernel holding a share s of the SMs
+    for its whole time (DeepEP's normal kernels: Buffer.num_sms) leaves the GEMMs 1 − s of them: with ε = 1 the
+    pair takes max(ep, kernels + s·ep); one holding every SM for a share s of its time (the low-latency kernels:
+    send, receive and busy-wait; none while the data is in flight, LMSYS 2025-05-05) serialises that share. Both
+    read the same: s·ep exposed while the kernels last, all that they cannot cover beyond."""
+    return ep_s - ep_overlap * np.minimum((1.0 - sm_share) * ep_s, compute_s)
 
 
 def exposed_host_s(host_s, gpu_s, host_overlap):
@@ -706,9 +714,20 @@ def _bound(compute_s, memory_s, top, others):
     return bound
 
 
+def _sm_share(w: Work, eff: Efficiency):
+    """s: the SMs the dispatch/combine takes from the kernels it overlaps, by the DeepEP mode of the pass (the
+    low-latency kernels for decode-shaped passes, the normal ones for prefill: _ep_shares); 0 without overlap."""
+    normal, low = _f(eff.ep_sm_normal), _f(eff.ep_sm_low_latency)
+    if not np.any(_f(eff.ep_overlap)) or not (np.any(normal) or np.any(low)):
+        return 0.0
+    return np.where(w.ep_low_latency, low, normal)
+
+
 def _tbo(eff: Efficiency):
-    """1 + ε: how many times a step launches its kernels and streams its weights under two-batch overlap (each
-    micro-batch runs every layer: LMSYS measured TBO 27% slower than none at 32 tokens a GPU, 25% faster at 256)."""
+    """1 + ε: how many times a step launches its kernels and streams its weights under two-batch overlap, and by how
+    much each weight GEMM's rows shrink (each micro-batch runs every layer on its half of the tokens: LMSYS measured
+    TBO 27% slower than none at 32 tokens a GPU, 25% faster at 256, where "GEMM benefit from a larger effective
+    batch size" without it, 2025-05-05)."""
     return 1.0 + _f(eff.ep_overlap)
 
 
@@ -726,7 +745,8 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
     reason, nan = _fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
     grid = np.shape(reason)
-    ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap))  # under the other's kernels
+    sm_share = _sm_share(w, eff)
+    ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap), sm_share)  # under the other's
     nan = np.zeros(grid) if nan is None else nan  # every time gets it: NaN where the point is invalid or over HBM
     compute_s, memory_s = compute_s + nan, memory_s + nan
     comms_s = tp_comm + ep_comm + nan  # = (tp + nan) + (ep + nan): the parts are read lazily

@@ -50,11 +50,13 @@ class EngineProfile:
     all_reduce: str = ""  # the engine's TP all-reduce, in words (catalog/engines [all_reduce])
     host_overlap: float = 0.0  # h: 1 where the scheduler's CPU work overlaps the GPU's step (core/efficiency.py)
     ep_overlap: float = 0.0  # ε: 1 under two-batch overlap of the MoE dispatch + combine
+    ep_sm: tuple[float, float] = (0.0, 0.0)  # (s_n, s_ll): the SMs its dispatch/combine kernels hold (normal, low-latency)
     reserve_output: bool = False  # admission reserves the whole ISL + OSL of KV blocks (TensorRT-LLM GUARANTEED_NO_EVICT)
 
     def on(self, eff):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap."""
-        return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap)
+        return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap, ep_sm_normal=self.ep_sm[0],
+                         ep_sm_low_latency=self.ep_sm[1])
 
     def kv_dtype_for(self, weight_dtype: str) -> str:
         """The KV-cache dtype this engine picks by default for a checkpoint of ``weight_dtype``."""
@@ -81,7 +83,7 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
                          tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
                          *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
-                         sch.reserve_output)
+                         (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output)
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -117,7 +117,8 @@ def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
     def g(v):
         v = v[idx]
         return v[:, None] if col else v
-    return th.efficiency(idx, col).with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap))
+    return th.efficiency(idx, col).with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap),
+                                         ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency))
 
 
 @dataclass(frozen=True)

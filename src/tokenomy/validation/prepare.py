@@ -98,6 +98,8 @@ class Serving:
     whole: np.ndarray  # 1 where the case's engine schedules whole prompts (does not chunk prefill), else 0
     host_overlap: np.ndarray  # the case's engine's h and ε (serving.scheduler.EngineProfile: overlap scheduler and
     ep_overlap: np.ndarray  # two-batch overlap at the case's engine version and settings)
+    ep_sm_normal: np.ndarray  # the SMs its dispatch/combine kernels hold under that overlap (EngineProfile.ep_sm)
+    ep_sm_low_latency: np.ndarray
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
     prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
     locked: np.ndarray  # 1 where it draws fixed lengths (phase-locked waves)
@@ -208,7 +210,7 @@ def _chord_per_token(d: Deployment, g, ctx, w0: engine.Work, isl: int, budget: f
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
     keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "host_overlap", "ep_overlap",
-            "burst", "prompts", "locked", "bmax", "step_batch", "step_prefill",
+            "ep_sm_normal", "ep_sm_low_latency", "burst", "prompts", "locked", "bmax", "step_batch", "step_prefill",
             "flops_per_s", "narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
@@ -235,6 +237,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
                     budget=budget,
                     whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
+                    ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
                     flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():
