@@ -34,6 +34,12 @@ CASES = [  # (model, hardware, degrees, what the case covers)
     ("deepseek-v3", "hgx-h200-8", dict(tp=1, ep=8, attn_dp=False), "MoE EP, attention TP beside it"),
     ("deepseek-v3", "hgx-h200-8", dict(tp=8, kv_batch=True), "kv-batch (MLA)"),
     ("llama-3.1-70b", "hgx-h100-8", dict(tp=8, kv_batch=True), "kv-batch within the KV heads (GQA)"),
+    ("deepseek-v3.2", "hgx-b200-8", dict(tp=1, ep=8), "MoE EP, attention-DP, MLA + DSA indexer cache"),
+    ("kimi-k2.5", "hgx-b200-8", dict(tp=8, kv_batch=True), "kv-batch (MLA, 64 heads)"),
+    ("qwen3.5-397b-a17b", "hgx-b200-8", dict(tp=2, ep=4), "MoE EP, attention-DP, hybrid linear attention"),
+    ("minimax-m2.5", "hgx-b200-8", dict(tp=1, ep=8, attn_dp=False), "MoE EP, attention TP beside it (GQA)"),
+    ("llama-4-scout-17b-16e-instruct", "hgx-b200-8", dict(tp=4, dp=2), "MoE, chunked local attention, dp > 1"),
+    ("mimo-v2-flash", "hgx-b200-8", dict(tp=1, ep=8), "MoE EP, attention-DP, sliding-window layers"),
 ]
 
 

@@ -50,9 +50,12 @@ LMSYS_PREFILL_PER_NODE = {1024: 57_674, 2048: 54_543, 4096: 50_302}  # 4 nodes E
 
 
 def _sglang_tbo(dep):
-    """SGLang's terms with two-batch overlap on: the SM shares of its DeepEP kernels (catalog/engines/sglang.toml)."""
-    eff = engine_profile("sglang", 1).on(dep.eff).with_(ep_overlap=1.0)
-    assert eff.ep_sm_normal > 0 and eff.ep_sm_low_latency > 0
+    """SGLang's terms with two-batch overlap on: the SM shares of its DeepEP kernels (catalog/engines/sglang.toml),
+    the normal kernels on the 24 SMs LMSYS's branch ran them on (sglang issue 6017, its launch log: "DEEPEP_NUM_SMS=24";
+    DeepSeek's prefill profile likewise: communication 24 SMs, computation 108, github.com/deepseek-ai/profile-data)
+    rather than DeepEP's default 20."""
+    eff = engine_profile("sglang", 1).on(dep.eff).with_(ep_overlap=1.0, ep_sm_normal=24 / 132)
+    assert eff.ep_sm_low_latency > 0
     return eff
 
 
