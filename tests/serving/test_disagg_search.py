@@ -14,7 +14,8 @@ from tokenomy.catalog import loader
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app
 from tokenomy.core.layout import Layout
-from tokenomy.serving.disagg import prefill_capacity, prefill_choice, prefill_table
+from tokenomy.answers.pools import prefill_choice
+from tokenomy.serving.disagg import prefill_capacity, prefill_table
 
 KW = dict(chips=288, concurrency=[256], isl=4096, osl=1024, engine="sglang", ttft_slo=2.0, tpot_slo=0.05)
 PRICE = loader.hardware("gb200-nvl72").usd_per_chip_hour

@@ -87,7 +87,7 @@ def test_the_default_layout_holds_a_sequence_of_the_workload():
 def test_the_search_skips_ranked_layouts_its_caller_cannot_use():
     from tokenomy.answers.resolve import deployment
     from tokenomy.core.layout import Layout
-    from tokenomy.parallel.search import best_layout, ranked_layouts
+    from tokenomy.answers.layout_search import best_layout, ranked_layouts
 
     dep = deployment("llama-3.1-70b", "h100-sxm", layout=Layout())
     ranked = ranked_layouts(dep, 8, 64.0, 2048.0)

@@ -108,7 +108,7 @@ def test_every_chip_has_a_sourced_power_file():
 
 
 def test_web_choices_are_the_catalogs_and_the_objectives():
-    from tokenomy.answers.plan_serving import OBJECTIVES
+    from tokenomy.answers.objectives import PLAN_OBJECTIVES as OBJECTIVES
     from tokenomy.web.params import CHOICES
 
     assert tuple(CHOICES["facility"]) == tuple(loader.facility_classes())

@@ -103,7 +103,7 @@ def test_deepseek_batch1_decode_is_memory_bound_calibrated_everywhere():
     # expert too). Under the calibrated set on every chip it must be memory-bound; the old engine said compute-bound
     # (30 ms of compute on 8 x H200). Each chip gets the best layout over the fewest of 8/16/32/64 chips that holds it.
     from tokenomy.answers.resolve import efficiency_of
-    from tokenomy.parallel.search import best_layout
+    from tokenomy.answers.layout_search import best_layout
 
     m = loader.model("deepseek-v3")
     for name in loader.chip_names():

@@ -10,7 +10,8 @@ from tokenomy.catalog import loader
 from tokenomy.core.coeffs import shape_of
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
-from tokenomy.parallel.search import Constraints, best_layout, candidate_layouts, default_batches, pareto, search
+from tokenomy.answers.layout_search import best_layout, plan_best
+from tokenomy.parallel.search import Constraints, candidate_layouts, default_batches, pareto, search
 
 
 def brute_front(x, y):
@@ -44,7 +45,7 @@ def ds_search():
 
 def test_front_is_feasible_and_undominated(ds_search):
     d, cons, r = ds_search
-    assert r.front.size > 3 and r.best in set(r.front.tolist())
+    assert r.front.size > 3 and plan_best(r) in set(r.front.tolist())
     x, y = r.decode.tokens_per_s_per_chip.ravel(), r.decode.tokens_per_s_per_user.ravel()
     feas = np.flatnonzero(r.feasible.ravel())
     for i in r.front:
@@ -52,7 +53,7 @@ def test_front_is_feasible_and_undominated(ds_search):
         assert row["why"] is None and row["chips"] <= 144
         assert row["tokens_per_s_per_user"] >= 20 and row["ttft_s"] <= 2.0
         assert not np.any((x[feas] > x[i]) & (y[feas] >= y[i]))
-    assert x[r.best] == pytest.approx(np.nanmax(np.where(r.feasible.ravel(), x, np.nan)))
+    assert x[plan_best(r)] == pytest.approx(np.nanmax(np.where(r.feasible.ravel(), x, np.nan)))
 
 
 def test_rejections_add_up(ds_search):
@@ -79,7 +80,7 @@ def test_tighter_constraints_shrink_the_feasible_set(ds_search):
     assert np.all(r.feasible | ~strict.feasible)
     assert strict.feasible.sum() < r.feasible.sum()
     impossible = search(d, chips=144, constraints=Constraints(8192, 1e6), layouts=r.layouts)
-    assert impossible.best is None and impossible.front.size == 0
+    assert plan_best(impossible) is None and impossible.front.size == 0
 
 
 def test_candidates_are_structurally_valid():
@@ -116,7 +117,7 @@ def test_best_layout_uses_every_chip_and_decode_reproduces_plan():
     assert int(lay.chips) == 72 and "72 chips" in rule and not lay.ideal
     res = search(d, chips=72, constraints=Constraints(8192))
     P, Bn = res.feasible.shape
-    i = res.best
+    i = plan_best(res)
     one = d.with_(layout=res.layout(i)).run(float(res.batches[i % Bn]), 8192.0)
     assert float(one.step_s) == pytest.approx(res.row(i)["step_s"], rel=1e-12)
 

@@ -1,6 +1,6 @@
 """The lecture's context questions (§2.5, claims L8-L10) re-asked for each architecture, side by side.
 
-Per model, on one hardware, all through the one engine on the model's best layout (parallel.search.best_layout over
+Per model, on one hardware, all through the one engine on the model's best layout (layout_search.best_layout over
 the chips at batch 1 and MAX_OPERATING_BATCH x contexts 1k..1M, so the same layout answers every question):
     bytes per sequence   engine.cache_terms(...).cached_per_seq at 1k..1M: KV entries each kind keeps (window, chunk,
                          compression, index keys) + the fixed linear/SSM state (written_per_seq)

@@ -4,7 +4,7 @@ Each takes the keywords of its CLI command (dashes -> underscores, values parsed
 hardware as names or objects) and returns a Result whose payload() is what ``tokenomy <command> --json`` prints.
 Every pass is the one engine (core/engine.py) on a deployment built here:
     efficiency   "calibrated" (default: the chip's fitted terms) or "roofline" (ideal values)
-    layout       the degrees given (tp, ep, pp, dp, redundant_experts), else parallel.search.best_layout over the
+    layout       the degrees given (tp, ep, pp, dp, redundant_experts), else layout_search.best_layout over the
                  hardware's chips (or ``chips``) at the points the command asks about; ``layout="ideal"`` is the
                  even split of every byte with no communication, a bound no layout reaches
 The rule that chose the layout is in the title and in the JSON ``plan`` / ``layout_rule`` fields; each step has the

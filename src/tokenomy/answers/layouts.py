@@ -3,12 +3,13 @@
 Given a serving workload (``concurrency`` or ``rate``, ``isl``/``osl``, SLOs ``ttft_slo``/``tpot_slo``) the
 objective is the workload instead of one decode step: answers.plan_serving (aggregated layouts through
 serving.steady; ``mode="disagg"``: prefill/decode pool splits through answers.workloads.plan_disagg), ranked by
-plan_serving.OBJECTIVES (default: goodput per dollar under the SLOs; tokens-per-joule, tco), the table showing $/Mtok in and out beside tokens/s per chip
-and per user, TTFT and TPOT. Without a workload, the bare decode search below.
+objectives.PLAN_OBJECTIVES (default: goodput per dollar under the SLOs; tokens-per-joule, tco), the table showing
+$/Mtok in and out beside tokens/s per chip and per user, TTFT and TPOT. Without a workload, the bare decode search
+below.
 
 Every point is the engine under the efficiency set asked for (default: calibrated) — the same engine decode and
-prefill answer with, so the best plan's row is reproduced by ``decode`` with its degrees. ``best`` is the feasible
-point with the most tokens/s per chip; ``--top N`` keeps N points evenly spread along the front, ``best`` among them.
+prefill answer with, so the best plan's row is reproduced by ``decode`` with its degrees. ``best`` is chosen by
+objectives.TOKENS_PER_CHIP (the feasible point with the most tokens/s per chip); ``--top N`` keeps N points evenly spread along the front, ``best`` among them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from tokenomy.answers import error_bars
 from tokenomy.answers import inputs
 from tokenomy.answers.door import door
 from tokenomy.answers.launch import emits
+from tokenomy.answers.layout_search import plan_best
+from tokenomy.answers.objectives import TOKENS_PER_CHIP
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
@@ -49,15 +52,15 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
          tpot_slo=None, engine="vllm", cache_hit=0.0, max_num_tokens=None, max_batch=None, prefill_chips=None,
          decode_chips=None, objective=None, usd_per_kwh=None, facility=None, emit=None) -> Result:
     """The layout search (module docstring); a serving plan when a workload or ``mode="disagg"`` is given;
-    ``objective`` (plan_serving.OBJECTIVES) what an aggregated serving plan maximises. ``emit`` (vllm | sglang |
+    ``objective`` (objectives.PLAN_OBJECTIVES) what an aggregated serving plan maximises. ``emit`` (vllm | sglang |
     trtllm | dynamo): the chosen plan's launch commands in ``extra["launch"]`` (answers/launch.py, docs/deploy.md);
     ``engine`` left out is then the engine ``emit`` names."""
-    from tokenomy.answers.plan_serving import DEFAULT_OBJECTIVE, objective_of
+    from tokenomy.answers.objectives import DEFAULT_PLAN_OBJECTIVE, plan_objective
 
     if mode not in ("agg", "disagg"):
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
-    objective_of(objective)
-    if objective not in (None, DEFAULT_OBJECTIVE) and (mode == "disagg" or (concurrency is None and rate is None)):
+    plan_objective(objective)
+    if objective not in (None, DEFAULT_PLAN_OBJECTIVE) and (mode == "disagg" or (concurrency is None and rate is None)):
         raise ValueError(f"objective: {objective!r} ranks aggregated serving plans: give concurrency or rate "
                          "(mode agg); the bare search and mode disagg rank by their own rule")
     if concurrency is not None or rate is not None or mode == "disagg":
@@ -88,11 +91,12 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
     cons = Constraints(float(context), float(min_tokens_per_user), math.inf if max_ttft is None else float(max_ttft))
     res = search(dep, chips=budget, constraints=cons, batches=None if batch is None else list(batch),
                  hop_latency_s=hop_latency)
+    chosen = plan_best(res)
     front = [res.row(int(i)) for i in res.front]
     if top and len(front) > top:  # evenly spaced along the front, both ends and the best kept
         keep = set(np.unique(np.linspace(0, len(front) - 1, top).round()).astype(int).tolist())
-        front = [r for i, r in enumerate(front) if i in keep or int(res.front[i]) == res.best]
-    best = res.row(res.best) if res.best is not None else None
+        front = [r for i, r in enumerate(front) if i in keep or int(res.front[i]) == chosen]
+    best = res.row(chosen) if chosen is not None else None
     banded = error_bars.regime_of(dep, None, error_bars.PLAN)
     front, best = error_bars.attach(front, banded, "batch", float(context)), best and error_bars.attach(
         [best], banded, "batch", float(context))[0]
@@ -110,10 +114,10 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
     if best is None:
         notes.append("no plan meets the constraints")
     else:
-        notes.append(f"best tokens/s per chip: {best['plan']} at batch {best['batch']}: "
+        notes.append(f"best ({TOKENS_PER_CHIP.rule(chips=budget)}): {best['plan']} at batch {best['batch']}: "
                      f"{best['tokens_per_s_per_chip']:.4g} tok/s/chip, {best['tokens_per_s_per_user']:.4g} tok/s/user, "
                      f"TTFT {best['ttft_s']:.3g} s, ${best['usd_per_mtok']:.3g}/Mtok, bound by {best['bound']}")
-    derivation = () if res.best is None else tuple(explain_plan(dep, _column(res.layouts), res.decode, res.best))
+    derivation = () if chosen is None else tuple(explain_plan(dep, _column(res.layouts), res.decode, chosen))
     return Result("plan", title, tuple(front), PLAN_COLUMNS, extra, tuple(notes), derivation, rows_key="front")
 
 
@@ -121,7 +125,8 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
 def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, ttft_slo, tpot_slo, engine, cache_hit,
                   max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
                   usd_per_chip_hour, top, batch, torus, objective=None, usd_per_kwh=None, facility=None) -> Result:
-    from tokenomy.answers.plan_serving import misses_by, objective_of, rank, search_agg
+    from tokenomy.answers.objectives import plan_objective
+    from tokenomy.answers.plan_serving import misses_by, rank, search_agg
     from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg, serving_kv_dtype, within_context
 
     if batch is not None:
@@ -160,8 +165,8 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
     if not rows:
         raise ValueError(f"chips: {dep.model.name} does not fit on <= {budget} x {dep.hardware.chip.name} with a KV "
                          f"cache for one {li.mean + lo.mean:g}-token sequence under {engine}'s memory share")
-    goal = objective_of(objective)
-    rule = goal.rule
+    goal = plan_objective(objective)
+    rule = goal.rule()
     table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top or None, goal)
     error_bars.attach([r for r in (*table, best, closest) if r is not None],
                       error_bars.regime_of(dep, engine, error_bars.SERVE), "running_batch", li.mean + lo.mean / 2)
@@ -170,7 +175,7 @@ def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, 
     title = (f"plan (agg serving): {dep.model.name} on <= {budget} x {dep.hardware.chip.name} ({dep.hardware.name}); "
              f"ISL {li.label()} / OSL {lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT "
              f"{tpot_slo if tpot_slo else '-'} s; {engine}; weights {dep.weight_dtype or dep.model.quantization.dense}, "
-             f"KV {dep.kv_dtype}; {dep.eff.name} efficiency; {rule}")
+             f"KV {dep.kv_dtype}; {dep.eff.name} efficiency; best {rule}")
     extra = {"mode": "agg", "model": dep.model.name, "hardware": dep.hardware.name, "chips_budget": budget,
              "rule": rule, "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
              "plans": len(rows), "candidates": n_layouts}

@@ -3,7 +3,8 @@
     step_s          the answer: the engine under the efficiency set asked for (default: the chip's calibrated set)
     roofline_step_s the bound beside it: the same engine, the same layout, ideal efficiencies
 Layout: the degrees given (tp, ep, pp, dp, redundant_experts), else the best valid layout over all the chips
-(parallel.search.best_layout, its rule printed in the header and the JSON ``plan``); ``layout="ideal"`` asks for
+(answers.layout_search.best_layout: objectives.FASTEST_STEP, its rule printed in the header and the JSON
+``layout_rule``); ``layout="ideal"`` asks for
 the even split of every byte over the chips with no communication, a bound no layout reaches.
 Batch and context lists cross (every batch at every context), as on the CLI.
 """
@@ -16,13 +17,14 @@ from tokenomy.answers import error_bars
 from tokenomy.answers import inputs
 from tokenomy.answers.door import door
 from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, within_window
+from tokenomy.answers.layout_search import best_layout
 from tokenomy.answers.energy_cols import ENERGY_KEYS, pass_energy, power_of
 from tokenomy.answers.result import Later, Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
-from tokenomy.parallel.search import best_layout, explain_plan
+from tokenomy.parallel.search import explain_plan
 from tokenomy.units import fmt_seconds
 
 PASS_COLUMNS = ("batch", "context", "step_s", "roofline_step_s", "compute_s", "memory_s", "comms_s", "bound",
@@ -38,7 +40,7 @@ PATH_KEYS = ("stage_s", "overlap_s", "ep_hidden_s", "floor_s", "host_work_s", "h
 
 def choose_layout(dep: Deployment, chips: int | None, layout, B, C, S, usable=None) -> tuple[Layout, str]:
     """The explicit layout, the ideal bound, or the best valid layout over the chips (and the rule used;
-    ``usable``: parallel.search.best_layout's further test)."""
+    ``usable``: answers.layout_search.best_layout's further test)."""
     n = chips or dep.hardware.num_chips
     if layout == "ideal":
         return Layout.even_split(n), "ideal even split: every weight and KV byte over the chips, no communication"

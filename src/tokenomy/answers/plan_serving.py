@@ -6,7 +6,8 @@ serving model itself — serving.steady for aggregated continuous batching (the 
     meets     TTFT <= ttft_slo, TPOT <= tpot_slo (a missing SLO always holds), and not an open loop beyond capacity
               (``meets``: the rule ``tokenomy serve`` applies too, and why)
     goodput   goodput_requests_per_s = requests/s where it meets, else 0 (``goodput_requests_per_s``)
-    rule      RULE: the most goodput per dollar, goodput_requests_per_usd = goodput·3600/(chips·$/chip-hour); ties:
+    rule      objectives.GOODPUT_PER_USD (plan --objective: objectives.PLAN_OBJECTIVES, also tokens-per-joule and
+              tco): the most goodput per dollar, goodput_requests_per_usd = goodput·3600/(chips·$/chip-hour); ties:
               more tokens/s per user. With one OSL this is the most output tokens/s per chip among the plans that
               meet, so the best plan is always on the front.
     table     the Pareto front (tokens/s per chip vs per user) of the plans that meet, best first by the rule, so
@@ -22,46 +23,12 @@ at every batch, by one on it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.answers import objectives
+from tokenomy.answers.objectives import GOODPUT_PER_USD, Objective
 from tokenomy.units import SECONDS_PER_HOUR, fmt_seconds
-
-RULE = ("best = the plan meeting the SLOs (TTFT <= TTFT SLO, TPOT <= TPOT SLO, not an open loop beyond capacity) "
-        "with the most goodput per dollar (goodput requests/s x 3600 / (chips x $/chip-hour)); ties: more tokens/s "
-        "per user")
-RULE_SHORT = "best = most SLO-meeting requests per $ (goodput/$)"
-
-
-@dataclass(frozen=True)
-class Objective:
-    """What ``plan --objective`` maximises among the plans that meet the SLOs: a row's value (with_goodput)."""
-
-    key: str
-    rule: str
-
-
-OBJECTIVES = {
-    "goodput-per-usd": Objective("goodput_requests_per_usd", RULE),
-    "tokens-per-joule": Objective(
-        "goodput_tokens_per_joule", "best = the plan meeting the SLOs with the most SLO-meeting output tokens per "
-        "all-in joule (goodput requests/s x OSL / (chips x all-in W per chip), econ/energy.py); ties: more tokens/s "
-        "per user"),
-    "tco": Objective(
-        "goodput_requests_per_usd_tco", "best = the plan meeting the SLOs with the most goodput per dollar of "
-        "ownership (goodput requests/s x 3600 / (chips x TCO $/chip-hour), econ/tco.py); ties: more tokens/s per "
-        "user"),
-}
-DEFAULT_OBJECTIVE = "goodput-per-usd"
-
-
-def objective_of(name: str | None) -> Objective:
-    if name is None:
-        return OBJECTIVES[DEFAULT_OBJECTIVE]
-    if name not in OBJECTIVES:
-        raise ValueError(f"objective: {name!r}; allowed: {', '.join(OBJECTIVES)}")
-    return OBJECTIVES[name]
 
 
 def overloaded(r: dict) -> bool:
@@ -118,26 +85,22 @@ def with_goodput(r: dict, usd_per_chip_hour: float, ttft_slo, tpot_slo) -> dict:
     return out
 
 
-def _key(r: dict, objective: Objective = OBJECTIVES[DEFAULT_OBJECTIVE]):
-    return (-r[objective.key], -(r["tokens_per_s_per_user"] or 0.0))
-
-
-def rank(rows: list[dict], ttft_slo, tpot_slo, top=None, objective: Objective = OBJECTIVES[DEFAULT_OBJECTIVE]
+def rank(rows: list[dict], ttft_slo, tpot_slo, top=None, objective: Objective = GOODPUT_PER_USD
          ) -> tuple[list[dict], dict | None, dict | None, list[str]]:
-    """(table, best, closest, notes) by the objective's rule (default RULE) over ``rows`` (each ``with_goodput``)."""
-    key = lambda r: _key(r, objective)  # noqa: E731
+    """(table, best, closest, notes) over ``rows`` (each ``with_goodput``): the best by ``objective``
+    (objectives.choose), the table the Pareto front of the plans meeting the SLOs in the objective's order."""
     from tokenomy.parallel.search import pareto
 
-    good = [r for r in rows if r["meets_slos"]]
     notes: list[str] = []
+    good = [r for r in rows if r["meets_slos"]]
     if good:
+        order = objectives.rank(objective, {c: np.array([r[c] or 0.0 for r in good], float)
+                                            for c in objective.columns})
+        best = good[order[0]]
         x = np.array([r["tokens_per_s_per_chip"] for r in good])
         y = np.array([r["tokens_per_s_per_user"] for r in good])
-        front = [good[i] for i in pareto(x, y, np.ones(len(good), bool))]
-        best = min(good, key=key)
-        if not any(r is best for r in front):
-            front.append(best)
-        table = sorted(front, key=key)
+        on_front = set(pareto(x, y, np.ones(len(good), bool)).tolist()) | {order[0]}
+        table = [good[i] for i in order if i in on_front]
         for r in table:
             r["best"] = r is best
         notes.append(f"{len(good)} of {len(rows)} plans meet the SLOs; the table is their Pareto front, best first")

@@ -1,18 +1,17 @@
-"""serve's default layout: the best of the decode search's candidates for the workload (``WORKLOAD_RULE``).
+"""serve's default layout: the best of the decode search's candidates for the workload (objectives.WORKLOAD).
 
-    candidates  of the layouts over the chips that the decode search ranks (parallel.search.ranked_layouts, at
+    candidates  of the layouts over the chips that the decode search ranks (answers.layout_search.ranked_layouts, at
                 the running batch and the mean decode context) those whose engine HBM share holds one ISL + OSL
                 sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4 that holds none) and that are among the
                 first 8, on the decode Pareto front over batches, or among the 3 quickest prompt passes
-    scores      serving.steady of each candidate at every load point (``scores``), per point, lexicographic:
-                meets (plan_serving.meets: within the SLOs, not an open loop beyond capacity), a finite e2e,
-                −log e2e (a closed loop's requests/s is C/e2e; an open loop's users wait e2e), log requests/s
-                (what an overloaded open loop still serves)
+    columns     serving.steady of each candidate at every load point (``workload_columns``): meets
+                (plan_serving.meets: within the SLOs, not an open loop beyond capacity), e2e_s (a closed loop's
+                requests/s is C/e2e; an open loop's users wait e2e), requests_per_s (what an overloaded open loop
+                still serves), ordered by objectives.WORKLOAD
     serve       the candidate best summed over the points (``serve_layout``); the sweep's plan mode takes each
                 point's best from one steady call per candidate over all its points (``per_point``)
-    disagg      the decode pool's default takes the same rule (``rule_score``, ``best_scored``) on the pool alone:
-                holds the load, −log of a request's time in the pool, log requests/s (answers.workloads
-                ._decode_choice)
+    disagg      the decode pool's default: objectives.DECODE_POOL, the same order on the pool alone (answers
+                .workloads._decode_pool_choice)
 The decode step alone had ranked a pipeline first for 70B on 4 H100 at 128 users of 8000/500 (e2e 270 s against
 tp4's 105 s) and tp4 dp2 for Llama-8B on 8 H100 at 50 req/s (beyond its capacity; tp1 dp8 serves it); the layouts
 that serve a load best often rank 9th-50th by the decode step at one batch (Qwen3-30B-A3B on 8 H100 at 32 req/s:
@@ -23,18 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.answers import objectives
 from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_layouts
+from tokenomy.answers.objectives import WORKLOAD
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.plan_serving import meets
-from tokenomy.parallel.search import (USABLE_CHECKS, Constraints, candidate_layouts, default_batches,
-                                      ranked_layouts, search)
+from tokenomy.parallel.search import Constraints, candidate_layouts, default_batches, search
 from tokenomy.serving.scheduler import kv_capacity
 from tokenomy.serving.steady import steady
-
-WORKLOAD_RULE = ("of the {n} layout(s) the decode search ranks that hold a sequence, the one meeting the SLOs (and "
-                 "the load) at the most points, then with the lowest geometric-mean end-to-end latency (in a closed "
-                 "loop: the most requests/s), then serving the most requests/s")
-
 
 def candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None):
     """(first, rest, the decode search's points) of the ranked layouts (the first ``USABLE_CHECKS``) that hold one
@@ -79,9 +75,9 @@ def _points(load_batch, isl, osl):
 
 def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
                  workload=None, slos=(None, None)):  # load_batch: ranking_batch's
-    """(layout, rule): the degrees given; without a workload the first candidate; else WORKLOAD_RULE over the
-    points of ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals). None holding a sequence:
-    the search's first, which says why when served."""
+    """(layout, rule): the degrees given; without a workload the first candidate; else objectives.WORKLOAD over the
+    points of ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals), summed over the points.
+    None holding a sequence: the search's first, which says why when served."""
     def holds(lay):
         return holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)
 
@@ -90,70 +86,37 @@ def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_toke
     first, rest, pts = candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens, max_batch)
     if workload is None or not first:
         return choose_layout(dep, chips, None, *pts, usable=holds)
-    score = lambda lays: scores(dep, lays, engine, max_num_tokens, max_batch, isl, osl, workload, slos)  # noqa: E731
-    scored, i = best_scored(first, rest, score)
-    return scored[i], WORKLOAD_RULE.format(n=len(scored))
-
-
-def best_scored(first: list, rest: list, score) -> tuple[list, int]:
-    """(the layouts scored, the index of the best among them by WORKLOAD_RULE summed over the points):
-    ``score(layouts)`` -> [layout, point, 4] (``rule_score``'s) of ``first``, and of ``rest`` too where the best of
-    ``first`` misses a point (the layouts that hold a load can rank far down the decode search)."""
-    s = score(first)
-    total = s.sum(axis=1)
-    if rest and total[_best(total), 0] < s.shape[1]:  # the best of the first misses a point: score the rest too
-        first, s = first + rest, np.concatenate([s, score(rest)])
-        total = s.sum(axis=1)
-    return first, _best(total)
+    evaluate = lambda lays: workload_columns(dep, lays, engine, max_num_tokens, max_batch, isl, osl,  # noqa: E731
+                                             workload, slos)
+    scored, i = objectives.choose_staged(WORKLOAD, first, rest, evaluate)
+    return scored[i], WORKLOAD.rule(n=len(scored))
 
 
 def per_point(dep, first, rest, engine, max_num_tokens, max_batch, isl, osl, workload,
               slos=(None, None)) -> tuple[list, np.ndarray]:
-    """(the layouts scored, the index of each point's best by WORKLOAD_RULE, the point alone, as serve_layout
-    picks it: from ``first``, or from ``first`` + ``rest`` where the best of ``first`` misses the point)."""
-    s = scores(dep, first, engine, max_num_tokens, max_batch, isl, osl, workload, slos)
-    pick = np.array([_best(s[:, i]) for i in range(s.shape[1])], dtype=int)
-    missed = np.array([not s[pick[i], i, 0] for i in range(s.shape[1])], dtype=bool)
-    if rest and missed.any():
-        lays = first + rest
-        s = np.concatenate([s, scores(dep, rest, engine, max_num_tokens, max_batch, isl, osl, workload, slos)])
-        pick = np.where(missed, [_best(s[:, i]) for i in range(s.shape[1])], pick)
-        return lays, pick
-    return first, pick
+    """(the layouts scored, the index of each point's best by objectives.WORKLOAD, the point alone, as
+    serve_layout picks it: from ``first``, or from ``first`` + ``rest`` where the best of ``first`` misses it)."""
+    evaluate = lambda lays: workload_columns(dep, lays, engine, max_num_tokens, max_batch, isl, osl,  # noqa: E731
+                                             workload, slos)
+    return objectives.best_each_staged(WORKLOAD, first, rest, evaluate)
 
 
-def _best(score: np.ndarray) -> int:
-    """The first of the highest rows (ties: the decode search's order): lexicographic over the last axis."""
-    order = np.lexsort(tuple(-score[:, k] for k in reversed(range(score.shape[-1]))))  # stable: ties keep order
-    return int(order[0])
-
-
-def scores(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos) -> np.ndarray:
-    """[layout, point, 4]: ``rule_score`` of serving.steady's e2e and requests/s, meeting the SLOs and the load."""
+def workload_columns(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos) -> dict:
+    """objectives.WORKLOAD's columns [layout, point] from serving.steady: meets (plan_serving.meets: the SLOs and
+    the load), e2e_s, requests_per_s."""
     closed = workload.get("concurrency") is not None
-    out = []
+    meets_, e2e, rps = [], [], []
     for lay in layouts:
         s = steady(dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), isl=isl,
                    osl=osl, **workload)
-        e2e, rps = (np.ravel(np.asarray(x, float)) for x in (s.e2e_s, s.requests_per_s))
+        e, x = (np.ravel(np.asarray(v, float)) for v in (s.e2e_s, s.requests_per_s))
         cap = np.ravel(s.capacity_limited)
-        ok = np.array([meets({"capacity_limited": bool(cap[i]), "tpot_s": _num(np.ravel(s.tpot_s)[i]),
+        meets_.append([meets({"capacity_limited": bool(cap[i]), "tpot_s": _num(np.ravel(s.tpot_s)[i]),
                               "ttft_s": _num(np.ravel(s.ttft_s)[i]), "concurrency": 1.0 if closed else None}, *slos)
-                       for i in range(e2e.size)])
-        out.append(rule_score(ok, e2e, rps))
-    return np.stack(out)
-
-
-def rule_score(meets_, time_s, requests_per_s) -> np.ndarray:
-    """[point, 4] WORKLOAD_RULE's score of one layout, each to maximise: meets (the SLOs and the load), a finite
-    time, −log time (0 where not finite; the time the objective minimises: serve's e2e, a decode pool's OSL·TPOT),
-    log requests/s (−1e9 where none: what an overloaded open loop still serves)."""
-    t, x = np.asarray(time_s, float), np.asarray(requests_per_s, float)
-    finite = np.isfinite(t) & (t > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_rps = np.where(np.isfinite(x) & (x > 0), np.log(x), -1e9)
-    return np.stack(np.broadcast_arrays(np.asarray(meets_, float), finite,
-                                        np.where(finite, -np.log(np.where(finite, t, 1.0)), 0.0), log_rps), -1)
+                       for i in range(e.size)])
+        e2e.append(e)
+        rps.append(x)
+    return {"meets": np.array(meets_, float), "e2e_s": np.array(e2e), "requests_per_s": np.array(rps)}
 
 
 def _num(x):

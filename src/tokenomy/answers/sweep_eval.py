@@ -4,8 +4,8 @@ Passes (decode, prefill): per value of the loop axes one ``engine.work`` + ``eng
 array axes broadcast (layout degrees, batch, context, len_pass), under the named efficiency set (the chip's
 calibrated set by default), exactly as ``tk.decode`` / ``tk.prefill`` run one point. Decode runs one new token;
 prefill runs ``len_pass`` new tokens (default: the whole context). ``plan`` (no degrees given): every valid layout
-over ``chips`` is evaluated against every point of the chunk and each point keeps the one ``best_layout`` would
-choose for it alone (fits, then the shortest step); its degrees are returned beside the numbers.
+over ``chips`` is evaluated against every point of the chunk and each point keeps the one objectives.FASTEST_STEP
+chooses for it alone (as decode would for that point); its degrees are returned beside the numbers.
 Serving (concurrency or rate): per deployment ``serving.steady.steady`` over (load, ISL, OSL) points, as
 ``tk.serve`` runs them; ``plan`` takes ``tk.serve``'s layout for each point.
 Points that are invalid or do not fit are NaN, with a code in ``reason`` (engine.REASONS, then SWEEP_REASONS).
@@ -20,6 +20,9 @@ import numpy as np
 from tokenomy.answers import error_bars
 from tokenomy.answers.energy_cols import pass_energy, power_of, serving_energy
 from tokenomy.answers.resolve import beyond_window, deployment
+from tokenomy.answers import objectives
+from tokenomy.answers.layout_search import step_columns
+from tokenomy.answers.objectives import FASTEST_STEP
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
 from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
@@ -27,7 +30,7 @@ from tokenomy.answers.sweep_axes import DEGREES, Grid, _label
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
-from tokenomy.parallel.search import candidate_layouts, layout_score, memory_share
+from tokenomy.parallel.search import candidate_layouts
 from tokenomy.serving.steady import steady
 from tokenomy.units import CHECKPOINT
 
@@ -133,7 +136,7 @@ def _candidates(dep: Deployment, chips: int) -> Layout:
 
 
 def _pass_plan(dep, chips, B, C, S, shape, budget):
-    """Each point on the layout best_layout picks for it alone: valid, fits, then the shortest step."""
+    """Each point on the layout objectives.FASTEST_STEP picks for it alone (decode's rule at one point)."""
     P = _candidates(dep, chips)
     n_p = int(np.size(P.tp))
     Bf, Cf, Sf = (np.ravel(np.broadcast_to(x, shape)) for x in (B, C, S))
@@ -152,10 +155,7 @@ def _pass_plan(dep, chips, B, C, S, shape, budget):
     for lo in range(0, Bf.size, step):
         sl = slice(lo, min(lo + step, Bf.size))
         r = _run(dep, lay, Bf[None, sl], Cf[None, sl], Sf[None, sl])
-        ok = r.reason == 0
-        logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0)
-        valid = ~((r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON))
-        best = np.argmax(layout_score(valid, ok, logt, memory_share(r)), axis=0)  # first of equals, as best_layout
+        best = objectives.best_each(FASTEST_STEP, step_columns(r, each_point=True))  # each point alone
         full = (n_p, sl.stop - sl.start)
         for k, v in _pass_values(dep, r).items():
             out[k][sl] = np.take_along_axis(np.broadcast_to(v, full), best[None, :], 0)[0]

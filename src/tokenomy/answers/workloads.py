@@ -3,7 +3,7 @@
     method "analytic"  serving.steady (vectorised; means of the length distributions)
     method "simulate"  serving.simulator (iteration-level, seeded; percentiles from the requests)
 Layout: the degrees given, else the candidate layout that serves the workload best (answers.serve_layout,
-WORKLOAD_RULE). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
+objectives.WORKLOAD). Engine profile: catalog/engines/<engine>.toml (default vllm), its token budget and
 batch cap overridable. Comma lists of concurrency or rate sweep. SLOs: goodput by plan_serving.meets (the rule plan
 uses); when no point meets them, a note names the closest and by how much it misses (an answer, as plan gives).
     protocol           the benchmark tool whose run the figures reproduce (catalog/protocols; default "steady": the
@@ -14,11 +14,11 @@ uses); when no point meets them, a note names the closest and by how much it mis
                        percentiles from the requests): a prefill pool of ``prefill_chips`` and a decode pool of
                        ``decode_chips``, each with its own layout (``prefill_tp``... / ``decode_tp``...; default: the
                        best valid layout of the pool for its own pass — prefill: the prompt pass at ISL under the
-                       token budget, for the decode pool's rate; decode: WORKLOAD_RULE on the pool alone, those
+                       token budget, for the decode pool's rate; decode: objectives.DECODE_POOL, those
                        holding the load first, then the lowest TPOT, then the most requests/s — serving.disagg)
     plan_disagg        the pool splits P + D <= the chip budget (whole scale-up domains or powers of two), each pool
                        on its best layout, at every load point: the Pareto front (tokens/s per chip vs per user) and
-                       the best plan under the SLOs (plan_serving.RULE: most goodput per dollar), or "no plan meets" with the closest
+                       the best plan under the SLOs (objectives.GOODPUT_PER_USD: most goodput per dollar), or "no plan meets" with the closest
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tokenomy.answers.result import Result
 from tokenomy.core.layout import Layout
 from tokenomy.answers.engines import benchmark_protocol, engine_profile
 from tokenomy.answers.launch import emits
-from tokenomy.answers.passes import check_layout
+from tokenomy.answers.pools import decode_side, prefill_side
 from tokenomy.answers.serve_layout import ranking_batch, serve_layout
 from tokenomy.answers.energy_cols import SIM_SCALED, disagg_energy, power_of, serving_energy
 from tokenomy.serving.simulator import BYTES_PER_REQUEST
@@ -327,7 +327,6 @@ DISAGG_COLUMNS = ("plan", "prefill_chips", "decode_chips", "concurrency", "rate"
                   "usd_per_mtok_output", "j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output",
                   "capacity_limited", "goodput_requests_per_s")
 POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")  # layout_of's, in its order
-POOL_FIELDS = "{pool}_tp, {pool}_ep, {pool}_pp, {pool}_dp"  # a pool's degrees, as an error names them
 
 
 def _workload(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo):
@@ -352,112 +351,6 @@ def _load(concurrency, rate, isl, osl, isl_dist, osl_dist, ttft_slo, tpot_slo, t
         if v is not None and not float(v) > 0:
             raise ValueError(f"{name}: must be > 0 seconds, got {v!r}")
     return C, R, _lengths("isl", isl, isl_dist), _lengths("osl", osl, osl_dist), tr
-
-
-def _ranked(dep, name, chips, batch, context, len_pass) -> list:
-    """The valid layouts of a pool of ``chips`` chips, best first by the decode search (parallel.search
-    .ranked_layouts); PoolDoesNotFit naming the pool where there is none."""
-    from tokenomy.parallel.search import ranked_layouts
-    from tokenomy.serving.disagg import PoolDoesNotFit
-
-    try:
-        return ranked_layouts(dep, chips, batch, context, len_pass)
-    except ValueError:
-        raise PoolDoesNotFit(name, f"does not fit: {name} pool has no valid layout of {dep.model.name} on {chips} "
-                             "chips") from None
-
-
-def _decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_batch, cache):
-    """The decode pool (serving.disagg docstring): its Deployment, profile and DecodePool terms, cached by D and the
-    load points (each layout's terms, or why it does not fit, by D and layout: the choice at another load reuses
-    them)."""
-    from tokenomy.serving.disagg import PoolDoesNotFit, decode_pool
-
-    def pool_of(lay):
-        key = ("pool", D, tuple(sorted(lay.as_dict().items())))
-        if key not in cache:
-            dec = dep.with_(layout=lay)
-            prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
-            try:
-                cache[key] = dec, prof, decode_pool(dec, prof, isl, osl)
-            except PoolDoesNotFit as e:
-                cache[key] = e
-        if isinstance(cache[key], PoolDoesNotFit):
-            raise cache[key]
-        return cache[key]
-
-    if degrees is not None:
-        if int(degrees.chips) != D:
-            raise ValueError(f"decode_chips: {D} does not equal decode tp*ep*pp*dp = {int(degrees.chips)}")
-        check_layout(dep, degrees, POOL_FIELDS.format(pool="decode"))
-        return pool_of(degrees)
-    key = ("decode", D) + tuple(None if x is None else tuple(np.ravel(x)) for x in (C, R))
-    if key not in cache:
-        cache[key] = _decode_choice(dep, D, C, R, isl, osl, engine, max_num_tokens, max_batch, pool_of)
-    return cache[key]
-
-
-def _decode_choice(dep, D, C, R, isl, osl, engine, max_num_tokens, max_batch, pool_of):
-    """The decode pool's default layout and terms, ``pool_of(layout)``'s (serving.disagg docstring): serve's
-    WORKLOAD_RULE on the pool alone (serving.disagg.decode_load at each load point) over the layouts the decode
-    search ranks first at the running batches it must hold — those holding the load (an open loop's rate under the
-    pool's capacity, KV and batch cap; a closed loop's users within its batch cap) at the most points, then the
-    shortest geometric-mean time in the pool (OSL·TPOT, + a closed loop's wait for a slot: serve's e2e less the
-    prefill), then the most requests/s. The step alone had put DeepSeek-V3 on 16 GB200 at 10 req/s of 4096/1024 on
-    tp16 (capacity 6.97 req/s) beside tp1 ep16 attention-DP, which serves them at 16.6 ms TPOT."""
-    from tokenomy.answers.serve_layout import RANKED_FIRST, best_scored, rule_score
-    from tokenomy.parallel.search import USABLE_CHECKS
-    from tokenomy.serving.disagg import PoolDoesNotFit, decode_load
-
-    ctx, cap = isl + osl / 2.0, float(engine_profile(engine, 1, max_num_tokens, max_batch).max_batch) * D
-    if C is not None:
-        B0 = max(min(float(np.max(C)), cap), 1.0)
-    else:  # open loop: Little's law at the batch-1 layout's step, B0 = R·OSL·TPOT(1)
-        one = dep.with_(layout=_ranked(dep, "decode", D, 1.0, ctx, 1.0)[0])
-        t1 = float(one.run(float(one.layout.dp), ctx).step_s)  # nan where no layout runs a sequence: each says why
-        B0 = min(max(float(np.max(R)) * osl * t1, 1.0), cap) if np.isfinite(t1) else 1.0
-    # B0 and its halvings, whole sequences (a fractional batch is no layout's point: every one was refused and
-    # the search fell back to its first candidate, tp1 dp8 for DeepSeek-R1 on 8 H200 under --rate)
-    points = np.unique(np.maximum(np.round(B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)), 1.0))
-    ranked = _ranked(dep, "decode", D, points, ctx, 1.0)[:USABLE_CHECKS]
-    n = np.size(C if C is not None else R)
-    pools, refused = {}, []
-
-    def score(lays):
-        out = []
-        for lay in lays:
-            try:
-                pools[id(lay)] = p = pool_of(lay)
-                d = decode_load(p[2], osl, C, R)
-                out.append(rule_score(d.holds, d.decode_s, d.requests_per_s))
-            except PoolDoesNotFit as e:  # its KV share holds no sequence: below every layout that does
-                refused.append(e)
-                out.append(rule_score(np.zeros(n), np.full(n, np.nan), np.zeros(n)))
-        return np.stack(out)
-
-    scored, i = best_scored(ranked[:RANKED_FIRST], ranked[RANKED_FIRST:], score)
-    if id(scored[i]) not in pools:  # none holds a sequence: the search's first says why
-        raise refused[0]
-    return pools[id(scored[i])]
-
-
-def _prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables):
-    """The prefill pool for the decode pool's request rate ``rate_d`` (serving.disagg docstring): (Deployment,
-    profile, capacity at the chosen layout — or None for given degrees)."""
-    from tokenomy.serving.disagg import prefill_choice, prefill_table
-
-    mu = None
-    if degrees is not None:
-        if int(degrees.chips) != P:
-            raise ValueError(f"prefill_chips: {P} does not equal prefill tp*ep*pp*dp = {int(degrees.chips)}")
-        check_layout(dep, degrees, POOL_FIELDS.format(pool="prefill"))
-        lay = degrees
-    else:
-        if P not in tables:
-            tables[P] = prefill_table(dep, engine_profile(engine, 1, max_num_tokens, max_batch), P, isl, cache_hit)
-        lay, mu = prefill_choice(dep, lambda tp: engine_profile(engine, tp, max_num_tokens, max_batch), tables[P],
-                                 rate_d, isl, cache_hit)
-    return dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
 
 
 def _disagg_rows(pre, dec, engine, s, C, R, ttft_slo, tpot_slo, sims=None, energy=None) -> list[dict]:
@@ -500,9 +393,9 @@ def _split(dep, P, D, pre_deg, dec_deg, C, R, isl, osl, cache_hit, engine, max_n
     """Both pools (the decode pool first: its request rate sizes the prefill pool's layout) and their steady state."""
     from tokenomy.serving.disagg import decode_rate, disagg
 
-    dec, prof_d, pool = _decode_side(dep, D, dec_deg, C, R, isl, osl, engine, max_num_tokens, max_batch, dec_cache)
+    dec, prof_d, pool = decode_side(dep, D, dec_deg, C, R, isl, osl, engine, max_num_tokens, max_batch, dec_cache)
     x_d = decode_rate(pool, osl, C, R)
-    pre, prof_p, _ = _prefill_side(dep, P, pre_deg, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
+    pre, prof_p, _ = prefill_side(dep, P, pre_deg, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
     s = disagg(pre, dec, prof_p, prof_d, isl=isl, osl=osl, concurrency=C, rate=R, cache_hit=cache_hit,
                crosses_domain=crosses_domain, decode=pool)
     return pre, prof_p, dec, prof_d, s
@@ -603,7 +496,7 @@ def _balanced(dep, Ps, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, t
         if ("prefill", P) in bad:
             continue
         try:
-            _, _, mu = _prefill_side(dep, P, None, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
+            _, _, mu = prefill_side(dep, P, None, x_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables)
         except PoolDoesNotFit as e:
             bad.add(("prefill", P))
             why[("prefill", P)] = str(e)
@@ -621,8 +514,9 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
                 tpot_slo=None, weight_dtype=None, kv_dtype=None, efficiency="calibrated",
                 usd_per_chip_hour=None, top=None, prefill_chips=None, decode_chips=None) -> Result:
     """Search prefill/decode pool splits P + D <= ``chips`` (module docstring; serving.disagg for how the pools are
-    sized for each other): rows ranked by answers.plan_serving.RULE, the front of those meeting the SLOs."""
-    from tokenomy.answers.plan_serving import RULE, misses_by, rank, with_goodput
+    sized for each other): rows ranked by objectives.GOODPUT_PER_USD, the front of those meeting the SLOs."""
+    from tokenomy.answers.objectives import GOODPUT_PER_USD
+    from tokenomy.answers.plan_serving import misses_by, rank, with_goodput
     from tokenomy.serving.disagg import PoolDoesNotFit, decode_rate, disagg
 
     budget = inputs.optional("chips", chips)
@@ -649,7 +543,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
     for C, R in points:
         for D, Ps in _splits(sizes, budget, P_fix, D_fix):
             try:
-                dec, prof_d, pool = _decode_side(dep, D, None, C, R, isl_m, osl_m, engine, max_num_tokens,
+                dec, prof_d, pool = decode_side(dep, D, None, C, R, isl_m, osl_m, engine, max_num_tokens,
                                                  max_batch, dec_cache)
             except PoolDoesNotFit as e:
                 bad.add(("decode", D))
@@ -658,7 +552,7 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
             x_d = decode_rate(pool, osl_m, C, R)
             for P in _balanced(dep, Ps, x_d, isl_m, hit, engine, max_num_tokens, max_batch, tables, bad, why):
                 try:
-                    pre, prof_p, _ = _prefill_side(dep, P, None, x_d, isl_m, hit, engine, max_num_tokens, max_batch,
+                    pre, prof_p, _ = prefill_side(dep, P, None, x_d, isl_m, hit, engine, max_num_tokens, max_batch,
                                                    tables)
                     s = disagg(pre, dec, prof_p, prof_d, isl=isl_m, osl=osl_m, concurrency=C, rate=R, cache_hit=hit,
                                decode=pool, prefill=tables[P].terms.get(pre.layout.label()))
@@ -677,13 +571,14 @@ def plan_disagg(model, hardware, *, chips, concurrency=None, rate=None, isl=1024
                              f"fits {m.name}; the largest {pool} pool tried, {n} chips: {msg}")
         raise ValueError(f"chips: no prefill/decode split of {budget} x {hw.chip.name} fits {m.name}")
     table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top)
+    rule = GOODPUT_PER_USD.rule()
     notes.insert(0, f"{len(rows)} plans over pool sizes {', '.join(map(str, sizes))} (each decode pool with the "
                  f"prefill pools that keep up with it); pools that do not fit: "
                  f"{', '.join(f'{p} {n}' for p, n in sorted(bad)) or 'none'}")
     title = (f"plan (disagg): {m.name} on at most {budget} x {hw.chip.name} ({hw.name}); ISL {li.label()} / OSL "
              f"{lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT {tpot_slo if tpot_slo else '-'} s; "
-             f"{engine}; {dep.eff.name} efficiency; {RULE}")
-    extra = {"mode": "disagg", "model": m.name, "hardware": hw.name, "chips_budget": budget, "rule": RULE,
+             f"{engine}; {dep.eff.name} efficiency; best {rule}")
+    extra = {"mode": "disagg", "model": m.name, "hardware": hw.name, "chips_budget": budget, "rule": rule,
              "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
              "plans": len(rows), "pool_sizes": sizes}
     return Result("serve", title, tuple(table), ("best",) + DISAGG_COLUMNS + ("goodput_requests_per_usd",), extra,

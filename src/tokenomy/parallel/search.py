@@ -3,8 +3,8 @@
 Candidates: tp dividing the attention heads (and dividing or divided by the KV heads), ep for MoE models from the
 powers of two and the divisors of the chip budget and of the scale-up domain, with the fewest redundant experts that
 fill its slots evenly (r = (-E) mod ep, at most E/4: DeepSeek's EP 144 holds 256 + 32 experts, 2 per GPU), pp <=
-layers, dp; tp·ep·pp·dp <= budget (== for ``best_layout``); for ep > 1 attention data-parallel (DeepSeek) or
-tensor-parallel; head- or batch-sharded KV when the attention group outnumbers the KV heads. Each layout is crossed
+layers, dp; tp·ep·pp·dp <= budget (== for a question's default, answers.layout_search); for ep > 1 attention
+data-parallel (DeepSeek) or tensor-parallel; head- or batch-sharded KV when the attention group outnumbers the KV heads. Each layout is crossed
 with every (whole) batch. Decode at the given context gives tokens/s per chip and per user (1/TPOT); TTFT is one
 prompt of ``context`` tokens per replica through the same layout (no queueing). The front maximises tokens/s per
 chip and per user over the candidates that fit and meet the constraints. Every time comes from core.engine.
@@ -98,12 +98,18 @@ class SearchResult:
     ttft_s: np.ndarray  # shape (P,)
     feasible: np.ndarray  # shape (P, B)
     front: np.ndarray  # flat indices into (P, B), most tokens/s per user first
-    best: int | None  # flat index with the most tokens/s per chip among the feasible
     rejected: dict = field(default_factory=dict)  # reason -> count
 
     @property
     def candidates(self) -> int:
         return int(np.size(self.feasible))
+
+    def columns(self) -> dict:
+        """The flat (layout x batch) points as an objective's columns (answers.objectives.TOKENS_PER_CHIP)."""
+        shape = np.shape(self.feasible)
+        flat = lambda x: np.ravel(np.broadcast_to(x, shape))  # noqa: E731
+        return {"feasible": flat(self.feasible), "tokens_per_s_per_chip": flat(self.decode.tokens_per_s_per_chip),
+                "tokens_per_s_per_user": flat(self.decode.tokens_per_s_per_user)}
 
     def layout(self, i: int) -> Layout:
         return self.layouts.at((np.shape(self.feasible)[0],), i // np.shape(self.feasible)[1])
@@ -162,35 +168,12 @@ def search(dep: Deployment, *, chips: int, constraints: Constraints = Constraint
     feasible = ok & fast & quick
     per_chip, per_user = dec.tokens_per_s_per_chip, dec.tokens_per_s_per_user
     front = pareto(per_chip, per_user, feasible)
-    best = int(front[np.argmax(per_chip.ravel()[front])]) if front.size else None
     counts = np.bincount(np.ravel(dec.reason), minlength=len(REASONS))
     rejected = {REASONS[c]: int(counts[c]) for c in range(1, len(REASONS)) if counts[c]}
     for name, n in zip(SLO_REASONS, (np.count_nonzero(ok & ~fast), np.count_nonzero(ok & fast & ~quick))):
         if n:
             rejected[name] = int(n)
-    return SearchResult(dep, P, Bs, dec, ttft, feasible, front, best, rejected)
-
-
-BEST_LAYOUT_RULE = ("the valid layout over all {chips} chips that fits the most of the requested points, then has the "
-                    "lowest geometric-mean step time over them (= most tokens/s per chip); fitting none, the nearest "
-                    "to fitting")
-
-
-def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1, usable=None) -> tuple[Layout, str]:
-    """The default layout of a question over ``chips`` chips at the (batch, context, len_pass) points asked, and the
-    rule that chose it (``BEST_LAYOUT_RULE``). Raises ValueError when no layout over ``chips`` chips is valid.
-    ``usable(layout) -> bool``: a further test the caller's memory rule makes (a serving engine's HBM share, which
-    the pass's fit does not know), tried on the ranked layouts in order; the first that passes wins."""
-    ranked = ranked_layouts(dep, chips, batch, context, len_pass)
-    rule = BEST_LAYOUT_RULE.format(chips=chips)
-    if usable is not None:
-        for lay in ranked[:USABLE_CHECKS]:
-            if usable(lay):
-                return lay, rule + ", among those whose KV share holds a sequence"
-    return ranked[0], rule
-
-
-USABLE_CHECKS = 64  # ranked layouts tried against a caller's memory rule before the search's first stands
+    return SearchResult(dep, P, Bs, dec, ttft, feasible, front, rejected)
 
 
 def memory_share(r: PassTerms) -> np.ndarray:
@@ -198,28 +181,19 @@ def memory_share(r: PassTerms) -> np.ndarray:
     return np.broadcast_to(np.asarray(r.memory_per_chip_bytes / r.hbm_bytes, float), np.shape(r.reason))
 
 
-def layout_score(valid, fits, log_step_s, memory):
-    """BEST_LAYOUT_RULE as a number to maximise: a valid layout's points that fit (x 1e6) less the mean log step
-    time over them; fitting none, below every one that fits and the nearest to fitting (lowest memory share)
-    first; an invalid layout -inf. best_layout sums over the points asked; the sweep scores each point alone."""
-    return np.where(valid, np.where(fits > 0, fits * 1e6 - log_step_s, -1e3 - memory), -np.inf)
-
-
-def ranked_layouts(dep: Deployment, chips: int, batch, context, len_pass=1) -> list[Layout]:
-    """The valid layouts over ``chips`` chips, best first by ``BEST_LAYOUT_RULE``."""
+def exact_layouts(dep: Deployment, chips: int) -> Layout:
+    """The valid layouts using exactly ``chips`` chips (a question's default is chosen among them); ValueError
+    naming ``chips`` where there is none."""
     P = candidate_layouts(dep.shape, chips, dep.topo.domain_size, exact=True)
     if np.size(P.tp) == 0:
         raise ValueError(f"chips: no valid layout of {dep.model.name} uses exactly {chips} chips")
+    return P
+
+
+def run_layouts(dep: Deployment, P: Layout, batch, context, len_pass=1) -> PassTerms:
+    """Every layout of the flat ``P`` at every (batch, context, len_pass) point: PassTerms [layout, point]."""
     B, C, S = (np.ravel(np.asarray(x, dtype=float)) for x in np.broadcast_arrays(batch, context, len_pass))
-    r = _run(dep, _column(P), B[None, :], C[None, :], S[None, :])
-    ok = r.reason == 0
-    fits = ok.sum(axis=1)
-    logt = np.where(ok, np.log(np.where(ok, r.step_s, 1.0)), 0.0).sum(axis=1) / np.maximum(fits, 1)
-    bad = (r.reason > 0) & (r.reason < engine.FIRST_POINT_REASON)
-    valid = ~np.asarray(bad).any(axis=1)  # the layout itself is valid; points may still not fit
-    score = layout_score(valid, fits, logt, np.mean(memory_share(r), axis=1))
-    order = [int(i) for i in np.argsort(-score, kind="stable") if np.isfinite(score[i])] or [int(np.argmax(score))]
-    return [P.at((np.size(P.tp),), i) for i in order]  # none valid: the first, which says why when evaluated
+    return _run(dep, _column(P), B[None, :], C[None, :], S[None, :])
 
 
 def critical_path_line(r: PassTerms, g) -> str:

@@ -30,7 +30,7 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
 The pools' default layouts, sized for each other (neither idles):
     decode pool   of the layouts over its D chips that the decode search ranks first at the running batches it
                   must hold, B0 = min(C, max_batch·D) (closed loop; open loop B0 = R·OSL·TPOT(1)) and its halvings,
-                  the one serve's rule (answers.serve_layout.WORKLOAD_RULE) picks on the pool alone, ``decode_load``
+                  objectives.DECODE_POOL picks on the pool alone (answers/pools.py), ``decode_load``
                   at each load point: holding the load (open loop R < mu_d; closed loop C <= B_cap) at the most
                   points, then the shortest time in the pool (OSL·TPOT, + a closed loop's wait for a slot), then the
                   most requests/s — not the shortest step, which had put DeepSeek-V3 on 16 GB200 at 10 req/s of
@@ -44,7 +44,8 @@ The pools' default layouts, sized for each other (neither idles):
                       mu_l = b_max(l) / t_l(b_max(l))            capacity, requests/s
                       b*_l = min{b : b >= X_d·t_l(b)}            the pass the rate fills (prompts arriving meanwhile)
                   the layout with mu_l >= X_d and the shortest t_l(b*_l) (its TTFT share 1.5·t_l(b*)); when none
-                  keeps up, the one with the largest mu_l. (b_max here ignores the KV cap at ISL; disagg applies it.)
+                  keeps up, the one with the largest mu_l (objectives.PREFILL_POOL, answers/pools.py; b_max here ignores the
+                  KV cap at ISL: checked_capacity applies it).
     split         plan_disagg pairs each decode pool D with the smallest prefill pool P whose mu >= X_d (and the
                   next sizes up, for TTFT headroom): a smaller P starves the decode pool, a larger one idles
 """
@@ -244,46 +245,33 @@ def prefill_table(dep: Deployment, prof: EngineProfile, chips: int, isl: float, 
     return PrefillTable(lay, b_max, grid, t, cap)
 
 
-CHOICES_CHECKED = 8  # ranked prefill layouts checked against the engine's KV share before settling
-
-
-def prefill_choice(dep: Deployment, profile_of, table: PrefillTable, rate: float, isl: float,
-                   cache_hit: float = 0.0) -> tuple[Layout, float]:
-    """(layout, mu) the prefill pool runs at ``rate`` requests/s (module docstring's rule). The ranked layouts are
-    checked in order against what disagg applies with the engine's HBM share (KV for one ISL prompt; b_max capped
-    by the KV at ISL): the first that keeps up wins, else the most capacity among the first CHOICES_CHECKED (past
-    those that do not fit). Raises PoolDoesNotFit when no layout fits."""
+def prefill_columns(table: PrefillTable, rate: float) -> dict:
+    """answers.objectives.PREFILL_POOL's columns over the table's layouts at ``rate`` requests/s (module
+    docstring): runs (capacity > 0), keeps_up (mu_l >= rate), fill_pass_s (t_l(b*_l) where it keeps up, else
+    inf), capacity_requests_per_s (mu_l)."""
     t = table.pass_s
     filled = (table.grid[None, :] >= rate * t) & np.isfinite(t)  # b >= X·t(b): the pass the rate fills
     first = np.argmax(filled, axis=1)
     t_star = np.where(filled.any(axis=1), np.take_along_axis(np.nan_to_num(t, nan=np.inf), first[:, None], 1)[:, 0],
                       np.inf)
     keeps = table.capacity >= rate
-    order = np.lexsort((-table.capacity, np.where(keeps, t_star, np.inf), ~keeps))
-    order = order[table.capacity[order] > 0]
-    n, seen, why = np.size(table.b_max), [], "no valid layout whose pass fits"
-    for k, i in enumerate(order):
-        if seen and k >= CHOICES_CHECKED:
-            break
-        lay = table.layouts.at((n,), int(i))
-        if int(i) not in table.checked:  # mu or the refusal, per layout (it does not depend on the rate)
-            try:
-                terms = _prefill_terms(dep.with_(layout=lay), profile_of(int(lay.tp)), isl, cache_hit)
-                table.checked[int(i)] = terms[2] / terms[3]
-                table.terms[lay.label()] = terms
-            except PoolDoesNotFit as e:
-                table.checked[int(i)] = str(e)
-        mu = table.checked[int(i)]
-        if isinstance(mu, str):
-            why = mu
-            continue
-        if mu >= rate:
-            return lay, mu
-        seen.append((mu, int(i), lay))
-    if not seen:
-        raise PoolDoesNotFit("prefill", why if why.startswith("does not fit") else f"does not fit: prefill pool: {why}")
-    mu, _, lay = max(seen, key=lambda x: (x[0], -x[1]))
-    return lay, mu
+    return {"runs": table.capacity > 0, "keeps_up": keeps, "fill_pass_s": np.where(keeps, t_star, np.inf),
+            "capacity_requests_per_s": table.capacity}
+
+
+def checked_capacity(dep: Deployment, profile_of, table: PrefillTable, i: int, isl: float,
+                     cache_hit: float = 0.0) -> float | str:
+    """Layout ``i``'s capacity as disagg applies it with the engine's HBM share (KV for one ISL prompt; b_max
+    capped by the KV at ISL), or why it does not fit; kept in the table (it does not depend on the rate)."""
+    if i not in table.checked:
+        lay = table.layouts.at((np.size(table.b_max),), i)
+        try:
+            terms = _prefill_terms(dep.with_(layout=lay), profile_of(int(lay.tp)), isl, cache_hit)
+            table.checked[i] = terms[2] / terms[3]
+            table.terms[lay.label()] = terms
+        except PoolDoesNotFit as e:
+            table.checked[i] = str(e)
+    return table.checked[i]
 
 
 def prefill_pass_s(pre: Deployment, prompts, I: float, pctx: float, *, terms: bool = False):

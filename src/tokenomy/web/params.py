@@ -28,6 +28,7 @@ from tokenomy.answers.door import LISTS
 from tokenomy.answers.inputs import MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, readable  # noqa: F401  (the pages' bounds)
 from tokenomy.answers.engines import ENGINES, PROTOCOLS
 from tokenomy.answers.launch import EMIT
+from tokenomy.answers.objectives import PLAN_OBJECTIVES
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
@@ -257,7 +258,7 @@ CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "sche
            "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
            "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
-           "objective": ("goodput-per-usd", "tokens-per-joule", "tco"),  # answers.plan_serving.OBJECTIVES
+           "objective": tuple(PLAN_OBJECTIVES),
            "emit": EMIT, "protocol": PROTOCOLS}
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
