@@ -555,6 +555,8 @@ class KvTierWorkload(BaseModel):
     concurrency: PositiveInt | None = None  # closed-loop clients (agentic-trace: the most concurrent sessions)
     request_rate: PositiveFloat | None = None  # open-loop requests/s (Poisson)
     duration_s: PositiveFloat | None = None  # length of the timed run (or stage)
+    warmup_requests: int = Field(default=0, ge=0)  # untimed requests before it (seating the cache), open loop
+    warmup_rate: PositiveFloat | None = None  # their requests/s
     trace: str = ""  # the recorded corpus an agentic-trace replays
     max_context_tokens: PositiveInt | None = None  # the replay's context cap
 
