@@ -4,8 +4,9 @@ runs (engine.exposed_ep_s: each micro-batch streams the weights, launches every 
 rows; one micro-batch's dispatch + combine hides under the other's kernels except for the SMs its kernels hold).
 
 Before the SM share and the halved GEMM rows (issue 25 notes): LMSYS EP72 decode read 1.21x its published rate and
-EP32 prefill 1.69x (2K prompts); after: 0.98x and 1.50x. DeepSeek's production decode read 1,644 tok/s/GPU, now
-1,602 (the halved rows; its engine frees the SMs during the all-to-all, so no SM share).
+EP32 prefill 1.63-1.71x (1.45x against its balanced-routing run); after: 0.98x, 1.35-1.41x (1.19x). DeepSeek's
+production decode read 1,644 tok/s/GPU, now 1,602 (the halved rows; its engine frees the SMs during the all-to-all,
+so no SM share).
 """
 
 from dataclasses import replace
@@ -85,23 +86,47 @@ def test_lmsys_ep72_decode_within_15_percent(lmsys_decode):
     assert 1.0 < tbo / per_gpu(dep.eff.with_(ep_overlap=0.0)) < 1.5
 
 
+def _prefill_per_gpu(dep, isl, eff):
+    """Prompt tokens/s per GPU of a pass of 16,384 tokens a GPU in prompts of ``isl``."""
+    B = 16384 // isl * 32
+    return 16384.0 / float(dep.run(float(B), float(isl), len_pass=isl, eff=eff).step_s)
+
+
+def test_lmsys_ep32_prefill_with_balanced_routing_within_20_percent(lmsys_prefill):
+    # The model routes tokens uniformly (balls in bins, node-limited): LMSYS's "SGLang + Simulated Perfect EPLB"
+    # run, "random expert selection following group-limited routing semantics", 59,337 tok/s a node at 4,096-token
+    # prompts, 16,384 tokens a GPU. With the kernels on 108 of 132 SMs while the normal kernels hold 24: 1.19x
+    # (1.45x when the whole dispatch + combine hides)
+    tbo = _prefill_per_gpu(lmsys_prefill, 4096, _sglang_tbo(lmsys_prefill))
+    assert abs(tbo / (59_337 / 8) - 1.0) < 0.20, tbo
+
+
+def test_deepseek_prefill_profile_within_15_percent():
+    # DeepSeek's prefill profile (github.com/deepseek-ai/profile-data: EP32, TP1, 4K prompts, 16K tokens a GPU, two
+    # micro-batches, routing simulated as absolutely balanced; computation on 108 SMs, communication on 24) read by
+    # LMSYS as 62,713 tok/s a node (lmsys.org/blog/2025-05-05-large-scale-ep, "DeepSeek Profile"). 1.13x; 1.37x when
+    # the whole dispatch + combine hides, 0.80x serial
+    dep = deployment("deepseek-v3", "hgx-h800-8", layout=Layout(tp=1, ep=32, redundant_experts=32),
+                     weight_dtype="fp8", engine="sglang")
+    deepseek = dep.eff.with_(ep_overlap=1.0, ep_sm_normal=24 / 132, ep_sm_low_latency=0.0)
+    per_gpu = _prefill_per_gpu(dep, 4096, deepseek)
+    assert abs(per_gpu / (62_713 / 8) - 1.0) < 0.15, per_gpu
+    assert _prefill_per_gpu(dep, 4096, dep.eff.with_(ep_overlap=0.0)) < 62_713 / 8 < per_gpu
+
+
 def test_lmsys_ep32_prefill_lies_between_serial_and_overlapped(lmsys_prefill):
-    # 16,384 tokens a GPU a pass. The serial sum (no overlap) reads 0.91-0.99x the published rate, the two-batch
-    # overlap with the normal kernels' 20 of 132 SMs 1.45-1.54x (1.63-1.71x before the SM share): the overlap still
-    # hides more than SGLang did. Not within issue 25's 20% yet: LMSYS's own no-TBO runs are ~27-35% slower than TBO
-    # at the same tokens a GPU, so the serial sum is itself ~30% fast for SGLang's prefill (expert imbalance under
-    # real routing: their "perfect EPLB" run is 1.18x the default; not modelled)
+    # The published runs with SGLang's default expert placement: the serial sum (no overlap) reads 0.91-0.99x, the
+    # two-batch overlap 1.35-1.41x (1.63-1.71x before the SM share): issue 25's 20% is not met here. The expert
+    # imbalance of real routing is not modelled (LMSYS: default placement 50,302 vs perfect 59,337 at 4K, 1.18x),
+    # and LMSYS's own no-TBO runs are 27-35% slower than TBO at the same tokens a GPU, where the serial sum is not
     dep = lmsys_prefill
     for isl, per_node in LMSYS_PREFILL_PER_NODE.items():
-        B = 16384 // isl * 32
-
-        def per_gpu(eff):
-            return 16384.0 / float(dep.run(float(B), float(isl), len_pass=isl, eff=eff).step_s)
         measured = per_node / 8
-        serial, tbo = per_gpu(dep.eff.with_(ep_overlap=0.0)), per_gpu(_sglang_tbo(dep))
-        hidden_all = per_gpu(_sglang_tbo(dep).with_(ep_sm_normal=0.0))
+        serial = _prefill_per_gpu(dep, isl, dep.eff.with_(ep_overlap=0.0))
+        tbo = _prefill_per_gpu(dep, isl, _sglang_tbo(dep))
+        hidden_all = _prefill_per_gpu(dep, isl, _sglang_tbo(dep).with_(ep_sm_normal=0.0))
         assert 0.85 * measured < serial < measured < tbo < hidden_all, (isl, serial, tbo, hidden_all)
-        assert tbo < 1.6 * measured
+        assert tbo < 1.45 * measured
 
 
 def test_two_batch_overlap_runs_each_micro_batch_on_half_the_rows(lmsys_decode):

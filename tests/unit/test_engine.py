@@ -256,20 +256,24 @@ def test_two_batch_overlap_hides_dispatch_and_combine_up_to_the_kernels():
 
 
 def test_two_batch_overlap_leaves_the_sms_its_communication_holds_exposed():
-    # s: the share of the SMs DeepEP's normal kernels hold (prefill) or of the time its low-latency kernels hold
-    # them all (decode); exposed = ep − min((1 − s)·ep, kernels) under ε = 1, each mode by the pass's shape
+    # under ε = 1: the low-latency kernels (a decode pass) hold every SM for a share s_ll of their time, which
+    # serialises: ep − min((1 − s_ll)·ep, kernels); the normal kernels (a prefill pass) hold s_n of the SMs for the
+    # whole layer, the kernels running on the rest: the pair takes max(ep, kernels/(1 − s_n))
     from dataclasses import replace
     d = dep("qwen3-30b-a3b", "hgx-h100-8", Layout(tp=1, ep=8))
     base = replace(ROOFLINE, ep_overlap=1.0)
     shares = replace(base, ep_sm_normal=0.15, ep_sm_low_latency=0.35)
-    for (B, C, S), s in (((np.array([8.0, 256.0]), 2048.0, 1), 0.35), ((np.array([2.0, 8.0]), 4096.0, 4096), 0.15)):
-        serial = d.run(B, C, S, eff=replace(base, ep_overlap=0.0))
-        r = d.run(B, C, S, eff=shares)
-        kernels = np.maximum(r.compute_s, r.memory_s)
-        ep = serial.ep_comm_s
+    decode, prefill = (np.array([8.0, 256.0]), 2048.0, 1), (np.array([2.0, 8.0]), 4096.0, 4096)
+    for args in (decode, prefill):
+        ep = d.run(*args, eff=replace(base, ep_overlap=0.0)).ep_comm_s
+        r = d.run(*args, eff=shares)
+        k = np.maximum(r.compute_s, r.memory_s)
         assert np.all(ep > 0)
-        assert np.allclose(r.ep_comm_s, ep - np.minimum((1 - s) * ep, kernels), rtol=1e-12)
-        assert np.all(r.ep_comm_s > d.run(B, C, S, eff=base).ep_comm_s - 1e-15)
+        if args is decode:
+            assert np.allclose(r.ep_comm_s, ep - np.minimum(0.65 * ep, k), rtol=1e-12)
+        else:
+            assert np.allclose(k + r.ep_comm_s, np.maximum(ep, k / 0.85), rtol=1e-12)
+        assert np.all(r.ep_comm_s > d.run(*args, eff=base).ep_comm_s)  # more exposed than with the SMs free
 
 
 def test_two_batch_overlap_halves_each_micro_batchs_gemm_rows():

@@ -36,11 +36,11 @@
                                               (catalog/engines [overlap])
     communication's SMs                     = s: what the dispatch/combine kernels take from the other micro-batch's
                                               kernels while they run, by DeepEP mode: the normal kernels hold a
-                                              configured number of SMs (s_n = 20 of 132 on Hopper: DeepEP
-                                              Buffer.num_sms), the low-latency kernels hold every SM while they
-                                              send, receive or spin and none while the data is in flight (s_ll:
-                                              the share of their time they hold them); exposed EP = ep −
-                                              ε·min((1 − s)·ep, kernels) (core/engine.exposed_ep_s)
+                                              configured number of SMs for the whole layer (s_n = 20 of 132 on
+                                              Hopper: DeepEP Buffer.num_sms; the kernels run on the rest), the
+                                              low-latency kernels hold every SM while they send, receive or spin
+                                              and none while the data is in flight (s_ll: the share of their time
+                                              they hold them) (core/engine.exposed_ep_s)
     per-kernel floor                        = κ per kernel the stage's layers launch (arch/kernels.py: ~12 a dense
                                               GQA layer, ~27 an MLA + indexer + MoE one; launch and small-kernel time that
                                               does not shrink with the batch or with TP)

@@ -17,9 +17,10 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
                each level carries its copies per assignment: a prefill pass one per destination domain and rank,
                node-limited routing capping the domains, a decode pass one per expert; _ep_shares)
     GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm
-               − ε·min((1 − s)·EP comm, max(compute, memory)) + (1 + ε)·f·K·κ   (ε: two-batch overlap hides up to ε
-               of the dispatch + combine under the kernels, less the share s of the SMs its kernels hold, by DeepEP
-               mode: exposed_ep_s; each micro-batch launches every kernel and streams the weights, (1 + ε)·W in
+               − ε·hidden + (1 + ε)·f·K·κ   (ε: two-batch overlap hides up to ε of the dispatch + combine under the
+               kernels, less what the share s of the SMs its kernels hold takes, by DeepEP mode: exposed_ep_s,
+               hidden = min((1 − s)·EP comm, kernels) for the low-latency kernels, EP comm + kernels − max(EP comm,
+               kernels/(1 − s)) for the normal ones; each micro-batch launches every kernel and streams the weights, (1 + ε)·W in
                memory, its weight GEMMs at rows T_a/(1 + ε) and A/x/(1 + ε); K the kernels the model's layers
                launch, arch/kernels.py, f·K the stage's; κ the floor a kernel costs)
     host     = o_step + o_seq·b_a   (the scheduler's CPU work; b_a the busiest scheduler's sequences: its attention
@@ -637,16 +638,23 @@ def _comms_s(w: Work, topo: Topology, ring_share=1.0):
     return tp, np.where(w.ep_count > 0, w.ep_count * a2a, 0.0)
 
 
-def exposed_ep_s(ep_s, compute_s, ep_overlap, sm_share=0.0):
-    """EP dispatch + combine left on the critical path: ep − ε·min((1 − s)·ep, kernels), kernels = max(compute,
-    memory). Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's
-    kernels run (SGLang two-batch overlap, DeepSeek's inference system, open-infra-index day 6): at most the kernels
-    hide it, and only the part of it that leaves them the SMs. A communication kernel holding a share s of the SMs
-    for its whole time (DeepEP's normal kernels: Buffer.num_sms) leaves the GEMMs 1 − s of them: with ε = 1 the
-    pair takes max(ep, kernels + s·ep); one holding every SM for a share s of its time (the low-latency kernels:
-    send, receive and busy-wait; none while the data is in flight, LMSYS 2025-05-05) serialises that share. Both
-    read the same: s·ep exposed while the kernels last, all that they cannot cover beyond."""
-    return ep_s - ep_overlap * np.minimum((1.0 - sm_share) * ep_s, compute_s)
+def exposed_ep_s(ep_s, compute_s, ep_overlap, sm_share=0.0, low_latency=True):
+    """EP dispatch + combine left on the critical path under two-batch overlap ε, kernels k = max(compute, memory).
+    Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's kernels run
+    (SGLang two-batch overlap, DeepSeek's inference system, open-infra-index day 6): at most the kernels hide it, and
+    only as far as its kernels leave them the SMs (s, by DeepEP mode; s = 0: ep − ε·min(ep, k)):
+      low-latency kernels (decode, ``low_latency``) hold every SM while they send, receive or spin and none while the
+        data is in flight (DeepSeek's decode profile: communication on 0 SMs; LMSYS 2025-05-05): the share s of their
+        time serialises, ep − ε·min((1 − s)·ep, k);
+      normal kernels (prefill) hold s of the SMs for the whole overlapped layer (DeepSeek's prefill profile:
+        computation on 108 SMs, communication on 24; LMSYS: every kernel slower under TBO, "reduced SMs"): with ε = 1
+        the pair takes max(ep, k/(1 − s)), so ep − ε·(ep + k − max(ep, k/(1 − s))) is left beyond the kernels
+        (github.com/deepseek-ai/profile-data)."""
+    if not np.any(sm_share):
+        return ep_s - ep_overlap * np.minimum(ep_s, compute_s)
+    hidden_ll = np.minimum((1.0 - sm_share) * ep_s, compute_s)
+    hidden_normal = ep_s + compute_s - np.maximum(ep_s, compute_s / (1.0 - sm_share))
+    return ep_s - ep_overlap * np.where(low_latency, hidden_ll, hidden_normal)
 
 
 def exposed_host_s(host_s, gpu_s, host_overlap):
@@ -746,7 +754,8 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     reason, nan = _fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
     grid = np.shape(reason)
     sm_share = _sm_share(w, eff)
-    ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap), sm_share)  # under the other's
+    ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap), sm_share,  # under the other's
+                           w.ep_low_latency)
     nan = np.zeros(grid) if nan is None else nan  # every time gets it: NaN where the point is invalid or over HBM
     compute_s, memory_s = compute_s + nan, memory_s + nan
     comms_s = tp_comm + ep_comm + nan  # = (tp + nan) + (ep + nan): the parts are read lazily
