@@ -20,7 +20,7 @@ def _first(x) -> float:
 def efficiency_terms(dep: Deployment) -> str:
     """The efficiency set's terms as the pass uses them (core/efficiency.py), one line: eta_max (x rho where the
     compute dtype has 8 bits or fewer), eta_hbm, eta_kv, the per-layer floor, the per-step overhead, the
-    all-reduce latency, and the engine's host and EP overlap (h, ε)."""
+    all-reduce latency, and the engine's host and EP overlap (h, ε; under ε the SMs its kernels hold)."""
     e = dep.eff
     eta = f"eta_max {_first(e.flops_fraction):.3g}"
     if bool(np.any(dep.peaks.narrow)):
@@ -29,7 +29,14 @@ def efficiency_terms(dep: Deployment) -> str:
     return (f"{e.name} ({e.terms_from or 'given'}): {eta}, eta_hbm {_first(e.hbm_fraction):.3g}, eta_kv "
             f"{_first(e.kv_fraction):.3g}, kappa (per kernel) {fmt_seconds(_first(e.kernel_overhead_s))}, o_step "
             f"{fmt_seconds(_first(e.overhead_s))}, o_seq {fmt_seconds(_first(e.sequence_overhead_s))}, alpha_AR {ar}, "
-            f"host overlap h {_first(e.host_overlap):g}, EP overlap eps {_first(e.ep_overlap):g}")
+            f"host overlap h {_first(e.host_overlap):g}, EP overlap eps {_first(e.ep_overlap):g}{_sm_shares(e)}")
+
+
+def _sm_shares(e) -> str:
+    """Under two-batch overlap, the SMs its dispatch/combine kernels hold (s_n, s_ll: core/engine.exposed_ep_s)."""
+    if not _first(e.ep_overlap):
+        return ""
+    return f" (SMs held: normal {_first(e.ep_sm_normal):.3g}, low-latency {_first(e.ep_sm_low_latency):.3g})"
 
 def explain_pass(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms | None, i: int) -> list[str]:
     """Point ``i`` (flat) of ``r`` (``dep``'s efficiency set) as formula = numbers = value, with the roofline
