@@ -130,13 +130,15 @@ def test_a_serving_plan_is_best_by_its_objective(objective):
 
 
 def test_serve_chooses_by_the_workload_objective():
+    from tokenomy.answers.requests import EngineRequest
     from tokenomy.answers.serve_layout import candidates, ranking_batch, workload_columns
 
     r = tk.serve("qwen3-32b", "hgx-h100-8", rate=[0.5, 4.0], isl=2048, osl=512)
     dep = deployment("qwen3-32b", "hgx-h100-8", layout=Layout(), kv_dtype="bf16", engine="vllm")
-    first, rest, _ = candidates(dep, 8, ranking_batch(None, 256), 2048.0, 512.0, "vllm")
+    eng = EngineRequest("vllm")
+    first, rest, _ = candidates(dep, 8, ranking_batch(None, 256), 2048.0, 512.0, eng)
     w = dict(concurrency=None, rate=np.array([0.5, 4.0]), cache_hit=0.0, arrivals="staggered")
-    cols = workload_columns(dep, first, "vllm", None, None, 2048.0, 512.0, w, (None, None))
+    cols = workload_columns(dep, first, eng, 2048.0, 512.0, w)
     i = objectives.rank(WORKLOAD, cols)[0]
     assert cols["meets"][i].all()  # the first stage's best holds both rates: the rest is not searched
     assert r.extra["plan"]["label"] == first[i].label()

@@ -24,7 +24,7 @@ from tokenomy.answers.door import door
 from tokenomy.answers.launch import emits
 from tokenomy.answers.layout_search import plan_best
 from tokenomy.answers.objectives import TOKENS_PER_CHIP
-from tokenomy.answers.resolve import deployment
+from tokenomy.answers.resolve import deployment, hardware_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.layout import Layout
@@ -70,12 +70,8 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
         if unused:
             raise ValueError(f"{unused[0]}: not used with a workload (its lengths are isl/osl, its limits "
                              "ttft_slo/tpot_slo); leave it out")
-        return _serving_plan(model, hardware, chips=chips, mode=mode, concurrency=concurrency, rate=rate, isl=isl,
-                             osl=osl, ttft_slo=ttft_slo, tpot_slo=tpot_slo, engine=engine, cache_hit=cache_hit,
-                             max_num_tokens=max_num_tokens, max_batch=max_batch, prefill_chips=prefill_chips,
-                             decode_chips=decode_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                             efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, top=top, batch=batch,
-                             torus=torus, objective=objective, usd_per_kwh=usd_per_kwh, facility=facility)
+        given = {k: v for k, v in locals().items() if k in SERVING_PLAN_KEYWORDS}
+        return _serving_plan(model, hardware, given, dict(top=top, batch=batch, torus=torus, objective=objective))
     if prefill_chips is not None or decode_chips is not None:
         raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
     kv_dtype = "bf16" if kv_dtype in (None, "auto") else kv_dtype  # a bare layout search has no engine
@@ -122,61 +118,73 @@ def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, 
 
 
 
-def _serving_plan(model, hardware, *, chips, mode, concurrency, rate, isl, osl, ttft_slo, tpot_slo, engine, cache_hit,
-                  max_num_tokens, max_batch, prefill_chips, decode_chips, weight_dtype, kv_dtype, efficiency,
-                  usd_per_chip_hour, top, batch, torus, objective=None, usd_per_kwh=None, facility=None) -> Result:
-    from tokenomy.answers.objectives import plan_objective
-    from tokenomy.answers.plan_serving import misses_by, rank, search_agg
-    from tokenomy.answers.workloads import _workload, engine_profile, plan_disagg, serving_kv_dtype, within_context
+SERVING_PLAN_KEYWORDS = frozenset({"chips", "mode", "concurrency", "rate", "isl", "osl", "ttft_slo", "tpot_slo",
+                                   "engine", "cache_hit", "max_num_tokens", "max_batch", "prefill_chips",
+                                   "decode_chips", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour",
+                                   "usd_per_kwh", "facility"})
 
-    if batch is not None:
+
+def _serving_plan(model, hardware, given: dict, search: dict) -> Result:
+    """plan for a workload: ``given`` serve's keywords (the request objects are built from them at once),
+    ``search`` the plan's own (top, batch, torus, objective)."""
+    from tokenomy.answers.disagg_plans import disagg_plan
+    from tokenomy.answers.objectives import plan_objective
+    from tokenomy.answers.requests import ServeRequest
+
+    top = search["top"]
+    if search["batch"] is not None:
         raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")
-    if concurrency is None and rate is None:
+    if given["concurrency"] is None and given["rate"] is None:
         raise ValueError("concurrency: mode disagg plans for a workload; give concurrency (closed loop, users) or "
                          "rate (open loop, requests/s)")
     if top is None or int(top) != top or top < 0:
         raise ValueError(f"top: must be an integer >= 0, got {top}")
-    kv_dtype = serving_kv_dtype(model, engine, weight_dtype, kv_dtype)
-    if mode == "disagg":
-        if torus is not None:
+    pools = {k: given.pop(k) for k in ("prefill_chips", "decode_chips")}
+    if given["mode"] == "disagg":
+        if search["torus"] is not None:
             raise ValueError("torus: not with mode disagg")
-        dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                         efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
-        budget = inputs.optional("chips", chips) or dep.hardware.num_chips
-        r = plan_disagg(model, hardware, chips=budget, concurrency=concurrency, rate=rate, isl=isl, osl=osl,
-                        cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
-                        ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                        efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, top=top or None,
-                        prefill_chips=prefill_chips, decode_chips=decode_chips)
+        chips = given.pop("chips")
+        req = ServeRequest.of(model, hardware, {**given, "pools": pools})
+        budget = inputs.optional("chips", chips) or hardware_of(hardware).num_chips
+        r = disagg_plan(req, budget, top or None)
         return Result("plan", r.title, r.table, DISAGG_PLAN_COLUMNS, r.extra, r.notes, rows_key="front")
-    if prefill_chips is not None or decode_chips is not None:
+    if any(v is not None for v in pools.values()):
         raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
-    C, R, li, lo = _workload(concurrency, rate, isl, osl, None, None, ttft_slo, tpot_slo)
-    engine_profile(engine, 1, max_num_tokens, max_batch)  # the engine, token budget and batch cap checked first
-    dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                     efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
+    return _agg_plan(ServeRequest.of(model, hardware, given), search["torus"], top, plan_objective(search["objective"]))
+
+
+def _agg_plan(req, torus, top, goal) -> Result:
+    """The aggregated serving plan (module docstring): layouts screened by the decode front, through the steady
+    state, ranked by ``goal`` (objectives.PLAN_OBJECTIVES)."""
+    from tokenomy.answers.energy_cols import power_of
+    from tokenomy.answers.plan_serving import misses_by, rank, search_agg
+    from tokenomy.answers.serve_rows import serving_kv_dtype, within_context
+
+    d, w, e = req.deployment, req.workload, req.engine
+    kv = serving_kv_dtype(d.model, e.name, d.weight_dtype, d.kv_dtype)
+    dep = deployment(d.model, d.hardware, layout=Layout(), weight_dtype=d.weight_dtype, kv_dtype=kv,
+                     efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour)
     dep = dep.with_(topology=topology(dep.hardware, torus=torus))
-    budget = inputs.optional("chips", chips) or dep.hardware.num_chips
-    within_context(dep.model, li.mean, lo.mean)
-    rows, n_layouts, n_eval = search_agg(dep, chips=budget, concurrency=C, rate=R, isl=li.mean, osl=lo.mean,
-                                         cache_hit=float(cache_hit), engine=engine, max_num_tokens=max_num_tokens,
-                                         max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
-                                         usd_per_kwh=usd_per_kwh, facility=facility)
+    budget = d.chips or dep.hardware.num_chips
+    within_context(dep.model, w.isl_mean, w.osl_mean)
+    power = power_of(dep.hardware, d.usd_per_kwh, d.facility)
+    rows, n_layouts, n_eval = search_agg(dep, budget, w, e, power)
     if not rows:
         raise ValueError(f"chips: {dep.model.name} does not fit on <= {budget} x {dep.hardware.chip.name} with a KV "
-                         f"cache for one {li.mean + lo.mean:g}-token sequence under {engine}'s memory share")
-    goal = plan_objective(objective)
+                         f"cache for one {w.isl_mean + w.osl_mean:g}-token sequence under {e.name}'s memory share")
     rule = goal.rule()
-    table, best, closest, notes = rank(rows, ttft_slo, tpot_slo, top or None, goal)
+    table, best, closest, notes = rank(rows, *w.slos, top or None, goal)
     error_bars.attach([r for r in (*table, best, closest) if r is not None],
-                      error_bars.regime_of(dep, engine, error_bars.SERVE), "running_batch", li.mean + lo.mean / 2)
+                      error_bars.regime_of(dep, e.name, error_bars.SERVE), "running_batch",
+                      w.isl_mean + w.osl_mean / 2)
     notes.insert(0, f"{n_layouts:,} candidate layouts on <= {budget} chips; {n_eval} on the decode Pareto front at "
-                    f"context {li.mean + lo.mean / 2:g} run through the serving steady state ({len(rows)} plans)")
+                    f"context {w.isl_mean + w.osl_mean / 2:g} run through the serving steady state ({len(rows)} plans)")
+    ttft, tpot = w.slos
     title = (f"plan (agg serving): {dep.model.name} on <= {budget} x {dep.hardware.chip.name} ({dep.hardware.name}); "
-             f"ISL {li.label()} / OSL {lo.label()}; SLOs TTFT {ttft_slo if ttft_slo else '-'} s, TPOT "
-             f"{tpot_slo if tpot_slo else '-'} s; {engine}; weights {dep.weight_dtype or dep.model.quantization.dense}, "
+             f"ISL {w.isl.label()} / OSL {w.osl.label()}; SLOs TTFT {ttft if ttft else '-'} s, TPOT "
+             f"{tpot if tpot else '-'} s; {e.name}; weights {dep.weight_dtype or dep.model.quantization.dense}, "
              f"KV {dep.kv_dtype}; {dep.eff.name} efficiency; best {rule}")
     extra = {"mode": "agg", "model": dep.model.name, "hardware": dep.hardware.name, "chips_budget": budget,
-             "rule": rule, "best": best, "closest": closest, "misses_by": misses_by(closest, ttft_slo, tpot_slo),
+             "rule": rule, "best": best, "closest": closest, "misses_by": misses_by(closest, *w.slos),
              "plans": len(rows), "candidates": n_layouts}
     return Result("plan", title, tuple(table), SERVING_COLUMNS, extra, tuple(notes), rows_key="front")

@@ -1,8 +1,8 @@
 """plan for a serving workload: search layouts (aggregated) or pool splits (disaggregated) under TTFT/TPOT SLOs.
 
 The objective is the workload, not one decode step. Every row is a plan evaluated at a workload point by the
-serving model itself — serving.steady for aggregated continuous batching (the same ``answers.workloads._row`` that
-``tokenomy serve --tp .. --ep ..`` prints), serving.disagg for prefill/decode pools (``answers.workloads.plan_disagg``):
+serving model itself — serving.steady for aggregated continuous batching (the same ``answers.serve_rows.row`` that
+``tokenomy serve --tp .. --ep ..`` prints), serving.disagg for prefill/decode pools (``answers.disagg_plans``):
     meets     TTFT <= ttft_slo, TPOT <= tpot_slo (a missing SLO always holds), and not an open loop beyond capacity
               (``meets``: the rule ``tokenomy serve`` applies too, and why)
     goodput   goodput_requests_per_s = requests/s where it meets, else 0 (``goodput_requests_per_s``)
@@ -140,35 +140,32 @@ def misses_by(r: dict | None, ttft_slo, tpot_slo) -> dict | None:
     return {f"{k}_over": max(v - 1.0, 0.0) for k, v in misses(r, ttft_slo, tpot_slo).items()}
 
 
-def search_agg(dep, *, chips: int, concurrency, rate, isl: float, osl: float, cache_hit: float, engine: str,
-               max_num_tokens, max_batch, ttft_slo, tpot_slo, usd_per_kwh=None, facility=None
-               ) -> tuple[list[dict], int, int]:
-    """Every screened layout (module docstring) at every workload point through serving.steady: (rows, candidate
-    layouts, layouts evaluated). Each row is ``answers.workloads._row`` of that layout: what ``serve`` prints."""
-    from tokenomy.answers.energy_cols import power_of, serving_energy
-    from tokenomy.answers.workloads import _row, engine_profile
+def search_agg(dep, chips: int, w, eng, power) -> tuple[list[dict], int, int]:
+    """Every screened layout (module docstring) at every point of the workload ``w`` (answers.requests
+    .WorkloadRequest) through serving.steady under the engine ``eng`` (EngineRequest): (rows, candidate layouts,
+    layouts evaluated). Each row is ``answers.serve_rows.row`` of that layout: what ``serve`` prints."""
+    from tokenomy.answers.energy_cols import serving_energy
+    from tokenomy.answers.serve_rows import row
     from tokenomy.parallel.search import Constraints, default_batches, search
     from tokenomy.serving.steady import steady
 
-    prof0 = engine_profile(engine, 1, max_num_tokens, max_batch)
-    power = power_of(dep.hardware, usd_per_kwh, facility)
+    isl, osl = w.isl_mean, w.osl_mean
     res = search(dep, chips=chips, constraints=Constraints(context=isl + osl / 2.0),
-                 batches=default_batches(prof0.max_batch))
+                 batches=default_batches(eng.profile().max_batch))
     n_b = np.size(res.batches)
     shortlist = sorted({int(i) // n_b for i in res.front})
     rows = []
     for j in shortlist:
         lay = res.layout(j * n_b)
         d = dep.with_(layout=lay)
-        prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
+        prof = eng.profile(int(lay.tp))
         with np.errstate(divide="ignore", invalid="ignore"):  # a layout whose KV holds nothing: nan rows, skipped
-            s = steady(d, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit)
+            s = steady(d, prof, isl=isl, osl=osl, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit)
         if not np.any(s.fits):
             continue
         energy = serving_energy(power, s, d.chips, isl)
-        load = concurrency if concurrency is not None else rate
-        for i in range(len(load)):
-            r = _row(d, prof, s, i, concurrency, rate, None, ttft_slo, tpot_slo, energy)
+        for i in range(len(w.load)):
+            r = row(d, prof, s, i, w, None, energy)
             r.update({k: v for k, v in lay.as_dict().items() if k != "label"})
-            rows.append(with_goodput(r, d.price, ttft_slo, tpot_slo))
+            rows.append(with_goodput(r, d.price, *w.slos))
     return rows, int(np.size(res.layouts.tp)), len(shortlist)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers import objectives
-from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_layouts
 from tokenomy.answers.objectives import DECODE_POOL, PREFILL_POOL
 from tokenomy.answers.passes import check_layout
+from tokenomy.answers.requests import EngineRequest, PoolRequest, WorkloadRequest
 from tokenomy.answers.serve_layout import RANKED_FIRST
 from tokenomy.serving.disagg import (PoolDoesNotFit, checked_capacity, decode_load, decode_pool, prefill_columns,
                                      prefill_table)
@@ -37,14 +37,16 @@ def _ranked(dep, name, chips, batch, context, len_pass) -> list:
                              "chips") from None
 
 
-def decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_batch, cache):
-    """The decode pool: its Deployment, profile and DecodePool terms, cached by D and the load points (each
-    layout's terms, or why it does not fit, by D and layout: the choice at another load reuses them)."""
+def decode_side(dep, pool: PoolRequest, w: WorkloadRequest, eng: EngineRequest, cache: dict):
+    """The decode pool: its Deployment, profile and DecodePool terms, cached by its chips and the load points (each
+    layout's terms, or why it does not fit, by chips and layout: the choice at another load reuses them)."""
+    D, degrees, isl, osl = pool.chips, pool.layout, w.isl_mean, w.osl_mean
+
     def pool_of(lay):
         key = ("pool", D, tuple(sorted(lay.as_dict().items())))
         if key not in cache:
             dec = dep.with_(layout=lay)
-            prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
+            prof = eng.profile(int(lay.tp))
             try:
                 cache[key] = dec, prof, decode_pool(dec, prof, isl, osl)
             except PoolDoesNotFit as e:
@@ -58,17 +60,18 @@ def decode_side(dep, D, degrees, C, R, isl, osl, engine, max_num_tokens, max_bat
             raise ValueError(f"decode_chips: {D} does not equal decode tp*ep*pp*dp = {int(degrees.chips)}")
         check_layout(dep, degrees, POOL_FIELDS.format(pool="decode"))
         return pool_of(degrees)
-    key = ("decode", D) + tuple(None if x is None else tuple(np.ravel(x)) for x in (C, R))
+    key = ("decode", D, w.concurrency, w.rate)
     if key not in cache:
-        cache[key] = _decode_choice(dep, D, C, R, isl, osl, (engine, max_num_tokens, max_batch), pool_of)
+        cache[key] = _decode_choice(dep, D, w, eng, pool_of)
     return cache[key]
 
 
-def _running_batches(dep, D, C, R, isl, osl, cap) -> np.ndarray:
+def _running_batches(dep, D: int, w: WorkloadRequest, cap: float) -> np.ndarray:
     """B0 (closed loop min(C, cap); open loop Little's law at the batch-1 layout's step, R·OSL·TPOT(1)) and its
     halvings, whole sequences (a fractional batch is no layout's point: every one was refused and the search fell
     back to its first candidate, tp1 dp8 for DeepSeek-R1 on 8 H200 under --rate)."""
-    ctx = isl + osl / 2.0
+    C, R, osl = w.C, w.R, w.osl_mean
+    ctx = w.isl_mean + osl / 2.0
     if C is not None:
         B0 = max(min(float(np.max(C)), cap), 1.0)
     else:
@@ -78,14 +81,13 @@ def _running_batches(dep, D, C, R, isl, osl, cap) -> np.ndarray:
     return np.unique(np.maximum(np.round(B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)), 1.0))
 
 
-def _decode_choice(dep, D, C, R, isl, osl, engine_args, pool_of):
+def _decode_choice(dep, D: int, w: WorkloadRequest, eng: EngineRequest, pool_of):
     """The decode pool's default layout and terms, ``pool_of(layout)``'s, by objectives.DECODE_POOL (module
     docstring); the first PoolDoesNotFit where none holds a sequence."""
-    engine, max_num_tokens, max_batch = engine_args
-    cap = float(engine_profile(engine, 1, max_num_tokens, max_batch).max_batch) * D
-    points = _running_batches(dep, D, C, R, isl, osl, cap)
-    ranked = _ranked(dep, "decode", D, points, isl + osl / 2.0, 1.0)[:USABLE_CHECKS]
-    n = np.size(C if C is not None else R)
+    C, R, osl = w.C, w.R, w.osl_mean
+    points = _running_batches(dep, D, w, float(eng.profile().max_batch) * D)
+    ranked = _ranked(dep, "decode", D, points, w.isl_mean + osl / 2.0, 1.0)[:USABLE_CHECKS]
+    n = np.size(w.load)
     pools, refused = {}, []
 
     def evaluate(lays) -> dict:
@@ -108,9 +110,10 @@ def _decode_choice(dep, D, C, R, isl, osl, engine_args, pool_of):
     return pools[id(scored[i])]
 
 
-def prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_tokens, max_batch, tables):
+def prefill_side(dep, pool: PoolRequest, rate_d: float, w: WorkloadRequest, eng: EngineRequest, tables: dict):
     """The prefill pool for the decode pool's request rate ``rate_d``: (Deployment, profile, capacity at the
     chosen layout — or None for given degrees)."""
+    P, degrees, isl, cache_hit = pool.chips, pool.layout, w.isl_mean, w.cache_hit
     mu = None
     if degrees is not None:
         if int(degrees.chips) != P:
@@ -119,10 +122,9 @@ def prefill_side(dep, P, degrees, rate_d, isl, cache_hit, engine, max_num_tokens
         lay = degrees
     else:
         if P not in tables:
-            tables[P] = prefill_table(dep, engine_profile(engine, 1, max_num_tokens, max_batch), P, isl, cache_hit)
-        lay, mu = prefill_choice(dep, lambda tp: engine_profile(engine, tp, max_num_tokens, max_batch), tables[P],
-                                 rate_d, isl, cache_hit)
-    return dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), mu
+            tables[P] = prefill_table(dep, eng.profile(), P, isl, cache_hit)
+        lay, mu = prefill_choice(dep, eng.profile, tables[P], rate_d, isl, cache_hit)
+    return dep.with_(layout=lay), eng.profile(int(lay.tp)), mu
 
 
 def prefill_choice(dep, profile_of, table, rate: float, isl: float, cache_hit: float = 0.0):

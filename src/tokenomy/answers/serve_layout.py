@@ -23,16 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers import objectives
-from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_layouts
 from tokenomy.answers.objectives import WORKLOAD
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.plan_serving import meets
+from tokenomy.answers.requests import EngineRequest, WorkloadRequest
 from tokenomy.parallel.search import Constraints, candidate_layouts, default_batches, search
 from tokenomy.serving.scheduler import kv_capacity
 from tokenomy.serving.steady import steady
 
-def candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None):
+def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
     """(first, rest, the decode search's points) of the ranked layouts (the first ``USABLE_CHECKS``) that hold one
     ISL + OSL sequence. first: the ``RANKED_FIRST`` first, those on the decode search's Pareto front over batches
     (tokens/s per chip vs per user: a layout off it is beaten at every batch by one on it) and the
@@ -42,15 +42,14 @@ def candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens=None, ma
     n = chips or dep.hardware.num_chips
     pts = _points(load_batch, isl, osl)
     ranked = ranked_layouts(dep, n, *pts)[:USABLE_CHECKS]
-    cap = float(max_batch or engine_profile(engine).max_batch)
+    cap = float(eng.max_batch or eng.profile().max_batch)
     res = search(dep, chips=n, constraints=Constraints(context=isl + osl / 2.0), batches=default_batches(cap),
                  layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
     labels = [res.layout(j * np.size(res.batches)).label() for j in range(np.size(res.layouts.tp))]
     keep = {labels[int(i) // np.size(res.batches)] for i in res.front}
     quickest = np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]
     keep |= {labels[int(j)] for j in quickest}
-    usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch,
-                                                         isl, osl)]
+    usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)]
     first = [lay for k, lay in enumerate(usable) if k < RANKED_FIRST or lay.label() in keep]
     return first, [lay for lay in usable if not any(lay is x for x in first)], pts
 
@@ -73,42 +72,41 @@ def _points(load_batch, isl, osl):
     return np.array([[max(round(float(load_batch)), 1.0)]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
 
 
-def serve_layout(dep, chips, degrees, load_batch, isl, osl, engine, max_num_tokens=None, max_batch=None,
-                 workload=None, slos=(None, None)):  # load_batch: ranking_batch's
+def serve_layout(dep, chips, degrees, w: WorkloadRequest | None, eng: EngineRequest):
     """(layout, rule): the degrees given; without a workload the first candidate; else objectives.WORKLOAD over the
-    points of ``workload`` (serving.steady's concurrency or rate, cache_hit, arrivals), summed over the points.
+    points of ``w`` (serving.steady's concurrency or rate, cache_hit, arrivals; its SLOs), summed over the points.
     None holding a sequence: the search's first, which says why when served."""
+    isl, osl = (w.isl_mean, w.osl_mean) if w is not None else (1024.0, 1024.0)
+    load_batch = ranking_batch(None if w is None else w.C, eng.max_batch or eng.profile().max_batch)
+
     def holds(lay):
-        return holds_a_sequence(dep.with_(layout=lay), engine, max_num_tokens, max_batch, isl, osl)
+        return holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)
 
     if degrees is not None:
         return choose_layout(dep, chips, degrees, *_points(load_batch, isl, osl), usable=holds)
-    first, rest, pts = candidates(dep, chips, load_batch, isl, osl, engine, max_num_tokens, max_batch)
-    if workload is None or not first:
+    first, rest, pts = candidates(dep, chips, load_batch, isl, osl, eng)
+    if w is None or not first:
         return choose_layout(dep, chips, None, *pts, usable=holds)
-    evaluate = lambda lays: workload_columns(dep, lays, engine, max_num_tokens, max_batch, isl, osl,  # noqa: E731
-                                             workload, slos)
+    load = dict(concurrency=w.C, rate=w.R, cache_hit=w.cache_hit, arrivals=w.arrivals)
+    evaluate = lambda lays: workload_columns(dep, lays, eng, isl, osl, load, w.slos)  # noqa: E731
     scored, i = objectives.choose_staged(WORKLOAD, first, rest, evaluate)
     return scored[i], WORKLOAD.rule(n=len(scored))
 
 
-def per_point(dep, first, rest, engine, max_num_tokens, max_batch, isl, osl, workload,
-              slos=(None, None)) -> tuple[list, np.ndarray]:
+def per_point(dep, first, rest, eng: EngineRequest, isl, osl, load: dict) -> tuple[list, np.ndarray]:
     """(the layouts scored, the index of each point's best by objectives.WORKLOAD, the point alone, as
     serve_layout picks it: from ``first``, or from ``first`` + ``rest`` where the best of ``first`` misses it)."""
-    evaluate = lambda lays: workload_columns(dep, lays, engine, max_num_tokens, max_batch, isl, osl,  # noqa: E731
-                                             workload, slos)
+    evaluate = lambda lays: workload_columns(dep, lays, eng, isl, osl, load)  # noqa: E731
     return objectives.best_each_staged(WORKLOAD, first, rest, evaluate)
 
 
-def workload_columns(dep, layouts, engine, max_num_tokens, max_batch, isl, osl, workload, slos) -> dict:
-    """objectives.WORKLOAD's columns [layout, point] from serving.steady: meets (plan_serving.meets: the SLOs and
-    the load), e2e_s, requests_per_s."""
-    closed = workload.get("concurrency") is not None
+def workload_columns(dep, layouts, eng: EngineRequest, isl, osl, load: dict, slos=(None, None)) -> dict:
+    """objectives.WORKLOAD's columns [layout, point] from serving.steady at ``load`` (its concurrency or rate,
+    cache_hit, arrivals): meets (plan_serving.meets: the SLOs and the load), e2e_s, requests_per_s."""
+    closed = load.get("concurrency") is not None
     meets_, e2e, rps = [], [], []
     for lay in layouts:
-        s = steady(dep.with_(layout=lay), engine_profile(engine, int(lay.tp), max_num_tokens, max_batch), isl=isl,
-                   osl=osl, **workload)
+        s = steady(dep.with_(layout=lay), eng.profile(int(lay.tp)), isl=isl, osl=osl, **load)
         e, x = (np.ravel(np.asarray(v, float)) for v in (s.e2e_s, s.requests_per_s))
         cap = np.ravel(s.capacity_limited)
         meets_.append([meets({"capacity_limited": bool(cap[i]), "tpot_s": _num(np.ravel(s.tpot_s)[i]),
@@ -124,7 +122,6 @@ def _num(x):
     return None if x != x else x
 
 
-def holds_a_sequence(dep, engine, max_num_tokens, max_batch, isl, osl) -> bool:
+def holds_a_sequence(dep, eng: EngineRequest, isl, osl) -> bool:
     """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity)."""
-    prof = engine_profile(engine, int(dep.layout.tp), max_num_tokens, max_batch)
-    return bool(np.all(kv_capacity(dep, prof, isl, osl)[0] >= 1))
+    return bool(np.all(kv_capacity(dep, eng.profile(int(dep.layout.tp)), isl, osl)[0] >= 1))

@@ -24,6 +24,7 @@ from tokenomy.answers import objectives
 from tokenomy.answers.layout_search import step_columns
 from tokenomy.answers.objectives import FASTEST_STEP
 from tokenomy.answers.passes import choose_layout
+from tokenomy.answers.requests import EngineRequest
 from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
 from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
 from tokenomy.answers.sweep_axes import DEGREES, Grid, _label
@@ -196,7 +197,8 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
         lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
         return [(lay, np.arange(load.size))]
     chips = int(point.get("chips") or dep.hardware.num_chips)
-    cap = float(spec.max_batch or engine_profile(spec.engine).max_batch)  # as tk.serve: the engine's batch cap
+    eng = EngineRequest(spec.engine, spec.max_num_tokens, spec.max_batch)
+    cap = float(spec.max_batch or eng.profile().max_batch)  # as tk.serve: the engine's batch cap
     closed = "concurrency" in spec.grid.names
     b0 = np.minimum(load, cap)
     found: dict = {}
@@ -205,14 +207,13 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
     inv = np.ravel(inv)
     for j, (b, i, o) in enumerate(uniq):
         idx = np.flatnonzero(inv == j)
-        first, rest, pts = candidates(dep, chips, ranking_batch(b if closed else None, cap), i, o, spec.engine,
-                                      spec.max_num_tokens, spec.max_batch)
+        first, rest, pts = candidates(dep, chips, ranking_batch(b if closed else None, cap), i, o, eng)
         if not first:  # none holds a sequence: the search's first, which says why
             lays, pick = [choose_layout(dep, chips, None, *pts)[0]], np.zeros(idx.size, dtype=int)
         else:  # each point's best, from one steady call per candidate over the group's points
             w = {"concurrency" if closed else "rate": load[idx], "cache_hit": spec.cache_hit,
                  "arrivals": spec.arrivals}
-            lays, pick = per_point(dep, first, rest, spec.engine, spec.max_num_tokens, spec.max_batch, i, o, w)
+            lays, pick = per_point(dep, first, rest, eng, i, o, w)
         for k in np.unique(pick):
             lay = lays[k]
             found.setdefault(lay.label(), [lay, []])[1].extend(idx[pick == k].tolist())

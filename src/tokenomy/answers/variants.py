@@ -100,6 +100,12 @@ def _overridden(value) -> Hardware | None:
     return None
 
 
+def annotated(res, hardware):
+    """``res`` naming the set numbers of the ``hardware`` it was answered on (a name, a what-if file, a Hardware)."""
+    hw = _overridden(hardware)
+    return annotate(res, hw) if hw is not None and isinstance(res, Result) else res
+
+
 def reports_hardware(answer):
     """Decorate an answer taking ``hardware``: its Result says which of the hardware's numbers were set."""
     sig = inspect.signature(answer)
@@ -111,7 +117,6 @@ def reports_hardware(answer):
             given = sig.bind_partial(*args, **kw).arguments.get("hardware")
         except TypeError:
             return res
-        hw = _overridden(given)
-        return annotate(res, hw) if hw is not None and isinstance(res, Result) else res
+        return annotated(res, given)
 
     return wrapper

@@ -12,12 +12,6 @@ from tokenomy.cli.options import (ATTN_TP, CACHE_HIT, CONCURRENCY, CSV, DP, EFFI
 from tokenomy.cli.render import show_result
 
 
-def _numbers(name: str, text: str | None) -> list | None:
-    from tokenomy.answers import inputs
-
-    return None if text is None else inputs.numbers(name, text)
-
-
 @app.command("serve")
 @guarded
 def serve_cmd(model: str = MODEL,
@@ -88,38 +82,34 @@ def serve_cmd(model: str = MODEL,
     tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --search --chips 288 --concurrency
     256,1024 --isl 4096 --osl 1024 --ttft-slo 2 --tpot-slo 0.05 --top 1
     """
-    from tokenomy.answers.workloads import plan_disagg, serve
+    from tokenomy.answers.requests import ServeRequest
+    from tokenomy.answers.workloads import disagg_plan, serve_request
 
     if mode not in ("agg", "disagg"):
         raise UsageError(f"--mode: {mode!r}; allowed: agg, disagg")
     pools = {**layout_flags(prefill_tp, prefill_ep, prefill_pp, prefill_dp, prefill_redundant_experts,
                             prefill_attn_tp, prefill_kv_batch, prefix="prefill_"),
              **layout_flags(decode_tp, decode_ep, decode_pp, decode_dp, decode_redundant_experts, decode_attn_tp,
-                            decode_kv_batch, prefix="decode_")}
-    if mode == "agg" and (search or prefill_chips or decode_chips or any(v is not None for v in pools.values())):
+                            decode_kv_batch, prefix="decode_"), "prefill_chips": prefill_chips,
+             "decode_chips": decode_chips}
+    if mode == "agg" and (search or any(v is not None for v in pools.values())):
         raise UsageError("--prefill-*/--decode-*/--search: only with --mode disagg")
+    # the request objects, at once: the workload, the engine, what is served and how (answers/requests.py)
+    given = dict(concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist,
+                 trace=trace, cache_hit=cache_hit, arrivals=arrivals, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
+                 engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, weight_dtype=weight_dtype,
+                 kv_dtype=kv_dtype, efficiency=efficiency, usd_per_kwh=usd_per_kwh, facility=facility, mode=mode)
+    hw = what_if(hardware, set_)
     if search:
         if emit is not None:
             raise UsageError("--emit: with --search, ask tokenomy plan --mode disagg --emit (the same search)")
         if mode != "disagg" or chips is None:
             raise UsageError("--search: needs --mode disagg and --chips (the budget to split)")
-        res = plan_disagg(model, what_if(hardware, set_), chips=chips, concurrency=_numbers("concurrency", concurrency),
-                          rate=_numbers("rate", rate), isl=isl, osl=osl, isl_dist=isl_dist,
-                          osl_dist=osl_dist, cache_hit=cache_hit, engine=engine or "vllm", max_num_tokens=max_num_tokens,
-                          max_batch=max_batch, ttft_slo=ttft_slo, tpot_slo=tpot_slo, weight_dtype=weight_dtype,
-                          kv_dtype=kv_dtype, efficiency=efficiency, top=top)
+        res = disagg_plan(ServeRequest.of(model, hw, {**given, "pools": pools}), chips, top)
         return show_result(res, as_json=as_json, as_csv=as_csv, show=show)
-    if mode == "disagg":
-        pools.update(prefill_chips=prefill_chips, decode_chips=decode_chips)
-        if prefill_chips is None or decode_chips is None:
-            raise UsageError("--prefill-chips, --decode-chips: --mode disagg needs both pool sizes (or --search)")
-    # the text values (--concurrency 1,4,16, --rate 0.5..8:0.5) are parsed by the answer's door (answers/door.py)
-    res = serve(model, what_if(hardware, set_), concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist,
-                osl_dist=osl_dist, trace=trace,
-                cache_hit=cache_hit, engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch,
-                ttft_slo=ttft_slo, tpot_slo=tpot_slo, method=method, arrivals=arrivals, requests=requests, seed=seed,
-                chips=chips, **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch),
-                weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, mode=mode,
-                usd_per_kwh=usd_per_kwh, facility=facility,
-                pools=pools if mode == "disagg" else None, emit=emit, protocol=protocol)
-    show_result(res, as_json=as_json, as_csv=as_csv, show=show)
+    if mode == "disagg" and (prefill_chips is None or decode_chips is None):
+        raise UsageError("--prefill-chips, --decode-chips: --mode disagg needs both pool sizes (or --search)")
+    given.update(method=method, requests=requests, seed=seed, protocol=protocol, emit=emit, chips=chips,
+                 pools=pools if mode == "disagg" else None,
+                 **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch))
+    show_result(serve_request(ServeRequest.of(model, hw, given)), as_json=as_json, as_csv=as_csv, show=show)

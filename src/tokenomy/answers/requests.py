@@ -1,0 +1,323 @@
+"""Request objects: what a serving question asks, as small frozen types the doors build and the answers take.
+
+    WorkloadRequest    the load points (closed loop C users or open loop R requests/s, or a trace's mean rate),
+                       ISL and OSL lengths, prefix-cache hit, arrivals, SLOs
+    EngineRequest      the serving engine's profile by name and its two knobs (token budget, batch cap)
+    RunRequest         how the figures are produced: analytic | simulate, the benchmark protocol, requests, seed
+    PoolRequest        one disaggregated pool: its chips and its layout degrees (None: chosen for its load)
+    DeploymentRequest  model, hardware, chips, layout (None: chosen), dtypes, efficiency set, prices, and for
+                       disaggregated serving the two pools
+Each is built from a door's keywords by ``of(values)`` (every value through answers/inputs' grammar and bounds: the
+CLI, the web and ``tk.*`` accept and refuse the same strings), checks itself there (a ValueError naming the public
+keyword), and prints a one-line summary (``str``). ``tk.serve`` builds them from its keywords; ``tokenomy serve``
+from its options; the answers below the door take them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from tokenomy.answers import inputs
+from tokenomy.core.layout import Layout
+from tokenomy.serving.workload import Lengths, read_trace
+from tokenomy.units import fmt_seconds
+
+ARRIVALS = ("together", "staggered")
+METHODS = ("analytic", "simulate")
+MODES = ("agg", "disagg")
+POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")  # layout_of's, in its order
+
+
+def _points(name: str, values) -> tuple | None:
+    return None if values is None else tuple(float(x) for x in inputs.numbers(name, values))
+
+
+def _lengths(field: str, fixed, dist) -> Lengths:
+    if dist is not None:
+        return dist if isinstance(dist, Lengths) else Lengths.parse(field + "_dist", dist)
+    v = inputs.optional(field, fixed)
+    if v is None:
+        raise ValueError(f"{field}: must be a positive integer")
+    return Lengths("fixed", float(v))
+
+
+@dataclass(frozen=True)
+class WorkloadRequest:
+    """Who sends what: one of ``concurrency`` (closed loop, users) and ``rate`` (open loop, requests/s) — a trace's
+    arrivals replace both by its mean rate —, the lengths, the prefix-cache hit fraction, the closed loop's arrivals
+    and the SLOs (None: none). ``sessions``: a multi-turn or agentic session workload (serving's frozen types), when
+    the load is sessions rather than independent requests."""
+
+    concurrency: tuple | None = None
+    rate: tuple | None = None
+    isl: Lengths = Lengths("fixed", 1024.0)
+    osl: Lengths = Lengths("fixed", 1024.0)
+    trace: Any = None  # serving.workload.Requests
+    cache_hit: float = 0.0
+    arrivals: str = "staggered"
+    ttft_slo: float | None = None
+    tpot_slo: float | None = None
+    sessions: Any = None
+
+    @classmethod
+    def of(cls, values: Mapping) -> "WorkloadRequest":
+        """From a door's keywords (concurrency, rate, isl, osl, isl_dist, osl_dist, trace, cache_hit, arrivals,
+        ttft_slo, tpot_slo, sessions; absent ones take their defaults), each checked."""
+        v = dict(values)
+        hit, arrivals = v.get("cache_hit", 0.0), v.get("arrivals", "staggered")
+        if not 0.0 <= float(hit) < 1.0:  # NaN fails too
+            raise ValueError(f"cache_hit: must be in [0, 1), got {hit!r}")
+        if arrivals not in ARRIVALS:
+            raise ValueError(f"arrivals: {arrivals!r}; allowed: {', '.join(ARRIVALS)}")
+        trace = v.get("trace")
+        tr = read_trace(trace) if trace is not None and not hasattr(trace, "isl") else trace
+        C, R = _points("concurrency", v.get("concurrency")), _points("rate", v.get("rate"))
+        given = [n for n, x in (("concurrency", C), ("rate", R)) if x is not None]
+        if tr is not None and given:
+            raise ValueError(f"{given[0]}: not with trace (the trace's arrivals are the load); give one")
+        if tr is None and (C is None) == (R is None):
+            raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
+        if tr is not None:
+            R = (len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9),)
+        slos = {}
+        for name in ("ttft_slo", "tpot_slo"):
+            x = v.get(name)
+            if x is not None and not float(x) > 0:
+                raise ValueError(f"{name}: must be > 0 seconds, got {x!r}")
+            slos[name] = None if x is None else float(x)
+        return cls(C, R, _lengths("isl", v.get("isl", 1024), v.get("isl_dist")),
+                   _lengths("osl", v.get("osl", 1024), v.get("osl_dist")), tr, float(hit), arrivals,
+                   sessions=v.get("sessions"), **slos)
+
+    @property
+    def C(self) -> np.ndarray | None:
+        """The closed loop's users per point (None: open loop)."""
+        return None if self.concurrency is None else np.asarray(self.concurrency, float)
+
+    @property
+    def R(self) -> np.ndarray | None:
+        """The open loop's requests/s per point (None: closed loop)."""
+        return None if self.rate is None else np.asarray(self.rate, float)
+
+    @property
+    def load(self) -> np.ndarray:
+        return self.C if self.C is not None else self.R
+
+    @property
+    def closed(self) -> bool:
+        return self.concurrency is not None
+
+    @property
+    def slos(self) -> tuple:
+        return self.ttft_slo, self.tpot_slo
+
+    @property
+    def isl_mean(self) -> float:
+        return float(np.mean(self.trace.isl)) if self.trace is not None else self.isl.mean
+
+    @property
+    def osl_mean(self) -> float:
+        return float(np.mean(self.trace.osl)) if self.trace is not None else self.osl.mean
+
+    def longest(self) -> tuple[float, float]:
+        """The longest ISL and OSL a request has (fixed: N, uniform: b; lognormal, unbounded: its mean)."""
+        if self.trace is not None:
+            return float(np.max(self.trace.isl)), float(np.max(self.trace.osl))
+        top = lambda x: float({"fixed": x.a, "uniform": x.b}.get(x.kind, x.mean))  # noqa: E731
+        return top(self.isl), top(self.osl)
+
+    def at(self, i: int) -> "WorkloadRequest":
+        """The workload at its i-th load point alone."""
+        pick = lambda x: None if x is None else (x[i],)  # noqa: E731
+        return replace(self, concurrency=pick(self.concurrency), rate=pick(self.rate))
+
+    def lengths_label(self) -> tuple[str, str]:
+        return ("trace", "trace") if self.trace is not None else (self.isl.label(), self.osl.label())
+
+    def __str__(self) -> str:
+        pts = lambda xs: ", ".join(f"{x:g}" for x in xs)  # noqa: E731
+        load = (f"trace of {len(self.trace)} requests ({self.rate[0]:.4g}/s)" if self.trace is not None else
+                f"closed loop {pts(self.concurrency)} users ({self.arrivals})" if self.closed else
+                f"open loop {pts(self.rate)} requests/s")
+        isl, osl = self.lengths_label()
+        slo = [f"{k} {fmt_seconds(v)}" for k, v in (("TTFT", self.ttft_slo), ("TPOT", self.tpot_slo)) if v]
+        kind = f"{self.sessions.kind} sessions, " if self.sessions is not None else ""
+        return (f"{kind}{load}; ISL {isl} / OSL {osl}; cache hit {self.cache_hit:g}"
+                + (f"; SLOs {', '.join(slo)}" if slo else ""))
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """The serving engine's profile (catalog/engines/<name>.toml) and its knobs: the token budget per step
+    (``max_num_tokens``) and the batch cap (``max_batch``); None: the profile's."""
+
+    name: str = "vllm"
+    max_num_tokens: int | None = None
+    max_batch: int | None = None
+
+    @classmethod
+    def of(cls, values: Mapping) -> "EngineRequest":
+        """From a door's keywords (engine, max_num_tokens, max_batch); the profile is looked up to check them."""
+        req = cls(values.get("engine") or "vllm", inputs.optional("max_num_tokens", values.get("max_num_tokens")),
+                  inputs.optional("max_batch", values.get("max_batch")))
+        req.profile()
+        return req
+
+    def profile(self, tp: int = 1):
+        """serving.scheduler.EngineProfile at tensor-parallel degree ``tp`` (answers.engines.engine_profile)."""
+        from tokenomy.answers.engines import engine_profile
+
+        return engine_profile(self.name, int(tp), self.max_num_tokens, self.max_batch)
+
+    def __str__(self) -> str:
+        knobs = [f"{k} {v}" for k, v in (("max_num_tokens", self.max_num_tokens), ("max_batch", self.max_batch))
+                 if v is not None]
+        return self.name + (f" ({', '.join(knobs)})" if knobs else "")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """How the figures are produced: ``method`` analytic (serving.steady) or simulate (the iteration-level
+    simulator, ``requests`` requests seeded by ``seed``); ``protocol`` the benchmark tool whose run to reproduce
+    (catalog/protocols; "steady": the steady state)."""
+
+    method: str = "analytic"
+    protocol: str = "steady"
+    requests: int | None = None
+    seed: int = 0
+
+    @classmethod
+    def of(cls, values: Mapping) -> "RunRequest":
+        method = values.get("method", "analytic")
+        if method not in METHODS:
+            raise ValueError(f"method: {method!r}; allowed: {', '.join(METHODS)}")
+        return cls(method, values.get("protocol", "steady") or "steady",
+                   inputs.optional("requests", values.get("requests")), int(values.get("seed") or 0))
+
+    def __str__(self) -> str:
+        how = self.method if self.protocol == "steady" else f"protocol {self.protocol}"
+        return how + (f", {self.requests} requests" if self.requests else "") + (
+            f", seed {self.seed}" if self.method == "simulate" or self.protocol != "steady" else "")
+
+
+@dataclass(frozen=True)
+class PoolRequest:
+    """One disaggregated pool: its chips and layout degrees (None: the best for its load, answers/pools.py)."""
+
+    name: str  # prefill | decode
+    chips: int | None = None
+    layout: Layout | None = None
+
+    @classmethod
+    def of(cls, name: str, values: Mapping) -> "PoolRequest":
+        """From ``{name}_chips`` and ``{name}_tp``, ... (answers.resolve.layout_of's degrees)."""
+        from tokenomy.answers.resolve import layout_of
+
+        return cls(name, inputs.optional(f"{name}_chips", values.get(f"{name}_chips")),
+                   layout_of(*(values.get(f"{name}_{k}") for k in POOL_DEGREES)))
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.chips} chips ({self.layout.label() if self.layout is not None else 'best'})"
+
+
+@dataclass(frozen=True)
+class DeploymentRequest:
+    """What is served, where and how: the model and hardware (names, paths or specs), the chips (None: all of the
+    hardware), the layout (None: chosen for the workload), weight and KV dtypes (KV "auto": the engine's for the
+    weights), the efficiency set, $/chip-hour, energy prices; ``mode`` agg or disagg with its two pools."""
+
+    model: Any
+    hardware: Any
+    chips: int | None = None
+    layout: Layout | None = None
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    efficiency: Any = "calibrated"
+    usd_per_chip_hour: float | None = None
+    usd_per_kwh: float | None = None
+    facility: str | None = None
+    mode: str = "agg"
+    prefill: PoolRequest | None = None
+    decode: PoolRequest | None = None
+
+    @classmethod
+    def of(cls, model, hardware, values: Mapping) -> "DeploymentRequest":
+        """From a door's keywords: chips, tp ... kv_batch (the aggregated layout), weight_dtype, kv_dtype,
+        efficiency, usd_per_chip_hour, usd_per_kwh, facility, mode, pools (prefill_chips, prefill_tp, ...,
+        decode_chips, ...). Each mode takes its own layout keywords only (the other's would go unused)."""
+        from tokenomy.answers.resolve import layout_of
+
+        v = dict(values)
+        mode = v.get("mode", "agg")
+        if mode not in MODES:
+            raise ValueError(f"mode: {mode!r}; allowed: {', '.join(MODES)}")
+        pools = dict(v.get("pools") or {})
+        bad = set(pools) - {f"{p}_{k}" for p in ("prefill", "decode") for k in ("chips", *POOL_DEGREES)}
+        if bad:
+            raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + chips, "
+                             f"{', '.join(POOL_DEGREES)}")
+        agg = {k: v.get(k) for k in ("chips", *POOL_DEGREES)}
+        given = [k for k, x in pools.items() if x is not None]
+        used = [k for k, x in agg.items() if x is not None]
+        if mode == "agg" and given:
+            raise ValueError(f"{given[0]}: a disaggregated pool's; only with mode disagg")
+        if mode == "disagg" and used:
+            raise ValueError(f"{used[0]}: the aggregated layout's; with mode disagg give each pool's (prefill_chips, "
+                             f"prefill_{used[0]}, decode_chips, decode_{used[0]}, ...)")
+        pre, dec = (PoolRequest.of(p, pools) if mode == "disagg" else None for p in ("prefill", "decode"))
+        return cls(model, hardware, inputs.optional("chips", agg["chips"]),
+                   layout_of(*(agg[k] for k in POOL_DEGREES)), v.get("weight_dtype"), v.get("kv_dtype"),
+                   v.get("efficiency", "calibrated"), v.get("usd_per_chip_hour"), v.get("usd_per_kwh"),
+                   v.get("facility"), mode, pre, dec)
+
+    def name(self, of: str) -> str:
+        x = self.model if of == "model" else self.hardware
+        return x if isinstance(x, str) else getattr(x, "name", str(x))
+
+    def __str__(self) -> str:
+        where = (f"{self.prefill} + {self.decode}" if self.mode == "disagg" else
+                 f"{self.chips or 'all'} chips, layout {self.layout.label() if self.layout is not None else 'best'}")
+        dtypes = f"weights {self.weight_dtype or 'checkpoint'}, KV {self.kv_dtype or 'auto'}"
+        eff = self.efficiency if isinstance(self.efficiency, str) else getattr(self.efficiency, "name", "given")
+        return f"{self.name('model')} on {self.name('hardware')} ({self.mode}: {where}); {dtypes}; {eff} efficiency"
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """A serving question: what is served (``deployment``), the load (``workload``), the engine and how the
+    figures are produced (``run``); ``emit`` the engine whose launch commands to write (None: none)."""
+
+    deployment: DeploymentRequest
+    workload: WorkloadRequest
+    engine: EngineRequest
+    run: RunRequest = RunRequest()
+    emit: str | None = None
+
+    @classmethod
+    def of(cls, model, hardware, values: Mapping) -> "ServeRequest":
+        """From ``tk.serve``'s keywords (or the CLI's options), checked in the order a user reads them: the mode
+        and its layout keywords, the method, the workload, the engine, the protocol, the launch commands."""
+        from tokenomy.answers.engines import benchmark_protocol
+        from tokenomy.answers.launch import ENGINES, check_emit
+
+        v = dict(values)
+        emit = v.get("emit")
+        if v.get("engine") is None:  # left out: the engine emit names (vllm for dynamo or no emit)
+            v["engine"] = emit if emit in ENGINES else "vllm"
+        if emit is not None:  # first, as every answer taking emit checks it
+            check_emit(emit, v["engine"])
+        dep = DeploymentRequest.of(model, hardware, v)
+        run = RunRequest.of(v)
+        work = WorkloadRequest.of(v)
+        proto = benchmark_protocol(run.protocol)
+        if not proto.steady and (dep.mode == "disagg" or work.trace is not None):
+            raise ValueError(f"protocol: {run.protocol!r} runs on aggregated serving without a trace; give "
+                             "protocol=steady with mode=disagg or a trace")
+        return cls(dep, work, EngineRequest.of(v), run, emit)
+
+    def __str__(self) -> str:
+        return f"{self.deployment}; {self.workload}; engine {self.engine}; {self.run}" + (
+            f"; emit {self.emit}" if self.emit else "")
