@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
 from tokenomy.formatting import fmt_cell, to_csv, to_json, with_band  # noqa: F401  (re-exported for the commands)
+from tokenomy.headers import header
 
 if TYPE_CHECKING:  # rich loads when a table is drawn, not for --json/--csv/--help
     from rich.console import Console
@@ -58,18 +59,15 @@ def _cells(row: dict, cols: list[str]) -> list[str]:
 
 
 def _header(name: str, cell_width: int) -> str:
-    """A long field name folded after its underscores to about its column's width ('tokens_per_s_' / 'per_chip'),
-    so a header is not what makes a table too wide; names stay whole when folding saves under 3 characters."""
-    if len(name) - cell_width < 3 or "_" not in name:
-        return name
-    parts = [p + "_" for p in name.split("_")]
-    parts[-1] = parts[-1][:-1]
-    w = max(cell_width, max(map(len, parts)))
+    """The field's header in people's words (tokenomy.headers: 'tok/s/chip', '$/Mtok out'), folded at its spaces
+    to about its column's width, so a header is not what makes a table too wide."""
+    words = header(name).split(" ")
+    w = max(cell_width, max(map(len, words)))
     lines = [""]
-    for part in parts:
-        if lines[-1] and len(lines[-1]) + len(part) > w:
+    for word in words:
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > w:
             lines.append("")
-        lines[-1] += part
+        lines[-1] += (" " if lines[-1] else "") + word
     return "\n".join(lines)
 
 
@@ -92,10 +90,9 @@ def table(rows: list[dict], title: str = "", columns: Iterable[str] | None = Non
     from rich.table import Table
 
     cells = [_cells(r, cols) for r in rows]
-    heads = cols
+    heads = [_header(c, max((len(r[j]) for r in cells), default=0)) for j, c in enumerate(cols)]
     dropped: list[str] = []
     if limit is not None:
-        heads = [_header(c, max((len(r[j]) for r in cells), default=0)) for j, c in enumerate(cols)]
         n = _fit(heads, cells, limit)
         cols, heads, dropped = cols[:n], heads[:n], cols[n:]
         cells = [r[:n] for r in cells]
@@ -154,7 +151,7 @@ def emit(rows: list[dict] | dict, *, as_json: bool, as_csv: bool, title: str = "
         t, dropped = table(rows_list, title, columns, limit=None if wide() else out.width)
         out.print(t)
         if dropped:
-            out.print(f"[dim]not shown at {out.width} columns: {', '.join(dropped)} (--wide shows all; "
+            out.print(f"[dim]not shown at {out.width} columns: {', '.join(map(header, dropped))} (--wide shows all; "
                       "--json/--csv carry every field)[/dim]", highlight=False)
     for n in notes:
         out.print(n)

@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from tokenomy.web import catalog_view, compare_page, context_page, serve, views, workload_page
 from tokenomy.formatting import band_suffix, fmt_human
+from tokenomy.headers import header
 from tokenomy.web.params import CHOICES, field_of, message_of
 from tokenomy.catalog import loader
 from tokenomy.specs import OVERRIDABLE
@@ -24,37 +25,20 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 NAV = [("/serve", "Serve"), ("/compare", "Compare"), ("/workload", "Workload"), ("/latency", "Latency"),
        ("/pricing", "Pricing"), ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
        ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/lecture", "Lecture"), ("/catalog", "Catalog")]
-# names people read for payload keys (the rest: underscores to spaces, unit suffixes dropped)
+# names people read for the Lifecycle answer's keys; every other field's header is tokenomy.headers' (the CLI's)
 LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inference tokens",
           "n_active_params": "model size N (active params)", "tokens_per_param": "tokens per parameter",
           "overtraining": "over-training vs Chinchilla (x)", "usd_per_pretraining_flop": "$ per pre-training FLOP",
           "ignoring_inference_n_active_params": "N if inference were ignored",
           "ignoring_inference_total_usd": "total $ if inference were ignored", "saving_fraction": "saving",
-          "tp": "tp", "ep": "ep", "pp": "pp", "dp": "dp", "cp": "cp", "mfu": "MFU", "kv_dtype": "KV dtype",
-          "usd_per_chip_hour": "$ per chip-hour", "tick_s": "tick (s)", "ttft_s": "TTFT", "tpot_s": "TPOT",
-          "usd_per_mtok_input": "$ / M input", "usd_per_mtok_output": "$ / M output", "ttft_p99_s": "TTFT p99",
-          "tpot_p99_s": "TPOT p99", "e2e_s": "end to end", "j_per_output_token": "J / output token (all-in)",
-          "tokens_per_s_per_mw": "tok/s per all-in MW", "tco_usd_per_mtok_output": "TCO $ / M output",
-          "j_per_token_all_in": "J / token (all-in)", "tco_usd_per_mtok": "TCO $ / M tokens",
-          # the Lifecycle answer's keys
           "target_loss": "quality target (Chinchilla loss)", "pretraining_usd": "pre-training cost", "rl_usd": "RL cost",
           "inference_usd": "inference cost", "total_usd": "total cost", "pretraining_fraction": "pre-training share",
           "rl_fraction": "RL share", "inference_fraction": "inference share", "pretraining_flops": "pre-training compute",
-          "rl_flops": "RL compute", "inference_flops": "inference compute", "hardware": "priced on",
-          "kv_transfer_s": "KV hand-off", "requests_per_s": "requests/s", "tokens_per_s_per_chip": "tokens/s per chip",
-          "tokens_per_s_per_user": "tokens/s per user", "kv_occupancy": "KV occupancy",
-          "goodput_requests_per_s": "goodput (requests/s)", "capacity_limited": "over capacity"}
-_SUFFIXES = ("_bytes", "_usd", "_s")
+          "rl_flops": "RL compute", "inference_flops": "inference compute", "hardware": "priced on"}
 
 
 def label(key: str) -> str:
-    if key in LABELS:
-        return LABELS[key]
-    for suffix in _SUFFIXES:
-        if key.endswith(suffix) and len(key) > len(suffix) and not key.endswith("_per_s"):
-            key = key[: -len(suffix)] + {"_usd": " ($)"}.get(suffix, "")
-            break
-    return key.replace("_", " ")
+    return LABELS.get(key) or header(key)
 
 
 def fig_json(fig) -> Markup:
