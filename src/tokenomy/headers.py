@@ -36,7 +36,8 @@ HEADERS: dict[str, str] = {
     # workload and layout
     "isl": "ISL", "osl": "OSL", "concurrency": "concurrency", "rate": "rate (req/s)", "plan": "layout",
     "prefill_chips": "prefill chips", "decode_chips": "decode chips", "num_chips": "chips", "kv_dtype": "KV dtype",
-    "global_batch": "global batch", "balance_batch": "balance batch",
+    "global_batch": "global batch", "use_case": "use case", "ttft_slo_s": "TTFT SLO", "tpot_slo_s": "TPOT SLO",
+    "chips_to_fit": "chips to fit", "min_chips": "min chips", "balance_batch": "balance batch",
     # hardware and models
     "hbm_bytes_per_s": "HBM bandwidth", "bf16_flops_per_s": "BF16 peak", "scale_up_bytes_per_s": "scale-up bandwidth",
     "flops_per_hbm_byte": "FLOP/B (ridge)", "active_params": "active params", "total_params": "total params",

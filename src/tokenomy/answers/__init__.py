@@ -16,7 +16,7 @@ _WHERE = {
     "speculate": "economics", "cache": "economics", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "training",
     "validate": "fidelity", "calibrate": "fidelity", "what_if": "hardware_sweep", "models": "catalog",
-    "model": "catalog", "hardware": "catalog", "sweep": "sweeps",
+    "model": "catalog", "hardware": "catalog", "sweep": "sweeps", "min_chips": "sizing",
 }
 
 __all__ = sorted(_WHERE)

@@ -128,6 +128,7 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
                    "count (default: the tool's)"),
     "seed": _w(0, 2**32 - 1, "", "simulate: random seed"),
     "prefill_chips": POOL, "decode_chips": POOL,
+    "max_chips": _w(1, 4096, "chips", "min-chips: the largest chip count tried (powers of two up to it)"),
     "hold_out": _w(1, 10**6, "", "calibrate: every k-th point held out (k >= 2, the answer says why)"),
     # train, rl, lifecycle
     "micro_batch": _w(1, MAX_BATCH, "sequences"), "seq_len": _w(1, MAX_CONTEXT, "tokens"),

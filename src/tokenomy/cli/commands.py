@@ -9,3 +9,4 @@ from tokenomy.cli import fidelity  # noqa: F401
 from tokenomy.cli import reversible  # noqa: F401,E402
 from tokenomy.cli import serve  # noqa: F401
 from tokenomy.cli import sweep  # noqa: F401
+from tokenomy.cli import sizing  # noqa: F401

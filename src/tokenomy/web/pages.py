@@ -23,7 +23,7 @@ from tokenomy.units import DTYPE_BYTES
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 NAV = [("/serve", "Serve"), ("/compare", "Compare"), ("/workload", "Workload"), ("/latency", "Latency"),
-       ("/pricing", "Pricing"), ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/train", "Train"),
+       ("/pricing", "Pricing"), ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/min_chips", "Min chips"), ("/train", "Train"),
        ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/lecture", "Lecture"), ("/catalog", "Catalog")]
 # names people read for the Lifecycle answer's keys; every other field's header is tokenomy.headers' (the CLI's)
 LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inference tokens",
@@ -65,6 +65,7 @@ def placeholder(default) -> str:
 
 
 templates.env.filters["placeholder"] = placeholder
+templates.env.globals["workload_link"] = views.workload_link
 # the custom-chip panel's inputs (templates/_custom_chip.html): the what-if fields people reach for first
 SET_FIELDS = ("hbm_bytes_per_s", "hbm_bytes", "bf16_flops_per_s", "fp8_flops_per_s", "fp4_flops_per_s",
               "peak_flops_per_s", "scale_up_bytes_per_s", "scale_out_bytes_per_s", "usd_per_chip_hour", "tdp_w")

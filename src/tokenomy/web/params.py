@@ -233,7 +233,8 @@ NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI h
                "serve": {"trace", "pools"}}  # a trace is a file; the pools a dict (the CLI's --prefill-chips ...)
 
 
-WEB_BUDGETS = {"requests": 100_000}  # simulated requests per page or API call (the CLI: what the machine holds)
+WEB_BUDGETS = {"requests": 100_000,  # simulated requests per page or API call (the CLI: what the machine holds)
+               "max_chips": 256}  # min_chips: chip counts tried per use case (1..256: nine serve answers each)
 NUMBERS = {**inputs.FIELDS, **{k: replace(inputs.FIELDS[k], hi=v) for k, v in WEB_BUDGETS.items()}}  # the one
 # table (answers/inputs.py), the web's budgets narrower
 # serve's disaggregated pools: the answer takes them as one dict (``pools``), the query as flat fields, each pool's
@@ -250,7 +251,7 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
     "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
     "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
-    "decode_chips": "int", "flops_fraction": "float",
+    "decode_chips": "int", "flops_fraction": "float", "use_case": "text",
 }
 ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the default (numbers: answers/door.LISTS)
           **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}

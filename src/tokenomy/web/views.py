@@ -36,6 +36,9 @@ HELP = {
                 "metric definitions); steady: the steady state users plan with",
     "efficiency": "calibrated: the chip's fitted terms (the estimate); roofline: ideal (the bound)",
     "top": "rows of the Pareto front to list; 0: all",
+    "use_case": "chat, rag, code-completion, agent, batch-summarisation (a comma list); empty: all",
+    "max_chips": "the largest chip count tried (1, 2, 4, ... up to it)",
+    "concurrency": "users served at once (closed loop); min_chips: one value per use case",
     "tp": "tensor-parallel degree", "pp": "pipeline stages", "cp": "context-parallel degree",
     "ep": "expert-parallel degree", "dp": "data-parallel replicas; empty: chips / (tp·pp·cp)",
     "zero": "ZeRO stage (1: optimizer, 2: + gradients, 3: + weights sharded over dp)",
@@ -203,6 +206,24 @@ def _speculate_cards(d: dict) -> list:
             ("cost ratio there", _times(b["cost_ratio"]), "$/token vs plain decoding")]
 
 
+def _min_chips_cards(d: dict) -> list:
+    """The fewest chips over the use cases asked, and the use case that needs the most."""
+    ok = [r for r in d["rows"] if r["min_chips"]]
+    if not ok:
+        return [("min chips", "none within the chips tried", d["rows"][0]["why"] if d["rows"] else None)]
+    lo, hi = min(ok, key=lambda r: r["min_chips"]), max(ok, key=lambda r: r["min_chips"])
+    return [("fewest chips", f"{lo['min_chips']:,}", lo["use_case"]), ("most chips", f"{hi['min_chips']:,}",
+            hi["use_case"]), ("served", f"{len(ok)} of {len(d['rows'])}", "use cases within the SLOs")]
+
+
+def workload_link(row: dict, q: Mapping[str, str]) -> str:
+    """The Workload page preset to a min-chips row: its use case's lengths and SLOs, its chips, its users."""
+    keep = {k: q[k] for k in ("model", "hardware", "engine", "weight_dtype", "kv_dtype", "efficiency", "cache_hit",
+                              "usd_per_chip_hour") if q.get(k)}
+    return "/workload?" + urlencode({**keep, "preset": row["use_case"], "chips": row["min_chips"],
+                                     "concurrency": f"{row['concurrency']:g}"})
+
+
 _PASS_FIELDS = ("model", "hardware", "chips", "batch", "context")
 _PASS_TAIL = ("tp", "ep", "pp", "dp", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour")
 _PASS_DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "context": "8192"}
@@ -235,6 +256,11 @@ PAGES = {
                        "rl_tokens_ratio", "rl_flops_factor", "rl_penalty", "inference_penalty", "infer",
                        "active_params", "models_per_family"),
                       lambda d, q: {"split": tp.lifecycle_split(d)}),
+    "min_chips": Page("min_chips", "Minimum chips per use case",
+                      {"model": "llama-3.1-70b", "hardware": "h100-sxm", "concurrency": "16", "max_chips": "64"},
+                      ("model", "hardware", "use_case", "concurrency", "max_chips", "engine", "weight_dtype",
+                       "kv_dtype", "efficiency", "cache_hit", "usd_per_chip_hour"),
+                      lambda d, q: {}, _min_chips_cards, "rows"),
     "cache": Page("cache", "Cache tiers", {"model": "deepseek-v3", "hardware": "hgx-h200-8", "kv_dtype": "fp8",
                                             "prefix_tokens": "32768"},
                   ("model", "hardware", "chips", "prefix_tokens", "hold", "stall", "prefill_batch", "kv_dtype",

@@ -10,6 +10,7 @@ from typing import Mapping
 from urllib.parse import urlencode
 
 from tokenomy.answers.engines import ENGINES, PROTOCOLS
+from tokenomy.answers.sizing import USE_CASES
 from tokenomy.answers.workloads import serve
 from tokenomy.plots import workload as wp
 from tokenomy.web import params as P
@@ -20,9 +21,10 @@ METHODS = ("analytic", "simulate")
 DEGREES = ("tp", "ep", "pp", "dp")
 MODES = ("agg", "disagg")
 POOLS = tuple(f"{pool}_{k}" for pool in ("prefill", "decode") for k in ("chips",) + DEGREES)  # disagg's pools
+POOL_ATTN = ("prefill_attn_dp", "decode_attn_dp")  # with ep > 1: attention data-parallel (true) or tensor-parallel
 FIELDS = ("model", "config", "hardware", "chips", "loop", "concurrency", "rate", "isl", "osl", "cache_hit", "engine",
           "method", "protocol", "ttft_slo", "tpot_slo", "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour",
-          "set", "mode") + DEGREES + POOLS
+          "set", "mode", "preset") + DEGREES + POOLS + POOL_ATTN
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "loop": "concurrency", "concurrency": "1,4,16,64,256",
             "rate": "0.5,1,2,4,8", "isl": "1024", "osl": "1024", "cache_hit": "0", "engine": "vllm",
             "method": "analytic", "protocol": "steady", "kv_dtype": "auto", "efficiency": "calibrated", "mode": "agg"}
@@ -37,8 +39,19 @@ MAX_POINTS = 16  # load points on one page (each an analytic steady state; simul
 SIM_MAX_POINTS = 6
 
 
+def preset_values(name: str) -> dict[str, str]:
+    """A use case's lengths and SLOs (answers.sizing.USE_CASES) as the form's values; '' for no SLO."""
+    u = USE_CASES[name]
+    return {"isl": str(u.isl), "osl": str(u.osl), "ttft_slo": "" if u.ttft_slo_s is None else f"{u.ttft_slo_s:g}",
+            "tpot_slo": "" if u.tpot_slo_s is None else f"{u.tpot_slo_s:g}"}
+
+
 def form_values(params: Mapping[str, str]) -> dict[str, str]:
-    return {**DEFAULTS, **{k: v for k, v in params.items() if k in FIELDS}}
+    """The request's values over a preset's (``preset=chat``: its lengths and SLOs) over the defaults; a preset
+    fills only what the query leaves out, so a link to a preset and a form that edits its values both hold."""
+    preset = params.get("preset", "")
+    given = {k: v for k, v in params.items() if k in FIELDS}
+    return {**DEFAULTS, **(preset_values(preset) if preset in USE_CASES else {}), **given}
 
 
 def _loads(name: str, text: str) -> list[float]:
@@ -53,6 +66,8 @@ def kwargs(params: Mapping[str, str]) -> dict:
     q = P.Query(params, FIELDS)
     v = {k: x for k, x in form_values(params).items() if x.strip()}
     qv = P.Query(v, FIELDS)
+    if v.get("preset"):
+        qv.choice("preset", tuple(USE_CASES))
     loop = qv.choice("loop", LOOPS, DEFAULTS["loop"])
     P.refuse_emptied(params, [f for f in PREFILLED if f not in LOOPS or f == loop])  # the other loop's is hidden
     method = qv.choice("method", METHODS, DEFAULTS["method"])
@@ -71,13 +86,14 @@ def kwargs(params: Mapping[str, str]) -> dict:
         kw["hardware"] = P.hardware_with_set(kw["hardware"], P.set_text(v["set"]))
     kw["mode"] = qv.choice("mode", MODES, DEFAULTS["mode"])
     pools = {k: qv.number(k, None) for k in POOLS}
+    pools |= {k: {"true": True, "false": False}[qv.choice(k, ("true", "false"))] for k in POOL_ATTN if v.get(k)}
     kw["pools"] = {k: x for k, x in pools.items() if x is not None} or None  # serve refuses them with agg
     return kw
 
 
 def api_url(params: Mapping[str, str]) -> str:
     """/api/serve for the question on screen (lists as the CLI writes them)."""
-    v = {k: x for k, x in form_values(params).items() if x.strip() and k not in ("loop",)}
+    v = {k: x for k, x in form_values(params).items() if x.strip() and k not in ("loop", "preset")}
     loop = v.get("loop", form_values(params)["loop"])
     v.pop("rate" if loop == "concurrency" else "concurrency", None)
     return "/api/serve?" + urlencode(v)

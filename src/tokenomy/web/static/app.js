@@ -61,6 +61,25 @@
     });
   }
 
+  var PRESET_FIELDS = ["isl", "osl", "ttft_slo", "tpot_slo"];
+
+  function usePreset(form, target) {
+    // the Workload page's use case: choosing one fills its lengths and SLOs (before htmx gathers the form);
+    // editing one of them by hand makes the question a custom one again
+    var preset = form.querySelector("select[name=preset]");
+    if (!preset) return;
+    if (target === preset) {
+      var opt = preset.selectedOptions[0];
+      if (!opt || !opt.value) return;
+      PRESET_FIELDS.forEach(function (k) {
+        var el = form.querySelector("[name='" + k + "']");
+        if (el) el.value = opt.dataset[k] || "";
+      });
+    } else if (PRESET_FIELDS.indexOf(target.name) >= 0) {
+      preset.value = "";
+    }
+  }
+
   function upload(form, file) {
     var box = document.getElementById("upload-error");
     file.text().then(function (text) {
@@ -129,6 +148,7 @@
     });
     form.addEventListener("input", function (e) {
       if (["kind", "loop", "mode"].indexOf(e.target.name) >= 0) prefillOnly(form);
+      usePreset(form, e.target);
       if (e.target.inputMode === "decimal") syncSliders(form);
     });
     var file = document.getElementById("config-file");
