@@ -52,7 +52,7 @@ def test_pass_page_op_table_and_prefill_titles(client):
     titles = [f["layout"]["title"]["text"] for f in figures(r.text).values()]
     assert not any("Decode" in t for t in titles), titles
     assert all("tp1 ep64" in t for t in titles if "<sub>on" in t)  # the chosen layout, not an even split
-    rows = re.findall(r"<tr><td>([^<]+)</td><td>(matmul|expert|attention|\w+)</td>", r.text)
+    rows = re.findall(r'<tr class="op-row"[^>]*><td>([^<]+)</td><td>(matmul|expert|attention|\w+)</td>', r.text)
     assert len(rows) >= 4
 
 

@@ -739,13 +739,19 @@ def _tbo(eff: Efficiency):
     return 1.0 + _f(eff.ep_overlap)
 
 
+def kernel_terms(w: Work, peaks: Peaks, eff: Efficiency = ROOFLINE) -> tuple:
+    """(compute, weights read, KV read, activations) seconds of a lowered pass's kernels, before any fit or validity
+    mask: compute at the GEMM efficiency of its rows, each read at its bandwidth (weights streamed 1 + ε times under
+    two-batch overlap). Linear in the work's sums, so a part of the op list (core/op_costs) gets its own share."""
+    bw = peaks.hbm_bytes_per_s * eff.hbm_fraction  # streamed weights and activations
+    kv_bw = bw if eff.kv_hbm_fraction is None else peaks.hbm_bytes_per_s * eff.kv_hbm_fraction  # paged KV gathers
+    return _compute_s(w, peaks, eff), _tbo(eff) * w.weight_bytes / bw, w.kv_bytes / kv_bw, w.act_bytes / bw
+
+
 def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
     """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit (module
     docstring). Every time gets ``nan`` (0, or NaN where the point is invalid or does not fit) added once."""
-    compute_s = _compute_s(w, peaks, eff)
-    bw = peaks.hbm_bytes_per_s * eff.hbm_fraction  # streamed weights and activations
-    kv_bw = bw if eff.kv_hbm_fraction is None else peaks.hbm_bytes_per_s * eff.kv_hbm_fraction  # paged KV gathers
-    weights_read_s, kv_s, act_s = _tbo(eff) * w.weight_bytes / bw, w.kv_bytes / kv_bw, w.act_bytes / bw
+    compute_s, weights_read_s, kv_s, act_s = kernel_terms(w, peaks, eff)
     memory_s = weights_read_s + kv_s + act_s
     ring_share = 1.0 if eff.nccl_link_fraction is None else _f(eff.nccl_link_fraction) / _f(eff.link_fraction)
     tp_comm, ep_all = _comms_s(w, _calibrated(topo, eff), ring_share)

@@ -6,6 +6,10 @@ what the busiest chip of a stage does per micro-batch on the deployment's layout
     flops = dense_flops + expert_flops          bytes = weight_bytes + kv_bytes + act_bytes
 The engine is linear in the op sums, so the groups add up to the whole pass (attention takes the cheaper of its
 absorbed and plain forms per group, which is the whole pass's choice when the attention layers are alike).
+Each group is also timed by the engine (core/engine.kernel_terms on the group's work, the deployment's efficiency set):
+its compute term (GEMM efficiency at the pass's rows) and its memory term split by what is read (weights, KV,
+activations), which add up to the pass's compute and memory terms. Communication, the kernels' launch floor and
+the host's time belong to the step, not to an op (the critical path shows them).
 """
 
 from __future__ import annotations
@@ -29,6 +33,17 @@ class OpCost:
     count: int
     flops: float
     bytes: float  # read + written
+    weight_bytes: float = 0.0  # the bytes by what they are
+    kv_bytes: float = 0.0
+    act_bytes: float = 0.0
+    compute_s: float | None = None  # the engine's terms for this group alone (module docstring)
+    weights_s: float | None = None
+    kv_s: float | None = None
+    act_s: float | None = None
+
+    @property
+    def memory_s(self) -> float | None:
+        return None if self.weights_s is None else self.weights_s + self.kv_s + self.act_s
 
     @property
     def intensity(self) -> float:
@@ -62,7 +77,9 @@ def op_costs(dep: Deployment, *, batch: float, context: float, len_pass: float =
         shape = shape_of(dep.model, coefficients(dep.model, keep=lambda op, k=key: _key(op) == k))
         w = engine.work(shape, dep.topo, dep.layout, batch, context, len_pass, precision=dep.precision)
         f, b = per_chip(w)
+        terms = engine.kernel_terms(w, dep.peaks, dep.eff)  # unmasked: a dense part of an EP layout is no layout
         role = key[0]
         label = role if names.count(role) == 1 else f"{role} #{sum(1 for o in out if o.name.startswith(role)) + 1}"
-        out.append(OpCost(label, key[1], n, f, b))
+        out.append(OpCost(label, key[1], n, f, b, *(float(np.asarray(x)) for x in (
+            (w.weight_bytes, w.kv_bytes, w.act_bytes) + terms))))
     return out

@@ -20,10 +20,12 @@ from tokenomy.plots import serving as sp
 from tokenomy.plots.roofline import roofline_figure
 from tokenomy.units import fmt_seconds
 from tokenomy.web import params as P
+from tokenomy.web import op_breakdown as OB
+from tokenomy.web import serve_request as R
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout", "hop_latency")
 SERVE_FIELDS = ("emit", "kind", "model", "config", "hardware", "chips", "batch", "context", "len_pass", "weight_dtype",
-                "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + LAYOUT_FIELDS
+                "kv_dtype", "efficiency", "usd_per_chip_hour", "set") + LAYOUT_FIELDS + R.REQUEST_FIELDS
 DEFAULTS = {"kind": "decode", "model": "llama-3.1-70b", "hardware": "hgx-h100-8", "batch": "64", "context": "8192",
             "kv_dtype": "bf16", "efficiency": "calibrated"}
 PREFILLED = ("batch", "context")  # number fields the form shows filled: sent back empty, they are refused
@@ -34,7 +36,7 @@ _MARKUP = re.compile(r"\[/?(bold|red|green|yellow|dim|italic|cyan)\]")
 
 def form_values(params: Mapping[str, str]) -> dict[str, str]:
     """What the form shows: the request's values over the defaults (kept as typed, even when invalid)."""
-    return {**DEFAULTS, **{k: v for k, v in params.items() if k in SERVE_FIELDS}}
+    return {**DEFAULTS, **R.DEFAULTS, **{k: v for k, v in params.items() if k in SERVE_FIELDS}}
 
 
 def plain(lines: list[str]) -> list[str]:
@@ -45,7 +47,7 @@ def plain(lines: list[str]) -> list[str]:
 def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The kind and the decode|prefill query of the page (one batch, one context)."""
     P.Query(params, SERVE_FIELDS)
-    P.refuse_emptied(params, PREFILLED)
+    P.refuse_emptied(params, PREFILLED + ("isl", "osl"))
     values = {k: v for k, v in form_values(params).items() if v.strip()}
     kind = P.Query(values, SERVE_FIELDS).choice("kind", ("decode", "prefill"), "decode")
     if "len_pass" in values:  # decode ignores it, but a bad number is refused, never silently dropped
@@ -56,24 +58,6 @@ def parse_serve(params: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     for name in PREFILLED:  # one point: one value each (the sweeps around it are the page's own)
         P.Query(q, tuple(q)).number(name, None)
     return kind, q
-
-
-def op_table(ops, peak_flops_per_s: float, hbm_bytes_per_s: float) -> list[dict]:
-    """The roofline plot's op rows as a table (busiest chip, one micro-batch): FLOPs, bytes, intensity I = F/B,
-    roofline time max(F/peak, B/BW) and the bound (compute when I >= the ridge peak/BW), the same arithmetic as
-    plots.roofline places the points with."""
-    ridge = peak_flops_per_s / hbm_bytes_per_s
-    rows = []
-    for o in ops:
-        t = max(o.flops / peak_flops_per_s, o.bytes / hbm_bytes_per_s)
-        i = o.flops / o.bytes if o.bytes else None
-        rows.append({"op": o.name, "kind": o.kind, "count": o.count, "flops": o.flops, "bytes": o.bytes,
-                     "intensity": i, "time_s": t, "bound": "-" if i is None or not o.flops else
-                     ("compute" if i >= ridge else "memory")})
-    total = sum(r["time_s"] for r in rows) or 1.0
-    for r in rows:
-        r["share"] = r["time_s"] / total
-    return rows
 
 
 def critical_path(row: dict) -> list[dict]:
@@ -112,6 +96,7 @@ def _sweep(kind: str, q: dict, plan: dict, **grid) -> list[dict]:
 def serve_view(kind: str, q: dict[str, str]) -> dict:
     """Everything the results panel shows: the point's row, header, explain lines, figures."""
     emit = q.pop("emit", None)  # not the pass's: the launch command of its layout (answers/launch.py)
+    q, req = R.split(kind, dict(q))  # the serving mode and its request; disagg: the pass on its kind's pool
     res = P.answer(kind, q)
     row, plan = res.rows()[0], res.extra["plan"]
     kw = P.answer_kwargs(kind, q)
@@ -124,7 +109,7 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     if row["fits"]:  # a configuration that does not fit gets no times, so no point on the roofline
         ops = op_costs(dep, batch=row["batch"], context=row["context"], len_pass=row["len_pass"])  # busiest chip
         chip, m = dep.hardware.chip, plan["microbatches"]  # a step runs M micro-batches through each stage
-        op_rows = op_table(ops, chip.peak_flops_per_s[compute_dtype], chip.hbm_bytes_per_s)
+        op_rows = OB.op_rows(ops, chip.peak_flops_per_s[compute_dtype], chip.hbm_bytes_per_s)
         figures["roofline"] = roofline_figure(
             ops, peak_flops_per_s=chip.peak_flops_per_s[compute_dtype], hbm_bytes_per_s=chip.hbm_bytes_per_s,
             pass_flops=m * sum(o.flops for o in ops), pass_bytes=m * sum(o.bytes for o in ops),
@@ -146,7 +131,8 @@ def serve_view(kind: str, q: dict[str, str]) -> dict:
     launch = [] if not emit else launch_commands(
         kw["model"], emit=P.Query({"emit": emit}, ("emit",)).choice("emit", EMIT, None), layout=plan,
         weight_dtype=kw.get("weight_dtype"), kv_dtype=kw.get("kv_dtype"), max_batch=row["batch"])
-    return {"launch": launch, "row": row, "kind": kind, "critical": critical_path(row) if row["fits"] else [], "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
-            "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "chips": plan["chips"],
+    request = R.request_view(kind, q, req, row, plan) if row["fits"] else None
+    return {"one_request": request, "mode": req["mode"], "launch": launch, "row": row, "kind": kind, "critical": critical_path(row) if row["fits"] else [], "title": res.title, "overrides": res.extra.get("hardware_overrides"), "layout_rule": res.extra["layout_rule"], "plan": plan,
+            "explain": plain(res.explain()), "notes": list(res.notes), "figures": figures, "ops": op_rows, "kinds": OB.kind_rows(op_rows), "chips": plan["chips"],
             "label": f"{dep.model.name} on {plan['chips']} × {dep.hardware.name}", "compute_dtype": compute_dtype,
             "weight_dtype": kw.get("weight_dtype"), "kv_dtype": kw.get("kv_dtype", "bf16")}

@@ -10,8 +10,42 @@
       var fig = JSON.parse(s.textContent);
       Plotly.react(el, fig.data, fig.layout, {responsive: true, displaylogo: false});
       el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
+      if (el.id === "fig-roofline" && !el.dataset.clicks && el.on) {
+        el.dataset.clicks = "1";  // a point of the ops trace opens its row of the breakdown (templates/_ops.html)
+        el.on("plotly_click", function (ev) {
+          var p = ev.points && ev.points[0];
+          if (!p || p.data.name !== "ops") return;
+          var row = document.querySelector("#op-table tr[data-op='" + String(p.text).replace(/'/g, "\\'") + "']");
+          if (row) pickOp(row);
+        });
+      }
     });
   }
+
+  function pickOp(row) {
+    // the Serve page's breakdown: one op's figures in words, its row marked and brought into view
+    document.querySelectorAll("#op-table tr.picked").forEach(function (r) { r.classList.remove("picked"); });
+    row.classList.add("picked");
+    var d = row.dataset, box = document.getElementById("op-detail");
+    if (box) {
+      box.textContent = d.op + " (" + d.kind + ", " + d.count + " layer" + (d.count === "1" ? "" : "s") + "): " +
+        d.flops + "FLOP; reads weights " + d.weights + ", KV " + d.kv + ", activations " + d.act +
+        " (intensity " + d.intensity + " FLOP/B); compute " + d.compute + ", memory " + d.memory +
+        " -> kernel time " + d.time + " (" + d.bound + "-bound), " + d.perLayer + " per layer, " + d.share +
+        " of the pass's kernel time";
+      box.hidden = false;
+    }
+    row.scrollIntoView({block: "nearest"});
+  }
+
+  document.addEventListener("click", function (e) {
+    var row = e.target.closest && e.target.closest("#op-table tr.op-row");
+    if (row) pickOp(row);
+  });
+  document.addEventListener("keydown", function (e) {
+    var row = e.key === "Enter" && e.target.closest && e.target.closest("#op-table tr.op-row");
+    if (row) pickOp(row);
+  });
 
   function syncSliders(form) {
     form.querySelectorAll("input[type=range][data-log2-for]").forEach(function (r) {
