@@ -159,3 +159,33 @@ def fmt_human(key: str, v: Any) -> str:
         if key.endswith("tokens") or key.startswith("d_"):
             return fmt_si(v)
     return fmt_cell(key, v)
+
+
+def _power_of_ten(v: float) -> str:
+    """2.592e15 -> '2.59×10^15' (the lecture's way with token counts)."""
+    exponent = math.floor(math.log10(abs(v)))
+    return f"{v / 10 ** exponent:.3g}×10^{exponent}"
+
+
+_UNIT_FORMATS = {
+    "s": fmt_seconds, "B": fmt_bytes, "B/token": lambda v: f"{v:,.0f} B/token", "tok/s": lambda v: fmt_si(v, "tok/s"),
+    "tokens": lambda v: (_power_of_ten(v) if abs(v) >= 1e6 else f"{v:,.0f}") + " tokens",
+    "sequences": lambda v: f"{v:,.0f} sequences", "experts/GPU": lambda v: f"{v:g} experts/GPU",
+    "FLOP/B": lambda v: f"{v:,.0f} FLOP/B", "$/Mtok": lambda v: f"{fmt_usd(v)} per M tokens", "share": fmt_percent,
+    "x": lambda v: f"{v:,.0f}×" if abs(v) >= 1000 else f"{v:.3g}×",
+}
+
+
+def fmt_unit(v: Any, unit: str | tuple[str, ...]) -> str:
+    """A value with its unit as people write it (lecture_claims.claim_units): 2400, 'sequences' -> '2,400
+    sequences'; 0.0144, 's' -> '14.4 ms'; a list item by item (with one unit per item when ``unit`` is a tuple);
+    text as it is; None as '-'."""
+    if v is None:
+        return "-"
+    if isinstance(v, (list, tuple)):
+        units = unit if isinstance(unit, tuple) else (unit,) * len(v)
+        return ", ".join(fmt_unit(x, u) for x, u in zip(v, units))
+    if isinstance(v, str) or isinstance(v, bool) or unit == "text":
+        return str(v)
+    f = _UNIT_FORMATS.get(unit[0] if isinstance(unit, tuple) else unit)
+    return f(float(v)) if f else f"{float(v):.4g} {unit}"

@@ -193,7 +193,7 @@ def test_train_stack_is_the_step(client):
 
 
 def test_every_lecture_claim_links_to_a_page_that_loads(client):
-    from tokenomy.web.views import LECTURE_LINKS
+    from tokenomy.web.lecture_page import LECTURE_LINKS
 
     claims = client.get("/api/lecture").json()
     assert {c["id"] for c in claims} <= set(LECTURE_LINKS)  # a new claim without a preset fails here

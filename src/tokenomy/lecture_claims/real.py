@@ -44,16 +44,17 @@ class RealRow:
     tolerance: str
     agrees: bool | None
     ratio: float | None  # real / lecture
+    unit: str = ""  # of both values (lecture_claims.claim_units' names)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def _row(cid, quantity, setting, lecture, real, tol: Tol) -> RealRow:
+def _row(cid, quantity, setting, lecture, real, tol: Tol, unit: str) -> RealRow:
     num = isinstance(lecture, (int, float)) and isinstance(real, (int, float))
     ratio = real / lecture if num and lecture else None
     return RealRow(cid, quantity, setting, lecture, real, tol.text(), None if real is None else tol.ok(real, lecture),
-                   ratio)
+                   ratio, unit)
 
 
 def _native_ratio(chip) -> tuple[str, float]:
@@ -72,10 +73,10 @@ def ratio_rows() -> list[RealRow]:
     for name in R_CHIPS:
         chip = loader.hardware(name).chip
         d, r = _native_ratio(chip)
-        out.append(_row("L2", "R = (peak/2) bytes_w / HBM_bw", f"{chip.name} ({d})", 300, r, Tol("rel", 0.25)))
+        out.append(_row("L2", "R = (peak/2) bytes_w / HBM_bw", f"{chip.name} ({d})", 300, r, Tol("rel", 0.25), "FLOP/B"))
         out.append(_row("L6", "HBM drain time (s)", chip.name, 0.020, float(el.drain_time_s(chip.hbm_bytes,
                                                                                           chip.hbm_bytes_per_s)),
-                        Tol("factor", 1.5)))
+                        Tol("factor", 1.5), "s"))
     return out
 
 
@@ -91,30 +92,30 @@ def system_rows(serve: Serve, system: str) -> list[RealRow]:
     op = f"{at}, batch {s.operating_batch}"
     p = count_params(sv.model)
     rows = [
-        _row("L1", "sparsity N_total/N_active", MODEL, 8, p.total / p.active, Tol("rel", 0.25)),
-        _row("L1", "balance batch (weight fetch = weight compute)", at, 2400, s.balance_batch, Tol("rel", 0.25)),
-        _row("L25", "unbatched penalty cost(B=1)/floor, KV ignored", at, 1000, s.unbatched_penalty_no_kv, Tol("order")),
-        _row("L25", "unbatched penalty at this context", at, 1000, s.unbatched_penalty, Tol("order")),
+        _row("L1", "sparsity N_total/N_active", MODEL, 8, p.total / p.active, Tol("rel", 0.25), "x"),
+        _row("L1", "balance batch (weight fetch = weight compute)", at, 2400, s.balance_batch, Tol("rel", 0.25), "sequences"),
+        _row("L25", "unbatched penalty cost(B=1)/floor, KV ignored", at, 1000, s.unbatched_penalty_no_kv, Tol("order"), "x"),
+        _row("L25", "unbatched penalty at this context", at, 1000, s.unbatched_penalty, Tol("order"), "x"),
         _row("L4", "one unit's tokens/s at the operating batch", op, 128000, s.tokens_per_s_at_operating,
-             Tol("rel", 0.30)),
+             Tol("rel", 0.30), "tok/s"),
         _row("L5", "share of 500M tok/s", op, 1e-3, None if s.tokens_per_s_at_operating is None else float(
-            el.fraction_of_traffic(s.tokens_per_s_at_operating)), Tol("order")),
-        _row("L7", "worst-case latency 2 x step (s)", op, 0.040, s.worst_case_latency_s, Tol("factor", 1.5)),
+            el.fraction_of_traffic(s.tokens_per_s_at_operating)), Tol("order"), "share"),
+        _row("L7", "worst-case latency 2 x step (s)", op, 0.040, s.worst_case_latency_s, Tol("factor", 1.5), "s"),
         _row("L27", "$ per M output tokens at the operating batch", f"{op}, ${sv.price}/chip-h", 0.40,
-             s.usd_per_mtok_at_operating, Tol("factor", 1.5)),
+             s.usd_per_mtok_at_operating, Tol("factor", 1.5), "$/Mtok"),
         _row("L26", "weight-read floor (s)", f"{MODEL} {weight_bytes(sv.model) / 1e9:.0f} GB on {sv.chips} chips",
-             0.020, float(weight_bytes(sv.model) / (sv.chips * sv.hardware.hbm_bytes_per_s)), Tol("order")),
+             0.020, float(weight_bytes(sv.model) / (sv.chips * sv.hardware.hbm_bytes_per_s)), Tol("order"), "s"),
     ]
     c = ec.summarize_context(sv, s.operating_batch or 1)
     rows.append(_row("L8", "crossover context len* (large batch)", at.rsplit(", context", 1)[0], 200e3,
-                     c.crossover_large_batch, Tol("factor", 2)))
+                     c.crossover_large_batch, Tol("factor", 2), "tokens"))
     prefill = serve(MODEL, system, kv_dtype=KV_DTYPE, batch=[1], context=[CONTEXT // 2], len_pass=CONTEXT // 2)
     pr = ep.price_ratio(sv, s.operating_batch or 1, CONTEXT, CONTEXT // 2, 1, prefill=prefill)
-    rows.append(_row("L22", "predicted output/input cost ratio", op, 5, pr.output_over_input, Tol("factor", 1.7)))
+    rows.append(_row("L22", "predicted output/input cost ratio", op, 5, pr.output_over_input, Tol("factor", 1.7), "x"))
     if s.operating_batch:
         _, price = es.fast_mode_point(sv, s.operating_batch, CONTEXT, es.FAST_MODE_SPEED)
         rows.append(_row("§2.14", f"price multiplier of {es.FAST_MODE_SPEED:g}x speed by batch alone", op,
-                         es.FAST_MODE_PRICE, price, Tol("factor", 1.5)))
+                         es.FAST_MODE_PRICE, price, Tol("factor", 1.5), "x"))
     return rows
 
 
@@ -124,7 +125,7 @@ def kv_rows() -> list[RealRow]:
     for name in ("deepseek-v3", "llama-3.1-70b", "gemma-3-27b", "gpt-oss-120b", "qwen3-235b-a22b", "kimi-k2"):
         m = loader.model(name)
         per_tok = kv_bytes_at_context(m, 200e3, KV_DTYPE) / 200e3
-        out.append(_row("L9", "KV bytes/token at 200k (fp8; windows amortised)", m.name, 2048, per_tok, Tol("factor", 2)))
+        out.append(_row("L9", "KV bytes/token at 200k (fp8; windows amortised)", m.name, 2048, per_tok, Tol("factor", 2), "B/token"))
     return out
 
 
@@ -132,7 +133,7 @@ def cache_rows(serve: Serve) -> list[RealRow]:
     tiers = kt.tiers_from_catalog()
     lecture_drain = {"hbm": 0.020, "ddr": 10 ** 0.5, "cxl": 10 ** 0.5, "local_flash": 60.0, "network_flash": 60.0,
                      "hdd": 3600.0}  # the lecture gives no figure for object storage
-    out = [_row("L24", "drain time cap/bw (s)", t.name, lecture_drain[t.tier], t.drain_s, Tol("order"))
+    out = [_row("L24", "drain time cap/bw (s)", t.name, lecture_drain[t.tier], t.drain_s, Tol("order"), "s")
            for t in tiers if t.tier in lecture_drain]
     prefix = PREFIX
     sv = serve(MODEL, "hgx-h200-8", kv_dtype=KV_DTYPE, batch=[PREFIX_BATCH], context=[prefix], len_pass=prefix)
@@ -142,14 +143,14 @@ def cache_rows(serve: Serve) -> list[RealRow]:
     for hold, lecture in ((300, "local-nvme"), (3600, "hdd")):
         names, _ = kt.cheapest(size, hold, tiers, remat)
         out.append(_row("L24", f"cheapest tier for a {hold:g} s hold (cost model)",
-                        f"{MODEL} {prefix}-token prefix, 8 x h200", lecture, names[0], Tol("same")))
+                        f"{MODEL} {prefix}-token prefix, 8 x h200", lecture, names[0], Tol("same"), "text"))
     for hold, published in ((300, 0.25), (3600, 1.0)):
         d = kt.implied_discounts(size, hold, tiers, remat)
         out.append(_row("L23", f"write premium for a {hold:g} s hold / base input", f"{d.tier}, device cost only",
-                        published, d.write_premium_fraction, Tol("order")))
+                        published, d.write_premium_fraction, Tol("order"), "x"))
     for stall, how in ((0.0, "device cost only"), (1.0, "GPUs wait for the copy")):
         d = kt.implied_discounts(size, 300, tiers, remat, sv.chips * sv.price / 3600.0, stall)
-        out.append(_row("L23", "cache-hit price / base input", f"{d.tier}, {how}", 0.1, d.hit_fraction, Tol("order")))
+        out.append(_row("L23", "cache-hit price / base input", f"{d.tier}, {how}", 0.1, d.hit_fraction, Tol("order"), "x"))
     return out
 
 
@@ -159,27 +160,27 @@ def price_rows() -> list[RealRow]:
         try:
             p = loader.price_file(name)
         except ValueError:
-            out.append(_row("L22", "output/input price", f"{name} (catalog file missing)", 4, None, Tol("factor", 1.34)))
+            out.append(_row("L22", "output/input price", f"{name} (catalog file missing)", 4, None, Tol("factor", 1.34), "x"))
             continue
         out.append(_row("L22", "output/input price (3-5x)", p.model, 4, p.output_usd_per_mtok / p.input_usd_per_mtok,
-                        Tol("factor", 1.34)))
+                        Tol("factor", 1.34), "x"))
         if p.cache_read_usd_per_mtok:
             out.append(_row("L23", "cache read / input", p.model, 0.1, p.cache_read_usd_per_mtok / p.input_usd_per_mtok,
-                            Tol("rel", 0.2)))
+                            Tol("rel", 0.2), "x"))
         for stepped in p.long_context:
             out.append(_row("§2.11", f"input price step above {stepped.above_tokens:,} tokens", p.model, 1.5,
-                            stepped.input_usd_per_mtok / p.input_usd_per_mtok, Tol("rel", 0.2)))
+                            stepped.input_usd_per_mtok / p.input_usd_per_mtok, Tol("rel", 0.2), "x"))
     return out
 
 
 def scale_rows() -> list[RealRow]:
     rack, box = loader.hardware("gb200-nvl72"), loader.hardware("hgx-h100-8")
     return [_row("L28", "scale-up growth (catalog)", "gb200-nvl72 / hgx-h100-8", 8,
-                 rack.scale_up_domain_size / box.scale_up_domain_size, Tol("rel", 0.15)),
+                 rack.scale_up_domain_size / box.scale_up_domain_size, Tol("rel", 0.15), "x"),
             _row("L19", "HBM of one scale-up domain (bytes)", "hgx-h100-8", 640e9, box.num_chips * box.hbm_bytes,
-                 Tol("rel", 0.01)),
+                 Tol("rel", 0.01), "B"),
             _row("§2.7", "HBM of a Blackwell rack (bytes, '10-20 TB')", "gb200-nvl72", 15e12,
-                 rack.num_chips * rack.hbm_bytes, Tol("factor", 1.5))]
+                 rack.num_chips * rack.hbm_bytes, Tol("factor", 1.5), "B")]
 
 
 def real_rows(serve: Serve) -> list[RealRow]:

@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from tokenomy.web import catalog_view, compare_page, context_page, serve, views, workload_page
+from tokenomy.web import lecture_page as lecture_steps
 from tokenomy.formatting import band_suffix, fmt_human
 from tokenomy.headers import header
 from tokenomy.web.params import CHOICES, field_of, message_of
@@ -139,7 +140,7 @@ def workload(request: Request):
 
 @router.get("/lecture", response_class=HTMLResponse)
 def lecture_page(request: Request):
-    return render(request, "lecture.html", "lecture.html", {}, lambda: views.lecture_view(request.query_params))
+    return render(request, "lecture.html", "lecture.html", {}, lambda: lecture_steps.lecture_view(request.query_params))
 
 
 @router.get("/catalog", response_class=HTMLResponse)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable, Mapping
 from urllib.parse import urlencode
 
@@ -16,7 +15,6 @@ from tokenomy.plots import serving as sp
 from tokenomy.plots import training as tp
 from tokenomy.web import params as P
 from tokenomy.web.openapi import HELP as API_HELP  # the API's help lines for inputs the forms share with it
-from tokenomy.web.params import Query
 from tokenomy.web.serve import plain
 
 # One line of help per form input (the answers' signatures carry none); shown under the input and as its tooltip.
@@ -143,7 +141,7 @@ def _train_figures(rows: list, q: dict) -> dict:
     return {"terms": tp.step_terms(rows), "memory": tp.memory_stack(rows)}
 
 
-def _cache_figures(d: dict, q: dict) -> dict:
+def cache_figures(d: dict, q: dict) -> dict:
     """Each tier's cost line over hold time, from its rate and retrieve cost in the JSON: the same straight
     line econ.kv_tiers.tier_costs draws (total = retrieve + hold rate x T; tested against its total at a hold)."""
     holds = [10 ** (-3 + 9 * i / 119) for i in range(120)]  # 1 ms .. 1e6 s
@@ -265,65 +263,5 @@ PAGES = {
                                             "prefix_tokens": "32768"},
                   ("model", "hardware", "chips", "prefix_tokens", "hold", "stall", "prefill_batch", "kv_dtype",
                    "efficiency"),
-                  _cache_figures),
+                  cache_figures),
 }
-
-
-# ---- lecture -------------------------------------------------------------------------------------------
-
-_DSV3 = {"model": "deepseek-v3", "hardware": "gb200-nvl72", "context": "8192", "kv_dtype": "fp8"}
-# Each claim of lecture.md §4.1, preset on the page where its quantity shows (mostly Serve: the lecture's model
-# is DeepSeek-like on a GB200 NVL72 rack). tests/web checks every claim the CLI lists has one, and that each loads.
-LECTURE_LINKS: dict[str, tuple[str, dict]] = {
-    "L1": ("serve", {**_DSV3, "batch": "2400"}),
-    "L2": ("serve", {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "weight_dtype": "fp8", "batch": "300",
-                     "context": "2048"}),
-    "L3": ("serve", {**_DSV3, "batch": "4800"}),
-    "L4": ("serve", {**_DSV3, "batch": "2000"}),
-    "L5": ("serve", {**_DSV3, "batch": "2000"}),
-    "L6": ("serve", {"model": "kimi-k2-instruct", "hardware": "vr200-nvl144", "batch": "1", "context": "8192"}),
-    "L7": ("serve", {**_DSV3, "batch": "2000"}),
-    # the lecture's 200k lies beyond these models' windows (the one window rule refuses it): their whole window
-    "L8": ("serve", {**_DSV3, "batch": "256", "context": "160k"}),
-    "L9": ("serve", {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "kv_dtype": "fp8", "batch": "1",
-                     "context": "128k"}),
-    "L10": ("serve", {**_DSV3, "batch": "256", "context": "100000"}),
-    "L11": ("lifecycle", {"demand_tokens_per_s": "5e8", "period_days": "60"}),
-    "L12": ("lifecycle", {"demand_tokens_per_s": "5e7", "period_days": "60"}),
-    "L13": ("lifecycle", {"infer": "true", "active_params": "1e11"}),
-    "L14": ("lifecycle", {"infer": "true", "demand_tokens_per_s": "5e7", "period_days": "60", "active_params": "1e11"}),
-    "L15": ("lifecycle", {"rl_flops_factor": "3", "rl_penalty": "3", "inference_penalty": "3"}),
-    "L16": ("plan", {"model": "deepseek-v3", "hardware": "gb200-nvl72"}),
-    "L17": ("serve", {**_DSV3, "ep": "64", "pp": "4", "batch": "2400", "context": "100000"}),
-    "L18": ("serve", {**_DSV3, "ep": "64", "batch": "2000"}),
-    "L19": ("serve", {"model": "llama-3.1-70b", "hardware": "hgx-h100-8", "batch": "64", "context": "8192"}),
-    "L20": ("serve", {**_DSV3, "ep": "64", "pp": "4", "batch": "2000"}),
-    "L21": ("serve", {**_DSV3, "batch": "2000"}),
-    "L22": ("serve", {**_DSV3, "kind": "prefill", "batch": "8"}),
-    "L23": ("serve", {**_DSV3, "kind": "prefill", "batch": "8", "context": "160k"}),
-    "L24": ("cache", {"model": "deepseek-v3", "hardware": "hgx-h200-8", "kv_dtype": "fp8", "hold": "300,3600"}),
-    "L25": ("serve", {**_DSV3, "batch": "1"}),
-    "L26": ("serve", {"model": "kimi-k2-instruct", "hardware": "gb200-nvl72", "batch": "1", "context": "8192"}),
-    "L27": ("serve", {**_DSV3, "batch": "2000", "usd_per_chip_hour": "2"}),
-    "L28": ("serve", {"model": "deepseek-v3", "hardware": "hgx-h200-8", "kv_dtype": "fp8", "batch": "64",
-                      "context": "8192"}),
-}
-
-
-def claim_link(claim_id: str) -> str | None:
-    hit = LECTURE_LINKS.get(claim_id)
-    return None if hit is None else f"/{hit[0]}?{urlencode(hit[1])}"
-
-
-@lru_cache(maxsize=2)
-def _lecture(real: bool) -> list[dict]:
-    return P.answer("lecture", {"real": "true"} if real else {}).payload()
-
-
-def lecture_view(params: Mapping[str, str]) -> dict:
-    """Every claim with its computed value, tolerance, verdict and link; then the same claims on real hardware.
-    The lecture has no inputs, so both tables are computed once per process."""
-    Query(params, ())
-    claims = [{**c, "link": claim_link(c["id"])} for c in _lecture(False)]
-    real = [{**r, "link": claim_link(r["id"])} for r in _lecture(True)]
-    return {"claims": claims, "real": real, "agree": sum(c["ok"] for c in claims)}
