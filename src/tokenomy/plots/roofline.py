@@ -41,7 +41,7 @@ def roofline_figure(ops: Sequence, *, peak_flops_per_s: float, hbm_bytes_per_s: 
     time_s = [max(o.flops / (chips * peak), o.bytes / (chips * bw)) for o in shown]
     data = [
         {"type": "scatter", "mode": "lines", "name": ROOF, "x": grid, "y": [_roof(peak, bw, x) for x in grid],
-         "line": {"color": "#444"}, "hovertemplate": "I=%{x:.3g} FLOP/B<br>roof %{y:.3s}FLOP/s<extra></extra>"},
+         "line": {"color": "#444"}, "hoverinfo": "skip"},  # the ops sit on the roof: hover and clicks are theirs
         {"type": "scatter", "mode": "lines", "name": RIDGE, "x": [ridge, ridge], "y": [peak / 1e3, peak],
          "line": {"dash": "dot", "color": "#999"},
          "hovertemplate": f"ridge I* = peak/BW = {ridge:.3g} FLOP/B<extra></extra>"},

@@ -70,6 +70,7 @@
     var p = new URLSearchParams();
     new FormData(form).forEach(function (v, k) { if (v !== "") p.append(k, v); });
     var base = a.dataset.api;
+    p.delete("preset");  // the Workload page's use case only fills the fields it sets (ISL, OSL, SLOs)
     var loop = p.get("loop");  // the Workload page: the load list of the loop chosen, not both
     if (loop) { p.delete("loop"); p.delete(loop === "rate" ? "concurrency" : "rate"); }
     if (!base) {
