@@ -45,6 +45,8 @@ def test_one_request_through_changes_pools_and_history(page, live_server):
     assert "prefill and decode pools" in got["text"] and "decode tp4 ep1 pp1 dp2" in got["text"]
     assert page.inner_text("#layout") == "tp4 ep1 pp1 dp2"  # the decode pass is the decode pool's
     assert "KV hand-off" in got["text"]
+    api = page.request.get(live_server + page.get_attribute("#api-link", "href"))  # the pass, on the decode pool
+    assert api.status == 200 and "tp4 ep1 pp1 dp2" in api.text(), page.get_attribute("#api-link", "href")
     page.screenshot(path=str(_shot("serve-disagg")), full_page=True)
     travel(page, "back", "!location.search.includes('decode_dp')")  # decode tp 4 alone: 4 chips of the 8
     page.wait_for_selector("#results .error[data-field]")

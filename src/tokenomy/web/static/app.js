@@ -77,6 +77,13 @@
       var kind = p.get("kind") || "decode";
       base = "/api/" + kind;
       ["kind"].concat(kind === "decode" ? ["len_pass"] : []).forEach(function (k) { p.delete(k); });
+      // the Serve page's request (web/serve_request.py) is not the pass's: with pools, the pass is on its kind's
+      var disagg = p.get("mode") === "disagg";
+      Array.from(p.keys()).forEach(function (k) {
+        var m = k.match(/^(prefill|decode)_(.+)$/);
+        if (m && disagg && m[1] === kind) p.set(m[2], p.get(k));
+        if (m || ["isl", "osl", "mode"].indexOf(k) >= 0) p.delete(k);
+      });
     }
     a.href = base + "?" + p.toString();
   }
