@@ -129,6 +129,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("batch", "latency", "context"), "serving"),
     **dict.fromkeys(("pricing", "speculate", "cache", "lecture"), "serving_econ"),
     "validate": "fidelity", "calibrate": "fidelity", "revnet-demo": "reversible", "serve": "serve", "sweep": "sweep",
+    "min-chips": "sizing",
 }
 
 
