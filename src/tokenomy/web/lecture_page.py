@@ -92,6 +92,8 @@ def _batch_step(d: dict) -> dict:
 def _latency_step(d: dict, lat: dict) -> dict:
     """§2.3-2.4: a train departs every step; one unit's throughput against the world's traffic."""
     s, drain = d["summary"], lat["drain"][0]
+    # the world's traffic the lecture compares a unit with, as the latency answer states it (unit / its share)
+    world = next(r["unit_tokens_per_s"] / r["fraction_of_global"] for r in lat["schedule"] if r.get("fraction_of_global"))
     prose = (f"A step reads what HBM holds once: its drain time, capacity / bandwidth = "
              f"{_f('hbm_bytes', drain['hbm_bytes'])} / {_f('hbm_bytes_per_s', drain['hbm_bytes_per_s'])} = "
              f"{_f('drain_s', drain['drain_s'])} on {drain['chip']} (the lecture: about 20 ms on many generations, "
@@ -99,8 +101,8 @@ def _latency_step(d: dict, lat: dict) -> dict:
              f"operating batch of {fmt_unit(s['operating_batch'], 'sequences')} the step is "
              f"{_f('step_s', s['step_s_at_operating'])} and the worst case {_f('worst_case_latency_s', s['worst_case_latency_s'])}. "
              f"One rack then serves {fmt_unit(s['tokens_per_s_at_operating'], 'tok/s')}, about "
-             f"{fmt_unit(s['tokens_per_s_at_operating'] / 5e8, 'share')} of the 500 M tokens/s the lecture takes "
-             f"for a frontier provider (\"one-thousandth of that\").")
+             f"{fmt_unit(s['tokens_per_s_at_operating'] / world, 'share')} of the {fmt_unit(world, 'tok/s')} the "
+             f"lecture takes for a frontier provider (\"one-thousandth of that\").")
     on = f"DeepSeek-V3 on {d['plan']['label']}"
     return {"id": "latency", "title": "Latency: the train-departure schedule", "section": "§2.3-2.4",
             "claims": ("L4", "L5", "L6", "L7"), "prose": prose,
@@ -125,7 +127,8 @@ def _context_step(c: dict) -> dict:
 
 def _lifecycle_step(life: dict) -> dict:
     """§2.10: equalising pre-training, RL and inference cost over-trains the model ~100x."""
-    prose = (f"A model serving {fmt_unit(5e7, 'tok/s')} for 60 days answers {fmt_unit(life['d_inf'], 'tokens')}. "
+    rate, days = float(DEMAND["demand_tokens_per_s"]), DEMAND["period_days"]
+    prose = (f"A model serving {fmt_unit(rate, 'tok/s')} for {days} days answers {fmt_unit(life['d_inf'], 'tokens')}. "
              f"For the quality of a Chinchilla-optimal 100 B model, the size that minimises pre-training + RL + "
              f"inference dollars has {_f('n_active_params', life['n_active_params'])} active parameters trained on "
              f"{fmt_unit(life['d_pre'], 'tokens')}: {fmt_unit(life['overtraining'], 'x')} Chinchilla's 20 tokens "
