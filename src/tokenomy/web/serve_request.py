@@ -42,6 +42,8 @@ def split(kind: str, q: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]
     if given:
         raise P.FieldError(given[0], "with mode=disagg, give each pool's (prefill_tp, decode_tp, ...)")
     for pool in ("prefill", "decode"):
+        if f"{pool}_attn_dp" in req:  # checked by its own name before it stands for the pass's attn_dp
+            P.Query(req, REQUEST_FIELDS).choice(f"{pool}_attn_dp", ("true", "false"))
         if f"{pool}_chips" not in req:
             raise P.FieldError(f"{pool}_chips", "required with mode=disagg: the chips of each pool")
     for k in POOL_KEYS:
