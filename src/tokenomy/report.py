@@ -14,6 +14,7 @@ import numpy as np
 
 from tokenomy.answers.economics import lecture_serving
 from tokenomy.formatting import fmt_cell
+from tokenomy.headers import header
 from tokenomy.econ import batch as eb
 from tokenomy.econ import context as ec
 from tokenomy.econ import kv_tiers as kt
@@ -40,7 +41,7 @@ def _cell(key: str, v) -> str:
 
 
 def table(rows: list[dict], columns) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{html.escape(header(c))}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{_cell(c, r.get(c))}</td>" for c in columns) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from tokenomy.headers import header
+
 from .browsing import settle
 
-HEADERS = ("J / output token (all-in)", "tok/s per all-in MW", "TCO $ / M output")
+# the energy columns' headers, from the one field -> header table (tokenomy.headers)
+HEADERS = tuple(header(f) for f in ("j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output"))
 
 
 def _drawn(page) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Mapping
 from urllib.parse import urlencode
 
+from tokenomy.headers import header
 from tokenomy.plots import compare as cp
 from tokenomy.web import params as P
 from tokenomy.web.serve import BATCH_SWEEP
@@ -28,10 +29,9 @@ DEFAULTS = {"kind": "decode", "batch": "64", "context": "8192",
             "a.model": "llama-3.1-70b", "a.hardware": "hgx-h100-8",
             "b.model": "llama-3.1-70b", "b.hardware": "hgx-b200-8"}
 DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")
-HEADLINE = (("plan", "layout"), ("chips", "chips"), ("step_s", "step time"), ("bound", "bound"),
-            ("roofline_step_s", "roofline bound"), ("tokens_per_s_per_chip", "tokens/s per chip"),
-            ("tokens_per_s_per_user", "tokens/s per user"), ("usd_per_mtok", "$ per M tokens"), ("mfu", "MFU"),
-            ("memory_per_chip_bytes", "memory per chip"), ("fits", "fits"))
+HEADLINE = tuple((k, header(k)) for k in ("plan", "chips", "step_s", "bound", "roofline_step_s",
+                                          "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok", "mfu",
+                                          "memory_per_chip_bytes", "fits"))  # people's headers: tokenomy.headers
 
 
 def form_values(params: Mapping[str, str]) -> dict[str, str]:
