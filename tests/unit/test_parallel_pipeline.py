@@ -37,3 +37,13 @@ def test_timeline_matches_tpot_and_never_overlaps(P, M, stage, hop):
 
 def test_rack_hop_ratio_is_linear_in_k_and_layers():
     assert pipeline.rack_hop_ratio(8, 4, 900e9, 50e9) == pytest.approx(2 * 8 * 4 / 18)
+
+
+def test_dualpipe_bubble_hand_checked():
+    # DeepSeek-V3 report Table 2: DualPipe idles (PP/2-1)(F&B + B - 3W) against 1F1B's (PP-1)(F+B). With F = 1,
+    # B = 2, W = 1 and F&B = 3, PP 16 and 120 micro-batches per rank (15,360 sequences over DP 128): 7·2 = 14 of
+    # 120·3 + 14 = 374 units, 3.7%, where 1F1B idles 15/135 = 11.1%.
+    assert pipeline.dualpipe_bubble_fraction(16, 120) == pytest.approx(14 / 374)
+    assert pipeline.schedule_bubble_fraction("1f1b", 16, 120) == pytest.approx(15 / 135)
+    assert pipeline.schedule_bubble_fraction("dualpipe", 2, 8) == 0.0  # PP/2 - 1 = 0: no bubble at two stages
+    assert pipeline.schedule_bubble_fraction("interleaved", 4, 4, 2) == pytest.approx(3 / 11)

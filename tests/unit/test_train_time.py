@@ -34,13 +34,39 @@ def test_tp_overlap_hides_tp_collectives_under_compute():
     assert float(t["tp_exposed_s"]) == pytest.approx(max(float(hidden.tp_s) - float(t["compute_s"]), 0.0))
 
 
-def test_non_gemm_share_does_not_speed_up_with_fp8():
-    """φ scales the 16-bit roofline: an FP8 step's GEMMs halve, its non-GEMM time does not."""
+def test_non_gemm_time_does_not_speed_up_with_fp8():
+    """t_other scales the step's activation traffic: an FP8 step's GEMMs halve, its non-GEMM time does not."""
     plan = TrainPlan(dp=8, seq_len=8192, global_batch=64)
     p16 = _parts(L70, plan, compute_dtype="bf16")
     p8 = _parts(L70, plan, compute_dtype="fp8")
-    assert float(p8.bf16_1_s) == pytest.approx(float(p16.bf16_1_s))
+    assert float(p8.act_1_s) == pytest.approx(float(p16.act_1_s))
     assert float(p8.dense_1_s) < 0.6 * float(p16.dense_1_s)
+    e = TrainEfficiency(0.5, 10.0)
+    other = timeline(p8, e)["compute_s"] - float(p8.dense_1_s) / 0.5
+    assert float(other) == pytest.approx(10.0 * float(p8.act_1_s))
+
+
+def test_non_gemm_traffic_per_flop_falls_with_model_width():
+    """Memory-bound ops move ~T·D bytes per layer while the GEMMs do ~T·D² FLOPs: Llama 3.1 8B (D 4096) spends
+    about twice the activation traffic per GEMM second that 70B (D 8192) does, which a FLOP share cannot say."""
+    plan = TrainPlan(dp=8, seq_len=8192, global_batch=64)
+    p8b, p70 = _parts(loader.model("llama-3.1-8b"), plan), _parts(L70, plan)
+    ratio = (float(p8b.act_1_s) / float(p8b.dense_1_s)) / (float(p70.act_1_s) / float(p70.dense_1_s))
+    assert 1.6 < ratio < 2.6
+
+
+def test_fused_moe_kernels_take_their_own_term_and_no_width_loss():
+    plan = TrainPlan(dp=8, ep=8, seq_len=4096, global_batch=64)
+    unfused, fused = _parts(Q30, plan), _parts(Q30, TrainPlan(**{**plan.__dict__, "moe_kernels": "fused"}))
+    assert float(unfused.fused) == 0 and float(fused.fused) == 1
+    e = TrainEfficiency(0.5, 1.0, 20.0, 768.0, 5.0)
+    c_unfused, c_fused = timeline(unfused, e)["compute_s"], timeline(fused, e)["compute_s"]
+    assert float(c_unfused) == pytest.approx(float(unfused.dense_1_s) / 0.5 + float(unfused.expert_1_s) / 0.25
+                                             + 20.0 * float(unfused.act_1_s))
+    assert float(c_fused) == pytest.approx(float(fused.dense_1_s) / 0.5 + float(fused.expert_1_s) / 0.5
+                                           + 5.0 * float(fused.act_1_s))
+    with pytest.raises(ValueError, match="moe_kernels"):
+        TrainPlan(moe_kernels="handwritten")
 
 
 def test_expert_width_slows_only_the_routed_experts():

@@ -176,3 +176,25 @@ def test_hardware_flops_count_the_executed_causal_attention_whatever_the_convent
     # full attention per token = 2s/(s+1) x causal (every query as the last one: s positions, not (s+1)/2)
     f = {a: steps[a].flops for a in steps}
     assert float(f["full"].attention) == pytest.approx(float(f["causal"].attention) * 2 * 8192 / 8193, rel=1e-9)
+
+
+def test_deepseek_v3_node_limited_dispatch_share_hand_checked():
+    # DeepSeek-V3 on 2,048 H800 with EP64 over 8 nodes: each token's 8 experts lie in at most topk_group = 4 of
+    # n_group = 8 node groups, and DeepEP sends one InfiniBand copy per remote node (then NVLink inside it). The
+    # token's own node is among the 4 with probability 1/2, so 3.5 remote copies for 8 assignments: 7/16 each.
+    from tokenomy.core.training import training_layout
+
+    plan = TrainPlan(dp=128, pp=16, ep=64, schedule="dualpipe", recompute="modules", seq_len=4096,
+                     global_batch=15360)
+    lay, B = training_layout(plan)
+    w = Deployment(model("deepseek-v3"), hardware("h800")).with_(layout=lay).work(B, 4096.0, 4096.0)
+    assert float(w.ep_group) == 64 and float(w.ep_out_share) == pytest.approx(7 / 16)
+
+
+def test_dualpipe_hides_the_all_to_alls_and_needs_an_even_split():
+    dsv3 = model("deepseek-v3")
+    plan = dict(dp=64, ep=64, pp=8, seq_len=1024, global_batch=512, recompute="full", zero=1)
+    dual = train_step(dsv3, H100, TrainPlan(**plan, schedule="dualpipe"))
+    assert float(dual.ep_s) > 0 and float(dual.ep_exposed_s) == max(0.0, float(dual.ep_s) - float(dual.compute_s))
+    with pytest.raises(ValueError, match="schedule: dualpipe needs an even pp"):
+        train_step(dsv3, H100, TrainPlan(**{**plan, "pp": 3, "dp": 64}, schedule="dualpipe"))

@@ -98,3 +98,31 @@ def test_a_plan_that_does_not_fit_names_the_term():
     st2 = train_step(model("llama-3.1-8b"), hardware("h100-sxm"),
                      TrainPlan(dp=8, seq_len=32768, global_batch=64, recompute="none"))
     assert "activations is the largest term" in overflow_message(st2.memory)
+
+
+def test_dualpipe_holds_two_stages_and_one_more_micro_batch():
+    # DeepSeek-V3 report Table 2: DualPipe keeps 2x the parameters (each rank holds stage i and stage p-1-i) and
+    # PP+1 micro-batches of activations where 1F1B keeps PP.
+    kw = dict(seq_len=4096, micro_batch=1, microbatches=64, hbm_bytes=80e9, pp=16, dp=8, strategy="selective")
+    one = train_memory(L8, schedule="1f1b", **kw)
+    two = train_memory(L8, schedule="dualpipe", **kw)
+    for f in ("weights_bytes", "gradients_bytes", "optimizer_bytes"):
+        assert float(getattr(two, f)) == pytest.approx(2 * float(getattr(one, f)))
+    assert float(two.act_stored_bytes) == pytest.approx(float(one.act_stored_bytes) * 17 / 16)
+
+
+def test_module_recompute_drops_norms_up_projections_and_swiglu_outputs():
+    # DeepSeek-V3 §3.2.3 / §3.3.3 (Megatron-Core --recompute-modules layernorm mla_up_proj moe_act): per token of an
+    # MoE layer the norms' 2·D, MLA's up-projected q, k, v (H·(2·192 + 128)) and one F of each SwiGLU (k routed
+    # copies + the shared expert) are no longer stored; the latents and everything else are.
+    from tokenomy.core.memory import layer_bytes_per_token
+
+    m = model("deepseek-v3")
+    ly = m.layers[-1]
+    a, mlp = ly.attention, ly.mlp
+    sel = float(layer_bytes_per_token(ly, m.hidden_size, 4096, strategy="selective", act_bytes=1.0))
+    mod = float(layer_bytes_per_token(ly, m.hidden_size, 4096, strategy="modules", act_bytes=1.0))
+    dropped = (ly.norms * m.hidden_size + a.num_heads * (2 * a.head_dim + a.v_head_dim)
+               + (mlp.experts_per_tok * mlp.expert_intermediate_size
+                  + mlp.num_shared_experts * mlp.shared_intermediate_size))
+    assert sel - mod == pytest.approx(dropped)

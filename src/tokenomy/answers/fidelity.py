@@ -12,6 +12,7 @@ cannot tell (hardware, chips, tp, dtypes, engine; the load of an AIPerf CSV), as
 
 from __future__ import annotations
 
+import statistics
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ GROUP_KEYS = ("metric", "chip", "engine", "shape", "bound", "source", "scenario"
 
 @door()
 def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=False, write=None, against=None,
-             setup=None) -> Result:
+             setup=None, training=False) -> Result:
     if against is not None:
         if source or refit or loso or write:
             raise ValueError("against: predicts the file's own points; drop source, refit, loso and write")
@@ -46,16 +47,24 @@ def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=
         raise ValueError(f"source: unknown {sorted(set(source) - known)}; allowed: {', '.join(sorted(known))}")
     if refit and source:
         raise ValueError("refit: fits on every source; drop source")
+    if training and write:
+        raise ValueError("training: the report needs every case; drop write")
     p = run.prepare(tuple(source) if source else None)
-    if refit:
+    if training:  # the training cases alone: --refit refits only the training terms, --loso over them (seconds)
+        p = run.only_training(p)
+    if refit and training:
+        for chip, f in run.refit_training(p).items():
+            loader.catalog_path("efficiency", chip).write_text(calibrate_fit.to_toml(f))
+        load.efficiency_for.cache_clear()
+    elif refit:
         fit = run.refit(p)
         for chip, f in calibrate_fit.efficiency_files(fit, run.in_sample(p, fit)).items():
             loader.catalog_path("efficiency", chip).write_text(calibrate_fit.to_toml(f))
         load.efficiency_for.cache_clear()
     rows = run.rows(p)
     elapsed = time.perf_counter() - t0
-    loso_rows = run.leave_one_source_out(p) if loso else None
-    if loso_rows is not None and not source:  # every source: the error bands every answer carries
+    loso_rows = (run.leave_one_source_out_training(p) if training else run.leave_one_source_out(p)) if loso else None
+    if loso_rows is not None and not source and not training:  # every source: the bands every answer carries
         from tokenomy.catalog import loader
         from tokenomy.validation import bands
 
@@ -78,8 +87,22 @@ def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=
             f"over {h['cases']} cases (in-sample {100 * h['in_sample_median_abs_error']:.1f}%, roofline "
             f"{100 * h['roofline_median_abs_error']:.0f}%); errors are time errors, negative = model too "
             f"optimistic. {len(rows)} cases in {elapsed:.1f} s.")
+    if training and loso_rows is not None:  # the training LOSO is what was asked: its table, dense and MoE apart
+        moe = {c.id for c, m in zip(p.training.cases, p.training.moe) if m}
+        lrows = [{**r, "moe": "MoE" if r["id"] in moe else "dense"} for r in loso_rows]
+        return Result("validate", "training step time, leave-one-source-out (each source predicted by training "
+                      "terms fitted on every other source)", tuple(report.summary(lrows, ("source", "moe"), None)),
+                      ("source", "moe", *STAT_COLUMNS), extra,
+                      (f"{len(lrows)} training cases from {len({r['source'] for r in lrows})} sources; dense "
+                       f"{100 * _median_abs(lrows, 'dense'):.1f}%, MoE {100 * _median_abs(lrows, 'MoE'):.1f}% "
+                       "median |error|.",), rows_key="leave_one_source_out")
     return Result("validate", "held-out error (calibrated; roofline beside it)",
                   tuple(report.summary(rows, keys)), (*keys, *STAT_COLUMNS), extra, (note,), rows_key="held_out")
+
+
+def _median_abs(rows: list[dict], kind: str) -> float:
+    v = [abs(r["calibrated_error"]) for r in rows if r["moe"] == kind]
+    return statistics.median(v) if v else float("nan")
 
 
 def calibrate(measured, setup=None, hold_out=3, out=None) -> Result:

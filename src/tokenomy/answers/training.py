@@ -23,7 +23,7 @@ from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, overflow_message
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
-from tokenomy.core.training import ATTENTION_CONVENTIONS, STEP_TERMS, TrainPlan, train_run, train_step
+from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, TrainPlan, train_run, train_step
 from tokenomy.econ import lifecycle as lc
 from tokenomy.econ.published import check_rows, run_names
 from tokenomy.econ.rl import rl_step
@@ -33,7 +33,8 @@ from tokenomy.units import SECONDS_PER_DAY, dtype_bytes, fmt_bytes, fmt_seconds,
 TRAIN_COLUMNS = ("global_batch", "chips", "step_s", "roofline_step_s", "bound", "mfu", "bubble_fraction", "comm_exposed_s",
                  "memory_per_chip_bytes", "fits", "days", "chip_hours", "usd")
 PUBLISHED_COLUMNS = ("run", "chips", "chip", "mfu", "attention", "model_flops", "predicted_chip_hours",
-                     "published_chip_hours", "error_fraction", "throughput_error_fraction")
+                     "published_chip_hours", "error_fraction", "throughput_error_fraction", "engine_mfu",
+                     "engine_chip_hours", "engine_error_fraction")
 RL_KEYS = ("rollout_s", "rollout_tokens_per_s", "rollout_usd", "train_s", "train_usd", "usd", "usd_per_generated_mtok",
            "effective_mfu", "efficiency_penalty", "fits")
 
@@ -149,8 +150,18 @@ def train_efficiency_of(hw, name: str = "calibrated") -> TrainEfficiency:
 
 def published_runs(published: str) -> Result:
     names = run_names() if published == "all" else [inputs.choice("published", published, run_names() + ["all"])]
-    return Result("train", "published runs: chip-hours = FLOPs/(chips' peak x MFU)",
-                  tuple(r for r in check_rows() if r["run"] in names), PUBLISHED_COLUMNS, rows_key="")
+    from tokenomy.answers.published_engine import engine_check, layout_of
+
+    rows = []
+    for r in check_rows():
+        if r["run"] in names:
+            e = engine_check(r["run"]) if layout_of(r["run"]) is not None else {}
+            rows.append({**r, "engine_mfu": e.get("mfu"), "engine_chip_hours": e.get("engine_chip_hours"),
+                         "engine_error_fraction": e.get("engine_error_fraction")})
+    return Result("train", "published runs: chip-hours = FLOPs/(chips' peak x MFU); engine_: the run's own layout "
+                  "through train (its layout table in catalog/training_runs; MFU predicted, at its peak dtype; "
+                  "divided by the run's goodput)",
+                  tuple(rows), PUBLISHED_COLUMNS, rows_key="")
 
 
 @door()
@@ -160,19 +171,21 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=None, efficiency="calibrated",
           tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
-          flash_attention=False, dropout=False, published=None) -> Result:
+          activation_dtype="bf16", moe_kernels="unfused", flash_attention=False, dropout=False,
+          published=None) -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each)."""
     if published:
         return published_runs(published)
     if not model:
         raise ValueError("model: required (or published: a run name, or 'all')")
     for field, v in (("compute_dtype", compute_dtype), ("weight_dtype", weight_dtype), ("grad_dtype", grad_dtype),
-                     ("optimizer_dtype", optimizer_dtype)):
+                     ("optimizer_dtype", optimizer_dtype), ("activation_dtype", activation_dtype)):
         if v is None:
             raise ValueError(f"{field}: required")
         dtype_of(field, v)
     inputs.choice("schedule", schedule, SCHEDULES)
     inputs.choice("recompute", recompute, STRATEGIES)
+    inputs.choice("moe_kernels", moe_kernels, MOE_KERNELS)
     inputs.choice("attention", attention, ATTENTION_CONVENTIONS)
     inputs.optional("mfu", mfu)
     inputs.optional("flops_fraction", flops_fraction)
@@ -195,12 +208,13 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     gb = np.atleast_1d(np.asarray(global_batch, dtype=int))
     plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
                      virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
-                     micro_batch=micro_batch, seq_len=seq_len, global_batch=gb)
+                     micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)
     st = train_step(m, hw, plan, mfu=mfu, efficiency=terms, flops_fraction=flops_fraction, attention=attention,
                     compute_dtype=compute_dtype, weight_bytes=dtype_bytes(weight_dtype),
-                    grad_bytes=dtype_bytes(grad_dtype), optimizer_bytes=opt_b, act_bytes=2.0, dropout=dropout,
+                    grad_bytes=dtype_bytes(grad_dtype), optimizer_bytes=opt_b, act_bytes=dtype_bytes(activation_dtype),
+                    dropout=dropout,
                     flash=flash_attention)
     run = train_run(st, tokens, hw.usd_per_chip_hour) if tokens else None
     rows = train_rows(st, run, plan, train_energy(power_of(hw), st, run))

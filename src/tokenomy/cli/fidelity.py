@@ -67,6 +67,9 @@ def validate_cmd(source: list[str] = typer.Option(None, "--source", help="Only c
                                            "source; minutes)."),
                  write: Path = typer.Option(None, "--write", help="Write the markdown report here "
                                             "(docs/validation.md)."),
+                 training: bool = typer.Option(False, "--training", help="The training cases alone: with --refit "
+                                               "refit only the training terms, with --loso leave one source out "
+                                               "over them (seconds)."),
                  against: Path = typer.Option(None, "--against", help="A benchmark result file to predict point "
                                               "by point instead: vllm bench serve --save-result JSON, AIPerf / "
                                               "GenAI-Perf profile export JSON or CSV, GuideLLM benchmarks JSON."),
@@ -98,7 +101,7 @@ def validate_cmd(source: list[str] = typer.Option(None, "--source", help="Only c
     if plot is not None:
         raise UsageError("--plot: draws a benchmark file's points; give --against FILE")
     res = validate(source=source or None, by=tuple(k.strip() for k in by.split(",") if k.strip()), cases=cases,
-                   refit=refit, loso=loso, write=write)
+                   refit=refit, loso=loso, write=write, training=training)
     if as_json or as_csv or cases:
         emit(res.payload(), as_json=as_json, as_csv=as_csv, title=res.title, columns=res.columns)
         return

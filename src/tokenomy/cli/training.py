@@ -9,8 +9,8 @@ from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 
 # core.memory's SCHEDULES and STRATEGIES, written out so --help loads no numpy (tests/cli/test_cli_lazy.py checks them)
-SCHEDULES = "gpipe, 1f1b, interleaved"
-STRATEGIES = "none, selective, full, reversible"
+SCHEDULES = "gpipe, 1f1b, interleaved, dualpipe"
+STRATEGIES = "none, selective, modules, full, reversible"
 
 
 @app.command("train")
@@ -51,6 +51,11 @@ def train_cmd(
         weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="Working weights dtype."),
         grad_dtype: str = typer.Option("bf16", "--grad-dtype", help="Gradient dtype."),
         optimizer_dtype: str = typer.Option("fp32", "--optimizer-dtype", help="Adam moments (and master copy)."),
+        activation_dtype: str = typer.Option("bf16", "--activation-dtype",
+                                             help="Stored activations (fp8: DeepSeek-V3's FP8 caching)."),
+        moe_kernels: str = typer.Option("unfused", "--moe-kernels",
+                                        help="unfused | fused (grouped GEMM with fused activation and "
+                                             "quantisation, the iteration in one CUDA graph)."),
         flash_attention: bool = typer.Option(False, "--flash-attention", help="No s^2 scores stored (FlashAttention)."),
         dropout: bool = typer.Option(False, "--dropout", help="Store dropout masks (Korthikanti's setting)."),
         published: str = typer.Option(None, "--published", help="Check a published run (or 'all')."),
@@ -68,5 +73,6 @@ def train_cmd(
               global_batch=None if published else global_batch, tokens=tokens, mfu=mfu,
               flops_fraction=flops_fraction, efficiency=efficiency, tp_overlap=tp_overlap, attention=attention, compute_dtype=compute_dtype,
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
+              activation_dtype=activation_dtype, moe_kernels=moe_kernels,
               flash_attention=flash_attention, dropout=dropout, published=published)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

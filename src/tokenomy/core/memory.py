@@ -13,7 +13,10 @@ e = activation bytes, m = dropout-mask bytes (1 with dropout, else 0), t = tenso
 sequence parallelism else 1. For a GPT layer (MHA, F = 4D, ungated, dropout, e = 2) this is Korthikanti's
 sbh(34 + 5as/h) at t = 1, sbh(10 + 24/t + 5as/(ht)) with TP, and sbh/t·(34 + 5as/h) with TP + SP.
 Strategies (stored from forward to backward): none = all of it; selective = without the s² score terms
-(Korthikanti §5; FlashAttention has the same effect); full = the layer input only; reversible = nothing
+(Korthikanti §5; FlashAttention has the same effect); modules = selective, and without the norms' outputs,
+MLA's up-projected q, k, v (the latents kept) and the SwiGLU outputs (its inputs kept): DeepSeek-V3 report
+§3.2.3 and §3.3.3, Megatron-Core's --recompute-modules layernorm mla_up_proj moe_act; full = the layer input
+only; reversible = nothing
 per layer (Gomez et al. 2017, arXiv 1707.04585) plus the two output streams once. full and reversible add a
 working set of one layer being recomputed. Pure functions over numpy arrays.
 """
@@ -29,8 +32,8 @@ from tokenomy.arch.model import Layer, ModelArch
 from tokenomy.arch.params import count_params
 from tokenomy.units import fmt_bytes
 
-STRATEGIES = ("none", "selective", "full", "reversible")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+STRATEGIES = ("none", "selective", "modules", "full", "reversible")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "dualpipe")
 MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations")
 
 
@@ -55,7 +58,7 @@ def in_flight_microbatches(pp, microbatches, schedule="1f1b", virtual_stages=1):
 
     GPipe: all m forwards run before any backward (Huang et al. 2019). 1F1B: min(p, m) (PipeDream-Flush,
     Narayanan et al. 2021). Interleaved: p·(1 + (p-1)/(p·v)) = p + (p-1)/v, as Korthikanti et al. 2022 §4.2.3
-    state it (L·(1 + (p-1)/(p·v)) layers' worth), capped at m.
+    state it (L·(1 + (p-1)/(p·v)) layers' worth), capped at m. DualPipe: p + 1 (DeepSeek-V3 report Table 2).
     """
     check_schedule(schedule)
     p, m = _a(pp), _a(microbatches)
@@ -63,6 +66,8 @@ def in_flight_microbatches(pp, microbatches, schedule="1f1b", virtual_stages=1):
         return m
     if schedule == "1f1b":
         return np.minimum(p, m)
+    if schedule == "dualpipe":
+        return np.minimum(p + 1, m)
     return np.minimum(p + (p - 1) / _a(virtual_stages), m)
 
 
@@ -90,16 +95,20 @@ def layer_bytes_per_token(layer: Layer, D: int, seq_len, *, tp=1, sp=False, act_
     else:
         qkv = a.num_heads * a.head_dim + a.num_kv_heads * (a.head_dim + a.v_head_dim)
         latent = 0
-    score = 0.0 if (strategy == "selective" or flash) else ((2 * e + m) if dropout else e) * a.num_heads * s_kv
-    replicated = layer.norms * e * D + e * D + m * D + e * latent + m * D + (0 if parallel_block else e * D)
-    sharded = e * qkv + score + e * a.num_heads * a.v_head_dim
+    modules = strategy == "modules"
+    score = 0.0 if (strategy in ("selective", "modules") or flash) else (
+        ((2 * e + m) if dropout else e) * a.num_heads * s_kv)
+    norms = 0 if modules else layer.norms * e * D
+    replicated = norms + e * D + m * D + e * latent + m * D + (0 if parallel_block else e * D)
+    sharded = (0 if modules and a.kind == "mla" else e * qkv) + score + e * a.num_heads * a.v_head_dim
+    inner = (lambda F, gated: 2 * F) if modules else _mlp_inner  # SwiGLU inputs kept, its output recomputed
     if mlp.kind == "dense":
-        sharded = sharded + e * _mlp_inner(mlp.intermediate_size, mlp.gated)
+        sharded = sharded + e * inner(mlp.intermediate_size, mlp.gated)
     else:
         shared = mlp.num_shared_experts * mlp.shared_intermediate_size
         replicated = replicated + e * mlp.num_experts  # router logits
-        sharded = sharded + e * _mlp_inner(shared, mlp.gated) + mlp.experts_per_tok * e * (
-            D + _mlp_inner(mlp.expert_intermediate_size, mlp.gated))
+        sharded = sharded + e * inner(shared, mlp.gated) + mlp.experts_per_tok * e * (
+            D + inner(mlp.expert_intermediate_size, mlp.gated))
     return replicated / r + sharded / t
 
 
@@ -160,8 +169,11 @@ def train_memory(m: ModelArch, *, seq_len, micro_batch, microbatches, hbm_bytes,
     def state(bytes_per_param, sharded):
         return bytes_per_param * (dense / np.where(sharded, shard_d, 1.0) + expert / np.where(sharded, shard_e, 1.0))
 
-    weights, grads = state(weight_bytes, zero >= 3), state(grad_bytes, zero >= 2)
-    opt = state(optimizer_bytes, zero >= 1)
+    # DualPipe holds two stages per rank (stage i and p-1-i: "Parameter 2x", DeepSeek-V3 report Table 2), so
+    # every model state is twice a 1F1B stage's.
+    copies = 2.0 if schedule == "dualpipe" else 1.0
+    weights, grads = copies * state(weight_bytes, zero >= 3), copies * state(grad_bytes, zero >= 2)
+    opt = copies * state(optimizer_bytes, zero >= 1)
 
     D, L = m.hidden_size, m.num_layers
     tokens = _a(micro_batch) * _a(seq_len) / cp

@@ -4,15 +4,26 @@
 times them under training efficiency terms, so a fit evaluates thousands of term sets on the same parts
 (tokenomy.validation) and ``tokenomy train`` evaluates one — the same function.
 
-Compute under terms (η, φ, F_½):
-    t_compute = t_dense,1/η + t_expert,1/(η·g(F_e)) + φ·t_1,bf16
+Compute under terms (η, φ, ψ, ψ_fused, F_½; ψ per chip, fitted by validation/train_fit.py):
+    t_compute = t_dense,1/η + t_expert,1/(η·g(F_e)) + t_other
       t_x,1      the engine's roofline compute of the step's GEMMs and attention (peak at the compute dtype)
-      g(F_e)     = F_e/(F_e + F_½): grouped-GEMM efficiency of routed experts of width F_e (moe_intermediate_size);
-                 narrow experts leave the tensor cores' tiles part-empty and the per-expert launch and
-                 permutation fixed (Megatron-Core grouped GEMM; Qwen3-30B-A3B's F_e = 768 runs at about half the
-                 dense rate in the Megatron-Bridge 25.11 table)
-      φ·t_1,bf16 non-GEMM work (norms, activations, softmax, optimizer, dispatch permutes) in units of the step's
-                 compute at the 16-bit peak: it does not speed up with FP8 GEMMs
+      g(F_e)     = F_e/(F_e + F_½): grouped-GEMM efficiency of routed experts of width F_e (moe_intermediate_size)
+                 against a dense GEMM: tiles part-empty and per-expert launches. DeepGEMM's published H800 table
+                 (github.com/deepseek-ai/DeepGEMM, README 2025-02) bounds it: its contiguous grouped FP8 GEMMs at
+                 DeepSeek-V3's expert shapes (N 4096 / K 7168 and N 7168 / K 2048) run at 1,297 and 1,099 TFLOP/s
+                 against 1,304 and 1,025 for dense GEMMs of the same N and K — no loss at F_e = 2048, so F_½ is
+                 kept below 1,024 (catalog/efficiency/ranges.toml); with fused MoE kernels g = 1
+      t_other    non-GEMM work: φ·t_act for dense models, ψ·t_act for MoE models (ψ_fused with fused MoE kernels),
+                 t_act = the step's activation traffic (the engine's Work.act_bytes: every op's inputs and outputs,
+                 for MoE the k routed copies of each token and their expert intermediates) x (3 + full recompute)
+                 at HBM bandwidth. Norms, activations, softmax, residual adds, casts, routing and permutes are
+                 memory-bound: they scale with the bytes they move (~T·D per layer), not with FLOPs (~T·D²), so a
+                 FLOP share over-charges wide models (Llama 3.1 405B, DeepSeek-V3) and under-charges narrow ones
+                 (Llama 3.1 8B, Qwen3-30B-A3B): leave-one-source-out 8.4% -> 7.8% dense, 18.5% -> 10.6% MoE.
+                 They do not speed up with FP8 GEMMs. Fused MoE kernels (moe_kernels "fused": the expert MLP's
+                 activation and quantisation in the grouped GEMM's epilogue, permutes fused with the dispatch, the
+                 iteration in one CUDA graph — Megatron-Bridge 0.5.1 / NeMo 26.06 "CuTeDSL fused grouped GEMM, and
+                 full iteration CUDA graphs"; DeepSeek's DeepGEMM + DeepEP) take ψ_fused in place of ψ, and g = 1
 Step (Narayanan et al. 2021 arXiv 2104.04473 §2.2 for the bubble; the overlaps as Megatron-Core runs them):
     chain  = t_compute + max(t_TP − τ·t_compute, 0) + max(t_EP − ε·t_compute, 0) + max(t_CP − a·t_compute, 0)
     t_step = chain/(1 − bubble) + max(t_DP − h·t_compute, 0) + t_PP,exposed
@@ -32,14 +43,16 @@ import numpy as np
 
 @dataclass(frozen=True)
 class TrainEfficiency:
-    """Training efficiency terms: η the share of peak the training GEMMs reach, φ the non-GEMM time per unit of
-    16-bit roofline compute (dense and MoE models apart), F_½ the expert width at which grouped GEMMs run at half
-    of η. ROOFLINE_TRAIN is the ideal set (η 1, φ 0, F_½ 0)."""
+    """Training efficiency terms: η the share of peak the training GEMMs reach; φ (other_dense), ψ (other_moe) and
+    ψ_fused (other_moe_fused) the non-GEMM time per unit of the step's activation traffic at HBM bandwidth of a
+    dense model, an MoE model and one with fused MoE kernels; F_½ the expert width at which unfused grouped GEMMs
+    run at half of η. ROOFLINE_TRAIN is the ideal set (η 1, the rest 0)."""
 
     flops_fraction: object = 1.0
     other_dense: object = 0.0
     other_moe: object = 0.0
     expert_half_width: object = 0.0
+    other_moe_fused: object = 0.0
     name: str = "roofline"
     source: str = ""
 
@@ -47,7 +60,7 @@ class TrainEfficiency:
         eta = np.asarray(self.flops_fraction, dtype=float)
         if np.any(~((eta > 0) & (eta <= 1))):
             raise ValueError(f"flops_fraction: must be in (0, 1], got {self.flops_fraction!r}")
-        for f in ("other_dense", "other_moe", "expert_half_width"):
+        for f in ("other_dense", "other_moe", "expert_half_width", "other_moe_fused"):
             v = np.asarray(getattr(self, f), dtype=float)
             if np.any(~(np.isfinite(v) & (v >= 0))):
                 raise ValueError(f"{f}: must be a finite number >= 0, got {getattr(self, f)!r}")
@@ -62,10 +75,11 @@ class TrainParts:
 
     dense_1_s: object  # roofline compute of everything but the routed experts (dense GEMMs, attention), recompute in
     expert_1_s: object  # roofline compute of the routed experts' GEMMs
-    bf16_1_s: object  # the whole roofline compute at the 16-bit peak
     expert_width: object  # F_e (0 for a dense model)
     moe: object  # 1 for a model with routed experts
     att_share: object  # attention forward / compute: what hides ring-attention sends
+    act_1_s: object  # the step's activation traffic at HBM bandwidth (the non-GEMM work scales with it)
+    fused: object  # 1 where the routed experts run fused MoE kernels (moe_kernels "fused")
     bubble: object
     tp_s: object
     ep_s: object
@@ -93,12 +107,18 @@ def grouped_gemm_fraction(width, half_width):
     return np.where(F > 0, F / np.maximum(F + h, 1e-30), 1.0)
 
 
+def other_s(p: TrainParts, e: TrainEfficiency):
+    """t_other = (φ | ψ | ψ_fused)·t_act: dense, MoE, MoE with fused kernels (module docstring)."""
+    fused = np.asarray(p.fused) > 0
+    psi = np.where(fused, e.other_moe_fused, e.other_moe)
+    return np.where(np.asarray(p.moe) > 0, psi, e.other_dense) * p.act_1_s
+
+
 def compute_s(p: TrainParts, e: TrainEfficiency):
     """t_compute under the terms (module docstring)."""
     eta = np.asarray(e.flops_fraction, dtype=float)
-    phi = np.where(np.asarray(p.moe) > 0, e.other_moe, e.other_dense)
-    g = grouped_gemm_fraction(p.expert_width, e.expert_half_width)
-    return p.dense_1_s / eta + p.expert_1_s / (eta * g) + phi * p.bf16_1_s
+    g = np.where(np.asarray(p.fused) > 0, 1.0, grouped_gemm_fraction(p.expert_width, e.expert_half_width))
+    return p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
 
 
 def timeline(p: TrainParts, e: TrainEfficiency, compute=None) -> dict:
@@ -123,7 +143,7 @@ def implied_flops_fraction(p: TrainParts, e: TrainEfficiency, target_s):
     falls monotonically in η); inf where even infinitely fast GEMMs are too slow."""
     roof = TrainEfficiency(1.0, 0.0, 0.0, e.expert_half_width)
     gemm_1 = compute_s(p, roof)  # GEMM time at η = 1, width loss kept
-    other = compute_s(p, TrainEfficiency(1.0, e.other_dense, e.other_moe, e.expert_half_width)) - gemm_1
+    other = other_s(p, e)
 
     def at(eta):
         return timeline(p, e, compute=gemm_1 / eta + other)["step_s"]

@@ -36,13 +36,14 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
-from tokenomy.core.pipeline import bubble_fraction
+from tokenomy.core.pipeline import schedule_bubble_fraction
 from tokenomy.core.train_comms import step_comms
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, implied_flops_fraction, timeline
 from tokenomy.specs import Hardware
 from tokenomy.units import SECONDS_PER_HOUR
 
 ATTENTION_CONVENTIONS = ("full", "causal", "none")
+MOE_KERNELS = ("unfused", "fused")  # core/train_time.py: fused grouped GEMM + CUDA graphs (ψ_fused, g = 1)
 STEP_TERMS = ("compute", "bubble", "tp", "ep", "cp", "dp", "pp")
 
 
@@ -78,8 +79,22 @@ def attention_positions(seq_len, window, convention="causal"):
     return w - w * (w - 1) / (2 * s)
 
 
-def _flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strategy: str) -> TrainFlops:
-    """Per-token training FLOPs from the engine's forward pass ``w`` (s tokens) and ``w_prev`` (s - 1 tokens)."""
+def up_projection_flops(m: ModelArch) -> float:
+    """FLOPs per token of MLA's up-projections (q from its latent, k_nope and v from the KV latent), all layers:
+    what recompute "modules" repeats besides norms and SwiGLU (DeepSeek-V3 report §3.2.3); 0 without MLA."""
+    out = 0.0
+    for ly in m.layers:
+        a = ly.attention
+        if a.kind == "mla":
+            q_up = (a.q_lora_rank or 0) * a.num_heads * a.head_dim
+            out += 2.0 * (q_up + a.kv_lora_rank * a.num_heads * (a.head_dim - a.qk_rope_head_dim + a.v_head_dim))
+    return out
+
+
+def _flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strategy: str,
+           up_flops: float = 0.0) -> TrainFlops:
+    """Per-token training FLOPs from the engine's forward pass ``w`` (s tokens) and ``w_prev`` (s - 1 tokens);
+    ``up_flops`` what recompute "modules" repeats (up_projection_flops)."""
     check_attention(attention)
     check_strategy(strategy)
     s = np.asarray(seq_len, dtype=float)
@@ -89,7 +104,7 @@ def _flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strateg
     last = (np.asarray(w.attention_flops) - np.asarray(w_prev.attention_flops)) / np.asarray(w.batch, dtype=float)
     conv = {"causal": att, "full": last, "none": 0.0 * att}[attention]
     matmul = 6 * n_active
-    extra = {"none": 0.0 * att, "selective": att}.get(strategy, 2 * n_active + att)
+    extra = {"none": 0.0 * att, "selective": att, "modules": att + up_flops}.get(strategy, 2 * n_active + att)
     return TrainFlops(matmul, 3 * conv, extra, matmul + 3 * conv, matmul + 3 * att + extra, n_active, attention,
                       3 * att)
 
@@ -98,7 +113,7 @@ def train_flops_per_token(dep: Deployment, seq_len, attention="causal", strategy
     """FLOPs per token of training on sequences of ``seq_len`` (module docstring), from dep's model via the engine."""
     d = dep.with_(layout=Layout())
     s = np.asarray(seq_len, dtype=float)
-    return _flops(d.work(1, s, s), d.work(1, s - 1, s - 1), s, attention, strategy)
+    return _flops(d.work(1, s, s), d.work(1, s - 1, s - 1), s, attention, strategy, up_projection_flops(d.model))
 
 
 @dataclass(frozen=True)
@@ -120,10 +135,13 @@ class TrainPlan:
     global_batch: object = 1024  # sequences per optimizer step
     ep_overlap: object = 0.0  # share of the compute that hides EP all-to-alls (DualPipe-style overlap: 1)
     tp_overlap: object = 0.0  # share of the compute that hides TP collectives (Megatron/TE --tp-comm-overlap: 1)
+    moe_kernels: str = "unfused"  # "fused": grouped GEMM with fused activation/quantisation, one CUDA graph
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
         check_strategy(self.recompute)
+        if self.moe_kernels not in MOE_KERNELS:
+            raise ValueError(f"moe_kernels: {self.moe_kernels!r}; allowed: {', '.join(MOE_KERNELS)}")
         for f in ("dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "seq_len", "global_batch"):
             v = np.asarray(getattr(self, f), dtype=float)
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 1) or np.any(v != np.round(v)):
@@ -161,6 +179,10 @@ def plan_problems(m: ModelArch, plan: TrainPlan, dep: Deployment | None = None) 
         out.append(f"ep: {ep} must divide the routed experts ({mlp.num_experts if mlp else 0}) and dp·cp")
     if plan.schedule == "interleaved" and int(mb) % int(np.max(plan.pp)):
         out.append("schedule: interleaved needs micro-batches to be a multiple of pp")
+    pp_max = int(np.max(plan.pp))
+    if plan.schedule == "dualpipe" and (pp_max % 2 or int(mb) % 2 or int(mb) < pp_max):
+        out.append(f"schedule: dualpipe needs an even pp ({pp_max}) and an even number of micro-batches per "
+                   f"pipeline of at least pp ({int(mb)}): half enter from each end")
     if not out and dep is not None:
         lay, B = training_layout(plan)
         code = np.ravel(dep.with_(layout=lay).work(B, 2.0, 2.0).structure)
@@ -275,10 +297,10 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
         raise ValueError("; ".join(problems))  # each names its field first ('global_batch: ...')
     p = plan
     _, peak = hw.chip.flops_for(compute_dtype)
-    _, peak16 = hw.chip.flops_for("bf16")
     mb, cp = p.microbatches, np.asarray(p.cp, dtype=float)
     w, w_prev = _forward(dep, p)
-    fl = _flops(w, w_prev, p.seq_len, attention, p.recompute)
+    up = up_projection_flops(m)
+    fl = _flops(w, w_prev, p.seq_len, attention, p.recompute, up)
     tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
     # The engine times the busiest chip's forward of one micro-batch at peak; training HBM fit is train_memory's.
     peaks = engine.Peaks(peak, hw.chip.hbm_bytes_per_s, np.inf)
@@ -291,9 +313,16 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
     # DeepEP's node-limited, once-per-node copies for passes of many tokens), repeated by the backward (the
     # gradients travel the same routes in reverse) and by a fully recomputed forward.
     ep_fwd = engine.times(w, dep.topo, peaks, ROOFLINE).ep_comm_s * mb / cp
-    ep_s = ep_fwd * (2 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
+    redo = np.where(p.recompute in ("full", "reversible"), 1.0, 0.0)
+    ep_s = ep_fwd * (2 + redo)
+    # The non-GEMM work moves activations (core/train_time.py): the forward's activation traffic,
+    # repeated by the backward (x2) and a fully recomputed forward, at HBM bandwidth.
+    act_s = np.asarray(w.act_bytes, dtype=float) * mb / cp * (3 + redo) / hw.chip.hbm_bytes_per_s
     expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops))
-    redo_share = {"none": 0.0 * fwd, "selective": att / fwd}.get(p.recompute, 1.0 + 0.0 * fwd)
+    # modules: the attention, and the up-projections' share of the forward's FLOPs
+    up_share = up / (np.asarray(w.flops, dtype=float) / (np.asarray(w.batch, dtype=float) * p.seq_len))
+    redo_share = {"none": 0.0 * fwd, "selective": att / fwd, "modules": att / fwd + up_share}.get(
+        p.recompute, 1.0 + 0.0 * fwd)
     total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
     expert_total = expert * (3 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
     mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb,
@@ -303,13 +332,18 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
                        grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,
                        dropout=dropout, flash=flash, hbm_usable_fraction=hbm_usable_fraction)
     cm = step_comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
-    # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step; v = 1 unless interleaved.
-    bubble = bubble_fraction(p.pp, mb, p.virtual_stages if p.schedule == "interleaved" else 1)
+    # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step, v = 1 unless interleaved; DualPipe's
+    # (p/2-1)(F&B + B - 3W) (core/pipeline.py).
+    bubble = schedule_bubble_fraction(p.schedule, p.pp, mb, p.virtual_stages)
+    # DualPipe runs each forward chunk beside a backward chunk and hides each one's dispatch and combine under the
+    # other's computation (DeepSeek-V3 report §3.2.1): ε = 1 whatever ep_overlap says.
+    ep_overlap = 1.0 if p.schedule == "dualpipe" else cm["ep_overlap"]
     width = _expert_width(m)
-    parts = TrainParts(dense_1_s=total - expert_total, expert_1_s=expert_total, bf16_1_s=total * peak / peak16,
-                       expert_width=width, moe=float(width > 0), att_share=att / total, bubble=bubble,
+    parts = TrainParts(dense_1_s=total - expert_total, expert_1_s=expert_total,
+                       expert_width=width, moe=float(width > 0), att_share=att / total, act_1_s=act_s,
+                       fused=float(p.moe_kernels == "fused" and width > 0), bubble=bubble,
                        tp_s=cm["tp_s"], ep_s=ep_s, cp_s=cm["cp_s"], dp_s=cm["dp_s"], dp_hide=cm["dp_hide"],
-                       ep_overlap=cm["ep_overlap"], tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
+                       ep_overlap=ep_overlap, tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
                        pp_exposed_s=cm["pp_exposed_s"])
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])

@@ -5,8 +5,8 @@ equally), plus a ridge pulling every term toward the pooled fit (all chips' trai
 cases borrow strength instead of over-fitting. Nelder–Mead in an unconstrained space (each fitted term kept inside
 its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
 for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
-measured streaming share) are held at their cited values. Training terms: the median log-ratio of roofline to measured step time per chip (dense),
-and one pooled factor for MoE.
+measured streaming share) are held at their cited values. Training terms: validation/train_fit.py (η per chip,
+the non-GEMM and expert-width terms pooled, each inside its range).
 """
 
 from __future__ import annotations
@@ -22,17 +22,18 @@ from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.load import Case, split_rule
 from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, term
 from tokenomy.validation.prepare import Serving
+from tokenomy.validation.train_fit import fit_training
 from tokenomy.validation.train_predict import Training, predict_training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
                         kernel_overhead_s=3e-6, sequence_overhead_s=2e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,
                         allreduce_latency_s=5e-6, link_fraction=0.7, nccl_link_fraction=0.9, request_overhead_s=0.02,
-                        train_flops_fraction=0.5, train_other_dense=0.2, train_other_moe=0.2,
-                        train_expert_half_width=512.0)
+                        train_flops_fraction=0.5, train_other_dense=5.0, train_other_moe=5.0,
+                        train_expert_half_width=256.0, train_other_moe_fused=3.0)
 FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss",
              "nccl_link_fraction"}
-RIDGE_POOLED, RIDGE_CHIP, RIDGE_TRAIN = 1e-4, 2e-3, 2e-3  # per term, in transformed units
+RIDGE_POOLED, RIDGE_CHIP = 1e-4, 2e-3  # per term, in transformed units
 SOFT_SCALE = 0.15  # residuals beyond ~15% count linearly, not quadratically
 NAN_RESIDUAL = np.log(3.0)  # a configuration the model says cannot run counts as a 3x error
 MIN_CASES_FOR_CHIP_FIT = 1
@@ -197,46 +198,6 @@ def fit_serving(s: Serving, prior: EfficiencyTerms, ridge: float,
     return fit_problems(s, [problem(np.arange(len(s.cases)), prior, ridge, fixed)])[0]
 
 
-def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
-    """η_train per chip and the pooled non-GEMM shares φ_dense, φ_moe and expert half-width F_½ (core/train_time.py),
-    on the fit split; least squares in log step time. A chip gets its own η only when it has a dense case to pin it
-    (MoE cases alone cannot separate η from φ_moe and F_½); the others, and the pooled entry, use the mean of the
-    pinned chips' η (in logit). Separable from the serving fit: a training-only refit runs in about a second."""
-    tt = t.take(mask)
-    shared = dict(train_other_dense=START.train_other_dense, train_other_moe=START.train_other_moe,
-                  train_expert_half_width=START.train_expert_half_width)
-    if not tt.cases:  # nothing to fit on (a serving-only subset): the starting values
-        return {"pooled": START.train_flops_fraction}, shared
-    own = sorted(set(tt.chip[~tt.moe]))
-    idx = np.array([own.index(c) if c in own else len(own) for c in tt.chip], dtype=int)
-    e0 = np.log(START.train_flops_fraction / (1 - START.train_flops_fraction))
-    # Only what the split can pin is free: MoE terms need MoE cases, φ_dense a dense one (else their start values:
-    # a direction the loss does not see would let the simplex wander).
-    moe, dense = bool(np.any(tt.moe)), bool(own)
-    fixed = np.log([START.train_other_dense, START.train_other_moe, START.train_expert_half_width])
-
-    def unpack(z):
-        zc = np.append(z[:len(own)], np.mean(z[:len(own)]) if own else e0)
-        rest = z[len(own):]
-        phi_d = np.exp(rest[0]) if dense else np.exp(fixed[0])
-        phi_m, half = (np.exp(rest[-2]), np.exp(rest[-1])) if moe else np.exp(fixed[1:])
-        return 1 / (1 + np.exp(-zc)), phi_d, phi_m, half
-
-    def loss(z):
-        eta, phi_d, phi_m, half = unpack(z)
-        r = np.log(predict_training(tt, eta[idx], phi_d, phi_m, half) / tt.measured)
-        return float(np.mean(r ** 2) + RIDGE_TRAIN * np.sum((z[:len(own)] - np.mean(z[:len(own)])) ** 2))
-
-    z0 = np.concatenate([[e0] * len(own), fixed[:1] if dense else [], fixed[1:] if moe else []])
-    z = nelder_mead(loss, z0, max_evals=4000)
-    z = nelder_mead(loss, z, step=0.1, max_evals=4000)
-    eta, phi_d, phi_m, half = unpack(z)
-    out = {c: float(eta[k]) for k, c in enumerate(own)}
-    out["pooled"] = float(eta[len(own)])
-    return out, dict(train_other_dense=float(phi_d), train_other_moe=float(phi_m),
-                     train_expert_half_width=float(half))
-
-
 @dataclass(frozen=True)
 class Fit:
     terms: dict[str, EfficiencyTerms]  # by chip, plus "pooled"
@@ -265,17 +226,17 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
     trained = [fit_training(t, mt) for mt in mts]
     pooled = fit_problems(s, [problem(np.flatnonzero(m), START, RIDGE_POOLED, anchors.anchored("pooled"),
                                       warm("pooled")) for m in ms])
-    pooled = [p.model_copy(update=dict(train_flops_fraction=eta["pooled"], **shared))
-              for p, (eta, shared) in zip(pooled, trained)]
+    pooled = [p.model_copy(update=dict({f: v["pooled"] for f, v in per.items()}, **shared))
+              for p, (per, shared) in zip(pooled, trained)]
     fits = [Fit({"pooled": p}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in ids)})
             for p, ids in zip(pooled, folds)]
     for chip in sorted(set(s.chip) | set(t.chip)):
         probs = {k: chip_problem(s, ms[k], chip, pooled[k], warm(chip)) for k in range(len(folds))}
         probs = {k: p for k, p in probs.items() if p.idx.size >= MIN_CASES_FOR_CHIP_FIT}
         fitted = dict(zip(probs, fit_problems(s, list(probs.values())))) if probs else {}
-        for k, (fit, (eta, shared)) in enumerate(zip(fits, trained)):
+        for k, (fit, (per, shared)) in enumerate(zip(fits, trained)):
             own = fitted.get(k, pooled[k].model_copy(update=anchors.anchored(chip)))
-            fit.terms[chip] = own.model_copy(update=dict(train_flops_fraction=eta.get(chip, eta["pooled"]),
+            fit.terms[chip] = own.model_copy(update=dict({f: v.get(chip, v["pooled"]) for f, v in per.items()},
                                                          **shared))
             fit.fitted_on[chip] = sorted([c.id for c, m in zip(s.cases, ms[k] & (s.chip == chip)) if m]
                                          + [c.id for c, m in zip(t.cases, mts[k] & (t.chip == chip)) if m])

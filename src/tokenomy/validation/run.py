@@ -13,7 +13,7 @@ from tokenomy.validation.metrics import optimism, signed_error
 from tokenomy.validation.predict import bound_names, gather, predict_serving, roofline_theta
 from tokenomy.validation.prepare import METRIC_CODE, Serving, prepare_serving
 from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training, prepare_training
-from tokenomy.validation.schema import EfficiencyTerms
+from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
 
 METRIC_NAMES = {v: k for k, v in METRIC_CODE.items()}
 
@@ -127,3 +127,53 @@ def leave_one_source_out(p: Prepared, start: cf.Fit | None = None) -> list[dict]
     folds = [{i for i in train if src_of[i] != src} for src in sources]
     fits = cf.fit_folds(p.serving, p.training, folds, start or stored_fit(p))
     return [r for src, fit in zip(sources, fits) for r in rows(only_source(p, src), fit.terms)]
+
+
+def training_terms(p: Prepared, fit: tuple[dict, dict], chip: str, base: EfficiencyTerms) -> EfficiencyTerms:
+    """``base`` with the training terms of a training fit (train_fit.fit_training's (per chip, shared))."""
+    per, shared = fit
+    return base.model_copy(update=dict({f: v.get(chip, v["pooled"]) for f, v in per.items()}, **shared))
+
+
+def refit_training(p: Prepared) -> dict[str, EfficiencyFile]:
+    """The stored efficiency files with only their training terms refitted on the declared split (serving terms,
+    fitted_on and the rest kept; the in-sample training error recomputed): a training-only refit in seconds."""
+    from tokenomy.validation.train_fit import fit_training
+
+    ids = cf.train_ids(p.cases)
+    t = p.training
+    fit = fit_training(t, np.array([c.id in ids for c in t.cases], dtype=bool))
+    out = {}
+    for chip in ("pooled", *sorted(loader.chip_names())):
+        if (f := load.efficiency_file(chip)) is not None:
+            out[chip] = f.model_copy(update=dict(terms=training_terms(p, fit, chip, f.terms)), deep=True)
+    terms = {c: f.terms for c, f in out.items()}
+    fitted = [r for r in rows(only_training(p), {c: terms.get(c, terms["pooled"]) for c in set(t.chip)})
+              if r["split"] == "train"]
+    for chip, f in out.items():
+        mine = [r for r in fitted if chip == "pooled" or r["chip"] == chip]
+        if mine:
+            f.in_sample["train_step_s"] = float(np.median([abs(r["calibrated_error"]) for r in mine]))
+    return out
+
+
+def only_training(p: Prepared) -> Prepared:
+    return Prepared([c for c in p.cases if c.kind == "training"], p.serving.take(np.zeros(len(p.serving.cases), bool)),
+                    p.training)
+
+
+def leave_one_source_out_training(p: Prepared) -> list[dict]:
+    """The training cases of each source predicted by training terms fitted on the training split of every other
+    source (train_fit.fit_training; the serving terms play no part): seconds, where the full --loso takes minutes."""
+    from tokenomy.validation.train_fit import fit_training
+
+    t = only_training(p)
+    ids = cf.train_ids(t.cases)
+    src = np.array([c.source.id for c in t.training.cases])
+    stored = stored_fit(t).terms
+    out = []
+    for s in sorted(set(src)):
+        fit = fit_training(t.training, np.array([c.id in ids for c in t.training.cases], dtype=bool) & (src != s))
+        terms = {c: training_terms(t, fit, c, base) for c, base in stored.items()}
+        out += rows(only_source(t, s), terms)
+    return out

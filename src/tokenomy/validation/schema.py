@@ -129,6 +129,7 @@ class TrainingCase(_Strict):
     grad_accum: int = Field(default=1, gt=0)  # micro-batches per pipeline per step
     recompute: Literal["none", "selective", "full"] = "none"  # activation recomputation the recipe turns on
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
+    moe_kernels: Literal["unfused", "fused"] = "unfused"  # fused grouped GEMM + full-iteration CUDA graphs
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None
@@ -174,9 +175,12 @@ class EfficiencyTerms(_Strict):
     train_flops_fraction: float = Field(gt=0, le=1)  # achievable share of peak for pre-training GEMMs
     train_other_dense: float = Field(ge=0)  # non-GEMM time (norms, attention softmax, exposed comms, optimizer)
     #                                        per unit of bf16-peak GEMM time, dense models; precision-independent
-    train_other_moe: float = Field(ge=0)  # the same for MoE models (adds token dispatch, imbalance, small GEMMs)
+    train_other_moe: float = Field(ge=0)  # ψ: MoE models' non-GEMM time per unit of the step's activation traffic
+    #                                        at HBM bandwidth (routing, permutes, SwiGLU, casts; core/train_time.py)
     train_expert_half_width: float = Field(default=0.0, ge=0)  # F_½: routed-expert width at which grouped GEMMs
     #                                        run at half of train_flops_fraction (core/train_time.py)
+    train_other_moe_fused: float = Field(default=0.0, ge=0)  # ψ_fused: the same with fused MoE kernels and the
+    #                                        iteration in one CUDA graph (TrainPlan.moe_kernels "fused")
 
 
 FITTED_SOURCE = ("fitted: tokenomy validate --refit on the cases listed in fitted_on "

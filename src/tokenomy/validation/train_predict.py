@@ -4,8 +4,9 @@ fitted terms — the same lowering and timeline ``tokenomy train`` runs.
 
 A case's plan: dp = chips/(tp·pp·cp); ZeRO-3 when the source says FSDP, else Megatron's distributed optimizer
 (ZeRO-1); sequence parallel with TP; the interleaved schedule with vp virtual stages when vp > 1, else 1F1B;
-micro-batch and global batch as published; the case's recompute and TP communication overlap; GEMMs at the
-case's precision.
+micro-batch and global batch as published; the case's recompute, TP communication overlap and MoE kernels
+(fused where the release notes name fused grouped GEMMs and full-iteration CUDA graphs); GEMMs at the case's
+precision.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tokenomy.core.training import TrainPlan, lower_step
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import EfficiencyTerms, TrainingCase
 
-TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe", "train_expert_half_width")
+TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe", "train_expert_half_width",
+                "train_other_moe_fused")
 
 
 @dataclass
@@ -55,7 +57,7 @@ def case_plan(c: TrainingCase) -> TrainPlan:
     return TrainPlan(dp=dp, tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep, zero=3 if c.fsdp else 1, sp=c.tp > 1,
                      schedule="interleaved" if c.vp > 1 else "1f1b", virtual_stages=c.vp, recompute=c.recompute,
                      micro_batch=c.micro_batch, seq_len=c.seq_len, global_batch=c.global_batch,
-                     tp_overlap=float(c.tp_comm_overlap))
+                     tp_overlap=float(c.tp_comm_overlap), moe_kernels=c.moe_kernels)
 
 
 def _lowered(c: TrainingCase):
@@ -87,11 +89,12 @@ def prepare_training(cases: list[Case]) -> Training:
 def train_efficiency(t: EfficiencyTerms, name: str = "calibrated") -> TrainEfficiency:
     """A chip's fitted training terms as the engine's training efficiency set."""
     return TrainEfficiency(t.train_flops_fraction, t.train_other_dense, t.train_other_moe, t.train_expert_half_width,
-                           name=name)
+                           t.train_other_moe_fused, name=name)
 
 
-def predict_training(t: Training, eta, other_dense, other_moe, expert_half_width=0.0) -> np.ndarray:
+def predict_training(t: Training, eta, other_dense, other_moe, expert_half_width=0.0,
+                     other_moe_fused=0.0) -> np.ndarray:
     """Each case's step under the terms (arrays aligned with the cases, or scalars): core.train_time.step_s."""
-    e = TrainEfficiency(*(np.asarray(x, dtype=float) for x in (eta, other_dense, other_moe, expert_half_width)),
-                        name="custom")
+    e = TrainEfficiency(*(np.asarray(x, dtype=float) for x in (eta, other_dense, other_moe, expert_half_width,
+                                                               other_moe_fused)), name="custom")
     return step_s(t.parts, e)
