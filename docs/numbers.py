@@ -154,7 +154,64 @@ def published_runs() -> dict[str, str]:
                      f"{big(r['predicted_chip_hours'])} | {big(r['published_chip_hours'])} | "
                      f"{pct(r['error_fraction'])} |")
     out["train_table"] = "\n".join(lines)
+    from tokenomy.answers.published_engine import engine_rows
+
+    lines = ["| run | layout (its catalog file) | predicted MFU | step | predicted GPU-hours | published | error | $ | "
+             "MWh (all-in) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in engine_rows():
+        key = r["run"].replace("-", "_").replace(".", "_")
+        out[f"train_{key}_engine_err"] = pct(r["engine_error_fraction"])
+        lines.append(f"| {r['run']} on {r['chips']:,} {r['hardware']} | catalog/training_runs/{r['run']}.toml | "
+                     f"{r['mfu'] * 100:.1f}% | {r['step_s']:.3g} s | {big(r['engine_chip_hours'])} | "
+                     f"{big(r['published_chip_hours'])} | {pct(r['engine_error_fraction'])} | ${big(r['usd'])} | "
+                     f"{r['mwh_training']:,.0f} |")
+    out["train_engine_table"] = "\n".join(lines)
+    out["train_dsv3_mechanisms"] = _deepseek_mechanisms()
     return out
+
+
+def _deepseek_mechanisms() -> str:
+    """DeepSeek-V3's step with its mechanisms added one at a time (docs/templates/training.md states the command)."""
+    import tokenomy as tk
+
+    kw = dict(model="deepseek-v3", hardware="h800", chips=2048, pp=16, ep=64, recompute="modules", seq_len=4096,
+              global_batch=[15360], activation_dtype="fp8", optimizer_dtype="bf16", flash_attention=True,
+              tokens=14.8e12)
+    steps = [("1F1B, EP all-to-all exposed, BF16 GEMMs", dict(compute_dtype="bf16")),
+             ("+ FP8 GEMMs (1x128 / 128x128 block-scaled, `--compute-dtype fp8`)", dict(compute_dtype="fp8")),
+             ("+ computation-communication overlap (`--ep-overlap 1`)", dict(compute_dtype="fp8", ep_overlap=1.0)),
+             ("+ DualPipe's bubble (`--schedule dualpipe`: both, and 2x parameters, PP+1 micro-batches)",
+              dict(compute_dtype="fp8", schedule="dualpipe"))]
+    lines = ["| layout | step | bubble | exposed comms | H800-hours | vs published |", "|---|---|---|---|---|---|"]
+    for name, k in steps:
+        r = tk.train(**kw, **k).rows()[0]
+        lines.append(f"| {name} | {r['step_s']:.1f} s | {100 * r['bubble_fraction']:.1f}% | "
+                     f"{r['comm_exposed_s']:.2f} s | {big(r['chip_hours'])} | {pct(r['chip_hours'] / 2.664e6 - 1)} |")
+    return "\n".join(lines)
+
+
+@group("tloso_")
+def training_loso() -> dict[str, str]:
+    """tokenomy validate --training --loso: each source predicted by training terms fitted on every other."""
+    import statistics
+
+    from tokenomy.validation import run
+
+    p = run.prepare()
+    moe = {c.id for c, m in zip(p.training.cases, p.training.moe) if m}
+    rows = run.leave_one_source_out_training(p)
+    med = lambda rs: statistics.median(abs(r["calibrated_error"]) for r in rs)  # noqa: E731
+    a = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    lines = ["| source | dense cases | dense median abs error | MoE cases | MoE median abs error | all |",
+             "|---|---|---|---|---|---|"]
+    for src in sorted({r["source"] for r in rows}):
+        d = [r for r in rows if r["source"] == src and r["id"] not in moe]
+        m = [r for r in rows if r["source"] == src and r["id"] in moe]
+        lines.append(f"| {src} | {len(d)} | {a(med(d)) if d else '-'} | {len(m)} | {a(med(m)) if m else '-'} | "
+                     f"{a(med(d + m))} |")
+    dense, moe_rows = [r for r in rows if r["id"] not in moe], [r for r in rows if r["id"] in moe]
+    return {"tloso_table": "\n".join(lines), "tloso_dense": a(med(dense)), "tloso_moe": a(med(moe_rows)),
+            "tloso_cases": str(len(rows)), "tloso_sources": str(len({r["source"] for r in rows}))}
 
 
 @group("energy_")

@@ -3,6 +3,8 @@ through ``train`` — the door ``tokenomy train`` opens — under the chip's fit
 GPU-hours the run published.
 
     chip-hours = steps · t_step · chips / goodput,   steps = tokens / (global batch · sequence)
+    $ = chip-hours x the chip's catalog price;  MWh = the steps' all-in energy (answers/energy_cols.train_energy:
+    board power from the step's busy shares, PUE, host and network), the idle share of downtime not counted
 goodput = the share of wall-clock the run spent training (Llama 3: "higher than 90% effective training time";
 DeepSeek-V3's hours are a rate of steady training, 1.0). Where econ/published.py divides FLOPs by a stated MFU,
 this predicts the MFU: nothing published about the run's speed goes in.
@@ -34,12 +36,14 @@ def engine_check(name: str) -> dict:
                 **{k: lay[k] for k in KEYS if k in lay}).rows()[0]
     if not row["fits"]:
         raise ValueError(f"published: {name}'s layout does not fit: {row.get('why', '')}")
-    hours = row["chip_hours"] / float(lay["goodput"])
+    goodput = float(lay["goodput"])
+    hours = row["chip_hours"] / goodput
     published = float(lay["published_chip_hours"])
     return {"run": name, "chips": r.chips, "hardware": lay["hardware"], "step_s": row["step_s"], "mfu": row["mfu"],
-            "bubble_fraction": row["bubble_fraction"], "goodput": float(lay["goodput"]),
+            "bubble_fraction": row["bubble_fraction"], "goodput": goodput, "days": row["days"] / goodput,
             "engine_chip_hours": hours, "published_chip_hours": published,
-            "engine_error_fraction": hours / published - 1, "scope": lay.get("scope", "")}
+            "engine_error_fraction": hours / published - 1, "usd": row["usd"] / goodput,
+            "mwh_training": row.get("mwh_all_in"), "scope": lay.get("scope", "")}
 
 
 def engine_rows() -> list[dict]:

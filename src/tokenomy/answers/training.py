@@ -172,10 +172,17 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
           activation_dtype="bf16", moe_kernels="unfused", flash_attention=False, dropout=False,
-          published=None) -> Result:
-    """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each)."""
+          published=None, search=False) -> Result:
+    """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
+    ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
+    left to it."""
     if published:
         return published_runs(published)
+    if search:
+        return train_search(model=model, hardware=hardware, chips=chips, seq_len=seq_len, global_batch=global_batch,
+                            tokens=tokens, efficiency=efficiency, compute_dtype=compute_dtype,
+                            activation_dtype=activation_dtype, optimizer_dtype=optimizer_dtype,
+                            moe_kernels=moe_kernels)
     if not model:
         raise ValueError("model: required (or published: a run name, or 'all')")
     for field, v in (("compute_dtype", compute_dtype), ("weight_dtype", weight_dtype), ("grad_dtype", grad_dtype),
@@ -319,3 +326,43 @@ def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, t
                         ("n_active_params", "d_pre", "tokens_per_param", "overtraining", "pretraining_fraction",
                          "rl_fraction", "inference_fraction", "total_usd", "total_mwh", "saving_fraction"),
                         notes=(note,), derivation=derivation, rows_key="")
+
+
+SEARCH_COLUMNS = ("tp", "cp", "pp", "dp", "ep", "schedule", "recompute", "step_s", "mfu", "bubble_fraction",
+                  "comm_exposed_s", "memory_per_chip_bytes", "chip_hours")
+
+
+def train_search(*, model, hardware, chips, seq_len, global_batch, tokens, efficiency, compute_dtype,
+                 activation_dtype, optimizer_dtype, moe_kernels) -> Result:
+    """The fastest layouts that fit for a model, chip count and global batch (parallel/train_search.py)."""
+    from tokenomy.parallel.train_search import TrainSearch, search
+
+    if not model:
+        raise ValueError("model: required")
+    m, hw = model_of(model), hardware_of(hardware)
+    total = chips or (hw.num_chips if hw.num_chips > 1 else None)
+    if not total:
+        raise ValueError("chips: required with search")
+    gb = np.atleast_1d(np.asarray(global_batch, dtype=int))
+    if gb.size != 1:
+        raise ValueError("global_batch: one value with search")
+    inputs.choice("moe_kernels", moe_kernels, MOE_KERNELS)
+    for field, v in (("compute_dtype", compute_dtype), ("activation_dtype", activation_dtype),
+                     ("optimizer_dtype", optimizer_dtype)):
+        dtype_of(field, v)
+    lowering = (("compute_dtype", compute_dtype), ("act_bytes", dtype_bytes(activation_dtype)),
+                ("optimizer_bytes", dtype_bytes(optimizer_dtype) * 2 + 4.0), ("flash", True))
+    q = TrainSearch(int(total), int(gb[0]), int(seq_len), moe_kernels, lowering)
+    found = search(m, hw, q, train_efficiency_of(hw, efficiency))
+    if not found:
+        raise ValueError(f"chips: no layout of {m.name} on {total} x {hw.chip.name} fits global batch {int(gb[0])}")
+    rows = []
+    for plan, st in found:
+        run = train_run(st, tokens, hw.usd_per_chip_hour) if tokens else None
+        row = train_rows(st, run, plan)[0]
+        row["schedule"] = plan.schedule + (f" (v{int(plan.virtual_stages)})" if plan.schedule == "interleaved" else "")
+        rows.append(row)
+    cols = tuple(c for c in SEARCH_COLUMNS if run is not None or c != "chip_hours")
+    return Result("train", f"train --search: the fastest layouts of {m.name} on {total} x {hw.chip.name} that fit "
+                  f"(global batch {int(gb[0])} x {seq_len}; flash attention, ZeRO-1, micro-batches of one sequence)",
+                  tuple(rows), cols, rows_key="")

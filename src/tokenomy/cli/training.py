@@ -59,6 +59,9 @@ def train_cmd(
         flash_attention: bool = typer.Option(False, "--flash-attention", help="No s^2 scores stored (FlashAttention)."),
         dropout: bool = typer.Option(False, "--dropout", help="Store dropout masks (Korthikanti's setting)."),
         published: str = typer.Option(None, "--published", help="Check a published run (or 'all')."),
+        search: bool = typer.Option(False, "--search", help="The fastest layouts that fit (tp, cp, pp, ep, "
+                                                          "schedule, recompute searched) for --chips and "
+                                                          "--global-batch."),
         as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
     """A training step: FLOPs, compute, communication, bubble, memory per chip; time and $ on --tokens.
 
@@ -74,5 +77,5 @@ def train_cmd(
               flops_fraction=flops_fraction, efficiency=efficiency, tp_overlap=tp_overlap, attention=attention, compute_dtype=compute_dtype,
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
               activation_dtype=activation_dtype, moe_kernels=moe_kernels,
-              flash_attention=flash_attention, dropout=dropout, published=published)
+              flash_attention=flash_attention, dropout=dropout, published=published, search=search)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)
