@@ -32,7 +32,7 @@ from tokenomy.answers.objectives import PLAN_OBJECTIVES
 from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
-from tokenomy.core.training import ATTENTION_CONVENTIONS
+from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS
 from tokenomy.econ.speculative import DRAFT_KINDS
 from tokenomy.specs import Hardware
 from tokenomy.units import CHECKPOINT, DTYPE_BYTES
@@ -248,7 +248,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
     "top": "int", "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
-    "optimizer_dtype": "dtype", "model": "model", "hardware": "hardware", "torus": "text", "ids": "text",
+    "optimizer_dtype": "dtype", "activation_dtype": "dtype", "model": "model", "hardware": "hardware",
+    "torus": "text", "ids": "text",
     "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
     "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
     "decode_chips": "int", "flops_fraction": "float", "use_case": "text",
@@ -256,7 +257,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
 ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the default (numbers: answers/door.LISTS)
           **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}
 CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": SCHEDULES,
-           "recompute": STRATEGIES, "attention": ATTENTION_CONVENTIONS, "draft": DRAFT_KINDS, "engine": ENGINES,
+           "recompute": STRATEGIES, "moe_kernels": MOE_KERNELS, "attention": ATTENTION_CONVENTIONS,
+           "draft": DRAFT_KINDS, "engine": ENGINES,
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
            "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
            "objective": tuple(PLAN_OBJECTIVES),
