@@ -42,6 +42,18 @@ HEADERS: dict[str, str] = {
     "hbm_bytes_per_s": "HBM bandwidth", "bf16_flops_per_s": "BF16 peak", "scale_up_bytes_per_s": "scale-up bandwidth",
     "flops_per_hbm_byte": "FLOP/B (ridge)", "active_params": "active params", "total_params": "total params",
     "model_type": "type", "num_layers": "layers", "model_flops": "model FLOPs",
+    "display_name": "full name", "scale_up_domain_size": "scale-up domain (chips)", "scale_out_bytes_per_s":
+    "scale-out bandwidth", "scale_up_latency_s": "scale-up latency", "scale_out_latency_s": "scale-out latency",
+    "tdp_w": "TDP", "peak_flops_per_s": "peak",
+    # the lecture's batch summary (tokenomy batch)
+    "lecture_ratio": "R, FLOP/B (lecture's)", "lecture_balance_batch": "B* = R x sparsity (lecture's)",
+    "balance_batch": "balance batch B*", "balance_batch_with_kv": "B* with KV", "max_batch_fit": "max batch that fits",
+    "operating_batch": "operating batch", "memory_binds": "memory binds", "cost_floor_usd_per_mtok":
+    "cost floor ($/Mtok)", "cost_batch1_usd_per_mtok": "cost at batch 1 ($/Mtok)", "unbatched_penalty":
+    "unbatched penalty (x)", "unbatched_penalty_no_kv": "unbatched penalty, KV ignored (x)",
+    "lecture_unbatched_penalty": "unbatched penalty (lecture's, x)", "step_s_at_operating": "step at operating batch",
+    "tokens_per_s_at_operating": "tok/s at operating batch", "usd_per_mtok_at_operating":
+    "$/Mtok at operating batch",
     # validation
     "median_abs_error": "median |error|", "signed_bias": "bias", "roofline_median_abs_error": "roofline median |error|",
     "roofline_signed_bias": "roofline bias", "error_fraction": "error", "throughput_error_fraction": "throughput error",

@@ -51,3 +51,9 @@ def test_every_column_of_the_main_answers_has_a_header_of_its_own():
 def test_fallback_drops_the_unit_suffix():
     assert header("prefill_s") == "prefill" and header("kv_per_token_bytes") == "kv per token"
     assert header("hbm_usd") == "hbm ($)" and header("tokens_per_s") == "tokens per s"
+
+
+def test_record_tables_name_fields_by_their_headers():
+    out = run("hardware", "h100-sxm")
+    assert "HBM bandwidth" in out and "peak bf16" in out and "hbm_bytes_per_s" not in out
+    assert json.loads(run("hardware", "h100-sxm", "--json"))["hbm_bytes_per_s"] == 3.35e12

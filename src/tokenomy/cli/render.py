@@ -117,7 +117,8 @@ def _flatten(d: dict, prefix: str = "") -> dict:
 
 
 def record_table(record: dict, title: str = "") -> Table:
-    """One object as a two-column field/value table; nested objects become dotted field names."""
+    """One object as a two-column field/value table, each field by its header (tokenomy.headers); nested objects
+    name their parent's header and their key ('peak bf16')."""
     from rich.table import Table
 
     t = Table(title=title)
@@ -125,7 +126,8 @@ def record_table(record: dict, title: str = "") -> Table:
     t.add_column("value", justify="right")
     for k, v in _flatten(record).items():
         key = k.split(".")[0] if k.startswith("peak_flops_per_s") else k
-        t.add_row(k, fmt_cell(key, v if not isinstance(v, list) else ", ".join(map(str, v)) or "-"))
+        label = " ".join([header(k.split(".")[0])] + k.split(".")[1:])  # 'peak_flops_per_s.bf16' -> 'peak bf16'
+        t.add_row(label, fmt_cell(key, v if not isinstance(v, list) else ", ".join(map(str, v)) or "-"))
     return t
 
 
@@ -178,7 +180,7 @@ def show_result(res, *, as_json: bool, as_csv: bool, show: bool = False, tables=
         return
     summary = res.extra.get("summary")
     if summary:
-        emit([{"quantity": k, "value": fmt_cell(k, v)} for k, v in summary.items()], as_json=False, as_csv=False,
+        emit([{"quantity": header(k), "value": fmt_cell(k, v)} for k, v in summary.items()], as_json=False, as_csv=False,
              title="summary")
     for key, title, columns in tables:
         emit(res.extra[key], as_json=False, as_csv=False, title=title, columns=columns)
