@@ -1,5 +1,5 @@
 """serve's KV capacity and decode's memory fit agree (issue 25, item 8): the sequences of ISL + OSL tokens that
-`serve` says fit (serving.scheduler.kv_batch, B_kv) fit in `decode` at that batch and context, and a clearly larger
+`serve` says fit (serving.scheduler.sequences_held, B_kv) fit in `decode` at that batch and context, and a clearly larger
 batch does not — over dense TP, MoE EP with attention-DP, attention-TP beside EP, kv-batch, pipelines and dp > 1.
 
 The two doors size memory differently on purpose: the engine's profile gives the cache hbm_fraction of the exposed
@@ -19,7 +19,7 @@ import pytest
 import tokenomy as tk
 from tokenomy.answers.resolve import deployment, layout_of
 from tokenomy.answers.workloads import engine_profile
-from tokenomy.serving.scheduler import kv_batch, scheduler_ranks
+from tokenomy.serving.scheduler import sequences_held, scheduler_ranks
 
 ISL, OSL = 1024, 1024  # a multiple of every profile's KV block: B_kv's length is the decode context
 LARGER = 1.1  # "clearly larger": past the 1/slot rounding and the activation reserve of every case below
@@ -59,7 +59,7 @@ def test_serve_capacity_fits_in_decode(model, hardware, degrees, what):
     """At the engine's own HBM share, serve's B_kv sequences fit in decode."""
     dep = _dep(model, hardware, degrees)
     prof = engine_profile("vllm", int(dep.layout.tp))
-    b = float(kv_batch(dep, prof, ISL, OSL))
+    b = float(sequences_held(dep, prof, ISL, OSL))
     assert b >= 1
     assert _decode_fits(model, hardware, degrees, [b]) == [True]
 
@@ -70,7 +70,7 @@ def test_serve_capacity_is_decodes_largest_batch(model, hardware, degrees, what)
     dep = _dep(model, hardware, degrees)
     assert float(np.asarray(dep.eff.hbm_usable_fraction)) == 1.0  # decode's usable HBM is the exposed HBM
     prof = replace(engine_profile("vllm", int(dep.layout.tp)), hbm_fraction=1.0, fraction_of="total")
-    b = float(kv_batch(dep, prof, ISL, OSL))
+    b = float(sequences_held(dep, prof, ISL, OSL))
     # the serve side reserves a full token budget of activations per scheduler: at least decode's B_kv tokens
     assert b <= prof.max_num_tokens * scheduler_ranks(dep.layout) * int(dep.layout.pp)
     larger = np.ceil(LARGER * b)
@@ -83,5 +83,5 @@ def test_serve_reports_the_same_capacity():
     model, hardware, degrees = CASES[3][:3]
     row = tk.serve(model, hardware, concurrency=64, isl=ISL, osl=OSL, kv_dtype="bf16", **degrees).rows()[0]
     dep = _dep(model, hardware, degrees)
-    assert row["b_kv"] == float(kv_batch(dep, engine_profile("vllm", 1), ISL, OSL))
+    assert row["b_kv"] == float(sequences_held(dep, engine_profile("vllm", 1), ISL, OSL))
     assert row["b_kv"] > 3000

@@ -11,7 +11,7 @@ import tokenomy as tk
 from tokenomy.answers.resolve import deployment, layout_of
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.catalog import loader
-from tokenomy.serving.scheduler import kv_batch, kv_tokens
+from tokenomy.serving.scheduler import sequences_held, kv_tokens
 
 H100 = loader.hardware("h100-sxm").chip
 
@@ -46,7 +46,7 @@ def test_serve_holds_the_decoded_batch():
     """serve's KV at the whole exposed HBM (a share of 1.0 of the total) holds decode's 8 x 8192 tokens."""
     dep = deployment("llama-3.1-70b", "h100-sxm", layout=layout_of(tp=2), kv_dtype="bf16")
     prof = replace(engine_profile("vllm", 2, max_num_tokens=2048), hbm_fraction=1.0, fraction_of="total")
-    assert float(kv_batch(dep, prof, 4096, 4096)) >= 8
+    assert float(sequences_held(dep, prof, 4096, 4096)) >= 8
 
 
 def test_three_doors_one_figure(trained, decoded):

@@ -6,7 +6,7 @@ import pytest
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import BUSY_PREFILL, engine_profile
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import kv_batch
+from tokenomy.serving.scheduler import sequences_held
 from tokenomy.serving.simulator import simulate
 from tokenomy.serving.steady import steady
 from tokenomy.serving.workload import Lengths, Workload, read_trace
@@ -54,7 +54,7 @@ def test_tpot_is_the_engine_step_of_the_running_batch(dep, prof):
 
 
 def test_above_saturation_capacity_limited_and_the_queue_grows(dep, prof):
-    b_kv = float(kv_batch(dep, prof, 1024, 1024))
+    b_kv = float(sequences_held(dep, prof, 1024, 1024))
     C = int(max(b_kv, prof.max_batch)) * 2
     assert steady(dep, prof, isl=1024, osl=1024, concurrency=[C]).capacity_limited[0]
     R = 40.0  # requests/s, far above what 8 x H100 serve at 1k/1k

@@ -4,9 +4,9 @@
                        ISL and OSL lengths, prefix-cache hit, arrivals, SLOs
     EngineRequest      the serving engine's profile by name and its two knobs (token budget, batch cap)
     RunRequest         how the figures are produced: analytic | simulate, the benchmark protocol, requests, seed
-    PoolRequest        one disaggregated pool: its chips and its layout degrees (None: chosen for its load)
-    DeploymentRequest  model, hardware, chips, layout (None: chosen), dtypes, efficiency set, prices, and for
-                       disaggregated serving the two pools
+    DeploymentRequest  what is served (answers/deployment_request.py): model, hardware, chips, layout, dtypes,
+                       efficiency set, prices, and for disaggregated serving its two pools (PoolRequest)
+    ServeRequest       the four together, and the engine whose launch commands to write
 Each is built from a door's keywords by ``of(values)`` (every value through answers/inputs' grammar and bounds: the
 CLI, the web and ``tk.*`` accept and refuse the same strings), checks itself there (a ValueError naming the public
 keyword), and prints a one-line summary (``str``). ``tk.serve`` builds them from its keywords; ``tokenomy serve``
@@ -21,14 +21,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from tokenomy.answers import inputs
-from tokenomy.core.layout import Layout
+from tokenomy.answers.deployment_request import DeploymentRequest, PoolRequest  # noqa: F401  (one import place)
 from tokenomy.serving.workload import Lengths, read_trace
 from tokenomy.units import fmt_seconds
 
 ARRIVALS = ("together", "staggered")
 METHODS = ("analytic", "simulate")
-MODES = ("agg", "disagg")
-POOL_DEGREES = ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch")  # layout_of's, in its order
 
 
 def _points(name: str, values) -> tuple | None:
@@ -201,88 +199,6 @@ class RunRequest:
         how = self.method if self.protocol == "steady" else f"protocol {self.protocol}"
         return how + (f", {self.requests} requests" if self.requests else "") + (
             f", seed {self.seed}" if self.method == "simulate" or self.protocol != "steady" else "")
-
-
-@dataclass(frozen=True)
-class PoolRequest:
-    """One disaggregated pool: its chips and layout degrees (None: the best for its load, answers/pools.py)."""
-
-    name: str  # prefill | decode
-    chips: int | None = None
-    layout: Layout | None = None
-
-    @classmethod
-    def of(cls, name: str, values: Mapping) -> "PoolRequest":
-        """From ``{name}_chips`` and ``{name}_tp``, ... (answers.resolve.layout_of's degrees)."""
-        from tokenomy.answers.resolve import layout_of
-
-        return cls(name, inputs.optional(f"{name}_chips", values.get(f"{name}_chips")),
-                   layout_of(*(values.get(f"{name}_{k}") for k in POOL_DEGREES)))
-
-    def __str__(self) -> str:
-        return f"{self.name} {self.chips} chips ({self.layout.label() if self.layout is not None else 'best'})"
-
-
-@dataclass(frozen=True)
-class DeploymentRequest:
-    """What is served, where and how: the model and hardware (names, paths or specs), the chips (None: all of the
-    hardware), the layout (None: chosen for the workload), weight and KV dtypes (KV "auto": the engine's for the
-    weights), the efficiency set, $/chip-hour, energy prices; ``mode`` agg or disagg with its two pools."""
-
-    model: Any
-    hardware: Any
-    chips: int | None = None
-    layout: Layout | None = None
-    weight_dtype: str | None = None
-    kv_dtype: str | None = None
-    efficiency: Any = "calibrated"
-    usd_per_chip_hour: float | None = None
-    usd_per_kwh: float | None = None
-    facility: str | None = None
-    mode: str = "agg"
-    prefill: PoolRequest | None = None
-    decode: PoolRequest | None = None
-
-    @classmethod
-    def of(cls, model, hardware, values: Mapping) -> "DeploymentRequest":
-        """From a door's keywords: chips, tp ... kv_batch (the aggregated layout), weight_dtype, kv_dtype,
-        efficiency, usd_per_chip_hour, usd_per_kwh, facility, mode, pools (prefill_chips, prefill_tp, ...,
-        decode_chips, ...). Each mode takes its own layout keywords only (the other's would go unused)."""
-        from tokenomy.answers.resolve import layout_of
-
-        v = dict(values)
-        mode = v.get("mode", "agg")
-        if mode not in MODES:
-            raise ValueError(f"mode: {mode!r}; allowed: {', '.join(MODES)}")
-        pools = dict(v.get("pools") or {})
-        bad = set(pools) - {f"{p}_{k}" for p in ("prefill", "decode") for k in ("chips", *POOL_DEGREES)}
-        if bad:
-            raise ValueError(f"pools: unknown {', '.join(sorted(bad))}; allowed: prefill_/decode_ + chips, "
-                             f"{', '.join(POOL_DEGREES)}")
-        agg = {k: v.get(k) for k in ("chips", *POOL_DEGREES)}
-        given = [k for k, x in pools.items() if x is not None]
-        used = [k for k, x in agg.items() if x is not None]
-        if mode == "agg" and given:
-            raise ValueError(f"{given[0]}: a disaggregated pool's; only with mode disagg")
-        if mode == "disagg" and used:
-            raise ValueError(f"{used[0]}: the aggregated layout's; with mode disagg give each pool's (prefill_chips, "
-                             f"prefill_{used[0]}, decode_chips, decode_{used[0]}, ...)")
-        pre, dec = (PoolRequest.of(p, pools) if mode == "disagg" else None for p in ("prefill", "decode"))
-        return cls(model, hardware, inputs.optional("chips", agg["chips"]),
-                   layout_of(*(agg[k] for k in POOL_DEGREES)), v.get("weight_dtype"), v.get("kv_dtype"),
-                   v.get("efficiency", "calibrated"), v.get("usd_per_chip_hour"), v.get("usd_per_kwh"),
-                   v.get("facility"), mode, pre, dec)
-
-    def name(self, of: str) -> str:
-        x = self.model if of == "model" else self.hardware
-        return x if isinstance(x, str) else getattr(x, "name", str(x))
-
-    def __str__(self) -> str:
-        where = (f"{self.prefill} + {self.decode}" if self.mode == "disagg" else
-                 f"{self.chips or 'all'} chips, layout {self.layout.label() if self.layout is not None else 'best'}")
-        dtypes = f"weights {self.weight_dtype or 'checkpoint'}, KV {self.kv_dtype or 'auto'}"
-        eff = self.efficiency if isinstance(self.efficiency, str) else getattr(self.efficiency, "name", "given")
-        return f"{self.name('model')} on {self.name('hardware')} ({self.mode}: {where}); {dtypes}; {eff} efficiency"
 
 
 @dataclass(frozen=True)

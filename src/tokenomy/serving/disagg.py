@@ -60,7 +60,7 @@ from tokenomy.core import engine
 from tokenomy.core.collectives import p2p
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
-from tokenomy.serving.scheduler import (EngineProfile, kv_batch, kv_sequence_bytes, kv_sequences, kv_tokens,
+from tokenomy.serving.scheduler import (EngineProfile, sequences_held, kv_sequence_bytes, kv_sequences, kv_tokens,
                                         scheduler_ranks, step_time)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 from tokenomy.units import fmt_bytes
@@ -151,7 +151,7 @@ def decode_pool(dec: Deployment, prof_d: EngineProfile, isl: float, osl: float) 
     """The decode pool's terms (module docstring); raises PoolDoesNotFit naming the decode pool."""
     ctx = isl + osl / 2.0
     L_d = float(np.ceil((isl + osl) / prof_d.block_size) * prof_d.block_size)
-    b_kv = float(kv_batch(dec, prof_d, isl, osl))
+    b_kv = float(sequences_held(dec, prof_d, isl, osl))
     cap = min(b_kv, decode_slots(prof_d, dec.layout))
     _, r_d0 = step_time(dec, float(dec.layout.dp), ctx, terms=True)  # one sequence per replica
     kv = kv_tokens(dec, prof_d, L_d)

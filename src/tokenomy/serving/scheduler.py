@@ -210,7 +210,7 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVC
     return KVCapacity(np.maximum(free, 0.0) / per_tok, per_tok, free, slots)
 
 
-def kv_batch(dep: Deployment, prof: EngineProfile, isl, osl):
+def sequences_held(dep: Deployment, prof: EngineProfile, isl, osl):
     """B_kv: sequences of ISL + OSL tokens (rounded up to KV blocks) whose cache fits, over all DP replicas."""
     return kv_capacity(dep, prof, isl, osl)[0]
 

@@ -1,20 +1,22 @@
 """The analytic steady state of aggregated continuous batching, vectorised over workload points.
 
-Per point (means of the length distributions; I = ceil(ISL·(1−F)) prefill tokens computed per request, N the
-token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefill tokens, scheduler.step_time):
-    B       = min(C, B_kv, max_batch, B_N)                  running sequences (closed loop); B_N the most the token
-                                                           budget sustains (scheduler.budget_batch); max_batch and
-                                                           N pooled over the schedulers (scheduler.pooled_limits)
-    chunks  = ceil(I / (N − n')),  life = chunks + OSL − 1  steps a request holds its slot; n' the decodes beside
-                                                           its prompt (at most B; B − 1 in a closed loop)
-    n       = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
-    TPOT    = f_d·t(n, P/f) + (1 − f_d)·t(n, 0)           f = min(1, B·chunks/life): the share of steps carrying a
+Per point (means of the length distributions; I = ceil(ISL·(1−F)) prefill tokens computed per request, N_tok
+the token budget, t(B_d, P) one step of B_d decodes at context ISL + OSL/2 plus P prefill tokens,
+scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C stays the context):
+    B       = min(U, B_kv, max_batch, B_N)                  running sequences (closed loop: U users); B_N the most the
+                                                           token budget sustains (scheduler.budget_batch); max_batch
+                                                           and N_tok pooled over the schedulers (pooled_limits)
+    chunks  = ceil(I / (N_tok − B_d')), life = chunks + OSL − 1   steps a request holds its slot; B_d' the
+                                                           decodes beside its prompt (at most B; B − 1 in a closed
+                                                           loop)
+    B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
+    TPOT    = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0)       f = min(1, B·chunks/life): the share of steps carrying a
                                                            prefill chunk; f_d = f·(B − 1)/B in a closed loop (a
                                                            request's own chunks precede its first token), f open
-    TTFT    = queue + wait + (c − 1)·t(n, room) + t(n, min(r + P·(B − 1)/B, slot)) + push + o_req
-              c = chunks, the first c − 1 full (room = N − n, a closed loop's N − n·(B − 1)/B: the budget the
-              decodes beside it leave), the last r = I − (c − 1)·room tokens sharing its step with the other
-              requests' mean prefill up to the step's slot (the room, or whole prompts: scheduler.prompt_slot;
+    TTFT    = queue + wait + (c − 1)·t(B_d, room) + t(B_d, min(r + P·(B − 1)/B, slot)) + push + o_req
+              c = chunks, the first c − 1 full (room = N_tok − B_d, a closed loop's N_tok − B_d·(B − 1)/B: the
+              budget the decodes beside it leave), the last r = I − (c − 1)·room tokens sharing its step with the
+              other requests' mean prefill up to the step's slot (the room, or whole prompts: scheduler.prompt_slot;
               the open loop times it at the room); o_req the request overhead around the
               engine (Efficiency.request_overhead_s). push, closed loop: the prompts ahead push it back E[k] − c
               steps and those behind fill its last step (prefill_queue.closed_loop_prompt; an engine that does
@@ -23,13 +25,14 @@ token budget, t(n, P) one step of n decodes at context ISL + OSL/2 plus P prefil
               wait: for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (_step_times); 0 for a closed loop (a client's next
-              request lands at a step boundary); "together": all C prompts in the first steps, request j
-              done after ceil((j+1)·I/N) prefill-only steps, TTFT the mean of that
-    queue   = (C − B)·lifetime/B when C > B (closed loop, Little's law); open loop: N = R·lifetime, its smallest root
+              request lands at a step boundary); "together": all U prompts in the first steps, request j
+              done after ceil((j+1)·I/N_tok) prefill-only steps, TTFT the mean of that
+    queue   = (U − B)·lifetime/B when U > B (closed loop, Little's law); open loop: B = R·lifetime, its smallest root
               by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap
     X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
-    $       chips·$/chip-s split by time: the prefill share of the mean step (E[t] − t(n, 0))/E[t] to the input tokens
-capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens n + P exceed the budget.
+    $       chips·$/chip-s split by time: the prefill share of the mean step (E[t] − t(B_d, 0))/E[t] to the input
+            tokens
+capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens B_d + P exceed the budget.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class Steady:
 
     batch: np.ndarray  # running sequences B
     b_kv: np.ndarray
-    decodes: np.ndarray  # n
+    decodes: np.ndarray  # B_d
     prefill_per_step: np.ndarray  # P
     chunks: np.ndarray
     tpot_s: np.ndarray
@@ -78,7 +81,7 @@ class Steady:
     capacity_limited: np.ndarray
     bound: np.ndarray  # index into engine.BOUNDS (the mean step)
     fits: np.ndarray
-    # the share of time each unit of a chip is busy over the mean step of n decodes and P prefill tokens
+    # the share of time each unit of a chip is busy over the mean step of B_d decodes and P prefill tokens
     # (engine.PassTerms.busy_shares; econ/energy.py turns them into watts: power is linear in busy time below the cap)
     busy_compute: np.ndarray
     busy_hbm: np.ndarray
@@ -86,15 +89,15 @@ class Steady:
 
 
 def _mean_step(B, osl, I, budget, closed=False):
-    """(chunks, life, n, P) of the module docstring. A prompt's chunks take the room beside the decodes running
+    """(chunks, life, B_d, P) of the module docstring. A prompt's chunks take the room beside the decodes running
     with it, at most B of them, B − 1 in a closed loop (the other clients: a lone client's 8192-token prompt is one
     chunk under an 8192-token budget)."""
     beside = np.maximum(B - 1.0, 0.0) if closed else B
     chunks = np.ceil(I / np.maximum(budget - beside, 1.0))
     life = chunks + osl - 1.0
-    n = B * (osl - 1.0) / life
-    P = np.minimum(B * I / life, np.maximum(budget - n, 0.0))
-    return chunks, life, n, P
+    B_d = B * (osl - 1.0) / life
+    P = np.minimum(B * I / life, np.maximum(budget - B_d, 0.0))
+    return chunks, life, B_d, P
 
 
 @dataclass(frozen=True)
@@ -121,16 +124,16 @@ class Solved:
     reason: np.ndarray
 
 
-def _steps(step, n, loads):
-    """[step(n, P) for P in loads]: one call where the step function offers ``many`` (the engine's does: the
+def _steps(step, B_d, loads):
+    """[step(B_d, P) for P in loads]: one call where the step function offers ``many`` (the engine's does: the
     decodes' terms formed once for every load), else one call each (validation's)."""
     many = getattr(step, "many", None)
-    return many(n, loads) if many is not None else [step(n, P) for P in loads]
+    return many(B_d, loads) if many is not None else [step(B_d, P) for P in loads]
 
 
 @dataclass(frozen=True)
 class StepTimes:
-    """The steps of a point (arrays over points), all at its n decodes."""
+    """The steps of a point (arrays over points), all at its B_d decodes."""
 
     tpot_s: np.ndarray  # the mean step of a request's decode
     mean_s: np.ndarray  # the mean step over all steps (a request's own prefill chunks included)
@@ -143,26 +146,26 @@ class StepTimes:
     served_prefill_s: object = None  # prefill_s less the open loop's wait behind full-room chunks (inf past capacity)
 
 
-def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: bool = True, rate=None) -> StepTimes:
+def _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill: bool = True, rate=None) -> StepTimes:
     """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
     f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none. Its own chunks
     precede its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks:
     (B − 1)·c chunks in every ``life`` steps, a share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether
-    it runs or not: f_d = f); TPOT = f_d·t(n, P/f) + (1 − f_d)·t(n, 0) (8 users of 16k/256: 7 of the 8 prompts'
-    chunks land in a request's decode). (A mean step t(n, P) would overstate it where t is concave in P, as a
+    it runs or not: f_d = f); TPOT = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0) (8 users of 16k/256: 7 of the 8 prompts'
+    chunks land in a request's decode). (A mean step t(B_d, P) would overstate it where t is concave in P, as a
     one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
     Residual: an arrival lands in a step chosen by its length (the inspection paradox), so the rest of that step
     is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2.
-    Prefill (``prefill``; else zeros): c − 1 full chunks of the room the decodes beside it leave (N − n; a closed
-    loop's N − n·(B − 1)/B, the other clients'), then the last r = I − (c − 1)·room tokens beside the prompts that
-    share its step. Closed loop (clients arrive at step boundaries; a lone client shares with no one): the others'
+    Prefill (``prefill``; else zeros): c − 1 full chunks of the room the decodes beside it leave (N_tok − B_d; a
+    closed loop's N_tok − B_d·(B − 1)/B, the other clients'), then the last r = I − (c − 1)·room tokens beside the
+    prompts that share its step. Closed loop (clients arrive at step boundaries; a lone client shares with no one): the others'
     mean prefill P·(B − 1)/B up to the step's slot (the room, or for an engine that does not chunk floor(room/I)
     whole prompts, scheduler.prompt_slot: one 4096-token prompt ahead under an 8192-token budget holds the next a
     step even where the tokens would fit), then pushed back by the prompts ahead of it and filled by those behind
-    (prefill_queue.closed_loop_prompt), each extra step t(n, 0) and each extra token the chord
-    (t(n, room) − t(n, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
-    (t(n, L) − t(n, 0))/L at its load L = min(P/f, N − n) (the step is near linear in its prefill tokens past a
-    few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
+    (prefill_queue.closed_loop_prompt), each extra step t(B_d, 0) and each extra token the chord
+    (t(B_d, room) − t(B_d, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
+    (t(B_d, L) − t(B_d, 0))/L at its load L = min(P/f, N_tok − B_d) (the step is near linear in its prefill tokens
+    past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
     in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
     after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
     room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s)."""
@@ -171,16 +174,16 @@ def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: 
     others_share = np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else 1.0
     f_d = f * others_share
     # the room a prompt's chunks take: beside the decodes running with it (a closed loop's: the other clients')
-    room = np.maximum(budget - n * others_share, 1.0)
+    room = np.maximum(budget - B_d * others_share, 1.0)
     r = I - (chunks - 1.0) * room
     closed_others = P * others_share
     closed = prefill and rate is None
     full = prefill and bool(np.any(chunks > 1))  # some prompts take full-room chunks before their last
-    loads = [np.minimum(P / f, np.maximum(budget - n, 0.0)), np.zeros_like(P)] + ([room] if full else [])
+    loads = [np.minimum(P / f, np.maximum(budget - B_d, 0.0)), np.zeros_like(P)] + ([room] if full else [])
     if closed:  # the closed loop's last-chunk step rides in the same engine call
         slot = prompt_slot(room, I, whole_prompts)  # what a step's prefill can take: the room, or whole prompts
         loads += [np.minimum(r + closed_others, slot)]
-    out = _steps(step, n, loads)
+    out = _steps(step, B_d, loads)
     (heavy, bound, reason), plain = out[0], out[1][0]
     tpot = f_d * heavy + (1.0 - f_d) * plain
     mean = f * heavy + (1.0 - f) * plain
@@ -200,7 +203,7 @@ def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: 
         pf = pf + extra * plain + per_token * (tokens - counted)
     else:  # the co-arrivals depend on the steps just timed: one more engine call
         others = np.minimum(rate * I * 2.0 * residual, room)
-        t_last = _steps(step, n, [np.minimum(r + others, room)])[0][0]
+        t_last = _steps(step, B_d, [np.minimum(r + others, room)])[0][0]
         spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
         served = (chunks - 1.0) * t_full + (1.0 + spill) * t_last
         pf = served + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
@@ -209,15 +212,15 @@ def _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill: 
 
 
 def _littles_law(step, load, cap, osl, I, budget, whole_prompts):
-    """The running batch of an open loop: the smallest root of N = g(N) = min(max(R·L(N), 1), cap), L(N) the time a
-    request spends in the engine with N running (the rest of the step it lands in, its prefill, OSL − 1 decode
-    steps). Plain iteration from N = 1 climbs to it but crawls near saturation (R·L'(N) -> 1: 200 steps at 3% under capacity),
-    so each step is the secant's fixed point through the last two (N, g(N)) — below the root while g is convex,
+    """The running batch of an open loop: the smallest root of B = g(B) = min(max(R·L(B), 1), cap), L(B) the time a
+    request spends in the engine with B running (the rest of the step it lands in, its prefill, OSL − 1 decode
+    steps). Plain iteration from B = 1 climbs to it but crawls near saturation (R·L'(B) -> 1: 200 steps at 3% under capacity),
+    so each step is the secant's fixed point through the last two (B, g(B)) — below the root while g is convex,
     the chord lying under g past its last point — kept inside the bracket [lo, hi] of points known below
-    (g >= N) and above (g < N) the root, bisected when the secant leaves it."""
-    def g(N):
-        chunks, life, n, P = _mean_step(N, osl, I, budget)
-        st = _step_times(step, N, n, P, chunks, life, I, budget, whole_prompts, rate=load)
+    (g >= B) and above (g < B) the root, bisected when the secant leaves it."""
+    def g(B_o):
+        chunks, life, B_d, P = _mean_step(B_o, osl, I, budget)
+        st = _step_times(step, B_o, B_d, P, chunks, life, I, budget, whole_prompts, rate=load)
         lifetime = st.residual_s + st.prefill_s + (osl - 1.0) * st.tpot_s
         return np.minimum(np.maximum(load * lifetime, 1.0), cap)
 
@@ -243,7 +246,7 @@ def _littles_law(step, load, cap, osl, I, budget, whole_prompts):
 
 def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals="staggered",
           request_overhead_s=0.0, whole_prompts=False) -> Solved:
-    """The module docstring's equations for any step-time function ``step(n, P) -> (seconds, bound, reason)`` (n
+    """The module docstring's equations for any step-time function ``step(B_d, P) -> (seconds, bound, reason)`` (B_d
     decodes at the point's mean context plus P prefill tokens, arrays over points): ``steady`` passes the engine
     on a Deployment, validation the engine on each case's prepared work. ``prefill`` = I, ``cap`` = min(B_kv,
     max_batch), ``request_overhead_s`` = o_req (tokenisation, HTTP and detokenisation around the engine) added to
@@ -255,11 +258,11 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
         B = np.minimum(load, cap)
     else:
         B = _littles_law(step, load, cap, osl, I, budget, whole_prompts)
-    chunks, life, n, P = _mean_step(B, osl, I, budget, closed)
+    chunks, life, B_d, P = _mean_step(B, osl, I, budget, closed)
     together = closed and arrivals == "together"
-    if together:  # C prompts at once: prefill-only steps, then C decodes per step
-        n, P = B, np.zeros_like(B)
-    st = _step_times(step, B, n, P, chunks, life, I, budget, whole_prompts, prefill=not together,
+    if together:  # U prompts at once: prefill-only steps, then U decodes per step
+        B_d, P = B, np.zeros_like(B)
+    st = _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill=not together,
                      rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
@@ -283,30 +286,30 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
     else:
         demand = load * in_engine > cap * (1.0 + 1e-9)
         queue = np.where(demand, np.inf, 0.0)
-    over_budget = n + B * I / life > budget + 1e-9
+    over_budget = B_d + B * I / life > budget + 1e-9
     # past capacity the engine serves B per lifetime spent in it, the queue behind full chunks (unbounded) aside
-    served = lifetime if st.served_prefill_s is None else \
+    served = lifetime if st.served_prefill_s is None else\
         st.residual_s + st.served_prefill_s + (osl - 1.0) * tpot + request_overhead_s
     X = np.where(closed, B / lifetime, np.where(demand, B / served, load))
     share = np.clip(np.where(together, chunks * t_chunk / lifetime, (st.mean_s - t_plain) / st.mean_s), 0.0, 1.0)
-    return Solved(B, n, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
+    return Solved(B, B_d, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
                   X, share, bound, reason)
 
 
 class _EngineStep:
-    """solve's step(n, P) -> (seconds, bound, reason) over the points on the engine (scheduler.StepTimer), and
+    """solve's step(B_d, P) -> (seconds, bound, reason) over the points on the engine (scheduler.StepTimer), and
     ``many``: the step at several prefill loads beside the same decodes in one engine call, the loads stacked on a
     leading axis, so what depends on the batch alone is formed once (elementwise: the same numbers)."""
 
     def __init__(self, timer: StepTimer, shape: tuple[int, ...]):
         self.timer, self.shape = timer, shape
 
-    def __call__(self, n, P):
-        return self.many(n, [P])[0]
+    def __call__(self, B_d, P):
+        return self.many(B_d, [P])[0]
 
-    def many(self, n, loads):
+    def many(self, B_d, loads):
         P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads)))
-        t, r = self.timer(n, P, terms=True)
+        t, r = self.timer(B_d, P, terms=True)
         t, bound, reason = (np.broadcast_to(x, (len(loads), *self.shape)) for x in (t, r.bound, r.reason))
         return [(t[i], bound[i], reason[i]) for i in range(len(loads))]
 
@@ -328,7 +331,7 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
 
 def _replicated(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
     """dp independent replicas (serving.replicas): one replica's steady state at each share of the load
-    (replica_shares: a closed loop's C = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by
+    (replica_shares: a closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by
     _combine: rates and batches summed over the replicas, latencies weighted by the requests/s each share serves,
     KV capacity times dp, the whole deployment's KV occupancy and $ per token (idle replicas are paid for too)."""
     reps, closed = replica_count(dep), concurrency is not None
@@ -376,19 +379,19 @@ def _closed_in_pieces(dep, prof, *, isl, osl, concurrency, cache_hit, arrivals) 
     point has converged: its points share the iteration count, and it runs in one pass.)"""
     load = np.atleast_1d(np.asarray(concurrency, float))
     flat = lambda x: np.ravel(np.broadcast_to(np.asarray(x, float), load.shape))  # noqa: E731
-    C, isl, osl = flat(load), flat(isl), flat(osl)
+    U, isl, osl = flat(load), flat(isl), flat(osl)
     hit = flat(cache_hit) if np.ndim(cache_hit) else cache_hit
-    parts = [_steady(dep, prof, isl=isl[sl], osl=osl[sl], concurrency=C[sl], rate=None,
+    parts = [_steady(dep, prof, isl=isl[sl], osl=osl[sl], concurrency=U[sl], rate=None,
                      cache_hit=hit[sl] if np.ndim(hit) else hit, arrivals=arrivals)
-             for sl in _slices(C.size, PIECE_POINTS)]
+             for sl in _slices(U.size, PIECE_POINTS)]
     return Steady(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).reshape(load.shape)
                      for f in fields(Steady)})
 
 
-def _slices(n: int, most: int) -> list[slice]:
-    """``n`` points in ceil(n/most) runs of equal length (within one)."""
-    k = -(-n // most)
-    edges = [n * i // k for i in range(k + 1)]
+def _slices(points: int, most: int) -> list[slice]:
+    """``points`` points in ceil(points/most) runs of equal length (within one)."""
+    k = -(-points // most)
+    edges = [points * i // k for i in range(k + 1)]
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 

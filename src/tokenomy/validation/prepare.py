@@ -7,7 +7,7 @@ engine.work gives, efficiency-free:
     prefill   the standalone prefill pass: B·ISL tokens for static and prefill runs, one request's ISL otherwise
     grid      decode steps at P = 0 on a batch grid (up to the KV-capacity batch + 1) and the work of one
               interleaved prefill token there, for request-rate runs, whose batch follows from Little's law
-B_kv = the sequences of ISL + OSL tokens the case's engine cache holds (serving.scheduler.kv_batch, as `tokenomy serve`).
+B_kv = the sequences of ISL + OSL tokens the case's engine cache holds (serving.scheduler.sequences_held, as `tokenomy serve`).
 Each case's benchmark protocol (catalog/protocols, ``case_protocol``) gives its run: ``burst`` (a closed-loop run
 from the first wave: burst or offline arrivals), its timed ``prompts`` (offline: every prompt one wave) and whether
 its lengths are fixed (``locked``: the waves stay phase-locked; serving/protocol_waves.py).
@@ -27,7 +27,7 @@ from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 from tokenomy.serving.protocol import Protocol, protocol_of
-from tokenomy.serving.scheduler import EngineProfile, kv_batch, profile_of, step_budget
+from tokenomy.serving.scheduler import EngineProfile, sequences_held, profile_of, step_budget
 from tokenomy.serving.workload import prefill_context
 from tokenomy.specs import Topology
 from tokenomy.units import CHECKPOINT
@@ -175,9 +175,9 @@ def case_protocol(c: ServingCase) -> tuple[float, float, float]:
 
 
 def capacity_batch(d: Deployment, c: ServingCase) -> float:
-    """B_kv: sequences of ISL + OSL tokens whose KV fits the case's engine cache (serving.scheduler.kv_batch, the
+    """B_kv: sequences of ISL + OSL tokens whose KV fits the case's engine cache (serving.scheduler.sequences_held, the
     rule ``tokenomy serve`` uses: device-exposed HBM, weights and activations at a full step budget)."""
-    return float(kv_batch(d, case_profile(c), c.isl, c.osl))
+    return float(sequences_held(d, case_profile(c), c.isl, c.osl))
 
 
 def _step_batch(c: ServingCase, bmax: float) -> tuple[float, float]:
