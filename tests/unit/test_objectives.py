@@ -32,6 +32,14 @@ def test_no_other_module_names_a_rule_or_an_objective():
     assert found == []
 
 
+def test_no_search_module_sorts_its_candidates():
+    # parallel/ enumerates and evaluates layouts (search, train_search); ordering them is the objectives' (a sort
+    # by a key or an argsort there is a rule of its own)
+    found = [(name, m.group(0)) for name, text in _modules() if name.startswith("parallel/")
+             for m in re.finditer(r"\.sort\(key=|sorted\([^)]*key=|argsort\(", text)]
+    assert found == []
+
+
 def test_no_other_module_orders_candidates_lexicographically():
     # lexsort is how a rule with ties is written; the Pareto front (parallel/search.py: no choice, every point no
     # other beats on both axes) is the one other use
@@ -70,7 +78,7 @@ def test_best_each_is_rank_at_each_point():
 
 def test_objectives_are_named_and_say_what_they_maximise():
     assert set(OBJECTIVES) == {"fastest-step", "tokens-per-chip", "workload", "decode-pool", "prefill-pool",
-                               "goodput-per-usd", "tokens-per-joule", "tco"}
+                               "fastest-train-step", "goodput-per-usd", "tokens-per-joule", "tco"}
     for o in OBJECTIVES.values():
         text = o.rule(chips=8, n=3)
         assert all(t.words in text for t in (*o.terms, *o.requires)) and "{" not in text
@@ -185,3 +193,13 @@ def _b0(dep):
 
     one = dep.with_(layout=ranked_layouts(dep, 4, 1.0, 2048 + 128, 1.0)[0])
     return min(max(2.0 * 256 * float(one.run(float(one.layout.dp), 2048 + 128).step_s), 1.0), 256 * 4)
+
+
+def test_train_search_ranks_by_the_fastest_train_step():
+    from tokenomy.answers.objectives import FASTEST_TRAIN_STEP
+    from tokenomy.answers.training import train
+
+    r = train(model="llama-3.1-8b", hardware="h100-sxm", chips=8, seq_len=4096, global_batch=[64], search=True)
+    steps = [x["step_s"] for x in r.rows()]
+    assert steps == sorted(steps) and all(x["fits"] for x in r.rows())
+    assert FASTEST_TRAIN_STEP.rule(chips=8) in r.title

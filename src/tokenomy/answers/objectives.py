@@ -120,6 +120,12 @@ PREFILL_POOL = Objective(
      _t("capacity_requests_per_s", "max", "the most capacity")),
     (_t("runs", "count", "whose pass fits"),), "none whose pass fits: the pool does not fit")
 
+FASTEST_TRAIN_STEP = Objective(
+    "fastest-train-step", "train --search", "the training layouts (tp, cp, pp, dp, ep, pipeline schedule) over "
+    "{chips} chips, each with the cheapest recompute that fits",
+    (_t("step_s", "min", "the shortest training step"),),
+    (_t("fits", "count", "fitting in memory"),), "none fitting: refused, naming the chips")
+
 
 def _serving_plan(name, column, words):
     return Objective(name, "plan (serving: aggregated layouts, disaggregated pool splits)",
@@ -138,7 +144,7 @@ TCO = _serving_plan("tco", "goodput_requests_per_usd_tco", "the most goodput per
                     "requests/s x 3600 / (chips x TCO $/chip-hour), econ/tco.py)")
 
 OBJECTIVES = {o.name: o for o in (FASTEST_STEP, TOKENS_PER_CHIP, WORKLOAD, DECODE_POOL, PREFILL_POOL,
-                                  GOODPUT_PER_USD, TOKENS_PER_JOULE, TCO)}
+                                  FASTEST_TRAIN_STEP, GOODPUT_PER_USD, TOKENS_PER_JOULE, TCO)}
 PLAN_OBJECTIVES = {o.name: o for o in (GOODPUT_PER_USD, TOKENS_PER_JOULE, TCO)}  # plan --objective's choices
 DEFAULT_PLAN_OBJECTIVE = GOODPUT_PER_USD.name
 

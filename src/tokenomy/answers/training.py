@@ -332,10 +332,14 @@ SEARCH_COLUMNS = ("tp", "cp", "pp", "dp", "ep", "schedule", "recompute", "step_s
                   "comm_exposed_s", "memory_per_chip_bytes", "chip_hours")
 
 
+SEARCH_TOP = 10  # layouts train --search shows, fastest first
+
+
 def train_search(*, model, hardware, chips, seq_len, global_batch, tokens, efficiency, compute_dtype,
                  activation_dtype, optimizer_dtype, moe_kernels) -> Result:
     """The fastest layouts that fit for a model, chip count and global batch (parallel/train_search.py)."""
-    from tokenomy.parallel.train_search import TrainSearch, search
+    from tokenomy.answers import objectives
+    from tokenomy.parallel.train_search import TrainSearch, fitting
 
     if not model:
         raise ValueError("model: required")
@@ -353,7 +357,10 @@ def train_search(*, model, hardware, chips, seq_len, global_batch, tokens, effic
     lowering = (("compute_dtype", compute_dtype), ("act_bytes", dtype_bytes(activation_dtype)),
                 ("optimizer_bytes", dtype_bytes(optimizer_dtype) * 2 + 4.0), ("flash", True))
     q = TrainSearch(int(total), int(gb[0]), int(seq_len), moe_kernels, lowering)
-    found = search(m, hw, q, train_efficiency_of(hw, efficiency))
+    fits = fitting(m, hw, q, train_efficiency_of(hw, efficiency))
+    order = objectives.rank(objectives.FASTEST_TRAIN_STEP, {"fits": [True] * len(fits),
+                                                           "step_s": [float(st.step_s) for _, st in fits]})
+    found = [fits[i] for i in order[:SEARCH_TOP]]
     if not found:
         raise ValueError(f"chips: no layout of {m.name} on {total} x {hw.chip.name} fits global batch {int(gb[0])}")
     rows = []
@@ -364,5 +371,5 @@ def train_search(*, model, hardware, chips, seq_len, global_batch, tokens, effic
         rows.append(row)
     cols = tuple(c for c in SEARCH_COLUMNS if run is not None or c != "chip_hours")
     return Result("train", f"train --search: the fastest layouts of {m.name} on {total} x {hw.chip.name} that fit "
-                  f"(global batch {int(gb[0])} x {seq_len}; flash attention, ZeRO-1, micro-batches of one sequence)",
-                  tuple(rows), cols, rows_key="")
+                  f"(global batch {int(gb[0])} x {seq_len}; flash attention, ZeRO-1, micro-batches of one sequence); "
+                  f"{objectives.FASTEST_TRAIN_STEP.rule(chips=total)}", tuple(rows), cols, rows_key="")
