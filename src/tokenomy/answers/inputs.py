@@ -139,6 +139,10 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "target_loss": _f(0, 20, lo_open=True), "target_params": PARAMS, "rl_tokens_ratio": _f(0, 100, lo_open=True),
     "rl_flops_factor": _f(2, 6), "rl_penalty": _f(1, 100), "inference_penalty": _f(1, 100), "active_params": PARAMS,
     "models_per_family": _f(1, 1e6),
+    "pretrain_tokens": _f(1, 1e17, "tokens", "lifecycle --run: pre-training tokens (default: the run's published "
+                          "count)"),
+    "rollout_concurrency": _f(1, 1e7, "rollouts", "lifecycle --run: RL rollouts generated at once"),
+    "inference_concurrency": _f(1, 1e7, "users", "lifecycle --run: users served at once"),
 }
 for _pool in ("prefill", "decode"):  # a disaggregated pool's layout (serve --prefill-tp ...)
     FIELDS.update({f"{_pool}_{k}": FIELDS[k] for k in ("tp", "ep", "pp", "dp", "redundant_experts")})

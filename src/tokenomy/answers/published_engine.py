@@ -25,14 +25,15 @@ def layout_of(name: str) -> dict | None:
     return loader.read_toml(RUNS, load_run(name).name).get("layout")
 
 
-def engine_check(name: str) -> dict:
-    """The run on its published layout through ``train``: step, MFU, chip-hours and their error."""
+def engine_check(name: str, tokens: float | None = None) -> dict:
+    """The run on its published layout through ``train``: step, MFU, chip-hours and their error; ``tokens``: that
+    many tokens on the same layout instead of the run's own (the lifecycle's what-ifs)."""
     from tokenomy.answers.training import train
 
     r, lay = load_run(name), layout_of(name)
     if lay is None:
         raise ValueError(f"published: {name} has no [layout] in catalog/training_runs/{name}.toml")
-    row = train(model=r.model, chips=r.chips, tokens=float(lay["tokens"]),
+    row = train(model=r.model, chips=r.chips, tokens=float(lay["tokens"] if tokens is None else tokens),
                 **{k: lay[k] for k in KEYS if k in lay}).rows()[0]
     if not row["fits"]:
         raise ValueError(f"published: {name}'s layout does not fit: {row.get('why', '')}")

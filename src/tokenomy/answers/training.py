@@ -282,14 +282,23 @@ def _inverse(demand, period_days, active_params, pen, models_per_family) -> Reco
 @reports_hardware
 def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, target_params=1e11,
               hardware="h100-sxm", mfu=0.4, rl_tokens_ratio=2 / 3, rl_flops_factor=3.0, rl_penalty=3.0,
-              inference_penalty=3.0, infer=False, active_params=1e11, models_per_family=1.0) -> RecordResult:
-    """Pre-training + RL + inference: the size that minimises the total $, or (``infer``) the inverse."""
+              inference_penalty=3.0, infer=False, active_params=1e11, models_per_family=1.0, run=None,
+              serve_hardware="hgx-h200-8", pretrain_tokens=None, prompt_len=1024, output_len=8192,
+              rollout_concurrency=256, isl=1024, osl=1024, inference_concurrency=256) -> RecordResult:
+    """Pre-training + RL + inference: the size that minimises the total $, or (``infer``) the inverse, or (``run``:
+    a published training run) each phase's chip-hours, $ and MWh from the engine (answers/lifecycle_engine.py)."""
     for field, v in (("demand_tokens_per_s", demand_tokens_per_s), ("period_days", period_days),
                      ("target_loss", target_loss), ("target_params", target_params), ("rl_tokens_ratio",
                      rl_tokens_ratio), ("active_params", active_params), ("models_per_family", models_per_family)):
         inputs.optional(field, v)
     inputs.optional("mfu", mfu)
     pen = lc.Penalties(rl_flops_factor, rl_penalty, inference_penalty)
+    if run is not None:
+        from tokenomy.answers.lifecycle_engine import LifecycleRequest, engine_runs
+
+        return _engine(LifecycleRequest(
+            inputs.choice("run", run, engine_runs()), serve_hardware, pretrain_tokens, rl_tokens_ratio, prompt_len,
+            output_len, rollout_concurrency, demand_tokens_per_s, period_days, isl, osl, inference_concurrency, pen))
     if infer:
         return _inverse(demand_tokens_per_s, period_days, active_params, pen, models_per_family)
     hw = hardware_of(hardware)
@@ -326,6 +335,33 @@ def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, t
                         ("n_active_params", "d_pre", "tokens_per_param", "overtraining", "pretraining_fraction",
                          "rl_fraction", "inference_fraction", "total_usd", "total_mwh", "saving_fraction"),
                         notes=(note,), derivation=derivation, rows_key="")
+
+
+LIFECYCLE_ENGINE_COLUMNS = ("run", "d_pre", "d_rl", "d_inf", "pretraining_chip_hours", "rl_chip_hours",
+                            "inference_chip_hours", "pretraining_fraction", "rl_fraction", "inference_fraction",
+                            "total_usd", "total_mwh", "engine_inference_penalty")
+
+
+def _engine(req) -> RecordResult:
+    """The lifecycle split with every phase from the engine (answers/lifecycle_engine.py)."""
+    from tokenomy.answers.lifecycle_engine import derivation, engine_split
+
+    for field, v in (("pretrain_tokens", req.pretrain_tokens), ("prompt_len", req.prompt_len),
+                     ("output_len", req.output_len), ("rollout_concurrency", req.rollout_concurrency),
+                     ("isl", req.isl), ("osl", req.osl), ("inference_concurrency", req.inference_concurrency)):
+        inputs.optional(field, v)
+    try:
+        hardware_of(req.serve_hardware)
+    except ValueError as e:  # the catalog's refusal, named by the field it came through
+        raise ValueError(f"serve_hardware: {e}") from None
+    row = engine_split(req)
+    note = (f"{row['run']}: pre-training on its published layout ({row['train_hardware']}); RL rollouts and inference "
+            f"served on {row['serve_hardware']} ({row['serve_plan']}); the lecture's constants on the same tokens "
+            f"give {' / '.join(f'{100 * row[k]:.0f}%' for k in ('lecture_pretraining_fraction', 'lecture_rl_fraction', 'lecture_inference_fraction'))} "
+            f"(--explain for the formulas, --json for every term)")
+    return RecordResult("lifecycle", f"lifecycle (engine): {row['run']}'s pre-training, RL and inference, each from "
+                        f"the engine", (row,), LIFECYCLE_ENGINE_COLUMNS, notes=(note,),
+                        derivation=derivation(req, row), rows_key="")
 
 
 SEARCH_COLUMNS = ("tp", "cp", "pp", "dp", "ep", "schedule", "recompute", "step_s", "mfu", "bubble_fraction",

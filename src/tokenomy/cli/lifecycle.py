@@ -41,18 +41,39 @@ def lifecycle_cmd(
         infer: bool = typer.Option(False, "--infer", help="Inverse: pre-training tokens from inference volume."),
         active_params: float = typer.Option(1e11, "--active-params", help="--infer: the model's N_active."),
         models_per_family: float = typer.Option(1.0, "--models-per-family", help="--infer: split the demand."),
+        run: str = typer.Option(None, "--run", help="A published training run (tokenomy train --published all): "
+                                "each phase's chip-hours, $ and MWh from the engine instead of the FLOP constants."),
+        serve_hardware: str = typer.Option("hgx-h200-8", "--serve-hardware",
+                                           help="--run: the system that generates rollouts and serves inference."),
+        pretrain_tokens: float = typer.Option(None, "--pretrain-tokens",
+                                              help="--run: pre-training tokens (default: the run's published count)."),
+        prompt_len: int = typer.Option(1024, "--prompt-len", help="--run: prompt tokens per RL rollout."),
+        output_len: int = typer.Option(8192, "--output-len", help="--run: generated tokens per RL rollout."),
+        rollout_concurrency: float = typer.Option(256, "--rollout-concurrency",
+                                                  help="--run: rollouts generated at once."),
+        isl: int = typer.Option(1024, "--isl", help="--run: input tokens per inference request."),
+        osl: int = typer.Option(1024, "--osl", help="--run: output tokens per inference request."),
+        inference_concurrency: float = typer.Option(256, "--inference-concurrency",
+                                                    help="--run: inference users served at once."),
         as_json: bool = JSON, as_csv: bool = CSV, show: bool = EXPLAIN) -> None:
-    """Pre-training + RL + inference cost: the model size and tokens that minimise it, or (--infer) the inverse.
+    """Pre-training + RL + inference cost: the model size and tokens that minimise it, or (--infer) the inverse, or
+    (--run) a published run's three phases each from the engine (train on its layout, serve for rollouts and
+    inference).
 
     Examples: tokenomy lifecycle --demand-tokens-per-s 5e7 --period-days 60 --target-params 1e12;
-    tokenomy lifecycle --infer --demand-tokens-per-s 5e8 --models-per-family 10 --active-params 1e11 --explain
+    tokenomy lifecycle --infer --demand-tokens-per-s 5e8 --models-per-family 10 --active-params 1e11 --explain;
+    tokenomy lifecycle --run llama-3.1-405b --serve-hardware hgx-b200-8 --explain
     """
     from tokenomy.answers.training import lifecycle
 
+    engine = {} if run is None else {
+        "run": run, "serve_hardware": what_if(serve_hardware, set_), "pretrain_tokens": pretrain_tokens,
+        "prompt_len": prompt_len, "output_len": output_len, "rollout_concurrency": rollout_concurrency, "isl": isl,
+        "osl": osl, "inference_concurrency": inference_concurrency}
     res = lifecycle(demand_tokens_per_s=demand_tokens_per_s, period_days=period_days, target_loss=target_loss,
               target_params=target_params, hardware=what_if(hardware, set_), mfu=mfu, rl_tokens_ratio=rl_tokens_ratio,
               rl_flops_factor=rl_flops_factor, rl_penalty=rl_penalty, inference_penalty=inference_penalty,
-              infer=infer, active_params=active_params, models_per_family=models_per_family)
+              infer=infer, active_params=active_params, models_per_family=models_per_family, **engine)
     show_record(res, as_json=as_json, as_csv=as_csv, show=show)
 
 
