@@ -190,6 +190,26 @@ def _deepseek_mechanisms() -> str:
     return "\n".join(lines)
 
 
+@group("life_")
+def lifecycle_engine() -> dict[str, str]:
+    """tokenomy lifecycle --run NAME at its defaults: each phase from the engine, beside the lecture's constants."""
+    import tokenomy as tk
+    from tokenomy.answers.lifecycle_engine import engine_runs
+
+    lines = ["| run | D_pre / D_RL / D_inf | pre-training | RL (generation + training) | inference | split ($) | "
+             "split (MWh) | the lecture's constants | engine f·p_RL, p_inf |", "|---|---|---|---|---|---|---|---|---|"]
+    phase = lambda r, s: f"{big(r[s + '_chip_hours'])} chip-h, ${big(r[s + '_usd'])}, {r[s + '_mwh']:,.0f} MWh"  # noqa: E731
+    split = lambda r, k: " / ".join(f"{100 * r[f'{s}_fraction{k}']:.0f}%" for s in ("pretraining", "rl", "inference"))  # noqa: E731
+    for name in engine_runs():
+        r = tk.lifecycle(run=name).payload()
+        lecture = " / ".join(f"{100 * r[f'lecture_{s}_fraction']:.0f}%" for s in ("pretraining", "rl", "inference"))
+        tokens = " / ".join(f"{r[k] / 1e12:.3g} T" for k in ("d_pre", "d_rl", "d_inf"))
+        lines.append(f"| {name} | {tokens} | {phase(r, 'pretraining')} "
+                     f"| {phase(r, 'rl')} | {phase(r, 'inference')} | {split(r, '')} | {split(r, '_mwh')} | {lecture} "
+                     f"| {r['engine_rl_flops_penalty']:.3g}, {r['engine_inference_penalty']:.3g} |")
+    return {"life_table": "\n".join(lines)}
+
+
 @group("tloso_")
 def training_loso() -> dict[str, str]:
     """tokenomy validate --training --loso: each source predicted by training terms fitted on every other."""
