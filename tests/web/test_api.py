@@ -173,6 +173,8 @@ BRIDGED = [
     ("/api/lifecycle?demand_tokens_per_s=5e8&period_days=60", ["lifecycle", "--demand-tokens-per-s", "5e8",
                                                                "--period-days", "60"]),
     ("/api/lifecycle?infer=true&active_params=1e11", ["lifecycle", "--infer", "--active-params", "1e11"]),
+    ("/api/lifecycle?run=deepseek-v3&serve_hardware=hgx-b200-8&inference_concurrency=64",
+     ["lifecycle", "--run", "deepseek-v3", "--serve-hardware", "hgx-b200-8", "--inference-concurrency", "64"]),
     ("/api/batch?model=deepseek-v3&hardware=gb200-nvl72&kv_dtype=fp8&batch=1..4096",
      ["batch", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--kv-dtype", "fp8", "--batch", "1..4096"]),
     ("/api/context?model=llama-3.1-70b&hardware=hgx-h100-8&batch=64",
@@ -210,6 +212,8 @@ def test_bridged_api_equals_cli_json(client, url, args):
     ("/api/train?model=llama-3.1-70b&tokens=inf", "tokens"),
     ("/api/lifecycle?infer=maybe", "infer"),
     ("/api/lifecycle?demand=5e7", "demand"),  # query keys are the flags' names, not the Python ones
+    ("/api/lifecycle?run=nope", "run"), ("/api/lifecycle?run=deepseek-v3&serve_hardware=zz", "serve_hardware"),
+    ("/api/lifecycle?run=deepseek-v3&pretrain_tokens=-1", "pretrain_tokens"),
     ("/api/speculate?model=llama-3.1-8b&hardware=h100-sxm&draft_tokens=1e9", "draft_tokens"),
     ("/api/decode?model=deepseek-v3&hardware=gb200-nvl72&ep=64&len_pass=3", "len_pass"),
     ("/api/decode?config=abc&hardware=h100-sxm&tp=8", "config"),

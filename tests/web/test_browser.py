@@ -126,6 +126,24 @@ def test_bridged_page_updates_on_input(page, live_server, path, field, value, wa
     assert plot_state(page, div)["laidOut"] and page.inner_text(f"#{div}") != fig_before  # redrawn
 
 
+def test_lifecycle_page_splits_a_published_run_with_the_engine(page, live_server):
+    """lifecycle --run on the page: the phases' chip-hours in cards; fewer users at once -> more inference chip-hours
+    (serve's steady state at a lighter load), the split's figure redrawn."""
+    page.goto(live_server + "/lifecycle?run=deepseek-v3")
+    div = page.locator(".plot").first.get_attribute("id")
+    wait_drawn(page, div)
+    before, fig_before = page.inner_text("#inference-chip-hours"), page.inner_text(f"#{div}")
+    screenshot(page, "lifecycle-engine")
+    page.fill("input[name=inference_concurrency]", "16")
+    page.wait_for_function("([sel, old]) => document.querySelector(sel) && "
+                           "document.querySelector(sel).innerText !== old", arg=["#inference-chip-hours", before])
+    assert "inference_concurrency=16" in page.url
+    wait_drawn(page, div)
+    assert page.inner_text(f"#{div}") != fig_before
+    num = lambda t: float(t.split()[0].replace(",", ""))  # noqa: E731  ("5.188e+07 chip-h")
+    assert num(page.inner_text("#inference-chip-hours")) > num(before)
+
+
 def test_catalog_page(page, live_server):
     page.goto(live_server + "/catalog")
     assert page.locator("#chips tbody tr").count() == len(loader.chip_names())

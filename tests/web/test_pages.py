@@ -116,6 +116,7 @@ def test_cli_start_up_does_not_import_the_web_stack():
 @pytest.mark.parametrize("path, marker, figs", [
     ("/plan", 'id="best-plan"', {"front"}), ("/train", 'id="train-rows"', {"terms", "memory"}),
     ("/lifecycle", 'id="total-usd"', {"split"}), ("/cache", 'id="envelope"', {"tiers"}),
+    ("/lifecycle?run=llama-3.1-405b", 'id="inference-chip-hours"', {"split"}),
     ("/serve", 'id="step-time"', {"roofline", "latency", "cost", "mfu", "pareto"}),
 ])
 def test_each_page_shows_its_data_and_figures(client, path, marker, figs):
@@ -128,6 +129,7 @@ def test_each_page_shows_its_data_and_figures(client, path, marker, figs):
 
 @pytest.mark.parametrize("path, field", [("/plan?hardware=tpu-v7-pod", "chips"), ("/train?tp=abc", "tp"),
                                          ("/lifecycle?infer=maybe", "infer"), ("/cache?stall=2", "stall"),
+                                         ("/lifecycle?run=deepseek-v3&serve_hardware=zz", "serve_hardware"),
                                          ("/lecture?x=1", "x")])
 def test_bridged_pages_show_bad_input_inline(client, path, field):
     r = client.get(path)

@@ -35,7 +35,11 @@ LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inferen
           "target_loss": "quality target (Chinchilla loss)", "pretraining_usd": "pre-training cost", "rl_usd": "RL cost",
           "inference_usd": "inference cost", "total_usd": "total cost", "pretraining_fraction": "pre-training share",
           "rl_fraction": "RL share", "inference_fraction": "inference share", "pretraining_flops": "pre-training compute",
-          "rl_flops": "RL compute", "inference_flops": "inference compute", "hardware": "priced on"}
+          "rl_flops": "RL compute", "inference_flops": "inference compute", "hardware": "priced on",
+          "run": "published run", "serve_hardware": "serves rollouts and inference",
+          "lecture_pretraining_fraction": "pre-training share (lecture's constants)",
+          "lecture_rl_fraction": "RL share (lecture's constants)",
+          "lecture_inference_fraction": "inference share (lecture's constants)"}
 
 
 def label(key: str) -> str:

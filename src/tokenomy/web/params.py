@@ -158,11 +158,11 @@ def hardware_names() -> list[str]:
     return loader.chip_names() + loader.system_names()
 
 
-def hardware_by_name(name: str) -> Hardware:
-    """A catalog chip or system by a name or alias only (h100, NVL72, ...; never a path)."""
+def hardware_by_name(name: str, field: str = "hardware") -> Hardware:
+    """A catalog chip or system by a name or alias only (h100, NVL72, ...; never a path); a refusal names ``field``."""
     stem = loader.resolve("systems", name) or loader.resolve("chips", name)
     if stem is None:
-        raise FieldError("hardware", f"unknown hardware {name!r}; allowed: {', '.join(hardware_names())}")
+        raise FieldError(field, f"unknown hardware {name!r}; allowed: {', '.join(hardware_names())}")
     return loader.hardware(stem)
 
 
@@ -252,7 +252,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "torus": "text", "ids": "text",
     "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
     "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
-    "decode_chips": "int", "flops_fraction": "float", "use_case": "text",
+    "decode_chips": "int", "flops_fraction": "float", "use_case": "text", "run": "text",
+    "serve_hardware": "hardware", "pretrain_tokens": "float",
 }
 ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the default (numbers: answers/door.LISTS)
           **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}
@@ -358,7 +359,7 @@ def _value(name: str, opt: Option, text: str):
     if opt.kind == "model_list":
         return model_list(name, text.split(","))
     if opt.kind == "hardware":
-        hardware_by_name(text)
+        hardware_by_name(text, name)
         return text.lower()
     if opt.kind in ("int_list", "float_list"):
         return Query({name: text}, (name,)).numbers(name, text)
