@@ -67,3 +67,51 @@ def test_lazy_rows_equal_the_eager_computation():
                                         ("kv_bytes_per_token", "B/token")])
 def test_units_come_from_the_field_name(name, unit):
     assert unit_of(name) == unit
+
+
+def test_rows_build_only_the_row_read_and_each_once_when_iterated():
+    from tokenomy.answers.result import Rows
+
+    made = []
+    rows = Rows(5, lambda i: made.append(i) or {"i": i})
+    assert len(rows) == 5 and made == [] and repr(rows) == "Rows(5 rows)"
+    assert rows[3] == {"i": 3} and rows[-1] == {"i": 4} and made == [3, 4]
+    with pytest.raises(IndexError):
+        rows[5]
+    assert [r["i"] for r in rows] == [0, 1, 2, 3, 4] and list(rows) == list(rows)
+    assert made == [3, 4, 0, 1, 2, 3, 4]  # iterating built each once, kept
+    assert rows[1:3] == ({"i": 1}, {"i": 2}) and pickle.loads(pickle.dumps(rows)) == tuple(rows)
+
+
+def test_serve_builds_no_row_until_read_and_its_rows_are_the_eager_ones(monkeypatch):
+    from tokenomy.answers import workloads
+
+    calls = []
+    real = workloads.row
+    monkeypatch.setattr(workloads, "row", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    r = tk.serve("llama-3.1-8b", "h100-sxm", concurrency=[1, 8, 64, 512], isl=1024, osl=256)
+    assert calls == []
+    assert r.table[2]["concurrency"] == 64 and calls == [2]  # one row read, one built
+    rows = r.rows()
+    assert [x["concurrency"] for x in rows] == [1, 8, 64, 512]
+    # each row is the one-point answer's row: the band, goodput and energy columns included
+    one = tk.serve("llama-3.1-8b", "h100-sxm", concurrency=[64], isl=1024, osl=256).rows()[0]
+    assert rows[2] == one
+    assert r.to_pandas()["tokens_per_s_per_mw"].tolist() == [x["tokens_per_s_per_mw"] for x in rows]
+    assert r.payload() == rows and r.explain() and isinstance(list(r.notes), list)
+
+
+def test_a_grid_as_an_array_is_checked_at_once_and_a_bad_value_named_as_before():
+    import numpy as np
+
+    from tokenomy.answers import inputs
+
+    grid = np.arange(1.0, 1001.0)
+    assert inputs.numbers("concurrency", grid) == grid.tolist() == inputs.numbers("concurrency", grid.tolist())
+    assert inputs.numbers("batch", np.arange(1, 100)) == list(range(1, 100))
+    for bad, why in ((np.array([4.0, 0.0]), "0 is out of range"), (np.array([2.0, np.inf]), "not a finite"),
+                     ([1.0] * 100 + [True], "not a number")):
+        with pytest.raises(ValueError, match=f"^concurrency: .*{why}"):
+            inputs.numbers("concurrency", bad)
+    with pytest.raises(ValueError, match="^batch: 2.5 is not a whole number"):
+        inputs.numbers("batch", np.array([1.0, 2.5] * 50))

@@ -64,9 +64,44 @@ class Later(Sequence):
         return tuple, (self._all(),)
 
 
+class Rows(Sequence):
+    """``n`` rows built one at a time when read: ``Rows(n, make)`` behaves as ``tuple(make(i) for i in range(n))``,
+    but indexing builds only the row asked for and iterating builds each once (kept). An answer over a grid of 10^6
+    points returns as soon as its arrays are computed (benchmarks/serve.py: tk.serve against the steady state
+    under it); its rows and their derivation are written only if read."""
+
+    def __init__(self, n: int, make: Callable[[int], dict]):
+        self._n, self._make, self._items = int(n), make, None
+
+    def _all(self) -> tuple:
+        if self._items is None:
+            self._items = tuple(self._make(i) for i in range(self._n))
+        return self._items
+
+    def __getitem__(self, i):
+        if self._items is not None or isinstance(i, slice):
+            return self._all()[i]
+        j = i + self._n if i < 0 else i
+        if not 0 <= j < self._n:
+            raise IndexError("row index out of range")
+        return self._make(j)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __repr__(self) -> str:
+        return f"Rows({self._n} rows)" if self._items is None else repr(self._items)
+
+    def __reduce__(self):
+        return tuple, (self._all(),)
+
+
 def lines(x) -> Sequence:
     """A tuple of x (rows, notes, derivation lines), or Later(x) when x is a function: it runs on first use."""
-    if isinstance(x, Later):
+    if isinstance(x, (Later, Rows)):
         return x
     return Later(x) if callable(x) else tuple(x)
 

@@ -28,7 +28,7 @@ from tokenomy.answers.energy_cols import power_of, serving_energy
 from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa: F401  (engine_profile: re-exported)
 from tokenomy.answers.requests import RunRequest, ServeRequest, WorkloadRequest
 from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
-from tokenomy.answers.result import Result
+from tokenomy.answers.result import Result, Rows
 from tokenomy.answers.serve_layout import serve_layout
 from tokenomy.answers.serve_rows import (dtypes_label, row, serving_kv_dtype, simulations, slo_verdict,  # noqa: F401
                                          within_context)
@@ -133,23 +133,30 @@ def _serve_agg(req: ServeRequest) -> Result:
                          f"cache for one {isl_m + osl_m:g}-token sequence under {prof.name}'s memory share")
     sims = _agg_runs(dep, prof, proto, w, run)
     energy = serving_energy(power, s, dep.chips, isl_m)
-    rows = [row(dep, prof, s, i, w, sims[i], energy) for i in range(len(w.load))]
-    error_bars.attach(rows, error_bars.regime_of(dep, prof.name, error_bars.SERVE), "running_batch", isl_m + osl_m / 2)
+    regime, ctx = error_bars.regime_of(dep, prof.name, error_bars.SERVE), isl_m + osl_m / 2
+    # each row (its band and goodput too) built when read: a grid of 10^6 points returns with its arrays (Rows)
+    rows = Rows(len(w.load), lambda i: error_bars.attach([row(dep, prof, s, i, w, sims[i], energy)], regime,
+                                                         "running_batch", ctx)[0])
     how = run.method if proto.steady else f"protocol {proto.name}"
     isl_l, osl_l = w.lengths_label()
     title = (f"serve (agg, {how}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout {lay.label()} "
              f"({rule}); {prof.label()}; ISL {isl_l} / OSL {osl_l}, cache hit {w.cache_hit:g}; {dtypes_label(dep)}; "
              f"{dep.eff.name} efficiency")
-    notes = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (demand exceeds B_kv = {r['b_kv']:g}, max batch "
-                  f"{prof.max_batch} or the {prof.max_num_tokens}-token budget)" for r in rows if r["capacity_limited"])
-    if run.method == "analytic" and proto.steady:
-        notes += _busy_prefill_notes(s, w)
-    if not proto.steady:
-        notes += (f"protocol {proto.label()}; read from {proto.cite}",)
     slo_notes, slo_extra = slo_verdict(rows, *w.slos)
-    return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
-                  "engine": prof.name, "dtypes": dtypes_label(dep), **slo_extra}, slo_notes + notes,
-                  _explain(dep, prof, s, w.load, isl_m, osl_m), rows_key="")
+
+    def notes() -> tuple[str, ...]:  # read with the rows (the CLI and the web print both), not before
+        out = tuple(f"{r['concurrency'] or r['rate']}: capacity-limited (demand exceeds B_kv = {r['b_kv']:g}, max "
+                    f"batch {prof.max_batch} or the {prof.max_num_tokens}-token budget)"
+                    for r in rows if r["capacity_limited"])
+        if run.method == "analytic" and proto.steady:
+            out += _busy_prefill_notes(s, w)
+        if not proto.steady:
+            out += (f"protocol {proto.label()}; read from {proto.cite}",)
+        return slo_notes + out
+
+    return Result("serve", title, rows, COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
+                  "engine": prof.name, "dtypes": dtypes_label(dep), **slo_extra}, notes,
+                  lambda: _explain(dep, prof, s, w.load, isl_m, osl_m), rows_key="")
 
 
 def _agg_runs(dep, prof, proto, w: WorkloadRequest, run: RunRequest) -> list:
