@@ -44,16 +44,22 @@ class Fronts:
         key = self._key_of(idx)
         for k in np.unique(key):
             sel = key == k
-            parts = [(idx[sel], x[sel], y[sel], b[sel])]
-            if k in self.kept:
-                parts.append(self.kept[k])
-            i, xx, yy, bb = (np.concatenate(p) for p in zip(*parts))
-            good = np.isfinite(xx) & np.isfinite(yy) & (xx > 0) & (yy > 0)
-            i, xx, yy, bb = i[good], xx[good], yy[good], bb[good]
-            # maximise both: tokens/s per chip and per user; serving: 1/$ and 1/TTFT
-            a, c = (1.0 / yy, 1.0 / xx) if self.grid.serving else (yy, xx)
-            f = pareto(a, c, np.ones(a.shape, dtype=bool))
-            self.kept[k] = (i[f], xx[f], yy[f], bb[f])
+            self._keep(int(k), (idx[sel], x[sel], y[sel], b[sel]))
+
+    def merge(self, other: "Fronts") -> None:
+        """Take in another's fronts (a chunk's, kept where it was evaluated: a dask worker)."""
+        for k, part in other.kept.items():
+            self._keep(k, part)
+
+    def _keep(self, k: int, part: tuple) -> None:
+        parts = [part] + ([self.kept[k]] if k in self.kept else [])
+        i, xx, yy, bb = (np.concatenate(p) for p in zip(*parts))
+        good = np.isfinite(xx) & np.isfinite(yy) & (xx > 0) & (yy > 0)
+        i, xx, yy, bb = i[good], xx[good], yy[good], bb[good]
+        # maximise both: tokens/s per chip and per user; serving: 1/$ and 1/TTFT
+        a, c = (1.0 / yy, 1.0 / xx) if self.grid.serving else (yy, xx)
+        f = pareto(a, c, np.ones(a.shape, dtype=bool))
+        self.kept[k] = (i[f], xx[f], yy[f], bb[f])
 
     def rows(self) -> list[dict]:
         """One dict per front point: series, the two values, the binding term and the point's coordinates."""

@@ -1,11 +1,12 @@
 """Sweep results to files, one chunk at a time, so a sweep of any size runs in bounded memory.
 
     .parquet  long format (one row per point: the axes, then the variables), pyarrow ParquetWriter, one row group
-              per chunk; text axes dictionary-encoded, numbers plain
+              per chunk; text axes dictionary-encoded, numbers plain. On a dask cluster the workers write it: a
+              folder of parts, one file per chunk (``check_parts``), read back as one table by pandas or pyarrow
     .csv      the same rows, appended chunk by chunk (pyarrow's CSV writer)
     .nc       NetCDF-4 (h5netcdf): the axes as dimensions with their coordinates, each chunk written into its
               block of every variable; units and code meanings in the attributes
-Reading back: ``pandas.read_parquet`` / ``read_csv``, ``xarray.open_dataset(path, engine="h5netcdf")``.
+Reading back: ``pandas.read_parquet`` (a file or a folder of parts) / ``read_csv``, ``xarray.open_dataset(path, engine="h5netcdf")``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,21 @@ def check_out(path) -> Path:
     if not p.parent.exists():
         raise ValueError(f"out: folder {str(p.parent)!r} does not exist")
     return p
+
+
+def check_parts(path) -> Path:
+    """A Parquet sweep written by dask workers: ``path`` a folder of parts (part-000000.parquet, ... one per chunk,
+    in chunk order), new or empty, in an existing folder that the workers reach at the same path."""
+    p = check_out(path)
+    if p.suffix != ".parquet":
+        raise ValueError(f"out: {str(path)!r}: workers write their own parts as Parquet only; give a .parquet folder")
+    if p.exists() and (not p.is_dir() or any(p.iterdir())):
+        raise ValueError(f"out: {str(path)!r} exists; the workers write a new (or empty) folder of parts")
+    return p
+
+
+def part_path(folder: Path, index: int) -> Path:
+    return folder / f"part-{index:06d}.parquet"
 
 
 class _Table:

@@ -11,7 +11,8 @@ coordinate. No degree given: each point on its best layout over ``chips`` (defau
 (sweep_eval.py). Invalid layouts and points that do not fit are NaN with a ``reason`` code (attrs: ``reasons``).
 The grid is evaluated in chunks of at most ``chunk_points`` points (sweep_axes.blocks); ``out=`` streams them to a
 file (sweep_io.py) and returns its path; ``client=`` (a dask.distributed Client) evaluates the same chunks on a
-cluster, a bounded window of them in flight, and gives the same numbers bit for bit. ``variables=`` keeps only the
+cluster, a bounded window of them in flight, and gives the same numbers bit for bit; with a .parquet ``out`` each
+worker writes its own chunks as parts of a folder (the client receives tallies, never the arrays). ``variables=`` keeps only the
 named variables (and ``reason``): less memory, smaller files.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -26,7 +28,8 @@ from tokenomy.answers.resolve import hardware_of, model_of
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
 from tokenomy.answers.sweep_eval import REASONS, Spec, evaluate_block
-from tokenomy.answers.sweep_io import check_out, writer
+from tokenomy.answers.sweep_io import check_out, check_parts, part_path, writer
+from tokenomy.answers.sweep_tally import Tally
 from tokenomy.core.engine import BOUNDS
 
 CHUNK_POINTS = 1 << 18
@@ -89,26 +92,59 @@ def chunks(spec: Spec) -> list[tuple[slice, ...]]:
 
 def evaluated(spec: Spec, client=None):
     """(block, values) for every chunk, in order: here, or on ``client``'s cluster with a bounded window in flight."""
-    todo = chunks(spec)
     if client is None:
-        for b in todo:
+        for b in chunks(spec):
             yield b, evaluate_block(spec, b)
         return
+    yield from _on_cluster(client, chunks(spec), lambda spec_f, b, k: (evaluate_block, spec_f, b), spec)
+
+
+def _on_cluster(client, todo, task, spec):
+    """(block, result) for every chunk, in order, ``task(spec_future, block, index)`` = (fn, *args) submitted to the
+    cluster with at most IN_FLIGHT_PER_WORKER per worker in flight (the results wait on the client in order)."""
     window = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
     spec_f = client.scatter(spec, broadcast=True)
     pending: deque = deque()
-    it = iter(todo)
-    for b in it:
-        pending.append((b, client.submit(evaluate_block, spec_f, b, pure=False)))
+    it = iter(enumerate(todo))
+
+    def submit(k, b):
+        pending.append((b, client.submit(*task(spec_f, b, k), pure=False)))
+
+    for k, b in it:
+        submit(k, b)
         if len(pending) >= window:
             break
     while pending:
         b, fut = pending.popleft()
-        values = fut.result()
+        result = fut.result()
         nxt = next(it, None)
         if nxt is not None:
-            pending.append((nxt, client.submit(evaluate_block, spec_f, nxt, pure=False)))
-        yield b, values
+            submit(*nxt)
+        yield b, result
+
+
+def write_part(spec: Spec, block: tuple[slice, ...], index: int, folder: Path, fronts: bool) -> Tally:
+    """On a worker: evaluate one chunk, write it as its own Parquet part, return only its tally."""
+    values = evaluate_block(spec, block)
+    w = writer(part_path(folder, index), spec.grid, spec.variables(), _meta(spec))
+    try:
+        w.write(block, values)
+    finally:
+        w.close()
+    t = Tally(spec.grid, fronts)
+    t.add(block, values)
+    return t
+
+
+def _parts(spec: Spec, folder: Path, client, tally: Tally | None) -> Path:
+    """The workers write the sweep as a folder of parts (sweep_io.check_parts); the client keeps the tallies."""
+    folder.mkdir(exist_ok=True)
+    fronts = tally is not None and tally.fronts is not None
+    for _, t in _on_cluster(client, chunks(spec), lambda spec_f, b, k: (write_part, spec_f, b, k, folder, fronts),
+                            spec):
+        if tally is not None:
+            tally.merge(t)
+    return folder
 
 
 def _meta(spec: Spec) -> dict:
@@ -137,10 +173,13 @@ def _dataset(spec: Spec, values: dict):
     return ds.squeeze([n for n in g.names if n in g.scalar])
 
 
-def run(spec: Spec, *, out=None, client=None, on_chunk=None):
-    """Evaluate every chunk; a Dataset, or (``out``) the path of the file written chunk by chunk. ``on_chunk(block,
-    values)`` sees every chunk in order (e.g. sweep_front.Fronts.add)."""
-    see = on_chunk or (lambda b, v: None)
+def run(spec: Spec, *, out=None, client=None, tally: Tally | None = None):
+    """Evaluate every chunk; a Dataset, or (``out``) the path of the file written chunk by chunk — with ``client``
+    and a .parquet ``out``, the folder of parts its workers wrote (the client writes no data). ``tally``
+    (sweep_tally.Tally) counts every chunk's points by reason and keeps its fronts, wherever it was evaluated."""
+    see = tally.add if tally is not None else (lambda b, v: None)
+    if client is not None and out is not None and Path(out).suffix == ".parquet":
+        return _parts(spec, check_parts(out), client, tally)
     if out is not None:
         path = check_out(out)
         w = writer(path, spec.grid, spec.variables(), _meta(spec))

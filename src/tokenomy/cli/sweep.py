@@ -87,7 +87,10 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
               isl: str = typer.Option(None, "--isl", help="Serving: input tokens per request."),
               osl: str = typer.Option(None, "--osl", help="Serving: output tokens per request."),
               engine: str = typer.Option("vllm", "--engine", help="Serving: vllm | sglang | trtllm."),
-              out: str = typer.Option(None, "--out", help="Stream to a .parquet, .csv or .nc file."),
+              out: str = typer.Option(None, "--out", help="Stream to a .parquet, .csv or .nc file (with --dask and "
+                                      ".parquet: a new folder of parts, one per chunk, written by the workers)."),
+              vars_: str = typer.Option(None, "--vars", help="Only these output variables (comma list; reason is "
+                                        "always kept), e.g. step_s,tokens_per_s_per_chip: smaller files, less memory."),
               plot: str = typer.Option(None, "--plot", help="Write an HTML page of the Pareto fronts."),
               dask: str = typer.Option(None, "--dask", help="Evaluate on a dask scheduler, e.g. tcp://host:8786."),
               chunk_points: int = typer.Option(None, "--chunk-points", help="Points per chunk (default 262144)."),
@@ -102,10 +105,15 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
 
     Serving: tokenomy sweep --model llama-3.1-8b --hardware h100-sxm --concurrency 1,4,16,64,256 --isl 1k,8k --osl 1k
 
-    On a cluster: tokenomy sweep ... --out big.parquet --dask tcp://scheduler:8786
+    On a cluster: tokenomy sweep ... --out big.parquet --dask tcp://scheduler:8786 (the workers write big.parquet/
+    part-*.parquet; pandas.read_parquet reads the folder as one table)
+
+    A billion points (4 x 65,536 x 4,096): tokenomy sweep --model llama-3.1-8b --hardware hgx-h100-8 --tp 1,2,4,8
+    --batch 1..65536:1 --context 1k..1M:4096log --vars step_s --out big.parquet --dask tcp://scheduler:8786
     """
     from tokenomy.answers.sweeps import CHUNK_POINTS, chunks, run, spec_of
-    from tokenomy.answers.sweep_front import Fronts
+    from tokenomy.answers.sweep_front import AXES_OF
+    from tokenomy.answers.sweep_tally import Tally
 
     hw = _words("hardware", hardware)
     axes = dict(model=_words("model", model), hardware=hw if set_ is None else [what_if(h, set_) for h in hw], kind=_words("kind", kind),
@@ -117,32 +125,31 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
         raise UsageError("--csv: prints the points; with --out they go to the file instead, choose one")
     if plot is not None and (not plot.endswith(".html") or not Path(plot).resolve().parent.is_dir()):
         raise UsageError(f"--plot: {plot!r} must be an .html file in an existing folder")
-    spec = spec_of(axes, chunk_points=CHUNK_POINTS if chunk_points is None else chunk_points, engine=engine)
+    try:
+        spec = spec_of(axes, chunk_points=CHUNK_POINTS if chunk_points is None else chunk_points, engine=engine,
+                       variables=None if vars_ is None else _words("vars", vars_))
+    except ValueError as e:  # tk.sweep's variables= is the CLI's --vars
+        if str(e).startswith("variables:"):
+            raise UsageError("--vars:" + str(e).partition(":")[2]) from None
+        raise
     if as_csv and spec.grid.size > MAX_PRINTED:
         raise UsageError(f"--csv: {spec.grid.size:,} points is over the {MAX_PRINTED:,} printed; use --out")
-    fronts = Fronts(spec.grid) if plot else None
-    counts: dict = {}
-
-    def seen(block, values):
-        import numpy as np
-
-        c = np.bincount(np.ravel(values["reason"]).astype(np.int64))
-        for code in np.flatnonzero(c):
-            counts[int(code)] = counts.get(int(code), 0) + int(c[code])
-        if fronts is not None:
-            fronts.add(block, values)
-
+    if plot and vars_ is not None:
+        missing = [v for v in AXES_OF[spec.grid.serving] + ("bound",) if v not in spec.variables()]
+        if missing:
+            raise UsageError(f"--vars: --plot draws {', '.join(missing)}; add them or leave --plot out")
+    tally = Tally(spec.grid, fronts=bool(plot))
     client = _client(dask)
     try:
-        res = run(spec, out=out, client=client, on_chunk=seen)
+        res = run(spec, out=out, client=client, tally=tally)
     finally:
         if client is not None:
             client.close()
     if plot:
-        _plot(plot, fronts, spec.grid.serving)
+        _plot(plot, tally.fronts, spec.grid.serving)
     if as_csv:
         typer.echo(res.to_dataframe().reset_index().to_csv(index=False), nl=False)
         return
-    typer.echo(_summary(spec, res, counts, len(chunks(spec))))
+    typer.echo(_summary(spec, res, tally.by_code(), len(chunks(spec))))
     if plot:
         typer.echo(f"plot: {plot}")
