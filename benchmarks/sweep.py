@@ -10,10 +10,13 @@
    is printed over the configurations llm-analysis answers (quoted: like for like, since the engine answers every
    point, fitting or not, at one rate) and over all of them, its early refusals included.
 2. plan: Kimi-K2 on 1,152 GB200 chips (gb200-nvl72 topology), every valid layout x batch at 8k context, in process.
-3. Dask: 1 vs 2 local worker processes on a --dask-points sweep (default 10^8): speed-up, and the scheduler overhead
-   per chunk = (wall on 1 worker − the same chunks in process) / chunks.
+3. Dask: 1 vs 2 local worker processes on a --dask-points sweep (default 10^8) streamed to Parquet, each worker
+   writing its own parts (sweep --dask --out; the client receives tallies only), beside one file written in process;
+   the load average beside it (the machine is shared).
 4. memory: peak RSS of a fresh process streaming a --rss-points sweep (default 10^9) to a temporary Parquet file
    (step_s and reason only), and of one 10x smaller, to show it does not grow with the sweep.
+5. a serving plan as a CLI process against aiconfigurator 0.12.0's `cli default` on the same question, interleaved
+   (its own venv: bash benchmarks/peers_env.sh; Vidur does not run offline: peers_env.sh says why).
 Run: .venv/bin/python benchmarks/sweep.py [--quick] [--dask-points N] [--rss-points N]
 """
 
@@ -23,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -131,26 +135,64 @@ def big_axes(points: int) -> dict:
 
 
 def dask_speedup(points: int):
+    """(points, chunks, in-process streamed write s, {workers: wall s}): the sweep written to Parquet in process (one
+    file), then by 1 and 2 local worker processes writing their own parts (sweep --dask --out), the client
+    receiving tallies only; the same chunks each time."""
     from distributed import Client, LocalCluster
 
-    from tokenomy.answers.sweeps import chunks, evaluated
+    from tokenomy.answers.sweeps import chunks
 
     spec = spec_of(big_axes(points), variables=["step_s"], chunk_points=1 << 20)
     n_chunks = len(chunks(spec))
-    t0 = time.perf_counter()
-    for _ in evaluated(spec):
-        pass
-    local = time.perf_counter() - t0
     walls = {}
-    for n in (1, 2):
-        with LocalCluster(n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None) as cl, \
-                Client(cl) as c:
-            list(evaluated(spec_of(dict(model="llama-3.1-8b", hardware=HARDWARE, tp=1)), c))  # warm the workers
-            t0 = time.perf_counter()
-            for _ in evaluated(spec, c):
-                pass
-            walls[n] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        run(spec, out=os.path.join(d, "local.parquet"))
+        local = time.perf_counter() - t0
+        for n in (1, 2):
+            with LocalCluster(n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None) as cl, \
+                    Client(cl) as c:
+                run(spec_of(dict(model="llama-3.1-8b", hardware=HARDWARE, tp=1)), client=c)  # warm the workers
+                t0 = time.perf_counter()
+                run(spec, out=os.path.join(d, f"parts-{n}.parquet"), client=c)
+                walls[n] = time.perf_counter() - t0
+            shutil.rmtree(os.path.join(d, f"parts-{n}.parquet"))
     return spec.grid.size, n_chunks, local, walls
+
+
+AIC_QUESTION = dict(model="qwen3-32b", hf="Qwen--Qwen3-32B.json", chips=8, isl=1024, osl=1024, ttft_s=1.0,
+                    tpot_s=0.05)
+
+
+def plan_vs_aiconfigurator(repeats: int = 3):
+    """Time to answer one question, as a CLI process, interleaved: the best aggregated TensorRT-LLM deployment of
+    Qwen3-32B on 8 H200 for ISL/OSL 1024/1024 under TTFT 1 s and TPOT 50 ms. tokenomy plan (its layouts x a
+    concurrency grid through the serving steady state) against aiconfigurator 0.12.0's `cli default --serving-mode
+    agg` (its own search) in its venv (bash benchmarks/peers_env.sh aiconfigurator). Only the wall times are used:
+    aiconfigurator's answers rest on its packaged measured samples, which this project never reads or compares."""
+    aic = HERE / ".venv-aiconfigurator" / "bin" / "aiconfigurator"
+    if not aic.exists():
+        return None, None, "not run: bash benchmarks/peers_env.sh aiconfigurator first"
+    q = AIC_QUESTION
+    tok = [str(Path(sys.executable).parent / "tokenomy"), "plan", "--model", q["model"], "--hardware", "hgx-h200-8",
+           "--chips", str(q["chips"]), "--concurrency", "1..1024", "--isl", str(q["isl"]), "--osl", str(q["osl"]),
+           "--ttft-slo", str(q["ttft_s"]), "--tpot-slo", str(q["tpot_s"]), "--engine", "trtllm", "--top", "1"]
+    walls = {"tokenomy": [], "aiconfigurator": []}
+    with tempfile.TemporaryDirectory() as d:
+        model_dir = Path(d) / "model"
+        model_dir.mkdir()
+        shutil.copy(Path(loader.__file__).parent / "models" / q["hf"], model_dir / "config.json")
+        peer = [str(aic), "cli", "default", "--model-path", str(model_dir), "--total-gpus", str(q["chips"]),
+                "--system", "h200_sxm", "--backend", "trtllm", "--isl", str(q["isl"]), "--osl", str(q["osl"]),
+                "--ttft", str(q["ttft_s"] * 1e3), "--tpot", str(q["tpot_s"] * 1e3), "--serving-mode", "agg",
+                "--log-level", "ERROR", "--save-dir", str(Path(d) / "out")]
+        for _ in range(repeats):
+            for name, cmd in (("tokenomy", tok), ("aiconfigurator", peer)):
+                t0 = time.perf_counter()
+                subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=d)
+                walls[name].append(time.perf_counter() - t0)
+    return statistics.median(walls["tokenomy"]), statistics.median(walls["aiconfigurator"]), \
+        f"median of {repeats}, interleaved"
 
 
 RSS_CHILD = """
@@ -199,11 +241,19 @@ def main() -> None:
     t, n_lay, n_b, ok = plan_kimi()
     print(f"plan kimi-k2-instruct on 1,152 GB200 (gb200-nvl72): {n_lay} valid layouts x {n_b} batches at 8k: "
           f"{t * 1e3:,.0f} ms in process (median of 3; {ok} batches fit)")
+    tok_s, aic_s, aic_how = plan_vs_aiconfigurator(1 if args.quick else 3)
+    if tok_s:
+        print(f"serving plan, Qwen3-32B on 8 H200 under TTFT 1 s / TPOT 50 ms, as CLI processes ({aic_how}): "
+              f"tokenomy plan {tok_s:.1f} s, aiconfigurator 0.12.0 cli default {aic_s:.1f} s: {aic_s / tok_s:.1f}x")
+    else:
+        print(f"aiconfigurator: {aic_how}")
     dpts = int(1e6 if args.quick else args.dask_points)
+    load0 = os.getloadavg()[0]
     size, n_chunks, local, walls = dask_speedup(dpts)
-    print(f"dask: {size:,} points in {n_chunks} chunks: in process {local:.1f} s, 1 worker {walls[1]:.1f} s, "
-          f"2 workers {walls[2]:.1f} s -> speed-up {walls[1] / walls[2]:.2f}x; scheduler overhead "
-          f"{max(walls[1] - local, 0.0) / n_chunks * 1e3:.1f} ms per chunk")
+    print(f"dask, workers writing their own Parquet parts: {size:,} points in {n_chunks} chunks: one file written in "
+          f"process {local:.1f} s, 1 worker {walls[1]:.1f} s, 2 workers {walls[2]:.1f} s -> speed-up "
+          f"{walls[1] / walls[2]:.2f}x (load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on "
+          f"{os.cpu_count()} cores)")
     rpts = int(1e6 if args.quick else args.rss_points)
     for pts in (rpts // 10, rpts):
         rss, secs, size = streamed_rss(pts)
@@ -216,6 +266,10 @@ def main() -> None:
         if peer:
             figures.update(peer_configs_per_s_answered=peer_fit, vs_peer_answered=vec / peer_fit,
                            vs_peer_all=vec / peer)
+        if tok_s:
+            figures.update(plan_cli_s=tok_s, aiconfigurator_cli_s=aic_s, aiconfigurator_vs_plan=aic_s / tok_s)
+        figures.update(dask_points=size, dask_local_s=local, dask_1_worker_s=walls[1], dask_2_workers_s=walls[2],
+                       dask_load_average=load0)
         record("sweep", figures)
 
 
