@@ -312,10 +312,10 @@ def _numeric_array(value, f: Field) -> list | None:
     """A numeric numpy array (or a long list of numbers) whose every value the field admits, checked at once (a grid of 10^6 load points in
     milliseconds, not one Python check a value); None where any value fails or the array is not numeric, so the
     value-by-value path names the first bad one as it always has."""
-    if isinstance(value, (list, tuple)) and len(value) > 64 and not any(isinstance(v, (str, bool)) for v in value):
-        import numpy as np  # a long list of numbers (a grid a door parsed once): checked as one array
+    if isinstance(value, (list, tuple)) and len(value) > 64 and set(map(type, value)) <= {int, float}:
+        import numpy as np  # a long list of Python numbers (a grid a door parsed once): checked as one array
 
-        value = np.asarray(value)
+        value = np.asarray(value, float)
     kind = getattr(getattr(value, "dtype", None), "kind", "")
     if not kind or kind not in "iuf" or not getattr(value, "ndim", 0) or not value.size:
         return None
