@@ -249,8 +249,8 @@ def main() -> None:
         print(f"aiconfigurator: {aic_how}")
     dpts = int(1e6 if args.quick else args.dask_points)
     load0 = os.getloadavg()[0]
-    size, n_chunks, local, walls = dask_speedup(dpts)
-    print(f"dask, workers writing their own Parquet parts: {size:,} points in {n_chunks} chunks: one file written in "
+    dask_size, n_chunks, local, walls = dask_speedup(dpts)
+    print(f"dask, workers writing their own Parquet parts: {dask_size:,} points in {n_chunks} chunks: one file written in "
           f"process {local:.1f} s, 1 worker {walls[1]:.1f} s, 2 workers {walls[2]:.1f} s -> speed-up "
           f"{walls[1] / walls[2]:.2f}x (load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on "
           f"{os.cpu_count()} cores)")
@@ -268,7 +268,7 @@ def main() -> None:
                            vs_peer_all=vec / peer)
         if tok_s:
             figures.update(plan_cli_s=tok_s, aiconfigurator_cli_s=aic_s, aiconfigurator_vs_plan=aic_s / tok_s)
-        figures.update(dask_points=size, dask_local_s=local, dask_1_worker_s=walls[1], dask_2_workers_s=walls[2],
+        figures.update(dask_points=dask_size, dask_local_s=local, dask_1_worker_s=walls[1], dask_2_workers_s=walls[2],
                        dask_load_average=load0)
         record("sweep", figures)
 
