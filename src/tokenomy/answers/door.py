@@ -20,7 +20,7 @@ from typing import Callable
 
 from tokenomy.answers import inputs
 
-LISTS = frozenset({"global_batch", "hold", "concurrency", "rate"})  # lists whatever their default
+LISTS = frozenset({"global_batch", "hold", "concurrency", "rate", "think_s", "dram_bytes"})  # lists whatever their default
 
 
 def takes_list(name: str, default) -> bool:

@@ -129,6 +129,10 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "seed": _w(0, 2**32 - 1, "", "simulate: random seed"),
     "prefill_chips": POOL, "decode_chips": POOL,
     "max_chips": _w(1, 4096, "chips", "min-chips: the largest chip count tried (powers of two up to it)"),
+    "turns": _w(1, 10**4, "turns", "session workloads: turns of a session's main agent"),
+    "think_s": _f(0, 1e6, "s", "session workloads: mean think time between turns, e.g. 2,10,60"),
+    "dram_bytes": _f(0, 1e15, "bytes", "KV tier: host DRAM per node for the cache (default: half the host's)"),
+    "nvme_bytes": _f(0, 1e17, "bytes", "KV tier: local NVMe per node for the cache (default: all of it)"),
     "hold_out": _w(1, 10**6, "", "calibrate: every k-th point held out (k >= 2, the answer says why)"),
     # train, rl, lifecycle
     "micro_batch": _w(1, MAX_BATCH, "sequences"), "seq_len": _w(1, MAX_CONTEXT, "tokens"),

@@ -214,7 +214,15 @@ def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=N
           engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", variables=None,
           **unknown):
     """The sweep (module docstring): an xarray.Dataset over the named axes, or the path of ``out``. A keyword that
-    is no axis or setting is refused naming it."""
+    is no axis or setting is refused naming it. ``workload`` multiturn | agentic: a session sweep over concurrency
+    (or rate), ``think_s`` and ``dram_bytes`` (answers/sweep_sessions.py)."""
+    from tokenomy.answers.sweep_sessions import SESSION_KEYS, session_sweep
+
+    if unknown.get("workload") not in (None, "steady"):
+        extra = {k: unknown.pop(k) for k in SESSION_KEYS if k in unknown}
+        layout_kw = {k: v for k, v in dict(chips=chips, tp=tp, ep=ep, pp=pp, dp=dp).items() if v is not None}
+        return session_sweep(model, hardware, concurrency=concurrency, rate=rate, engine=engine, **extra,
+                             **layout_kw, **unknown)
     axes = dict(**unknown, model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                 efficiency=efficiency, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch, context=context,
                 len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)

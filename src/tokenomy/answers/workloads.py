@@ -27,7 +27,7 @@ from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import power_of, serving_energy
 from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa: F401  (engine_profile: re-exported)
 from tokenomy.answers.requests import RunRequest, ServeRequest, WorkloadRequest
-from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
+from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Result, Rows
 from tokenomy.answers.serve_layout import serve_layout
 from tokenomy.answers.serve_rows import (dtypes_label, row, serving_kv_dtype, simulations, slo_verdict,  # noqa: F401
@@ -36,6 +36,8 @@ from tokenomy.answers.variants import annotated
 from tokenomy.core.layout import Layout
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.units import fmt_seconds
+
+SESSION_KEYWORDS = ("workload", "turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
 
 COLUMNS = ("concurrency", "rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
            "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "j_per_output_token",
@@ -74,14 +76,22 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
           tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
           ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, weight_dtype=None,
           kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None,
-          usd_per_kwh=None, facility=None, emit=None, protocol="steady") -> Result:
+          usd_per_kwh=None, facility=None, emit=None, protocol="steady", workload="steady", turns=None,
+          think_s=None, kv_tiering=None, dram_bytes=None, nvme_bytes=None, routing=None) -> Result:
     """The serving answer (module docstring): one row per workload point. The layout keywords are decode's
     (answers.resolve.layout_of). ``pools`` (disagg): prefill_chips, decode_chips and the pools' layout keywords
     (prefill_tp, ..., prefill_kv_batch, decode_tp, ...). ``emit`` (vllm | sglang | trtllm | dynamo): the launch
     commands of the deployment served in ``extra["launch"]`` (answers/launch.py, docs/deploy.md); ``engine`` left out
     is the engine ``emit`` names (vllm without one, or for dynamo). The keywords
-    become the request objects at once (answers/requests.py); ``serve_request`` answers them."""
+    become the request objects at once (answers/requests.py); ``serve_request`` answers them.
+    ``workload`` multiturn | agentic (or a serving.sessions MultiTurn/Agentic object): session traffic with KV
+    tiers (answers/session_serve.py): concurrency = concurrent sessions, rate = sessions/s; ``turns``,
+    ``think_s`` (a list sweeps), ``kv_tiering`` (a catalog/kv_tiering policy; default HBM only), ``dram_bytes``
+    (a list sweeps) and ``nvme_bytes`` per node, ``routing`` (compare round-robin, session-sticky, prefix-aware)."""
     given = dict(locals())  # every keyword as the door parsed it
+    sessions = {k: given.pop(k) for k in SESSION_KEYWORDS}
+    if sessions["workload"] != "steady" or any(v is not None for k, v in sessions.items() if k != "workload"):
+        return annotated(_sessions(model, hardware, {**given, **sessions}), hardware)
     return serve_request(ServeRequest.of(given.pop("model"), given.pop("hardware"), given))
 
 
@@ -157,6 +167,34 @@ def _serve_agg(req: ServeRequest) -> Result:
     return Result("serve", title, rows, COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
                   "engine": prof.name, "dtypes": dtypes_label(dep), **slo_extra}, notes,
                   lambda: _explain(dep, prof, s, w.load, isl_m, osl_m), rows_key="")
+
+
+def _sessions(model, hardware, kw: dict) -> Result:
+    """serve's session workloads (answers/session_serve.py): what does not apply to them is refused by name."""
+    from tokenomy.answers.session_serve import session_workload, sessions_answer
+
+    if kw["workload"] == "steady":
+        given = next(k for k in ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
+                     if kw[k] is not None)
+        raise ValueError(f"{given}: for a session workload (workload multiturn | agentic)")
+    for name, default in (("mode", "agg"), ("protocol", "steady"), ("cache_hit", 0.0), ("isl_dist", None),
+                          ("osl_dist", None), ("emit", None), ("ttft_slo", None), ("tpot_slo", None),
+                          ("usd_per_kwh", None), ("facility", None)):
+        if kw[name] != default:
+            raise ValueError(f"{name}: not with workload {kw['workload']!r} (sessions set their own lengths, hits "
+                             "and timing)")
+    w = session_workload(kw["workload"], kw["turns"], kw["think_s"])
+    degrees = layout_of(kw.get("tp"), kw.get("ep"), kw.get("pp"), kw.get("dp"), kw.get("redundant_experts"),
+                        kw.get("attn_dp"), kw.get("kv_batch"))
+    engine = kw["engine"] or "vllm"
+    kv_dtype = serving_kv_dtype(model, engine, kw["weight_dtype"], kw["kv_dtype"])
+    return sessions_answer(model, hardware, w=w, concurrency=kw["concurrency"], rate=kw["rate"], engine=engine,
+                           max_num_tokens=kw["max_num_tokens"], max_batch=kw["max_batch"], chips=kw["chips"],
+                           degrees=degrees, weight_dtype=kw["weight_dtype"], kv_dtype=kv_dtype,
+                           efficiency=kw["efficiency"], usd_per_chip_hour=kw["usd_per_chip_hour"],
+                           method=kw["method"], requests=kw["requests"], seed=kw["seed"], think_s=kw["think_s"],
+                           dram_bytes=kw["dram_bytes"], nvme_bytes=kw["nvme_bytes"], kv_tiering=kw["kv_tiering"],
+                           routing=kw["routing"], trace=kw["trace"])
 
 
 def _agg_runs(dep, prof, proto, w: WorkloadRequest, run: RunRequest) -> list:

@@ -40,6 +40,20 @@ def serve_cmd(model: str = MODEL,
                                            "steady (the steady state) | vllm-bench | sglang-bench | aiperf | "
                                            "guidellm | inferencex | trtllm-bench | mlperf-server | mlperf-offline."),
               mode: str = typer.Option("agg", "--mode", help="agg | disagg (prefill and decode pools)."),
+              workload: str = typer.Option("steady", "--workload", help="steady (requests of --isl/--osl) | "
+                                           "multiturn | agentic (sessions: --concurrency = concurrent sessions, "
+                                           "--rate = sessions/s; KV tiers and hit rates)."),
+              turns: int = number("turns", None),
+              think_s: str = typer.Option(None, "--think-s", help="Sessions: mean think time between turns, s "
+                                          "(a list sweeps: 2,10,60)."),
+              kv_tiering: str = typer.Option(None, "--kv-tiering", help="Sessions: the tiered KV cache "
+                                             "(catalog/kv_tiering: lmcache, ...); default HBM only."),
+              dram_bytes: str = typer.Option(None, "--dram-bytes", help="Sessions: host DRAM per node for the KV "
+                                             "tier, bytes (default half the host's; a list sweeps)."),
+              nvme_bytes: float = typer.Option(None, "--nvme-bytes", help="Sessions: local NVMe per node for the "
+                                               "KV tier, bytes (default all of it; 0: none)."),
+              routing: str = typer.Option(None, "--routing", help="Sessions: compare routing across replicas "
+                                          "(round-robin | session-sticky | prefix-aware): hit rate, imbalance."),
               prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: chips of the prefill pool."),
               decode_chips: int = typer.Option(None, "--decode-chips", help="disagg: chips of the decode pool."),
               prefill_tp: int = typer.Option(None, "--prefill-tp", help="disagg: prefill pool TP (default: best)."),
@@ -78,6 +92,10 @@ def serve_cmd(model: str = MODEL,
     As a benchmark measures it: tokenomy serve --model llama-3.1-8b --hardware h100-sxm --tp 1 --engine trtllm
     --concurrency 8 --isl 1024 --osl 128 --protocol trtllm-bench (--requests: the tool's prompt count)
 
+    Agentic sessions with KV tiers (hit rate, TTFT, $/Mtok split into input-miss, input-hit, output):
+    tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --workload agentic --concurrency 1024,4096
+    --kv-tiering lmcache (--dram-bytes 0,480e9,960e9 sweeps the DRAM tier; --method simulate: percentiles)
+
     Plan a split (--search: pools in powers of two within a scale-up domain or whole domains, P + D <= --chips):
     tokenomy serve --model deepseek-v3 --hardware gb200-nvl72 --mode disagg --search --chips 288 --concurrency
     256,1024 --isl 4096 --osl 1024 --ttft-slo 2 --tpot-slo 0.05 --top 1
@@ -112,4 +130,10 @@ def serve_cmd(model: str = MODEL,
     given.update(method=method, requests=requests, seed=seed, protocol=protocol, emit=emit, chips=chips,
                  pools=pools if mode == "disagg" else None,
                  **layout_flags(tp, ep, pp, dp, redundant_experts, attn_tp, kv_batch))
+    sessions = dict(workload=workload, turns=turns, think_s=think_s, kv_tiering=kv_tiering, dram_bytes=dram_bytes,
+                    nvme_bytes=nvme_bytes, routing=routing)
+    if workload != "steady" or any(v is not None for k, v in sessions.items() if k != "workload"):
+        from tokenomy.answers.workloads import serve  # session workloads: answers/session_serve.py
+
+        return show_result(serve(model, hw, **given, **sessions), as_json=as_json, as_csv=as_csv, show=show)
     show_result(serve_request(ServeRequest.of(model, hw, given)), as_json=as_json, as_csv=as_csv, show=show)

@@ -253,7 +253,8 @@ KINDS = {  # parameters whose default (None) does not say their kind
     "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
     "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
     "decode_chips": "int", "flops_fraction": "float", "use_case": "text", "run": "text",
-    "serve_hardware": "hardware", "pretrain_tokens": "float",
+    "serve_hardware": "hardware", "pretrain_tokens": "float", "turns": "int", "nvme_bytes": "float",
+    "kv_tiering": "text",
 }
 ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the default (numbers: answers/door.LISTS)
           **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}
@@ -263,7 +264,9 @@ CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "sche
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
            "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
            "objective": tuple(PLAN_OBJECTIVES),
-           "emit": EMIT, "protocol": PROTOCOLS}
+           "emit": EMIT, "protocol": PROTOCOLS,
+           "workload": ("steady", "multiturn", "agentic"),  # answers.workloads.serve (serving/sessions.WORKLOADS)
+           "routing": ("round-robin", "session-sticky", "prefix-aware")}  # serving/routing.ROUTERS
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file

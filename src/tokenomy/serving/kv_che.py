@@ -1,0 +1,187 @@
+"""Hit rates of session traffic in LRU KV tiers, analytically: the characteristic-time (Che) approximation.
+
+Che et al. (IEEE JSAC 2002; Fricker, Robert & Roberts, ITC 2012 for renewal requests): an LRU cache of capacity Cap
+keeps an object for a characteristic time T after its last use, T the root of
+    sum over objects of  size · (time-average share of time it is held) = Cap,
+and a request finds its object when the time since the object's last use is under T. Session traffic
+(serving/sessions.py) reuses an agent's own context at its next turn after the think time τ ~ Exp(θ) (after the
+sub-agents' run D plus τ for a parent's turn that spawned them), so per turn type i (n_i a session, object O_i after
+it, next use after τ_i = D_i + Exp(θ)):
+    held_i(T)   = E[min(τ_i, T)] = T if T <= D_i, else D_i + θ·(1 − e^{−(T − D_i)/θ})      (the last turn: T)
+    occupancy   = λ_s · Σ_i n_i · O_i · held_i(T) + S                                      (S the system prompt)
+    P(hit)_i    = P(τ_i < T) = 1 − e^{−(T − D_i)/θ} for T > D_i, else 0
+with λ_s sessions per second per replica (closed loop: C sessions over a session's duration; open: the rate). Per
+tier: write-through keeps an LRU copy in every tier, each with its own T_j (from its own capacity); on-evict moves
+what HBM evicts down, so tiers 0..j behave as one LRU of their summed capacity (T_{<=j}). A turn's reuse is served
+by the fastest tier whose T exceeds its gap, when the lecture's rule says reading beats recomputing. T is solved by
+bisection on log T, vectorised over workload points (capacities, loads, think times as arrays).
+Checked against the simulator (serving/sim_sessions.py) in tests/serving/test_kv_che.py over the grid stated there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BISECTIONS = 32  # log T over [1e-4, 1e8] s: 32 halvings leave a relative step in T of ~1e-8
+WARM_BISECTIONS = 20  # log T over a bracket of width 4 around a guess: 20 halvings leave ~4e-6
+
+
+@dataclass(frozen=True)
+class TurnTypes:
+    """The workload's turns by type (arrays over types i): per session ``n``, input ``isl``, output ``osl``, own
+    reusable tokens ``reuse`` (beyond the system prompt), its gap's fixed part in sub-agent runs ``d_runs`` (the
+    gap is d_runs·(sub-agent run) + Exp(θ)), object after it ``obj``, and whether that object is never used
+    again by its agent (``last``: held T)."""
+
+    n: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    reuse: np.ndarray
+    d_runs: np.ndarray
+    obj: np.ndarray
+    obj_next_runs: np.ndarray  # fixed part of the stored object's next gap, in sub-agent runs
+    last: np.ndarray
+    system_tokens: float
+    sub_turns: int  # turns of a sub-agent (its run: sub_turns·(e2e + θ))
+
+    @property
+    def requests_per_session(self) -> float:
+        return float(np.sum(self.n))
+
+    def mean(self, x) -> float:
+        return float(np.sum(self.n * x) / np.sum(self.n))
+
+
+def turn_types(w) -> TurnTypes:
+    """The turn types of a MultiTurn or Agentic workload from its means (serving/sessions.py). A sub-agent's turn
+    reuses the parent's prefix up to the fork and its own context: both were last used by its previous turn (or,
+    for its first, by the parent's), so both segments share that turn's gap."""
+    S, a, b, o = float(w.system_prompt_tokens), float(w.first_input_tokens), float(w.new_input_tokens), float(w.output_tokens)
+    K = int(w.turns)
+    subs = int(getattr(w, "subagents", 0))
+    every, Ks = int(getattr(w, "subagent_every", 1)), int(getattr(w, "subagent_turns", 1))
+    rows = []  # n, isl, reuse, d_runs, obj, obj_next_runs, last
+    ctx = 0.0
+    for k in range(K):
+        new = a if k == 0 else b
+        spawn = subs > 0 and (k + 1) % every == 0 and k + 1 < K
+        after_prev_spawn = subs > 0 and k > 0 and k % every == 0
+        obj = ctx + new + o
+        rows.append((1.0, S + ctx + new, ctx, 1.0 if after_prev_spawn else 0.0, obj, 1.0 if spawn else 0.0,
+                     k == K - 1))
+        if spawn:
+            sctx = 0.0
+            for j in range(Ks):
+                sobj = sctx + b + o
+                rows.append((float(subs), S + obj + sctx + b, obj + sctx, 0.0, sobj, 0.0, j == Ks - 1))
+                sctx = sobj
+        ctx = obj
+    r = np.array(rows, float)
+    return TurnTypes(r[:, 0], r[:, 1], np.full(len(r), o), r[:, 2], r[:, 3], r[:, 4], r[:, 5], r[:, 6].astype(bool),
+                     S, Ks)
+
+
+def held_s(T, d, theta):
+    """E[min(d + Exp(θ), T)] (broadcasts); θ = 0: min(d, T)."""
+    T, d, theta = np.asarray(T, float), np.asarray(d, float), np.asarray(theta, float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        tail = np.where(theta > 0, theta * -np.expm1(-np.maximum(T - d, 0.0) / np.where(theta > 0, theta, 1.0)), 0.0)
+    return np.where(T <= d, T, d + tail)
+
+
+def p_within(T, d, theta):
+    """P(d + Exp(θ) < T) (broadcasts); θ = 0: 1 where d < T."""
+    T, d, theta = np.asarray(T, float), np.asarray(d, float), np.asarray(theta, float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p = np.where(theta > 0, -np.expm1(-np.maximum(T - d, 0.0) / np.where(theta > 0, theta, 1.0)), 1.0)
+    return np.where(T > d, p, 0.0)
+
+
+def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
+    """Tokens an LRU holding everything for T after its last use keeps (module docstring), per point. The turn types
+    whose next use is after Exp(θ) alone share one held time, so they are summed first (the sweep's cost then does
+    not grow with the number of turns)."""
+    T, lam, th, D = (np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s))
+    nO = tt.n * tt.obj
+    plain = ~tt.last & (tt.obj_next_runs == 0)
+    A, B = float(np.sum(nO[plain])), float(np.sum(nO[tt.last]))
+    total = A * held_s(T, 0.0, th) + B * T
+    for k in np.flatnonzero(~tt.last & (tt.obj_next_runs > 0)):
+        total = total + nO[k] * held_s(T, tt.obj_next_runs[k] * D, th)
+    return lam * total + tt.system_tokens
+
+
+def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None):
+    """T with occupancy(T) = capacity (bisection on log T, vectorised); 0 where the capacity holds nothing.
+    ``guess``: a T near the answer (the solver's last iterate): where it brackets the root within e^±2, WARM_BISECTIONS
+    halvings of that bracket replace the full range's BISECTIONS."""
+    cap = np.asarray(capacity_tokens, float)
+    shape = np.broadcast_shapes(cap.shape, np.shape(sessions_per_s), np.shape(theta), np.shape(sub_run_s))
+    lo, hi, steps = np.full(shape, np.log(1e-4)), np.full(shape, np.log(1e8)), BISECTIONS
+    if guess is not None:
+        g = np.log(np.clip(np.broadcast_to(np.asarray(guess, float), shape), 1e-4, 1e8))
+        ok = (occupancy(np.exp(g - 2.0), tt, sessions_per_s, theta, sub_run_s) <= cap) & \
+            (occupancy(np.exp(g + 2.0), tt, sessions_per_s, theta, sub_run_s) > cap)
+        lo, hi = np.where(ok, g - 2.0, lo), np.where(ok, g + 2.0, hi)
+        steps = WARM_BISECTIONS if np.all(ok) else BISECTIONS
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        over = occupancy(np.exp(mid), tt, sessions_per_s, theta, sub_run_s) > cap
+        hi, lo = np.where(over, mid, hi), np.where(over, lo, mid)
+    return np.where(cap > tt.system_tokens, np.exp(0.5 * (lo + hi)), 0.0)
+
+
+@dataclass(frozen=True)
+class CheHits:
+    """Arrays over points: token hit rate in all and per tier (tier on the last axis), T per tier."""
+
+    hit_rate: np.ndarray
+    by_tier: np.ndarray  # [..., tier]: share of input tokens served from each tier
+    t_char_s: np.ndarray  # [..., tier]
+    read_tokens: np.ndarray  # [..., tier]: mean tokens a request reads from each tier
+    reads: np.ndarray  # [..., tier]: share of requests reading from each tier
+    read_sq_tokens: np.ndarray  # [..., tier]: E[tokens read^2] over the requests reading (the M/G/1 queue's)
+
+
+def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s, guess=None) -> CheHits:
+    """Token hit rates per tier (module docstring). ``capacities``: [..., tier] tokens per replica; ``stack``: the
+    TierStack (store policy, the rule's read and prefill seconds per token); ``guess``: [..., tier] T near the
+    answer (characteristic_time)."""
+    caps = np.asarray(capacities, float)
+    if stack.store == "on-evict":
+        caps = np.cumsum(caps, axis=-1)
+    J = caps.shape[-1]
+    T = np.stack([characteristic_time(caps[..., j], tt, sessions_per_s, theta, sub_run_s,
+                                      None if guess is None else np.asarray(guess)[..., j]) for j in range(J)], -1)
+    T = np.maximum.accumulate(T, axis=-1)  # a copy further down is found when an upper tier lost it
+    th, D = (np.asarray(x, float)[..., None] for x in (theta, sub_run_s))
+    # P(found in tiers <= j) [..., tier]: one for every turn after a plain Exp(θ) gap, one per parent turn after a
+    # spawn (its object had to survive the sub-agents' first turns' Exp(θ) gap too, then their run D)
+    plain_within = p_within(T, 0.0, th)
+    worth = np.stack([_worth(stack, j, tt.reuse) for j in range(J)], -1)  # [type, tier]
+    n, u = tt.n[:, None] * worth, tt.reuse[:, None]
+    groups = [(tt.d_runs == 0, plain_within)] + [
+        (np.arange(len(tt.n)) == k, p_within(T, tt.d_runs[k] * D, th) * plain_within)
+        for k in np.flatnonzero(tt.d_runs > 0)]
+    n_req = float(np.sum(tt.n))
+    reads, read_tok, sq = (np.zeros(T.shape) for _ in range(3))
+    for mask, within in groups:
+        p_tier = np.diff(within, axis=-1, prepend=0.0)  # [..., tier]: served from tier j
+        reads = reads + p_tier * np.sum(n[mask], axis=0)
+        read_tok = read_tok + p_tier * np.sum((n * u)[mask], axis=0)
+        sq = sq + p_tier * np.sum((n * u ** 2)[mask], axis=0)
+    tokens = read_tok.copy()  # per session
+    tokens[..., 0] += np.where(T[..., 0] > 0, tt.system_tokens, 0.0) * n_req  # in HBM: every request uses it
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sq = sq / np.where(reads > 0, reads, 1.0)
+    by = tokens / float(np.sum(tt.n * tt.isl))
+    return CheHits(np.sum(by, -1), by, T, read_tok / n_req, reads / n_req, sq)
+
+
+def _worth(stack, j: int, tokens) -> np.ndarray:
+    lv = stack.levels[j]
+    if j == 0:
+        return np.ones_like(tokens, float)
+    return (lv.latency_s + tokens * lv.read_s_per_token < tokens * stack.prefill_s_per_token).astype(float)

@@ -1,0 +1,222 @@
+"""The iteration-level simulator for sessions: serving/simulator.py's scheduler loop, with turns released by the turns
+they follow and each prompt's prefix looked up in the KV tiers when it arrives.
+
+On top of the simulator's steps (its docstring), per request r of a SessionPlan on one replica:
+  release   r arrives ``gap_s`` (think time) after the last of its predecessors finishes (the agent's previous turn;
+            a parent's turn after its sub-agents, fork-join); a session's first turn at its start time (open loop)
+            or, closed loop, when one of the C session slots frees (its session's last turn finished)
+  lookup    on arrival its prefix chain is looked up in the tiers (kv_cache_tiers.TieredCache: HBM's capacity is
+            what the running requests leave of the KV pool at that moment); r computes I = ISL − hit tokens
+  load      tokens found below HBM are read over their tier's channel (one per tier and replica: DRAM over the chips'
+            host links, NVMe over the node's drives), first come first served, so concurrent loads queue behind each
+            other: finish_j = max(now, free_j) + latency_j + h_j·s_j. "before-prefill": r joins the scheduler's
+            queue when its loads finish; "layerwise-overlapped": when they finish less the prefill seconds of its
+            own I tokens (the loads hide under its layers' compute, I·s_prefill). TTFT counts from arrival.
+  store     when r finishes, its agent's object (its context after the turn) and the system prompt are stored in
+            HBM (and, write-through, every lower tier); the next turn finds them there unless evicted.
+PCIe is full duplex: the stores (device to host) do not slow the loads (host to device); the decode's own KV traffic
+stays in HBM. The NVMe and DRAM channels are the replica's share of the node (chips per replica / chips per node).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tokenomy.core.deployment import Deployment
+from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierStack
+from tokenomy.serving.scheduler import EngineProfile, pooled_limits, rank_chunk
+from tokenomy.serving.sessions import SessionPlan
+from tokenomy.serving.sim_table import P_GRID, StepTable
+from tokenomy.serving.simulator import EPS_S, Simulation, _Run, _result
+
+
+@dataclass(frozen=True)
+class SessionSimulation:
+    sim: Simulation
+    hit_tokens: np.ndarray  # per request
+    load_wait_s: np.ndarray  # per request: arrival to its loads done (0 without a lower-tier read)
+    hit_rate: float  # hit tokens / input tokens
+    hit_by_tier: dict  # tier -> share of input tokens served from it
+    skipped_share: float  # share of input tokens found below HBM but recomputed (the rule)
+    isl: np.ndarray
+
+    def summary(self, chips: int) -> dict:
+        out = self.sim.summary(chips)
+        out.update({"hit_rate": self.hit_rate, "load_wait_s": float(np.mean(self.load_wait_s[self.sim.counted])),
+                    **{f"hit_{k}": v for k, v in self.hit_by_tier.items()}})
+        return out
+
+
+def prefill_s_per_token(table: StepTable, ctx: float) -> float:
+    """The engine's prefill seconds per token at context ``ctx``: a full-budget prefill step over its tokens."""
+    return table(0, ctx, table.budget) / table.budget
+
+
+def step_table(dep: Deployment, prof: EngineProfile, plan: SessionPlan, n_max: int, budget: int) -> StepTable:
+    isl, osl = plan.isl.astype(float), plan.osl.astype(float)
+    reuse = float(np.mean(isl - plan.ctx_before)) / 2.0 + float(np.mean(plan.ctx_before))
+    chunk = rank_chunk(dep, prof, float(np.mean(isl - plan.ctx_before)))
+    cells = P_GRID if chunk is None else max(P_GRID, min(math.ceil(2.0 * budget / float(chunk)), 128))
+    tab = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)), float(np.max(isl + osl)), reuse,
+                                   p_cells=cells, chunk_tokens=chunk)
+    return StepTable(_extrapolated(tab.t), tab.budget, tab.c_lo, tab.dc)
+
+
+def _extrapolated(t: np.ndarray) -> np.ndarray:
+    """The grid's cells of n decodes at a context whose KV would overflow the pool (the engine answers inf there)
+    continued linearly in context from the last two finite cells: sessions mix long and short contexts, so n
+    decodes at their MEAN context can sit beside such a cell, and interpolating into inf gives NaN seconds."""
+    t = np.array(t, float)
+    for c in range(1, t.shape[2]):
+        bad = ~np.isfinite(t[:, :, c])
+        if c == 1:
+            t[:, :, c] = np.where(bad, t[:, :, 0], t[:, :, c])
+        else:
+            with np.errstate(invalid="ignore"):
+                slope = np.nan_to_num(t[:, :, c - 1] - t[:, :, c - 2], nan=0.0, posinf=0.0, neginf=0.0)
+            t[:, :, c] = np.where(bad, t[:, :, c - 1] + slope, t[:, :, c])
+    return t
+
+
+def simulate_sessions(dep: Deployment, prof: EngineProfile, plan: SessionPlan, stack: TierStack, kv_blocks: int,
+                      concurrency: int | None = None, table: StepTable | None = None,
+                      stagger_s: float = 0.0) -> SessionSimulation:
+    """Run the plan on one replica (module docstring). ``concurrency``: session slots (closed loop), the first C
+    sessions started evenly over ``stagger_s`` (one session's duration puts them at random phases, as in the steady
+    state); statistics from the requests arriving after the last of those starts and before the last session
+    starts (warm-up and drain left out). None: the plan's own start times, every request counted. ``kv_blocks``:
+    the replica's KV pool."""
+    isl, osl = plan.isl.astype(np.int64), plan.osl.astype(np.int64)
+    blk = int(prof.block_size)
+    need = -(-(isl + osl - 1) // blk)
+    if int(np.max(need)) > kv_blocks:
+        i = int(np.argmax(need))
+        raise ValueError(f"workload: a turn of {int(isl[i])} + {int(osl[i])} tokens needs {int(need[i])} KV blocks "
+                         f"of {blk} tokens; the replica's cache holds {kv_blocks}")
+    max_batch = int(pooled_limits(prof, dep.layout, 0.0, 0.0)[0])
+    n_max = int(max(min(max_batch, len(isl), kv_blocks), 1))
+    budget = int(pooled_limits(prof, dep.layout, float(np.max(isl)), float(n_max))[1])
+    if table is None:
+        table = step_table(dep, prof, plan, n_max, budget)
+    if stack.prefill_s_per_token <= 0:
+        stack = replace(stack, prefill_s_per_token=prefill_s_per_token(table, float(np.mean(isl))))
+    run = _SessionRun(prof, budget, max_batch, isl, osl, table, int(kv_blocks), plan, stack, concurrency, stagger_s)
+    run.loop()
+    res = _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)))
+    arrival = np.array(run.arrival, float)
+    counted = np.ones(len(isl), bool)
+    if concurrency is not None and run.last_root_s > run.warm_s:
+        counted = (arrival >= run.warm_s) & (arrival < run.last_root_s)
+    res = replace(res, counted=counted)
+    hit, per = np.array(run.hit, float), np.array(run.per_tier, float)
+    wait = np.maximum(np.array(run.ready, float) - arrival, 0.0)
+    n_in = float(np.sum(isl[counted]))
+    by_tier = {lv.tier: float(np.sum(per[counted, j])) / n_in for j, lv in enumerate(stack.levels)}
+    return SessionSimulation(res, hit, wait, float(np.sum(hit[counted])) / n_in, by_tier,
+                             run.cache.skipped / max(run.cache.looked, 1.0), isl)
+
+
+class _SessionRun(_Run):
+    """The simulator's run (serving/simulator._Run) with session release, tier lookups and loads (module docstring)."""
+
+    def __init__(self, prof, budget, max_batch, isl, osl, table, kv_blocks, plan: SessionPlan, stack: TierStack,
+                 concurrency, stagger_s=0.0):
+        N = len(isl)
+        arrival = [math.nan] * N
+        super().__init__(prof, budget, max_batch, False, 0, isl, osl, isl.copy(), arrival, table, kv_blocks)
+        self.plan, self.cache, self.stack = plan, TieredCache(stack), stack
+        self.waits, self.succ, self.gap = plan.waits.tolist(), plan.succ, plan.gap_s.tolist()
+        self.agent = plan.agent.tolist()
+        self.own_after = (plan.isl - _base_tokens(plan) + plan.osl).tolist()  # its object after the turn
+        self.hit, self.ready, self.looked_up = [0.0] * N, [math.nan] * N, [False] * N
+        self.per_tier = [None] * N
+        self.free_at = [0.0] * len(stack.levels)
+        self.read_s = [lv.read_s_per_token for lv in stack.levels]
+        self.lat = [lv.latency_s for lv in stack.levels]
+        self.layerwise = stack.load == "layerwise-overlapped"
+        roots = [r for r in range(N) if plan.waits[r] == 0]
+        self.pending = []
+        if concurrency is None:
+            for r in roots:
+                self._release(r, float(plan.start_s[r]) if np.isfinite(plan.start_s[r]) else 0.0)
+        else:
+            C = int(concurrency)
+            self.queue_roots = roots[C:][::-1]
+            for i, r in enumerate(roots[:C]):
+                self._release(r, i * stagger_s / C)
+        self.warm_s = (min(int(concurrency), len(roots)) - 1) * stagger_s / int(concurrency) if concurrency else 0.0
+        self.last_root_s = math.inf
+        self.closed_sessions = concurrency is not None
+        self.last = plan.last_of_session.tolist()
+
+    def _release(self, r: int, t: float) -> None:
+        self.arrival[r] = t
+        heapq.heappush(self.pending, (t, r))
+
+    def hbm_free_tokens(self) -> float:
+        return (self.kv - self.held_pf - self.dec.held(self.S)) * self.blk
+
+    def arrivals(self) -> None:
+        pending, waiting, due = self.pending, self.waiting, self.now + EPS_S
+        while pending and pending[0][0] <= due:
+            t, r = heapq.heappop(pending)
+            if not self.looked_up[r]:
+                self.looked_up[r] = True
+                ready = self.lookup(r, t)
+                self.ready[r] = ready
+                if ready > t + EPS_S:
+                    heapq.heappush(pending, (ready, r))
+                    continue
+            self.qlen[r] = len(waiting)
+            waiting.append(r)
+
+    def lookup(self, r: int, t: float) -> float:
+        """r's prefix from the tiers: its computed tokens, and when its loads finish."""
+        cache, plan = self.cache, self.plan
+        cache.set_hbm_tokens(self.hbm_free_tokens())
+        chain = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
+        hit, per = cache.lookup(chain, float(self.isl[r]))
+        cache.take(self.agent[r])
+        self.hit[r] = hit
+        self.per_tier[r] = per
+        self.need0[r] = self.need[r] = max(int(self.isl[r] - hit), 1)
+        done = t
+        for j in range(1, len(per)):
+            if per[j] > 0:
+                start = max(t, self.free_at[j])
+                self.free_at[j] = start + self.lat[j] + per[j] * self.read_s[j]
+                done = max(done, self.free_at[j])
+        if self.layerwise and done > t:
+            done = max(t, done - self.need[r] * self.stack.prefill_s_per_token)
+        return done
+
+    def retire(self, r: int) -> None:
+        del self.running[r]
+        self.reserved -= self.full[r] if self.reserve else 0
+        self.finish[r] = self.now
+        self.finished += 1
+        cache = self.cache
+        cache.set_hbm_tokens(self.hbm_free_tokens())
+        cache.finish(SYSTEM, self.plan.system_tokens)
+        cache.finish(self.agent[r], self.own_after[r])
+        for s in self.succ[r]:
+            self.waits[s] -= 1
+            if self.waits[s] == 0:
+                self._release(s, self.now + self.gap[s])
+        if self.closed_sessions and self.last[r] and self.queue_roots:
+            self._release(self.queue_roots.pop(), self.now)
+            if not self.queue_roots:
+                self.last_root_s = self.now
+
+
+def _base_tokens(plan: SessionPlan) -> np.ndarray:
+    """Per request: the tokens before its agent's own object (system prompt + the forks above it)."""
+    base = np.zeros(len(plan.parent), np.int64)
+    for a in range(len(plan.parent)):
+        p = plan.parent[a]
+        base[a] = (base[p] + plan.fork_tokens[a]) if p >= 0 else 0
+    return plan.system_tokens + base[plan.agent]

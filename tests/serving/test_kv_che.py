@@ -1,0 +1,99 @@
+"""The analytic hit rates (serving/kv_che.py inside serving/session_steady.py) against the session simulator
+(serving/sim_sessions.py) over a stated grid, and the Che solution's own invariants.
+
+Grid (Llama-3.1-8B on one H100, vLLM profile; a DRAM tier at PCIe Gen5 x16, write-through):
+  chat, 8 turns, think 30 s and 10 s, 32 sessions, HBM only
+  long chat, 12 turns of 1,500 new tokens, think 30 s: 16 sessions HBM only; 16 and 32 sessions + 3e6-token DRAM
+  agentic, 12 turns + sub-agents, think 10 s, 32 sessions + 3e6-token DRAM (HBM alone holds little: the DRAM serves)
+Agreement: hit rate within 0.05 (absolute) and mean TTFT within 10%. Outside it: HBM alone under pressure from the
+running requests (e.g. the agentic case at 16-32 sessions without DRAM) the simulator's hit rate is lower by up to
+0.2 — its HBM cache is what the running requests leave at each moment and LRU evicts at the peaks, where the
+analytic model holds the mean.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.resolve import deployment
+from tokenomy.core.layout import Layout
+from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
+from tokenomy.serving.kv_che import characteristic_time, occupancy, turn_types
+from tokenomy.serving.scheduler import kv_tokens, pooled_limits
+from tokenomy.serving.session_steady import pool_tokens, session_steady
+from tokenomy.serving.sessions import Agentic, MultiTurn, generate
+from tokenomy.serving.sim_sessions import prefill_s_per_token, simulate_sessions, step_table
+
+LONG = MultiTurn(turns=12, new_input_tokens=1500, think_s=30.0)
+AGENT = Agentic(turns=12, subagent_every=4, subagent_turns=4, system_prompt_tokens=4000, new_input_tokens=1500,
+                think_s=10.0)
+GRID = [(MultiTurn(think_s=30.0), 32, 0.0), (MultiTurn(think_s=10.0), 32, 0.0), (LONG, 16, 0.0),
+        (LONG, 16, 3e6), (LONG, 32, 3e6), (AGENT, 32, 3e6)]
+
+
+@pytest.fixture(scope="module")
+def one_h100():
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(1))
+    prof = engine_profile("vllm", 1)
+    return dep, prof, float(np.ravel(kv_tokens(dep, prof, 8192.0).bytes_per_token)[0])
+
+
+@pytest.mark.parametrize("w,C,ddr", GRID)
+def test_analytic_hit_rate_and_ttft_agree_with_the_simulator(one_h100, w, C, ddr):
+    dep, prof, bpt = one_h100
+    levels = (TierLevel("hbm", 0.0, 0.0),) + ((TierLevel("ddr", ddr, bpt / 64e9, 1e-5),) if ddr else ())
+    pool = pool_tokens(dep, prof, w)
+    blocks = int(pool // prof.block_size)
+    plan = generate(w, 6 * C, seed=1)
+    sim = simulate_sessions(dep, prof, plan, TierStack(levels), blocks, concurrency=C, stagger_s=w.turns * w.think_s)
+    n_max = int(min(pooled_limits(prof, dep.layout, 0.0, 0.0)[0], blocks))
+    table = step_table(dep, prof, plan, n_max, int(pooled_limits(prof, dep.layout, float(plan.isl.max()), n_max)[1]))
+    stack = TierStack(levels, prefill_s_per_token=prefill_s_per_token(table, float(plan.isl.mean())))
+    a = session_steady(dep, prof, w, stack, np.array([lv.capacity_tokens for lv in levels[1:]]), concurrency=C,
+                       pool=pool)
+    assert float(a.hits.hit_rate) == pytest.approx(sim.hit_rate, abs=0.05)
+    assert float(a.ttft_s) == pytest.approx(float(np.mean(sim.sim.ttft_s[sim.sim.counted])), rel=0.10)
+
+
+def test_the_characteristic_time_fills_the_capacity_and_grows_with_it():
+    tt = turn_types(LONG)
+    caps = np.array([1e5, 4e5, 1.6e6])
+    T = characteristic_time(caps, tt, 0.05, 30.0, 0.0)
+    assert np.all(np.diff(T) > 0)
+    assert occupancy(T, tt, 0.05, 30.0, 0.0) == pytest.approx(caps, rel=1e-5)
+
+
+def test_the_hit_rate_tends_to_the_reusable_share_with_unbounded_capacity(one_h100):
+    """Everything held: each turn recomputes only its new tokens (independent count from the workload's means)."""
+    dep, prof, _ = one_h100
+    w = replace(LONG, think_s=1.0)
+    a = session_steady(dep, prof, w, TierStack((TierLevel("hbm", 0.0, 0.0),)), np.zeros(0), concurrency=1.0,
+                       pool=1e12)
+    K, S = w.turns, w.system_prompt_tokens
+    isl = [S + w.first_input_tokens] + [S + w.first_input_tokens + w.output_tokens +
+                                        (k - 1) * (w.new_input_tokens + w.output_tokens) + w.new_input_tokens
+                                        for k in range(1, K)]
+    new = [w.first_input_tokens] + [w.new_input_tokens] * (K - 1)
+    assert float(a.hits.hit_rate) == pytest.approx(1 - sum(new) / sum(isl), rel=1e-3)
+
+
+def test_the_tabulated_steady_state_stays_near_the_solved_one(one_h100):
+    """steady_table (the sweep's shortcut) against steady.steady on random points below 80% of the capacity."""
+    from tokenomy.serving.steady import steady
+    from tokenomy.serving.steady_table import SteadyTable
+
+    dep, prof, _ = one_h100
+    isl, osl = 3925.0, 250.0
+    tab = SteadyTable(dep, prof, isl, osl, closed=False)
+    rng = np.random.default_rng(3)
+    hit = rng.uniform(0.0, 0.95, 60)
+    top = np.interp(hit, tab.hits, np.nanmax(tab.grid["requests_per_s"], axis=0))
+    X = rng.uniform(0.05, 0.8, 60) * top
+    exact = steady(dep, prof, isl=isl, osl=osl, rate=X, cache_hit=hit)
+    got = tab(X, hit)
+    ok = np.isfinite(exact.ttft_s) & ~exact.capacity_limited
+    assert ok.sum() > 40
+    assert np.allclose(got.ttft_s[ok], exact.ttft_s[ok], rtol=0.03)
+    assert np.allclose(got.e2e_s[ok], exact.e2e_s[ok], rtol=0.03)
