@@ -171,7 +171,8 @@ def sessions_answer(model, hardware, *, w, concurrency, rate, engine, max_num_to
     from tokenomy.answers import inputs
     from tokenomy.answers.engines import engine_profile
     from tokenomy.answers.resolve import deployment, hardware_of, model_of, within_window
-    from tokenomy.answers.serve_layout import ranking_batch, serve_layout
+    from tokenomy.answers.requests import EngineRequest, WorkloadRequest
+    from tokenomy.answers.serve_layout import serve_layout
     from tokenomy.core.layout import Layout
     from tokenomy.serving.kv_che import turn_types
 
@@ -190,12 +191,13 @@ def sessions_answer(model, hardware, *, w, concurrency, rate, engine, max_num_to
     dep = deployment(m, hw, layout=degrees or Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                      efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, engine=engine)
     load = np.atleast_1d(np.asarray(concurrency if concurrency is not None else rate, float))
-    B0 = ranking_batch(load if concurrency is not None else None, max_batch or engine_profile(engine).max_batch)
     reuse = float(np.sum(tt.n * tt.reuse) + tt.system_tokens * np.sum(tt.n)) / float(np.sum(tt.n * tt.isl))
-    busy = dict(concurrency=load, rate=None) if concurrency is not None else \
-        dict(concurrency=None, rate=load * tt.requests_per_session)
-    lay, rule = serve_layout(dep, inputs.optional("chips", chips), degrees, B0, isl_m, osl_m, engine, max_num_tokens,
-                             max_batch, workload=dict(**busy, cache_hit=min(reuse, 0.99), arrivals="staggered"))
+    busy = dict(concurrency=load) if concurrency is not None else dict(rate=load * tt.requests_per_session)
+    # the layout ranked at the mean turn: the sessions' requests with their ideal reuse as the hit fraction
+    ranked = WorkloadRequest.of(dict(**busy, isl=max(int(round(isl_m)), 1), osl=max(int(round(osl_m)), 1),
+                                     cache_hit=min(reuse, 0.99), sessions=w))
+    eng = EngineRequest.of(dict(engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch))
+    lay, rule = serve_layout(dep, inputs.optional("chips", chips), degrees, ranked, eng)
     dep = dep.with_(layout=lay)
     prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
     if trace is not None:
