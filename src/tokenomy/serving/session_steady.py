@@ -29,8 +29,8 @@ from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.steady import Steady, steady
 from tokenomy.serving.steady_table import TABLE_ABOVE, SteadyTable
 
-ITERATIONS = 16  # at most; stops once every point's e2e moved by under TOLERANCE
-TOLERANCE = 1e-3
+ITERATIONS = 60  # at most; stops once every point's e2e moved by under TOLERANCE
+TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
