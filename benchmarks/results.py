@@ -36,3 +36,15 @@ def record(bench: str, figures: dict[str, float], path: Path = RESULTS) -> None:
     }
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"figures saved to {path.name} [{bench}]")
+
+
+def cpu_s(fn, repeats: int) -> float:
+    """The median process (CPU) time of ``repeats`` runs of ``fn``."""
+    import statistics
+
+    times = []
+    for _ in range(repeats):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return statistics.median(times)

@@ -5,12 +5,10 @@ Targets: analytic >= 1e5 workload points per CPU-s; simulator >= 50,000 requests
 The simulator's figure counts the loop over the plan (its step table built once beforehand, as a sweep reuses it).
 """
 
-import statistics
-import time
 
 import numpy as np
 
-from results import record
+from results import cpu_s, record
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
@@ -26,12 +24,7 @@ SESSIONS = 400  # agentic session trees: 400 x (24 + 2 x 2 x 8) = 22,400 request
 
 
 def _cpu_s(fn) -> float:
-    times = []
-    for _ in range(REPEATS):
-        t = time.process_time()
-        fn()
-        times.append(time.process_time() - t)
-    return statistics.median(times)
+    return cpu_s(fn, REPEATS)
 
 
 def main() -> None:
