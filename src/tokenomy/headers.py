@@ -51,8 +51,8 @@ HEADERS: dict[str, str] = {
     "operating_batch": "operating batch", "memory_binds": "memory binds", "cost_floor_usd_per_mtok":
     "cost floor ($/Mtok)", "cost_batch1_usd_per_mtok": "cost at batch 1 ($/Mtok)", "unbatched_penalty":
     "unbatched penalty (x)", "unbatched_penalty_no_kv": "unbatched penalty, KV ignored (x)",
-    "lecture_unbatched_penalty": "unbatched penalty (lecture's, x)", "step_s_at_operating": "step at operating batch",
-    "tokens_per_s_at_operating": "tok/s at operating batch", "usd_per_mtok_at_operating":
+    "lecture_unbatched_penalty": "unbatched penalty (lecture's, x)", "operating_step_s": "step at operating batch",
+    "operating_tokens_per_s": "tok/s at operating batch", "usd_per_mtok_at_operating":
     "$/Mtok at operating batch",
     # validation
     "median_abs_error": "median |error|", "signed_bias": "bias", "roofline_median_abs_error": "roofline median |error|",

@@ -4,6 +4,7 @@ tokenomy.headers; JSON and CSV keep the field names."""
 import csv
 import io
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -57,3 +58,18 @@ def test_record_tables_name_fields_by_their_headers():
     out = run("hardware", "h100-sxm")
     assert "HBM bandwidth" in out and "peak bf16" in out and "hbm_bytes_per_s" not in out
     assert json.loads(run("hardware", "h100-sxm", "--json"))["hbm_bytes_per_s"] == 3.35e12
+
+
+def test_every_shown_field_carries_its_unit_last():
+    """The cell's unit is read from the end of the field's name (formatting.fmt_cell): a time written
+    ``step_s_at_operating`` printed as a bare 0.0494; every field a table shows ends in its unit or is a rate."""
+    import re
+
+    misplaced = [f for f in HEADERS if re.search(r"_s_(?!per_)", f)]
+    assert not misplaced, misplaced
+
+
+def test_batch_summary_prints_the_operating_step_as_a_time():
+    out = run("batch", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8")
+    line = next(ln for ln in out.splitlines() if "step at operating batch" in ln)
+    assert re.search(r"\d ms", line), line

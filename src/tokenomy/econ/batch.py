@@ -156,9 +156,9 @@ class BatchSummary:
     unbatched_penalty: float | None  # cost(B=1) / floor
     unbatched_penalty_no_kv: float | None  # the same at a 1-token context (KV ignored, as the lecture does)
     lecture_unbatched_penalty: float  # R · sparsity (every expert read at B=1)
-    step_s_at_operating: float | None
+    operating_step_s: float | None
     worst_case_latency_s: float | None  # wait one step + run one step (train departure, §2.3)
-    tokens_per_s_at_operating: float | None
+    operating_tokens_per_s: float | None
     usd_per_mtok_at_operating: float | None
 
     def as_dict(self) -> dict:
@@ -194,7 +194,7 @@ def summarize_batch(sv: Serving, context: float) -> BatchSummary:
         cost_floor_usd_per_mtok=floor, cost_batch1_usd_per_mtok=c1,
         unbatched_penalty=None if c1 is None else c1 / floor, unbatched_penalty_no_kv=no_kv,
         lecture_unbatched_penalty=float(unbatched_penalty(R, sparsity)),
-        step_s_at_operating=at(top.step_s) if top else None,
+        operating_step_s=at(top.step_s) if top else None,
         worst_case_latency_s=2 * at(top.step_s) if top else None,
-        tokens_per_s_at_operating=at(top.tokens_per_s) if top else None,
+        operating_tokens_per_s=at(top.tokens_per_s) if top else None,
         usd_per_mtok_at_operating=at(top.usd_per_mtok) if top else None)

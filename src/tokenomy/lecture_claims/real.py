@@ -96,10 +96,10 @@ def system_rows(serve: Serve, system: str) -> list[RealRow]:
         _row("L1", "balance batch (weight fetch = weight compute)", at, 2400, s.balance_batch, Tol("rel", 0.25), "sequences"),
         _row("L25", "unbatched penalty cost(B=1)/floor, KV ignored", at, 1000, s.unbatched_penalty_no_kv, Tol("order"), "x"),
         _row("L25", "unbatched penalty at this context", at, 1000, s.unbatched_penalty, Tol("order"), "x"),
-        _row("L4", "one unit's tokens/s at the operating batch", op, 128000, s.tokens_per_s_at_operating,
+        _row("L4", "one unit's tokens/s at the operating batch", op, 128000, s.operating_tokens_per_s,
              Tol("rel", 0.30), "tok/s"),
-        _row("L5", "share of 500M tok/s", op, 1e-3, None if s.tokens_per_s_at_operating is None else float(
-            el.fraction_of_traffic(s.tokens_per_s_at_operating)), Tol("order"), "share"),
+        _row("L5", "share of 500M tok/s", op, 1e-3, None if s.operating_tokens_per_s is None else float(
+            el.fraction_of_traffic(s.operating_tokens_per_s)), Tol("order"), "share"),
         _row("L7", "worst-case latency 2 x step (s)", op, 0.040, s.worst_case_latency_s, Tol("factor", 1.5), "s"),
         _row("L27", "$ per M output tokens at the operating batch", f"{op}, ${sv.price}/chip-h", 0.40,
              s.usd_per_mtok_at_operating, Tol("factor", 1.5), "$/Mtok"),

@@ -99,9 +99,9 @@ def _latency_step(d: dict, lat: dict) -> dict:
              f"{_f('drain_s', drain['drain_s'])} on {drain['chip']} (the lecture: about 20 ms on many generations, "
              f"15 ms on Rubin). A batch leaves every step, so a user waits up to one step and rides one: at the "
              f"operating batch of {fmt_unit(s['operating_batch'], 'sequences')} the step is "
-             f"{_f('step_s', s['step_s_at_operating'])} and the worst case {_f('worst_case_latency_s', s['worst_case_latency_s'])}. "
-             f"One rack then serves {fmt_unit(s['tokens_per_s_at_operating'], 'tok/s')}, about "
-             f"{fmt_unit(s['tokens_per_s_at_operating'] / world, 'share')} of the {fmt_unit(world, 'tok/s')} the "
+             f"{_f('step_s', s['operating_step_s'])} and the worst case {_f('worst_case_latency_s', s['worst_case_latency_s'])}. "
+             f"One rack then serves {fmt_unit(s['operating_tokens_per_s'], 'tok/s')}, about "
+             f"{fmt_unit(s['operating_tokens_per_s'] / world, 'share')} of the {fmt_unit(world, 'tok/s')} the "
              f"lecture takes for a frontier provider (\"one-thousandth of that\").")
     on = f"DeepSeek-V3 on {d['plan']['label']}"
     return {"id": "latency", "title": "Latency: the train-departure schedule", "section": "§2.3-2.4",
