@@ -75,7 +75,7 @@ def test_closed_loop_ttft_on_a_linear_step_is_steps_plus_tokens():
     (c + E[k] − c)·t(n, 0) + b·(the tokens its steps process): every step it waits is counted once and every token
     once. Whole prompts of 5000 tokens under 8192 (one a step): the last step is timed at the slot (5000 tokens and
     no more), not at the room (8192 − n), or the 3,000-odd tokens between would be paid twice."""
-    from tokenomy.serving.steady import solve
+    from tokenomy.serving.steady import Points, solve
 
     a, b, c = 0.02, 4e-5, 1e-4
 
@@ -85,8 +85,8 @@ def test_closed_loop_ttft_on_a_linear_step_is_steps_plus_tokens():
 
     I, osl, N = 5000.0, 128.0, 8192.0
     C = np.array([8.0, 32.0, 64.0])
-    s = solve(step, isl=I, osl=osl, prefill=I, load=C, cap=np.full(3, 1e9), budget=N, closed=True,
-              whole_prompts=True)
+    s = solve(step, Points(isl=I, osl=osl, prefill=I, load=C, cap=np.full(3, 1e9), budget=N, whole_prompts=True),
+              closed=True)
     B, n, P = s.batch, s.decodes, s.prefill_per_step
     assert np.all(s.chunks == 1.0) and np.all(B == C)
     room = N - n * (B - 1) / B

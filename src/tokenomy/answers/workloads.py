@@ -98,7 +98,14 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
 def serve_request(req: ServeRequest) -> Result:
     """The serving answer of a request (``tokenomy serve`` and ``tk.serve`` build it): aggregated or disaggregated,
     with the launch commands of what it served where ``req.emit`` asks, and the hardware's set numbers named."""
-    res = serve_disagg(req) if req.deployment.mode == "disagg" else _serve_agg(req)
+    if req.deployment.mode == "disagg":
+        res = serve_disagg(req)
+    else:  # the steady state called from here: the CLI reaches the engine in 6 calls (tests/cli/test_serve_hops.py)
+        w = req.workload
+        m, hw, dep, prof, rule = _agg_deployment(req)
+        s = steady(dep, prof, isl=w.isl_mean, osl=w.osl_mean, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit,
+                   arrivals=w.arrivals)
+        res = _serve_agg(req, m, hw, dep, prof, rule, s)
     if req.emit is not None:
         res = _with_launch(res, req)
     return annotated(res, req.deployment.hardware)
@@ -124,20 +131,23 @@ def _served(req: ServeRequest, layout: Layout):
     return m, hw, dep
 
 
-def _serve_agg(req: ServeRequest) -> Result:
-    """Aggregated serving: the layout (serve_layout), the steady state, and a simulation or a benchmark protocol's
-    run per point where ``req.run`` asks."""
-    d, w, e, run = req.deployment, req.workload, req.engine, req.run
-    proto = benchmark_protocol(run.protocol)
+def _agg_deployment(req: ServeRequest):
+    """(model, hardware, the Deployment on the layout serve_layout chose, the engine profile at its TP, the layout's
+    rule) of aggregated serving."""
+    d, w, e = req.deployment, req.workload, req.engine
     m, hw, dep = _served(req, d.layout or Layout())
-    power = power_of(hw, d.usd_per_kwh, d.facility)
-    isl_m, osl_m = w.isl_mean, w.osl_mean
     within_context(m, *w.longest())
     lay, rule = serve_layout(dep, d.chips, d.layout, w, e)
-    dep = dep.with_(layout=lay)
-    prof = e.profile(int(lay.tp))
-    s = steady(dep, prof, isl=isl_m, osl=osl_m, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit,
-               arrivals=w.arrivals)
+    return m, hw, dep.with_(layout=lay), e.profile(int(lay.tp)), rule
+
+
+def _serve_agg(req: ServeRequest, m, hw, dep, prof, rule, s) -> Result:
+    """Aggregated serving's answer from its deployment (_agg_deployment) and steady state ``s``: a simulation or a
+    benchmark protocol's run per point where ``req.run`` asks."""
+    d, w, run = req.deployment, req.workload, req.run
+    proto = benchmark_protocol(run.protocol)
+    power = power_of(hw, d.usd_per_kwh, d.facility)
+    isl_m, osl_m, lay = w.isl_mean, w.osl_mean, dep.layout
     if not np.any(s.fits):
         raise ValueError(f"model: {m.name} does not fit on {dep.chips} x {hw.chip.name} ({lay.label()}) with a KV "
                          f"cache for one {isl_m + osl_m:g}-token sequence under {prof.name}'s memory share")

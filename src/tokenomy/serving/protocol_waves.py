@@ -56,14 +56,14 @@ class WaveFigures:
 
 
 def wave_figures(step, w: Waves, stag: Solved, tog: Solved) -> WaveFigures:
-    """The module docstring's figures; ``step(n, P)`` -> (seconds, ...) as serving.steady.solve takes it."""
+    """The module docstring's figures; ``step.many(n, loads)`` -> [(seconds, ...)] as serving.steady.solve takes it."""
     C, n, I, O, N = (np.asarray(x, float) for x in (w.concurrency, w.prompts, w.prefill, w.osl, w.budget))
     B, o_req = np.maximum(stag.batch, 1.0), w.request_overhead_s
     g, full, r = _groups(B, I, N)
     S = np.minimum(full + (r > 0), O)
-    heavy = step(np.maximum(B - g, 0.0), np.minimum(g * I, N))[0]
-    rest = step(np.maximum(B - r, 0.0), np.minimum(r * I, N))[0]
-    plain = step(B, np.zeros_like(B))[0]
+    heavy = step.many(np.maximum(B - g, 0.0), [np.minimum(g * I, N)])[0][0]
+    rest = step.many(np.maximum(B - r, 0.0), [np.minimum(r * I, N)])[0][0]
+    plain = step.many(B, [np.zeros_like(B)])[0][0]
     one_step = S <= 1.0
     group_ttft = (full * g * heavy + r * rest) / B  # each request's group, weighted by its size
     locked_ttft = np.where(one_step, tog.chunk_step_s, group_ttft) + o_req
@@ -103,9 +103,9 @@ def estimate(dep, prof, p, isl: int, osl: int, concurrency, prompts=None, *, as_
     C = np.atleast_1d(np.asarray(concurrency, float))
     li, lo = p.lengths(isl, output=False), p.lengths(osl, output=True)
     pb = engine_problem(dep, prof, isl=isl if as_means else li.mean, osl=osl if as_means else lo.mean, load=C)
-    stag, tog = (solve(pb.step, **pb.keywords, closed=True, arrivals=a) for a in ("staggered", "together"))
+    stag, tog = (solve(pb.step, pb.points, closed=True, arrivals=a) for a in ("staggered", "together"))
     n = np.array([p.prompt_count(c, None, prompts) for c in C], float)
-    kw = pb.keywords
-    w = Waves(C, n, kw["prefill"], kw["osl"], kw["budget"], np.full(C.shape, kw["whole_prompts"]),
-              np.full(C.shape, li.kind == "fixed" and lo.kind == "fixed"), kw["request_overhead_s"])
+    pts = pb.points
+    w = Waves(C, n, pts.prefill, pts.osl, pts.budget, np.full(C.shape, pts.whole_prompts),
+              np.full(C.shape, li.kind == "fixed" and lo.kind == "fixed"), pts.request_overhead_s)
     return wave_figures(pb.step, w, stag, tog)

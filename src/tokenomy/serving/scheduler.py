@@ -232,11 +232,13 @@ def kv_sequences(dep: Deployment, kv: KVCapacity, seq_tokens):
 class StepTimer:
     """Scheduler steps at one mean decode context and prefill context (module docstring: step_time): the contexts
     lowered once (engine.lower) and batched per call, so the serving model's several steps per point — with and
-    without prefill, floor and ceil of a fractional batch — share the attention and KV terms of the context."""
+    without prefill, floor and ceil of a fractional batch — share the attention and KV terms of the context.
+    ``many`` is steady.solve's step function; ``shape`` (the points') the shape its answers broadcast to."""
 
-    def __init__(self, dep: Deployment, context, prefill_context=1.0, chunk_tokens=None):
+    def __init__(self, dep: Deployment, context, prefill_context=1.0, chunk_tokens=None, shape=None):
         self.dep, self.context, self.prefill_context = dep, context, prefill_context
         self.chunk_tokens = chunk_tokens  # a prompt chunk's tokens (engine.batched prefill_chunk)
+        self.shape = shape
         self._lowered: list[tuple] = []  # (where decodes run, the lowering), the most recent last
 
     def _lower(self, busy) -> engine.Lowered:
@@ -249,32 +251,50 @@ class StepTimer:
         self._lowered = [*self._lowered[-1:], (busy, lo)]
         return lo
 
-    def _run(self, k, prefill) -> engine.PassTerms:
-        """The pass at k decodes (k whole): fewer than the DP replicas times the pipeline's micro-batches run as one
-        sequence per micro-batch of each replica (the busiest times it, the others idle: a pipeline of pp stages with
-        fewer sequences than stages takes pp stage times a token, as it does with one sequence in each of its pp
-        micro-batches); none as one 1-token sequence per replica (the engine needs B >= dp·M)."""
+    def _batched(self, k, prefill) -> engine.Work:
+        """The pass at k decodes (k whole), for engine.times: fewer than the DP replicas times the pipeline's
+        micro-batches run as one sequence per micro-batch of each replica (the busiest times it, the others idle: a
+        pipeline of pp stages with fewer sequences than stages takes pp stage times a token, as it does with one
+        sequence in each of its pp micro-batches); none as one 1-token sequence per replica (the engine needs
+        B >= dp·M)."""
         lay = self.dep.layout
         one = float(lay.dp) * float(lay.pp if lay.microbatches is None else lay.microbatches)
         busy = k >= 1.0
         batch = k if np.all(k >= one) else np.where(busy, np.maximum(k, one), one)  # max(k, one) = k where k >= one
-        d = self.dep
-        return engine.times(engine.batched(self._lower(busy), batch, prefill, self.chunk_tokens), d.topo, d.peaks,
-                            d.eff)
+        return engine.batched(self._lower(busy), batch, prefill, self.chunk_tokens)
 
     def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
         """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between
-        floor and ceil; ``terms``: also the PassTerms at the floor."""
-        n = np.maximum(np.asarray(n_dec, float), 0.0)
+        floor and ceil, t = t(⌊n⌋) + (n − ⌊n⌋)·(t(⌈n⌉) − t(⌊n⌋)); ``terms``: also the PassTerms at the floor."""
+        n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
         f, c = np.floor(n), np.ceil(n)
-        r_lo = self._run(f, prefill)
-        t_lo = np.asarray(r_lo.step_s)
+        r_lo = engine.times(self._batched(f, prefill), d.topo, d.peaks, d.eff)
+        t = np.asarray(r_lo.step_s)
         if np.any(c != f):
-            t_hi = np.asarray(self._run(c, prefill).step_s)
-            t = t_lo + (n - f) * (t_hi - t_lo)
-        else:
-            t = t_lo
+            t = _between(n, f, t, engine.times(self._batched(c, prefill), d.topo, d.peaks, d.eff))
         return (t, r_lo) if terms else t
+
+    def many(self, n_dec, loads) -> list[tuple]:
+        """[(seconds, bound, reason) of the step at P beside the same n_dec decodes for P in loads], each over
+        ``shape``: steady.solve's step function. One engine call for all the loads (stacked on a leading axis), so
+        what depends on the batch alone is formed once; the engine is called here, not through __call__, to keep
+        the serving path short (elementwise: __call__'s numbers)."""
+        P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads)))
+        n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
+        f, c = np.floor(n), np.ceil(n)
+        r = engine.times(self._batched(f, P), d.topo, d.peaks, d.eff)
+        t = np.asarray(r.step_s)
+        if np.any(c != f):
+            t = _between(n, f, t, engine.times(self._batched(c, P), d.topo, d.peaks, d.eff))
+        shape = (len(loads), *self.shape) if self.shape is not None else \
+            np.broadcast_shapes(np.shape(t), np.shape(r.bound), np.shape(r.reason))
+        t, bound, reason = (np.broadcast_to(x, shape) for x in (t, r.bound, r.reason))
+        return [(t[i], bound[i], reason[i]) for i in range(len(loads))]
+
+
+def _between(n, f, t_lo, hi: engine.PassTerms):
+    """A fractional batch n's step, linear between its floor f's (t_lo) and its ceiling's (``hi``)."""
+    return t_lo + (n - f) * (np.asarray(hi.step_s) - t_lo)
 
 
 def _uniform(x):

@@ -37,7 +37,8 @@ capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens B_d
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -88,7 +89,35 @@ class Steady:
     busy_link: np.ndarray
 
 
-def _mean_step(B, osl, I, budget, closed=False):
+@dataclass(frozen=True)
+class Points:
+    """Workload points as ``solve`` takes them, arrays over the points (or numbers, broadcasting): the mean ISL and
+    OSL, I = ``prefill`` the prompt tokens computed per request, the ``load`` (users U in a closed loop, requests/s R
+    in an open one), ``cap`` = min(B_kv, max_batch), N_tok = ``budget`` the tokens a step carries, ``whole_prompts``
+    where the engine does not chunk prefill (a step takes whole prompts only: scheduler.prompt_slot) and o_req =
+    ``request_overhead_s`` (tokenisation, HTTP and detokenisation around the engine) added to TTFT."""
+
+    isl: object
+    osl: object
+    prefill: object
+    load: object
+    cap: object
+    budget: object
+    whole_prompts: object = False
+    request_overhead_s: object = 0.0
+
+
+class MeanStep(NamedTuple):
+    """A point's mean step (module docstring): the chunks of a prompt, the steps a request holds its slot, the
+    decodes B_d and prefill tokens P of the mean step."""
+
+    chunks: object
+    life: object
+    decodes: object
+    prefill: object
+
+
+def _mean_step(B, osl, I, budget, closed=False) -> MeanStep:
     """(chunks, life, B_d, P) of the module docstring. A prompt's chunks take the room beside the decodes running
     with it, at most B of them, B − 1 in a closed loop (the other clients: a lone client's 8192-token prompt is one
     chunk under an 8192-token budget)."""
@@ -97,7 +126,7 @@ def _mean_step(B, osl, I, budget, closed=False):
     life = chunks + osl - 1.0
     B_d = B * (osl - 1.0) / life
     P = np.minimum(B * I / life, np.maximum(budget - B_d, 0.0))
-    return chunks, life, B_d, P
+    return MeanStep(chunks, life, B_d, P)
 
 
 @dataclass(frozen=True)
@@ -124,13 +153,6 @@ class Solved:
     reason: np.ndarray
 
 
-def _steps(step, B_d, loads):
-    """[step(B_d, P) for P in loads]: one call where the step function offers ``many`` (the engine's does: the
-    decodes' terms formed once for every load), else one call each (validation's)."""
-    many = getattr(step, "many", None)
-    return many(B_d, loads) if many is not None else [step(B_d, P) for P in loads]
-
-
 @dataclass(frozen=True)
 class StepTimes:
     """The steps of a point (arrays over points), all at its B_d decodes."""
@@ -146,7 +168,7 @@ class StepTimes:
     served_prefill_s: object = None  # prefill_s less the open loop's wait behind full-room chunks (inf past capacity)
 
 
-def _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill: bool = True, rate=None) -> StepTimes:
+def _step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=None) -> StepTimes:
     """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
     f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none. Its own chunks
     precede its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks:
@@ -168,7 +190,10 @@ def _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill
     past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
     in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
     after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
-    room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s)."""
+    room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s).
+    ``many``: the step function's (solve), ``mean``: the point's mean step at B running (_mean_step)."""
+    chunks, life, B_d, P = mean
+    I, budget, whole_prompts = pts.prefill, pts.budget, pts.whole_prompts
     f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
     # a closed loop's others are the B − 1 other clients; Poisson arrivals come at R whether it runs or not
     others_share = np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else 1.0
@@ -183,7 +208,7 @@ def _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill
     if closed:  # the closed loop's last-chunk step rides in the same engine call
         slot = prompt_slot(room, I, whole_prompts)  # what a step's prefill can take: the room, or whole prompts
         loads += [np.minimum(r + closed_others, slot)]
-    out = _steps(step, B_d, loads)
+    out = many(B_d, loads)
     (heavy, bound, reason), plain = out[0], out[1][0]
     tpot = f_d * heavy + (1.0 - f_d) * plain
     mean = f * heavy + (1.0 - f) * plain
@@ -203,7 +228,7 @@ def _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill
         pf = pf + extra * plain + per_token * (tokens - counted)
     else:  # the co-arrivals depend on the steps just timed: one more engine call
         others = np.minimum(rate * I * 2.0 * residual, room)
-        t_last = _steps(step, B_d, [np.minimum(r + others, room)])[0][0]
+        t_last = many(B_d, [np.minimum(r + others, room)])[0][0]
         spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
         served = (chunks - 1.0) * t_full + (1.0 + spill) * t_last
         pf = served + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
@@ -211,16 +236,18 @@ def _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill
     return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last)
 
 
-def _littles_law(step, load, cap, osl, I, budget, whole_prompts):
+def _littles_law(many, pts: Points, cap):
     """The running batch of an open loop: the smallest root of B = g(B) = min(max(R·L(B), 1), cap), L(B) the time a
     request spends in the engine with B running (the rest of the step it lands in, its prefill, OSL − 1 decode
     steps). Plain iteration from B = 1 climbs to it but crawls near saturation (R·L'(B) -> 1: 200 steps at 3% under capacity),
     so each step is the secant's fixed point through the last two (B, g(B)) — below the root while g is convex,
     the chord lying under g past its last point — kept inside the bracket [lo, hi] of points known below
-    (g >= B) and above (g < B) the root, bisected when the secant leaves it."""
+    (g >= B) and above (g < B) the root, bisected when the secant leaves it. ``cap``: the running batch's cap with
+    the token budget's (solve)."""
+    load, osl = pts.load, pts.osl
+
     def g(B_o):
-        chunks, life, B_d, P = _mean_step(B_o, osl, I, budget)
-        st = _step_times(step, B_o, B_d, P, chunks, life, I, budget, whole_prompts, rate=load)
+        st = _step_times(many, pts, B_o, _mean_step(B_o, osl, pts.prefill, pts.budget), rate=load)
         lifetime = st.residual_s + st.prefill_s + (osl - 1.0) * st.tpot_s
         return np.minimum(np.maximum(load * lifetime, 1.0), cap)
 
@@ -244,30 +271,31 @@ def _littles_law(step, load, cap, osl, I, budget, whole_prompts):
     return g(x)
 
 
-def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals="staggered",
-          request_overhead_s=0.0, whole_prompts=False) -> Solved:
-    """The module docstring's equations for any step-time function ``step(B_d, P) -> (seconds, bound, reason)`` (B_d
-    decodes at the point's mean context plus P prefill tokens, arrays over points): ``steady`` passes the engine
-    on a Deployment, validation the engine on each case's prepared work. ``prefill`` = I, ``cap`` = min(B_kv,
-    max_batch), ``request_overhead_s`` = o_req (tokenisation, HTTP and detokenisation around the engine) added to
-    TTFT; ``whole_prompts`` (per point) where the engine does not chunk prefill: a step takes whole prompts only
-    (scheduler.prompt_slot)."""
-    I, budget = prefill, np.asarray(budget, float)
-    cap = budget_batch(cap, osl, I, budget, whole_prompts)  # the token budget, too, caps the running batch
+def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
+    """The module docstring's equations for any step-time function ``step.many(B_d, loads) -> [(seconds, bound,
+    reason) at P for P in loads]`` (B_d decodes at the point's mean context plus P prefill tokens, arrays over
+    points; several loads in one call, the decodes' terms formed once): ``steady`` passes the engine on a Deployment
+    (scheduler.StepTimer), validation the engine on each case's prepared work; a plain ``step(B_d, P)`` is called
+    once a load. ``pts``: the workload points (Points)."""
+    many = getattr(step, "many", None) or (lambda B_d, loads: [step(B_d, P) for P in loads])
+    pts = replace(pts, budget=np.asarray(pts.budget, float))
+    I, osl, load, budget, request_overhead_s = pts.prefill, pts.osl, pts.load, pts.budget, pts.request_overhead_s
+    cap = budget_batch(pts.cap, osl, I, budget, pts.whole_prompts)  # the token budget, too, caps the running batch
     if closed:
         B = np.minimum(load, cap)
     else:
-        B = _littles_law(step, load, cap, osl, I, budget, whole_prompts)
-    chunks, life, B_d, P = _mean_step(B, osl, I, budget, closed)
+        B = _littles_law(many, pts, cap)
+    mean = _mean_step(B, osl, I, budget, closed)
+    chunks, life, B_d, P = mean
     together = closed and arrivals == "together"
     if together:  # U prompts at once: prefill-only steps, then U decodes per step
         B_d, P = B, np.zeros_like(B)
-    st = _step_times(step, B, B_d, P, chunks, life, I, budget, whole_prompts, prefill=not together,
-                     rate=None if closed else load)
+        mean = mean._replace(decodes=B_d, prefill=P)
+    st = _step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
     if together:
-        t_chunk = step(np.zeros_like(B), np.minimum(B * I, budget))[0]
+        t_chunk = many(np.zeros_like(B), [np.minimum(B * I, budget)])[0][0]
         steps_all = np.ceil(B * I / budget)
         idx = lambda q: np.ceil(np.maximum(q * B, 1.0) * I / budget)  # noqa: E731  (prefill steps to request q·B)
         mean_idx = np.where(steps_all <= 1, 1.0, (steps_all + 1.0) / 2.0)
@@ -296,24 +324,6 @@ def solve(step, *, isl, osl, prefill, load, cap, budget, closed: bool, arrivals=
                   X, share, bound, reason)
 
 
-class _EngineStep:
-    """solve's step(B_d, P) -> (seconds, bound, reason) over the points on the engine (scheduler.StepTimer), and
-    ``many``: the step at several prefill loads beside the same decodes in one engine call, the loads stacked on a
-    leading axis, so what depends on the batch alone is formed once (elementwise: the same numbers)."""
-
-    def __init__(self, timer: StepTimer, shape: tuple[int, ...]):
-        self.timer, self.shape = timer, shape
-
-    def __call__(self, B_d, P):
-        return self.many(B_d, [P])[0]
-
-    def many(self, B_d, loads):
-        P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads)))
-        t, r = self.timer(B_d, P, terms=True)
-        t, bound, reason = (np.broadcast_to(x, (len(loads), *self.shape)) for x in (t, r.bound, r.reason))
-        return [(t[i], bound[i], reason[i]) for i in range(len(loads))]
-
-
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
            arrivals="staggered") -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
@@ -325,8 +335,9 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
         if concurrency is not None and np.size(concurrency) > PIECE_POINTS:
             return _closed_in_pieces(dep, prof, isl=isl, osl=osl, concurrency=concurrency, cache_hit=cache_hit,
                                      arrivals=arrivals)
-        return _steady(dep, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit,
-                       arrivals=arrivals)
+        closed = concurrency is not None
+        pb = engine_problem(dep, prof, isl=isl, osl=osl, load=concurrency if closed else rate, cache_hit=cache_hit)
+        return _steady_of(dep, pb, solve(pb.step, pb.points, closed=closed, arrivals=arrivals))
 
 
 def _replicated(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
@@ -381,9 +392,8 @@ def _closed_in_pieces(dep, prof, *, isl, osl, concurrency, cache_hit, arrivals) 
     flat = lambda x: np.ravel(np.broadcast_to(np.asarray(x, float), load.shape))  # noqa: E731
     U, isl, osl = flat(load), flat(isl), flat(osl)
     hit = flat(cache_hit) if np.ndim(cache_hit) else cache_hit
-    parts = [_steady(dep, prof, isl=isl[sl], osl=osl[sl], concurrency=U[sl], rate=None,
-                     cache_hit=hit[sl] if np.ndim(hit) else hit, arrivals=arrivals)
-             for sl in _slices(U.size, PIECE_POINTS)]
+    parts = [steady(dep, prof, isl=isl[sl], osl=osl[sl], concurrency=U[sl], cache_hit=hit[sl] if np.ndim(hit) else hit,
+                    arrivals=arrivals) for sl in _slices(U.size, PIECE_POINTS)]
     return Steady(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).reshape(load.shape)
                      for f in fields(Steady)})
 
@@ -397,11 +407,11 @@ def _slices(points: int, most: int) -> list[slice]:
 
 @dataclass(frozen=True)
 class EngineProblem:
-    """A deployment's workload points as ``solve`` takes them: the engine's step function and solve's keywords
-    (``solve(problem.step, **problem.keywords, closed=..., arrivals=...)``), with the KV capacity beside."""
+    """A deployment's workload points as ``solve`` takes them: the engine's step function and the points
+    (``solve(problem.step, problem.points, closed=..., arrivals=...)``), with the KV capacity beside."""
 
-    step: _EngineStep
-    keywords: dict
+    step: StepTimer
+    points: Points
     b_kv: np.ndarray
     kv_tokens: np.ndarray
 
@@ -413,26 +423,26 @@ def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cach
     I = prefill_tokens(isl, cache_hit)
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
     b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
-    step = _EngineStep(StepTimer(dep, ctx, pctx, rank_chunk(dep, prof, I)), load.shape)  # a chunk on one rank
+    step = StepTimer(dep, ctx, pctx, rank_chunk(dep, prof, I), load.shape)  # a chunk on one rank
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)
-    kw = dict(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
-              whole_prompts=not prof.chunked_prefill, request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
-    return EngineProblem(step, kw, b_kv, kv_tok)
+    pts = Points(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
+                 whole_prompts=not prof.chunked_prefill,
+                 request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
+    return EngineProblem(step, pts, b_kv, kv_tok)
 
 
-def _steady(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
-    closed = concurrency is not None
-    pb = engine_problem(dep, prof, isl=isl, osl=osl, load=concurrency if closed else rate, cache_hit=cache_hit)
-    b_kv, kv_tok, kw = pb.b_kv, pb.kv_tokens, pb.keywords
-    isl, osl, load, step = kw["isl"], kw["osl"], kw["load"], pb.step
-    s = solve(step, **kw, closed=closed, arrivals=arrivals)
+def _steady_of(dep: Deployment, pb: EngineProblem, s: Solved) -> Steady:
+    """steady's answer from the engine's problem and what solve made of it: the rates, $ per token, KV occupancy
+    and the busy shares of the mean step, NaN where the point does not fit."""
+    b_kv, kv_tok, pts = pb.b_kv, pb.kv_tokens, pb.points
+    isl, osl, load = pts.isl, pts.osl, pts.load
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
     occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
     fits = (s.reason == 0) & (b_kv >= 1)
     nan = np.where(fits, 0.0, np.nan)
     q = s.queue_s
-    _, mean_step = step.timer(s.decodes, s.prefill_per_step, terms=True)
+    _, mean_step = pb.step(s.decodes, s.prefill_per_step, terms=True)
     busy = [np.broadcast_to(u, load.shape) + nan for u in mean_step.busy_shares()]
     return Steady(batch=s.batch, b_kv=b_kv, decodes=s.decodes, prefill_per_step=s.prefill_per_step,
                   chunks=s.chunks, tpot_s=s.tpot_s + nan, ttft_s=s.ttft0_s + q + nan,

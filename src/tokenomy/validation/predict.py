@@ -210,9 +210,9 @@ def _served(s: Serving, th: Theta, closed: bool, arrivals: str = "staggered") ->
     """steady.solve on these cases at their load (_load)."""
     o_req = np.asarray(th.request_overhead_s, float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return steady.solve(step_function(s, th), isl=s.isl, osl=s.osl, prefill=s.isl, load=_load(s, closed),
-                            cap=np.minimum(s.bmax, s.cap), budget=s.budget, closed=closed, arrivals=arrivals,
-                            request_overhead_s=o_req, whole_prompts=s.whole > 0)
+        pts = steady.Points(isl=s.isl, osl=s.osl, prefill=s.isl, load=_load(s, closed), cap=np.minimum(s.bmax, s.cap),
+                            budget=s.budget, whole_prompts=s.whole > 0, request_overhead_s=o_req)
+        return steady.solve(step_function(s, th), pts, closed=closed, arrivals=arrivals)
 
 
 def _protocol_runs(s: Serving, th: Theta, r: steady.Solved) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
