@@ -115,3 +115,9 @@ def test_a_grid_as_an_array_is_checked_at_once_and_a_bad_value_named_as_before()
             inputs.numbers("concurrency", bad)
     with pytest.raises(ValueError, match="^batch: 2.5 is not a whole number"):
         inputs.numbers("batch", np.array([1.0, 2.5] * 50))
+
+
+def test_later_adds_as_the_tuple_it_stands_for():
+    """A lazy Result's notes are added as tuples are (serve's notes of two answers, joined)."""
+    a, b = Later(lambda: ["x"]), Later(lambda: ("y", "z"))
+    assert a + b == ("x", "y", "z") and ("w",) + a == ("w", "x") and a + ["v"] == ("x", "v")

@@ -57,6 +57,12 @@ class Later(Sequence):
     def __iter__(self):
         return iter(self._all())
 
+    def __add__(self, other) -> tuple:  # notes + notes, as tuples add
+        return self._all() + tuple(other)
+
+    def __radd__(self, other) -> tuple:
+        return tuple(other) + self._all()
+
     def __repr__(self) -> str:
         return "Later(...)" if self._items is None else repr(self._items)
 
