@@ -122,7 +122,7 @@ def units(monkeypatch):
 
 def _run(case, eff, peaks=PEAKS):
     name, hw, lay, kw = CASES[case]
-    return engine.evaluate(_shape(name), _topology(hw), peaks, lay, precision=PRECISION, eff=eff, **kw)
+    return engine.evaluate(_shape(name), _topology(hw), peaks, lay, PRECISION, engine.Pass(**kw), eff)
 
 
 def _absent(x) -> bool:
@@ -152,7 +152,7 @@ def test_units_do_not_change_the_numbers(case, monkeypatch):
     name, hw, lay, kw = CASES[case]
     plain = {k: getattr(v, "magnitude", v) for k, v in kw.items()}
     p = engine.evaluate(shape_of(model(name)), hardware(hw).topology, engine.Peaks(1e15, 3e12, 1e12), lay,
-                        precision=engine.Precision(2.0, 2.0, 2.0), **plain)
+                        engine.Precision(2.0, 2.0, 2.0), engine.Pass(**plain))
     _with_units(monkeypatch)
     r = _run(case, ROOFLINE_S)
     for k in (*DIMS, "mfu"):

@@ -17,7 +17,7 @@ from tokenomy.parallel.topology import topology
 def evaluate(shape, topo, peaks, plans, batch, context, len_pass=1, **kw):
     """The engine on the roofline set, at DeepSeek-V3's own (fp8) precision."""
     prec = Deployment(loader.model("deepseek-v3"), loader.hardware("gb200-nvl72")).precision
-    return engine.evaluate(shape, topo, peaks, plans, batch, context, len_pass, precision=prec, **kw)
+    return engine.evaluate(shape, topo, peaks, plans, prec, engine.Pass(batch, context, len_pass, **kw))
 
 
 @pytest.fixture(scope="module")

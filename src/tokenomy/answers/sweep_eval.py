@@ -107,7 +107,7 @@ def base(spec: Spec, point: dict) -> Deployment:
 
 
 def _run(dep: Deployment, lay: Layout, B, C, S) -> engine.PassTerms:
-    w = engine.work(dep.shape, dep.topo, lay, B, C, S, precision=dep.precision)
+    w = engine.work(dep.shape, dep.topo, lay, dep.precision, engine.Pass(B, C, S))
     return engine.times(w, dep.topo, dep.peaks, dep.eff)
 
 

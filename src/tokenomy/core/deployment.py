@@ -97,12 +97,14 @@ class Deployment:
         return engine.Peaks(flops_per_s, chip.hbm_bytes_per_s, chip.exposed_hbm_bytes, is_narrow(dtype))
 
     def work(self, batch, context, len_pass=1, **kw) -> engine.Work:
-        return engine.work(self.shape, self.topo, self.layout, batch, context, len_pass, precision=self.precision,
-                           **kw)
+        """engine.work of the pass engine.Pass(batch, context, len_pass, **kw) on this deployment."""
+        return engine.work(self.shape, self.topo, self.layout, self.precision,
+                           engine.Pass(batch, context, len_pass, **kw))
 
     def lower(self, context, len_pass=1, **kw) -> engine.Lowered:
         """The batch-free half of ``work`` (engine.lower): batch it with engine.batched."""
-        return engine.lower(self.shape, self.topo, self.layout, context, len_pass, precision=self.precision, **kw)
+        return engine.lower(self.shape, self.topo, self.layout, self.precision,
+                            engine.Pass(None, context, len_pass, **kw))
 
     def run(self, batch, context, len_pass=1, *, eff: Efficiency | None = None, **kw) -> engine.PassTerms:
         """The pass (engine.evaluate) under this deployment's efficiency set, or ``eff``."""

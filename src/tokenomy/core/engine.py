@@ -340,14 +340,31 @@ class Work:
     rack_hop_ratio: object
 
 
-def evaluate(shape: ModelShape, topo: Topology, peaks: Peaks, layout: Layout, batch, context, len_pass=1, *,
-             precision: Precision, eff: Efficiency = ROOFLINE, prefill_tokens=0.0, prefill_context=0.0,
-             kv_read_fraction=1.0, hop_latency_s=None, ep_low_latency=None) -> PassTerms:
-    """Evaluate a pass (see the module docstring); every argument broadcasts against the others."""
-    w = work(shape, topo, layout, batch, context, len_pass, precision=precision, prefill_tokens=prefill_tokens,
-             prefill_context=prefill_context, kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s,
-             ep_low_latency=ep_low_latency)
-    return times(w, topo, peaks, eff)
+@dataclass(frozen=True)
+class Pass:
+    """The pass asked of the engine (module docstring), every field broadcasting against the others: ``batch``
+    sequences, each with ``context`` tokens of cache, passing ``len_pass`` new tokens (1: a decode; S: a prefill, or
+    the verify of S − 1 drafts), beside ``prefill_tokens`` interleaved prompt tokens at mean context
+    ``prefill_context`` in chunks of ``prefill_chunk`` tokens (None: spread as many prompts' are: ``batched``);
+    ``kv_read_fraction`` the share of the cached context each token reads; ``hop_latency_s`` one pipeline hop's
+    latency (None: the link's); ``ep_low_latency`` the EP all-to-all's kernels (None: low-latency where the pass is
+    a decode: ``lower``). ``lower`` reads the context's fields; ``batched`` the batch, prefill tokens and chunk."""
+
+    batch: object
+    context: object
+    len_pass: object = 1
+    prefill_tokens: object = 0.0
+    prefill_context: object = 0.0
+    kv_read_fraction: object = 1.0
+    hop_latency_s: object = None
+    prefill_chunk: object = None
+    ep_low_latency: object = None
+
+
+def evaluate(shape: ModelShape, topo: Topology, peaks: Peaks, layout: Layout, precision: Precision, p: Pass,
+             eff: Efficiency = ROOFLINE) -> PassTerms:
+    """Evaluate pass ``p`` (see the module docstring): times(work(...))."""
+    return times(work(shape, topo, layout, precision, p), topo, peaks, eff)
 
 
 @dataclass(frozen=True)
@@ -390,12 +407,14 @@ class Lowered:
     rack_hop_ratio: object
 
 
-def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1, *, precision: Precision,
-          prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None, ep_low_latency=None) -> Lowered:
-    """The batch-free half of ``work``: layout-shaped splits and context-shaped costs (module docstring).
-    ``ep_low_latency``: the EP all-to-all runs the low-latency kernels (_ep_shares); None: where the pass is a
-    decode (S <= 1); True for a decode-shaped pass of more tokens (the verify of 1 + drafts)."""
+def lower(shape: ModelShape, topo: Topology, layout: Layout, precision: Precision, p: Pass) -> Lowered:
+    """The batch-free half of ``work``: layout-shaped splits and context-shaped costs (module docstring), of
+    ``p``'s context fields (its batch is ``batched``'s). ``p.ep_low_latency``: the EP all-to-all runs the
+    low-latency kernels (_ep_shares); None: where the pass is a decode (S <= 1); True for a decode-shaped pass of
+    more tokens (the verify of 1 + drafts)."""
     m, lay, pr = shape.coeffs, layout, precision
+    context, len_pass, prefill_context = p.context, p.len_pass, p.prefill_context
+    kv_read_fraction, hop_latency_s, ep_low_latency = p.kv_read_fraction, p.hop_latency_s, p.ep_low_latency
     ideal = np.asarray(lay.ideal, dtype=bool)
     tp, ep, pp, dp = (_f(x) for x in (lay.tp, lay.ep, lay.pp, lay.dp))
     C, S = _f(context), _f(len_pass)
@@ -439,13 +458,9 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, context, len_pass=1
         decode=decode, rack_hop_ratio=rack_hop_ratio(k, np.ceil(f * moe), up.bytes_per_s, out.bytes_per_s))
 
 
-def work(shape: ModelShape, topo: Topology, layout: Layout, batch, context, len_pass=1, *, precision: Precision,
-         prefill_tokens=0.0, prefill_context=0.0, kv_read_fraction=1.0, hop_latency_s=None,
-         prefill_chunk=None, ep_low_latency=None) -> Work:
-    """Lower a pass on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
-    lo = lower(shape, topo, layout, context, len_pass, precision=precision, prefill_context=prefill_context,
-               kv_read_fraction=kv_read_fraction, hop_latency_s=hop_latency_s, ep_low_latency=ep_low_latency)
-    return batched(lo, batch, prefill_tokens, prefill_chunk)
+def work(shape: ModelShape, topo: Topology, layout: Layout, precision: Precision, p: Pass) -> Work:
+    """Lower pass ``p`` on a layout to the busiest chip's FLOPs, bytes and collectives (module docstring)."""
+    return batched(lower(shape, topo, layout, precision, p), p.batch, p.prefill_tokens, p.prefill_chunk)
 
 
 def _plus(x, k, y):

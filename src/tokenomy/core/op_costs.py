@@ -75,7 +75,7 @@ def op_costs(dep: Deployment, *, batch: float, context: float, len_pass: float =
     out: list[OpCost] = []
     for key, n in groups.items():
         shape = shape_of(dep.model, coefficients(dep.model, keep=lambda op, k=key: _key(op) == k))
-        w = engine.work(shape, dep.topo, dep.layout, batch, context, len_pass, precision=dep.precision)
+        w = engine.work(shape, dep.topo, dep.layout, dep.precision, engine.Pass(batch, context, len_pass))
         f, b = per_chip(w)
         terms = engine.kernel_terms(w, dep.peaks, dep.eff)  # unmasked: a dense part of an EP layout is no layout
         role = key[0]

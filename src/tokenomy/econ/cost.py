@@ -64,8 +64,8 @@ class Serving(Deployment):
         free_peaks = replace(self.peaks, hbm_bytes=np.inf)
         r = engine.times(_lift(w), self.topo, free_peaks, self.eff)
         bound = engine.times(_lift(w), self.topo, free_peaks, ROOFLINE)
-        wm = engine.work(self.matmul_shape, self.topo, self.layout, batch, context, len_pass,
-                         precision=self.precision, **kw)
+        wm = engine.work(self.matmul_shape, self.topo, self.layout, self.precision,
+                         engine.Pass(batch, context, len_pass, **kw))
         matmul_s = engine.times(_lift(wm), self.topo, free_peaks, self.eff).compute_s
         shape = np.broadcast(np.asarray(r.step_s), np.asarray(real.reason)).shape
         T = np.asarray(r.batch) * np.asarray(r.len_pass)

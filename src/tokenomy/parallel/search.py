@@ -148,8 +148,8 @@ def pareto(per_chip: np.ndarray, per_user: np.ndarray, mask: np.ndarray) -> np.n
 
 
 def _run(dep: Deployment, lay: Layout, batch, context, len_pass, hop_latency_s=None):
-    return engine.evaluate(dep.shape, dep.topo, dep.peaks, lay, batch, context, len_pass, precision=dep.precision,
-                           eff=dep.eff, hop_latency_s=hop_latency_s)
+    return engine.evaluate(dep.shape, dep.topo, dep.peaks, lay, dep.precision,
+                           engine.Pass(batch, context, len_pass, hop_latency_s=hop_latency_s), dep.eff)
 
 
 def search(dep: Deployment, *, chips: int, constraints: Constraints = Constraints(), batches=None,

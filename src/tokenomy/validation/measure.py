@@ -202,7 +202,7 @@ def run(model: str = "llama-3.2-1b", layers: int = 2, divisor: int = 4, vocab: i
     for c in contexts:
         for b in batches:
             meas = time_decode(decode, b, c, steps, m.device)
-            st = engine.times(engine.work(shape, topo, Layout(), b, c + 1, 1, precision=fp32), topo, peaks)
+            st = engine.times(engine.work(shape, topo, Layout(), fp32, engine.Pass(b, c + 1, 1)), topo, peaks)
             kv_s = float(st.kv_s)
             rows.append((b, c, meas, float(st.step_s), float(st.memory_s) - kv_s, kv_s,
                          ("compute", "memory")[int(st.memory_s > st.compute_s)]))
