@@ -8,7 +8,7 @@ from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile, plan_disagg, serve
 from tokenomy.arch.params import kv_bytes_at_context
 from tokenomy.core.layout import Layout
-from tokenomy.serving.disagg import PoolDoesNotFit, disagg
+from tokenomy.serving.disagg import DisaggLoad, PoolDoesNotFit, disagg
 
 ISL, OSL = 2048, 512
 
@@ -19,9 +19,9 @@ def pools():
     return base.with_(layout=Layout(4)), base.with_(layout=Layout(4)), engine_profile("vllm", 4)
 
 
-def _run(pools, **kw):
+def _run(pools, crosses_domain=None, **load):
     pre, dec, prof = pools
-    return disagg(pre, dec, prof, prof, isl=ISL, osl=OSL, **kw)
+    return disagg(pre, dec, prof, prof, DisaggLoad(ISL, OSL, **load), crosses_domain=crosses_domain)
 
 
 def test_ttft_includes_the_kv_transfer_over_the_links_alpha_beta(pools):
@@ -76,9 +76,9 @@ def test_a_pool_that_does_not_fit_is_refused_by_name():
     big, one = base.with_(layout=Layout(4)), base.with_(layout=Layout(1))
     prof = engine_profile("vllm", 1)
     with pytest.raises(PoolDoesNotFit, match="does not fit: decode pool"):
-        disagg(big, one, prof, prof, isl=ISL, osl=OSL, concurrency=[4])
+        disagg(big, one, prof, prof, DisaggLoad(ISL, OSL, concurrency=[4]))
     with pytest.raises(PoolDoesNotFit, match="does not fit: prefill pool"):
-        disagg(one, big, prof, prof, isl=ISL, osl=OSL, concurrency=[4])
+        disagg(one, big, prof, prof, DisaggLoad(ISL, OSL, concurrency=[4]))
 
 
 def test_search_best_plan_meets_the_slos_and_is_on_its_front_deterministically():

@@ -9,7 +9,7 @@ import pytest
 from tokenomy.answers.resolve import deployment
 from tokenomy.answers.workloads import engine_profile, serve
 from tokenomy.core.layout import Layout
-from tokenomy.serving.disagg import disagg
+from tokenomy.serving.disagg import DisaggLoad, disagg
 from tokenomy.serving.sim_disagg import simulate_disagg
 from tokenomy.serving.workload import Lengths, Requests, Workload, prefill_tokens
 
@@ -27,7 +27,7 @@ def _sim(pools, w, n):
 
 def _analytic(pools, isl, osl, **load):
     pre, dec, prof = pools
-    return disagg(pre, dec, prof, prof, isl=isl, osl=osl, **{k: [v] for k, v in load.items()})
+    return disagg(pre, dec, prof, prof, DisaggLoad(isl, osl, **{k: [v] for k, v in load.items()}))
 
 
 # Below saturation, closed and open loop, the prefill pool from idle to ~60% busy. Tolerance: TTFT 10%, TPOT 5%.

@@ -26,7 +26,7 @@ from tokenomy.answers.serve_rows import (disagg_rows, dtypes_label, serving_kv_d
                                          within_context)
 from tokenomy.answers.variants import annotated
 from tokenomy.core.layout import Layout
-from tokenomy.serving.disagg import PoolDoesNotFit, decode_rate, disagg
+from tokenomy.serving.disagg import DisaggLoad, PoolDoesNotFit, decode_rate, disagg
 from tokenomy.units import fmt_bytes, fmt_seconds
 
 DISAGG_COLUMNS = ("plan", "prefill_chips", "decode_chips", "concurrency", "rate", "ttft_s", "tpot_s",
@@ -56,8 +56,8 @@ def _split(dep, pre: PoolRequest, dec: PoolRequest, req: ServeRequest, caches: t
     dec_dep, prof_d, pool = decode_side(dep, dec, w, e, caches[0])
     x_d = decode_rate(pool, w.osl_mean, w.C, w.R)
     pre_dep, prof_p, _ = prefill_side(dep, pre, x_d, w, e, caches[1])
-    s = disagg(pre_dep, dec_dep, prof_p, prof_d, isl=w.isl_mean, osl=w.osl_mean, concurrency=w.C, rate=w.R,
-               cache_hit=w.cache_hit, decode=pool, prefill=_table_terms(caches[1], pre.chips, pre_dep))
+    s = disagg(pre_dep, dec_dep, prof_p, prof_d, DisaggLoad(w.isl_mean, w.osl_mean, w.C, w.R, w.cache_hit),
+               decode=pool, prefill=_table_terms(caches[1], pre.chips, pre_dep))
     return pre_dep, prof_p, dec_dep, prof_d, s
 
 

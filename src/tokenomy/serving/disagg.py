@@ -333,14 +333,26 @@ def crosses(pre: Deployment, dec: Deployment, crosses_domain: bool | None) -> bo
     return (pre.chips + dec.chips > pre.topo.domain_size) if crosses_domain is None else bool(crosses_domain)
 
 
-def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: EngineProfile, *, isl, osl,
-           concurrency=None, rate=None, cache_hit=0.0, crosses_domain: bool | None = None,
-           decode: DecodePool | None = None, prefill: tuple | None = None) -> Disagg:
-    """The steady state at each load point (module docstring). ``crosses_domain``: the pools sit in different
-    scale-up domains (default: when P + D exceeds one domain). Raises PoolDoesNotFit naming the pool."""
-    closed = concurrency is not None
-    load = np.atleast_1d(np.asarray(concurrency if closed else rate, float))
-    isl, osl = float(isl), float(osl)
+@dataclass(frozen=True)
+class DisaggLoad:
+    """The workload points a disaggregated deployment serves: the mean ISL and OSL, the load — ``concurrency`` U
+    (a closed loop) or ``rate`` R requests/s (an open one), a list of points — and the prefix-cache hit rate."""
+
+    isl: float
+    osl: float
+    concurrency: object = None
+    rate: object = None
+    cache_hit: float = 0.0
+
+
+def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: EngineProfile, w: DisaggLoad, *,
+           crosses_domain: bool | None = None, decode: DecodePool | None = None,
+           prefill: tuple | None = None) -> Disagg:
+    """The steady state at each load point of ``w`` (module docstring). ``crosses_domain``: the pools sit in
+    different scale-up domains (default: when P + D exceeds one domain). Raises PoolDoesNotFit naming the pool."""
+    closed = w.concurrency is not None
+    load = np.atleast_1d(np.asarray(w.concurrency if closed else w.rate, float))
+    isl, osl, cache_hit = float(w.isl), float(w.osl), w.cache_hit
     cross = crosses(pre, dec, crosses_domain)
 
     # prefill pool: whole prompts per pass, as many as the budget and the KV at ISL allow
