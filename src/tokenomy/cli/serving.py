@@ -33,20 +33,24 @@ def opt(name: str, text):
     return None if text is None else inputs.number(name, text)
 
 
-def deployment_kw(model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                  hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout) -> dict:
-    """The keywords every economics answer shares, parsed (model and hardware are required)."""
-    if not model:
+DEPLOYMENT_OPTIONS = ("model", "hardware", "chips", "weight_dtype", "kv_dtype", "usd_per_chip_hour", "efficiency",
+                      "flops_fraction", "hbm_fraction", "overhead_s", "tp", "ep", "pp", "dp", "redundant_experts",
+                      "layout")
+FRACTIONS = ("flops_fraction", "hbm_fraction", "overhead_s")  # --efficiency's overrides, in efficiency_option's order
+
+
+def deployment_kw(given: dict) -> dict:
+    """The keywords every economics answer shares, parsed from a command's options ``given`` (its locals, the
+    hardware with --set applied; DEPLOYMENT_OPTIONS are read, the rest ignored; model and hardware are required)."""
+    kw = {k: given[k] for k in DEPLOYMENT_OPTIONS}
+    if not kw["model"]:
         raise UsageError("--model: required; a catalog name (tokenomy models), a config.json path or a directory")
-    if not hardware:
+    if not kw["hardware"]:
         raise UsageError("--hardware: required; a chip or system name (tokenomy hardware)")
-    eff = efficiency_option(efficiency, opt("flops_fraction", flops_fraction), opt("hbm_fraction", hbm_fraction),
-                            opt("overhead_s", overhead_s))
-    deg = {"tp": tp, "ep": ep, "pp": pp, "dp": dp}  # these and the numbers below: parsed by the answers' door
-    return {"model": model, "hardware": hardware, "chips": chips,
-            "weight_dtype": _dtype("weight-dtype", weight_dtype), "kv_dtype": _dtype("kv-dtype", kv_dtype),
-            "usd_per_chip_hour": usd_per_chip_hour, "efficiency": eff, **deg,
-            "redundant_experts": redundant_experts, "layout": layout}
+    # the efficiency's overrides folded into it; the degrees and numbers parsed by the answers' door
+    kw["efficiency"] = efficiency_option(kw["efficiency"], *(opt(k, kw.pop(k)) for k in FRACTIONS))
+    kw["weight_dtype"], kw["kv_dtype"] = _dtype("weight-dtype", kw["weight_dtype"]), _dtype("kv-dtype", kw["kv_dtype"])
+    return kw
 
 
 @app.command("batch")
@@ -68,8 +72,7 @@ def batch_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS, 
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                       hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
+    kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.batch(**kw, batch=batch, context=context)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
 
@@ -99,8 +102,7 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
         res = economics.latency(hardware=what_if(hardware, set_))
         show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
         return
-    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                       hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
+    kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.latency(**kw, batch=batch, context=context, tick_s=tick_s, global_tokens_per_s=global_tokens_per_s)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
            tables=(("drain", "HBM drain time", ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s")),))
@@ -164,8 +166,7 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
         return _context_compare(compare, models, model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour,
                                 efficiency, as_json, as_csv, show_explain)
 
-    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                       hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
+    kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.context(**kw, batch=batch, context=context, sparse_const=sparse_const,
                             sparse_exponent=sparse_exponent, band=band, step_context=step_context)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,

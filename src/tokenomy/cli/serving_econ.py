@@ -35,8 +35,7 @@ def pricing_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                       hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
+    kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.pricing(**kw, batch=batch, context=context, prompt_tokens=prompt_tokens,
                  prefill_batch=prefill_batch)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
@@ -80,8 +79,7 @@ def speculate_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHI
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                       hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
+    kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.speculate(**kw, batch=batch, context=context, draft=draft, draft_tokens=draft_tokens,
                  acceptance=acceptance, draft_cost=draft_cost, base_batch=base_batch, target_speed=target_speed)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain)
@@ -109,8 +107,7 @@ def cache_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS,
     """
     from tokenomy.answers import economics
 
-    kw = deployment_kw(model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency, flops_fraction,
-                       hbm_fraction, overhead_s, tp, ep, pp, dp, redundant_experts, layout)
+    kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.cache(**kw, prefix_tokens=prefix_tokens, hold=hold, stall=stall, prefill_batch=prefill_batch)
     holds = res.rows()
     show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
