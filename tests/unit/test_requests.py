@@ -72,7 +72,10 @@ def test_tk_serve_answers_its_request():
 
 SERVING = ("answers/workloads.py", "answers/serve_rows.py", "answers/disagg_plans.py", "answers/pools.py",
            "answers/serve_layout.py", "answers/plan_serving.py", "answers/requests.py", "answers/deployment_request.py",
-           "answers/layout_search.py", "answers/objectives.py")
+           "answers/layout_search.py", "answers/objectives.py",
+           # under them: the engine takes a Pass, the steady state its Points, the scheduler's step its loads
+           "core/engine.py", "core/deployment.py", "serving/steady.py", "serving/scheduler.py",
+           "serving/protocol_waves.py")
 DOORS = {"answers/workloads.py:serve"}  # tk.serve's keywords are its public API: it builds the requests at once
 MOST = 8
 
