@@ -8,7 +8,7 @@ import pytest
 
 from tokenomy.catalog import loader
 from tokenomy.validation import anchors
-from tokenomy.validation.predict import SERVING_FIELDS
+from tokenomy.validation.theta import SERVING_FIELDS
 from tokenomy.validation.schema import EfficiencyFile
 
 EFF = loader.ROOT / "efficiency"

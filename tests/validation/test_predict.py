@@ -11,7 +11,8 @@ from tokenomy.units import CHECKPOINT
 from tokenomy.validation import anchors
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load, run
-from tokenomy.validation.predict import SCENARIO_CODE, gather, predict_serving
+from tokenomy.validation.predict import SCENARIO_CODE, predict_serving
+from tokenomy.validation.theta import gather
 
 SUBSET = ("trtllm-0.14-online", "nim-1.8-llama33-70b", "pope2022-esti", "rocm-vllm-0.10-mi300x",
           "trtllm-0.17-throughput")

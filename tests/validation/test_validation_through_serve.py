@@ -15,7 +15,8 @@ from tokenomy.answers.engines import benchmark_protocol
 from tokenomy.serving.protocol_waves import estimate
 from tokenomy.serving.steady import steady
 from tokenomy.validation import load, run
-from tokenomy.validation.predict import SERVED, gather, predict_serving
+from tokenomy.validation.predict import SERVED, predict_serving
+from tokenomy.validation.theta import gather
 from tokenomy.validation.prepare import case_deployment, case_profile, case_protocol
 
 

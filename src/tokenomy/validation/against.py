@@ -23,7 +23,8 @@ from tokenomy.catalog import loader
 from tokenomy.validation import ingest_aiperf, ingest_guidellm, ingest_vllm, load
 from tokenomy.validation.measured_run import MeasuredRun
 from tokenomy.validation.metrics import optimism, signed_error
-from tokenomy.validation.predict import bound_names, gather, predict_serving, roofline_theta
+from tokenomy.validation.predict import bound_names, predict_serving
+from tokenomy.validation.theta import gather, roofline_theta
 from tokenomy.validation.prepare import prepare_serving
 from tokenomy.validation.schema import EfficiencyTerms, ServingCase, Source
 

@@ -20,7 +20,8 @@ import numpy as np
 from tokenomy.validation import anchors
 from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.load import Case, split_rule
-from tokenomy.validation.predict import SERVING_FIELDS, Theta, predict_serving, term
+from tokenomy.validation.predict import predict_serving
+from tokenomy.validation.theta import SERVING_FIELDS, Theta, term
 from tokenomy.validation.prepare import Serving
 from tokenomy.validation.train_fit import fit_training
 from tokenomy.validation.train_predict import Training, predict_training
@@ -143,41 +144,56 @@ def problem(s_idx: np.ndarray, prior: EfficiencyTerms, ridge: float, fixed: dict
 
 
 MAX_STACKED_CASES = 8192  # cases per engine pass when several points are valued at once (memory: ~20 kB a case)
+MAX_STACKS = 16  # stacked runs of problems a fit keeps (~1.5 kB a case): a round's runs, and a shrink's
 COLD_STEPS, WARM_STEPS = (0.5, 0.1), (0.1,)  # simplex sizes of the passes: from afar, restarted at the optimum
 # (Nelder–Mead stalls on ridges); from a fit nearby, one small pass
 
 
-def losses(s: Serving, reqs: list[tuple[Problem, np.ndarray]]) -> list[np.ndarray]:
+def losses(s: Serving, reqs: list[tuple[Problem, np.ndarray]], stacks: dict | None = None) -> list[np.ndarray]:
     """The loss of every point of every request (problem, points [m, free]): one engine pass over all their cases
-    (in pieces of at most MAX_STACKED_CASES), each case under its point's terms."""
+    (in pieces of at most MAX_STACKED_CASES), each case under its point's terms. ``stacks``: a fit's memo of the
+    stacked cases of each run of problems (``_Stack``: the same problems are valued round after round)."""
     segs = [(p, z) for p, zs in reqs for z in zs]
+    stacks = {} if stacks is None else stacks
     out, j = [], 0
     while j < len(segs):
         k, n = j, 0
         while k < len(segs) and (k == j or n + segs[k][0].idx.size <= MAX_STACKED_CASES):
             n += segs[k][0].idx.size
             k += 1
-        out += _losses_of(s, segs[j:k])
+        key = tuple(id(p) for p, _ in segs[j:k])
+        stack = stacks.pop(key, None) or _Stack(s, [p for p, _ in segs[j:k]])
+        stacks[key] = stack  # the most recent last: the oldest goes when the memo is full
+        if len(stacks) > MAX_STACKS:
+            del stacks[next(iter(stacks))]
+        out += stack.losses([z for _, z in segs[j:k]])
         j = k
     it = iter(out)
     return [np.array([next(it) for _ in zs]) for _, zs in reqs]
 
 
-def _losses_of(s: Serving, segs: list[tuple[Problem, np.ndarray]]) -> list[float]:
-    idx = np.concatenate([p.idx for p, _ in segs])
-    ts = [p.terms(z) for p, z in segs]
-    th = Theta(**{f: np.concatenate([np.full(p.idx.size, term(t, f)) for (p, _), t in zip(segs, ts)])
-                  for f in SERVING_FIELDS})
-    sub = s.take(idx)
-    r = np.log(predict_serving(sub, th).value / sub.measured)
-    r = np.where(np.isfinite(r), r, NAN_RESIDUAL)
-    out, at = [], 0
-    for p, zf in segs:
-        rr, at = r[at:at + p.idx.size], at + p.idx.size
-        w = _weights(s.metric[p.idx])
-        soft = 2 * SOFT_SCALE ** 2 * (np.sqrt(1 + (rr / SOFT_SCALE) ** 2) - 1)
-        out.append(float(np.sum(w * soft) / np.sum(w) + p.ridge * np.sum((zf - _to_z(p.prior)[p.free]) ** 2)))
-    return out
+class _Stack:
+    """The cases of a run of problems stacked for one engine pass, with what does not depend on the point valued:
+    the stacked Serving, each problem's metric weights and its prior in search coordinates."""
+
+    def __init__(self, s: Serving, problems: list[Problem]):
+        self.problems = problems
+        self.sub = s.take(np.concatenate([p.idx for p in problems]))
+        self.weights = [_weights(s.metric[p.idx]) for p in problems]
+        self.prior_z = [_to_z(p.prior)[p.free] for p in problems]
+
+    def losses(self, points: list[np.ndarray]) -> list[float]:
+        ts = [p.terms(z) for p, z in zip(self.problems, points)]
+        th = Theta(**{f: np.concatenate([np.full(p.idx.size, term(t, f)) for p, t in zip(self.problems, ts)])
+                      for f in SERVING_FIELDS})
+        r = np.log(predict_serving(self.sub, th).value / self.sub.measured)
+        r = np.where(np.isfinite(r), r, NAN_RESIDUAL)
+        out, at = [], 0
+        for p, zf, w, z0 in zip(self.problems, points, self.weights, self.prior_z):
+            rr, at = r[at:at + p.idx.size], at + p.idx.size
+            soft = 2 * SOFT_SCALE ** 2 * (np.sqrt(1 + (rr / SOFT_SCALE) ** 2) - 1)
+            out.append(float(np.sum(w * soft) / np.sum(w) + p.ridge * np.sum((zf - z0) ** 2)))
+        return out
 
 
 def fit_problems(s: Serving, problems: list[Problem], steps: tuple[float, ...] | None = None) -> list[EfficiencyTerms]:
@@ -187,8 +203,10 @@ def fit_problems(s: Serving, problems: list[Problem], steps: tuple[float, ...] |
     if steps is None:
         steps = WARM_STEPS if all(p.start is not None for p in problems) else COLD_STEPS
     zs = [p.x0() for p in problems]
+    stacks: dict = {}
     for step in steps:
-        zs = nm.minimise_many(lambda reqs: losses(s, [(problems[k], pts) for k, pts in reqs]), zs, step=step)
+        zs = nm.minimise_many(lambda reqs: losses(s, [(problems[k], pts) for k, pts in reqs], stacks), zs,
+                              step=step)
     return [p.terms(z) for p, z in zip(problems, zs)]
 
 

@@ -78,6 +78,52 @@ def case_deployment(c: ServingCase) -> Deployment:
     return deployment(c.model, c.hardware, c.tp, c.chips, weights, c.kv_dtype, c.kv_batch)
 
 
+@dataclass(frozen=True)
+class GridSide:
+    """One side of the grid table (P = 0, or per prefill token): its float fields that vary along the grid as
+    [fields, cases, G] and those flat along it (finite and equal at every grid point of every case: a layout's
+    counts, a chip's resident weights; most of a prefill token's work) as [fields, cases], each with its row in
+    the table's field order."""
+
+    varying: np.ndarray
+    varying_at: np.ndarray
+    flat: np.ndarray
+    flat_at: np.ndarray
+
+    @classmethod
+    def of(cls, w: engine.Work, numeric: tuple[str, ...]) -> "GridSide":
+        X = np.stack([np.asarray(getattr(w, f), float) for f in numeric])
+        flat = np.array([bool(np.all(np.isfinite(x)) and np.all(x == x[:, :1])) for x in X], dtype=bool)
+        return cls(X[~flat], np.flatnonzero(~flat), np.ascontiguousarray(X[flat, :, 0]), np.flatnonzero(flat))
+
+    def at(self, rows: np.ndarray, j: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """[fields, len(rows)]: each case's fields at grid point j + u (linear between j and j + 1). A flat field
+        is x0 + 0.0 there (what the interpolation x0 + u·(x1 − x0) gives for x1 = x0, finite)."""
+        out = np.empty((self.varying_at.size + self.flat_at.size, rows.size))
+        x0 = self.varying[:, rows, j]
+        out[self.varying_at] = x0 + u * (self.varying[:, rows, j + 1] - x0)
+        out[self.flat_at] = self.flat[:, rows] + 0.0
+        return out
+
+
+@dataclass(frozen=True)
+class GridTable:
+    """The decode work of every prepared case on its batch grid, stacked once so that interpolating a step's work
+    is a few index operations, not one per field: the float fields (``numeric``) at P = 0 (``at_zero``) and for
+    one interleaved prefill token (``per_token``), the others (flags, codes) at P = 0 as [cases, G] each."""
+
+    numeric: tuple[str, ...]
+    at_zero: GridSide
+    per_token: GridSide
+    other: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, grid: engine.Work, per_token: engine.Work) -> "GridTable":
+        num = tuple(f for f in WORK_FIELDS if _numeric(getattr(grid, f)))
+        return cls(num, GridSide.of(grid, num), GridSide.of(per_token, num),
+                   {f: np.asarray(getattr(grid, f)) for f in WORK_FIELDS if f not in num})
+
+
 @dataclass
 class Serving:
     """Arrays over N serving cases, their lowered work and the hardware groups that time it."""
@@ -113,33 +159,29 @@ class Serving:
     step: engine.Work  # [N]
     prefill: engine.Work  # [N]
     grid_batch: np.ndarray  # [N, G]
-    grid: engine.Work  # [N, G] at P = 0
-    grid_per_token: engine.Work  # [N, G] one interleaved prefill token
+    grid_rows: np.ndarray  # [N] each case's row of ``grid_table``
+    grid_table: GridTable  # decode work on the batch grid, shared by every subset taken
 
     def take(self, mask) -> "Serving":
-        """The cases where ``mask`` is true (or at the given indices)."""
+        """The cases where ``mask`` is true (or at the given indices); the grid table is shared, not copied (the
+        fit takes subsets of thousands of cases thousands of times)."""
         idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask, dtype=int)
         out = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            out[f.name] = ([v[i] for i in idx] if f.name == "cases" else take_work(v, idx)
-                           if isinstance(v, engine.Work) else v[idx])
+            out[f.name] = (v if f.name == "grid_table" else [v[i] for i in idx] if f.name == "cases"
+                           else take_work(v, idx) if isinstance(v, engine.Work) else v[idx])
         return Serving(**out)
-
-    @cached_property
-    def grid_stacked(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """(float fields, [fields, cases, grid] of ``grid``, the same of ``grid_per_token``): stacked once, so that
-        interpolating a step's work on the grid is one index operation, not one per field (the fit does it
-        thousands of times)."""
-        num = [f for f in WORK_FIELDS if _numeric(getattr(self.grid, f))]
-        return num, *(np.stack([np.asarray(getattr(w, f), float) for f in num]) for w in (self.grid,
-                                                                                          self.grid_per_token))
 
     def peaks(self, idx=slice(None)) -> engine.Peaks:
         return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx], self.narrow[idx] > 0)
 
     def groups(self) -> list[tuple[np.ndarray, Topology]]:
         """(case indices, topology) per hardware: the engine times one topology at a time."""
+        return self._groups
+
+    @cached_property
+    def _groups(self) -> list[tuple[np.ndarray, Topology]]:
         return [(np.flatnonzero(self.chip == h), loader.hardware(h).topology) for h in sorted(set(self.chip))]
 
 
@@ -246,4 +288,5 @@ def prepare_serving(cases: list[Case]) -> Serving:
                    scenario=np.array([SCENARIO_CODE[c.case.scenario] for c in rows], dtype=int),
                    metric=np.array([METRIC_CODE[c.case.metric] for c in rows], dtype=int),
                    step=stack_work(steps), prefill=stack_work(prefills), grid_batch=np.array(gb),
-                   grid=stack_work(grids), grid_per_token=stack_work(per_tok), **out)
+                   grid_rows=np.arange(len(rows)), grid_table=GridTable.of(stack_work(grids), stack_work(per_tok)),
+                   **out)

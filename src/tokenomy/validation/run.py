@@ -10,7 +10,8 @@ from tokenomy.catalog import loader
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load
 from tokenomy.validation.metrics import optimism, signed_error
-from tokenomy.validation.predict import bound_names, gather, predict_serving, roofline_theta
+from tokenomy.validation.predict import bound_names, predict_serving
+from tokenomy.validation.theta import gather, roofline_theta
 from tokenomy.validation.prepare import METRIC_CODE, Serving, prepare_serving
 from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training, prepare_training
 from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms

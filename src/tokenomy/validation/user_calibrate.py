@@ -21,7 +21,7 @@ import numpy as np
 
 from tokenomy.validation import anchors
 from tokenomy.validation.calibrate_fit import FRACTIONS, RIDGE_CHIP, START, fit_serving, log_residuals
-from tokenomy.validation.predict import SERVING_FIELDS, term
+from tokenomy.validation.theta import SERVING_FIELDS, term
 from tokenomy.validation.prepare import Serving
 from tokenomy.validation.schema import EfficiencyTerms
 

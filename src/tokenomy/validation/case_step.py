@@ -1,0 +1,121 @@
+"""The step function validation's serving model runs on: a case's prepared work (prepare.py) at a fractional
+decode batch and P interleaved prefill tokens, timed by the engine under the case's terms (core.engine.times),
+one hardware group at a time. The decode work is interpolated on the case's batch grid (``work_at``) with its
+fields stacked, so that a step over thousands of cases is a few array operations (the fit times it ~10^5 times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenomy.core import engine
+from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.validation.prepare import Serving, add_prefill, take_work
+from tokenomy.validation.theta import Theta
+
+def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
+    """The cases' efficiency set as their engines run it: the chip's terms with each case's host and EP overlap."""
+    if th.allreduce_latency_s is None:  # the roofline: scalars, the link's own latency, no host time to hide
+        return ROOFLINE
+
+    def g(v):
+        v = v[idx]
+        return v[:, None] if col else v
+    return th.efficiency(idx, col).with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap),
+                                         ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency))
+
+
+@dataclass(frozen=True)
+class Timed:
+    step_s: np.ndarray
+    bound: np.ndarray  # index into engine.BOUNDS
+
+
+def time_work(s: Serving, w: engine.Work, th: Theta) -> Timed:
+    """engine.times of work ``w`` (rows aligned with the cases of ``s``), one hardware group at a time."""
+    step = np.full(np.shape(w.n), np.nan)
+    bound = np.zeros(np.shape(w.n), dtype=int)
+    col = np.ndim(w.n) > 1
+    for idx, topo in s.groups():
+        pk = s.peaks(idx)
+        if col:
+            pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes, pk.narrow)))
+        r = engine.times(take_work(w, idx), topo, pk, _eff(s, th, idx, col))
+        step[idx], bound[idx] = r.step_s, r.bound
+    return Timed(step, bound)
+
+
+@dataclass(frozen=True)
+class GridWork:
+    """Decode work of each case at a fractional batch (``work_at``): the float fields stacked as [fields, cases]
+    at P = 0 and per interleaved prefill token, and the other fields (flags, codes) at P = 0."""
+
+    at_zero: np.ndarray
+    per_token: np.ndarray
+    other: dict[str, np.ndarray]
+
+    def stacked_at(self, tokens) -> np.ndarray:
+        """prepare.add_prefill on the stacked fields: work(P) = work(0) + P·(work per prefill token)."""
+        return self.at_zero + np.asarray(tokens, dtype=float) * self.per_token
+
+
+def work_at(s: Serving, batch) -> GridWork:
+    """The decode work and the work of one interleaved prefill token of each case at a fractional ``batch``: linear
+    interpolation between the bracketing points of the case's batch grid (exact for the affine fields of a dense
+    model; clamped to the grid's ends)."""
+    g = s.grid_batch
+    b = np.clip(np.asarray(batch, float), g[:, 0], g[:, -1])
+    j = np.clip(np.sum(g <= b[:, None], axis=1) - 1, 0, g.shape[1] - 2)
+    rows = np.arange(g.shape[0])
+    lo, hi = g[rows, j], g[rows, j + 1]
+    u = np.where(hi > lo, (b - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+    tab, at_row = s.grid_table, s.grid_rows
+    return GridWork(tab.at_zero.at(at_row, j, u), tab.per_token.at(at_row, j, u),
+                    {f: v[at_row, j] for f, v in tab.other.items()})
+
+
+class _CaseStep:
+    """steady.solve's step(n, P) for the cases of ``s``: n decodes (at least one: the grid starts at batch 1) at
+    the case's mean decode context plus P prefill tokens, timed by the engine under the cases' terms; ``many``:
+    several prefill loads beside the same decodes, the decodes' work interpolated once. What does not depend on
+    n or P — each hardware group's peaks and efficiency set — is formed once per step function (solve and the
+    protocol runs call it dozens of times)."""
+
+    def __init__(self, s: Serving, th: Theta):
+        self.s, self.th = s, th
+        self._per_group: list[tuple[np.ndarray, object, engine.Peaks, Efficiency]] | None = None
+
+    def __call__(self, n, P):
+        return self.many(n, [P])[0]
+
+    def groups(self) -> list[tuple[np.ndarray, object, engine.Peaks, Efficiency]]:
+        if self._per_group is None:
+            self._per_group = [(idx, topo, self.s.peaks(idx), _eff(self.s, self.th, idx, False))
+                               for idx, topo in self.s.groups()]
+        return self._per_group
+
+    def many(self, n, loads):
+        gw = work_at(self.s, np.maximum(n, 1.0))
+        num = self.s.grid_table.numeric
+        out = []
+        for P in loads:
+            if np.ndim(P) > 1:  # loads against a grid: the general path
+                w = engine.Work(**dict(zip(num, gw.at_zero)), **gw.other)
+                t = time_work(self.s, add_prefill(w, engine.Work(**dict(zip(num, gw.per_token)), **gw.other), P),
+                              self.th)
+                out.append((t.step_s, t.bound, np.zeros_like(t.bound)))
+                continue
+            X = gw.stacked_at(P)
+            step, bound = np.full(X.shape[1], np.nan), np.zeros(X.shape[1], dtype=int)
+            for idx, topo, pk, eff in self.groups():
+                w = engine.Work(**dict(zip(num, X[:, idx])), **{f: v[idx] for f, v in gw.other.items()})
+                r = engine.times(w, topo, pk, eff)
+                step[idx], bound[idx] = r.step_s, r.bound
+            out.append((step, bound, np.zeros_like(bound)))
+        return out
+
+
+def step_function(s: Serving, th: Theta) -> _CaseStep:
+    return _CaseStep(s, th)
