@@ -56,9 +56,9 @@ class GridWork:
     per_token: np.ndarray
     other: dict[str, np.ndarray]
 
-    def stacked_at(self, tokens) -> np.ndarray:
-        """prepare.add_prefill on the stacked fields: work(P) = work(0) + P·(work per prefill token)."""
-        return self.at_zero + np.asarray(tokens, dtype=float) * self.per_token
+    def works(self, numeric: tuple[str, ...]) -> tuple[engine.Work, engine.Work]:
+        """(decode work, work of one interleaved prefill token) as engine.Work, for prepare.add_prefill."""
+        return tuple(engine.Work(**dict(zip(numeric, x)), **self.other) for x in (self.at_zero, self.per_token))
 
 
 def work_at(s: Serving, batch) -> GridWork:
@@ -98,23 +98,24 @@ class _CaseStep:
 
     def many(self, n, loads):
         gw = work_at(self.s, np.maximum(n, 1.0))
-        num = self.s.grid_table.numeric
-        out = []
-        for P in loads:
-            if np.ndim(P) > 1:  # loads against a grid: the general path
-                w = engine.Work(**dict(zip(num, gw.at_zero)), **gw.other)
-                t = time_work(self.s, add_prefill(w, engine.Work(**dict(zip(num, gw.per_token)), **gw.other), P),
-                              self.th)
-                out.append((t.step_s, t.bound, np.zeros_like(t.bound)))
-                continue
-            X = gw.stacked_at(P)
-            step, bound = np.full(X.shape[1], np.nan), np.zeros(X.shape[1], dtype=int)
-            for idx, topo, pk, eff in self.groups():
-                w = engine.Work(**dict(zip(num, X[:, idx])), **{f: v[idx] for f, v in gw.other.items()})
-                r = engine.times(w, topo, pk, eff)
-                step[idx], bound[idx] = r.step_s, r.bound
-            out.append((step, bound, np.zeros_like(bound)))
-        return out
+        if any(np.ndim(P) > 1 for P in loads):  # loads against a grid: the general path
+            return [self._timed(time_work(self.s, add_prefill(*gw.works(self.s.grid_table.numeric), P), self.th))
+                    for P in loads]
+        # the loads on a leading axis, one engine call per hardware group for all of them (elementwise: the same
+        # numbers as one call a load)
+        P = np.stack([np.broadcast_to(np.asarray(x, float), gw.at_zero.shape[1:]) for x in loads])
+        X = gw.at_zero[:, None, :] + P[None] * gw.per_token[:, None, :]
+        step, bound = np.full(P.shape, np.nan), np.zeros(P.shape, dtype=int)
+        for idx, topo, pk, eff in self.groups():
+            w = engine.Work(**dict(zip(self.s.grid_table.numeric, X[:, :, idx])),
+                            **{f: v[idx] for f, v in gw.other.items()})
+            r = engine.times(w, topo, pk, eff)
+            step[:, idx], bound[:, idx] = r.step_s, r.bound
+        return [(step[k], bound[k], np.zeros_like(bound[k])) for k in range(len(loads))]
+
+    @staticmethod
+    def _timed(t: Timed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return t.step_s, t.bound, np.zeros_like(t.bound)
 
 
 def step_function(s: Serving, th: Theta) -> _CaseStep:
