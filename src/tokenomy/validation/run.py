@@ -57,8 +57,15 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
             c = case.case
             out.append(_row(case, c.model, c.hardware, "train_step_s", "pretraining", t.measured[i], t_roof[i],
                             t_cal[i], False, "compute", False, float(c.global_batch))
-                       | {"engine": "megatron", "shape": "pretraining"})
+                       | {"engine": "megatron", "shape": "pretraining"} | training_regime(c))
     return out
+
+
+def training_regime(c) -> dict:
+    """A training case's chip family and dense/MoE, for the leave-one-source-out tables by them (no serving mode:
+    the agg/disagg table counts serving cases only)."""
+    moe = any(layer.mlp.kind == "moe" for layer in loader.model(c.model).layers)
+    return {"chip_family": loader.chip_family(loader.hardware(c.hardware).chip.name), "moe": moe}
 
 
 def regime_fields(c) -> dict:
