@@ -251,6 +251,41 @@ def energy() -> dict[str, str]:
             "energy_pj_per_byte": f"{e * 1e12:.0f}"}
 
 
+@group("kvval_")
+def kv_tier_validation() -> dict[str, str]:
+    """The tiered-KV and prefix-routing validation (docs/kv-tiers-validation.md): every published case predicted by
+    the session simulator (validation/kv_tiering.py)."""
+    from tokenomy.catalog import loader
+    from tokenomy.validation import kv_tiering as kt
+
+    rows = kt.scored()
+    return {"kvval_cases": str(len(rows)), "kvval_sources": str(len(loader.kv_tier_validation())),
+            "kvval_summary": "\n".join(kt.summary_lines(rows)), "kvval_table": "\n".join(kt.table_lines(rows)),
+            "kvval_sources_list": "\n".join(kt.source_lines())}
+
+
+KVR_SESSIONS = 1024  # the README's agentic load on one GB200 NVL72 (the issue's closing scenario)
+KVR_DRAM = 480e9  # one Grace's LPDDR5X per compute tray (half the tray's 960 GB, the answer's default share)
+
+
+@group("kvr_")
+def kv_tiers_readme() -> dict[str, str]:
+    """DeepSeek-V3 on one GB200 NVL72 under agentic sessions: HBM only, + Grace DRAM, + the trays' NVMe (LMCache's
+    tiers), computed as the README's two commands compute them."""
+    import tokenomy as tk
+
+    kw = dict(workload="agentic", concurrency=[KVR_SESSIONS], kv_tiering="lmcache")
+    hbm, ddr = tk.serve("deepseek-v3", "gb200-nvl72", dram_bytes=[0, KVR_DRAM], nvme_bytes=0, **kw).rows()
+    (nvme,) = tk.serve("deepseek-v3", "gb200-nvl72", dram_bytes=[KVR_DRAM], **kw).rows()
+    out = {"kvr_sessions": f"{KVR_SESSIONS:,}", "kvr_dram": f"{KVR_DRAM / 1e9:.0f} GB"}
+    for name, r in (("hbm", hbm), ("ddr", ddr), ("nvme", nvme)):
+        out |= {f"kvr_hit_{name}": f"{100 * r['hit_rate']:.1f}%", f"kvr_ttft_{name}": f"{r['ttft_s']:.3g} s",
+                f"kvr_miss_{name}": usd(r["usd_per_mtok_input_miss"]), f"kvr_out_{name}": usd(r["usd_per_mtok_output"])}
+    out |= {"kvr_hitusd_ddr": usd(ddr["usd_per_mtok_input_hit"]), "kvr_hitusd_nvme": usd(nvme["usd_per_mtok_input_hit"]),
+            "kvr_h10_ddr": f"{100 * ddr['hit_rate_for_10x']:.2g}%"}
+    return out
+
+
 @group("rev_")
 def reversible() -> dict[str, str]:
     """The reversible-network benchmark's table, from the results file it writes (benchmarks/reversible_results.py)."""

@@ -21,6 +21,8 @@ HEADERS: dict[str, str] = {
     "tokens_per_s_per_chip": "tok/s/chip", "tokens_per_s_per_user": "tok/s/user", "requests_per_s": "req/s",
     "goodput_requests_per_s": "goodput req/s", "goodput_requests_per_usd": "goodput req/$",
     "usd_per_mtok": "$/Mtok", "usd_per_mtok_input": "$/Mtok in", "usd_per_mtok_output": "$/Mtok out",
+    "usd_per_mtok_input_miss": "$/Mtok in (miss)", "usd_per_mtok_input_hit": "$/Mtok in (hit)",
+    "hit_rate": "hit rate", "hit_rate_for_10x": "hit rate for 10x", "dram_bytes": "DRAM/node",
     "tco_usd_per_mtok": "TCO $/Mtok", "tco_usd_per_mtok_output": "TCO $/Mtok out",
     "usd_per_chip_hour": "$/chip-h", "usd": "cost ($)", "chip_hours": "chip-hours",
     "predicted_chip_hours": "chip-hours (predicted)", "published_chip_hours": "chip-hours (published)",

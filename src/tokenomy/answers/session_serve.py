@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers.result import Result
-from tokenomy.answers.session_tiers import hold_usd_per_s, replica_tiers
+from tokenomy.econ.session_tiers import hold_usd_per_s, replica_tiers
 from tokenomy.serving.replicas import one_replica, replica_count
 from tokenomy.serving.scheduler import kv_tokens, step_time
 from tokenomy.serving.session_steady import session_steady
@@ -102,9 +102,17 @@ def _simulate(dep1, prof, w, rt, L, T, a, closed, requests, seed) -> dict:
         start = None if closed else session_start_times(L[i], n, seed)
         plan = generate(wi, n, seed, start)
         cycle = wi.turns * (wi.think_s + float(np.ravel(a.e2e_s)[np.ravel_multi_index(i, L.shape)]))
-        out[i] = simulate_sessions(dep1, prof, plan, rt.stack, blocks, concurrency=per if closed else None,
-                                   stagger_s=cycle)
+        sim = simulate_sessions(dep1, prof, plan, rt.stack, blocks, concurrency=per if closed else None,
+                                stagger_s=cycle)
+        out[i] = (sim, ttft_by_turn(plan, sim))
     return out
+
+
+def ttft_by_turn(plan, sim) -> list[float]:
+    """Mean TTFT of the main agents' k-th turns (k = 0, 1, ...) over the simulation's counted requests."""
+    main = (plan.parent[plan.agent] < 0) & sim.sim.counted
+    turn, ttft = plan.turn[main], sim.sim.ttft_s[main]
+    return [float(np.mean(ttft[turn == k])) for k in range(int(np.max(turn, initial=-1)) + 1) if np.any(turn == k)]
 
 
 def _row(dep, w, rt, a, i, load, think, dram, closed, reps, sim) -> dict:
@@ -135,6 +143,8 @@ def _row(dep, w, rt, a, i, load, think, dram, closed, reps, sim) -> dict:
     if row["ttft_s"] is None:
         row.update(usd_per_mtok_input_hit=None, hit_rate_for_10x=None)
     if sim is not None:
+        sim, by_turn = sim
+        row["ttft_by_turn"] = by_turn
         c = sim.sim.counted
         row.update({"method": "simulate", "hit_rate": sim.hit_rate, "ttft_s": float(np.mean(sim.sim.ttft_s[c])),
                     "ttft_p50_s": float(np.percentile(sim.sim.ttft_s[c], 50)),

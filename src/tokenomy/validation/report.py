@@ -171,6 +171,8 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
     L += ["", "Rows of these sources that were not used, and why:", ""]
     L += [f"- `{src.id}`: {s.what}: {s.why}" for src, s in load.skipped()]
     L += ["", *energy_section()]
+    L += ["", "Tiered KV caching and prefix-aware routing (issue 28) are scored against their own published "
+          "measurements in docs/kv-tiers-validation.md (`python docs/numbers.py --write`)."]
     L += ["", "## Largest held-out errors", ""]
     worst = sorted((r for r in rows if r["split"] == "test" and np.isfinite(r["calibrated_error"])),
                    key=lambda r: -abs(r["calibrated_error"]))[:12]

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from tokenomy.web import catalog_view, compare_page, context_page, serve, views, workload_page
+from tokenomy.web import catalog_view, compare_page, context_page, kv_tiers_page, serve, views, workload_page
 from tokenomy.web import lecture_page as lecture_steps
 from tokenomy.formatting import band_suffix, fmt_human
 from tokenomy.headers import header
@@ -24,7 +24,7 @@ from tokenomy.units import DTYPE_BYTES
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 NAV = [("/serve", "Serve"), ("/compare", "Compare"), ("/workload", "Workload"), ("/latency", "Latency"),
-       ("/pricing", "Pricing"), ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/plan", "Plan"), ("/min_chips", "Min chips"), ("/train", "Train"),
+       ("/pricing", "Pricing"), ("/speculate", "Speculative"), ("/cache", "Cache tiers"), ("/kv-tiers", "KV tiers"), ("/plan", "Plan"), ("/min_chips", "Min chips"), ("/train", "Train"),
        ("/lifecycle", "Lifecycle"), ("/context-compare", "Context"), ("/lecture", "Lecture"), ("/catalog", "Catalog")]
 # names people read for the Lifecycle answer's keys; every other field's header is tokenomy.headers' (the CLI's)
 LABELS = {"d_pre": "pre-training tokens", "d_rl": "RL tokens", "d_inf": "inference tokens",
@@ -140,6 +140,13 @@ def workload(request: Request):
     values = workload_page.form_values(request.query_params)
     return render(request, "workload.html", "_workload_results.html", {**serve_choices(values), "w": workload_page},
                   lambda: workload_page.view(request.query_params))
+
+
+@router.get("/kv-tiers", response_class=HTMLResponse)
+def kv_tiers(request: Request):
+    values = kv_tiers_page.form_values(request.query_params)
+    return render(request, "kv_tiers.html", "_kv_tiers_results.html", {**serve_choices(values), "p": kv_tiers_page},
+                  lambda: kv_tiers_page.view(request.query_params))
 
 
 @router.get("/lecture", response_class=HTMLResponse)

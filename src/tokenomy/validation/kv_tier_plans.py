@@ -1,0 +1,158 @@
+"""A published tiered-KV case's traffic (catalog/validation/kv_tiering, schema.KvTierWorkload) as the session
+simulator's plans (serving/sessions.SessionPlan), one per replica, and which requests the published figure averages.
+
+    single         r0 computes a prompt of L tokens; the measured request re-sends it. For a DRAM hit, r1 (another
+                   L-token prompt, on an HBM pool of one prompt) first pushes r0's object out of HBM while the
+                   write-through DRAM tier keeps it: the source's 'evict to the CPU tier, then re-request'. A miss
+                   is r0 itself.
+    shared-prefix  G prefixes of P tokens, each request P + U tokens (U: a per-request tail, or a per-user question
+                   when prompts_per_group users each repeat theirs). The first request of a group on a replica is its
+                   group's agent there (its object, once finished, holds the prefix); later requests of the group fork
+                   from it at P, a repeated question also reuses its own object. Closed loop (``concurrency``): one
+                   request per session in draw order; open loop: Poisson warm-up, then the timed stage; prompts drawn
+                   uniformly, seeded. The stages between the warm-up and the case's stage are not replayed.
+    agentic-trace  the recorded corpus is not shipped: serving/sessions.Agentic's defaults (shaped on the same Claude
+                   Code sessions) for ``concurrency`` closed-loop sessions, twice as many as slots (recycled), over
+                   the run's duration; the figure averages the requests that arrive within it.
+Routing over replicas (llm-d's schedulers): random (uniform), load (round-robin: a balanced load with no affinity),
+prefix-precise and prefix-approximate (a group's requests to one replica, groups spread evenly).
+Policy "recompute" (no prefix cache): nothing is reusable (no context before a turn, no forks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tokenomy.serving.sessions import Agentic, SessionPlan, generate
+
+SEED = 0
+GAP_S = 1.0  # single: the pause before the re-request (the source sends them one at a time)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One replica's plan, its closed-loop slots (None: open loop) and which of its requests are measured."""
+
+    plan: SessionPlan
+    concurrency: int | None
+    measured: np.ndarray  # bool per request
+    hbm_tokens: float | None = None  # an HBM pool the case imposes (single's eviction step)
+
+
+def _rows_plan(agent, isl, osl, ctx, start, waits_on, parent, fork) -> SessionPlan:
+    """A SessionPlan from per-request rows (one session per agent's last request; ``waits_on``: the request each
+    one follows, -1 for none)."""
+    n = len(isl)
+    succ = [[] for _ in range(n)]
+    for r, p in enumerate(waits_on):
+        if p >= 0:
+            succ[p].append(r)
+    last = np.zeros(n, bool)
+    for a in set(agent):
+        last[max(r for r in range(n) if agent[r] == a)] = True
+    return SessionPlan(np.array(agent, np.int64), np.zeros(n, np.int64), np.array(isl, np.int64),
+                       np.array(osl, np.int64), np.array(ctx, np.int64),
+                       np.array([GAP_S if p >= 0 else 0.0 for p in waits_on]), np.array(start, float),
+                       np.array([int(p >= 0) for p in waits_on], np.int64), tuple(tuple(s) for s in succ),
+                       np.array(parent, np.int64), np.array(fork, np.int64), np.arange(len(parent), dtype=np.int64),
+                       0.0, last)
+
+
+def single(w, hit_tier: str) -> Replay:
+    L, out = int(w.prefix_tokens), int(w.output_tokens or 1)
+    if hit_tier == "none":
+        return Replay(_rows_plan([0], [L], [out], [0], [0.0], [-1], [-1], [0]), None, np.array([True]))
+    if hit_tier == "hbm":
+        plan = _rows_plan([0, 0], [L, L], [out, out], [0, L], [0.0, np.nan], [-1, 0], [-1], [0])
+        return Replay(plan, None, np.array([False, True]))
+    # a lower tier: a second prompt of the same length evicts the first from an HBM pool of one prompt
+    plan = _rows_plan([0, 1, 0], [L, L, L], [out] * 3, [0, 0, L], [0.0, np.nan, np.nan], [-1, 0, 1], [-1, -1],
+                      [0, 0])
+    return Replay(plan, None, np.array([False, False, True]), hbm_tokens=float(L + out))
+
+
+def _draws(w, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt drawn, arrival s) per request: closed loop in draw order, open loop Poisson warm-up then the stage."""
+    prompts = int(w.groups) * int(w.prompts_per_group or 1)
+    if w.request_rate is None:
+        n = int(w.requests or 4 * prompts)
+        return rng.integers(0, prompts, n), np.full(n, np.nan)
+    warm = int(w.warmup_requests)
+    t_warm = np.cumsum(rng.exponential(1.0 / float(w.warmup_rate or w.request_rate), warm))
+    n = max(int(round(float(w.request_rate) * float(w.duration_s))), 1)
+    t0 = float(t_warm[-1]) if warm else 0.0
+    t = t0 + np.cumsum(rng.exponential(1.0 / float(w.request_rate), n))
+    # the warm-up seats every prompt once in order (llm-d: 'seat residents ~1 x S'), the stage draws them
+    first = np.arange(warm) % prompts
+    return np.concatenate([first, rng.integers(0, prompts, n)]), np.concatenate([t_warm, t])
+
+
+def _route(routing: str, replicas: int, group: np.ndarray, rng) -> np.ndarray:
+    if routing == "random":
+        return rng.integers(0, replicas, len(group))
+    if routing == "load":
+        return np.arange(len(group)) % replicas
+    return group % replicas  # prefix-aware: a group stays on one replica
+
+
+def shared_prefix(w, routing: str, replicas: int, reuse: bool) -> list[Replay]:
+    rng = np.random.default_rng(SEED)
+    prompt, arrival = _draws(w, rng)
+    per_group = int(w.prompts_per_group or 1)
+    repeats = w.prompts_per_group is not None  # each prompt a user's fixed question, repeated
+    group = prompt // per_group
+    where = _route(routing, replicas, group, rng)
+    timed = np.arange(len(prompt)) >= int(w.warmup_requests if w.request_rate is not None else 0)
+    P, U, out = int(w.prefix_tokens), int(w.unique_tokens), int(w.output_tokens or 1)
+    replays = []
+    for k in range(replicas):
+        idx = np.flatnonzero(where == k)
+        if len(idx) == 0:
+            continue
+        agent, ctx, parent, fork, root, own = [], [], [], [], {}, {}
+        for r in idx:
+            g, p = int(group[r]), int(prompt[r])
+            key = p if repeats else ("req", int(r))
+            if key in own:  # a repeated question: its own object again
+                a = own[key]
+                agent.append(a)
+                ctx.append((P + U if parent[a] < 0 else U) if reuse else 0)
+                continue
+            a = len(parent)
+            own[key] = a
+            if g in root and reuse:
+                parent.append(root[g])
+                fork.append(P)
+            else:
+                parent.append(-1)
+                fork.append(0)
+                root.setdefault(g, a)
+            agent.append(a)
+            ctx.append(0)
+        n = len(idx)
+        plan = _rows_plan(agent, [P + U] * n, [out] * n, ctx, arrival[idx], [-1] * n, parent, fork)
+        if w.concurrency is not None:  # closed loop: every request its own session, in draw order
+            plan = replace(plan, session=np.arange(len(parent), dtype=np.int64), last_of_session=np.ones(n, bool))
+        replays.append(Replay(plan, w.concurrency, timed[idx]))
+    return replays
+
+
+def agentic(w, reuse: bool) -> Replay:
+    C = int(w.concurrency)
+    plan = generate(Agentic(), sessions=C, seed=SEED)
+    if not reuse:
+        plan = replace(plan, ctx_before=np.zeros_like(plan.ctx_before), fork_tokens=np.zeros_like(plan.fork_tokens),
+                       system_tokens=0.0)
+    return Replay(plan, C, np.ones(len(plan.isl), bool))
+
+
+def replays(case) -> list[Replay]:
+    """The case's plans, one per replica that receives requests."""
+    w, reuse = case.workload, case.policy != "recompute"
+    if w.kind == "single":
+        return [single(w, case.hit_tier)]
+    if w.kind == "shared-prefix":
+        return shared_prefix(w, case.routing, case.replicas, reuse)
+    return [agentic(w, reuse)]

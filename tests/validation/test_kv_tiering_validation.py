@@ -1,0 +1,59 @@
+"""The tiered-KV validation (validation/kv_tiering.py): every published case gets a prediction through the session
+simulator, the physics orders the single-request tiers as a cache must, and the report shows every case."""
+
+import numpy as np
+import pytest
+
+from tokenomy.catalog import loader
+from tokenomy.validation import kv_tiering as kt
+from tokenomy.validation.kv_tier_plans import replays
+
+
+def _case(cid):
+    for f in loader.kv_tier_validation():
+        for c in f.case:
+            if c.id == cid:
+                return f.source, c
+    raise KeyError(cid)
+
+
+def _predict(cid):
+    src, c = _case(cid)
+    return kt._metric(c, kt._run(c, src))
+
+
+def test_a_prefix_read_from_hbm_beats_dram_beats_recomputing_it():
+    """One 64k-token prompt on one H20: a hit in HBM costs a one-token prefill, a hit in DRAM adds the prefix's
+    bytes over PCIe (6.4 GB at 64 GB/s ~ 0.1 s), a miss the whole prefill (seconds)."""
+    hbm, _ = _predict("kvc-h20-l64k-hbm")
+    dram, dram_hit = _predict("kvc-h20-l64k-dram")
+    miss, miss_hit = _predict("kvc-h20-l64k-miss")
+    assert dram_hit > 0.99 and miss_hit == 0.0
+    assert hbm < dram < miss
+    kv_bytes = 65536 * 48 * 4 * 128 * 2 * 2  # layers x KV heads x head dim x (K, V) x bf16
+    assert dram - hbm == pytest.approx(kv_bytes / loader.hardware("hgx-h20-8").host.dram_to_chip_bytes_per_s, rel=0.2)
+
+
+def test_the_lower_tier_raises_the_hit_rate_of_a_capped_pool():
+    """MiniMax-M3's paired runs: the same load with LMCache's DRAM tier reads more prompt tokens from cache."""
+    on, _ = _predict("atom-m3-prefix-lmcache-hit")
+    off, _ = _predict("atom-m3-prefix-hbm-hit")
+    assert 0 < off < on <= 1
+    # each prefix must be computed once: the recipe's ceiling prefix/ISL - pool x prefix / (ISL x requests)
+    assert on <= 80896 / 90166 - 4 * 80896 / (90166 * 32) + 1e-9
+
+
+def test_prefix_aware_routing_keeps_a_group_on_one_replica():
+    _, c = _case("llmd73-precise-qps3-ttft")
+    for rp in replays(c):
+        roots = rp.plan.parent < 0
+        assert len(set(np.flatnonzero(roots))) <= 150 // 8 + 1  # one root agent per group on the replica
+
+
+def test_the_report_lists_every_case_with_a_finite_prediction():
+    rows = kt.scored()
+    assert len(rows) == sum(len(f.case) for f in loader.kv_tier_validation())
+    assert all(np.isfinite(r.predicted) and r.predicted > 0 for r in rows)
+    table = kt.table_lines(rows)
+    assert len(table) == 2 + len(rows)
+    assert {s["metric"] for s in kt.summary(rows)} == {r.case.metric for r in rows}
