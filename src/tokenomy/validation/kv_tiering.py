@@ -29,7 +29,6 @@ from tokenomy.validation.kv_tier_plans import replays
 from tokenomy.validation.load import efficiency_set
 
 
-
 @dataclass(frozen=True)
 class Scored:
     source: str
