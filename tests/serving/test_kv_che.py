@@ -100,3 +100,25 @@ def test_the_tabulated_steady_state_stays_near_the_solved_one(one_h100):
     assert ok.sum() > 40
     assert np.allclose(got.ttft_s[ok], exact.ttft_s[ok], rtol=0.03)
     assert np.allclose(got.e2e_s[ok], exact.e2e_s[ok], rtol=0.03)
+
+
+def test_the_session_steady_state_is_a_fixed_point_whatever_the_step_budget(monkeypatch):
+    """DeepSeek-V3 on one tp8 replica of a GB200 NVL72 rack, agentic, think 30 s, 1,024 sessions over 9 replicas,
+    HBM only: a plain iteration settled at TTFT 0.4, 0.7 or 1.5 s by its iteration count. The solve's answer is a
+    true fixed point (the hit rate maps onto itself, the e2e onto itself) and the same under any step budget."""
+    import tokenomy.serving.session_steady as ss
+
+    dep = deployment("deepseek-v3", "gb200-nvl72", layout=Layout(8))
+    prof = engine_profile("vllm", 8)
+    w, stack = Agentic(think_s=30.0), TierStack((TierLevel("hbm", 0.0, 0.0),))
+    args = (dep, prof, w, stack, np.zeros(0))
+    a = session_steady(*args, concurrency=1024 / 9)
+    h, e2e = float(a.hits.hit_rate), float(a.e2e_s)
+    pb = ss.problem(*args, concurrency=1024 / 9)
+    assert float(ss.hit_map(pb, h)) == pytest.approx(h, abs=1e-4)
+    assert float(ss._at(pb, h, np.asarray(e2e))[0]) == pytest.approx(e2e, rel=1e-4)
+    for steps in (25, 200):
+        monkeypatch.setattr(ss, "STEPS", steps)
+        b = session_steady(*args, concurrency=1024 / 9)
+        assert float(b.hits.hit_rate) == pytest.approx(h, abs=1e-4)
+        assert float(b.ttft_s) == pytest.approx(float(a.ttft_s), rel=1e-3)

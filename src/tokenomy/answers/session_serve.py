@@ -66,7 +66,7 @@ def serve_sessions(dep, prof, w, *, concurrency, rate, think_s, dram_bytes, nvme
         per = L / reps
         a = session_steady(dep1, prof, w, rt.stack, lower, concurrency=per if concurrency is not None else None,
                            rate=per if concurrency is None else None, think_s=T)
-        sims = _simulate(dep1, prof, w, rt, L, T, a, concurrency is not None, requests, seed) \
+        sims = _simulate(dep1, prof, w, rt, per, T, a, concurrency is not None, requests, seed) \
             if method == "simulate" else None
         for i in np.ndindex(L.shape):
             rows.append(_row(dep, w, rt, a, i, L[i], T[i], d, concurrency is not None, reps,
@@ -88,6 +88,8 @@ def serve_sessions(dep, prof, w, *, concurrency, rate, think_s, dram_bytes, nvme
 
 
 def _simulate(dep1, prof, w, rt, L, T, a, closed, requests, seed) -> dict:
+    """The session simulator on ONE replica at its share ``L`` of the load (sessions or sessions/s per replica,
+    as the analytic rows), per point."""
     from dataclasses import replace
 
     from tokenomy.serving.sessions import generate, session_start_times
@@ -122,19 +124,14 @@ def _row(dep, w, rt, a, i, load, think, dram, closed, reps, sim) -> dict:
     pick = lambda x: float(np.ravel(x)[flat])  # noqa: E731
     hit = g(a.hits.hit_rate)
     X = g(a.requests_per_s) * reps
-    in_tok_s = X * a.isl
-    miss = pick(s.usd_per_mtok_input) / max(1.0 - hit, 1e-9)
     held = np.array([g(a.hbm_tokens)] + [lv.capacity_tokens for lv in rt.stack.levels[1:]])
     hold_s = float(hold_usd_per_s(rt, held)) * reps
-    hit_usd = hold_s / (in_tok_s * hit) * 1e6 if hit > 0 and in_tok_s > 0 else None
-    h10 = hold_s / (in_tok_s * miss / 10.0 / 1e6) if miss > 0 and in_tok_s > 0 else None
+    usd = _dollars(pick(s.usd_per_mtok_input), pick(s.usd_per_mtok_output), X * a.isl, hit, hold_s)
     row = {"workload": w.kind, "concurrency": float(load) if closed else None, "rate": None if closed else float(load),
            "think_s": float(think), "dram_bytes": None if dram is None else float(dram), "hit_rate": hit,
            **{f"hit_{lv.tier}": float(np.asarray(a.hits.by_tier)[i + (j,)]) for j, lv in enumerate(rt.stack.levels)},
            "ttft_s": g(a.ttft_s), "tpot_s": pick(s.tpot_s), "e2e_s": g(a.e2e_s), "requests_per_s": X,
-           "tokens_per_s_per_chip": X * a.osl / dep.chips, "usd_per_mtok_input_miss": miss,
-           "usd_per_mtok_input_hit": hit_usd, "usd_per_mtok_output": pick(s.usd_per_mtok_output),
-           "hit_rate_for_10x": None if h10 is None or h10 > 1 else h10, "load_wait_s": g(a.load_s),
+           "tokens_per_s_per_chip": X * a.osl / dep.chips, **usd, "load_wait_s": g(a.load_s),
            "mean_isl": a.isl, "mean_osl": a.osl, "hbm_cache_tokens": g(a.hbm_tokens), "chips": dep.chips,
            "t_char_s": [float(x) for x in np.asarray(a.hits.t_char_s)[i]], "method": "analytic"}
     for k, v in list(row.items()):
@@ -152,7 +149,27 @@ def _row(dep, w, rt, a, i, load, think, dram, closed, reps, sim) -> dict:
                     "tpot_s": float(np.nanmean(sim.sim.tpot_s[c])), "load_wait_s": float(np.mean(sim.load_wait_s[c])),
                     "analytic_hit_rate": hit, "analytic_ttft_s": g(a.ttft_s),
                     **{f"hit_{k}": v for k, v in sim.hit_by_tier.items()}, "sim_requests": int(np.sum(c))})
+        arr = sim.sim.arrival_s[c]
+        span = float(np.max(arr) - np.min(arr)) if np.sum(c) > 1 else 0.0
+        if span > 0 and row["ttft_s"] is not None and X > 0:
+            # the $ at the simulated throughput: the chips' $/s split by the analytic step shares, over the
+            # simulated tokens/s (the counted window's arrival rate, per replica, x replicas)
+            Xs = float(np.sum(c)) / span * reps
+            row.update({"requests_per_s": Xs, "tokens_per_s_per_chip": Xs * a.osl / dep.chips,
+                        "analytic_requests_per_s": X,
+                        **_dollars(pick(s.usd_per_mtok_input) * X / Xs, pick(s.usd_per_mtok_output) * X / Xs,
+                                   Xs * a.isl, sim.hit_rate, hold_s)})
     return row
+
+
+def _dollars(usd_in, usd_out, in_tok_s, hit, hold_s) -> dict:
+    """The $/Mtok split (module docstring) from steady's $ per input and output token, the input tokens/s, the hit
+    rate and the tiers' holding $/s; the hit rate at which a hit costs a tenth of a miss."""
+    miss = usd_in / max(1.0 - hit, 1e-9)
+    hit_usd = hold_s / (in_tok_s * hit) * 1e6 if hit > 0 and in_tok_s > 0 else None
+    h10 = hold_s / (in_tok_s * miss / 10.0 / 1e6) if miss > 0 and in_tok_s > 0 else None
+    return {"usd_per_mtok_input_miss": miss, "usd_per_mtok_input_hit": hit_usd, "usd_per_mtok_output": usd_out,
+            "hit_rate_for_10x": None if h10 is None or h10 > 1 else h10}
 
 
 def _tier_for_hold(dep, rt, row, w) -> dict:

@@ -1,12 +1,13 @@
 """The analytic steady state of session traffic on one replica with KV tiers, vectorised over workload points.
 
-Per point (arrays: concurrent sessions or session rate, tier capacities, think time), a fixed point of:
+Per point (arrays: concurrent sessions or session rate, tier capacities, think time), the state at a token hit
+rate h is:
     λ_s   = C / D_session (closed loop: C sessions back to back) or the session rate (open)
             D_session = (K + spawns·K_sub)·(e2e + θ): the turns on the session's critical path (a parent's turn
             waits for its sub-agents), each its end-to-end time plus a think time
     X     = λ_s · requests per session                         requests/s on the replica
+    s     = steady.steady(rate = X, ISL, OSL the turn means, cache_hit = h)
     hits  = kv_che.che_hits at λ_s (HBM's capacity: the KV pool less the running requests' B·(ISL + OSL/2))
-    s     = steady.steady(rate = X, ISL, OSL the turn means, cache_hit = the token hit rate)
     load  = Σ_j r_j·(E[S_j] + W_j): r_j the share of requests reading from tier j, S_j = latency_j + h·s_j its
             read, W_j = λ_j·E[S_j²] / (2·(1 − ρ_j)) the wait for the tier's channel (M/G/1, Pollaczek–Khinchine;
             λ_j = X·r_j, ρ_j = λ_j·E[S_j]); "layerwise-overlapped" hides the prefill of the computed tokens
@@ -14,8 +15,24 @@ Per point (arrays: concurrent sessions or session rate, tier capacities, think t
     TTFT  = s.TTFT + load,  e2e = s.e2e + load
 s is steady's open loop at X (a turn lands after a random think time, mid-step, as Poisson arrivals do); for C
 sessions past the replica's capacity, where the open loop has no steady state, its closed loop at the requests in
-flight (Little: X·e2e); iterated from the unloaded e2e until every point's e2e moves by under TOLERANCE (ITERATIONS at most), the closed loop's e2e damped (geometric mean of the
-last two: an undamped step overshoots where the sessions load the replica near its capacity).
+flight (Little: X·e2e).
+
+The solve. For a given h, e2e is the root of x − log model(e^x), x = log e2e, model = s.e2e + load at the λ_s
+that e2e gives. It rises with x on each branch: the open loop's e2e falls as e2e grows (a longer turn lowers λ_s),
+the closed loop's rises slower than e2e (X·e2e in flight grows as e2e/(e2e + θ)). Between them it jumps: the open
+loop's e2e stays finite up to the replica's capacity, where the closed loop's at saturation is longer. Where the
+sessions saturate the replica the root sits at that jump, and a plain iteration of the whole state hopped across
+it (DeepSeek-V3 on a GB200 NVL72 rack, agentic, think 30 s, 1,024 sessions, HBM only: TTFT 0.4 s, 0.7 s or 1.5 s
+by its iteration count). Regula falsi (``falsi``) closes its bracket on the root or the jump and returns the end
+with the smaller residual: at the jump, the closed loop's saturated state (within a few % of self-consistent).
+The answer is then a fixed point of the hit rate's map
+f(h) = hits.hit_rate at that state, h = f(h). f need not be monotone nor a contraction: more hits mean less prefill,
+fewer running requests and more HBM for the prefix cache (more hits), but also faster turns and more sessions per
+second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.99) <= 0.99 always) and its LOWEST
+downward crossing solved (regula falsi, Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest
+is the state a cold engine reaches: it starts with an empty cache (h = 0), and the hit rate it climbs to stops at
+the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
+only from a warm cache).
 """
 
 from __future__ import annotations
@@ -29,8 +46,11 @@ from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.steady import Steady, steady
 from tokenomy.serving.steady_table import TABLE_ABOVE, SteadyTable
 
-ITERATIONS = 60  # at most; stops once every point's e2e moved by under TOLERANCE
-TOLERANCE = 1e-4
+HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
+HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
+HIT_TOL = 1e-5  # |f(h) − h| at the answer
+E2E_TOL = 1e-6  # |log e2e − log model(e2e)| at the answer
+STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
 
 
 @dataclass(frozen=True)
@@ -46,6 +66,7 @@ class SessionSteady:
     osl: float
     hbm_tokens: np.ndarray  # HBM prefix-cache capacity used (the pool less the running requests)
     requests_per_session: float
+    bistable: np.ndarray  # a higher self-consistent hit rate exists too (module docstring)
 
 
 def pool_tokens(dep1, prof, w) -> float:
@@ -54,50 +75,154 @@ def pool_tokens(dep1, prof, w) -> float:
     return float(np.ravel(kv_tokens(dep1, prof, tt.mean(tt.isl + tt.osl)).tokens)[0])
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """What the state at a hit rate needs (module docstring), arrays broadcast to the points' shape."""
+
+    tt: object
+    stack: object
+    load: np.ndarray
+    theta: np.ndarray
+    lower: np.ndarray  # [..., tier below HBM] tokens
+    pool: float
+    isl: float
+    osl: float
+    path_turns: float
+    closed: bool
+    e2e0: np.ndarray  # the unloaded e2e (the bisection's scale)
+    solve_open: object
+    solve_closed: object
+
+    def expand(self, extra: int) -> "_Problem":
+        """The points repeated over a new last axis of ``extra`` (the hit scan)."""
+        ax = lambda a: np.repeat(np.asarray(a)[..., None], extra, -1)  # noqa: E731
+        return _Problem(self.tt, self.stack, ax(self.load), ax(self.theta), np.moveaxis(ax(self.lower), -1, -2),
+                        self.pool, self.isl, self.osl, self.path_turns, self.closed, ax(self.e2e0),
+                        self.solve_open, self.solve_closed)
+
+
 def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
                    pool=None) -> SessionSteady:
     """Arrays over points (module docstring) on the one-replica deployment ``dep1``. ``lower_capacities``:
     [..., tier] tokens of the tiers below HBM (may be empty: HBM only); ``concurrency`` sessions or ``rate``
     sessions/s; ``think_s``: think times (default the workload's)."""
+    pb = problem(dep1, prof, w, stack, lower_capacities, concurrency=concurrency, rate=rate, think_s=think_s,
+                 pool=pool)
+    grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
+    scan = pb.expand(HIT_GRID)
+    H = np.broadcast_to(grid, scan.load.shape)
+    gap = hit_map(scan, H) - H
+    lo, hi, bistable = _lowest_crossing(grid, gap)
+    h = falsi(lambda x: x - hit_map(pb, x), lo, hi, HIT_TOL)
+    h = np.where(np.isnan(h), hi, h)  # f(h) >= h up to the cap: every reusable token hits
+    return _state(pb, h, bistable)
+
+
+def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
+            pool=None) -> _Problem:
     tt = turn_types(w)
     theta = np.asarray(w.think_s if think_s is None else think_s, float)
     load = np.asarray(concurrency if concurrency is not None else rate, float)
     lower = np.asarray(lower_capacities, float)
     shape = np.broadcast_shapes(load.shape, theta.shape, lower.shape[:-1])
-    load, theta = np.broadcast_to(load, shape), np.broadcast_to(theta, shape)
-    lower = np.broadcast_to(lower, shape + lower.shape[-1:])
-    pool = pool_tokens(dep1, prof, w) if pool is None else pool
     isl, osl = tt.mean(tt.isl), tt.mean(tt.osl)
     spawns = float(np.sum(tt.obj_next_runs > 0))  # the parent's turns that spawn sub-agents
-    path_turns = float(w.turns) + spawns * tt.sub_turns
-    closed = concurrency is not None
-    M = tt.requests_per_session
-    e2e = np.full(shape, float(np.ravel(steady(dep1, prof, isl=isl, osl=osl, concurrency=1.0).e2e_s)[0]))  # unloaded
-    running, T = np.zeros(shape), None
+    e2e0 = float(np.ravel(steady(dep1, prof, isl=isl, osl=osl, concurrency=1.0).e2e_s)[0])  # unloaded
     solve_open, solve_closed = _solvers(dep1, prof, isl, osl, int(np.prod(shape)))
-    for _ in range(ITERATIONS):
-        lam = load / (path_turns * (e2e + theta)) if closed else load
-        hbm = np.maximum(pool - running, 0.0)
-        caps = np.concatenate([hbm[..., None], lower], axis=-1)
-        hits = che_hits(tt, stack, caps, lam, theta, tt.sub_turns * (e2e + theta), T)
-        T = np.where(hits.t_char_s > 0, hits.t_char_s, 1.0)
-        hit = np.minimum(hits.hit_rate, 0.99)
-        s = solve_open(np.maximum(lam * M, 1e-9), hit)
-        if closed:  # past the replica's capacity the open loop has no answer: the sessions' closed loop, in flight
-            in_flight = np.maximum(lam * M * e2e, 1.0)
-            s = _or_closed(s, lambda bad: solve_closed(np.broadcast_to(in_flight, bad.shape)[bad],
-                                                       np.broadcast_to(hit, bad.shape)[bad]))
-        X = lam * M
-        wait = _load_wait(stack, hits, X, isl * (1.0 - hits.hit_rate))
-        new = np.nan_to_num(np.reshape(s.e2e_s, shape) + wait, nan=np.inf)
-        last, e2e = e2e, (np.sqrt(e2e * new) if closed else new)  # damped: approached geometrically
-        with np.errstate(invalid="ignore"):
-            if np.all(~(np.abs(e2e / last - 1.0) > TOLERANCE)):
-                break
-        running = np.nan_to_num(np.reshape(s.batch, shape) * (isl + osl / 2.0))
-    ttft = np.reshape(s.ttft_s, shape) + wait
-    return SessionSteady(hits, s, ttft, np.reshape(s.e2e_s, shape) + wait, wait, X, lam, isl, osl, hbm,
-                         tt.requests_per_session)
+    return _Problem(tt, stack, np.broadcast_to(load, shape), np.broadcast_to(theta, shape),
+                    np.broadcast_to(lower, shape + lower.shape[-1:]),
+                    pool_tokens(dep1, prof, w) if pool is None else pool, isl, osl,
+                    float(w.turns) + spawns * tt.sub_turns, concurrency is not None, np.full(shape, e2e0),
+                    solve_open, solve_closed)
+
+
+def hit_map(pb: _Problem, h) -> np.ndarray:
+    """f(h): the Che hit rate of the state the replica settles in when its requests hit h of their input."""
+    return _state(pb, h, None).hits.hit_rate
+
+
+def _lowest_crossing(grid, gap):
+    """The first scan cell where f(h) − h goes from >= 0 to < 0 (there is one: f(0) >= 0, f(HIT_CAP) < HIT_CAP
+    unless every token hits), and whether a later cell crosses again downward."""
+    down = (gap[..., :-1] >= 0) & (gap[..., 1:] < 0)
+    k = np.where(np.any(down, -1), np.argmax(down, -1), len(grid) - 2)
+    return grid[k], grid[k + 1], np.sum(down, -1) > 1
+
+
+def _state(pb: _Problem, h, bistable) -> SessionSteady:
+    """The state at hit rate h: log e2e solved (module docstring), then the hits there."""
+    h = np.asarray(h, float)
+    top = np.log(pb.e2e0 * 1e6)
+    x = falsi(lambda x: x - np.log(_at(pb, h, np.exp(x))[0]), np.log(pb.e2e0 * 1e-3), top, E2E_TOL)
+    e2e = np.where(np.isfinite(x), np.exp(x), np.inf)  # no root: the queue grows without bound
+    new, s, hits, wait, lam, hbm = _at(pb, h, e2e)
+    shape = np.shape(e2e)
+    none = np.where(np.isfinite(e2e), 0.0, np.inf)  # no steady state: TTFT and e2e unbounded
+    return SessionSteady(hits, s, np.reshape(s.ttft_s, shape) + wait + none, np.reshape(s.e2e_s, shape) + wait + none,
+                         wait, lam * pb.tt.requests_per_session, lam, pb.isl, pb.osl, hbm, pb.tt.requests_per_session,
+                         np.zeros(shape, bool) if bistable is None else bistable)
+
+
+def falsi(g, a, b, tol):
+    """The root of g, increasing across [a, b] (arrays; g(a) <= 0 < g(b)), by regula falsi with the Illinois
+    rule (the end kept twice has its g halved) and a bisection where the secant leaves the bracket: stops where
+    |g| < tol or the bracket is narrower than tol. Where g jumps over zero (the steady state's open loop ends at
+    the replica's capacity with a finite e2e) the bracket closes on the jump and the end with the smaller |g| is
+    returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in the bracket),
+    ``a`` where g(a) >= 0."""
+    a, b = np.array(a, float), np.array(b, float)
+    ga, gb = _bounded(g(a)), _bounded(g(b))
+    x = np.where(ga >= 0, a, np.nan)
+    live = (ga < 0) & (gb > 0)
+    ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
+    side = np.zeros(a.shape, int)
+    for _ in range(STEPS):
+        if not np.any(live):
+            break
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c = b - gb * (b - a) / (gb - ga)
+        c = np.where((c > a) & (c < b), c, 0.5 * (a + b))
+        gc = _bounded(g(c))
+        done = live & (np.abs(gc) < tol)
+        x = np.where(done, c, x)
+        live = live & ~done
+        right = gc > 0  # the root is left of c
+        ga = np.where(right & (side == 1), 0.5 * ga, ga)
+        gb = np.where(~right & (side == -1), 0.5 * gb, gb)
+        a, ga, ra = np.where(right, a, c), np.where(right, ga, gc), np.where(right, ra, np.abs(gc))
+        b, gb, rb = np.where(right, c, b), np.where(right, gc, gb), np.where(right, np.abs(gc), rb)
+        side = np.where(right, 1, -1)
+        narrow = live & (b - a < tol)
+        x = np.where(narrow, np.where(ra <= rb, a, b), x)
+        live = live & ~narrow
+    return np.where(live, np.where(ra <= rb, a, b), x)
+
+
+def _bounded(g):
+    """A NaN or infinite g (no answer at that point: the model unbounded) as a large negative step, so that the
+    bracket moves past it."""
+    return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
+
+
+def _at(pb: _Problem, h, e2e):
+    """The model's e2e (and the state) when a turn takes ``e2e``: λ_s, steady at X and h, HBM left, hits, wait."""
+    tt, M = pb.tt, pb.tt.requests_per_session
+    shape = np.shape(e2e)
+    lam = pb.load / (pb.path_turns * (e2e + pb.theta)) if pb.closed else pb.load
+    hit = np.broadcast_to(np.minimum(h, HIT_CAP), shape)
+    X = np.broadcast_to(np.maximum(lam * M, 1e-9), shape)
+    s = pb.solve_open(X, hit)
+    if pb.closed:  # past the replica's capacity the open loop has no answer: the sessions' closed loop, in flight
+        in_flight = np.maximum(X * np.where(np.isfinite(e2e), e2e, 0.0), 1.0)
+        s = _or_closed(s, lambda bad: pb.solve_closed(np.broadcast_to(in_flight, bad.shape)[bad],
+                                                           np.broadcast_to(hit, bad.shape)[bad]))
+    running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl + pb.osl / 2.0))
+    hbm = np.maximum(pb.pool - running, 0.0)
+    caps = np.concatenate([hbm[..., None], pb.lower], axis=-1)
+    hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta))
+    wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate))
+    new = np.reshape(s.e2e_s, shape) + wait
+    return new, s, hits, wait, lam, hbm
 
 
 def _solvers(dep1, prof, isl, osl, points: int):

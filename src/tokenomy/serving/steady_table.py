@@ -1,6 +1,6 @@
 """The steady state of one workload's mean turn, tabulated over (load, hit rate): the session solver's shortcut.
 
-PERFORMANCE SHORTCUT (DESIGN 12). session_steady iterates the steady state ITERATIONS times per point; for a sweep of
+PERFORMANCE SHORTCUT (DESIGN 12). session_steady solves the steady state some hundreds of times per point (its bisections); for a sweep of
 many points (over TABLE_ABOVE) it reads these tables instead of solving every point: steady.steady over a grid of
 request rates (open loop, log-spaced up to the replica's capacity) x hit rates, and of requests in flight (closed
 loop) x hit rates, every field interpolated bilinearly (log load, hit). The ISL and OSL are fixed (the workload's
