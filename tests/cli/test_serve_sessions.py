@@ -107,3 +107,21 @@ def test_tk_sweep_over_think_time_and_dram_bytes():
     # the busy point (2,048 sessions, 5 s think) is where HBM runs short and the DRAM tier pays
     assert float(h.sel(concurrency=2048, think_s=5, dram_bytes=5e11)) > float(h.sel(concurrency=2048, think_s=5,
                                                                                       dram_bytes=0)) + 0.1
+
+
+def test_simulate_runs_each_replica_at_its_share_and_prices_the_simulated_throughput():
+    """8 replicas of Llama-3.1-8B (tp1 dp8): the simulator runs one replica at 64/8 sessions, as the analytic row
+    (it ran all 64 on one replica: 8x the load); its throughput is the simulated one, near the analytic's at this
+    light load, and the $ columns move with it (the output price x analytic / simulated throughput)."""
+    import tokenomy as tk
+    from tokenomy.serving.sessions import MultiTurn
+
+    w = MultiTurn(turns=4, think_s=5.0)
+    kw = dict(tp=1, dp=8, workload=w, concurrency=64)
+    a, = tk.serve("llama-3.1-8b", "hgx-h100-8", **kw).rows()
+    s, = tk.serve("llama-3.1-8b", "hgx-h100-8", method="simulate", requests=40, **kw).rows()
+    assert s["analytic_requests_per_s"] == pytest.approx(a["requests_per_s"])
+    assert s["requests_per_s"] == pytest.approx(a["requests_per_s"], rel=0.15)
+    assert s["ttft_s"] == pytest.approx(a["ttft_s"], rel=0.5)
+    assert s["usd_per_mtok_output"] == pytest.approx(
+        a["usd_per_mtok_output"] * a["requests_per_s"] / s["requests_per_s"], rel=1e-6)

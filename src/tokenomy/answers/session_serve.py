@@ -151,14 +151,18 @@ def _row(dep, w, rt, a, i, load, think, dram, closed, reps, sim) -> dict:
                     **{f"hit_{k}": v for k, v in sim.hit_by_tier.items()}, "sim_requests": int(np.sum(c))})
         arr = sim.sim.arrival_s[c]
         span = float(np.max(arr) - np.min(arr)) if np.sum(c) > 1 else 0.0
-        if span > 0 and row["ttft_s"] is not None and X > 0:
-            # the $ at the simulated throughput: the chips' $/s split by the analytic step shares, over the
-            # simulated tokens/s (the counted window's arrival rate, per replica, x replicas)
+        if span > 0 and X > 0 and row["ttft_s"] is not None:
+            # at the simulated throughput (the counted window's arrival rate, all replicas): the analytic state's $
+            # per computed input token and per output token x X_analytic / X_simulated (the chips' $ per token at
+            # the analytic state's step shares, over fewer or more tokens a second; approximate where the
+            # simulated hit rate, hence the prefill's share, is far from the analytic's)
             Xs = float(np.sum(c)) / span * reps
+            k = X / Xs
+            miss = pick(s.usd_per_mtok_input) / max(1.0 - hit, 1e-9)
             row.update({"requests_per_s": Xs, "tokens_per_s_per_chip": Xs * a.osl / dep.chips,
                         "analytic_requests_per_s": X,
-                        **_dollars(pick(s.usd_per_mtok_input) * X / Xs, pick(s.usd_per_mtok_output) * X / Xs,
-                                   Xs * a.isl, sim.hit_rate, hold_s)})
+                        **_dollars(k * miss * (1.0 - sim.hit_rate), k * pick(s.usd_per_mtok_output), Xs * a.isl,
+                                   sim.hit_rate, hold_s)})
     return row
 
 

@@ -32,7 +32,10 @@ second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.
 downward crossing solved (regula falsi, Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest
 is the state a cold engine reaches: it starts with an empty cache (h = 0), and the hit rate it climbs to stops at
 the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
-only from a warm cache).
+only from a warm cache). Where the analytic model has no low state the simulator can still find one: the DeepSeek
+case above has a single crossing (f(h) >= 0.92 for every h: at saturation the running set leaves 3-5e6 tokens of
+HBM, enough for the few sessions thinking), yet the simulator started empty settles at hit 0.50 with TTFT 98 s
+(the running set fills the pool at the queue's peaks; tests/serving/test_kv_che.py states it outside the grid).
 """
 
 from __future__ import annotations
