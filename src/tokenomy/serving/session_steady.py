@@ -40,7 +40,7 @@ HBM, enough for the few sessions thinking), yet the simulator started empty sett
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from tokenomy.serving.steady_table import TABLE_ABOVE, SteadyTable
 HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
-E2E_TOL = 1e-6  # |log e2e − log model(e2e)| at the answer
+E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
 STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
 
 
@@ -96,6 +96,11 @@ class _Problem:
     solve_open: object
     solve_closed: object
 
+    def take(self, mask) -> "_Problem":
+        """The points where ``mask`` (of the points' shape) holds, flattened."""
+        return replace(self, load=self.load[mask], theta=self.theta[mask], lower=self.lower[mask],
+                       e2e0=self.e2e0[mask])
+
     def expand(self, extra: int) -> "_Problem":
         """The points repeated over a new last axis of ``extra`` (the hit scan)."""
         ax = lambda a: np.repeat(np.asarray(a)[..., None], extra, -1)  # noqa: E731
@@ -116,7 +121,8 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
     H = np.broadcast_to(grid, scan.load.shape)
     gap = hit_map(scan, H) - H
     lo, hi, bistable = _lowest_crossing(grid, gap)
-    h = falsi(lambda x: x - hit_map(pb, x), lo, hi, HIT_TOL)
+    flat = pb.take(np.ones(pb.load.shape, bool))
+    h = falsi(lambda x, m: x - hit_map(flat.take(m), x), lo.ravel(), hi.ravel(), HIT_TOL).reshape(lo.shape)
     h = np.where(np.isnan(h), hi, h)  # f(h) >= h up to the cap: every reusable token hits
     return _state(pb, h, bistable)
 
@@ -154,9 +160,10 @@ def _lowest_crossing(grid, gap):
 
 def _state(pb: _Problem, h, bistable) -> SessionSteady:
     """The state at hit rate h: log e2e solved (module docstring), then the hits there."""
-    h = np.asarray(h, float)
-    top = np.log(pb.e2e0 * 1e6)
-    x = falsi(lambda x: x - np.log(_at(pb, h, np.exp(x))[0]), np.log(pb.e2e0 * 1e-3), top, E2E_TOL)
+    h = np.broadcast_to(np.asarray(h, float), pb.load.shape)
+    flat, hf = pb.take(np.ones(pb.load.shape, bool)), h.ravel()
+    x = falsi(lambda x, m: x - np.log(_at(flat.take(m), hf[m], np.exp(x))[0]), np.log(flat.e2e0 * 1e-3),
+              np.log(flat.e2e0 * 1e6), E2E_TOL).reshape(h.shape)
     e2e = np.where(np.isfinite(x), np.exp(x), np.inf)  # no root: the queue grows without bound
     new, s, hits, wait, lam, hbm = _at(pb, h, e2e)
     shape = np.shape(e2e)
@@ -167,14 +174,16 @@ def _state(pb: _Problem, h, bistable) -> SessionSteady:
 
 
 def falsi(g, a, b, tol):
-    """The root of g, increasing across [a, b] (arrays; g(a) <= 0 < g(b)), by regula falsi with the Illinois
-    rule (the end kept twice has its g halved) and a bisection where the secant leaves the bracket: stops where
-    |g| < tol or the bracket is narrower than tol. Where g jumps over zero (the steady state's open loop ends at
-    the replica's capacity with a finite e2e) the bracket closes on the jump and the end with the smaller |g| is
-    returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in the bracket),
-    ``a`` where g(a) >= 0."""
+    """The root of g, increasing across [a, b] (1-D arrays over points; g(a) <= 0 < g(b)), by regula falsi with
+    the Illinois rule (the end kept twice has its g halved) and a bisection where the secant leaves the bracket:
+    a point stops where |g| < tol or its bracket is narrower than tol. Where g jumps over zero (the steady state's
+    open loop ends at the replica's capacity with a finite e2e) the bracket closes on the jump and the end with
+    the smaller |g| is returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in
+    the bracket), ``a`` where g(a) >= 0. ``g(x, mask)``: g at the points in ``mask``, x their values (only the
+    points still open are evaluated)."""
     a, b = np.array(a, float), np.array(b, float)
-    ga, gb = _bounded(g(a)), _bounded(g(b))
+    every = np.ones(a.shape, bool)
+    ga, gb = _bounded(g(a, every)), _bounded(g(b, every))
     x = np.where(ga >= 0, a, np.nan)
     live = (ga < 0) & (gb > 0)
     ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
@@ -185,16 +194,17 @@ def falsi(g, a, b, tol):
         with np.errstate(invalid="ignore", divide="ignore"):
             c = b - gb * (b - a) / (gb - ga)
         c = np.where((c > a) & (c < b), c, 0.5 * (a + b))
-        gc = _bounded(g(c))
+        gc = np.zeros(a.shape)
+        gc[live] = _bounded(g(c[live], live))
         done = live & (np.abs(gc) < tol)
         x = np.where(done, c, x)
         live = live & ~done
-        right = gc > 0  # the root is left of c
-        ga = np.where(right & (side == 1), 0.5 * ga, ga)
-        gb = np.where(~right & (side == -1), 0.5 * gb, gb)
-        a, ga, ra = np.where(right, a, c), np.where(right, ga, gc), np.where(right, ra, np.abs(gc))
-        b, gb, rb = np.where(right, c, b), np.where(right, gc, gb), np.where(right, np.abs(gc), rb)
-        side = np.where(right, 1, -1)
+        r, l_ = live & (gc > 0), live & ~(gc > 0)  # r: the root is left of c
+        ga = np.where(r & (side == 1), 0.5 * ga, ga)
+        gb = np.where(l_ & (side == -1), 0.5 * gb, gb)
+        a, ga, ra = np.where(l_, c, a), np.where(l_, gc, ga), np.where(l_, np.abs(gc), ra)
+        b, gb, rb = np.where(r, c, b), np.where(r, gc, gb), np.where(r, np.abs(gc), rb)
+        side = np.where(r, 1, np.where(l_, -1, side))
         narrow = live & (b - a < tol)
         x = np.where(narrow, np.where(ra <= rb, a, b), x)
         live = live & ~narrow
