@@ -77,3 +77,16 @@ def test_a_preset_fills_what_the_query_leaves_out(client):
     assert r.status_code == 200
     assert 'name="isl" value="4096"' in r.text and 'name="osl" value="512"' in r.text  # isl given, osl the preset's
     assert 'name="ttft_slo" value="6"' in r.text
+
+
+def test_each_page_names_the_step_whose_bound_it_shows(client):
+    """D10: Workload said compute-bound where Serve said memory-bound for the same point, each about a different
+    step. Each now names its step: Serve the one decode step it times, Workload the mean step (decode + the prefill
+    chunks riding in it), and the two agree on the pure-decode step's bound."""
+    served = client.get(SERVE).text
+    bound = re.search(r'<em id="bound">(\w+)-bound \(([^)]+)\)</em>', served)
+    assert bound and bound.group(2) == "one decode step", bound
+    assert bound.group(1) == re.search(r'data-bound="(\w+)"', served).group(1)
+    work = client.get("/workload?model=llama-3.1-70b&hardware=hgx-h100-8&concurrency=1,64&isl=2048&osl=512").text
+    assert "bound (the mean step: decode + its prefill chunks)" in work
+    assert re.search(r"(compute|memory|comms|overhead)-bound \(the mean step", work)
