@@ -53,6 +53,7 @@ HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
+WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
 STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
 
 
@@ -116,6 +117,33 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
     sessions/s; ``think_s``: think times (default the workload's)."""
     pb = problem(dep1, prof, w, stack, lower_capacities, concurrency=concurrency, rate=rate, think_s=think_s,
                  pool=pool)
+    flat = pb.take(np.ones(pb.load.shape, bool))
+    grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
+    xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess
+    gap = np.empty_like(xs)
+    for k, hk in enumerate(grid):
+        guess = None if k == 0 else xs[:, k - 1] if k == 1 else 2.0 * xs[:, k - 1] - xs[:, k - 2]
+        xs[:, k] = _log_e2e(flat, np.full(flat.load.shape, hk), guess)
+        gap[:, k] = _state_at(flat, hk, xs[:, k]).hits.hit_rate - hk
+    lo, hi, bistable = _lowest_crossing(grid, gap)
+    k = np.searchsorted(grid, lo)
+    x_lo, x_hi = xs[np.arange(len(k)), k], xs[np.arange(len(k)), k + 1]
+
+    def g(h, m):  # the e2e guess: log e2e interpolated between the crossing cell's ends
+        guess = x_lo[m] + (h - lo[m]) / (hi[m] - lo[m]) * (x_hi[m] - x_lo[m])
+        return h - hit_map(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan))
+
+    h = falsi(g, lo, hi, HIT_TOL)
+    h = np.where(np.isnan(h), hi, h).reshape(pb.load.shape)  # f(h) >= h up to the cap: every reusable token hits
+    return _state(pb, h, bistable.reshape(pb.load.shape))
+
+
+def session_steady_plain(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
+                         pool=None) -> SessionSteady:
+    """The same solve as ``session_steady`` without warm starts: every e2e root from the wide bracket, the scan's
+    cells all at once (the straightforward formulation; the reference its fast path is tested against)."""
+    pb = problem(dep1, prof, w, stack, lower_capacities, concurrency=concurrency, rate=rate, think_s=think_s,
+                 pool=pool)
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
     scan = pb.expand(HIT_GRID)
     H = np.broadcast_to(grid, scan.load.shape)
@@ -145,9 +173,10 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
                     solve_open, solve_closed)
 
 
-def hit_map(pb: _Problem, h) -> np.ndarray:
-    """f(h): the Che hit rate of the state the replica settles in when its requests hit h of their input."""
-    return _state(pb, h, None).hits.hit_rate
+def hit_map(pb: _Problem, h, guess=None) -> np.ndarray:
+    """f(h): the Che hit rate of the state the replica settles in when its requests hit h of their input
+    (``guess``: log e2e near the root, flat over the points, or None)."""
+    return _state(pb, h, None, guess).hits.hit_rate
 
 
 def _lowest_crossing(grid, gap):
@@ -158,12 +187,16 @@ def _lowest_crossing(grid, gap):
     return grid[k], grid[k + 1], np.sum(down, -1) > 1
 
 
-def _state(pb: _Problem, h, bistable) -> SessionSteady:
-    """The state at hit rate h: log e2e solved (module docstring), then the hits there."""
+def _state(pb: _Problem, h, bistable, guess=None) -> SessionSteady:
+    """The state at hit rate h: log e2e solved (module docstring; ``guess`` as in ``_log_e2e``), then the hits."""
     h = np.broadcast_to(np.asarray(h, float), pb.load.shape)
-    flat, hf = pb.take(np.ones(pb.load.shape, bool)), h.ravel()
-    x = falsi(lambda x, m: x - np.log(_at(flat.take(m), hf[m], np.exp(x))[0]), np.log(flat.e2e0 * 1e-3),
-              np.log(flat.e2e0 * 1e6), E2E_TOL).reshape(h.shape)
+    flat = pb.take(np.ones(pb.load.shape, bool))
+    x = _log_e2e(flat, h.ravel(), guess).reshape(h.shape)
+    return _state_at(pb, h, x, bistable)
+
+
+def _state_at(pb: _Problem, h, x, bistable=None) -> SessionSteady:
+    """The state at hit rate h when log e2e is x (its root)."""
     e2e = np.where(np.isfinite(x), np.exp(x), np.inf)  # no root: the queue grows without bound
     new, s, hits, wait, lam, hbm = _at(pb, h, e2e)
     shape = np.shape(e2e)
@@ -173,17 +206,44 @@ def _state(pb: _Problem, h, bistable) -> SessionSteady:
                          np.zeros(shape, bool) if bistable is None else bistable)
 
 
-def falsi(g, a, b, tol):
+def _log_e2e(flat: _Problem, h, guess=None) -> np.ndarray:
+    """log e2e at hit rates h (flat points): the root of x − log model(e^x) by ``falsi``. With a ``guess``, first
+    in [guess − WARM, guess + WARM] where that brackets it (g rises with x: the same root or jump as the wide
+    bracket's, a few steps instead of a dozen), at the other points (NaN guess included) in the wide bracket
+    [log e2e0 − log 1e3, log e2e0 + log 1e6]."""
+    def root(m, a, b, ends=None):
+        pm, hm = flat.take(m), h[m]
+        return falsi(lambda x, k: x - np.log(_at(pm.take(k), hm[k], np.exp(x))[0]), a, b, E2E_TOL, ends)
+
+    every = np.ones(h.shape, bool)
+    wide = lambda m: root(m, np.log(flat.e2e0[m] * 1e-3), np.log(flat.e2e0[m] * 1e6))  # noqa: E731
+    if guess is None:
+        return wide(every)
+    x = np.full(h.shape, np.nan)
+    ok = np.isfinite(guess)
+    ga, gb = np.full(h.shape, np.nan), np.full(h.shape, np.nan)
+    for end, gv in ((guess - WARM, ga), (guess + WARM, gb)):
+        if np.any(ok):
+            gv[ok] = _bounded(end[ok] - np.log(_at(flat.take(ok), h[ok], np.exp(end[ok]))[0]))
+    inside = ok & (ga < 0) & (gb > 0)
+    if np.any(inside):
+        x[inside] = root(inside, guess[inside] - WARM, guess[inside] + WARM, (ga[inside], gb[inside]))
+    if np.any(~inside):
+        x[~inside] = wide(~inside)
+    return x
+
+
+def falsi(g, a, b, tol, ends=None):
     """The root of g, increasing across [a, b] (1-D arrays over points; g(a) <= 0 < g(b)), by regula falsi with
     the Illinois rule (the end kept twice has its g halved) and a bisection where the secant leaves the bracket:
     a point stops where |g| < tol or its bracket is narrower than tol. Where g jumps over zero (the steady state's
     open loop ends at the replica's capacity with a finite e2e) the bracket closes on the jump and the end with
     the smaller |g| is returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in
     the bracket), ``a`` where g(a) >= 0. ``g(x, mask)``: g at the points in ``mask``, x their values (only the
-    points still open are evaluated)."""
+    points still open are evaluated); ``ends``: (g(a), g(b)) where already known."""
     a, b = np.array(a, float), np.array(b, float)
     every = np.ones(a.shape, bool)
-    ga, gb = _bounded(g(a, every)), _bounded(g(b, every))
+    ga, gb = (_bounded(g(a, every)), _bounded(g(b, every))) if ends is None else map(np.array, ends)
     x = np.where(ga >= 0, a, np.nan)
     live = (ga < 0) & (gb > 0)
     ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
