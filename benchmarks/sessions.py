@@ -2,7 +2,7 @@
 simulator's requests per CPU second on an agentic plan (ratios in one run, medians of REPEATS).
 
 Targets: analytic >= 1e5 workload points per CPU-s; simulator >= 50,000 requests per CPU-s on an agentic trace.
-The plain solve (session_steady_plain: every e2e root from the wide bracket) is timed on a tenth of the points.
+The plain solve (solve_plain: every e2e root from the wide bracket, the scan at once) is timed on a tenth of the points.
 The simulator's figure counts the loop over the plan (its step table built once beforehand, as a sweep reuses it).
 """
 
@@ -15,7 +15,7 @@ from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
 from tokenomy.serving.scheduler import kv_tokens, pooled_limits
-from tokenomy.serving.session_steady import pool_tokens, session_steady, session_steady_plain
+from tokenomy.serving.session_steady import pool_tokens, problem, session_steady, solve_plain
 from tokenomy.serving.sessions import Agentic, MultiTurn, generate
 from tokenomy.serving.sim_sessions import simulate_sessions, step_table
 
@@ -40,7 +40,8 @@ def main() -> None:
     session_steady(dep, prof, w, stack, ddr[:10], concurrency=C[:10], pool=pool)
     a_t = _cpu_s(lambda: session_steady(dep, prof, w, stack, ddr, concurrency=C, pool=pool))
     part = POINTS // 10  # the plain solve (no warm starts) on the first tenth, in the same run
-    p_t = _cpu_s(lambda: session_steady_plain(dep, prof, w, stack, ddr[:part], concurrency=C[:part], pool=pool))
+    p_t = _cpu_s(lambda: solve_plain(problem(dep, prof, w, stack, ddr[:part],
+                                                     concurrency=C[:part], pool=pool)))
     one = 20
     b_t = _cpu_s(lambda: [session_steady(dep, prof, w, stack, ddr[i:i + 1], concurrency=C[i:i + 1], pool=pool)
                           for i in range(one)])

@@ -130,11 +130,12 @@ def test_the_session_steady_state_is_a_fixed_point_whatever_the_step_budget(monk
 
 @pytest.mark.parametrize("closed", [True, False])
 def test_the_warm_started_solve_equals_the_plain_well_defined_solve(one_h100, closed):
-    """session_steady warm-starts each e2e root from its neighbouring scan cell (and the crossing from its cell's
-    ends); session_steady_plain solves every root from the wide bracket, the scan's cells at once. Over points
+    """solve_warm (session_steady's path for many points) warm-starts each e2e root from its neighbouring scan
+    cell (and the crossing from its cell's ends); solve_plain solves every root from the wide bracket, the scan's
+    cells at once. On the same problem, over points
     from idle to past the replica's capacity (the closed loop's jump), with and without DRAM, the answers agree
     within the solve's tolerances."""
-    from tokenomy.serving.session_steady import session_steady_plain
+    import tokenomy.serving.session_steady as ss
 
     dep, prof, bpt = one_h100
     stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", 0.0, bpt / 64e9, 1e-5)), prefill_s_per_token=3e-5)
@@ -144,7 +145,8 @@ def test_the_warm_started_solve_equals_the_plain_well_defined_solve(one_h100, cl
     kw = dict(concurrency=load) if closed else dict(rate=load)
     args = (dep, prof, LONG, stack, rng.uniform(0.0, 4e6, n)[:, None])
     think = rng.uniform(1.0, 60.0, n)
-    fast, plain = session_steady(*args, think_s=think, **kw), session_steady_plain(*args, think_s=think, **kw)
+    pb = ss.problem(*args, think_s=think, **kw)
+    fast, plain = ss.solve_warm(pb), ss.solve_plain(pb)
     assert np.allclose(fast.hits.hit_rate, plain.hits.hit_rate, atol=1e-4)
     assert np.array_equal(np.isfinite(fast.ttft_s), np.isfinite(plain.ttft_s))
     ok = np.isfinite(plain.ttft_s)

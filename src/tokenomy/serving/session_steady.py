@@ -117,6 +117,13 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
     sessions/s; ``think_s``: think times (default the workload's)."""
     pb = problem(dep1, prof, w, stack, lower_capacities, concurrency=concurrency, rate=rate, think_s=think_s,
                  pool=pool)
+    return solve_plain(pb) if pb.load.size <= TABLE_ABOVE else solve_warm(pb)
+
+
+def solve_warm(pb: _Problem) -> SessionSteady:
+    """The solve with warm starts: the scan cell by cell, each cell's e2e roots bracketed around the previous
+    cells' (extrapolated), the crossing's around its cell's ends. Fewer evaluations, but one call per cell: it pays
+    where the points are many (read from steady_table's grids); few points are solved faster all at once."""
     flat = pb.take(np.ones(pb.load.shape, bool))
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
     xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess
@@ -138,12 +145,9 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
     return _state(pb, h, bistable.reshape(pb.load.shape))
 
 
-def session_steady_plain(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
-                         pool=None) -> SessionSteady:
-    """The same solve as ``session_steady`` without warm starts: every e2e root from the wide bracket, the scan's
-    cells all at once (the straightforward formulation; the reference its fast path is tested against)."""
-    pb = problem(dep1, prof, w, stack, lower_capacities, concurrency=concurrency, rate=rate, think_s=think_s,
-                 pool=pool)
+def solve_plain(pb: _Problem) -> SessionSteady:
+    """The straightforward solve: every e2e root from the wide bracket, the scan's cells all at once (the reference
+    the warm-started path is tested against)."""
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
     scan = pb.expand(HIT_GRID)
     H = np.broadcast_to(grid, scan.load.shape)
