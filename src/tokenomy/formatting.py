@@ -69,7 +69,7 @@ def fmt_cell(key: str, v: Any) -> str:
             return fmt_seconds(v)
         if key.endswith("bytes"):
             return fmt_bytes(v)
-        if key in ("mfu",) or key.endswith("_fraction"):
+        if key == "mfu" or key.endswith("_mfu") or key.endswith("_fraction"):
             return fmt_percent(v)
         if "params" in key or key.endswith("flops") or key.endswith("per_s"):
             return fmt_si(v)
