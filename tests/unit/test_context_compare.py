@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tokenomy.answers import architectures as cc
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.arch.params import kv_bytes_at_context, state_bytes_per_sequence
 from tokenomy.catalog import loader
 import tokenomy.cli.commands  # noqa: F401  (registers every command)
@@ -32,7 +32,7 @@ def four():
 @pytest.mark.parametrize("kv_dtype", ["bf16", "fp8"])
 def test_bytes_per_sequence_equal_the_arch_sum(name, kv_dtype):
     m = loader.model(name)
-    sv = serving(m, "gb200-nvl72", batch=[1], context=[8192], kv_dtype=kv_dtype)
+    sv = serving(deployment_request(m, "gb200-nvl72", None, {"kv_dtype": kv_dtype}), [1], [8192])
     got, state = cc.bytes_per_sequence(sv, cc.CONTEXTS)
     want = [kv_bytes_at_context(m, C, kv_dtype) + state_bytes_per_sequence(m) for C in cc.CONTEXTS]
     assert got == pytest.approx(want, rel=1e-9)
@@ -49,7 +49,7 @@ def test_payload_bytes_are_the_arch_sum(four):
 @pytest.mark.parametrize("name", ["qwen3.5-397b-a17b", "kimi-k3", "nemotron-3-super"])
 def test_linear_state_does_not_grow_with_context(name):
     m = loader.model(name)
-    sv = serving(m, "gb200-nvl72", batch=[1], context=[8192])
+    sv = serving(deployment_request(m, "gb200-nvl72", None, {}), [1], [8192])
     got, state = cc.bytes_per_sequence(sv, cc.CONTEXTS)
     assert state > 0
     grown = [g - kv_bytes_at_context(m, C) for g, C in zip(got, cc.CONTEXTS)]  # what is not KV: the state
@@ -70,7 +70,8 @@ def test_max_context_monotone_in_hbm():
 
 def test_max_context_is_the_edge_of_the_fit(four):
     for r in four.rows():
-        sv = serving(r["model"], "gb200-nvl72", batch=[1], context=list(cc.LAYOUT_CONTEXTS), chips=r["chips_batch1"])
+        sv = serving(deployment_request(r["model"], "gb200-nvl72", r["chips_batch1"], {}), [1],
+                     list(cc.LAYOUT_CONTEXTS))
         C = r["max_context_batch1"]
         assert bool(sv.terms(1.0, float(C)).fits) and not bool(sv.terms(1.0, float(C + 1)).fits)
 

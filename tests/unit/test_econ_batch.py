@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.econ import batch as eb
 from tokenomy.econ.cost import first_crossing, largest_whole, usd_per_mtok
 
 
 def sv(model, hardware, kv_dtype="bf16", **kw):
-    return serving(model, hardware, batch=[1], context=[8192], kv_dtype=kv_dtype, **kw)
+    return serving(deployment_request(model, hardware, None, {"kv_dtype": kv_dtype, **kw}), [1], [8192])
 
 
 @pytest.fixture(scope="module")

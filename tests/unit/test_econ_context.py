@@ -6,14 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenomy.arch.params import count_params
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.econ import context as ec
 
 POS = st.floats(1e-3, 1e12, allow_nan=False)
 
 
 def sv(model, hardware, kv_dtype="bf16", **kw):
-    return serving(model, hardware, batch=[1], context=[8192], kv_dtype=kv_dtype, **kw)
+    return serving(deployment_request(model, hardware, None, {"kv_dtype": kv_dtype, **kw}), [1], [8192])
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tokenomy.catalog import loader
 from tokenomy.econ import kv_tiers as kt
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 
 TIERS = [kt.Tier("hbm", "hbm", 80e9, 3.35e12, 2.69), kt.Tier("ddr", "ddr", 2e12, 921.6e9, 0.49),
          kt.Tier("flash", "local_flash", 7.68e12, 6.8e9, 0.023), kt.Tier("disk", "hdd", 24e12, 285e6, 0.011)]
@@ -54,7 +54,7 @@ def test_catalog_tiers_and_remat():
     tiers = kt.tiers_from_catalog()
     kinds = [t.tier for t in tiers]
     assert kinds == sorted(kinds, key=kt.TIER_ORDER.index) and {"hbm", "ddr", "hdd"} <= set(kinds)
-    sv = serving("deepseek-v3", "hgx-h200-8", batch=[8], context=[32768], len_pass=32768, kv_dtype="fp8")
+    sv = serving(deployment_request("deepseek-v3", "hgx-h200-8", None, {"kv_dtype": "fp8"}), [8], [32768], 32768)
     r = kt.remat_usd(sv, 32768, 8)
     t = sv.terms(8.0, 32768.0, 32768.0)
     assert r == pytest.approx(float(t.step_s) * 8 * 3.59 / 3600 / 8)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tokenomy.catalog import loader
 from tokenomy.econ import latency as el
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 
 
 def test_lecture_l4_l6_l7():
@@ -37,7 +37,7 @@ def test_pareto_mask_keeps_exactly_the_undominated(points):
 
 
 def test_schedule_trades_per_user_for_per_chip():
-    sv = serving("llama-3.1-8b", "h100-sxm", batch=[1, 4, 16, 64, 256], context=[2048])
+    sv = serving(deployment_request("llama-3.1-8b", "h100-sxm", None, {}), [1, 4, 16, 64, 256], [2048])
     rows = el.schedule_rows(sv.terms(np.array([1, 4, 16, 64, 256.0]), 2048), sv.chips)
     ok = [r for r in rows if r["fits"]]
     users = [r["tokens_per_s_per_user"] for r in ok]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.catalog import loader
 from tokenomy.econ import pricing as ep
 
@@ -22,8 +22,8 @@ def test_implied_mfu_round_trip(o, i, m):
 
 def test_engine_ratio_falls_with_batch():
     # the even split at the roofline (asked for by name), where the lecture's MFU argument holds exactly
-    sv = serving("deepseek-v3", "hgx-h200-8", batch=[16], context=[8192], kv_dtype="fp8", layout="ideal",
-                 efficiency="roofline")
+    sv = serving(deployment_request("deepseek-v3", "hgx-h200-8", None,
+                                    {"kv_dtype": "fp8", "layout": "ideal", "efficiency": "roofline"}), [16], [8192])
     rs = [ep.price_ratio(sv, b, 8192, 4096) for b in (16, 128, 1024)]
     assert all(r.prefill_mfu == pytest.approx(1.0) for r in rs)  # long prompts run at the roofline
     ratios = [r.output_over_input for r in rs]
@@ -31,8 +31,8 @@ def test_engine_ratio_falls_with_batch():
     dec, pre = sv.terms(1024.0, 8192.0), sv.terms(1.0, 4096.0, 4096.0)
     assert rs[-1].output_over_input == pytest.approx((dec.step_s / 1024) / (pre.step_s / 4096), rel=1e-9)
     # with attention FLOPs negligible (short context, dense GQA) the ratio is MFU_prefill / MFU_decode
-    small = ep.price_ratio(serving("llama-3.1-8b", "h100-sxm", batch=[8], context=[512], efficiency="roofline"), 8,
-                           512, 512)
+    sv = serving(deployment_request("llama-3.1-8b", "h100-sxm", None, {"efficiency": "roofline"}), [8], [512])
+    small = ep.price_ratio(sv, 8, 512, 512)
     assert small.output_over_input == pytest.approx(small.prefill_mfu / small.decode_mfu, rel=0.05)
     with pytest.raises(ValueError):
         ep.price_ratio(sv, 1, 1000, 2000)

@@ -11,12 +11,12 @@ from tokenomy.econ import batch as eb
 from tokenomy.econ import context as ec
 from tokenomy.econ import kv_tiers as kt
 from tokenomy.econ import latency as el
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.plots import serving as ps
 
 
 def _sv():
-    return serving("llama-3.1-8b", "h100-sxm", batch=[1, 8, 64], context=[2048])
+    return serving(deployment_request("llama-3.1-8b", "h100-sxm", None, {}), [1, 8, 64], [2048])
 
 
 def test_builders_return_json_figure_dicts_without_plotly():

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.core import engine
 from tokenomy.econ import speculative as es
 
@@ -26,8 +26,8 @@ def test_regimes_order(a, k, d):
 def llama():
     # the even split at the roofline: no all-reduce, whose one-shot bandwidth term grows with the k + 1 tokens a
     # verify step carries, so the step is the weight and KV stream the closed form assumes
-    return serving("llama-3.1-70b", "hgx-h100-8", batch=[4], context=[4096], kv_dtype="fp8", layout="ideal",
-                   efficiency="roofline")
+    return serving(deployment_request("llama-3.1-70b", "hgx-h100-8", None,
+                                      {"kv_dtype": "fp8", "layout": "ideal", "efficiency": "roofline"}), [4], [4096])
 
 
 def test_memory_bound_engine_matches_closed_form(llama):
@@ -39,7 +39,8 @@ def test_memory_bound_engine_matches_closed_form(llama):
 def test_compute_bound_engine_matches_closed_form():
     # Large batch, short context, dense model: compute-bound, so speculation costs more than it saves (the even
     # split at the roofline, asked for by name: no comms, so the closed form holds)
-    sv = serving("llama-3.1-8b", "hgx-h100-8", batch=[8192], context=[256], layout="ideal", efficiency="roofline")
+    sv = serving(deployment_request("llama-3.1-8b", "hgx-h100-8", None, {"layout": "ideal", "efficiency": "roofline"}),
+                 [8192], [256])
     sp = es.speculate(sv, np.array([8192.0]), 256, 3, 0.7, 0.05)
     assert sp.base_bound[0] == 0  # compute
     assert sp.speedup[0] == pytest.approx(float(es.speedup_compute_bound(0.7, 3, 0.05)), rel=0.05)
@@ -66,7 +67,8 @@ def test_mla_verify_pass_pays_attention_per_token():
     # sees C - k + j positions). The old pass priced k >= 2 in the plain form without expanding the latent cache,
     # ~0.3x of decode's.
     C = 8192.0
-    sv = serving("deepseek-v3", "hgx-h200-8", batch=[1], context=[C], layout="ideal", efficiency="roofline")
+    sv = serving(deployment_request("deepseek-v3", "hgx-h200-8", None, {"layout": "ideal", "efficiency": "roofline"}),
+                 [1], [C])
     one = float(sv.run(1.0, C, 1).attention_flops)
     for k in (2, 4, 16):
         assert float(sv.run(1.0, C, k).attention_flops) / k >= one * (C - (k - 1) / 2) / C * (1 - 1e-9)
@@ -76,8 +78,8 @@ def test_speculation_at_a_compute_bound_mla_batch_costs_more():
     # DeepSeek-V3 on 8 H200s, fp8 KV, batch 16384 at context 8192 (the point does not fit in HBM, so the unmasked
     # terms are read): attention binds, verifying k+1 = 4 tokens costs ~4x, so speculation slows decode down
     # (the old pass: 1.10x faster, 0.91x the cost; now ~0.61x and ~1.64x)
-    sv = serving("deepseek-v3", "hgx-h200-8", batch=[16384], context=[8192], kv_dtype="fp8", layout="ideal",
-                 efficiency="roofline")
+    sv = serving(deployment_request("deepseek-v3", "hgx-h200-8", None,
+                                    {"kv_dtype": "fp8", "layout": "ideal", "efficiency": "roofline"}), [16384], [8192])
     sp = es.speculate(sv, np.array([16384.0]), 8192, 3, 0.7, 0.05)
     assert sp.base_bound[0] == engine.BOUNDS.index("compute")
     assert sp.speedup[0] < 0.8 and sp.cost_ratio[0] > 1.25

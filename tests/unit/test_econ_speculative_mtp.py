@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.answers import economics
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.cli import app
 from tokenomy.core import engine
 from tokenomy.econ import speculative as es
@@ -22,7 +22,7 @@ H200 = ("deepseek-v3", "hgx-h200-8")
 
 @pytest.fixture(scope="module")
 def h200():
-    return serving(*H200, batch=[1, 64], context=[8192])
+    return serving(deployment_request(*H200, None, {}), [1, 64], [8192])
 
 
 def test_mtp_weights_are_one_moe_layer_plus_projection_by_an_independent_count():
@@ -104,7 +104,7 @@ def test_speedup_falls_below_1_where_decode_is_compute_bound():
     # short context, large batch: the weight GEMMs outweigh the HBM stream, verifying k+1 = 4 tokens costs ~4x a
     # decode step. (On this layout, tp1 ep8 with attention-DP, the expert all-to-all is within 0.2% of the GEMMs,
     # so the binding label is compute or comms by a hair: the test asks the physics, compute over memory.)
-    sv = serving(*H200, batch=[8192], context=[1024], kv_dtype="fp8")
+    sv = serving(deployment_request(*H200, None, {"kv_dtype": "fp8"}), [8192], [1024])
     sp = es.speculate(sv, np.array([8192.0]), 1024, 3, 0.85, draft=es.mtp_draft(sv))
     base = sv.run(8192.0, 1024.0)
     assert float(base.compute_s) > 1.2 * float(base.memory_s)

@@ -24,7 +24,7 @@ import numpy as np
 
 from tokenomy.answers import inputs
 from tokenomy.answers.door import door
-from tokenomy.answers.economics import serving
+from tokenomy.answers.economics import deployment_request, serving
 from tokenomy.answers.resolve import model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
@@ -113,9 +113,9 @@ def _max_context(sv, batch: int) -> tuple[int, int]:
     n = sv.chips
     for chips in [d for d in range(n, 0, -1) if n % d == 0]:
         try:
-            own = serving(sv.model, sv.hardware, batch=[batch], context=list(LAYOUT_CONTEXTS), chips=chips,
-                          kv_dtype=sv.kv_dtype, weight_dtype=sv.weight_dtype, efficiency=sv.eff,
-                          usd_per_chip_hour=sv.usd_per_chip_hour)
+            own = serving(deployment_request(sv.model, sv.hardware, chips, {
+                "kv_dtype": sv.kv_dtype, "weight_dtype": sv.weight_dtype, "efficiency": sv.eff,
+                "usd_per_chip_hour": sv.usd_per_chip_hour}), [batch], list(LAYOUT_CONTEXTS))
         except ValueError:  # no valid layout over this many chips
             continue
         if _runs(own, batch):
@@ -141,8 +141,8 @@ def _verdict(s: dict) -> str:
 
 
 def _one(model, hardware, chips, kv_dtype, max_batch, ref_per_token, **kw) -> tuple[dict, list[dict], dict]:
-    sv = serving(model, hardware, batch=list(LAYOUT_BATCHES), context=list(LAYOUT_CONTEXTS), chips=chips,
-                 kv_dtype=kv_dtype, **kw)
+    sv = serving(deployment_request(model, hardware, chips, {**kw, "kv_dtype": kv_dtype}), list(LAYOUT_BATCHES),
+                 list(LAYOUT_CONTEXTS))
     kv, state = bytes_per_sequence(sv, CONTEXTS)
     x, x_text = _crossover(sv)
     bal, bal_rule = _balance(sv)
@@ -197,7 +197,7 @@ def context_compare(*, models=None, hardware="gb200-nvl72", chips=None, kv_dtype
     context, and a verdict on the lecture's 100-200k claim."""
     ms = _models(models)
     cap = inputs.number("max_batch", max_batch)
-    ref = serving(REFERENCE, hardware, batch=[1], context=[CONTEXTS[-1]], chips=chips, kv_dtype=kv_dtype, **kw)
+    ref = serving(deployment_request(REFERENCE, hardware, chips, {**kw, "kv_dtype": kv_dtype}), [1], [CONTEXTS[-1]])
     ref_per_token = float(bytes_per_sequence(ref, CONTEXTS[-1:])[0][0]) / CONTEXTS[-1]
     rows, curves, plans = [], {}, {}
     for m in ms:

@@ -45,7 +45,7 @@ class DeploymentRequest:
     model: Any
     hardware: Any
     chips: int | None = None
-    layout: Layout | None = None
+    layout: Layout | str | None = None  # "ideal": the even split, a bound (decode, prefill and economics take it)
     weight_dtype: str | None = None
     kv_dtype: str | None = None
     efficiency: Any = "calibrated"
@@ -58,7 +58,7 @@ class DeploymentRequest:
 
     @classmethod
     def of(cls, model, hardware, values: Mapping) -> "DeploymentRequest":
-        """From a door's keywords: chips, tp ... kv_batch (the aggregated layout), weight_dtype, kv_dtype,
+        """From a door's keywords: chips, tp ... kv_batch (the aggregated layout) or layout, weight_dtype, kv_dtype,
         efficiency, usd_per_chip_hour, usd_per_kwh, facility, mode, pools (prefill_chips, prefill_tp, ...,
         decode_chips, ...). Each mode takes its own layout keywords only (the other's would go unused)."""
         from tokenomy.answers.resolve import layout_of
@@ -81,8 +81,11 @@ class DeploymentRequest:
             raise ValueError(f"{used[0]}: the aggregated layout's; with mode disagg give each pool's (prefill_chips, "
                              f"prefill_{used[0]}, decode_chips, decode_{used[0]}, ...)")
         pre, dec = (PoolRequest.of(p, pools) if mode == "disagg" else None for p in ("prefill", "decode"))
-        return cls(model, hardware, inputs.optional("chips", agg["chips"]),
-                   layout_of(*(agg[k] for k in POOL_DEGREES)), v.get("weight_dtype"), v.get("kv_dtype"),
+        degrees, layout = layout_of(*(agg[k] for k in POOL_DEGREES)), v.get("layout")
+        if degrees is not None and layout is not None:
+            raise ValueError(f"layout: {layout!r} and layout degrees (tp, ep, pp, dp) exclude each other; give one")
+        return cls(model, hardware, inputs.optional("chips", agg["chips"]), degrees or layout,
+                   v.get("weight_dtype"), v.get("kv_dtype"),
                    v.get("efficiency", "calibrated"), v.get("usd_per_chip_hour"), v.get("usd_per_kwh"),
                    v.get("facility"), mode, pre, dec)
 
@@ -90,9 +93,14 @@ class DeploymentRequest:
         x = self.model if of == "model" else self.hardware
         return x if isinstance(x, str) else getattr(x, "name", str(x))
 
+    def layout_label(self) -> str:
+        if isinstance(self.layout, Layout):
+            return self.layout.label()
+        return "best" if self.layout is None else str(self.layout)
+
     def __str__(self) -> str:
         where = (f"{self.prefill} + {self.decode}" if self.mode == "disagg" else
-                 f"{self.chips or 'all'} chips, layout {self.layout.label() if self.layout is not None else 'best'}")
+                 f"{self.chips or 'all'} chips, layout {self.layout_label()}")
         dtypes = f"weights {self.weight_dtype or 'checkpoint'}, KV {self.kv_dtype or 'auto'}"
         eff = self.efficiency if isinstance(self.efficiency, str) else getattr(self.efficiency, "name", "given")
         return f"{self.name('model')} on {self.name('hardware')} ({self.mode}: {where}); {dtypes}; {eff} efficiency"

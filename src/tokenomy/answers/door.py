@@ -1,7 +1,7 @@
 """The public door of every answer: its full signature, its options in the docstring, its values parsed.
 
-``@door()`` on an answer function (``@door(serving)`` where it passes ``**kw`` on to another) makes what
-``tk.decode`` and the web's ``/api/decode`` call:
+``@door()`` on an answer function (``@door(KEYWORDS)`` where it takes ``**kw``: the keywords it accepts there and
+their defaults, which it builds into a request object) makes what ``tk.decode`` and the web's ``/api/decode`` call:
 
 - a real signature: the function's keywords plus those it forwards (``help(tk.decode)`` lists them all), and a
   docstring whose "Options" section comes from the bounds table (answers/inputs.FIELDS: range and unit);
@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from typing import Callable
+from typing import Callable, Mapping
 
 from tokenomy.answers import inputs
 
@@ -40,17 +40,24 @@ def parse(name: str, default, value):
     return value
 
 
-def public_signature(fn: Callable, forward: Callable | None = None, hide: tuple[str, ...] = ()) -> inspect.Signature:
-    """``fn``'s parameters with its ``**kw`` replaced by ``forward``'s keyword parameters it does not name (those
-    with a default, less ``hide``: what ``fn`` sets itself)."""
+def _keywords(forward: "Callable | Mapping") -> list[inspect.Parameter]:
+    if isinstance(forward, Mapping):  # {keyword: default}
+        return [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in forward.items()]
+    return [p.replace(kind=p.KEYWORD_ONLY) for p in inspect.signature(forward).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty]
+
+
+def public_signature(fn: Callable, forward: "Callable | Mapping | None" = None,
+                     hide: tuple[str, ...] = ()) -> inspect.Signature:
+    """``fn``'s parameters with its ``**kw`` replaced by the keywords of ``forward`` (a mapping keyword -> default,
+    or a function's keyword parameters with a default) that ``fn`` does not name, less ``hide`` (what ``fn`` sets
+    itself)."""
     sig = inspect.signature(fn)
     own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
     if forward is None:
         return sig
     names = {p.name for p in own}
-    more = [p.replace(kind=p.KEYWORD_ONLY) for p in inspect.signature(forward).parameters.values()
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in names and p.name not in hide
-            and p.default is not p.empty]
+    more = [p for p in _keywords(forward) if p.name not in names and p.name not in hide]
     return sig.replace(parameters=own + more)
 
 
@@ -68,8 +75,9 @@ def docstring(fn: Callable, sig: inspect.Signature) -> str:
             "1..4096, 1k..1M:8log; see tokenomy.answers.inputs):\n" + "\n".join(lines))
 
 
-def door(forward: Callable | None = None, hide: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
-    """The decorator (module docstring); ``forward``: where the function passes its ``**kw`` (less ``hide``)."""
+def door(forward: "Callable | Mapping | None" = None, hide: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """The decorator (module docstring); ``forward``: the keywords the function takes in its ``**kw`` (a mapping
+    keyword -> default, or the function it passes them to), less ``hide``."""
 
     def wrap(fn: Callable) -> Callable:
         sig = public_signature(fn, forward, hide)

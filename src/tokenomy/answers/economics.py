@@ -14,14 +14,16 @@ the field.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
+from typing import Mapping
 
 import numpy as np
 
 from tokenomy.answers import inputs
+from tokenomy.answers.deployment_request import DeploymentRequest
 from tokenomy.answers.door import door
 from tokenomy.answers.passes import choose_layout
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of
+from tokenomy.answers.resolve import deployment, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.deployment import Deployment
@@ -45,18 +47,28 @@ BATCH_COLUMNS = ("batch", "step_s", "roofline_step_s", "matmul_s", "weights_s", 
                  "fits")
 
 
-def serving(model, hardware, *, batch, context, len_pass=1, chips=None, tp=None, ep=None, pp=None, dp=None,
-            redundant_experts=None, layout=None, weight_dtype=None, kv_dtype="bf16", efficiency="calibrated",
-            usd_per_chip_hour=None) -> Serving:
+# the deployment keywords every economics answer takes beside model, hardware and chips, with their defaults
+ECONOMICS_KEYWORDS = {"tp": None, "ep": None, "pp": None, "dp": None, "redundant_experts": None, "layout": None,
+                      "weight_dtype": None, "kv_dtype": "bf16", "efficiency": "calibrated", "usd_per_chip_hour": None}
+
+
+def deployment_request(model, hardware, chips, kw: Mapping) -> DeploymentRequest:
+    """What an economics answer deploys, from its door's keywords (ECONOMICS_KEYWORDS; absent ones their default)."""
+    unknown = sorted(set(kw) - set(ECONOMICS_KEYWORDS))
+    if unknown:
+        raise TypeError(f"unexpected keyword {unknown[0]!r}; allowed: chips, {', '.join(ECONOMICS_KEYWORDS)}")
+    return DeploymentRequest.of(model, hardware, {**ECONOMICS_KEYWORDS, **kw, "chips": chips})
+
+
+def serving(d: DeploymentRequest, batch, context, len_pass=1) -> Serving:
     """The deployment an economics answer runs on: its layout chosen at the (batch, context, len_pass) points."""
-    inputs.optional("usd_per_chip_hour", usd_per_chip_hour)
-    m, hw = model_of(model), hardware_of(hardware)
-    dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
-                     usd_per_chip_hour=usd_per_chip_hour)
+    inputs.optional("usd_per_chip_hour", d.usd_per_chip_hour)
+    m, hw = model_of(d.model), hardware_of(d.hardware)
+    dep = deployment(m, hw, layout=Layout(), weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, efficiency=d.efficiency,
+                     usd_per_chip_hour=d.usd_per_chip_hour)
     B, C, S = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(np.asarray(batch, float)[:, None],
                                                                        np.asarray(context, float)[None, :], len_pass))
-    lay, rule = choose_layout(dep, inputs.optional("chips", chips), layout_of(tp, ep, pp, dp, redundant_experts) or layout,
-                              B, C, S)
+    lay, rule = choose_layout(dep, d.chips, d.layout, B, C, S)
     return Serving(**{f.name: getattr(dep, f.name) for f in fields(Deployment)} | {"layout": lay},
                    layout_rule=rule)
 
@@ -74,12 +86,12 @@ def _g(v) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
-@door(serving, hide=("len_pass",))
+@door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, **kw) -> Result:
     """Decode cost and speed vs batch: balance batches, unbatched penalty, operating point, fit."""
     B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
-    sv = serving(model, hardware, batch=B, context=[C], chips=chips, **kw)
+    sv = serving(deployment_request(model, hardware, chips, kw), B, [C])
     rows = eb.batch_rows(sv.terms(np.array(B, float), C))
     s = eb.summarize_batch(sv, C).as_dict()
     notes = () if s["max_batch_fit"] else (f"nothing fits: {rows[0]['why']} ({sv.label()}, context {C})",)
@@ -100,7 +112,7 @@ def batch(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192,
                   BATCH_COLUMNS, {"summary": s, **_context(sv)}, notes, derivation)
 
 
-@door(serving, hide=("len_pass",))
+@door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, tick_s=None,
             global_tokens_per_s=el.GLOBAL_TOKENS_PER_S, **kw) -> Result:
@@ -116,7 +128,7 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
     B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
     tick = None if tick_s is None else inputs.number("tick_s", tick_s)
     g = inputs.number("global_tokens_per_s", global_tokens_per_s)
-    sv = serving(model, hw, batch=B, context=[C], chips=chips, **kw)
+    sv = serving(deployment_request(model, hw, chips, kw), B, [C])
     rows = el.schedule_rows(sv.terms(np.array(B, float), C), sv.chips, tick, g)
     derivation = (f"[bold]{sv.header()}[/bold]",
                   "  worst-case latency = tick (wait for the next departure) + step (run; TPOT on a pipeline)",
@@ -128,7 +140,7 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   {"drain": list(drain), **_context(sv)}, derivation=derivation, rows_key="schedule")
 
 
-@door(serving, hide=("len_pass",))
+@door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXTS, sparse_const=64.0,
             sparse_exponent=0.5, band=2.0, step_context=200000, **kw) -> Result:
@@ -138,7 +150,7 @@ def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXT
     sp = inputs.number("sparse_exponent", sparse_exponent)
     bd = inputs.number("band", band)
     sc_ctx = inputs.number("step_context", step_context)
-    sv = serving(model, hardware, batch=[B], context=Cs, chips=chips, **kw)
+    sv = serving(deployment_request(model, hardware, chips, kw), [B], Cs)
     rows = ec.context_rows(sv, B, Cs)
     s = ec.summarize_context(sv, B, bd, sc, sp).as_dict()
     inverse = ec.inverse_rows(sv, sc_ctx)
@@ -154,7 +166,7 @@ def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXT
                   derivation=derivation)
 
 
-@door(serving, hide=("len_pass",))
+@door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, prompt_tokens=4096,
             prefill_batch=1, **kw) -> Result:
@@ -166,8 +178,9 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
     P, pb = inputs.optional("prompt_tokens", prompt_tokens), inputs.optional("prefill_batch", prefill_batch)
     if P > C:
         raise ValueError(f"prompt_tokens: must be <= context ({C}), got {P}")
-    sv = serving(model, hardware, batch=B, context=[C], chips=chips, **kw)
-    pre = serving(sv.model, sv.hardware, batch=[pb], context=[P], len_pass=P, chips=chips, **kw)
+    d = deployment_request(model, hardware, chips, kw)
+    sv = serving(d, B, [C])
+    pre = serving(replace(d, model=sv.model, hardware=sv.hardware), [pb], [P], len_pass=P)
     rows = [ep.price_ratio(sv, b, C, P, pb, prefill=pre).as_dict() for b in B]
     sheets = ep.price_sheet_rows(loader.price_file(n) for n in loader.price_names())
     derivation = (f"[bold]{sv.header()}[/bold]",
@@ -182,7 +195,7 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   derivation=derivation)
 
 
-@door(serving, hide=("len_pass",))
+@door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, draft="model", draft_tokens=None,
               acceptance=None, draft_cost=None, base_batch=None, target_speed=2.5, **kw) -> Result:
@@ -208,7 +221,7 @@ def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8
     if k + 1 > C:
         raise ValueError(f"draft_tokens: k+1 must be <= context ({C})")
     ts = inputs.number("target_speed", target_speed)
-    sv = serving(m, hardware, batch=B, context=[C], chips=chips, **kw)
+    sv = serving(deployment_request(m, hardware, chips, kw), B, [C])
     dr = es.mtp_draft(sv) if mtp else None
     base = inputs.optional("base_batch", base_batch) if base_batch is not None else \
         eb.summarize_batch(sv, C).operating_batch
@@ -296,7 +309,7 @@ def published_cache_rows() -> list[dict]:
     return rows
 
 
-@door(serving, hide=("len_pass",))
+@door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HOLDS, stall=0.0, prefill_batch=1,
           **kw) -> Result:
@@ -309,7 +322,7 @@ def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HO
     if not holds:
         raise ValueError("hold: needs hold times in seconds, e.g. 300,3600")
     st = inputs.number("stall", stall)
-    sv = serving(model, hardware, batch=[pb], context=[P], len_pass=P, chips=chips, **kw)
+    sv = serving(deployment_request(model, hardware, chips, kw), [pb], [P], len_pass=P)
     size = kv_bytes_at_context(sv.model, P, sv.kv_dtype)
     remat = kt.remat_usd(sv, P, pb)
     tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in kt.tiers_from_catalog(chip=sv.hardware.chip.name)
@@ -338,7 +351,7 @@ def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HO
 
 def lecture_serving(model, hardware, *, kv_dtype, batch, context, len_pass=1) -> Serving:
     """What lecture/real.py asks on: the calibrated set on the best layout over the system's chips."""
-    return serving(model, hardware, kv_dtype=kv_dtype, batch=batch, context=context, len_pass=len_pass)
+    return serving(deployment_request(model, hardware, None, {"kv_dtype": kv_dtype}), batch, context, len_pass)
 
 
 @door()

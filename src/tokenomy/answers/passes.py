@@ -11,12 +11,16 @@ Batch and context lists cross (every batch at every context), as on the CLI.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Mapping
+
 import numpy as np
 
 from tokenomy.answers import error_bars
 from tokenomy.answers import inputs
+from tokenomy.answers.deployment_request import POOL_DEGREES, DeploymentRequest
 from tokenomy.answers.door import door
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, within_window
+from tokenomy.answers.resolve import deployment, hardware_of, model_of, within_window
 from tokenomy.answers.layout_search import best_layout
 from tokenomy.answers.energy_cols import ENERGY_KEYS, pass_energy, power_of
 from tokenomy.answers.result import Later, Result
@@ -68,14 +72,42 @@ def check_layout(dep: Deployment, layout: Layout, fields: str = "tp, ep, pp, dp"
         raise ValueError(f"{fields}: {layout.label()} is not valid for {dep.model.name}: {engine.REASONS[code]}")
 
 
-@reports_hardware
-def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, chips=None, tp=None, ep=None, pp=None,
-                dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, layout=None, weight_dtype=None,
-                kv_dtype="bf16", efficiency="calibrated", usd_per_chip_hour=None, hop_latency=None,
-                usd_per_kwh=None, facility=None) -> Result:
-    m, hw = model_of(model), hardware_of(hardware)
-    B = np.asarray(inputs.numbers("batch", batch), dtype=float)[:, None]
-    C = np.asarray(inputs.numbers("context", context), dtype=float)[None, :]
+# the keywords decode and prefill take beside model, hardware, batch and context, with their defaults
+PASS_KEYWORDS = {"len_pass": None, "chips": None, **dict.fromkeys(POOL_DEGREES), "layout": None, "weight_dtype": None,
+                 "kv_dtype": "bf16", "efficiency": "calibrated", "usd_per_chip_hour": None, "hop_latency": None,
+                 "usd_per_kwh": None, "facility": None}
+
+
+@dataclass(frozen=True)
+class PassRequest:
+    """One pass question: decode or prefill, what is deployed (layout: degrees, "ideal" or None for the best), the
+    batch x context grid (lists cross), the new tokens per pass (prefill; None: the whole context) and the pipeline
+    hop latency in seconds (None: the hardware's)."""
+
+    kind: str
+    deployment: DeploymentRequest
+    batch: Any
+    context: Any
+    len_pass: float | None = None
+    hop_latency: float | None = None
+
+    @classmethod
+    def of(cls, kind: str, model, hardware, values: Mapping) -> "PassRequest":
+        """From a door's keywords: batch, context and PASS_KEYWORDS (absent ones take their defaults)."""
+        v = {**PASS_KEYWORDS, **values}
+        return cls(kind, DeploymentRequest.of(model, hardware, v), v["batch"], v["context"], v["len_pass"],
+                   v["hop_latency"])
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.deployment}; batch {self.batch}, context {self.context}"
+
+
+def pass_answer(req: PassRequest) -> Result:
+    """The decode or prefill answer of a request (module docstring)."""
+    d, kind, len_pass = req.deployment, req.kind, req.len_pass
+    m, hw = model_of(d.model), hardware_of(d.hardware)
+    B = np.asarray(inputs.numbers("batch", req.batch), dtype=float)[:, None]
+    C = np.asarray(inputs.numbers("context", req.context), dtype=float)[None, :]
     if B.size * C.size > MAX_POINTS:
         raise ValueError(f"batch x context: at most {MAX_POINTS} points, got {B.size * C.size}")
     within_window(m, float(np.max(C)), "context")
@@ -84,16 +116,12 @@ def pass_answer(kind: str, model, hardware, *, batch, context, len_pass=None, ch
         inputs.optional("len_pass", len_pass)
     if np.any(S > C):
         raise ValueError("len_pass: must be <= every context (the new tokens are part of the context)")
-    degrees = layout_of(tp, ep, pp, dp, redundant_experts, attn_dp, kv_batch)
-    if degrees is not None and layout is not None:
-        raise ValueError(f"layout: {layout!r} and layout degrees (tp, ep, pp, dp) exclude each other; give one")
-    lay = degrees or layout
-    power = power_of(hw, usd_per_kwh, facility)
-    dep = deployment(m, hw, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
-                     usd_per_chip_hour=usd_per_chip_hour)
-    lay, rule = choose_layout(dep, inputs.optional("chips", chips), lay, B, C, S)
+    power = power_of(hw, d.usd_per_kwh, d.facility)
+    dep = deployment(m, hw, layout=Layout(), weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype,
+                     efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour)
+    lay, rule = choose_layout(dep, d.chips, d.layout, B, C, S)
     dep = dep.with_(layout=lay)
-    hop = {} if hop_latency is None else {"hop_latency_s": float(hop_latency)}
+    hop = {} if req.hop_latency is None else {"hop_latency_s": float(req.hop_latency)}
     r = dep.run(B, C, S, **hop)
     bound = dep.run(B, C, S, eff=engine.ROOFLINE, **hop)
     used, _ = dep.compute
@@ -157,14 +185,16 @@ def explain_point(dep: Deployment, r: engine.PassTerms, bound: engine.PassTerms,
     return lines
 
 
-@door(pass_answer)
+@door(PASS_KEYWORDS)
+@reports_hardware
 def decode(model, hardware, *, batch=(1, 8, 64), context=(2048,), **kw) -> Result:
     """Decode steps (one new token per sequence) at every batch x context (lists cross, any lengths; defaults as
     ``tokenomy decode``'s); the keywords are the command's options (see the module docstring)."""
-    return pass_answer("decode", model, hardware, batch=batch, context=context, **kw)
+    return pass_answer(PassRequest.of("decode", model, hardware, {"batch": batch, "context": context, **kw}))
 
 
-@door(pass_answer)
+@door(PASS_KEYWORDS)
+@reports_hardware
 def prefill(model, hardware, *, batch=(1, 8, 64), context=(2048,), **kw) -> Result:
     """Prefill passes of ``context`` tokens (or ``len_pass`` new tokens over a cached context)."""
-    return pass_answer("prefill", model, hardware, batch=batch, context=context, **kw)
+    return pass_answer(PassRequest.of("prefill", model, hardware, {"batch": batch, "context": context, **kw}))
