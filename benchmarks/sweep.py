@@ -142,7 +142,7 @@ def dask_speedup(points: int):
 
     from tokenomy.answers.sweeps import chunks
 
-    spec = spec_of(big_axes(points), variables=["step_s"], chunk_points=1 << 20)
+    spec = spec_of(big_axes(points), {"variables": ["step_s"], "chunk_points": 1 << 20})
     n_chunks = len(chunks(spec))
     walls = {}
     with tempfile.TemporaryDirectory() as d:

@@ -58,7 +58,7 @@ def test_workers_write_their_own_parts_and_the_client_none(client, tmp_path, mon
     folder = sweep(**KW, out=tmp_path / "parts.parquet", client=client)
     parts = sorted(folder.iterdir())
     n_chunks = len(sweeps.chunks(sweeps.spec_of({k: v for k, v in KW.items() if k != "chunk_points"},
-                                                chunk_points=KW["chunk_points"])))
+                                                {"chunk_points": KW["chunk_points"]})))
     assert folder.is_dir() and [p.name for p in parts] == [sweep_io.part_path(folder, k).name for k in range(n_chunks)]
     pd.testing.assert_frame_equal(pd.read_parquet(here), pd.read_parquet(folder))
     with pytest.raises(ValueError, match="^out: .* exists"):

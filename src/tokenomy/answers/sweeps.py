@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -37,9 +38,19 @@ MAX_IN_MEMORY = 1 << 25  # points held as a Dataset; beyond: out=
 IN_FLIGHT_PER_WORKER = 2
 
 
-def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None, engine="vllm",
-            max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", variables=None) -> Spec:
-    """Checked axes and settings -> the Spec every chunk is evaluated from."""
+# what a sweep takes beside its axes, with the defaults
+SETTINGS = {"layout": None, "chunk_points": CHUNK_POINTS, "usd_per_chip_hour": None, "engine": "vllm",
+            "max_num_tokens": None, "max_batch": None, "cache_hit": 0.0, "arrivals": "staggered", "variables": None}
+
+
+def spec_of(axes: dict, settings: Mapping | None = None) -> Spec:
+    """Checked axes and settings (SETTINGS; absent ones their default) -> the Spec every chunk is evaluated from."""
+    unknown = sorted(set(settings or {}) - set(SETTINGS))
+    if unknown:
+        raise TypeError(f"spec_of: unknown setting {unknown[0]!r}; allowed: {', '.join(SETTINGS)}")
+    s = {**SETTINGS, **(settings or {})}
+    layout, chunk_points, engine, cache_hit, arrivals = (s[k] for k in ("layout", "chunk_points", "engine",
+                                                                        "cache_hit", "arrivals"))
     axes = {k: v for k, v in axes.items() if v is not None}
     serving = any(k in axes for k in ("concurrency", "rate"))
     if not serving:
@@ -60,7 +71,7 @@ def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_
                 msg = str(e).splitlines()[0]
                 raise ValueError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
     if serving:
-        engine_profile(engine, 1, max_num_tokens, max_batch)
+        engine_profile(engine, 1, s["max_num_tokens"], s["max_batch"])
     degrees = any(d in grid.names for d in DEGREES)
     if layout not in (None, "plan"):
         raise ValueError(f"layout: {layout!r}; allowed: 'plan' (each point on its best layout) or give tp, ep, pp, dp")
@@ -74,8 +85,9 @@ def spec_of(axes: dict, *, layout=None, chunk_points=CHUNK_POINTS, usd_per_chip_
         raise ValueError(f"arrivals: {arrivals!r}; allowed: staggered, together")
     if not 0.0 <= float(cache_hit) < 1.0:
         raise ValueError(f"cache_hit: must be in [0, 1), got {cache_hit!r}")
-    spec = Spec(grid, not degrees, int(chunk_points), usd_per_chip_hour, engine, max_num_tokens, max_batch,
-                float(cache_hit), arrivals)
+    spec = Spec(grid, not degrees, int(chunk_points), s["usd_per_chip_hour"], engine, s["max_num_tokens"],
+                s["max_batch"], float(cache_hit), arrivals)
+    variables = s["variables"]
     if variables is None:
         return spec
     keep = (variables,) if isinstance(variables, str) else tuple(variables)
@@ -226,9 +238,9 @@ def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=N
     axes = dict(**unknown, model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                 efficiency=efficiency, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch, context=context,
                 len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
-    spec = spec_of(axes, layout=layout, chunk_points=chunk_points, usd_per_chip_hour=usd_per_chip_hour,
-                   engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, cache_hit=cache_hit,
-                   arrivals=arrivals, variables=variables)
+    spec = spec_of(axes, dict(layout=layout, chunk_points=chunk_points, usd_per_chip_hour=usd_per_chip_hour,
+                              engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, cache_hit=cache_hit,
+                              arrivals=arrivals, variables=variables))
     return run(spec, out=out, client=client)
 
 

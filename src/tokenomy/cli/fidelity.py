@@ -157,8 +157,9 @@ def calibrate_cmd(from_file: Path = typer.Option(None, "--from", help="A benchma
 
     if device not in (None, "cpu", "cuda"):
         raise UsageError("--device: cpu or cuda")
-    m, pts, cfg = measure.run(model, layers, divisor, vocab, tuple(inputs.numbers("batch", batch)),
-                              tuple(inputs.numbers("context", context)), steps, matmul, copy_mb * 1e6, device)
+    m, pts, cfg = measure.run(measure.Setup(model, layers, divisor, vocab, tuple(inputs.numbers("batch", batch)),
+                                            tuple(inputs.numbers("context", context)), steps, matmul, copy_mb * 1e6,
+                                            device))
     rows = [{"batch": p.batch, "context": p.context, "measured_s": p.measured_s, "roofline_s": p.roofline_s,
              "calibrated_s": p.calibrated_s, "error": p.error, "roofline_error": p.roofline_error,
              "bound": p.bound} for p in pts]

@@ -126,8 +126,8 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     if plot is not None and (not plot.endswith(".html") or not Path(plot).resolve().parent.is_dir()):
         raise UsageError(f"--plot: {plot!r} must be an .html file in an existing folder")
     try:
-        spec = spec_of(axes, chunk_points=CHUNK_POINTS if chunk_points is None else chunk_points, engine=engine,
-                       variables=None if vars_ is None else _words("vars", vars_))
+        spec = spec_of(axes, {"chunk_points": CHUNK_POINTS if chunk_points is None else chunk_points, "engine": engine,
+                              "variables": None if vars_ is None else _words("vars", vars_)})
     except ValueError as e:  # tk.sweep's variables= is the CLI's --vars
         if str(e).startswith("variables:"):
             raise UsageError("--vars:" + str(e).partition(":")[2]) from None

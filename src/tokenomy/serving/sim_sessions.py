@@ -31,7 +31,7 @@ from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierStack
 from tokenomy.serving.scheduler import EngineProfile, pooled_limits, rank_chunk
 from tokenomy.serving.sessions import SessionPlan
 from tokenomy.serving.sim_table import P_GRID, StepTable
-from tokenomy.serving.simulator import EPS_S, Simulation, _Run, _result
+from tokenomy.serving.simulator import EPS_S, Capacity, Simulation, _Run, _result
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,8 @@ def simulate_sessions(dep: Deployment, prof: EngineProfile, plan: SessionPlan, s
         table = step_table(dep, prof, plan, n_max, budget)
     if stack.prefill_s_per_token <= 0:
         stack = replace(stack, prefill_s_per_token=prefill_s_per_token(table, float(np.mean(isl))))
-    run = _SessionRun(prof, budget, max_batch, isl, osl, table, int(kv_blocks), plan, stack, concurrency, stagger_s)
+    run = _SessionRun(Capacity(prof, budget, max_batch, table, int(kv_blocks)), isl, osl, plan, stack, concurrency,
+                      stagger_s)
     run.loop()
     res = _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)))
     arrival = np.array(run.arrival, float)
@@ -123,11 +124,10 @@ def simulate_sessions(dep: Deployment, prof: EngineProfile, plan: SessionPlan, s
 class _SessionRun(_Run):
     """The simulator's run (serving/simulator._Run) with session release, tier lookups and loads (module docstring)."""
 
-    def __init__(self, prof, budget, max_batch, isl, osl, table, kv_blocks, plan: SessionPlan, stack: TierStack,
-                 concurrency, stagger_s=0.0):
+    def __init__(self, cap: Capacity, isl, osl, plan: SessionPlan, stack: TierStack, concurrency, stagger_s=0.0):
         N = len(isl)
         arrival = [math.nan] * N
-        super().__init__(prof, budget, max_batch, False, 0, isl, osl, isl.copy(), arrival, table, kv_blocks)
+        super().__init__(cap, isl, osl, isl.copy(), arrival, None)
         self.plan, self.cache, self.stack = plan, TieredCache(stack), stack
         self.waits, self.succ, self.gap = plan.waits.tolist(), plan.succ, plan.gap_s.tolist()
         self.agent = plan.agent.tolist()

@@ -119,8 +119,8 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
                                          float(prefill_context(np.mean(isl), w.cache_hit, np.mean(need0))),
                                          p_cells=cells, chunk_tokens=chunk)
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
-    run = _Run(prof, budget, max_batch, w.closed, int(w.concurrency) if w.closed else 0, isl, osl, need0, arrival,
-               table, int(kv_blocks))
+    run = _Run(Capacity(prof, budget, max_batch, table, int(kv_blocks)), isl, osl, need0, arrival,
+               int(w.concurrency) if w.closed else None)
     run.loop()
     return _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)) if dep is not None else 0.0)
 
@@ -175,14 +175,28 @@ def _lifetime_s(B, isl, osl, need0, table: StepTable) -> float:
     return chunks * table(n, ctx, min(I, max(N - n, 0.0))) + (O - 1.0) * table(n, ctx, B * I / L)
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """What a run schedules on: the engine's profile, a step's token budget and batch cap, the step-time table and
+    the KV pool in blocks."""
+
+    prof: EngineProfile
+    budget: int
+    max_batch: int
+    table: StepTable
+    kv_blocks: int
+
+
 class _Run:
     """The scheduler's state and its steps (module docstring). Decoders carry an offset a_r: K_r = a_r + S tokens
-    cached after S steps, so their generated tokens, blocks and mean context need no per-step update."""
+    cached after S steps, so their generated tokens, blocks and mean context need no per-step update. ``clients``:
+    the closed loop's C (None: open loop); ``need0``: each request's prompt tokens to compute."""
 
-    def __init__(self, prof, budget, max_batch, closed, C, isl, osl, need0, arrival, table, kv_blocks):
-        N = len(isl)
-        self.prof, self.closed, self.C, self.table, self.kv = prof, closed, C, table, kv_blocks
-        self.blk, self.budget, self.max_batch = int(prof.block_size), int(budget), int(max_batch)
+    def __init__(self, cap: Capacity, isl, osl, need0, arrival, clients: int | None):
+        N, prof = len(isl), cap.prof
+        closed, C = clients is not None, clients or 0
+        self.prof, self.closed, self.C, self.table, self.kv = prof, closed, C, cap.table, cap.kv_blocks
+        self.blk, self.budget, self.max_batch = int(prof.block_size), int(cap.budget), int(cap.max_batch)
         self.chunked = bool(prof.chunked_prefill)
         self.isl, self.osl, self.need0, self.arrival = isl.tolist(), osl.tolist(), need0.tolist(), arrival
         self.gen, self.done, self.need = [0] * N, [0] * N, list(self.need0)

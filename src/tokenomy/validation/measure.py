@@ -188,20 +188,38 @@ def time_decode(decode, batch: int, context: int, steps: int, device: str) -> fl
     return float(np.min(times))
 
 
-def run(model: str = "llama-3.2-1b", layers: int = 2, divisor: int = 4, vocab: int = 8192,
-        batches=(1, 4, 16), contexts=(128, 512), steps: int = 5, matmul_size: int = 1024,
-        copy_bytes: float = 2.56e8, device: str | None = None) -> tuple[Machine, list[Point], dict]:
-    m = measure_machine(matmul_size, copy_bytes, device=device)
-    cfg = small_config(model, layers, divisor, vocab)
-    arch = loader.model_from_dict(cfg, f"{model} (scaled: {layers} layers, widths / {divisor})")
+@dataclass(frozen=True)
+class Setup:
+    """What is measured: the catalog ``model`` scaled down (``layers``, widths / ``divisor``, ``vocab`` tokens), the
+    decode grid (``batches`` x ``contexts``, the fastest of ``steps`` timed steps at each) and the machine's probes
+    (square GEMMs of ``matmul_size``, a copy of ``copy_bytes``; ``device`` None: the GPU when one is present)."""
+
+    model: str = "llama-3.2-1b"
+    layers: int = 2
+    divisor: int = 4
+    vocab: int = 8192
+    batches: tuple = (1, 4, 16)
+    contexts: tuple = (128, 512)
+    steps: int = 5
+    matmul_size: int = 1024
+    copy_bytes: float = 2.56e8
+    device: str | None = None
+
+
+def run(setup: Setup = Setup()) -> tuple[Machine, list[Point], dict]:
+    """The machine, one Point per batch x context (module docstring) and the scaled config.json measured."""
+    u = setup
+    m = measure_machine(u.matmul_size, u.copy_bytes, device=u.device)
+    cfg = small_config(u.model, u.layers, u.divisor, u.vocab)
+    arch = loader.model_from_dict(cfg, f"{u.model} (scaled: {u.layers} layers, widths / {u.divisor})")
     shape = shape_of(arch)
-    decode = build_decoder(cfg, max(batches), max(contexts) + steps + 2, m.device)
+    decode = build_decoder(cfg, max(u.batches), max(u.contexts) + u.steps + 2, m.device)
     topo, peaks = machine_topology(m), engine.Peaks(m.flops_per_s, m.bytes_per_s, 1e15)
     fp32 = engine.Precision(4.0, 4.0, 4.0, 4.0, 4.0)
     rows = []
-    for c in contexts:
-        for b in batches:
-            meas = time_decode(decode, b, c, steps, m.device)
+    for c in u.contexts:
+        for b in u.batches:
+            meas = time_decode(decode, b, c, u.steps, m.device)
             st = engine.times(engine.work(shape, topo, Layout(), fp32, engine.Pass(b, c + 1, 1)), topo, peaks)
             kv_s = float(st.kv_s)
             rows.append((b, c, meas, float(st.step_s), float(st.memory_s) - kv_s, kv_s,

@@ -45,9 +45,10 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
     for i, case in enumerate(s.cases):
         c = case.case
         tput = s.metric[i] == METRIC_CODE["throughput_per_chip"]
-        out.append(_row(case, c.model, c.hardware, METRIC_NAMES[int(s.metric[i])], c.scenario, s.measured[i],
-                        roof.value[i], cal.value[i], bool(tput), bound_names([cal.bound[i]])[0],
-                        bool(cal.capacity_limited[i]), float(cal.batch[i]))
+        where = {"chip": c.hardware, "model": c.model, "metric": METRIC_NAMES[int(s.metric[i])], "scenario": c.scenario}
+        state = {"bound": bound_names([cal.bound[i]])[0], "capacity_limited": bool(cal.capacity_limited[i]),
+                 "batch": float(cal.batch[i])}
+        out.append(_row(case, where, (s.measured[i], roof.value[i], cal.value[i]), bool(tput), state)
                    | {"engine": c.engine if case.source.id != "pope2022-esti" else "paper (TPU v4)",
                       "shape": workload_shape(c.isl, c.osl)} | regime_fields(c))
     if t.cases:
@@ -55,8 +56,9 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
         t_cal = predict_training(t, *([getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS))
         for i, case in enumerate(t.cases):
             c = case.case
-            out.append(_row(case, c.model, c.hardware, "train_step_s", "pretraining", t.measured[i], t_roof[i],
-                            t_cal[i], False, "compute", False, float(c.global_batch))
+            where = {"chip": c.hardware, "model": c.model, "metric": "train_step_s", "scenario": "pretraining"}
+            state = {"bound": "compute", "capacity_limited": False, "batch": float(c.global_batch)}
+            out.append(_row(case, where, (t.measured[i], t_roof[i], t_cal[i]), False, state)
                        | {"engine": "megatron", "shape": "pretraining"} | training_regime(c))
     return out
 
@@ -86,13 +88,15 @@ def workload_shape(isl: float, osl: float) -> str:
     return "balanced"
 
 
-def _row(case, model, chip, metric, scenario, measured, roof, cal, tput, bound, cap, batch) -> dict:
+def _row(case, where: dict, values: tuple, tput: bool, state: dict) -> dict:
+    """One case's row: ``where`` (chip, model, metric, scenario), ``values`` (measured, roofline, calibrated) with
+    the two errors (a throughput's sign flipped: optimism), then ``state`` (bound, capacity_limited, batch)."""
+    measured, roof, cal = values
     e_roof = float(optimism(signed_error(roof, measured), tput))
     e_cal = float(optimism(signed_error(cal, measured), tput))
-    return {"id": case.id, "source": case.source.id, "split": case.split, "chip": chip, "model": model,
-            "metric": metric, "scenario": scenario, "measured": float(measured), "roofline": float(roof),
-            "calibrated": float(cal), "roofline_error": e_roof, "calibrated_error": e_cal, "bound": bound,
-            "capacity_limited": cap, "batch": batch}
+    return {"id": case.id, "source": case.source.id, "split": case.split, **where, "measured": float(measured),
+            "roofline": float(roof), "calibrated": float(cal), "roofline_error": e_roof, "calibrated_error": e_cal,
+            **state}
 
 
 def refit(p: Prepared, train_ids: set[str] | None = None) -> cf.Fit:
