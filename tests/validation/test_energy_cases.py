@@ -11,7 +11,7 @@ from tokenomy.validation import energy_cases as ec
 
 
 def test_every_source_cites_where_and_how():
-    for f in ec.files():
+    for f in loader.energy_validation():
         assert f.source.url.startswith("https://") and len(f.source.how) > 40 and f.case
 
 

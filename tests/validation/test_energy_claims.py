@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.catalog import loader
 from tokenomy.validation import energy_cases, energy_claims
 from tokenomy.validation.report import energy_section
 
 
 def test_claims_are_labelled_and_say_what_they_assume_or_why_unscored():
-    files = energy_claims.files()
+    files = loader.energy_claims()
     assert {f.source.vendor for f in files} >= {"NVIDIA", "AMD"}
     for f in files:
         assert f.source.kind == "claim" and f.source.url.startswith("https://")
@@ -19,9 +20,9 @@ def test_claims_are_labelled_and_say_what_they_assume_or_why_unscored():
 
 
 def test_claims_stay_out_of_the_measured_cases_and_their_figure():
-    claim_sources = {f.source.id for f in energy_claims.files()}
+    claim_sources = {f.source.id for f in loader.energy_claims()}
     assert not claim_sources & {p.source for p in energy_cases.predicted()}
-    assert all(f.source.kind == "measured" or f.source.id not in claim_sources for f in energy_cases.files())
+    assert all(f.source.kind == "measured" or f.source.id not in claim_sources for f in loader.energy_validation())
 
 
 def test_scored_claims_predict_newer_systems_ahead_per_mw():

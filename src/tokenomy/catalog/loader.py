@@ -31,7 +31,8 @@ MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
            "engines": "EngineFile", "power": "PowerFile",
            "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile", "kv_tiering": "KvTieringFile",
-           "validation/kv_tiering": "KvTierValidationFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
+           "validation/kv_tiering": "KvTierValidationFile", "validation/energy": "EnergyCaseFile",
+           "validation/energy_claims": "EnergyClaimFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
 
 
 class CatalogError(ValueError):
@@ -236,6 +237,30 @@ def kv_tier_validation() -> tuple:
                                    f"{c.hardware!r} is not in the catalog")
     if len(ids) != len(set(ids)):
         raise CatalogError(f"validation/kv_tiering: a case id appears twice: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return files
+
+
+@lru_cache(maxsize=1)
+def energy_validation() -> tuple:
+    """Every published energy measurement file (catalog/validation/energy/*.toml), validated; case ids unique."""
+    files = tuple(_file("validation/energy", stem)[0] for stem in catalog_stems("validation/energy"))
+    ids = [c.id for f in files for c in f.case]
+    if len(ids) != len(set(ids)):
+        raise CatalogError(f"energy validation: a case id appears twice: {sorted(ids)}")
+    return files
+
+
+@lru_cache(maxsize=1)
+def energy_claims() -> tuple:
+    """Every vendors' energy claim file (catalog/validation/energy_claims/*.toml), validated; a scored claim names
+    its model, lengths, interactivity and both sides."""
+    files = tuple(_file("validation/energy_claims", stem)[0] for stem in catalog_stems("validation/energy_claims"))
+    for f in files:
+        for c in f.claim:
+            if not c.unscored and None in (c.model, c.isl, c.osl, c.newer, c.older) or not (c.unscored or
+                                                                                           c.interactivity):
+                raise CatalogError(f"{f.source.id}.toml: claim {c.id}: a scored claim needs model, isl, osl, "
+                                   "interactivity, newer and older (or unscored saying why not)")
     return files
 
 

@@ -619,3 +619,96 @@ class KvTierValidationFile(BaseModel):
     source: KvTierSource
     case: tuple[KvTierCase, ...] = Field(min_length=1)
     skipped: tuple[dict[str, str], ...] = ()  # {what, why}
+
+
+# ---- energy validation: measurements (catalog/validation/energy/) and vendors' claims (energy_claims/) -----------
+
+
+class EnergySource(BaseModel):
+    """Where a published energy measurement comes from, how it was measured and which energy ("board": the GPU
+    boards alone, as NVML reports them; "all-in": the facility's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=3)
+    url: str = Field(min_length=8)
+    as_of: dt.date
+    kind: Literal["measured", "claim"]
+    engine: str
+    energy: Literal["board", "all-in"]
+    how: str = Field(min_length=8)
+    workload: str = Field(min_length=8)
+
+
+class EnergyCase(BaseModel):
+    """One measured point: a closed loop of ``concurrency`` clients at ISL/OSL on ``tp`` chips, its J per output
+    token (and the power of all GPUs and the output tokens/s, where the source gives them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=3)
+    model: str
+    hardware: str
+    tp: PositiveInt
+    concurrency: PositiveInt
+    isl: PositiveInt
+    osl: PositiveInt
+    j_per_output_token: PositiveFloat
+    weight_dtype: str | None = None
+    power_w: PositiveFloat | None = None  # all GPUs, where the source gives it
+    output_tokens_per_s: PositiveFloat | None = None
+
+
+class EnergyCaseFile(BaseModel):
+    """``catalog/validation/energy/<source>.toml``: one source's measured cases."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: EnergySource
+    case: tuple[EnergyCase, ...]
+
+
+class EnergyClaimSide(BaseModel):
+    """One side of a claim: the hardware, the serving engine, the weights and the layouts tried."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hardware: str
+    engine: str
+    weight_dtype: str | None = None
+    layouts: tuple[dict, ...] = Field(min_length=1)
+
+
+class EnergyClaim(BaseModel):
+    """A vendor's ratio of tokens/s per MW, newer over older, on a model at ISL/OSL and interactivities; what was
+    assumed, or ``unscored`` saying why it cannot be predicted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=3)
+    text: str = Field(min_length=8)
+    ratio: PositiveFloat
+    model: str | None = None
+    isl: PositiveInt | None = None
+    osl: PositiveInt | None = None
+    interactivity: tuple[PositiveFloat, ...] = ()
+    up_to: bool = False
+    assumed: str = ""
+    unscored: str = ""
+    newer: EnergyClaimSide | None = None
+    older: EnergyClaimSide | None = None
+
+
+class EnergyClaimSource(BaseModel):
+    """Who claimed it, where and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=3)
+    vendor: str
+    url: str = Field(min_length=8)
+    as_of: dt.date
+    kind: Literal["claim"]
+    how: str = Field(min_length=8)
+
+
+class EnergyClaimFile(BaseModel):
+    """``catalog/validation/energy_claims/<source>.toml``: one source's claims."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: EnergyClaimSource
+    claim: tuple[EnergyClaim, ...]

@@ -16,10 +16,8 @@ with e fitted without it, on the other sources' measured power, or where none gi
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
 
 import numpy as np
 
@@ -29,58 +27,9 @@ from tokenomy.core.layout import Layout
 from tokenomy.econ import energy as en
 from tokenomy.serving.scheduler import profile_of
 from tokenomy.serving.steady import steady
-from tokenomy.validation.load import _read, efficiency_set
+from tokenomy.validation.load import efficiency_set
 
-ENERGY = "validation/energy"  # catalog/validation/energy/*.toml
 HBM_GRID_STEP = 0.005
-
-
-def _schema():
-    """The pydantic schema of an energy case file (built on first use: pydantic stays out of a plain answer)."""
-    from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
-
-    class EnergySource(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        id: str = Field(min_length=3)
-        url: str = Field(min_length=8)
-        as_of: dt.date
-        kind: Literal["measured", "claim"]
-        engine: str
-        energy: Literal["board", "all-in"]
-        how: str = Field(min_length=8)
-        workload: str = Field(min_length=8)
-
-    class EnergyCase(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        id: str = Field(min_length=3)
-        model: str
-        hardware: str
-        tp: PositiveInt
-        concurrency: PositiveInt
-        isl: PositiveInt
-        osl: PositiveInt
-        j_per_output_token: PositiveFloat
-        weight_dtype: str | None = None
-        power_w: PositiveFloat | None = None  # all GPUs, where the source gives it
-        output_tokens_per_s: PositiveFloat | None = None
-
-    class EnergyFile(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        source: EnergySource
-        case: tuple[EnergyCase, ...]
-
-    return EnergyFile
-
-
-@lru_cache(maxsize=1)
-def files() -> tuple:
-    """Every energy case file, validated; case ids unique."""
-    schema = _schema()
-    out = tuple(_read(ENERGY, stem, schema) for stem in loader.catalog_stems(ENERGY))
-    ids = [c.id for f in out for c in f.case]
-    if len(ids) != len(set(ids)):
-        raise loader.CatalogError(f"energy validation: a case id appears twice: {sorted(ids)}")
-    return out
 
 
 @dataclass(frozen=True)
@@ -114,7 +63,7 @@ def _serve(key, concurrency: np.ndarray):
 def predicted() -> tuple[Predicted, ...]:
     """Every measured case through the serving model, grouped by deployment (one steady state per group)."""
     groups: dict[tuple, list] = {}
-    for f in files():
+    for f in loader.energy_validation():
         if f.source.kind != "measured":
             continue
         for c in f.case:
@@ -220,7 +169,7 @@ def report_lines() -> list[str]:
           f"{100 * np.median(np.abs(perr)):.1f}% at the catalog's e = {e * 1e12:.0f} pJ/B (fitted on those cases: "
           "in-sample for the power, the check that the split reads the terms right).", "",
           "Sources:", ""]
-    for f in files():
+    for f in loader.energy_validation():
         s = f.source
         L.append(f"- `{s.id}` ({s.kind}, {s.energy} energy, {s.as_of}): <{s.url}>. {s.how} Workload: {s.workload}")
     return L

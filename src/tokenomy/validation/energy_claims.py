@@ -22,10 +22,8 @@ software of the day are not modelled on either side (their effect on a ratio is 
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
 
 import numpy as np
 
@@ -35,67 +33,9 @@ from tokenomy.core.layout import Layout
 from tokenomy.econ import energy as en
 from tokenomy.serving.scheduler import profile_of
 from tokenomy.serving.steady import steady
-from tokenomy.validation.load import _read, efficiency_set
+from tokenomy.validation.load import efficiency_set
 
-CLAIMS = "validation/energy_claims"
 CONCURRENCY = np.unique(np.concatenate([2.0 ** np.arange(0, 14), 1.5 * 2.0 ** np.arange(1, 13)]))
-
-
-def _schema():
-    """The pydantic schema of a claim file (built on first use)."""
-    from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
-
-    class Side(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        hardware: str
-        engine: str
-        weight_dtype: str | None = None
-        layouts: tuple[dict, ...] = Field(min_length=1)
-
-    class Claim(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        id: str = Field(min_length=3)
-        text: str = Field(min_length=8)
-        ratio: PositiveFloat
-        model: str | None = None
-        isl: PositiveInt | None = None
-        osl: PositiveInt | None = None
-        interactivity: tuple[PositiveFloat, ...] = ()
-        up_to: bool = False
-        assumed: str = ""
-        unscored: str = ""
-        newer: Side | None = None
-        older: Side | None = None
-
-    class Source(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        id: str = Field(min_length=3)
-        vendor: str
-        url: str = Field(min_length=8)
-        as_of: dt.date
-        kind: Literal["claim"]
-        how: str = Field(min_length=8)
-
-    class ClaimFile(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-        source: Source
-        claim: tuple[Claim, ...]
-
-    return ClaimFile
-
-
-@lru_cache(maxsize=1)
-def files() -> tuple:
-    """Every claim file, validated; a scored claim names its model, lengths, interactivity and both sides."""
-    schema = _schema()
-    out = tuple(_read(CLAIMS, stem, schema) for stem in loader.catalog_stems(CLAIMS))
-    for f in out:
-        for c in f.claim:
-            if not c.unscored and None in (c.model, c.isl, c.osl, c.newer, c.older) or not (c.unscored or
-                                                                                           c.interactivity):
-                raise loader.CatalogError(f"{f.source.id}.toml: claim {c.id}: a scored claim needs model, isl, osl, "
-                                          "interactivity, newer and older (or unscored saying why not)")
-    return out
 
 
 def _points(side, model: str, isl: float, osl: float):
@@ -158,7 +98,7 @@ def score(f, c) -> Scored:
 
 @lru_cache(maxsize=1)
 def scored() -> tuple[Scored, ...]:
-    return tuple(score(f, c) for f in files() for c in f.claim)
+    return tuple(score(f, c) for f in loader.energy_claims() for c in f.claim)
 
 
 def report_lines() -> list[str]:
@@ -182,6 +122,6 @@ def report_lines() -> list[str]:
             why = c.unscored or "neither side reaches the claim's interactivity on the listed layouts"
             L.append(f"| {s.vendor} | {c.text} | {c.ratio:g}x | not scored | | | | {why} |")
     L += ["", "Claim sources:", ""]
-    for f in files():
+    for f in loader.energy_claims():
         L.append(f"- `{f.source.id}` ({f.source.vendor}, {f.source.as_of}): <{f.source.url}>. {f.source.how}")
     return L
