@@ -19,6 +19,9 @@ session's context at this load: econ.kv_tiers.cheapest (hold + retrieve vs recom
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from tokenomy.answers.result import Result
@@ -34,6 +37,33 @@ COLUMNS = ("concurrency", "rate", "think_s", "dram_bytes", "hit_rate", "ttft_s",
 HOLDS_S = (300.0, 3600.0)  # the lecture's 5-minute and 1-hour caches
 
 
+@dataclass(frozen=True)
+class SessionRequest:
+    """serve's session question beside its deployment, engine and run (answers/requests.py): the session workload
+    (a serving.sessions MultiTurn or Agentic), its load (``concurrency`` concurrent sessions or ``rate`` sessions/s;
+    a ``trace`` replays its own timestamps), the think times and the DRAM bytes per node swept (None: the
+    workload's, the machine's), the NVMe bytes per node, the tiering policy and the routing to compare."""
+
+    workload: Any
+    concurrency: Any = None
+    rate: Any = None
+    think_s: Any = None
+    dram_bytes: Any = None
+    nvme_bytes: float | None = None
+    kv_tiering: str | None = None
+    routing: str | None = None
+    trace: Any = None
+
+    @property
+    def closed(self) -> bool:
+        return self.concurrency is not None
+
+    def __str__(self) -> str:
+        load = "trace" if self.trace is not None else (
+            f"{self.concurrency} sessions" if self.closed else f"{self.rate} sessions/s")
+        return f"{self.workload.kind}: {load}; tiers {self.kv_tiering or 'HBM only'}"
+
+
 def session_workload(workload, turns=None, think_s=None):
     """The workload request object: one given, or the named kind with ``turns`` (and one ``think_s``) set."""
     if isinstance(workload, WORKLOADS["multiturn"] | WORKLOADS["agentic"]):
@@ -42,9 +72,11 @@ def session_workload(workload, turns=None, think_s=None):
     return workload_of(str(workload), turns=turns, think_s=one)
 
 
-def serve_sessions(dep, prof, w, *, concurrency, rate, think_s, dram_bytes, nvme_bytes, kv_tiering, method,
-                   requests, seed, routing) -> Result:
-    """The rows (module docstring); ``dep`` on its chosen layout, ``prof`` its engine profile."""
+def serve_sessions(dep, prof, q: SessionRequest, run) -> Result:
+    """The rows (module docstring); ``dep`` on its chosen layout, ``prof`` its engine profile, ``run`` the method
+    (answers.requests.RunRequest)."""
+    w, concurrency, think_s, dram_bytes = q.workload, q.concurrency, q.think_s, q.dram_bytes
+    rate, routing = q.rate, q.routing
     reps, dep1 = replica_count(dep), one_replica(dep)
     load = np.atleast_1d(np.asarray(concurrency if concurrency is not None else rate, float))
     thinks = np.atleast_1d(np.asarray(w.think_s if think_s is None else think_s, float))
@@ -59,18 +91,16 @@ def serve_sessions(dep, prof, w, *, concurrency, rate, think_s, dram_bytes, nvme
     gpu_usd_s = dep.price / 3600.0
     rows, stacks = [], {}
     for d in drams:
-        rt = replica_tiers(dep.hardware, kv_tiering, d, nvme_bytes, bpt, slots, dep1.chips, s_pre, gpu_usd_s)
+        rt = replica_tiers(dep.hardware, q.kv_tiering, d, q.nvme_bytes, bpt, slots, dep1.chips, s_pre, gpu_usd_s)
         stacks[d] = rt
         lower = np.array([lv.capacity_tokens for lv in rt.stack.levels[1:]], float)
         L, T = np.meshgrid(load, thinks, indexing="ij")
         per = L / reps
         a = session_steady(dep1, prof, w, rt.stack, lower, concurrency=per if concurrency is not None else None,
                            rate=per if concurrency is None else None, think_s=T)
-        sims = _simulate(dep1, prof, w, rt, per, T, a, concurrency is not None, requests, seed) \
-            if method == "simulate" else None
+        sims = _simulate(dep1, prof, q, rt, (per, T), a, run) if run.method == "simulate" else None
         for i in np.ndindex(L.shape):
-            rows.append(_row(dep, w, rt, a, i, L[i], T[i], d, concurrency is not None, reps,
-                             None if sims is None else sims[i]))
+            rows.append(_row(dep, q, rt, a, (i, L[i], T[i], d), reps, None if sims is None else sims[i]))
     extra = {"workload": w.kind, "kv_tiering": stacks[drams[0]].policy,
              "tiers": [lv.tier for lv in stacks[drams[0]].stack.levels],
              "tier_for_hold": _tier_for_hold(dep, stacks[drams[0]], rows[0], w)}
@@ -81,20 +111,21 @@ def serve_sessions(dep, prof, w, *, concurrency, rate, think_s, dram_bytes, nvme
     if routing is not None:
         from tokenomy.serving.routing import compare_routing
 
-        extra["routing"] = compare_routing(w, stacks[drams[0]].stack, reps, rows[0], seed)
+        extra["routing"] = compare_routing(w, stacks[drams[0]].stack, reps, rows[0], run.seed)
         notes += tuple(f"routing {r['routing']}: hit rate {r['hit_rate']:.3f}, load imbalance (max/mean prefill "
                        f"tokens per replica) {r['load_imbalance']:.2f}" for r in extra["routing"])
     return rows, extra, notes
 
 
-def _simulate(dep1, prof, w, rt, L, T, a, closed, requests, seed) -> dict:
+def _simulate(dep1, prof, q: SessionRequest, rt, grid, a, run) -> dict:
     """The session simulator on ONE replica at its share ``L`` of the load (sessions or sessions/s per replica,
-    as the analytic rows), per point."""
+    as the analytic rows) and think time ``T`` (``grid`` = (L, T)), per point."""
     from dataclasses import replace
 
     from tokenomy.serving.sessions import generate, session_start_times
     from tokenomy.serving.sim_sessions import simulate_sessions
 
+    (L, T), w, closed, requests, seed = grid, q.workload, q.closed, run.requests, run.seed
     out, blk = {}, int(prof.block_size)
     blocks = int(float(np.ravel(kv_tokens(dep1, prof, 8192.0).tokens)[0]) // blk)
     for i in np.ndindex(L.shape):
@@ -117,7 +148,10 @@ def ttft_by_turn(plan, sim) -> list[float]:
     return [float(np.mean(ttft[turn == k])) for k in range(int(np.max(turn, initial=-1)) + 1) if np.any(turn == k)]
 
 
-def _row(dep, w, rt, a, i, load, think, dram, closed, reps, sim) -> dict:
+def _row(dep, q: SessionRequest, rt, a, point, reps, sim) -> dict:
+    """One point's row: ``point`` = (its index in the analytic grid ``a``, sessions or sessions/s, think time, DRAM
+    bytes per node); ``sim`` the simulation's (result, TTFT by turn) or None."""
+    (i, load, think, dram), w, closed = point, q.workload, q.closed
     g = lambda x: float(np.asarray(x)[i]) if np.ndim(x) else float(x)  # noqa: E731
     s = a.steady
     flat = int(np.ravel_multi_index(i, np.shape(a.ttft_s))) if np.ndim(a.ttft_s) else 0
@@ -194,19 +228,17 @@ def _tier_for_hold(dep, rt, row, w) -> dict:
     return {str(int(h)): n for h, n in zip(HOLDS_S, names)}
 
 
-def sessions_answer(model, hardware, *, w, concurrency, rate, engine, max_num_tokens, max_batch, chips, degrees,
-                    weight_dtype, kv_dtype, efficiency, usd_per_chip_hour, method, requests, seed, think_s,
-                    dram_bytes, nvme_bytes, kv_tiering, routing, trace=None) -> Result:
-    """serve's answer for a session workload: the layout by serve's rule at the workload's mean turn, then the rows.
-    ``trace``: a session trace file (serving/session_trace.py) replayed by the simulator at its own timestamps."""
-    from tokenomy.answers import inputs
-    from tokenomy.answers.engines import engine_profile
+def sessions_answer(d, e, run, q: SessionRequest) -> Result:
+    """serve's answer for a session workload (``d``, ``e``, ``run``: answers/requests.py's deployment, engine and run
+    requests): the layout by serve's rule at the workload's mean turn, then the rows. ``q.trace``: a session trace
+    file (serving/session_trace.py) replayed by the simulator at its own timestamps."""
     from tokenomy.answers.resolve import deployment, hardware_of, model_of, within_window
-    from tokenomy.answers.requests import EngineRequest, WorkloadRequest
+    from tokenomy.answers.requests import WorkloadRequest
     from tokenomy.answers.serve_layout import serve_layout
     from tokenomy.core.layout import Layout
     from tokenomy.serving.kv_che import turn_types
 
+    w, concurrency, rate, routing, trace = q.workload, q.concurrency, q.rate, q.routing, q.trace
     if trace is not None:
         if concurrency is not None or rate is not None:
             raise ValueError("concurrency: not with trace (the trace's timestamps are the load)")
@@ -215,28 +247,25 @@ def sessions_answer(model, hardware, *, w, concurrency, rate, engine, max_num_to
         raise ValueError("concurrency, rate: give one (concurrent sessions, or sessions per second)")
     if routing is not None and routing not in ROUTINGS:
         raise ValueError(f"routing: {routing!r}; allowed: {', '.join(ROUTINGS)}")
-    m, hw = model_of(model), hardware_of(hardware)
+    m, hw = model_of(d.model), hardware_of(d.hardware)
     tt = turn_types(w)
     isl_m, osl_m = tt.mean(tt.isl), tt.mean(tt.osl)
     within_window(m, float(np.max(tt.isl + tt.osl)), "turns", "the workload's longest turn (input + output) = ")
-    dep = deployment(m, hw, layout=degrees or Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                     efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour, engine=engine)
+    dep = deployment(m, hw, layout=d.layout or Layout(), weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype,
+                     efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour, engine=e.name)
     load = np.atleast_1d(np.asarray(concurrency if concurrency is not None else rate, float))
     reuse = float(np.sum(tt.n * tt.reuse) + tt.system_tokens * np.sum(tt.n)) / float(np.sum(tt.n * tt.isl))
     busy = dict(concurrency=load) if concurrency is not None else dict(rate=load * tt.requests_per_session)
     # the layout ranked at the mean turn: the sessions' requests with their ideal reuse as the hit fraction
     ranked = WorkloadRequest.of(dict(**busy, isl=max(int(round(isl_m)), 1), osl=max(int(round(osl_m)), 1),
                                      cache_hit=min(reuse, 0.99), sessions=w))
-    eng = EngineRequest.of(dict(engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch))
-    lay, rule = serve_layout(dep, inputs.optional("chips", chips), degrees, ranked, eng)
+    lay, rule = serve_layout(dep, d.chips, d.layout, ranked, e)
     dep = dep.with_(layout=lay)
-    prof = engine_profile(engine, int(lay.tp), max_num_tokens, max_batch)
+    prof = e.profile(int(lay.tp))
     if trace is not None:
-        return _replay(dep, prof, m, hw, trace, kv_tiering, dram_bytes, nvme_bytes, rule)
-    rows, extra, notes = serve_sessions(dep, prof, w, concurrency=concurrency, rate=rate, think_s=think_s,
-                                        dram_bytes=dram_bytes, nvme_bytes=nvme_bytes, kv_tiering=kv_tiering,
-                                        method=method, requests=requests, seed=seed, routing=routing)
-    title = (f"serve ({w.kind} sessions, {method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout "
+        return _replay(dep, prof, q, rule)
+    rows, extra, notes = serve_sessions(dep, prof, q, run)
+    title = (f"serve ({w.kind} sessions, {run.method}): {m.name} on {dep.chips} x {hw.chip.name} ({hw.name}); layout "
              f"{lay.label()} ({rule}); {prof.label()}; KV tiers {', '.join(extra['tiers'])} "
              f"({extra['kv_tiering']}); mean turn ISL {isl_m:,.0f} / OSL {osl_m:,.0f}")
     explain = (f"workload: {w}", "hit rates: serving/kv_che.py (Che's characteristic time per tier) inside "
@@ -250,18 +279,19 @@ def sessions_answer(model, hardware, *, w, concurrency, rate, engine, max_num_to
 ROUTINGS = ("round-robin", "session-sticky", "prefix-aware")
 
 
-def _replay(dep, prof, m, hw, trace, kv_tiering, dram_bytes, nvme_bytes, rule) -> Result:
+def _replay(dep, prof, q: SessionRequest, rule) -> Result:
     """A session trace replayed by the simulator on one replica at its own timestamps (every session on it)."""
     from tokenomy.serving.session_trace import read_session_trace
     from tokenomy.serving.sim_sessions import simulate_sessions
 
+    m, hw, trace = dep.model, dep.hardware, q.trace
     plan = read_session_trace(trace)
     dep1 = one_replica(dep)
     cap = kv_tokens(dep1, prof, float(np.mean(plan.isl + plan.osl)))
     bpt, slots = float(np.ravel(cap.bytes_per_token)[0]), float(np.ravel(cap.slots)[0])
     ctx = float(np.mean(plan.isl))
     s_pre = float(np.ravel(step_time(dep1, 0.0, ctx, float(prof.max_num_tokens), ctx))[0]) / prof.max_num_tokens
-    rt = replica_tiers(dep.hardware, kv_tiering, dram_bytes, nvme_bytes, bpt, slots, dep1.chips, s_pre,
+    rt = replica_tiers(dep.hardware, q.kv_tiering, q.dram_bytes, q.nvme_bytes, bpt, slots, dep1.chips, s_pre,
                        dep.price / 3600.0)
     sim = simulate_sessions(dep1, prof, plan, rt.stack, int(float(np.ravel(cap.tokens)[0]) // prof.block_size))
     row = {"workload": "trace", **sim.summary(dep1.chips), **{f"hit_{k}": v for k, v in sim.hit_by_tier.items()},

@@ -18,6 +18,8 @@ run); ``serve_request`` answers a request, as ``tokenomy serve`` builds it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tokenomy.answers import error_bars
@@ -26,8 +28,8 @@ from tokenomy.answers.disagg_plans import (DISAGG_COLUMNS, disagg_plan, plan_dis
 from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import power_of, serving_energy
 from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa: F401  (engine_profile: re-exported)
-from tokenomy.answers.requests import RunRequest, ServeRequest, WorkloadRequest
-from tokenomy.answers.resolve import deployment, hardware_of, layout_of, model_of, weight_dtype_of
+from tokenomy.answers.requests import DeploymentRequest, EngineRequest, RunRequest, ServeRequest, WorkloadRequest
+from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Result, Rows
 from tokenomy.answers.serve_layout import serve_layout
 from tokenomy.answers.serve_rows import (dtypes_label, row, serving_kv_dtype, simulations, slo_verdict,  # noqa: F401
@@ -181,7 +183,7 @@ def _serve_agg(req: ServeRequest, m, hw, dep, prof, rule, s) -> Result:
 
 def _sessions(model, hardware, kw: dict) -> Result:
     """serve's session workloads (answers/session_serve.py): what does not apply to them is refused by name."""
-    from tokenomy.answers.session_serve import session_workload, sessions_answer
+    from tokenomy.answers.session_serve import SessionRequest, session_workload, sessions_answer
 
     if kw["workload"] == "steady":
         given = next(k for k in ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
@@ -194,17 +196,12 @@ def _sessions(model, hardware, kw: dict) -> Result:
             raise ValueError(f"{name}: not with workload {kw['workload']!r} (sessions set their own lengths, hits "
                              "and timing)")
     w = session_workload(kw["workload"], kw["turns"], kw["think_s"])
-    degrees = layout_of(kw.get("tp"), kw.get("ep"), kw.get("pp"), kw.get("dp"), kw.get("redundant_experts"),
-                        kw.get("attn_dp"), kw.get("kv_batch"))
-    engine = kw["engine"] or "vllm"
-    kv_dtype = serving_kv_dtype(model, engine, kw["weight_dtype"], kw["kv_dtype"])
-    return sessions_answer(model, hardware, w=w, concurrency=kw["concurrency"], rate=kw["rate"], engine=engine,
-                           max_num_tokens=kw["max_num_tokens"], max_batch=kw["max_batch"], chips=kw["chips"],
-                           degrees=degrees, weight_dtype=kw["weight_dtype"], kv_dtype=kv_dtype,
-                           efficiency=kw["efficiency"], usd_per_chip_hour=kw["usd_per_chip_hour"],
-                           method=kw["method"], requests=kw["requests"], seed=kw["seed"], think_s=kw["think_s"],
-                           dram_bytes=kw["dram_bytes"], nvme_bytes=kw["nvme_bytes"], kv_tiering=kw["kv_tiering"],
-                           routing=kw["routing"], trace=kw["trace"])
+    d = DeploymentRequest.of(model, hardware, kw)
+    e = EngineRequest.of({**kw, "engine": kw["engine"] or "vllm"})
+    d = replace(d, kv_dtype=serving_kv_dtype(model, e.name, d.weight_dtype, d.kv_dtype))
+    q = SessionRequest(w, kw["concurrency"], kw["rate"], kw["think_s"], kw["dram_bytes"], kw["nvme_bytes"],
+                       kw["kv_tiering"], kw["routing"], kw["trace"])
+    return sessions_answer(d, e, RunRequest.of(kw), q)
 
 
 def _agg_runs(dep, prof, proto, w: WorkloadRequest, run: RunRequest) -> list:
