@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tokenomy.arch.params import count_params
 from tokenomy.catalog.loader import hardware, model
 from tokenomy.econ.lifecycle import Penalties, lifecycle_costs, optimise, usd_per_flop
-from tokenomy.econ.rl import rl_step
+from tokenomy.econ.rl import RlRequest, rl_step, rollout_deployment
 from tokenomy.econ.scaling import CHINCHILLA, compute_optimal, loss, overtraining_factor, tokens_for_loss
 
 
@@ -72,7 +72,8 @@ def test_lifecycle_costs_closed_form():
 
 def test_rl_step_prices_rollouts_with_the_serving_engine():
     m, hw = model("llama-3.1-8b"), hardware("hgx-h100-8")
-    r = rl_step(m, hw, rollouts=512, prompt_len=512, output_len=4096, batch=np.array([8, 64, 256]))
+    dep = rollout_deployment(m, hw)
+    r = rl_step(dep, RlRequest(rollouts=512, prompt_len=512, output_len=4096), np.array([8, 64, 256]))
     rs = np.asarray(r.rollout_s)
     assert np.all(np.diff(rs) < 0)  # bigger decode batches generate the same tokens faster
     assert np.all(np.asarray(r.efficiency_penalty) > 1)  # decode-heavy RL runs below the training MFU
@@ -80,7 +81,7 @@ def test_rl_step_prices_rollouts_with_the_serving_engine():
     # Training on the rollouts: f · N_active · tokens at the training MFU.
     n_active = count_params(m).matmul_active  # 7.5e9: all weights but the input embedding (a gather)
     assert float(r.train_s) == pytest.approx(6 * n_active * 512 * 4608 / (8 * 989.4e12 * 0.4))
-    r2 = rl_step(m, hw, rollouts=512, prompt_len=512, output_len=4096, batch=64, flops_factor=2)
+    r2 = rl_step(dep, RlRequest(rollouts=512, prompt_len=512, output_len=4096, flops_factor=2), 64)
     assert float(r2.train_flops) == pytest.approx(float(r.train_flops) / 3) and float(r2.usd) < float(r.usd[1])
     with pytest.raises(ValueError, match="flops_factor"):
-        rl_step(m, hw, rollouts=1, prompt_len=1, output_len=1, batch=1, flops_factor=1)
+        rl_step(dep, RlRequest(rollouts=1, prompt_len=1, output_len=1, flops_factor=1), 1)

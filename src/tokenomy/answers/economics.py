@@ -140,16 +140,23 @@ def latency(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   {"drain": list(drain), **_context(sv)}, derivation=derivation, rows_key="schedule")
 
 
-@door(ECONOMICS_KEYWORDS)
+# context's own knobs with their defaults: the Goldilocks band, the sparse-attention reads min(len, c·len^e), the
+# price step's context
+CONTEXT_KEYWORDS = {"sparse_const": 64.0, "sparse_exponent": 0.5, "band": 2.0, "step_context": 200000}
+
+
+def _own(kw: dict, table: dict) -> dict:
+    """The keywords of ``table`` taken out of ``kw`` (absent ones their default), each a number by the grammar."""
+    return {k: inputs.number(k, kw.pop(k, d)) for k, d in table.items()}
+
+
+@door({**CONTEXT_KEYWORDS, **ECONOMICS_KEYWORDS})
 @reports_hardware
-def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXTS, sparse_const=64.0,
-            sparse_exponent=0.5, band=2.0, step_context=200000, **kw) -> Result:
+def context(*, model=None, hardware=None, chips=None, batch=256, context=CONTEXTS, **kw) -> Result:
     """Context length: compute/memory crossover, MFU vs context, Goldilocks zone, price-step inverse."""
     B, Cs = inputs.optional("batch", batch), inputs.numbers("context", context)
-    sc = inputs.number("sparse_const", sparse_const)
-    sp = inputs.number("sparse_exponent", sparse_exponent)
-    bd = inputs.number("band", band)
-    sc_ctx = inputs.number("step_context", step_context)
+    knobs = _own(kw, CONTEXT_KEYWORDS)
+    sc, sp, bd, sc_ctx = (knobs[k] for k in ("sparse_const", "sparse_exponent", "band", "step_context"))
     sv = serving(deployment_request(model, hardware, chips, kw), [B], Cs)
     rows = ec.context_rows(sv, B, Cs)
     s = ec.summarize_context(sv, B, bd, sc, sp).as_dict()
@@ -195,15 +202,21 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   derivation=derivation)
 
 
-@door(ECONOMICS_KEYWORDS)
+# speculate's own knobs (None: by the draft kind, below; base_batch: the operating batch)
+SPECULATE_KEYWORDS = {"draft_tokens": None, "acceptance": None, "draft_cost": None, "base_batch": None}
+
+
+@door({**SPECULATE_KEYWORDS, **ECONOMICS_KEYWORDS})
 @reports_hardware
-def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, draft="model", draft_tokens=None,
-              acceptance=None, draft_cost=None, base_batch=None, target_speed=2.5, **kw) -> Result:
+def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, draft="model", target_speed=2.5,
+              **kw) -> Result:
     """Speculative decoding / multi-token prediction and "fast mode" (price multiplier of a speed-up).
 
-    draft="model": a draft model priced at ``draft_cost`` x the plain step (k = 3, alpha = 0.7 by default).
-    draft="mtp": the model's own MTP module(s) through the engine (k = the model's module count, alpha = 0.85 by
-    default: DeepSeek-V3 report §5.4.3), their weights and KV added to the memory per chip."""
+    draft="model": a draft model priced at ``draft_cost`` x the plain step (k = ``draft_tokens`` = 3, alpha =
+    ``acceptance`` = 0.7 by default). draft="mtp": the model's own MTP module(s) through the engine (k = the model's
+    module count, alpha = 0.85 by default: DeepSeek-V3 report §5.4.3), their weights and KV added to the memory per
+    chip. ``base_batch``: plain decode's batch that fast mode speeds up (default: the operating batch)."""
+    draft_tokens, acceptance, draft_cost, base_batch = (kw.pop(k, None) for k in SPECULATE_KEYWORDS)
     if draft not in es.DRAFT_KINDS:
         raise ValueError(f"draft: allowed {', '.join(es.DRAFT_KINDS)}; got {draft!r}")
     B, C = inputs.numbers("batch", batch), inputs.optional("context", context)

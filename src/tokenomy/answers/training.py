@@ -26,7 +26,7 @@ from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
 from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, TrainPlan, train_run, train_step
 from tokenomy.econ import lifecycle as lc
 from tokenomy.econ.published import check_rows, run_names
-from tokenomy.econ.rl import rl_step
+from tokenomy.econ.rl import RlRequest, rl_step, rollout_deployment
 from tokenomy.econ.scaling import chinchilla_tokens, loss
 from tokenomy.units import SECONDS_PER_DAY, dtype_bytes, fmt_bytes, fmt_seconds, fmt_si
 
@@ -236,19 +236,21 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                   derivation=tuple(derivation), rows_key="")
 
 
-@door()
+# what one RL step does (econ.rl.RlRequest), with the defaults: rl's keywords beside the deployment's
+RL_KEYWORDS = {"rollouts": 1024, "prompt_len": 1024, "output_len": 8192, "flops_factor": 6.0, "train_mfu": 0.4}
+
+
+@door(RL_KEYWORDS)
 @reports_hardware
-def rl(*, model=None, hardware=None, chips=None, rollouts=1024, prompt_len=1024, output_len=8192,
-       batch=(16, 64, 256), flops_factor=6.0, train_mfu=0.4, weight_dtype=None) -> Result:
-    """One RL step per concurrent-rollout batch (econ/rl.py)."""
-    for field, v in (("rollouts", rollouts), ("prompt_len", prompt_len), ("output_len", output_len),
-                     ("train_mfu", train_mfu)):
-        inputs.optional(field, v)
+def rl(*, model=None, hardware=None, chips=None, batch=(16, 64, 256), weight_dtype=None, **kw) -> Result:
+    """One RL step per concurrent-rollout batch (econ/rl.py); the keywords RL_KEYWORDS build its RlRequest."""
+    q = RlRequest(**{**RL_KEYWORDS, **kw})
+    for field in ("rollouts", "prompt_len", "output_len", "train_mfu"):
+        inputs.optional(field, getattr(q, field))
     inputs.optional("chips", chips)
     m, hw = model_of(model), hardware_of(hardware)
     B = np.atleast_1d(np.asarray(batch, dtype=float))
-    r = rl_step(m, hw, rollouts=rollouts, prompt_len=prompt_len, output_len=output_len, batch=B, chips=chips,
-                flops_factor=flops_factor, train_mfu=train_mfu, weight_dtype=dtype_of("weight_dtype", weight_dtype))
+    r = rl_step(rollout_deployment(m, hw, chips, dtype_of("weight_dtype", weight_dtype)), q, B)
     rows = []
     for i, b in enumerate(B):
         row = {"batch": int(b), "tokens_per_step": float(r.tokens_per_step), "train_flops": float(r.train_flops)}
@@ -278,27 +280,40 @@ def _inverse(demand, period_days, active_params, pen, models_per_family) -> Reco
                         tuple(row), derivation=derivation, rows_key="")
 
 
-@door()
+# lifecycle's keywords by what reads them, with their defaults: the quality target (the size search), the
+# penalties (econ.lifecycle.Penalties), the inverse's (``infer``), the engine split's (``run``: LifecycleRequest)
+QUALITY_KEYWORDS = {"target_loss": None, "target_params": 1e11}
+PENALTY_KEYWORDS = {"rl_flops_factor": 3.0, "rl_penalty": 3.0, "inference_penalty": 3.0}
+INVERSE_KEYWORDS = {"active_params": 1e11, "models_per_family": 1.0}
+ENGINE_KEYWORDS = {"serve_hardware": "hgx-h200-8", "pretrain_tokens": None, "prompt_len": 1024, "output_len": 8192,
+                   "rollout_concurrency": 256, "isl": 1024, "osl": 1024, "inference_concurrency": 256}
+LIFECYCLE_KEYWORDS = {**QUALITY_KEYWORDS, **PENALTY_KEYWORDS, **INVERSE_KEYWORDS, **ENGINE_KEYWORDS}
+
+
+@door(LIFECYCLE_KEYWORDS)
 @reports_hardware
-def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, target_loss=None, target_params=1e11,
-              hardware="h100-sxm", mfu=0.4, rl_tokens_ratio=2 / 3, rl_flops_factor=3.0, rl_penalty=3.0,
-              inference_penalty=3.0, infer=False, active_params=1e11, models_per_family=1.0, run=None,
-              serve_hardware="hgx-h200-8", pretrain_tokens=None, prompt_len=1024, output_len=8192,
-              rollout_concurrency=256, isl=1024, osl=1024, inference_concurrency=256) -> RecordResult:
+def lifecycle(*, demand_tokens_per_s=50e6, period_days=60.0, hardware="h100-sxm", mfu=0.4, rl_tokens_ratio=2 / 3,
+              infer=False, run=None, **kw) -> RecordResult:
     """Pre-training + RL + inference: the size that minimises the total $, or (``infer``) the inverse, or (``run``:
-    a published training run) each phase's chip-hours, $ and MWh from the engine (answers/lifecycle_engine.py)."""
-    for field, v in (("demand_tokens_per_s", demand_tokens_per_s), ("period_days", period_days),
+    a published training run) each phase's chip-hours, $ and MWh from the engine (answers/lifecycle_engine.py).
+    The keywords LIFECYCLE_KEYWORDS build the penalties and the engine split's LifecycleRequest at once."""
+    v = {**LIFECYCLE_KEYWORDS, **kw}
+    target_loss, target_params, active_params, models_per_family = (
+        v[k] for k in ("target_loss", "target_params", "active_params", "models_per_family"))
+    for field, x in (("demand_tokens_per_s", demand_tokens_per_s), ("period_days", period_days),
                      ("target_loss", target_loss), ("target_params", target_params), ("rl_tokens_ratio",
                      rl_tokens_ratio), ("active_params", active_params), ("models_per_family", models_per_family)):
-        inputs.optional(field, v)
+        inputs.optional(field, x)
     inputs.optional("mfu", mfu)
-    pen = lc.Penalties(rl_flops_factor, rl_penalty, inference_penalty)
+    pen = lc.Penalties(*(v[k] for k in PENALTY_KEYWORDS))
     if run is not None:
         from tokenomy.answers.lifecycle_engine import LifecycleRequest, engine_runs
 
+        e = {k: v[k] for k in ENGINE_KEYWORDS}
         return _engine(LifecycleRequest(
-            inputs.choice("run", run, engine_runs()), serve_hardware, pretrain_tokens, rl_tokens_ratio, prompt_len,
-            output_len, rollout_concurrency, demand_tokens_per_s, period_days, isl, osl, inference_concurrency, pen))
+            inputs.choice("run", run, engine_runs()), e["serve_hardware"], e["pretrain_tokens"], rl_tokens_ratio,
+            e["prompt_len"], e["output_len"], e["rollout_concurrency"], demand_tokens_per_s, period_days, e["isl"],
+            e["osl"], e["inference_concurrency"], pen))
     if infer:
         return _inverse(demand_tokens_per_s, period_days, active_params, pen, models_per_family)
     hw = hardware_of(hardware)

@@ -108,22 +108,24 @@ def latency_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
            tables=(("drain", "HBM drain time", ("chip", "hbm_bytes", "hbm_bytes_per_s", "drain_s")),))
 
 
-def _context_compare(compare, models, model, hardware, chips, weight_dtype, kv_dtype, usd_per_chip_hour, efficiency,
-                     as_json, as_csv, show_explain) -> None:
-    """``tokenomy context --compare M1 M2 ...``: answers.context_compare, one row per model."""
+def _context_compare(given: dict) -> None:
+    """``tokenomy context --compare M1 M2 ...``: answers.context_compare, one row per model (``given``: context's
+    options, the hardware with --set applied)."""
     from tokenomy.answers.architectures import context_compare
 
+    compare, models, model, hardware = (given[k] for k in ("compare", "models", "model", "hardware"))
     if not compare:
         raise UsageError(f"models: {' '.join(models)!r} given without --compare; use --model for one model")
     if not models:
         raise UsageError("--compare: give at least one model, e.g. --compare deepseek-v4-pro llama-3.1-405b")
     if model:
         raise UsageError("--model: not with --compare; name every model after --compare")
-    res = context_compare(models=list(models), hardware=hardware or "gb200-nvl72", chips=chips,
-                          kv_dtype=_dtype("kv-dtype", kv_dtype), weight_dtype=_dtype("weight-dtype", weight_dtype),
-                          usd_per_chip_hour=usd_per_chip_hour,
-                          efficiency=efficiency_option(efficiency, None, None, None))
-    show_result(res, as_json=as_json, as_csv=as_csv, show=show_explain,
+    res = context_compare(models=list(models), hardware=hardware or "gb200-nvl72", chips=given["chips"],
+                          kv_dtype=_dtype("kv-dtype", given["kv_dtype"]),
+                          weight_dtype=_dtype("weight-dtype", given["weight_dtype"]),
+                          usd_per_chip_hour=given["usd_per_chip_hour"],
+                          efficiency=efficiency_option(given["efficiency"], None, None, None))
+    show_result(res, as_json=given["as_json"], as_csv=given["as_csv"], show=given["show_explain"],
                 tables=(("verdicts", 'the lecture\'s "context stalls at 100-200k", per architecture',
                          ("model", "claim", "why")),))
 
@@ -163,8 +165,7 @@ def context_cmd(model: str = MODEL, hardware: str = HARDWARE, chips: str = CHIPS
     from tokenomy.answers import economics
 
     if compare or models:
-        return _context_compare(compare, models, model, what_if(hardware, set_), chips, weight_dtype, kv_dtype, usd_per_chip_hour,
-                                efficiency, as_json, as_csv, show_explain)
+        return _context_compare({**locals(), "hardware": what_if(hardware, set_)})
 
     kw = deployment_kw({**locals(), "hardware": what_if(hardware, set_)})
     res = economics.context(**kw, batch=batch, context=context, sparse_const=sparse_const,

@@ -56,15 +56,25 @@ def rollout_deployment(m: ModelArch, hw: Hardware, chips=None, weight_dtype=None
     return Deployment(m, hw, Layout.even_split(n), weight_dtype, kv_dtype)
 
 
-def rl_step(m: ModelArch, hw: Hardware, *, rollouts, prompt_len, output_len, batch, chips=None, flops_factor=6.0,
-            train_mfu=0.4, compute_dtype="bf16", weight_dtype=None, kv_dtype="bf16",
-            serving: Deployment | None = None) -> RlStep:
-    """Rollouts in batches of ``batch`` on the ``serving`` deployment (default ``rollout_deployment``), then training
-    on the same chips at train_mfu."""
-    f = check_flops_factor(flops_factor)
-    dep = serving or rollout_deployment(m, hw, chips, weight_dtype, kv_dtype)
+@dataclass(frozen=True)
+class RlRequest:
+    """What one RL step does: ``rollouts`` sequences of ``prompt_len`` + ``output_len`` tokens generated, then
+    trained at ``flops_factor`` (2..6) x N_active FLOPs per token at ``train_mfu`` of the ``compute_dtype`` peak."""
+
+    rollouts: object
+    prompt_len: object
+    output_len: object
+    flops_factor: float = 6.0
+    train_mfu: float = 0.4
+    compute_dtype: str = "bf16"
+
+
+def rl_step(dep: Deployment, q: RlRequest, batch) -> RlStep:
+    """Rollouts in batches of ``batch`` on the serving deployment ``dep`` (``rollout_deployment``: the bound), then
+    training on the same chips at ``q.train_mfu``."""
+    f, hw, train_mfu = check_flops_factor(q.flops_factor), dep.hardware, q.train_mfu
     n = dep.chips
-    R, P, O, B = (np.asarray(x, dtype=float) for x in (rollouts, prompt_len, output_len, batch))
+    R, P, O, B = (np.asarray(x, dtype=float) for x in (q.rollouts, q.prompt_len, q.output_len, batch))
     pre, dec = dep.run(B, P, P), dep.run(B, P + O / 2, 1)
     end = dep.run(B, P + O, 1)  # the batch must also fit at its longest context, P + O
     fits = pre.ok & dec.ok & end.ok
@@ -72,7 +82,7 @@ def rl_step(m: ModelArch, hw: Hardware, *, rollouts, prompt_len, output_len, bat
     usd_per_s = n * dep.price / SECONDS_PER_HOUR
     n_active = float(dep.shape.coeffs.matmul_flops_per_token) / 2
     tokens = R * (P + O)
-    _, peak = hw.chip.flops_for(compute_dtype)
+    _, peak = hw.chip.flops_for(q.compute_dtype)
     train_flops = f * n_active * tokens
     train_s = train_flops / (n * peak * train_mfu)
     usd = (rollout_s + train_s) * usd_per_s
