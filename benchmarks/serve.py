@@ -60,7 +60,7 @@ def _rows_rate(C) -> float:
 
 def _setup():
     # the deployment tk.serve runs below (its engine's host and EP overlap on the efficiency set)
-    return deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8), engine="vllm"), engine_profile("vllm", 8)
+    return deployment("llama-3.1-70b", "hgx-h100-8", layout=Layout(8), serving_engine="vllm"), engine_profile("vllm", 8)
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ def test_deepseek_production_decode_on_144_h800():
     # README): ε = 1 with no SM share. Within 15%; the serial sum is slower, as a lower bound on the engine's time
     # is not
     dep = deployment("deepseek-v3", "hgx-h800-8", layout=Layout(tp=1, ep=144, redundant_experts=32),
-                     weight_dtype="fp8", engine="sglang")
+                     weight_dtype="fp8", serving_engine="sglang")
     deepseek = dep.eff.with_(ep_overlap=1.0, ep_sm_normal=0.0, ep_sm_low_latency=0.0)
     overlapped = _per_gpu_at_tpot(dep, 4989, 0.05, deepseek)
     serial = _per_gpu_at_tpot(dep, 4989, 0.05, dep.eff.with_(ep_overlap=0.0))
@@ -63,13 +63,13 @@ def _sglang_tbo(dep):
 @pytest.fixture(scope="module")
 def lmsys_decode():
     return deployment("deepseek-v3", "hgx-h100-8", layout=Layout(tp=1, ep=72, redundant_experts=32),
-                      weight_dtype="fp8", engine="sglang")
+                      weight_dtype="fp8", serving_engine="sglang")
 
 
 @pytest.fixture(scope="module")
 def lmsys_prefill():
     return deployment("deepseek-v3", "hgx-h100-8", layout=Layout(tp=1, ep=32, redundant_experts=32),
-                      weight_dtype="fp8", engine="sglang")
+                      weight_dtype="fp8", serving_engine="sglang")
 
 
 def test_lmsys_ep72_decode_within_15_percent(lmsys_decode):
@@ -107,7 +107,7 @@ def test_deepseek_prefill_profile_within_15_percent():
     # LMSYS as 62,713 tok/s a node (lmsys.org/blog/2025-05-05-large-scale-ep, "DeepSeek Profile"). 1.13x; 1.37x when
     # the whole dispatch + combine hides, 0.80x serial
     dep = deployment("deepseek-v3", "hgx-h800-8", layout=Layout(tp=1, ep=32, redundant_experts=32),
-                     weight_dtype="fp8", engine="sglang")
+                     weight_dtype="fp8", serving_engine="sglang")
     deepseek = dep.eff.with_(ep_overlap=1.0, ep_sm_normal=24 / 132, ep_sm_low_latency=0.0)
     per_gpu = _prefill_per_gpu(dep, 4096, deepseek)
     assert abs(per_gpu / (62_713 / 8) - 1.0) < 0.15, per_gpu

@@ -49,7 +49,7 @@ def test_dense_70b_batch_1_on_8_nvlink_gpus_is_not_comms_bound(hardware):
     assert row["bound"] != "comms"
     assert row["comms_s"] < 0.15 * row["step_s"]
     for eng in ("trtllm", "vllm", "sglang"):
-        dep = deployment("llama-3.1-70b", hardware, layout=layout_of(tp=8), engine=eng)
+        dep = deployment("llama-3.1-70b", hardware, layout=layout_of(tp=8), serving_engine=eng)
         r = dep.run(1.0, 2048.0)
         assert int(np.ravel(r.bound)[0]) != engine.BOUNDS.index("comms")
         per_all_reduce = float(r.tp_comm_s) / float(dep.work(1.0, 2048.0).ar_count)

@@ -17,7 +17,7 @@ CLIENTS = (1, 4, 8, 16, 32, 64)
 @pytest.mark.parametrize("name", ["trtllm-bench", "inferencex"])
 @pytest.mark.parametrize("isl,osl", [(1024, 128), (1024, 1024)])
 def test_closed_form_within_ten_percent_of_the_simulator(engine, name, isl, osl):
-    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), engine=engine)
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), serving_engine=engine)
     prof, p = engine_profile(engine, 1), benchmark_protocol(name)
     for C in CLIENTS:
         sim = run_protocol(dep, prof, p, isl, osl, concurrency=C, prompts=10 * C).summary(1)
@@ -32,7 +32,7 @@ def test_phase_locked_waves_differ_from_the_steady_state():
     the closed form sees it, as the simulator does (not a copy of the steady answer)."""
     from tokenomy.serving.steady import steady
 
-    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), engine="trtllm")
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), serving_engine="trtllm")
     prof = engine_profile("trtllm", 1)
     est = estimate(dep, prof, benchmark_protocol("trtllm-bench"), 1024, 128, [8, 64], 640)
     st = steady(dep, prof, isl=1024, osl=128, concurrency=[8, 64])

@@ -19,7 +19,8 @@ from tokenomy.serving.workload import Lengths, Workload
 @pytest.fixture(scope="module")
 def h100_8b():
     """Llama-3.1-8B on one H100 under TensorRT-LLM's profile (whole prompts, 8,192-token budget)."""
-    return deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), engine="trtllm"), engine_profile("trtllm", 1)
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), serving_engine="trtllm")
+    return dep, engine_profile("trtllm", 1)
 
 
 @pytest.mark.parametrize("name", ["trtllm-bench", "vllm-bench"])

@@ -23,7 +23,7 @@ def test_a100_fp8_weights_run_bf16_math_without_rho():
 
 
 def test_two_batch_overlap_names_the_sms_its_kernels_hold():
-    dep = deployment("deepseek-v3", "hgx-h100-8", layout=Layout(tp=1, ep=8), engine="sglang")
+    dep = deployment("deepseek-v3", "hgx-h100-8", layout=Layout(tp=1, ep=8), serving_engine="sglang")
     assert "SMs held" not in efficiency_terms(dep)  # no two-batch overlap by default
     line = efficiency_terms(dep.with_(eff=dep.eff.with_(ep_overlap=1.0)))
     assert "EP overlap eps 1 (SMs held: normal 0.152, low-latency 0.35)" in line  # catalog/engines/sglang.toml

@@ -142,7 +142,7 @@ def test_serve_chooses_by_the_workload_objective():
     from tokenomy.answers.serve_layout import candidates, ranking_batch, workload_columns
 
     r = tk.serve("qwen3-32b", "hgx-h100-8", rate=[0.5, 4.0], isl=2048, osl=512)
-    dep = deployment("qwen3-32b", "hgx-h100-8", layout=Layout(), kv_dtype="bf16", engine="vllm")
+    dep = deployment("qwen3-32b", "hgx-h100-8", layout=Layout(), kv_dtype="bf16", serving_engine="vllm")
     eng = EngineRequest("vllm")
     first, rest, _ = candidates(dep, 8, ranking_batch(None, 256), 2048.0, 512.0, eng)
     w = dict(concurrency=None, rate=np.array([0.5, 4.0]), cache_hit=0.0, arrivals="staggered")
@@ -162,7 +162,7 @@ def test_disaggregated_pools_choose_by_their_objectives():
     kw = dict(rate=[2.0], isl=2048, osl=256)
     r = tk.serve("llama-3.1-8b", "hgx-h100-8", mode="disagg", pools={"prefill_chips": 2, "decode_chips": 4}, **kw)
     row = r.rows()[0]
-    dep = deployment("llama-3.1-8b", "hgx-h100-8", layout=Layout(), kv_dtype="bf16", engine="vllm")
+    dep = deployment("llama-3.1-8b", "hgx-h100-8", layout=Layout(), kv_dtype="bf16", serving_engine="vllm")
     # decode pool: DECODE_POOL over its ranked layouts (8 first; all hold 2 req/s here, so no second stage)
     ranked = ranked_layouts(dep, 4, np.unique(np.maximum(np.round(_b0(dep) / 2.0 ** np.arange(8)), 1)),
                             2048 + 128, 1.0)[:8]

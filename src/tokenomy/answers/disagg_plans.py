@@ -41,17 +41,17 @@ PLAN_KEYWORDS = frozenset({"concurrency", "rate", "isl", "osl", "isl_dist", "osl
 
 def _base(req: ServeRequest):
     """(model, hardware, the Deployment both pools start from: layout unset, the engine's KV dtype)."""
-    d, e = req.deployment, req.engine
+    d, e = req.deployment, req.serving_engine
     m, hw = model_of(d.model), hardware_of(d.hardware)
     kv = serving_kv_dtype(m, e.name, d.weight_dtype, d.kv_dtype)
     return m, hw, deployment(m, hw, layout=Layout(), weight_dtype=d.weight_dtype, kv_dtype=kv,
-                             efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour, engine=e.name)
+                             efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour, serving_engine=e.name)
 
 
 def _split(dep, pre: PoolRequest, dec: PoolRequest, req: ServeRequest, caches: tuple | None = None):
     """Both pools (the decode pool first: its request rate sizes the prefill pool's layout) and their steady state;
     ``caches``: the decode pools' and the prefill tables, shared over a plan's splits."""
-    w, e = req.workload, req.engine
+    w, e = req.workload, req.serving_engine
     caches = caches or ({}, {})
     dec_dep, prof_d, pool = decode_side(dep, dec, w, e, caches[0])
     x_d = decode_rate(pool, w.osl_mean, w.C, w.R)
@@ -141,7 +141,7 @@ def _balanced(dep, Ps, x_d, req: ServeRequest, tables: dict, refused: dict) -> l
         if ("prefill", P) in refused:
             continue
         try:
-            _, _, mu = prefill_side(dep, PoolRequest("prefill", P), x_d, req.workload, req.engine, tables)
+            _, _, mu = prefill_side(dep, PoolRequest("prefill", P), x_d, req.workload, req.serving_engine, tables)
         except PoolDoesNotFit as e:
             refused[("prefill", P)] = str(e)
             continue
@@ -197,7 +197,7 @@ def disagg_plan(req: ServeRequest, chips, top=None) -> Result:
     isl_l, osl_l = w.lengths_label()
     title = (f"plan (disagg): {m.name} on at most {budget} x {hw.chip.name} ({hw.name}); ISL {isl_l} / OSL "
              f"{osl_l}; SLOs TTFT {w.ttft_slo if w.ttft_slo else '-'} s, TPOT {w.tpot_slo if w.tpot_slo else '-'} "
-             f"s; {req.engine.name}; {dep.eff.name} efficiency; best {rule}")
+             f"s; {req.serving_engine.name}; {dep.eff.name} efficiency; best {rule}")
     extra = {"mode": "disagg", "model": m.name, "hardware": hw.name, "chips_budget": budget, "rule": rule,
              "best": best, "closest": closest, "misses_by": misses_by(closest, *w.slos), "plans": len(rows),
              "pool_sizes": sizes}
@@ -218,7 +218,7 @@ def _plan_rows(dep, req: ServeRequest, splits) -> tuple[list[dict], dict]:
         w = one.workload
         for D, Ps in splits:
             try:
-                _, _, pool = decode_side(dep, PoolRequest("decode", D), w, req.engine, caches[0])
+                _, _, pool = decode_side(dep, PoolRequest("decode", D), w, req.serving_engine, caches[0])
             except PoolDoesNotFit as e:
                 refused[("decode", D)] = str(e)
                 continue

@@ -34,16 +34,16 @@ class Regime:
     any engine), dense or MoE, agg or disagg, and which row field is which band metric."""
 
     chip_family: str
-    engine: str | None
+    serving_engine: str | None
     moe: bool
     mode: str
     fields: tuple[tuple[str, str], ...]  # (row field, band metric)
 
 
-def regime_of(dep, engine: str | None, fields: dict[str, str], mode: str = "agg") -> Regime:
+def regime_of(dep, serving_engine: str | None, fields: dict[str, str], mode: str = "agg") -> Regime:
     """The regime of a Deployment's answers (its chip's family, its model dense or MoE)."""
     moe = any(layer.mlp.kind == "moe" for layer in dep.model.layers)
-    return Regime(loader.chip_family(dep.hardware.chip.name), engine, moe, mode, tuple(fields.items()))
+    return Regime(loader.chip_family(dep.hardware.chip.name), serving_engine, moe, mode, tuple(fields.items()))
 
 
 @lru_cache(maxsize=1)
@@ -53,7 +53,8 @@ def _bands() -> tuple[vb.Band, ...]:
 
 @lru_cache(maxsize=4096)
 def _find(reg: Regime, metric: str, batch_band: str, length_band: str) -> vb.Found:
-    q = {"metric": metric, "chip_family": reg.chip_family, "engine": reg.engine, "moe": "moe" if reg.moe else "dense",
+    q = {"metric": metric, "chip_family": reg.chip_family, "engine": reg.serving_engine,
+         "moe": "moe" if reg.moe else "dense",
          "mode": reg.mode, "batch_band": batch_band, "length_band": length_band}
     return vb.lookup(list(_bands()), q)
 

@@ -31,7 +31,7 @@ class LaunchRequest:
     """What a plan fixes for its deployment: pools are (role, layout dict, chips) with role serve/prefill/decode."""
 
     emit: str
-    engine: str
+    serving_engine: str
     model: object  # ModelArch
     weight_dtype: str | None
     kv_dtype: str
@@ -40,19 +40,19 @@ class LaunchRequest:
     pools: tuple
 
 
-def check_emit(emit, engine: str) -> None:
+def check_emit(emit, serving_engine: str) -> None:
     """``emit`` is one of EMIT and runs the plan's engine (dynamo runs it as workers)."""
     if emit not in EMIT:
         raise ValueError(f"emit: {emit!r}; allowed: {', '.join(EMIT)}")
-    if emit != "dynamo" and emit != engine:
-        raise ValueError(f"emit: {emit} commands for a plan modelled under {engine}'s scheduler and memory share; "
-                         f"plan with engine {emit} (or emit {engine} or dynamo)")
+    if emit != "dynamo" and emit != serving_engine:
+        raise ValueError(f"emit: {emit} commands for a plan modelled under {serving_engine}'s scheduler and memory "
+                         f"share; plan with engine {emit} (or emit {serving_engine} or dynamo)")
 
 
 def launch(req: LaunchRequest) -> tuple[dict, ...]:
     """The blocks (module docstring) of every pool, the router's last."""
-    check_emit(req.emit, req.engine)
-    table = loader.engine_flags(req.engine)
+    check_emit(req.emit, req.serving_engine)
+    table = loader.engine_flags(req.serving_engine)
     disagg = len(req.pools) > 1
     blocks = [_pool(req, table, role, lay, chips, disagg) for role, lay, chips in req.pools]
     if disagg:
@@ -66,14 +66,14 @@ def settings(req: LaunchRequest, table, lay: dict) -> tuple[dict, int]:
     """(setting -> value, replicas) of one pool's server: layout, dtypes and the engine profile's scheduler."""
     from tokenomy.answers.workloads import engine_profile
 
-    values, replicas = degrees(req.engine, lay)
-    if "redundant_experts" in values and req.engine == "trtllm":  # its load balancer counts slots, not replicas
+    values, replicas = degrees(req.serving_engine, lay)
+    if "redundant_experts" in values and req.serving_engine == "trtllm":  # its load balancer counts slots, not replicas
         values["redundant_experts"] += int(req.model.num_experts)
-    prof = engine_profile(req.engine, int(lay["tp"]), req.max_num_tokens, req.max_batch)
+    prof = engine_profile(req.serving_engine, int(lay["tp"]), req.max_num_tokens, req.max_batch)
     ckpt = req.model.quantization.dense
     weights = req.weight_dtype or ckpt
-    values.update(dtypes(req.engine, table, weights, ckpt, req.kv_dtype, prof.kv_dtype_for(weights)))
-    values.update(scheduler(req.engine, prof))
+    values.update(dtypes(req.serving_engine, table, weights, ckpt, req.kv_dtype, prof.kv_dtype_for(weights)))
+    values.update(scheduler(req.serving_engine, prof))
     return values, replicas
 
 
@@ -89,29 +89,30 @@ def _pool(req: LaunchRequest, table, role: str, lay: dict, chips: int, disagg: b
     if disagg:
         values.update({"vllm": {"kv_transfer": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}},
                        "sglang": {"disagg_role": role, "kv_transfer": "nixl"},
-                       "trtllm": {"kv_transfer": "DEFAULT"}}[req.engine])
+                       "trtllm": {"kv_transfer": "DEFAULT"}}[req.serving_engine])
     model = _model_id(req.model)
     if req.emit == "dynamo":
-        w = loader.engine_flags("dynamo").workers[req.engine]
-        if req.engine == "sglang" and disagg:
+        w = loader.engine_flags("dynamo").workers[req.serving_engine]
+        if req.serving_engine == "sglang" and disagg:
             values.pop("disagg_role")
-        argv, config = split(table, values, yaml_only=req.engine == "trtllm")
+        argv, config = split(table, values, yaml_only=req.serving_engine == "trtllm")
         argv = w.launch.split() + [w.model, model] + argv + ([w.role, role] if disagg else [])
         cfg_flag, place = w.config_flag, {}
     else:
-        if req.engine == "trtllm":
+        if req.serving_engine == "trtllm":
             values["backend"] = "pytorch"
         argv, config = split(table, values | {"host": f"${host}", "port": f"${port}"})
         argv = table.launch.split() + ([table.model] if table.model else []) + [model] + argv
         cfg_flag, place = table.config_flag, {host: "0.0.0.0", port: str(_PORTS[role])}
-    cfg_file = f"{req.engine}-{role}.yaml" if config else None
+    cfg_file = f"{req.serving_engine}-{role}.yaml" if config else None
     if config:
         argv += [cfg_flag, cfg_file]
     what = f"{role} pool" if disagg else "the plan"
     head = (f"# {what}: {int(chips)} chip{'s' if int(chips) > 1 else ''}, {replicas} server{'s' if replicas > 1 else ''} of this command "
             f"({lay['label'] if 'label' in lay else ''}); {table.engine} {table.version} flags "
             f"(catalog/engines/flags/{table.engine}.toml)")
-    return {"pool": role, "engine": req.emit, "backend": req.engine, "version": table.version, "replicas": replicas,
+    return {"pool": role, "engine": req.emit, "backend": req.serving_engine, "version": table.version,
+            "replicas": replicas,
             "chips": int(chips), "argv": argv, "config": config or None, "config_file": cfg_file,
             "placeholders": place, "text": shell_text(head, place, argv, config, cfg_file)}
 
@@ -140,7 +141,7 @@ def _router(req: LaunchRequest, table, pools: list[dict]) -> dict:
                        "decode_hosts": "$DECODE_HOST", "decode_ports": "$DECODE_PORT"},
               "sglang": {"port": "$ROUTER_PORT", "prefill_urls": url["prefill"], "decode_urls": url["decode"]},
               "trtllm": {"port": 8000, "prefill_count": n["prefill"], "prefill_urls": [url["prefill"][7:]],
-                         "decode_count": n["decode"], "decode_urls": [url["decode"][7:]]}}[req.engine]
+                         "decode_count": n["decode"], "decode_urls": [url["decode"][7:]]}}[req.serving_engine]
     argv, config = r.launch.split(), {}
     for name, v in values.items():
         f = r.flags[name]
@@ -148,13 +149,14 @@ def _router(req: LaunchRequest, table, pools: list[dict]) -> dict:
             argv += render(f, v)
         else:
             put(config, f.key, v)
-    cfg_file = f"{req.engine}-router.yaml" if config else None
+    cfg_file = f"{req.serving_engine}-router.yaml" if config else None
     if config:
         argv += render(r.flags["config"], cfg_file)
     place = {"ROUTER_PORT": "8000"} if not config else {}
     place |= {"PREFILL_HOST": "127.0.0.1", "PREFILL_PORT": "8100", "DECODE_HOST": "127.0.0.1", "DECODE_PORT": "8200"}
     head = f"# router: {r.note} ({table.engine} {table.version}; {r.source.split(' ')[0]})"
-    return {"pool": "router", "engine": req.emit, "backend": req.engine, "version": table.version, "replicas": 1,
+    return {"pool": "router", "engine": req.emit, "backend": req.serving_engine, "version": table.version,
+            "replicas": 1,
             "chips": 0, "argv": argv, "config": config or None, "config_file": cfg_file, "placeholders": place,
             "text": shell_text(head, place, argv, config, cfg_file)}
 
@@ -233,10 +235,10 @@ def _request(args: tuple, kw: dict, extra: dict) -> LaunchRequest:
     from tokenomy.answers.workloads import serving_kv_dtype
 
     model = args[0] if args else kw["model"]
-    engine, wd, kv, cap = kw["engine"], kw.get("weight_dtype"), kw.get("kv_dtype"), kw.get("max_batch")
+    serving_engine, wd, kv, cap = kw["engine"], kw.get("weight_dtype"), kw.get("kv_dtype"), kw.get("max_batch")
     if "constraints" in extra:
         kv, cap = ("bf16" if kv in (None, "auto") else kv), (extra.get("best") or {}).get("batch")
     else:
-        kv = serving_kv_dtype(model, engine, wd, kv)
-    return LaunchRequest(kw["emit"], engine, model_of(model), weight_dtype_of(wd), kv, kw.get("max_num_tokens"),
+        kv = serving_kv_dtype(model, serving_engine, wd, kv)
+    return LaunchRequest(kw["emit"], serving_engine, model_of(model), weight_dtype_of(wd), kv, kw.get("max_num_tokens"),
                          cap, ())

@@ -27,17 +27,18 @@ class Settings:
     replicas: int
 
 
-def degrees(engine: str, lay: dict) -> tuple[dict, int]:
+def degrees(serving_engine: str, lay: dict) -> tuple[dict, int]:
     """(setting -> value for the layout, replicas: separate servers of that command) of a scalar layout dict
-    (Layout.as_dict) on ``engine`` (module docstring)."""
+    (Layout.as_dict) on ``serving_engine`` (module docstring)."""
     t, e, p, d = int(lay["tp"]), int(lay["ep"]), int(lay["pp"]), int(lay["dp"])
     a, r = bool(lay.get("attn_dp")) and e > 1, int(lay.get("redundant_experts") or 0)
     if lay.get("kv_batch"):
-        raise ValueError(f"emit: {engine} has no KV batch-sharding inside the attention group (the plan's kv-batch)")
+        raise ValueError(f"emit: {serving_engine} has no KV batch-sharding inside the attention group (the plan's "
+                         "kv-batch)")
     if lay.get("ideal"):
         raise ValueError("emit: the ideal even split is a bound, not a layout an engine runs")
     out: dict = {"pp": p} if p > 1 else {}
-    if engine == "vllm":
+    if serving_engine == "vllm":
         if e > 1 and t > 1:
             raise ValueError(f"emit: vllm's expert parallelism keeps each expert whole on one GPU (EP size = TP x DP); "
                              f"the plan splits each expert {t} ways (tp{t} ep{e}): plan with --tp 1 or another engine")
@@ -47,7 +48,7 @@ def degrees(engine: str, lay: dict) -> tuple[dict, int]:
                 out.update(eplb=True, redundant_experts=r)
             return out | ({"tp": 1} if a else {}), d
         return out | {"tp": t} | ({"dp": d} if d > 1 else {}), 1
-    if engine == "sglang":
+    if serving_engine == "sglang":
         out["tp"] = t * e
         if e > 1:
             out["ep"] = e
@@ -56,7 +57,7 @@ def degrees(engine: str, lay: dict) -> tuple[dict, int]:
         if a:
             return out | {"attn_dp": True, "dp": e}, d
         return out | ({"dp": d} if d > 1 else {}), 1
-    if engine == "trtllm":
+    if serving_engine == "trtllm":
         if a and t > 1:
             raise ValueError(f"emit: trtllm's attention-DP runs attention unsplit on every rank (attention TP 1); the "
                              f"plan splits attention {t} ways in each of {e} DP ranks (tp{t} ep{e} attn-dp)")
@@ -68,10 +69,10 @@ def degrees(engine: str, lay: dict) -> tuple[dict, int]:
         if a:
             out["attn_dp"] = True
         return out, d
-    raise ValueError(f"emit: {engine!r}; allowed: vllm, sglang, trtllm")
+    raise ValueError(f"emit: {serving_engine!r}; allowed: vllm, sglang, trtllm")
 
 
-def dtypes(engine: str, table, weights_plan: str, weights_ckpt: str, kv: str, kv_auto: str) -> dict:
+def dtypes(serving_engine: str, table, weights_plan: str, weights_ckpt: str, kv: str, kv_auto: str) -> dict:
     """The dtype settings: activations bf16 (--dtype where the engine has it); weights quantized at load (vllm,
     sglang --quantization fp8) when the plan's weight dtype is FP8 and the checkpoint's is wider; the KV cache 'auto'
     where the engine's own choice (``kv_auto``) is the plan's, else the engine's spelling of it."""
@@ -82,8 +83,8 @@ def dtypes(engine: str, table, weights_plan: str, weights_ckpt: str, kv: str, kv
         q = flags.get("quantization")
         if q is None or weights_plan not in q.values:
             online = f"; it quantizes online to {', '.join(q.values)} only" if q else ""
-            raise ValueError(f"emit: the plan runs {weights_plan} weights from a {weights_ckpt} checkpoint; {engine} "
-                             f"{table.version} loads a pre-quantized {weights_plan} checkpoint for that{online}")
+            raise ValueError(f"emit: the plan runs {weights_plan} weights from a {weights_ckpt} checkpoint; "
+                             f"{serving_engine} {table.version} loads a pre-quantized {weights_plan} checkpoint for that{online}")
         out["quantization"] = q.values[weights_plan]
     k = flags["kv_dtype"]
     if kv == kv_auto:
@@ -91,20 +92,20 @@ def dtypes(engine: str, table, weights_plan: str, weights_ckpt: str, kv: str, kv
     elif kv in k.values:
         out["kv_dtype"] = k.values[kv]
     else:
-        raise ValueError(f"emit: KV cache {kv}: {engine} {table.version}'s {k.name or k.key} takes "
+        raise ValueError(f"emit: KV cache {kv}: {serving_engine} {table.version}'s {k.name or k.key} takes "
                          f"{', '.join(k.choices)} (auto = {kv_auto})")
     return out
 
 
-def scheduler(engine: str, prof) -> dict:
+def scheduler(serving_engine: str, prof) -> dict:
     """Token budget, batch cap, KV memory share and chunked prefill as the engine profile the plan ran under set
     them (catalog/engines/<engine>.toml; the KV share by TP where the engine sets it so)."""
     out = {"max_batch": int(prof.max_batch), "kv_share": round(float(prof.hbm_fraction), 4)}
-    if engine == "sglang":  # its chunk size is the budget; without chunking the prefill batch's token budget is
+    if serving_engine == "sglang":  # its chunk size is the budget; without chunking the prefill batch's token budget is
         return out | ({"max_num_tokens": int(prof.max_num_tokens)} if prof.chunked_prefill else
                       {"max_num_tokens": -1, "max_prefill_tokens": int(prof.max_num_tokens)})
     out["max_num_tokens"] = int(prof.max_num_tokens)
-    if engine == "trtllm":
+    if serving_engine == "trtllm":
         out["chunked_prefill"] = bool(prof.chunked_prefill)
     elif prof.chunked_prefill:
         out["chunked_prefill"] = True

@@ -160,7 +160,7 @@ def _agg_plan(req, torus, top, goal) -> Result:
     from tokenomy.answers.plan_serving import misses_by, rank, search_agg
     from tokenomy.answers.serve_rows import serving_kv_dtype, within_context
 
-    d, w, e = req.deployment, req.workload, req.engine
+    d, w, e = req.deployment, req.workload, req.serving_engine
     kv = serving_kv_dtype(d.model, e.name, d.weight_dtype, d.kv_dtype)
     dep = deployment(d.model, d.hardware, layout=Layout(), weight_dtype=d.weight_dtype, kv_dtype=kv,
                      efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour)

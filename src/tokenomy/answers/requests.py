@@ -203,12 +203,12 @@ class RunRequest:
 
 @dataclass(frozen=True)
 class ServeRequest:
-    """A serving question: what is served (``deployment``), the load (``workload``), the engine and how the
-    figures are produced (``run``); ``emit`` the engine whose launch commands to write (None: none)."""
+    """A serving question: what is served (``deployment``), the load (``workload``), the serving engine and how
+    the figures are produced (``run``); ``emit`` the engine whose launch commands to write (None: none)."""
 
     deployment: DeploymentRequest
     workload: WorkloadRequest
-    engine: EngineRequest
+    serving_engine: EngineRequest
     run: RunRequest = RunRequest()
     emit: str | None = None
 
@@ -235,5 +235,5 @@ class ServeRequest:
         return cls(dep, work, EngineRequest.of(v), run, emit)
 
     def __str__(self) -> str:
-        return f"{self.deployment}; {self.workload}; engine {self.engine}; {self.run}" + (
+        return f"{self.deployment}; {self.workload}; engine {self.serving_engine}; {self.run}" + (
             f"; emit {self.emit}" if self.emit else "")

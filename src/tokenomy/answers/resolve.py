@@ -58,34 +58,35 @@ def weight_dtype_of(v: str | None) -> str | None:
     return v
 
 
-def _as_engine_runs(eff: Efficiency, engine: str) -> Efficiency:
-    """``eff`` with ``engine``'s host and EP overlap (serving.scheduler.EngineProfile.on)."""
-    version, since, two_batch, (sm_normal, sm_low) = loader.engine_overlap(engine)
+def _as_engine_runs(eff: Efficiency, serving_engine: str) -> Efficiency:
+    """``eff`` with the serving engine's host and EP overlap (serving.scheduler.EngineProfile.on)."""
+    version, since, two_batch, (sm_normal, sm_low) = loader.engine_overlap(serving_engine)
     h, eps = overlaps(since, version, two_batch)
     return eff.with_(host_overlap=h, ep_overlap=eps, ep_sm_normal=sm_normal, ep_sm_low_latency=sm_low)
 
 
 @lru_cache(maxsize=64)
-def _calibrated(chip: str, engine: str) -> Efficiency:
+def _calibrated(chip: str, serving_engine: str) -> Efficiency:
     from tokenomy.validation.load import efficiency_set
 
-    return _as_engine_runs(efficiency_set(chip), engine)
+    return _as_engine_runs(efficiency_set(chip), serving_engine)
 
 
-def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated", engine: str = DEFAULT_ENGINE) -> Efficiency:
+def efficiency_of(hw: Hardware, name: "str | Efficiency" = "calibrated",
+                  serving_engine: str = DEFAULT_ENGINE) -> Efficiency:
     """The named efficiency set for ``hw``'s chip (an Efficiency passes through): "calibrated" is the chip's fitted
-    terms as ``engine`` runs them (its host and EP overlap, serving.scheduler.EngineProfile.on); a path to a .toml
-    is a user's terms file (`tokenomy calibrate --from ... --out terms.toml`, validation/user_terms.py)."""
+    terms as ``serving_engine`` runs them (its host and EP overlap, serving.scheduler.EngineProfile.on); a path to a
+    .toml is a user's terms file (`tokenomy calibrate --from ... --out terms.toml`, validation/user_terms.py)."""
     if isinstance(name, Efficiency):
         return name
     if name == "roofline":
         return ROOFLINE
     if name == "calibrated":
-        return _calibrated(hw.chip.name, engine)
+        return _calibrated(hw.chip.name, serving_engine)
     if isinstance(name, str) and name.endswith(".toml"):
         from tokenomy.validation.user_terms import efficiency_set
 
-        return _as_engine_runs(efficiency_set(name, hw.chip.name), engine)
+        return _as_engine_runs(efficiency_set(name, hw.chip.name), serving_engine)
     raise ValueError(f"efficiency: {name!r}; allowed: {', '.join(EFFICIENCY_SETS)}, or a terms .toml written by "
                      "tokenomy calibrate --from")
 
@@ -119,7 +120,9 @@ def layout_of(tp=None, ep=None, pp=None, dp=None, redundant_experts=None, attn_d
 
 def deployment(model, hardware, *, layout: Layout, weight_dtype: str | None = None, kv_dtype: str = "bf16",
                efficiency: "str | Efficiency" = "calibrated", usd_per_chip_hour: float | None = None,
-               engine: str = DEFAULT_ENGINE) -> Deployment:
+               serving_engine: str = DEFAULT_ENGINE) -> Deployment:
+    """The Deployment of names or specs; "calibrated" efficiency as ``serving_engine`` (vllm, sglang, trtllm: its
+    profile's host and EP overlap) runs it."""
     m, hw = model_of(model), hardware_of(hardware)
     return Deployment(m, hw, layout, weight_dtype_of(weight_dtype), dtype_of("kv_dtype", kv_dtype),
-                      efficiency_of(hw, efficiency, engine), usd_per_chip_hour=usd_per_chip_hour)
+                      efficiency_of(hw, efficiency, serving_engine), usd_per_chip_hour=usd_per_chip_hour)

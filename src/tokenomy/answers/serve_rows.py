@@ -23,9 +23,9 @@ from tokenomy.serving.workload import Workload
 from tokenomy.units import DTYPE_BYTES
 
 
-def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> str:
-    """The KV-cache dtype of a served deployment: ``kv_dtype`` where given, else the engine's default for the
-    checkpoint's weight dtype (catalog/engines/<engine>.toml [kv_dtype]: vLLM and SGLang keep the model's bf16,
+def serving_kv_dtype(model, serving_engine: str, weight_dtype=None, kv_dtype=None) -> str:
+    """The KV-cache dtype of a served deployment: ``kv_dtype`` where given, else the serving engine's default for
+    the checkpoint's weight dtype (catalog/engines/<engine>.toml [kv_dtype]: vLLM and SGLang keep the model's bf16,
     TensorRT-LLM follows an FP8/NVFP4 checkpoint's FP8 cache); "auto" asks for that default by name."""
     if kv_dtype is not None and kv_dtype != "auto":
         if kv_dtype not in DTYPE_BYTES:
@@ -33,7 +33,7 @@ def serving_kv_dtype(model, engine: str, weight_dtype=None, kv_dtype=None) -> st
                              f"{', '.join(DTYPE_BYTES)}")
         return kv_dtype
     weights = weight_dtype_of(weight_dtype) or model_of(model).quantization.dense
-    return engine_profile(engine).kv_dtype_for(weights)
+    return engine_profile(serving_engine).kv_dtype_for(weights)
 
 
 def within_context(m, isl: float, osl: float) -> None:
@@ -121,7 +121,7 @@ def slo_verdict(rows, ttft_slo, tpot_slo) -> tuple[tuple[str, ...], dict]:
             {"closest": near, "misses_by": misses_by(near, ttft_slo, tpot_slo)})
 
 
-def disagg_rows(pre, dec, engine: str, s, w: WorkloadRequest, sims=None, energy=None) -> list[dict]:
+def disagg_rows(pre, dec, serving_engine: str, s, w: WorkloadRequest, sims=None, energy=None) -> list[dict]:
     """One row per workload point of disaggregated serving (``s``: serving.disagg's); ``energy``:
     energy_cols.disagg_energy's arrays (each pool's watts: the decode pool's per output token, the prefill pool's
     per input token) for its columns."""
@@ -130,7 +130,7 @@ def disagg_rows(pre, dec, engine: str, s, w: WorkloadRequest, sims=None, energy=
     for i in range(len(w.load)):
         g = lambda a: _f(np.ravel(np.broadcast_to(a, np.shape(s.tpot_s)))[i])  # noqa: E731
         row = {"plan": f"prefill {pre.layout.label()} | decode {dec.layout.label()}", "mode": "disagg",
-               "engine": engine, "prefill_chips": pre.chips, "decode_chips": dec.chips, "chips": s.chips,
+               "engine": serving_engine, "prefill_chips": pre.chips, "decode_chips": dec.chips, "chips": s.chips,
                "prefill_plan": pre.layout.as_dict(), "decode_plan": dec.layout.as_dict(),
                **load_of(w, i),
                "ttft_s": g(s.ttft_s), "tpot_s": g(s.tpot_s), "e2e_s": g(s.e2e_s), "ttft_p50_s": g(s.ttft_s),

@@ -252,7 +252,7 @@ def sessions_answer(d, e, run, q: SessionRequest) -> Result:
     isl_m, osl_m = tt.mean(tt.isl), tt.mean(tt.osl)
     within_window(m, float(np.max(tt.isl + tt.osl)), "turns", "the workload's longest turn (input + output) = ")
     dep = deployment(m, hw, layout=d.layout or Layout(), weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype,
-                     efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour, engine=e.name)
+                     efficiency=d.efficiency, usd_per_chip_hour=d.usd_per_chip_hour, serving_engine=e.name)
     load = np.atleast_1d(np.asarray(concurrency if concurrency is not None else rate, float))
     reuse = float(np.sum(tt.n * tt.reuse) + tt.system_tokens * np.sum(tt.n)) / float(np.sum(tt.n * tt.isl))
     busy = dict(concurrency=load) if concurrency is not None else dict(rate=load * tt.requests_per_session)

@@ -67,7 +67,7 @@ class Spec:
     plan: bool  # no layout degrees given: each point on its best layout
     budget: int  # points per engine call (plan: candidates x points)
     usd_per_chip_hour: float | None = None
-    engine: str = "vllm"
+    serving_engine: str = "vllm"  # vllm | sglang | trtllm: the serving engine whose profile runs a serving sweep
     max_num_tokens: int | None = None
     max_batch: int | None = None
     cache_hit: float = 0.0
@@ -94,15 +94,15 @@ def base(spec: Spec, point: dict) -> Deployment:
     """The deployment of a loop point (layout left at 1 chip), cached per process (workers keep theirs)."""
     wd = point.get("weight_dtype", CHECKPOINT)
     key = tuple(_label(point.get(k, "")) for k in ("model", "hardware", "kv_dtype", "efficiency")) + (
-        wd, spec.usd_per_chip_hour, spec.engine)
+        wd, spec.usd_per_chip_hour, spec.serving_engine)
     if key not in _BASE:
         kv = point.get("kv_dtype", "bf16")
         if kv == "auto":  # a serving sweep's default: the engine's KV dtype for the weights (tk.serve's)
-            kv = serving_kv_dtype(point["model"], spec.engine, wd)
+            kv = serving_kv_dtype(point["model"], spec.serving_engine, wd)
         _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
                                 weight_dtype=wd, kv_dtype=kv,
                                 efficiency=point.get("efficiency", "calibrated"),
-                                usd_per_chip_hour=spec.usd_per_chip_hour, engine=spec.engine)
+                                usd_per_chip_hour=spec.usd_per_chip_hour, serving_engine=spec.serving_engine)
     return _BASE[key]
 
 
@@ -197,7 +197,7 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
         lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
         return [(lay, np.arange(load.size))]
     chips = int(point.get("chips") or dep.hardware.num_chips)
-    eng = EngineRequest(spec.engine, spec.max_num_tokens, spec.max_batch)
+    eng = EngineRequest(spec.serving_engine, spec.max_num_tokens, spec.max_batch)
     cap = float(spec.max_batch or eng.profile().max_batch)  # as tk.serve: the engine's batch cap
     closed = "concurrency" in spec.grid.names
     b0 = np.minimum(load, cap)
@@ -230,7 +230,7 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     out = {k: np.full(load.size, np.nan) for k in keys}
     for lay, idx in _serve_layout(spec, dep0, point, load, isl, osl):
         dep = dep0.with_(layout=lay)
-        prof = engine_profile(spec.engine, int(lay.tp), spec.max_num_tokens, spec.max_batch)
+        prof = engine_profile(spec.serving_engine, int(lay.tp), spec.max_num_tokens, spec.max_batch)
         ld = {"concurrency" if closed else "rate": load[idx]}
         s = steady(dep, prof, isl=isl[idx], osl=osl[idx], cache_hit=spec.cache_hit, arrivals=spec.arrivals, **ld)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -240,7 +240,7 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
                     "kv_occupancy": s.kv_occupancy, "capacity_limited": s.capacity_limited, "bound": s.bound}
             e = serving_energy(power_of(dep.hardware), s, dep.chips, isl[idx])
             vals.update({k: e[k] for k in SERVE_ENERGY})
-        vals |= error_bars.band_arrays(error_bars.regime_of(dep, spec.engine, error_bars.SERVE), vals, s.batch,
+        vals |= error_bars.band_arrays(error_bars.regime_of(dep, spec.serving_engine, error_bars.SERVE), vals, s.batch,
                                        isl[idx] + osl[idx] / 2.0, idx.shape)
         structure = int(np.asarray(dep.work(float(lay.dp), 1.0).structure))
         vals["reason"] = np.where(s.fits, 0, structure if structure and structure < engine.FIRST_POINT_REASON

@@ -14,7 +14,7 @@ VARIABLES = ("hit_rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_
              "load_wait_s")
 
 
-def session_sweep(model, hardware, *, concurrency=None, rate=None, engine="vllm", **kw):
+def session_sweep(model, hardware, *, concurrency=None, rate=None, serving_engine="vllm", **kw):
     """The Dataset (module docstring); ``kw``: serve's session keywords and layout keywords."""
     import numpy as np
     import pandas as pd
@@ -23,7 +23,7 @@ def session_sweep(model, hardware, *, concurrency=None, rate=None, engine="vllm"
 
     if model is None or hardware is None:
         raise ValueError("model: a session sweep takes one model and one hardware")
-    res = serve(model, hardware, concurrency=concurrency, rate=rate, engine=engine, **kw)
+    res = serve(model, hardware, concurrency=concurrency, rate=rate, engine=serving_engine, **kw)
     load = "concurrency" if concurrency is not None else "rate"
     df = pd.DataFrame([{k: r.get(k) for k in (load, "think_s", "dram_bytes") + VARIABLES} for r in res.rows()])
     df["dram_bytes"] = df["dram_bytes"].fillna(np.nan)

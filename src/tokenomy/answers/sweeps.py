@@ -161,7 +161,7 @@ def _parts(spec: Spec, folder: Path, client, tally: Tally | None) -> Path:
 
 def _meta(spec: Spec) -> dict:
     return {"reasons": list(REASONS), "bounds": list(BOUNDS), "layout": "plan" if spec.plan else "degrees",
-            "efficiency_default": "calibrated", "engine": spec.engine if spec.grid.serving else "",
+            "efficiency_default": "calibrated", "engine": spec.serving_engine if spec.grid.serving else "",
             "kind": "serve" if spec.grid.serving else "pass"}
 
 
@@ -233,7 +233,7 @@ def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=N
     if unknown.get("workload") not in (None, "steady"):
         extra = {k: unknown.pop(k) for k in SESSION_KEYS if k in unknown}
         layout_kw = {k: v for k, v in dict(chips=chips, tp=tp, ep=ep, pp=pp, dp=dp).items() if v is not None}
-        return session_sweep(model, hardware, concurrency=concurrency, rate=rate, engine=engine, **extra,
+        return session_sweep(model, hardware, concurrency=concurrency, rate=rate, serving_engine=engine, **extra,
                              **layout_kw, **unknown)
     axes = dict(**unknown, model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                 efficiency=efficiency, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch, context=context,

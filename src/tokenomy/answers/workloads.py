@@ -117,7 +117,7 @@ def _with_launch(res: Result, req: ServeRequest) -> Result:
     """``res`` with the launch blocks of the deployment it served (answers/launch.py)."""
     from tokenomy.answers.launch import LaunchRequest, with_launch
 
-    d, e = req.deployment, req.engine
+    d, e = req.deployment, req.serving_engine
     kv = serving_kv_dtype(d.model, e.name, d.weight_dtype, d.kv_dtype)
     return with_launch(res, LaunchRequest(req.emit, e.name, model_of(d.model), weight_dtype_of(d.weight_dtype), kv,
                                           e.max_num_tokens, e.max_batch, ()))
@@ -125,18 +125,18 @@ def _with_launch(res: Result, req: ServeRequest) -> Result:
 
 def _served(req: ServeRequest, layout: Layout):
     """(model, hardware, the request's Deployment on ``layout``) with the engine's KV dtype for the weights."""
-    d, e = req.deployment, req.engine
+    d, e = req.deployment, req.serving_engine
     m, hw = model_of(d.model), hardware_of(d.hardware)
     kv = serving_kv_dtype(m, e.name, d.weight_dtype, d.kv_dtype)
     dep = deployment(m, hw, layout=layout, weight_dtype=d.weight_dtype, kv_dtype=kv, efficiency=d.efficiency,
-                     usd_per_chip_hour=d.usd_per_chip_hour, engine=e.name)
+                     usd_per_chip_hour=d.usd_per_chip_hour, serving_engine=e.name)
     return m, hw, dep
 
 
 def _agg_deployment(req: ServeRequest):
     """(model, hardware, the Deployment on the layout serve_layout chose, the engine profile at its TP, the layout's
     rule) of aggregated serving."""
-    d, w, e = req.deployment, req.workload, req.engine
+    d, w, e = req.deployment, req.workload, req.serving_engine
     m, hw, dep = _served(req, d.layout or Layout())
     within_context(m, *w.longest())
     lay, rule = serve_layout(dep, d.chips, d.layout, w, e)

@@ -43,16 +43,16 @@ class Predicted:
     output_tokens_per_s: float
 
 
-def _group_key(c, engine: str):
-    return (c.model, c.hardware, c.tp, c.weight_dtype, c.isl, c.osl, engine)
+def _group_key(c, serving_engine: str):
+    return (c.model, c.hardware, c.tp, c.weight_dtype, c.isl, c.osl, serving_engine)
 
 
 def _serve(key, concurrency: np.ndarray):
     """The steady state of one deployment at the concurrencies (the model ``tokenomy serve`` runs)."""
-    model, hardware, tp, wd, isl, osl, engine = key
+    model, hardware, tp, wd, isl, osl, serving_engine = key
     hw = loader.hardware(hardware)
-    # the source's max_num_seqs is the clients' count: the engine admits them all (vLLM's default cap is 256)
-    prof = profile_of(loader.engine_file(engine), tp, max_batch=int(np.max(concurrency)))
+    # the source's max_num_seqs is the clients' count: the serving engine admits them all (vLLM's default cap is 256)
+    prof = profile_of(loader.engine_file(serving_engine), tp, max_batch=int(np.max(concurrency)))
     weights = wd if wd is not None else None
     dep = Deployment(loader.model(model), hw, Layout(tp=tp), weights, prof.kv_dtype_for(
         weights or loader.model(model).quantization.dense), prof.on(efficiency_set(hw.chip.name)))
