@@ -94,9 +94,11 @@ def _bench_gpt(num_layers: int, D: int = 256, H: int = 4):
 def _core_activation_bytes(num_layers, strategy, seq=1024, batch=2, act_bytes=4.0,
                            dropout=False, flash=True):
     core_memory = pytest.importorskip("tokenomy.core.memory")
-    m = core_memory.train_memory(_bench_gpt(num_layers), seq_len=seq, micro_batch=batch,
-                                 microbatches=1, hbm_bytes=1e15, strategy=strategy,
-                                 act_bytes=act_bytes, dropout=dropout, flash=flash, sp=False)
+    from tokenomy.core.training import TrainPlan
+
+    plan = TrainPlan(seq_len=seq, micro_batch=batch, global_batch=batch, recompute=strategy, sp=False)  # 1 micro-batch
+    m = core_memory.train_memory(_bench_gpt(num_layers), plan, 1e15,
+                                 core_memory.TrainBytes(act_bytes=act_bytes, dropout=dropout, flash=flash))
     return float(m.act_stored_bytes + m.act_working_bytes)  # logits excluded
 
 

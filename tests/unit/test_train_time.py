@@ -7,14 +7,15 @@ from tokenomy.answers.training import train
 from tokenomy.catalog import loader
 from tokenomy.core.train_time import (ROOFLINE_TRAIN, TrainEfficiency, grouped_gemm_fraction, implied_flops_fraction,
                                       step_s, timeline)
-from tokenomy.core.training import TrainPlan, lower_step
+from tokenomy.core.memory import TrainBytes
+from tokenomy.core.training import Lowering, TrainPlan, lower_step
 
 L70, H100 = loader.model("llama-3.1-70b"), loader.hardware("h100-sxm")
 Q30 = loader.model("qwen3-30b-a3b")
 
 
-def _parts(m, plan, **kw):
-    return lower_step(m, H100, plan, flash=True, **kw).parts
+def _parts(m, plan, compute_dtype="bf16"):
+    return lower_step(m, H100, plan, Lowering(compute_dtype=compute_dtype, nbytes=TrainBytes(flash=True))).parts
 
 
 def test_grouped_gemm_fraction_halves_at_the_half_width():

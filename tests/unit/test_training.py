@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from tokenomy.catalog.loader import hardware, model
 from tokenomy.core.deployment import Deployment
-from tokenomy.core.training import TrainPlan, attention_positions, train_flops_per_token, train_run, train_step
+from tokenomy.core.training import (Lowering, TrainPlan, attention_positions, train_flops_per_token, train_run,
+                                    train_step)
 
 PALM = model("palm-540b")
 L8 = model("llama-3.1-8b")
@@ -169,7 +170,7 @@ def test_compute_is_the_engines_busiest_stage():
 
 def test_hardware_flops_count_the_executed_causal_attention_whatever_the_convention():
     plan = TrainPlan(dp=8, seq_len=8192, global_batch=64, recompute="full")
-    steps = {a: train_step(L8, H100, plan, attention=a) for a in ("full", "causal", "none")}
+    steps = {a: train_step(L8, H100, plan, lowering=Lowering(attention=a)) for a in ("full", "causal", "none")}
     assert len({float(s.hardware_flops) for s in steps.values()}) == 1
     assert len({float(s.compute_s) for s in steps.values()}) == 1
     assert float(steps["full"].mfu) > float(steps["causal"].mfu) > float(steps["none"].mfu)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tokenomy.arch.model import Attention, Layer, Mlp
 from tokenomy.catalog.loader import hardware, model
-from tokenomy.core.memory import layer_activation_bytes, overflow_message, train_memory
+from tokenomy.core.memory import Stored, TrainBytes, layer_activation_bytes, overflow_message, train_memory
 from tokenomy.core.training import TrainPlan, train_step
 
 # GPT-3 175B shapes (Brown et al. 2020, Table 2.1): h = 12288, a = 96, F = 4h, GeLU, dropout.
@@ -53,9 +53,9 @@ def test_llama_layer_by_hand():
 def test_zero_stages_and_sixteen_bytes_per_param():
     # Rajbhandari et al. 2020 (ZeRO) §3.1: bf16 weights + bf16 grads + 12 B of fp32 Adam state = 16 B/param;
     # stage 1 shards the 12, stage 2 also the grads, stage 3 also the weights, over N_d = 64.
-    kw = dict(seq_len=1024, micro_batch=1, microbatches=1, hbm_bytes=1e15, dp=64, strategy="full")
-    n = float(train_memory(L8, zero=0, **kw).params_per_chip)
-    states = lambda z: float(sum(getattr(train_memory(L8, zero=z, **kw), k)  # noqa: E731
+    plan = lambda z: TrainPlan(dp=64, zero=z, seq_len=1024, global_batch=64, recompute="full")  # noqa: E731
+    n = float(train_memory(L8, plan(0), 1e15).params_per_chip)
+    states = lambda z: float(sum(getattr(train_memory(L8, plan(z), 1e15), k)  # noqa: E731
                                  for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes")))
     assert states(0) == pytest.approx(16 * n)
     assert states(1) == pytest.approx((4 + 12 / 64) * n)
@@ -69,20 +69,20 @@ def test_zero_stages_and_sixteen_bytes_per_param():
 def test_memory_non_increasing_with_more_recompute(s, b, tp, pp, m, sp):
     # FlashAttention keeps the s^2 scores out of every strategy, so each step up the ladder stores less
     # (with >= 2 layers per stage: a reversible pair keeps two streams where a checkpoint keeps one).
-    kw = dict(seq_len=s, micro_batch=b, microbatches=m, hbm_bytes=80e9, tp=tp, pp=pp, sp=sp, flash=True)
-    acts = [float(train_memory(L8, strategy=x, **kw).activations_bytes)
+    plan = lambda x: TrainPlan(tp=tp, pp=pp, sp=sp, seq_len=s, micro_batch=b, global_batch=m * b,  # noqa: E731
+                               recompute=x)
+    acts = [float(train_memory(L8, plan(x), 80e9, TrainBytes(flash=True)).activations_bytes)
             for x in ("none", "selective", "full", "reversible")]
     assert all(a >= b_ for a, b_ in zip(acts, acts[1:]))
     # Without FlashAttention, selective recompute never stores more than none.
-    no_flash = {**kw, "flash": False}
-    assert (float(train_memory(L8, strategy="selective", **no_flash).activations_bytes)
-            <= float(train_memory(L8, strategy="none", **no_flash).activations_bytes))
+    assert (float(train_memory(L8, plan("selective"), 80e9).activations_bytes)
+            <= float(train_memory(L8, plan("none"), 80e9).activations_bytes))
 
 
 def test_gpipe_holds_more_than_1f1b_and_interleaved_sits_between():
-    kw = dict(seq_len=4096, micro_batch=1, microbatches=32, hbm_bytes=80e9, pp=8, strategy="selective")
-    g, o = (float(train_memory(L8, schedule=x, **kw).act_stored_bytes) for x in ("gpipe", "1f1b"))
-    i = float(train_memory(L8, schedule="interleaved", virtual_stages=2, **kw).act_stored_bytes)
+    kw = dict(seq_len=4096, micro_batch=1, global_batch=32, pp=8, recompute="selective")  # 32 micro-batches
+    g, o = (float(train_memory(L8, TrainPlan(schedule=x, **kw), 80e9).act_stored_bytes) for x in ("gpipe", "1f1b"))
+    i = float(train_memory(L8, TrainPlan(schedule="interleaved", virtual_stages=2, **kw), 80e9).act_stored_bytes)
     assert g == pytest.approx(o * 32 / 8) and o < i < g
     # Korthikanti §4.2.3: interleaving stores L(1 + (p-1)/(p·v)) layers' worth vs L for 1F1B.
     assert i / o == pytest.approx(1 + 7 / 16)
@@ -103,9 +103,9 @@ def test_a_plan_that_does_not_fit_names_the_term():
 def test_dualpipe_holds_two_stages_and_one_more_micro_batch():
     # DeepSeek-V3 report Table 2: DualPipe keeps 2x the parameters (each rank holds stage i and stage p-1-i) and
     # PP+1 micro-batches of activations where 1F1B keeps PP.
-    kw = dict(seq_len=4096, micro_batch=1, microbatches=64, hbm_bytes=80e9, pp=16, dp=8, strategy="selective")
-    one = train_memory(L8, schedule="1f1b", **kw)
-    two = train_memory(L8, schedule="dualpipe", **kw)
+    kw = dict(seq_len=4096, micro_batch=1, global_batch=64 * 8, pp=16, dp=8, recompute="selective")  # 64 each
+    one = train_memory(L8, TrainPlan(schedule="1f1b", **kw), 80e9)
+    two = train_memory(L8, TrainPlan(schedule="dualpipe", **kw), 80e9)
     for f in ("weights_bytes", "gradients_bytes", "optimizer_bytes"):
         assert float(getattr(two, f)) == pytest.approx(2 * float(getattr(one, f)))
     assert float(two.act_stored_bytes) == pytest.approx(float(one.act_stored_bytes) * 17 / 16)
@@ -120,8 +120,8 @@ def test_module_recompute_drops_norms_up_projections_and_swiglu_outputs():
     m = model("deepseek-v3")
     ly = m.layers[-1]
     a, mlp = ly.attention, ly.mlp
-    sel = float(layer_bytes_per_token(ly, m.hidden_size, 4096, strategy="selective", act_bytes=1.0))
-    mod = float(layer_bytes_per_token(ly, m.hidden_size, 4096, strategy="modules", act_bytes=1.0))
+    sel = float(layer_bytes_per_token(ly, m.hidden_size, 4096, Stored(strategy="selective", act_bytes=1.0)))
+    mod = float(layer_bytes_per_token(ly, m.hidden_size, 4096, Stored(strategy="modules", act_bytes=1.0)))
     dropped = (ly.norms * m.hidden_size + a.num_heads * (2 * a.head_dim + a.v_head_dim)
                + (mlp.experts_per_tok * mlp.expert_intermediate_size
                   + mlp.num_shared_experts * mlp.shared_intermediate_size))

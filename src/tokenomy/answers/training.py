@@ -21,9 +21,10 @@ from tokenomy.answers.energy_cols import lifecycle_mwh, power_of, train_energy
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
-from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, overflow_message
+from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, TrainBytes, overflow_message
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
-from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, TrainPlan, train_run, train_step
+from tokenomy.core.training import (ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, Lowering, TrainPlan, train_run,
+                                    train_step)
 from tokenomy.econ import lifecycle as lc
 from tokenomy.econ.published import check_rows, run_names
 from tokenomy.econ.rl import RlRequest, rl_step, rollout_deployment
@@ -179,10 +180,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     if published:
         return published_runs(published)
     if search:
-        return train_search(model=model, hardware=hardware, chips=chips, seq_len=seq_len, global_batch=global_batch,
-                            tokens=tokens, efficiency=efficiency, compute_dtype=compute_dtype,
-                            activation_dtype=activation_dtype, optimizer_dtype=optimizer_dtype,
-                            moe_kernels=moe_kernels)
+        given = locals()
+        return train_search(model, hardware, {k: given[k] for k in SEARCH_KEYWORDS})
     if not model:
         raise ValueError("model: required (or published: a run name, or 'all')")
     for field, v in (("compute_dtype", compute_dtype), ("weight_dtype", weight_dtype), ("grad_dtype", grad_dtype),
@@ -218,11 +217,10 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                      micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)
-    st = train_step(m, hw, plan, mfu=mfu, efficiency=terms, flops_fraction=flops_fraction, attention=attention,
-                    compute_dtype=compute_dtype, weight_bytes=dtype_bytes(weight_dtype),
-                    grad_bytes=dtype_bytes(grad_dtype), optimizer_bytes=opt_b, act_bytes=dtype_bytes(activation_dtype),
-                    dropout=dropout,
-                    flash=flash_attention)
+    stored = TrainBytes(dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), opt_b, dtype_bytes(activation_dtype),
+                        dropout, flash_attention)
+    st = train_step(m, hw, plan, mfu=mfu, efficiency=terms, flops_fraction=flops_fraction,
+                    lowering=Lowering(attention, compute_dtype, stored))
     run = train_run(st, tokens, hw.usd_per_chip_hour) if tokens else None
     rows = train_rows(st, run, plan, train_energy(power_of(hw), st, run))
     derivation = [line for i, r in enumerate(rows) for line in
@@ -386,11 +384,19 @@ SEARCH_COLUMNS = ("tp", "cp", "pp", "dp", "ep", "schedule", "recompute", "step_s
 SEARCH_TOP = 10  # layouts train --search shows, fastest first
 
 
-def train_search(*, model, hardware, chips, seq_len, global_batch, tokens, efficiency, compute_dtype,
-                 activation_dtype, optimizer_dtype, moe_kernels) -> Result:
-    """The fastest layouts that fit for a model, chip count and global batch (parallel/train_search.py)."""
+# what train --search reads of train's keywords
+SEARCH_KEYWORDS = ("chips", "seq_len", "global_batch", "tokens", "efficiency", "compute_dtype", "activation_dtype",
+                   "optimizer_dtype", "moe_kernels")
+
+
+def train_search(model, hardware, given: dict) -> Result:
+    """The fastest layouts that fit for a model, chip count and global batch (parallel/train_search.py); ``given``:
+    train's SEARCH_KEYWORDS."""
     from tokenomy.answers import objectives
     from tokenomy.parallel.train_search import TrainSearch, fitting
+
+    chips, seq_len, global_batch, tokens, efficiency, compute_dtype, activation_dtype, optimizer_dtype, moe_kernels = (
+        given[k] for k in SEARCH_KEYWORDS)
 
     if not model:
         raise ValueError("model: required")
@@ -405,8 +411,8 @@ def train_search(*, model, hardware, chips, seq_len, global_batch, tokens, effic
     for field, v in (("compute_dtype", compute_dtype), ("activation_dtype", activation_dtype),
                      ("optimizer_dtype", optimizer_dtype)):
         dtype_of(field, v)
-    lowering = (("compute_dtype", compute_dtype), ("act_bytes", dtype_bytes(activation_dtype)),
-                ("optimizer_bytes", dtype_bytes(optimizer_dtype) * 2 + 4.0), ("flash", True))
+    lowering = Lowering(compute_dtype=compute_dtype, nbytes=TrainBytes(
+        act_bytes=dtype_bytes(activation_dtype), optimizer_bytes=dtype_bytes(optimizer_dtype) * 2 + 4.0, flash=True))
     q = TrainSearch(int(total), int(gb[0]), int(seq_len), moe_kernels, lowering)
     fits = fitting(m, hw, q, train_efficiency_of(hw, efficiency))
     order = objectives.rank(objectives.FASTEST_TRAIN_STEP, {"fits": [True] * len(fits),

@@ -24,13 +24,17 @@ working set of one layer being recomputed. Pure functions over numpy arrays.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tokenomy.arch.model import Layer, ModelArch
 from tokenomy.arch.params import count_params
 from tokenomy.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from tokenomy.core.training import TrainPlan
 
 STRATEGIES = ("none", "selective", "modules", "full", "reversible")
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "dualpipe")
@@ -71,24 +75,55 @@ def in_flight_microbatches(pp, microbatches, schedule="1f1b", virtual_stages=1):
     return np.minimum(p + (p - 1) / _a(virtual_stages), m)
 
 
+@dataclass(frozen=True)
+class TrainBytes:
+    """What a training step stores, in bytes: per weight, gradient and optimizer state (fp32 master + 2 fp32 Adam
+    moments = 12: the ZeRO paper's K) and per activation element; dropout masks kept or not, FlashAttention (no s²
+    scores stored) or not; the share of HBM usable."""
+
+    weight_bytes: float = 2.0
+    grad_bytes: float = 2.0
+    optimizer_bytes: float = 12.0
+    act_bytes: float = 2.0
+    dropout: bool = False
+    flash: bool = False
+    hbm_usable_fraction: float = 1.0
+
+
+@dataclass(frozen=True)
+class Stored:
+    """How one layer's activations are stored (module docstring): split over ``tp`` ranks (and the replicated part
+    too with sequence parallelism ``sp``), ``act_bytes`` per element, dropout masks, FlashAttention, a parallel
+    attention + MLP block (one shared input), and what is recomputed (``strategy``). Numbers broadcast."""
+
+    tp: object = 1
+    sp: bool = False
+    act_bytes: float = 2.0
+    dropout: bool = False
+    flash: bool = False
+    parallel_block: bool = False
+    strategy: str = "none"
+
+
 def _mlp_inner(F, gated: bool):
     """Elements stored inside an MLP per token: gate, up and their product (gated) or act in/out (ungated)."""
     return (3 if gated else 2) * F
 
 
-def layer_bytes_per_token(layer: Layer, D: int, seq_len, *, tp=1, sp=False, act_bytes=2.0, dropout=False,
-                          parallel_block=False, strategy="none", flash=False, window_cap=True):
-    """Activation bytes one layer stores per local token (see the module docstring for the terms)."""
-    check_strategy(strategy)
-    t = _a(tp)
-    r = t if sp else 1.0
-    e, m = act_bytes, (1.0 if dropout else 0.0)
+def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored()):
+    """Activation bytes one layer stores per local token (see the module docstring for the terms); a sliding
+    window caps the scores' length."""
+    strategy, flash, parallel_block = check_strategy(how.strategy), how.flash, how.parallel_block
+    t = _a(how.tp)
+    r = t if how.sp else 1.0
+    e, dropout = how.act_bytes, how.dropout
+    m = 1.0 if dropout else 0.0
     a, mlp = layer.attention, layer.mlp
     if strategy == "full":
         return e * D / r + 0 * t
     if strategy == "reversible":
         return 0 * t
-    s_kv = _a(seq_len) if (a.window is None or not window_cap) else np.minimum(_a(seq_len), a.window)
+    s_kv = _a(seq_len) if a.window is None else np.minimum(_a(seq_len), a.window)
     if a.kind == "mla":
         qkv = a.num_heads * (2 * a.head_dim + a.v_head_dim)
         latent = (a.q_lora_rank or 0) + a.kv_lora_rank + a.qk_rope_head_dim
@@ -112,9 +147,10 @@ def layer_bytes_per_token(layer: Layer, D: int, seq_len, *, tp=1, sp=False, act_
     return replicated / r + sharded / t
 
 
-def layer_activation_bytes(layer: Layer, D: int, seq_len, micro_batch, **kw):
-    """Bytes of one layer for one micro-batch of b sequences of s tokens: s·b·(bytes per token)."""
-    return _a(seq_len) * _a(micro_batch) * layer_bytes_per_token(layer, D, seq_len, **kw)
+def layer_activation_bytes(layer: Layer, D: int, seq_len, micro_batch, **how):
+    """Bytes of one layer for one micro-batch of b sequences of s tokens: s·b·(bytes per token); ``how``: Stored's
+    fields."""
+    return _a(seq_len) * _a(micro_batch) * layer_bytes_per_token(layer, D, seq_len, Stored(**how))
 
 
 @dataclass(frozen=True)
@@ -151,16 +187,13 @@ def params_per_chip(m: ModelArch, *, tp=1, pp=1, ep=1):
     return dense, expert
 
 
-def train_memory(m: ModelArch, *, seq_len, micro_batch, microbatches, hbm_bytes, tp=1, pp=1, dp=1, cp=1, ep=1,
-                 zero=1, sp=True, schedule="1f1b", virtual_stages=1, strategy="selective", weight_bytes=2.0,
-                 grad_bytes=2.0, optimizer_bytes=12.0, act_bytes=2.0, dropout=False, flash=False,
-                 hbm_usable_fraction=1.0) -> TrainMemory:
-    """Peak memory per chip of a training step (module docstring); every numeric argument broadcasts.
-
-    ``optimizer_bytes`` per parameter: fp32 master + 2 fp32 Adam moments = 12 (ZeRO paper's K = 12).
-    """
-    check_strategy(strategy)
-    tp, pp, dp, cp, ep, zero = (_a(x) for x in (tp, pp, dp, cp, ep, zero))
+def train_memory(m: ModelArch, plan: "TrainPlan", hbm_bytes, nbytes: TrainBytes = TrainBytes()) -> TrainMemory:
+    """Peak memory per chip of a training step of ``plan`` (core.training.TrainPlan: its degrees, ZeRO stage,
+    sequence parallelism, schedule, recompute, micro-batch, sequence length and micro-batches) on ``hbm_bytes`` per
+    chip, storing ``nbytes`` (module docstring); every numeric field broadcasts."""
+    strategy, schedule, sp = check_strategy(plan.recompute), plan.schedule, plan.sp
+    seq_len, micro_batch, act_bytes = plan.seq_len, plan.micro_batch, nbytes.act_bytes
+    tp, pp, dp, cp, ep, zero = (_a(getattr(plan, k)) for k in ("tp", "pp", "dp", "cp", "ep", "zero"))
     if np.any((zero < 0) | (zero > 3)):
         raise ValueError(f"zero: {zero} is not a ZeRO stage; allowed: 0, 1, 2, 3 (3 = FSDP)")
     dense, expert = params_per_chip(m, tp=tp, pp=pp, ep=ep)
@@ -172,17 +205,17 @@ def train_memory(m: ModelArch, *, seq_len, micro_batch, microbatches, hbm_bytes,
     # DualPipe holds two stages per rank (stage i and p-1-i: "Parameter 2x", DeepSeek-V3 report Table 2), so
     # every model state is twice a 1F1B stage's.
     copies = 2.0 if schedule == "dualpipe" else 1.0
-    weights, grads = copies * state(weight_bytes, zero >= 3), copies * state(grad_bytes, zero >= 2)
-    opt = copies * state(optimizer_bytes, zero >= 1)
+    weights, grads = copies * state(nbytes.weight_bytes, zero >= 3), copies * state(nbytes.grad_bytes, zero >= 2)
+    opt = copies * state(nbytes.optimizer_bytes, zero >= 1)
 
     D, L = m.hidden_size, m.num_layers
     tokens = _a(micro_batch) * _a(seq_len) / cp
-    kw = dict(tp=tp, sp=sp, act_bytes=act_bytes, dropout=dropout, parallel_block=m.parallel_block, flash=flash)
+    how = Stored(tp, sp, act_bytes, nbytes.dropout, nbytes.flash, m.parallel_block, strategy)
     counts = Counter(m.layers)
-    per_tok = sum(n * layer_bytes_per_token(ly, D, seq_len, strategy=strategy, **kw) for ly, n in counts.items()) / L
-    widest = max(np.max(layer_bytes_per_token(ly, D, seq_len, strategy="none", **kw)) for ly in counts)
+    per_tok = sum(n * layer_bytes_per_token(ly, D, seq_len, how) for ly, n in counts.items()) / L
+    widest = max(np.max(layer_bytes_per_token(ly, D, seq_len, replace(how, strategy="none"))) for ly in counts)
     per_stage = per_tok * tokens * np.ceil(L / pp)  # one micro-batch through the stage's layers
-    in_flight = np.where(pp > 1, in_flight_microbatches(pp, microbatches, schedule, virtual_stages), 1.0)
+    in_flight = np.where(pp > 1, in_flight_microbatches(pp, plan.microbatches, schedule, plan.virtual_stages), 1.0)
     r = tp if sp else 1.0
     stored = per_stage * in_flight
     if strategy == "reversible":
@@ -193,7 +226,7 @@ def train_memory(m: ModelArch, *, seq_len, micro_batch, microbatches, hbm_bytes,
     last = per_stage + working + logits  # the last stage holds one micro-batch in flight, plus the logits
     acts = np.where(pp > 1, np.maximum(first, last), stored + working + logits)
     total = weights + grads + opt + acts
-    usable = hbm_bytes * hbm_usable_fraction
+    usable = hbm_bytes * nbytes.hbm_usable_fraction
     largest = np.argmax(np.stack(np.broadcast_arrays(weights, grads, opt, acts)), axis=0)
     return TrainMemory(dense + expert, dense, weights, grads, opt, acts, stored, working, logits, total, usable,
                        total <= usable, largest, strategy)

@@ -35,7 +35,7 @@ from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
-from tokenomy.core.memory import TrainMemory, check_schedule, check_strategy, train_memory
+from tokenomy.core.memory import TrainBytes, TrainMemory, check_schedule, check_strategy, train_memory
 from tokenomy.core.pipeline import schedule_bubble_fraction
 from tokenomy.core.train_comms import step_comms
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, implied_flops_fraction, timeline
@@ -286,11 +286,22 @@ def _expert_width(m: ModelArch) -> float:
     return float(mlp.expert_intermediate_size) if mlp is not None else 0.0
 
 
-def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal", compute_dtype="bf16",
-               weight_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0, act_bytes=2.0, dropout=False, flash=False,
-               hbm_usable_fraction=1.0) -> LoweredStep:
+@dataclass(frozen=True)
+class Lowering:
+    """How a step is lowered beside its plan: the attention convention counted (ATTENTION_CONVENTIONS), the GEMMs'
+    dtype and what the step stores (core.memory.TrainBytes: weight, gradient, optimizer and activation bytes,
+    dropout, FlashAttention, usable HBM)."""
+
+    attention: str = "causal"
+    compute_dtype: str = "bf16"
+    nbytes: TrainBytes = TrainBytes()
+
+
+def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowering()) -> LoweredStep:
     """The plan's FLOPs (through the pass engine), memory and step parts (core/train_time.py); refused with the
     layout's problems in one line."""
+    attention, compute_dtype, act_bytes = how.attention, how.compute_dtype, how.nbytes.act_bytes
+    grad_bytes = how.nbytes.grad_bytes
     dep = Deployment(m, hw)
     problems = plan_problems(m, plan, dep)
     if problems:
@@ -325,12 +336,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, attention="causal
         p.recompute, 1.0 + 0.0 * fwd)
     total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
     expert_total = expert * (3 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
-    mem = train_memory(m, seq_len=p.seq_len, micro_batch=p.micro_batch, microbatches=mb,
-                       hbm_bytes=hw.chip.exposed_hbm_bytes,  # the usable HBM of every door (specs.Chip)
-                       tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, zero=p.zero, sp=p.sp, schedule=p.schedule,
-                       virtual_stages=p.virtual_stages, strategy=p.recompute, weight_bytes=weight_bytes,
-                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, act_bytes=act_bytes,
-                       dropout=dropout, flash=flash, hbm_usable_fraction=hbm_usable_fraction)
+    mem = train_memory(m, p, hw.chip.exposed_hbm_bytes, how.nbytes)  # the usable HBM of every door (specs.Chip)
     cm = step_comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step, v = 1 unless interleaved; DualPipe's
     # (p/2-1)(F&B + B - 3W) (core/pipeline.py).
@@ -357,11 +363,10 @@ def _efficiency(efficiency: TrainEfficiency | None, flops_fraction) -> TrainEffi
 
 
 def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, efficiency: TrainEfficiency | None = None,
-               flops_fraction=None, **lowering) -> TrainStep:
+               flops_fraction=None, lowering: Lowering = Lowering()) -> TrainStep:
     """One optimizer step of ``plan`` on chips of ``hw`` under training terms ``efficiency`` (module docstring;
-    ``lowering``: lower_step's keywords — attention, compute_dtype, weight/grad/optimizer/act bytes, dropout, flash,
-    hbm_usable_fraction)."""
-    low = lower_step(m, hw, plan, **lowering)
+    ``lowering``: how lower_step lowers it — attention convention, compute dtype, the bytes stored)."""
+    low = lower_step(m, hw, plan, lowering)
     eff = _efficiency(efficiency, flops_fraction)
     p, parts, mem, peak = plan, low.parts, low.memory, low.peak_flops_per_s
     chips = p.chips.astype(float)

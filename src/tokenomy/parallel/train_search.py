@@ -17,19 +17,19 @@ import numpy as np
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.core.train_time import TrainEfficiency
-from tokenomy.core.training import TrainPlan, TrainStep, plan_problems, train_step
+from tokenomy.core.training import Lowering, TrainPlan, TrainStep, plan_problems, train_step
 from tokenomy.specs import Hardware
 
 
 @dataclass(frozen=True)
 class TrainSearch:
-    """What to search: the run's fixed facts; ``lowering`` are core.training.lower_step's keywords."""
+    """What to search: the run's fixed facts; ``lowering``: how core.training.lower_step lowers each plan."""
 
     chips: int
     global_batch: int
     seq_len: int
     moe_kernels: str = "unfused"
-    lowering: tuple = ()  # (key, value) pairs, e.g. (("compute_dtype", "fp8"),)
+    lowering: Lowering = Lowering()
 
 
 def _pow2(limit: int) -> list[int]:
@@ -71,7 +71,7 @@ def fitting(m: ModelArch, hw: Hardware, q: TrainSearch,
             p = TrainPlan(**{**plan.__dict__, "recompute": strategy})
             if plan_problems(m, p):
                 break
-            st = train_step(m, hw, p, efficiency=efficiency, **dict(q.lowering))
+            st = train_step(m, hw, p, efficiency=efficiency, lowering=q.lowering)
             if bool(np.all(st.fits)):
                 found.append((p, st))
                 break

@@ -19,7 +19,8 @@ import numpy as np
 
 from tokenomy.catalog import loader
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, stack_parts, step_s
-from tokenomy.core.training import TrainPlan, lower_step
+from tokenomy.core.memory import TrainBytes
+from tokenomy.core.training import Lowering, TrainPlan, lower_step
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import EfficiencyTerms, TrainingCase
 
@@ -69,8 +70,9 @@ def _lowered_json(raw: str):
     """lower_step of one case, once per process (the case as JSON: pydantic models are not hashable)."""
     c = TrainingCase.model_validate_json(raw)
     try:
-        return lower_step(loader.model(c.model), loader.hardware(c.hardware), case_plan(c), compute_dtype=c.precision,
-                          flash=True)  # fused (flash) attention: every framework in the catalog runs it
+        # fused (flash) attention: every framework in the catalog runs it
+        return lower_step(loader.model(c.model), loader.hardware(c.hardware), case_plan(c),
+                          Lowering(compute_dtype=c.precision, nbytes=TrainBytes(flash=True)))
     except ValueError as e:
         raise ValueError(f"training case {c.id}: {e}") from None
 
