@@ -7,6 +7,8 @@
     DeploymentRequest  what is served (answers/deployment_request.py): model, hardware, chips, layout, dtypes,
                        efficiency set, prices, and for disaggregated serving its two pools (PoolRequest)
     ServeRequest       the four together, and the engine whose launch commands to write
+    SessionRequest     serve's session workloads beside the deployment, engine and run: the sessions, their load,
+                       the think times and DRAM swept, NVMe, the KV tiering policy, the routing, a trace
 Each is built from a door's keywords by ``of(values)`` (every value through answers/inputs' grammar and bounds: the
 CLI, the web and ``tk.*`` accept and refuse the same strings), checks itself there (a ValueError naming the public
 keyword), and prints a one-line summary (``str``). ``tk.serve`` builds them from its keywords; ``tokenomy serve``
@@ -237,3 +239,30 @@ class ServeRequest:
     def __str__(self) -> str:
         return f"{self.deployment}; {self.workload}; engine {self.serving_engine}; {self.run}" + (
             f"; emit {self.emit}" if self.emit else "")
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """serve's session question beside its deployment, engine and run (answers/requests.py): the session workload
+    (a serving.sessions MultiTurn or Agentic), its load (``concurrency`` concurrent sessions or ``rate`` sessions/s;
+    a ``trace`` replays its own timestamps), the think times and the DRAM bytes per node swept (None: the
+    workload's, the machine's), the NVMe bytes per node, the tiering policy and the routing to compare."""
+
+    workload: Any
+    concurrency: Any = None
+    rate: Any = None
+    think_s: Any = None
+    dram_bytes: Any = None
+    nvme_bytes: float | None = None
+    kv_tiering: str | None = None
+    routing: str | None = None
+    trace: Any = None
+
+    @property
+    def closed(self) -> bool:
+        return self.concurrency is not None
+
+    def __str__(self) -> str:
+        load = "trace" if self.trace is not None else (
+            f"{self.concurrency} sessions" if self.closed else f"{self.rate} sessions/s")
+        return f"{self.workload.kind}: {load}; tiers {self.kv_tiering or 'HBM only'}"

@@ -19,11 +19,9 @@ session's context at this load: econ.kv_tiers.cheapest (hold + retrieve vs recom
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
+from tokenomy.answers.requests import SessionRequest
 from tokenomy.answers.result import Result
 from tokenomy.econ.session_tiers import hold_usd_per_s, replica_tiers
 from tokenomy.serving.replicas import one_replica, replica_count
@@ -35,33 +33,6 @@ COLUMNS = ("concurrency", "rate", "think_s", "dram_bytes", "hit_rate", "ttft_s",
            "tokens_per_s_per_chip", "usd_per_mtok_input_miss", "usd_per_mtok_input_hit", "usd_per_mtok_output",
            "hit_rate_for_10x", "load_wait_s")
 HOLDS_S = (300.0, 3600.0)  # the lecture's 5-minute and 1-hour caches
-
-
-@dataclass(frozen=True)
-class SessionRequest:
-    """serve's session question beside its deployment, engine and run (answers/requests.py): the session workload
-    (a serving.sessions MultiTurn or Agentic), its load (``concurrency`` concurrent sessions or ``rate`` sessions/s;
-    a ``trace`` replays its own timestamps), the think times and the DRAM bytes per node swept (None: the
-    workload's, the machine's), the NVMe bytes per node, the tiering policy and the routing to compare."""
-
-    workload: Any
-    concurrency: Any = None
-    rate: Any = None
-    think_s: Any = None
-    dram_bytes: Any = None
-    nvme_bytes: float | None = None
-    kv_tiering: str | None = None
-    routing: str | None = None
-    trace: Any = None
-
-    @property
-    def closed(self) -> bool:
-        return self.concurrency is not None
-
-    def __str__(self) -> str:
-        load = "trace" if self.trace is not None else (
-            f"{self.concurrency} sessions" if self.closed else f"{self.rate} sessions/s")
-        return f"{self.workload.kind}: {load}; tiers {self.kv_tiering or 'HBM only'}"
 
 
 def session_workload(workload, turns=None, think_s=None):

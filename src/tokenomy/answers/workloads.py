@@ -28,7 +28,8 @@ from tokenomy.answers.disagg_plans import (DISAGG_COLUMNS, disagg_plan, plan_dis
 from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import power_of, serving_energy
 from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa: F401  (engine_profile: re-exported)
-from tokenomy.answers.requests import DeploymentRequest, EngineRequest, RunRequest, ServeRequest, WorkloadRequest
+from tokenomy.answers.requests import (DeploymentRequest, EngineRequest, RunRequest, ServeRequest, SessionRequest,
+                                       WorkloadRequest)
 from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Result, Rows
 from tokenomy.answers.serve_layout import serve_layout
@@ -183,7 +184,7 @@ def _serve_agg(req: ServeRequest, m, hw, dep, prof, rule, s) -> Result:
 
 def _sessions(model, hardware, kw: dict) -> Result:
     """serve's session workloads (answers/session_serve.py): what does not apply to them is refused by name."""
-    from tokenomy.answers.session_serve import SessionRequest, session_workload, sessions_answer
+    from tokenomy.answers.session_serve import session_workload, sessions_answer
 
     if kw["workload"] == "steady":
         given = next(k for k in ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
