@@ -23,18 +23,6 @@ CAL_COLUMNS = ("point", "split", "metric", "concurrency", "rate", "measured", "b
                "error_after")
 
 
-def _positive_number(field: str, v) -> float | None:
-    if v is None:
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        x = float("nan")
-    if not 0 < x < float("inf"):
-        raise ValueError(f"{field}: must be a positive number, got {v!r}")
-    return x
-
-
 def _setup(d: dict, runs):
     """(validation.against.Setup, efficiency name or terms path) from the option dict, every value checked."""
     from tokenomy.answers.engines import ENGINES
@@ -55,7 +43,7 @@ def _setup(d: dict, runs):
         raise ValueError(f"engine: {d['engine']!r}; allowed: {', '.join(ENGINES)}")
     weights = d.get("weight_dtype") or "checkpoint"
     weight_dtype_of(weights)
-    rate = _positive_number("rate", d.get("rate"))
+    rate = inputs.optional("rate", d.get("rate"))
     s = Setup(hardware=hw, model=d.get("model"), chips=chips, tp=tp, weight_dtype=weights,
               engine=d.get("engine"), engine_version=str(d.get("engine_version") or ""),
               concurrency=inputs.optional("concurrency", d.get("concurrency")),
