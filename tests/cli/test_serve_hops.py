@@ -17,7 +17,7 @@ from tokenomy.core import engine
 MOST_HOPS = 6
 
 
-def _paths_to_engine(monkeypatch, args) -> list[list[str]]:
+def _paths_to_engine(monkeypatch, args, layout=("--tp", "8")) -> list[list[str]]:
     """[the functions from engine.times's caller up to serve_cmd] for each engine.times call under serve_cmd."""
     paths, times = [], engine.times
 
@@ -32,7 +32,7 @@ def _paths_to_engine(monkeypatch, args) -> list[list[str]]:
         return times(*a, **k)
 
     monkeypatch.setattr(engine, "times", traced)
-    r = CliRunner().invoke(app, ["serve", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--tp", "8",
+    r = CliRunner().invoke(app, ["serve", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", *layout,
                                  "--isl", "1024", "--osl", "1024", "--json", *args])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)[0]["tpot_s"] > 0
@@ -46,6 +46,14 @@ def test_serve_concurrency_reaches_the_engine_in_at_most_six_hops(monkeypatch):
     deepest = max(paths, key=len)
     assert len(deepest) <= MOST_HOPS, " <- ".join(["engine.times", *deepest])
     assert deepest[-1] == "serve_cmd" and "serve_request" in deepest and "steady" in deepest
+
+
+def test_replicas_reach_the_engine_in_the_same_hops(monkeypatch):
+    """dp replicas (each replica's share of the load solved on one replica, then combined) add no frame."""
+    paths = _paths_to_engine(monkeypatch, ["--concurrency", "64,5000"], layout=("--tp", "4", "--dp", "2"))
+    assert any("solve" in p for p in paths)
+    deepest = max(paths, key=len)
+    assert len(deepest) <= MOST_HOPS, " <- ".join(["engine.times", *deepest])
 
 
 def test_open_loop_counts_its_fixed_point_apart(monkeypatch):

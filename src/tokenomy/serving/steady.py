@@ -327,30 +327,26 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
            arrivals="staggered") -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
-    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way."""
+    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way.
+    Several dp replicas (serving.replicas): one replica's steady state at each share of the load (replica_shares: a
+    closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by _combine: rates and
+    batches summed over the replicas, latencies weighted by the requests/s each share serves, KV capacity times dp,
+    the whole deployment's KV occupancy and $ per token (idle replicas are paid for too). The solve is called from
+    here, so `tokenomy serve` reaches the engine in 6 calls (tests/cli/test_serve_hops.py)."""
+    closed, reps = concurrency is not None, replica_count(dep)
+    one = one_replica(dep) if reps > 1 else dep
+    load = concurrency if closed else rate
+    shares = replica_shares(load, reps, closed) if reps > 1 else [(load, 1)]
+    parts = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        if replica_count(dep) > 1:
-            return _replicated(dep, prof, isl=isl, osl=osl, concurrency=concurrency, rate=rate, cache_hit=cache_hit,
-                               arrivals=arrivals)
-        if concurrency is not None and np.size(concurrency) > PIECE_POINTS:
-            return _closed_in_pieces(dep, prof, isl=isl, osl=osl, concurrency=concurrency, cache_hit=cache_hit,
-                                     arrivals=arrivals)
-        closed = concurrency is not None
-        pb = engine_problem(dep, prof, isl=isl, osl=osl, load=concurrency if closed else rate, cache_hit=cache_hit)
-        return _steady_of(dep, pb, solve(pb.step, pb.points, closed=closed, arrivals=arrivals))
-
-
-def _replicated(dep, prof, *, isl, osl, concurrency, rate, cache_hit, arrivals) -> Steady:
-    """dp independent replicas (serving.replicas): one replica's steady state at each share of the load
-    (replica_shares: a closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by
-    _combine: rates and batches summed over the replicas, latencies weighted by the requests/s each share serves,
-    KV capacity times dp, the whole deployment's KV occupancy and $ per token (idle replicas are paid for too)."""
-    reps, closed = replica_count(dep), concurrency is not None
-    one = one_replica(dep)
-    parts = [(steady(one, prof, isl=isl, osl=osl, concurrency=x if closed else None, rate=None if closed else x,
-                     cache_hit=cache_hit, arrivals=arrivals), k)
-             for x, k in replica_shares(concurrency if closed else rate, reps, closed)]
-    return _combine(parts, reps)
+        for x, k in shares:
+            if closed and np.size(x) > PIECE_POINTS:
+                parts.append((_closed_in_pieces(one, prof, isl=isl, osl=osl, concurrency=x, cache_hit=cache_hit,
+                                                arrivals=arrivals), k))
+                continue
+            pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=cache_hit)
+            parts.append((_steady_of(one, pb, solve(pb.step, pb.points, closed=closed, arrivals=arrivals)), k))
+        return parts[0][0] if reps == 1 else _combine(parts, reps)
 
 
 BUSY = ("busy_compute", "busy_hbm", "busy_link")
@@ -360,7 +356,7 @@ RATE_WEIGHTED = ("tpot_s", "ttft_s", "ttft_p50_s", "ttft_p99_s", "queue_s", "chu
 
 
 def _combine(parts, reps: int) -> Steady:
-    """The deployment of ``reps`` replicas from [(one replica's Steady, replicas running like it)] (_replicated)."""
+    """The deployment of ``reps`` replicas from [(one replica's Steady, replicas running like it)] (steady)."""
     on = [np.asarray(k, float) > 0 for _, k in parts]
     part = lambda s, k, on_, x: np.where(on_, np.asarray(k, float) * x, 0.0)  # noqa: E731 (0, not NaN, where k = 0)
     rates = [part(s, k, o, s.requests_per_s) for (s, k), o in zip(parts, on)]
