@@ -67,9 +67,7 @@ class WorkloadRequest:
         """From a door's keywords (concurrency, rate, isl, osl, isl_dist, osl_dist, trace, cache_hit, arrivals,
         ttft_slo, tpot_slo, sessions; absent ones take their defaults), each checked."""
         v = dict(values)
-        hit, arrivals = v.get("cache_hit", 0.0), v.get("arrivals", "staggered")
-        if not 0.0 <= float(hit) < 1.0:  # NaN fails too
-            raise ValueError(f"cache_hit: must be in [0, 1), got {hit!r}")
+        hit, arrivals = inputs.number("cache_hit", v.get("cache_hit", 0.0)), v.get("arrivals", "staggered")
         if arrivals not in ARRIVALS:
             raise ValueError(f"arrivals: {arrivals!r}; allowed: {', '.join(ARRIVALS)}")
         trace = v.get("trace")
@@ -82,12 +80,7 @@ class WorkloadRequest:
             raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
         if tr is not None:
             R = (len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9),)
-        slos = {}
-        for name in ("ttft_slo", "tpot_slo"):
-            x = v.get(name)
-            if x is not None and not float(x) > 0:
-                raise ValueError(f"{name}: must be > 0 seconds, got {x!r}")
-            slos[name] = None if x is None else float(x)
+        slos = {name: inputs.optional(name, v.get(name)) for name in ("ttft_slo", "tpot_slo")}
         return cls(C, R, _lengths("isl", v.get("isl", 1024), v.get("isl_dist")),
                    _lengths("osl", v.get("osl", 1024), v.get("osl_dist")), tr, float(hit), arrivals,
                    sessions=v.get("sessions"), **slos)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.answers import inputs
 from tokenomy.answers.requests import SessionRequest
 from tokenomy.answers.result import Result
 from tokenomy.econ.session_tiers import hold_usd_per_s, replica_tiers
@@ -50,9 +51,7 @@ def serve_sessions(dep, prof, q: SessionRequest, run) -> Result:
     rate, routing = q.rate, q.routing
     reps, dep1 = replica_count(dep), one_replica(dep)
     load = np.atleast_1d(np.asarray(concurrency if concurrency is not None else rate, float))
-    thinks = np.atleast_1d(np.asarray(w.think_s if think_s is None else think_s, float))
-    if np.any(thinks < 0):
-        raise ValueError(f"think_s: must be >= 0 s, got {think_s!r}")
+    thinks = np.atleast_1d(np.asarray(w.think_s if think_s is None else inputs.numbers("think_s", think_s), float))
     drams = [None] if dram_bytes is None else list(np.atleast_1d(dram_bytes))
     cap = kv_tokens(dep1, prof, 8192.0)
     bpt, slots = float(np.ravel(cap.bytes_per_token)[0]), float(np.ravel(cap.slots)[0])

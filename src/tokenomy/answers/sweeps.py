@@ -25,6 +25,7 @@ from typing import Mapping
 
 import numpy as np
 
+from tokenomy.answers import inputs
 from tokenomy.answers.resolve import hardware_of, model_of
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
@@ -83,8 +84,7 @@ def spec_of(axes: dict, settings: Mapping | None = None) -> Spec:
         raise ValueError(f"chunk_points: must be a positive integer, got {chunk_points!r}")
     if arrivals not in ("staggered", "together"):
         raise ValueError(f"arrivals: {arrivals!r}; allowed: staggered, together")
-    if not 0.0 <= float(cache_hit) < 1.0:
-        raise ValueError(f"cache_hit: must be in [0, 1), got {cache_hit!r}")
+    cache_hit = inputs.number("cache_hit", cache_hit)
     spec = Spec(grid, not degrees, int(chunk_points), s["usd_per_chip_hour"], engine, s["max_num_tokens"],
                 s["max_batch"], float(cache_hit), arrivals)
     variables = s["variables"]
