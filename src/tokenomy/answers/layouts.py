@@ -137,8 +137,9 @@ def _serving_plan(model, hardware, given: dict, search: dict) -> Result:
     if given["concurrency"] is None and given["rate"] is None:
         raise ValueError("concurrency: mode disagg plans for a workload; give concurrency (closed loop, users) or "
                          "rate (open loop, requests/s)")
-    if top is None or int(top) != top or top < 0:
-        raise ValueError(f"top: must be an integer >= 0, got {top}")
+    if top is None:
+        raise ValueError("top: required (a number)")
+    inputs.number("top", top)
     pools = {k: given.pop(k) for k in ("prefill_chips", "decode_chips")}
     if given["mode"] == "disagg":
         if search["torus"] is not None:
