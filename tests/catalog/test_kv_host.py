@@ -30,11 +30,12 @@ def test_tier_keys_are_the_economics_tier_order():
 
 def test_host_reaches_the_hardware_a_system_resolves_to():
     """DGX H100: 2 TB DDR5, eight 3.84 TB U.2 NVMe, PCIe Gen5 x16 per GPU (NVIDIA BasePOD reference architecture);
-    GB200 NVL72: a tray of 4 GPUs, 2 x 480 GB LPDDR5X over NVLink-C2C (450e9 B/s per direction)."""
+    GB200 NVL72: a tray of 4 GPUs, 2 x 480 GB LPDDR5X, each Grace shared by 2 GPUs: 256e9 B/s per GPU when both read
+    (18.4 TB/s / 36 Graces / 2 GPUs, under NVLink-C2C's 450e9 per direction)."""
     h100, gb200 = loader.hardware("hgx-h100-8").host, loader.hardware("gb200-nvl72").host
     assert h100.chips_per_node == 8 and h100.dram_bytes == pytest.approx(2.199e12)
     assert h100.nvme_bytes == pytest.approx(8 * 3.84e12) and h100.dram_to_chip_bytes_per_s == 64e9
-    assert gb200.chips_per_node == 4 and gb200.dram_bytes == 960e9 and gb200.dram_to_chip_bytes_per_s == 450e9
+    assert gb200.chips_per_node == 4 and gb200.dram_bytes == 960e9 and gb200.dram_to_chip_bytes_per_s == 256e9
     assert loader.hardware("h100-sxm").host is None  # a bare chip has no host in the catalog
 
 

@@ -6,7 +6,7 @@ import pytest
 from tokenomy.catalog import loader
 
 PCIE_GEN5_X16 = 64e9  # B/s per direction (128 GB/s bidirectional)
-NVLINK_C2C = 450e9  # B/s per direction (900 GB/s bidirectional)
+NVLINK_C2C_SHARED = 256e9  # B/s per GPU: one Grace's 512e9 LPDDR5X shared by its 2 GPUs (< C2C 450e9 per direction)
 
 
 @pytest.mark.parametrize("system,per_node,dram,link,nvme", [
@@ -15,7 +15,7 @@ NVLINK_C2C = 450e9  # B/s per direction (900 GB/s bidirectional)
     # DGX B200 user guide: 2 TB base, 8 x 3.84 TB U.2
     ("hgx-b200-8", 8, 2.0e12, PCIE_GEN5_X16, 8 * 3.84e12),
     # GB300 NVL72 tray: 2 Grace x 480 GB LPDDR5X over NVLink-C2C, 4 E1.S drives (3.84 TB each, estimated)
-    ("gb300-nvl72", 4, 2 * 480e9, NVLINK_C2C, 4 * 3.84e12),
+    ("gb300-nvl72", 4, 2 * 480e9, NVLINK_C2C_SHARED, 4 * 3.84e12),
     # AMD's MLPerf v4.1 MI300X node: 1.5 TiB, 2 data NVMe drives
     ("mi300x-8", 8, 1.5 * 2**40, PCIE_GEN5_X16, 2 * 3.84e12),
     # Crusoe's MLPerf v6.1 MI355X nodes: 3000 GB DDR5, 8 x 3.84 TB NVMe
