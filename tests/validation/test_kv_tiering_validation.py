@@ -57,3 +57,25 @@ def test_the_report_lists_every_case_with_a_finite_prediction():
     table = kt.table_lines(rows)
     assert len(table) == 2 + len(rows)
     assert {s["metric"] for s in kt.summary(rows)} == {r.case.metric for r in rows}
+
+
+def test_a_long_prompt_hit_in_hbm_pays_its_tokenization():
+    """The API server tokenizes the whole prompt before the engine looks it up (vLLM: one tokenizer worker, 2.17 us
+    per token): a 64k-token HBM hit takes at least 63k tokens' tokenization longer than a 1k-token one."""
+    long, _ = _predict("kvc-h20-l64k-hbm")
+    short, _ = _predict("kvc-h20-l1k-hbm")
+    assert long - short >= 0.9 * (65536 - 1024) * 2.17e-6
+
+
+def test_a_capped_hbm_pool_keeps_the_heads_of_the_prefixes_it_cannot_hold():
+    """MiniMax-M3 without LMCache: four 80,896-token prefixes in a 262,144-token pool beside two running requests.
+    Evicting whole prefixes LRU left 6% of prompt tokens hit; freed tail first, the heads stay (measured 55%)."""
+    off, _ = _predict("atom-m3-prefix-hbm-hit")
+    assert off > 0.3
+
+
+def test_a_users_repeated_question_hits_once_its_first_prefill_is_done():
+    """llm-d, precise routing at 3 QPS: the warm-up seated every prompt once, so the stage's requests hit their
+    whole prefix + question (a request that arrived during the prefill of its group's first would miss)."""
+    _, hit = _predict("llmd73-precise-qps3-ttft")
+    assert hit > 0.95

@@ -310,6 +310,15 @@ class EngineOverlap(Sourced):
     sm_share_low_latency: float = Field(0.0, ge=0.0, lt=1.0)
 
 
+class EngineFrontend(Sourced):
+    """The engine's API server before a request reaches the scheduler: the host seconds per prompt token it spends
+    tokenizing (and processing) the prompt, on ``tokenizer_workers`` workers that take requests first come first
+    served (serving/sim_sessions: a request's prefix lookup starts when its tokenization ends)."""
+
+    tokenize_s_per_token: PositiveFloat
+    tokenizer_workers: PositiveInt = 1
+
+
 class EngineFile(BaseModel):
     """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
 
@@ -323,6 +332,7 @@ class EngineFile(BaseModel):
     all_reduce: EngineAllReduce
     host: EngineHost
     overlap: EngineOverlap
+    frontend: EngineFrontend | None = None  # None: the prompt's host time is not modelled
 
 
 # ---- power and ownership (catalog/power/) --------------------------------------------------------------------

@@ -8,6 +8,12 @@ stored on the replica that served it when it finishes; the router picks a replic
     session-sticky   the session's replica (hash of its id: AIPerf sends X-Session-Affinity for this)
     prefix-aware     the replica holding the longest prefix of the request, ties to the least-loaded (the KV-aware
                      routers of llm-d and Dynamo score overlap against load the same way)
+Without cache state, ``assign`` places requests tagged by a key (a session, a prefix group) the same way:
+    random           uniform over the replicas (llm-d's random scheduler)
+    round-robin      in turn (llm-d's load scheduler at a balanced load: no affinity)
+    group-sticky     key mod replicas: every request of a key on one replica, keys spread evenly (session-sticky
+                     routing; a prefix-aware router once it has learned where each group's prefix lives, llm-d's
+                     precise and approximate prefix scorers on a warm cluster)
 Load imbalance: the busiest replica's prefill tokens (the work a miss makes) over the replicas' mean.
 A cache-level replay: the timing is the steady state's, not re-simulated per router.
 """
@@ -22,6 +28,18 @@ from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierStack
 from tokenomy.serving.sessions import SessionPlan, generate
 
 ROUTERS = ("round-robin", "session-sticky", "prefix-aware")
+KEY_ROUTERS = ("random", "round-robin", "group-sticky")
+
+
+def assign(router: str, replicas: int, key: np.ndarray, rng=None) -> np.ndarray:
+    """Replica per request from its key alone (module docstring); ``rng`` draws the random router's choices."""
+    if router == "random":
+        return rng.integers(0, replicas, len(key))
+    if router == "round-robin":
+        return np.arange(len(key)) % replicas
+    if router == "group-sticky":
+        return np.asarray(key, np.int64) % replicas
+    raise ValueError(f"routing: {router!r}; allowed: {', '.join(KEY_ROUTERS)}")
 
 
 def arrivals(plan: SessionPlan, concurrency: int, e2e_s: float, stagger_s: float) -> np.ndarray:
@@ -53,18 +71,18 @@ def route(plan: SessionPlan, arrival: np.ndarray, stack: TierStack, replicas: in
     work = np.zeros(replicas)
     hits = 0.0
     pending: list[tuple[float, int, int]] = []  # (finish, request, replica)
-    rr = 0
-    session = plan.session[plan.agent]
-    for r in np.argsort(arrival, kind="stable"):
+    order = np.argsort(arrival, kind="stable")
+    fixed = None  # the key routers' choices, in arrival order
+    if router != "prefix-aware":
+        fixed = assign("group-sticky" if router == "session-sticky" else router, replicas, plan.session[plan.agent][order])
+    for i, r in enumerate(order):
         while pending and pending[0][0] <= arrival[r]:
             _, q, k = heapq.heappop(pending)
             caches[k].finish(SYSTEM, plan.system_tokens)
             caches[k].finish(int(plan.agent[q]), float(plan.ctx_before[q] + _own_new(plan, q) + plan.osl[q]))
         chain = [(SYSTEM, plan.system_tokens)] + plan.chain(int(r))
-        if router == "round-robin":
-            k, rr = rr, (rr + 1) % replicas
-        elif router == "session-sticky":
-            k = int(session[r]) % replicas
+        if fixed is not None:
+            k = int(fixed[i])
         else:
             got = np.array([c.probe(chain) for c in caches])
             best = np.flatnonzero(got == got.max())

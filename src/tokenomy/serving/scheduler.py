@@ -52,6 +52,7 @@ class EngineProfile:
     ep_overlap: float = 0.0  # ε: 1 under two-batch overlap of the MoE dispatch + combine
     ep_sm: tuple[float, float] = (0.0, 0.0)  # (s_n, s_ll): the SMs its dispatch/combine kernels hold (normal, low-latency)
     reserve_output: bool = False  # admission reserves the whole ISL + OSL of KV blocks (TensorRT-LLM GUARANTEED_NO_EVICT)
+    tokenize_s_per_token: float = 0.0  # the API server's host seconds per prompt token (catalog/engines [frontend])
 
     def on(self, eff):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap."""
@@ -83,7 +84,8 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
                          tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
                          *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
-                         (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output)
+                         (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output,
+                         f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0)
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -96,6 +96,7 @@ class _Problem:
     e2e0: np.ndarray  # the unloaded e2e (the bisection's scale)
     solve_open: object
     solve_closed: object
+    tokenize_s: float = 0.0  # the API server's tokenization of a mean prompt, ISL·s_tok (EngineProfile)
 
     def take(self, mask) -> "_Problem":
         """The points where ``mask`` (of the points' shape) holds, flattened."""
@@ -107,7 +108,7 @@ class _Problem:
         ax = lambda a: np.repeat(np.asarray(a)[..., None], extra, -1)  # noqa: E731
         return _Problem(self.tt, self.stack, ax(self.load), ax(self.theta), np.moveaxis(ax(self.lower), -1, -2),
                         self.pool, self.isl, self.osl, self.path_turns, self.closed, ax(self.e2e0),
-                        self.solve_open, self.solve_closed)
+                        self.solve_open, self.solve_closed, self.tokenize_s)
 
 
 def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
@@ -174,7 +175,7 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
                     np.broadcast_to(lower, shape + lower.shape[-1:]),
                     pool_tokens(dep1, prof, w) if pool is None else pool, isl, osl,
                     float(w.turns) + spawns * tt.sub_turns, concurrency is not None, np.full(shape, e2e0),
-                    solve_open, solve_closed)
+                    solve_open, solve_closed, isl * float(prof.tokenize_s_per_token))
 
 
 def hit_map(pb: _Problem, h, guess=None) -> np.ndarray:
@@ -297,7 +298,7 @@ def _at(pb: _Problem, h, e2e):
     hbm = np.maximum(pb.pool - running, 0.0)
     caps = np.concatenate([hbm[..., None], pb.lower], axis=-1)
     hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta))
-    wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate))
+    wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate)) + _tokenizer_wait(pb.tokenize_s, X)
     new = np.reshape(s.e2e_s, shape) + wait
     return new, s, hits, wait, lam, hbm
 
@@ -325,6 +326,15 @@ def _or_closed(s_open: Steady, closed) -> Steady:
         a[bad] = np.ravel(getattr(sc, f.name))
         out[f.name] = a
     return Steady(**out)
+
+
+def _tokenizer_wait(s_req: float, X):
+    """Seconds a request spends at the API server's one tokenizer worker (serving/sim_sessions, tokenize): its own
+    S = ISL·s_tok plus the FCFS queue, M/D/1: ρ·S / (2(1 − ρ)) with ρ = X·S (capped below 1)."""
+    if s_req <= 0:
+        return 0.0
+    rho = np.minimum(X * s_req, 0.99)
+    return s_req * (1.0 + rho / (2.0 * (1.0 - rho)))
 
 
 def _load_wait(stack, hits: CheHits, X, computed_tokens):

@@ -5,15 +5,20 @@ On top of the simulator's steps (its docstring), per request r of a SessionPlan 
   release   r arrives ``gap_s`` (think time) after the last of its predecessors finishes (the agent's previous turn;
             a parent's turn after its sub-agents, fork-join); a session's first turn at its start time (open loop)
             or, closed loop, when one of the C session slots frees (its session's last turn finished)
-  lookup    on arrival its prefix chain is looked up in the tiers (kv_cache_tiers.TieredCache: HBM's capacity is
-            what the running requests leave of the KV pool at that moment); r computes I = ISL − hit tokens
+  tokenize  the engine's API server first tokenizes the prompt: ISL·s_tok seconds on one worker, first come first
+            served (EngineProfile.tokenize_s_per_token, catalog/engines [frontend]); the lookup and loads follow
+  lookup    on arrival its prefix chain is looked up in the tiers (kv_hbm_pool.SharedPrefixCache: HBM's capacity is
+            what the running requests leave of the KV pool at that moment, the blocks they share counted once);
+            what it hits is referenced (pinned) until it finishes; r computes I = ISL − hit tokens
   load      tokens found below HBM are read over their tier's channel (one per tier and replica: DRAM over the chips'
             host links, NVMe over the node's drives), first come first served, so concurrent loads queue behind each
             other: finish_j = max(now, free_j) + latency_j + h_j·s_j. "before-prefill": r joins the scheduler's
             queue when its loads finish; "layerwise-overlapped": when they finish less the prefill seconds of its
             own I tokens (the loads hide under its layers' compute, I·s_prefill). TTFT counts from arrival.
-  store     when r finishes, its agent's object (its context after the turn) and the system prompt are stored in
-            HBM (and, write-through, every lower tier); the next turn finds them there unless evicted.
+  register  when r's prefill ends its prompt's objects (system prompt, the forks above it, its own context) are
+            cached in HBM and shared: a request arriving after that hits them, one arriving during it misses
+  store     when r finishes, its agent's object (its context after the turn) joins HBM's free LRU (and, write-
+            through, every lower tier); HBM evicts the least recent object tail first (kv_hbm_pool).
 PCIe is full duplex: the stores (device to host) do not slow the loads (host to device); the decode's own KV traffic
 stays in HBM. The NVMe and DRAM channels are the replica's share of the node (chips per replica / chips per node).
 """
@@ -27,7 +32,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierStack
+from tokenomy.serving.kv_cache_tiers import SYSTEM, TierStack
+from tokenomy.serving.kv_hbm_pool import SharedPrefixCache
 from tokenomy.serving.scheduler import EngineProfile, pooled_limits, rank_chunk
 from tokenomy.serving.sessions import SessionPlan
 from tokenomy.serving.sim_table import P_GRID, StepTable
@@ -128,7 +134,11 @@ class _SessionRun(_Run):
         N = len(isl)
         arrival = [math.nan] * N
         super().__init__(cap, isl, osl, isl.copy(), arrival, None)
-        self.plan, self.cache, self.stack = plan, TieredCache(stack), stack
+        self.plan, self.cache, self.stack = plan, SharedPrefixCache(stack), stack
+        self.tok_s, self.tok_free = float(cap.prof.tokenize_s_per_token), 0.0  # the tokenizer: s/token, free from
+        self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
+        self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice (taken off in free())
+        self.credit = 0.0
         self.waits, self.succ, self.gap = plan.waits.tolist(), plan.succ, plan.gap_s.tolist()
         self.agent = plan.agent.tolist()
         self.own_after = (plan.isl - _base_tokens(plan) + plan.osl).tolist()  # its object after the turn
@@ -157,8 +167,19 @@ class _SessionRun(_Run):
         self.arrival[r] = t
         heapq.heappush(self.pending, (t, r))
 
+    def free(self) -> int:
+        """KV blocks free or in HBM's free LRU: the running requests' blocks less what they share, less the pinned
+        objects (each once)."""
+        return self.kv - self.held_pf - self.dec.held(self.S) + int((self.credit - self.cache.pinned_tokens) // self.blk)
+
     def hbm_free_tokens(self) -> float:
-        return (self.kv - self.held_pf - self.dec.held(self.S)) * self.blk
+        return self.free() * self.blk
+
+    def blocks_to_admit(self, r: int) -> int:
+        """r's blocks beyond the cached objects it references (vLLM allocates only the uncached part), plus the
+        objects it will reference that now sit in the free LRU (free() counts them free until r pins them)."""
+        own = super().blocks_to_admit(r) - int(self.shared[r] // self.blk)
+        return max(own, 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
 
     def arrivals(self) -> None:
         pending, waiting, due = self.pending, self.waiting, self.now + EPS_S
@@ -177,10 +198,12 @@ class _SessionRun(_Run):
     def lookup(self, r: int, t: float) -> float:
         """r's prefix from the tiers: its computed tokens, and when its loads finish."""
         cache, plan = self.cache, self.plan
+        if self.tok_s > 0:  # the tokenizer's FCFS queue: the engine sees r when its tokens are ready
+            t = self.tok_free = max(t, self.tok_free) + float(self.isl[r]) * self.tok_s
         cache.set_hbm_tokens(self.hbm_free_tokens())
         chain = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
-        hit, per = cache.lookup(chain, float(self.isl[r]))
-        cache.take(self.agent[r])
+        hit, per = cache.lookup_for(r, chain, float(self.isl[r]))
+        self.shared[r] = float(sum(per))
         self.hit[r] = hit
         self.per_tier[r] = per
         self.need0[r] = self.need[r] = max(int(self.isl[r] - hit), 1)
@@ -194,15 +217,42 @@ class _SessionRun(_Run):
             done = max(t, done - self.need[r] * self.stack.prefill_s_per_token)
         return done
 
+    def prefilled(self, r: int) -> None:
+        """r's prompt is computed: its objects are cached and shared (module docstring, register)."""
+        plan = self.plan
+        chain = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
+        chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))  # its own context with this turn's input
+        self.cache.register(r, chain)
+        self.shared[r] = float(self.isl[r])
+        super().prefilled(r)
+        if r in self.running:  # decoding: its ledger blocks include the shared prompt
+            self.credited[r] = self.shared[r]
+            self.credit += self.shared[r]
+
+    def admit(self) -> None:
+        n0 = self.serials
+        super().admit()
+        k = self.serials - n0
+        if k:  # the requests admitted now (the last k of the running set) reference what their lookups read
+            for r in list(self.running)[-k:]:
+                self.cache.pin_wanted(r)
+
+    def preempt(self, v: int) -> int:
+        self.credit -= self.credited[v]
+        self.credited[v] = 0.0
+        self.cache.unref(v)
+        return super().preempt(v)
+
     def retire(self, r: int) -> None:
         del self.running[r]
         self.reserved -= self.full[r] if self.reserve else 0
         self.finish[r] = self.now
         self.finished += 1
+        self.credit -= self.credited[r]
+        self.credited[r] = 0.0
         cache = self.cache
+        cache.release(r, self.agent[r], float(self.own_after[r]))
         cache.set_hbm_tokens(self.hbm_free_tokens())
-        cache.finish(SYSTEM, self.plan.system_tokens)
-        cache.finish(self.agent[r], self.own_after[r])
         for s in self.succ[r]:
             self.waits[s] -= 1
             if self.waits[s] == 0:

@@ -286,7 +286,7 @@ class _Run:
         """Blocks for this step's decodes; preempt the latest-admitted request while one is missing."""
         dec, S = self.dec, self.S
         h0 = dec.held(S)
-        free = self.kv - self.held_pf - h0
+        free = self.free()  # kv − held_pf − h0 (a subclass may count shared blocks once)
         if dec.n <= free or dec.held(S + 1) - h0 <= free:  # (a decode takes at most one block a step)
             return
         for r in list(self.running):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tokenomy.serving.routing import assign
 from tokenomy.serving.sessions import Agentic, SessionPlan, generate
 
 SEED = 0
@@ -89,12 +90,9 @@ def _draws(w, rng) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([first, rng.integers(0, prompts, n)]), np.concatenate([t_warm, t])
 
 
-def _route(routing: str, replicas: int, group: np.ndarray, rng) -> np.ndarray:
-    if routing == "random":
-        return rng.integers(0, replicas, len(group))
-    if routing == "load":
-        return np.arange(len(group)) % replicas
-    return group % replicas  # prefix-aware: a group stays on one replica
+# llm-d's schedulers as serving/routing's key routers over the prefix groups
+LLMD_ROUTER = {"random": "random", "load": "round-robin", "prefix-precise": "group-sticky",
+               "prefix-approximate": "group-sticky"}
 
 
 def shared_prefix(w, routing: str, replicas: int, reuse: bool) -> list[Replay]:
@@ -103,7 +101,7 @@ def shared_prefix(w, routing: str, replicas: int, reuse: bool) -> list[Replay]:
     per_group = int(w.prompts_per_group or 1)
     repeats = w.prompts_per_group is not None  # each prompt a user's fixed question, repeated
     group = prompt // per_group
-    where = _route(routing, replicas, group, rng)
+    where = assign(LLMD_ROUTER.get(routing, "group-sticky"), replicas, group, rng)  # "single": one replica
     timed = np.arange(len(prompt)) >= int(w.warmup_requests if w.request_rate is not None else 0)
     P, U, out = int(w.prefix_tokens), int(w.unique_tokens), int(w.output_tokens or 1)
     replays = []

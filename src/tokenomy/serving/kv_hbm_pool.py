@@ -1,0 +1,180 @@
+"""HBM's prefix cache as vLLM's block pool keeps it: shared blocks, hittable once computed, freed tail first.
+
+kv_cache_tiers.TieredCache holds whole objects (an agent's context, the system prompt) in an LRU per tier. vLLM's V1
+KV cache manager (vllm/v1/core/block_pool.py, single_type_kv_cache_manager.py) differs in three ways this subclass
+models, each from its source:
+  shared     a request that hits cached blocks references them (ref_cnt + 1) instead of copying them, so requests
+             running on one prefix hold it once; a referenced object is out of the free LRU and cannot be evicted
+             (``pinned``, with a reference count per object). vLLM looks the prefix up when it schedules the
+             request: what a request read on arrival (``lookup_for``, which touches it) is pinned when it is
+             admitted (``pin_wanted``); a preempted request lets go of its objects until admitted again
+  computed   a request's prompt blocks are cached (hashed) as they are computed: its prompt is hittable once its
+             prefill ends (``register``), not when the request finishes; a request arriving during that prefill
+             misses it
+  tail first ``free``: "we free the blocks in reverse order so that the tail blocks are evicted first", and the free
+             queue evicts least recently freed first: an object leaving HBM loses its tail before its head, so a
+             later request still hits the head (``_evict`` trims the least recent object from its end; the objects
+             a request releases go to the free LRU deepest first, the system prompt last)
+The pool accounting (serving/sim_sessions): a running request's blocks minus the tokens it shares, plus the pinned
+objects once, plus the free LRU fill the replica's KV blocks. Only under write-through stores (every catalog
+policy): an on-evict tier would need the trimmed tail moved down, which objects do not model.
+"""
+
+from __future__ import annotations
+
+from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierStack
+
+
+class SharedPrefixCache(TieredCache):
+    """TieredCache with vLLM's HBM pool behaviour (module docstring). ``pinned``: object -> tokens of the objects
+    referenced by requests; ``refs``: object -> references; ``held_by``: request -> the objects it references."""
+
+    def __init__(self, stack: TierStack):
+        super().__init__(stack)
+        self.pinned: dict[int, float] = {}
+        self.refs: dict[int, int] = {}
+        self.held_by: dict[int, list[int]] = {}
+        self.wants: dict[int, list[int]] = {}  # request -> the objects its lookup read, pinned at admission
+        self.pinned_tokens = 0.0
+        self._req = -1
+        self.tail_first = stack.store == "write-through"
+
+    # -- lookups ---------------------------------------------------------------------------------------------------
+    def lookup_for(self, r: int, chain: list[tuple[int, float]], isl: float) -> tuple[float, list[float]]:
+        """``lookup`` on behalf of request r: what it reads is touched now and pinned for r from its admission
+        (``pin_wanted``) until ``release(r)``."""
+        self._req = r
+        self.wants[r] = []
+        try:
+            return self.lookup(chain, isl)
+        finally:
+            self._req = -1
+
+    def _held(self, key: int, need: float) -> tuple[int, float]:
+        """The fastest tier holding the most of the segment: HBM may keep only the head of an object whose whole copy
+        is below (tail-first eviction under write-through); then the copy below is read."""
+        t = self.pinned.get(key) or self.lru[0].get(key, 0.0)
+        if t >= need:
+            return 0, need
+        for j in range(1, len(self.lru)):
+            below = self.lru[j].get(key, 0.0)
+            if below > t:
+                return j, min(below, need)
+        return (0, t) if t else (-1, 0.0)
+
+    def _touch(self, key: int, j: int) -> None:
+        """A segment read for the current request: recent again (a lower tier's copy brought into HBM's LRU, in
+        place of the head HBM kept), and wanted by the request."""
+        if self._req >= 0:
+            self.wants[self._req].append(key)
+        if key in self.pinned:
+            return
+        if j > 0 and key in self.lru[0]:
+            self.used[0] -= self.lru[0].pop(key)
+        super()._touch(key, j)
+
+    def pin_wanted(self, r: int) -> None:
+        """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed)."""
+        self._req = r
+        self.held_by.setdefault(r, [])
+        for key in self.wants.pop(r, []):
+            if key in self.pinned:
+                self._pin(key, self.pinned[key])
+            elif key in self.lru[0]:
+                t = self.lru[0].pop(key)
+                self.used[0] -= t
+                self._pin(key, t)
+        self._req = -1
+
+    def unpinned_wanted(self, r: int) -> float:
+        """Tokens of the objects r's lookup read that sit in the free LRU: admitting r takes them out of it."""
+        return sum(self.lru[0].get(k, 0.0) for k in set(self.wants.get(r, ())) if k not in self.pinned)
+
+    def unref(self, r: int) -> None:
+        """r is preempted: its objects lose its reference (to the free LRU when no one else holds them); it wants
+        them again when admitted."""
+        keys = self.held_by.get(r, [])
+        self.wants[r] = list(keys)
+        self._drop(r)
+
+    def _pin(self, key: int, tokens: float) -> None:
+        r = self._req
+        if key not in self.pinned:
+            self.pinned[key] = tokens
+            self.pinned_tokens += tokens
+        if r >= 0 and key not in self.held_by[r]:
+            self.held_by[r].append(key)
+            self.refs[key] = self.refs.get(key, 0) + 1
+
+    def take(self, key: int) -> None:
+        """A request's own object stays cached (pinned when it is read): nothing to take out."""
+
+    # -- a request's prompt computed, a request done ---------------------------------------------------------------
+    def register(self, r: int, segments: list[tuple[int, float]]) -> None:
+        """r's prompt is computed: each (object, tokens) of it is cached and referenced by r, grown to ``tokens``."""
+        self._req = r
+        self.held_by.setdefault(r, [])
+        for key, tokens in segments:
+            if tokens <= 0:
+                continue
+            old = self.lru[0].pop(key, None)
+            if old is not None:  # an unreferenced copy in the free LRU: referenced again
+                self.used[0] -= old
+                self._pin(key, old)
+            self._pin(key, self.pinned.get(key, 0.0))
+            self._grow(key, tokens)
+        self._req = -1
+
+    def _grow(self, key: int, tokens: float) -> None:
+        t = self.pinned[key]
+        if tokens > t:
+            self.pinned[key] = float(tokens)
+            self.pinned_tokens += tokens - t
+
+    def release(self, r: int, own: int, own_tokens: float) -> None:
+        """r finished: its own object holds ``own_tokens`` (its context after the turn) and is stored write-through
+        below HBM; every object r referenced loses a reference, and those referenced by no one join the free LRU,
+        deepest first (its tail is the first to go)."""
+        if own in self.pinned:
+            self._grow(own, own_tokens)
+        else:
+            self._req = r
+            self.held_by.setdefault(r, [])
+            self._pin(own, own_tokens)
+            self._req = -1
+        if self.through:
+            for j in range(1, len(self.lru)):
+                self._put(j, own, own_tokens)
+                if SYSTEM in self.pinned:
+                    self._put(j, SYSTEM, self.pinned[SYSTEM])
+        self._drop(r)
+        self._evict(0)
+
+    def _drop(self, r: int) -> None:
+        """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
+        keys = self.held_by.pop(r, [])
+        for key in sorted(keys, key=lambda k: (k == SYSTEM, -keys.index(k))):
+            self.refs[key] -= 1
+            if self.refs[key] == 0:
+                del self.refs[key]
+                t = self.pinned.pop(key)
+                self.pinned_tokens -= t
+                self.lru[0][key] = t
+                self.used[0] += t
+
+    def _evict(self, j: int) -> None:
+        """HBM (write-through): trim the least recent object from its tail until the free LRU fits (module
+        docstring); below HBM, or on-evict, whole objects as TieredCache does."""
+        if j > 0 or not self.tail_first:
+            super()._evict(j)
+            return
+        d = self.lru[0]
+        while self.used[0] > self.cap[0] and d:
+            key, t = next(iter(d.items()))
+            cut = self.used[0] - self.cap[0]
+            if cut < t:
+                d[key] = t - cut
+                self.used[0] -= cut
+            else:
+                del d[key]
+                self.used[0] -= t
