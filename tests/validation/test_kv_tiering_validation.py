@@ -79,3 +79,37 @@ def test_a_users_repeated_question_hits_once_its_first_prefill_is_done():
     whole prefix + question (a request that arrived during the prefill of its group's first would miss)."""
     _, hit = _predict("llmd73-precise-qps3-ttft")
     assert hit > 0.95
+
+
+def test_the_replay_testers_ramp_settles_where_ttft_leaves_less_than_20_percent_headroom(monkeypatch):
+    """kv-cache-tester adds users while its rolling TTFT average stays under 0.8 x --max-ttft: with TTFT = users
+    seconds and a 60 s gate the load settles at the first ladder count >= 48 (64 users past the 32 cap: 32)."""
+    from types import SimpleNamespace
+
+    src, c = _case("atom-m25-stress-hbm-ttft")
+    tried = []
+
+    def fake(case, source, users):
+        tried.append(users)
+        n = 4
+        sim = SimpleNamespace(sim=SimpleNamespace(ttft_s=np.full(n, 0.0), e2e_s=np.full(n, float(users)),
+                                                  arrival_s=np.zeros(n)))
+        return [(sim, SimpleNamespace(measured=np.ones(n, bool), streamed=np.zeros(n, bool)))]
+
+    monkeypatch.setattr(kt, "_run_at", fake)
+    kt._run(c, src)
+    assert tried[-1] == 32 and tried == [u for u in kt.USER_LADDER if u < 32] + [32]
+    gate = c.model_copy(update={"workload": c.workload.model_copy(update={"max_ttft_s": 20.0})})
+    tried.clear()
+    kt._run(gate, src)
+    assert tried[-1] == 16  # 16 s >= 0.8 x 20 s: no more users
+
+
+def test_a_non_streamed_request_counts_its_whole_response_as_the_testers_ttft():
+    from types import SimpleNamespace
+
+    src, c = _case("atom-m25-stress-hbm-ttft")
+    sim = SimpleNamespace(sim=SimpleNamespace(ttft_s=np.array([1.0, 1.0]), e2e_s=np.array([5.0, 9.0]),
+                                              arrival_s=np.zeros(2)))
+    rp = SimpleNamespace(measured=np.ones(2, bool), streamed=np.array([True, False]))
+    assert kt._tester_ttft(c, [(sim, rp)]) == pytest.approx((1.0 + 9.0) / 2)

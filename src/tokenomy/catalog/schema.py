@@ -569,6 +569,7 @@ class KvTierWorkload(BaseModel):
     warmup_rate: PositiveFloat | None = None  # their requests/s
     trace: str = ""  # the recorded corpus an agentic-trace replays
     max_context_tokens: PositiveInt | None = None  # the replay's context cap
+    max_ttft_s: PositiveFloat | None = None  # agentic-trace: the tester adds users while TTFT stays under this
 
     @model_validator(mode="after")
     def _needs(self):

@@ -9,11 +9,15 @@ simulator's plans (serving/sessions.SessionPlan), one per replica, and which req
                    when prompts_per_group users each repeat theirs). The first request of a group on a replica is its
                    group's agent there (its object, once finished, holds the prefix); later requests of the group fork
                    from it at P, a repeated question also reuses its own object. Closed loop (``concurrency``): one
-                   request per session in draw order; open loop: Poisson warm-up, then the timed stage; prompts drawn
+                   request per session in draw order; open loop: Poisson warm-up, then (drained: DRAIN_S) the stage; prompts drawn
                    uniformly, seeded. The stages between the warm-up and the case's stage are not replayed.
-    agentic-trace  the recorded corpus is not shipped: serving/sessions.Agentic's defaults (shaped on the same Claude
-                   Code sessions) for ``concurrency`` closed-loop sessions, twice as many as slots (recycled), over
-                   the run's duration; the figure averages the requests that arrive within it.
+    agentic-trace  the recorded corpus is not shipped: kv-cache-tester's replay (CLAUDE_CODE_REPLAY: its traces'
+                   statistics as the replay sends them) or, for another corpus, serving/sessions.Agentic's defaults;
+                   ``users`` closed-loop sessions (``concurrency`` unless the tester's ramp settles lower:
+                   validation/kv_tiering), twice as many as slots (recycled, --recycle), over the run's duration; the
+                   figure averages the requests that arrive within it. The tester's "TTFT" of a non-streaming request
+                   (type "n" in the traces) is its whole response time (trace_replay_tester.py: first_token_time is
+                   set when the complete response returns): ``streamed`` marks which requests stream.
 Routing over replicas (llm-d's schedulers): random (uniform), load (round-robin: a balanced load with no affinity),
 prefix-precise and prefix-approximate (a group's requests to one replica, groups spread evenly).
 Policy "recompute" (no prefix cache): nothing is reusable (no context before a turn, no forks).
@@ -30,6 +34,11 @@ from tokenomy.serving.sessions import Agentic, SessionPlan, generate
 
 SEED = 0
 GAP_S = 1.0  # single: the pause before the re-request (the source sends them one at a time)
+# inference-perf runs a stage until every request it sent has finished (loadgen/load_generator.py run_stage: `while
+# finished_requests_counter.value < num_requests`, commit 5b1da4d of 2025-09-18) and sleeps its interval before the
+# next: a stage starts on a drained server. The stage here starts this long after the warm-up's last request, time
+# for any backlog to drain (an idle server evicts nothing, so the cache is what the warm-up left).
+DRAIN_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class Replay:
     concurrency: int | None
     measured: np.ndarray  # bool per request
     hbm_tokens: float | None = None  # an HBM pool the case imposes (single's eviction step)
+    streamed: np.ndarray | None = None  # bool per request: its TTFT is its first token (else its whole response)
 
 
 def _rows_plan(agent, isl, osl, ctx, start, waits_on, parent, fork) -> SessionPlan:
@@ -83,7 +93,7 @@ def _draws(w, rng) -> tuple[np.ndarray, np.ndarray]:
     warm = int(w.warmup_requests)
     t_warm = np.cumsum(rng.exponential(1.0 / float(w.warmup_rate or w.request_rate), warm))
     n = max(int(round(float(w.request_rate) * float(w.duration_s))), 1)
-    t0 = float(t_warm[-1]) if warm else 0.0
+    t0 = float(t_warm[-1]) + DRAIN_S if warm else 0.0
     t = t0 + np.cumsum(rng.exponential(1.0 / float(w.request_rate), n))
     # the warm-up seats every prompt once in order (llm-d: 'seat residents ~1 x S'), the stage draws them
     first = np.arange(warm) % prompts
@@ -137,20 +147,35 @@ def shared_prefix(w, routing: str, replicas: int, reuse: bool) -> list[Replay]:
     return replays
 
 
-def agentic(w, reuse: bool) -> Replay:
-    C = int(w.concurrency)
-    plan = generate(Agentic(), sessions=C, seed=SEED)
+# kv-cache-tester's Claude Code traces (github.com/callanjfox/kv-cache-tester traces/, v8 set of 2026-04-14, commit
+# c9b3da5: 739 traces; 710 read, the 29 largest files absent from the stored copy) as trace_replay_tester sends them
+# under --max-context 100000 --warm-prefix-pct 0.5: a trace's requests up to its first one over 100k tokens (523
+# traces keep at least one): 33.5 requests a session, the first 32,026 tokens on average of which the canonical warm
+# prefix, 0.5 x the largest tool + system tokens (23,081) = 11,540, is shared by every user; then 1,209 new tokens
+# and 416 output tokens a request (means), think time min(think_time, --max-delay 600 s) 52.9 s mean (--timing-
+# strategy think-only); 81.4% of the requests non-streaming (14,273 "n" / 3,268 "s"); 63 sub-agent entries in 48,721:
+# none modelled. Computed from the trace files, not fitted to any result.
+CLAUDE_CODE_REPLAY = Agentic(turns=34, first_input_tokens=32026.0 - 11540.0, new_input_tokens=1209.0,
+                             output_tokens=416.0, think_s=52.9, system_prompt_tokens=11540.0, subagents=0)
+NON_STREAMING_SHARE = 14273 / (14273 + 3268)
+
+
+def agentic(w, reuse: bool, users: int | None = None) -> Replay:
+    C = int(users or w.concurrency)
+    tester = w.trace.startswith("kv-cache-tester")
+    plan = generate(CLAUDE_CODE_REPLAY if tester else Agentic(), sessions=2 * C, seed=SEED)
     if not reuse:
         plan = replace(plan, ctx_before=np.zeros_like(plan.ctx_before), fork_tokens=np.zeros_like(plan.fork_tokens),
                        system_tokens=0.0)
-    return Replay(plan, C, np.ones(len(plan.isl), bool))
+    streamed = np.random.default_rng(SEED).random(len(plan.isl)) >= NON_STREAMING_SHARE if tester else None
+    return Replay(plan, C, np.ones(len(plan.isl), bool), streamed=streamed)
 
 
-def replays(case) -> list[Replay]:
-    """The case's plans, one per replica that receives requests."""
+def replays(case, users: int | None = None) -> list[Replay]:
+    """The case's plans, one per replica that receives requests (``users``: an agentic replay's sessions)."""
     w, reuse = case.workload, case.policy != "recompute"
     if w.kind == "single":
         return [single(w, case.hit_tier)]
     if w.kind == "shared-prefix":
         return shared_prefix(w, case.routing, case.replicas, reuse)
-    return [agentic(w, reuse)]
+    return [agentic(w, reuse, users)]
