@@ -14,7 +14,7 @@ _WHERE = {
     "batch": "economics", "latency": "economics", "context": "economics", "pricing": "economics",
     "context_compare": "architectures", "serve": "workloads",
     "speculate": "economics", "cache": "economics", "lecture": "economics",
-    "train": "training", "rl": "training", "lifecycle": "training",
+    "train": "training", "rl": "training", "lifecycle": "life",
     "validate": "fidelity", "calibrate": "fidelity", "what_if": "hardware_sweep", "models": "catalog",
     "model": "catalog", "hardware": "catalog", "sweep": "sweeps", "min_chips": "sizing",
 }

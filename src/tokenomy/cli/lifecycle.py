@@ -1,4 +1,4 @@
-"""lifecycle and rl commands: parse the options, call answers.training, render."""
+"""lifecycle and rl commands: parse the options, call answers.life.lifecycle and answers.training.rl, render."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def lifecycle_cmd(
     tokenomy lifecycle --infer --demand-tokens-per-s 5e8 --models-per-family 10 --active-params 1e11 --explain;
     tokenomy lifecycle --run llama-3.1-405b --serve-hardware hgx-b200-8 --explain
     """
-    from tokenomy.answers.training import lifecycle
+    from tokenomy.answers.life import lifecycle
 
     engine = {} if run is None else {
         "run": run, "serve_hardware": what_if(serve_hardware, set_), "pretrain_tokens": pretrain_tokens,

@@ -1,6 +1,6 @@
 """The fastest training layout that fits: a model, a chip count, a global batch and a sequence length in, the
 layouts (TP, CP, PP, DP, EP, pipeline schedule, recompute) that fit, each timed by core.training.train_step
-(answers.objectives.FASTEST_TRAIN_STEP ranks them: answers/training.py).
+(answers.objectives.FASTEST_TRAIN_STEP ranks them: answers/train_layouts.py).
 
 Candidates: tp a power of two up to the scale-up domain and dividing the heads; pp a power of two up to 16 (and
 the layers); cp 1, or up to 4 for sequences of 16K and more; dp the rest; for MoE models ep every power of two
@@ -62,7 +62,7 @@ def candidates(m: ModelArch, hw: Hardware, q: TrainSearch) -> list[TrainPlan]:
 def fitting(m: ModelArch, hw: Hardware, q: TrainSearch,
             efficiency: TrainEfficiency) -> list[tuple[TrainPlan, TrainStep]]:
     """Every candidate layout with the cheapest recompute that fits, and its step (module docstring); the choice
-    among them is answers.objectives.FASTEST_TRAIN_STEP's (answers/training.py)."""
+    among them is answers.objectives.FASTEST_TRAIN_STEP's (answers/train_layouts.py)."""
     mla = any(ly.attention.kind == "mla" for ly in m.layers)
     strategies = ("none", "selective", *(("modules",) if mla else ()), "full")
     found = []
