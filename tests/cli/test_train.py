@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers every command)
+from tokenomy.answers import life as lifecycle_answer
 from tokenomy.answers import training as answers
 from tokenomy.cli import app
 
@@ -123,11 +124,11 @@ def test_rl_and_lifecycle_answers_are_the_cli_json():
     r = run("rl", "--model", "llama-3.1-8b", "--hardware", "hgx-h100-8", "--batch", "8,64", "--json")
     res = answers.rl(model="llama-3.1-8b", hardware="hgx-h100-8", batch=[8, 64])
     assert json.loads(r.stdout) == res.payload() and list(res.to_pandas()["batch"]) == [8, 64]
-    life = answers.lifecycle(demand_tokens_per_s=5e7, target_params=1e12)
+    life = lifecycle_answer.lifecycle(demand_tokens_per_s=5e7, target_params=1e12)
     assert json.loads(run("lifecycle", "--demand-tokens-per-s", "5e7", "--target-params", "1e12", "--json").stdout) \
         == life.payload()
     assert isinstance(life.payload(), dict) and "C_pre = 6*N*D_pre" in "\n".join(life.explain())
-    inv = answers.lifecycle(infer=True, demand_tokens_per_s=5e8, models_per_family=10)
+    inv = lifecycle_answer.lifecycle(infer=True, demand_tokens_per_s=5e8, models_per_family=10)
     assert json.loads(run("lifecycle", "--infer", "--demand-tokens-per-s", "5e8", "--models-per-family", "10",
                           "--json").stdout) == inv.payload()
 
