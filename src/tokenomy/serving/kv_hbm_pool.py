@@ -88,7 +88,8 @@ class SharedPrefixCache(TieredCache):
 
     def unpinned_wanted(self, r: int) -> float:
         """Tokens of the objects r's lookup read that sit in the free LRU: admitting r takes them out of it."""
-        return sum(self.lru[0].get(k, 0.0) for k in set(self.wants.get(r, ())) if k not in self.pinned)
+        lru, pinned = self.lru[0], self.pinned  # a lookup reads each object of its chain once
+        return sum(lru.get(k, 0.0) for k in self.wants.get(r, ()) if k not in pinned)
 
     def unref(self, r: int) -> None:
         """r is preempted: its objects lose its reference (to the free LRU when no one else holds them); it wants
@@ -153,7 +154,7 @@ class SharedPrefixCache(TieredCache):
     def _drop(self, r: int) -> None:
         """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
         keys = self.held_by.pop(r, [])
-        for key in sorted(keys, key=lambda k: (k == SYSTEM, -keys.index(k))):
+        for key in [k for k in reversed(keys) if k != SYSTEM] + ([SYSTEM] if SYSTEM in keys else []):
             self.refs[key] -= 1
             if self.refs[key] == 0:
                 del self.refs[key]

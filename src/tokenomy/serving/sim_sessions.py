@@ -139,6 +139,7 @@ class _SessionRun(_Run):
         self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
         self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice (taken off in free())
         self.credit = 0.0
+        self.chain_of = [None] * N  # r's prefix chain, from its lookup
         self.waits, self.succ, self.gap = plan.waits.tolist(), plan.succ, plan.gap_s.tolist()
         self.agent = plan.agent.tolist()
         self.own_after = (plan.isl - _base_tokens(plan) + plan.osl).tolist()  # its object after the turn
@@ -201,7 +202,7 @@ class _SessionRun(_Run):
         if self.tok_s > 0:  # the tokenizer's FCFS queue: the engine sees r when its tokens are ready
             t = self.tok_free = max(t, self.tok_free) + float(self.isl[r]) * self.tok_s
         cache.set_hbm_tokens(self.hbm_free_tokens())
-        chain = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
+        chain = self.chain_of[r] = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
         hit, per = cache.lookup_for(r, chain, float(self.isl[r]))
         self.shared[r] = float(sum(per))
         self.hit[r] = hit
@@ -219,9 +220,8 @@ class _SessionRun(_Run):
 
     def prefilled(self, r: int) -> None:
         """r's prompt is computed: its objects are cached and shared (module docstring, register)."""
-        plan = self.plan
-        chain = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
-        chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))  # its own context with this turn's input
+        chain = list(self.chain_of[r])  # its lookup's chain, its own context grown by this turn's input
+        chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))
         self.cache.register(r, chain)
         self.shared[r] = float(self.isl[r])
         super().prefilled(r)
