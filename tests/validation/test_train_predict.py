@@ -26,7 +26,8 @@ def test_every_case_runs_its_published_layout():
 def _predict(per, shared):
     g = lambda f: np.array([per[f].get(c, per[f]["pooled"]) for c in T.chip])  # noqa: E731
     return predict_training(T, g("train_flops_fraction"), shared["train_other_dense"], g("train_other_moe"),
-                            shared["train_expert_half_width"], shared["train_other_moe_fused"])
+                            shared["train_expert_half_width"], shared["train_other_moe_fused"],
+                            shared["train_moe_sync_s"], shared["train_moe_layer_s"])
 
 
 def test_fit_beats_the_roofline_on_held_out_cases():
@@ -63,11 +64,38 @@ def test_a_dense_only_split_keeps_the_moe_terms_at_their_start():
 
 def test_training_leave_one_source_out_within_the_targets():
     """Issue 31's bar: each source predicted by terms fitted on every other source, dense and MoE apart: median
-    |error| at most 10% dense (MoE 11%: 10.6% measured), no source above 15%."""
+    |error| at most 10% each, no source above 15%."""
     rows = run.leave_one_source_out_training(run.prepare())
     moe = {c.id for c, m in zip(T.cases, T.moe) if m}
     err = {k: [abs(r["calibrated_error"]) for r in rows if (r["id"] in moe) == k] for k in (False, True)}
     assert len(rows) == len(T.cases)
-    assert np.median(err[False]) <= 0.10 and np.median(err[True]) <= 0.11
+    assert np.median(err[False]) <= 0.10 and np.median(err[True]) <= 0.10
     for src in {r["source"] for r in rows}:
         assert np.median([abs(r["calibrated_error"]) for r in rows if r["source"] == src]) <= 0.15, src
+
+
+def test_dropless_regression_cases_run_a_dispatcher_that_waits():
+    """Megatron-Bridge issue #1998: Qwen3-30B-A3B on DGX-B200 and DGX-H100 ran 2x slower dropless in 25.11 than
+    token-drop in 25.09; the recipes then ran Megatron-Core's all-to-all (25.11, 26.02 B200) or DeepEP (26.02
+    H100) dispatcher, which waits for the host (core/moe_host.py), and HybridEP from 26.02.01."""
+    disp = {c.id: c.case.moe_dispatcher for c in CASES}
+    assert disp["mbridge2509-qwen3-30b-a3b-b200-8gpu-fp8"] == "token_drop"
+    assert disp["mbridge2511-qwen3-30b-a3b-b200-8gpu-fp8-mx"] == "alltoall"
+    assert disp["mbridge2511-qwen3-30b-a3b-h100-sxm-16gpu-fp8-cs"] == "alltoall"
+    assert disp["mbridge2602-qwen3-30b-a3b-h100-sxm-16gpu-fp8"] == "deepep"
+    assert disp["mbridge260201-qwen3-30b-a3b-b200-8gpu-mxfp8"] == "hybridep"
+
+
+def test_the_host_wait_explains_the_dropless_regression():
+    """Held out by source, the four #1998 cases (Qwen3-30B-A3B, B200 and H100, 25.11 and 26.02) with the host wait
+    fitted on the other sources, against the same fit with the wait taken out: it closes most of the 2x."""
+    rows = {r["id"]: r for r in run.leave_one_source_out_training(run.prepare())}
+    ids = ["mbridge2511-qwen3-30b-a3b-b200-8gpu-fp8-mx", "mbridge2511-qwen3-30b-a3b-h100-sxm-16gpu-fp8-cs",
+           "mbridge2602-qwen3-30b-a3b-b200-8gpu-mxfp8", "mbridge2602-qwen3-30b-a3b-h100-sxm-16gpu-fp8"]
+    with_wait = np.array([rows[i]["calibrated_error"] for i in ids])
+    mask = np.array([c.split == "train" for c in T.cases])
+    per, shared = fit_training(T, mask)
+    idx = [k for k, c in enumerate(T.cases) if c.id in ids]
+    no_wait = (_predict(per, {**shared, "train_moe_sync_s": 0.0}) / T.measured - 1)[idx]
+    assert np.all(no_wait < -0.25)  # without it: every one predicted far too fast
+    assert np.median(np.abs(with_wait)) < 0.2 and np.median(np.abs(with_wait)) < np.median(np.abs(no_wait)) / 2

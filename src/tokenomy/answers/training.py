@@ -20,6 +20,7 @@ from tokenomy.answers.resolve import dtype_of, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, TrainBytes, overflow_message
+from tokenomy.core.moe_host import DISPATCHERS
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
 from tokenomy.core.training import (ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, Lowering, TrainPlan, train_run,
                                     train_step)
@@ -160,8 +161,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=None, efficiency="calibrated",
           tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
-          activation_dtype="bf16", moe_kernels="unfused", flash_attention=False, dropout=False,
-          published=None, search=False) -> Result:
+          activation_dtype="bf16", moe_kernels="unfused", moe_dispatcher="hybridep", flash_attention=False,
+          dropout=False, published=None, search=False) -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
     ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
     left to it."""
@@ -182,6 +183,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     inputs.choice("schedule", schedule, SCHEDULES)
     inputs.choice("recompute", recompute, STRATEGIES)
     inputs.choice("moe_kernels", moe_kernels, MOE_KERNELS)
+    inputs.choice("moe_dispatcher", moe_dispatcher, tuple(DISPATCHERS))
     inputs.choice("attention", attention, ATTENTION_CONVENTIONS)
     inputs.optional("mfu", mfu)
     inputs.optional("flops_fraction", flops_fraction)
@@ -204,7 +206,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     gb = np.atleast_1d(np.asarray(global_batch, dtype=int))
     plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
                      virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
-                     micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels)
+                     micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels,
+                     moe_dispatcher=moe_dispatcher)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)
     stored = TrainBytes(dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), opt_b, dtype_bytes(activation_dtype),

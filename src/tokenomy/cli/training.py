@@ -56,6 +56,9 @@ def train_cmd(
         moe_kernels: str = typer.Option("unfused", "--moe-kernels",
                                         help="unfused | fused (grouped GEMM with fused activation and "
                                              "quantisation, the iteration in one CUDA graph)."),
+        moe_dispatcher: str = typer.Option("hybridep", "--moe-dispatcher",
+                                           help="alltoall | deepep (wait for the host each MoE layer) | hybridep | "
+                                                "token_drop."),
         flash_attention: bool = typer.Option(False, "--flash-attention", help="No s^2 scores stored (FlashAttention)."),
         dropout: bool = typer.Option(False, "--dropout", help="Store dropout masks (Korthikanti's setting)."),
         published: str = typer.Option(None, "--published", help="Check a published run (or 'all')."),
@@ -76,6 +79,6 @@ def train_cmd(
               global_batch=None if published else global_batch, tokens=tokens, mfu=mfu,
               flops_fraction=flops_fraction, efficiency=efficiency, tp_overlap=tp_overlap, attention=attention, compute_dtype=compute_dtype,
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
-              activation_dtype=activation_dtype, moe_kernels=moe_kernels,
+              activation_dtype=activation_dtype, moe_kernels=moe_kernels, moe_dispatcher=moe_dispatcher,
               flash_attention=flash_attention, dropout=dropout, published=published, search=search)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -26,12 +26,18 @@ Compute under terms (η, φ, ψ, ψ_fused, F_½; ψ per chip, fitted by validati
                  full iteration CUDA graphs"; DeepSeek's DeepGEMM + DeepEP) take ψ_fused in place of ψ, and g = 1
 Step (Narayanan et al. 2021 arXiv 2104.04473 §2.2 for the bubble; the overlaps as Megatron-Core runs them):
     chain  = t_compute + max(t_TP − τ·t_compute, 0) + max(t_EP − ε·t_compute, 0) + max(t_CP − a·t_compute, 0)
+             + n_sync·t_sync
     t_step = chain/(1 − bubble) + max(t_DP − h·t_compute, 0) + t_PP,exposed
 CP ring-attention sends hide under the attention share a of the compute; DP traffic under h of it (DDP: the last
 micro-batch's backward, (2/3)/m; ZeRO-3/FSDP prefetches under all of it, as torchtitan and Megatron-FSDP do);
 EP all-to-alls under ε (DualPipe-style overlap: 1; none: 0); TP collectives under τ (0: on the critical path;
 1: Megatron/Transformer Engine's --tp-comm-overlap, which splits each TP GEMM into chunks and pipelines the
 all-gather / reduce-scatter of one chunk under the GEMM of the next, Wang et al. 2022 arXiv 2105.05720).
+The host's part (core/moe_host.py): t_compute adds n_layer·t_layer, the fixed time of each unfused MoE layer per
+micro-batch (its few hundred small kernels' launches and tails, which do not shrink with tokens); n_sync·t_sync
+is host time the GPU waits for: a dropless MoE dispatcher that copies the tokens per expert to the host each MoE
+layer (Megatron-Core's all-to-all and DeepEP dispatchers) drains the GPU's queue, so the host's launch of the
+rest of the layer is exposed (t_layer, t_sync fitted: train_moe_layer_s, train_moe_sync_s).
 """
 
 from __future__ import annotations
@@ -46,13 +52,17 @@ class TrainEfficiency:
     """Training efficiency terms: η the share of peak the training GEMMs reach; φ (other_dense), ψ (other_moe) and
     ψ_fused (other_moe_fused) the non-GEMM time per unit of the step's activation traffic at HBM bandwidth of a
     dense model, an MoE model and one with fused MoE kernels; F_½ the expert width at which unfused grouped GEMMs
-    run at half of η. ROOFLINE_TRAIN is the ideal set (η 1, the rest 0)."""
+    run at half of η; t_sync (moe_sync_s) the host time exposed by each host-synchronised MoE dispatch; t_layer
+    (moe_layer_s) the fixed time of one unfused MoE layer's forward and backward per micro-batch.
+    ROOFLINE_TRAIN is the ideal set (η 1, the rest 0)."""
 
     flops_fraction: object = 1.0
     other_dense: object = 0.0
     other_moe: object = 0.0
     expert_half_width: object = 0.0
     other_moe_fused: object = 0.0
+    moe_sync_s: object = 0.0
+    moe_layer_s: object = 0.0
     name: str = "roofline"
     source: str = ""
 
@@ -60,7 +70,7 @@ class TrainEfficiency:
         eta = np.asarray(self.flops_fraction, dtype=float)
         if np.any(~((eta > 0) & (eta <= 1))):
             raise ValueError(f"flops_fraction: must be in (0, 1], got {self.flops_fraction!r}")
-        for f in ("other_dense", "other_moe", "expert_half_width", "other_moe_fused"):
+        for f in ("other_dense", "other_moe", "expert_half_width", "other_moe_fused", "moe_sync_s", "moe_layer_s"):
             v = np.asarray(getattr(self, f), dtype=float)
             if np.any(~(np.isfinite(v) & (v >= 0))):
                 raise ValueError(f"{f}: must be a finite number >= 0, got {getattr(self, f)!r}")
@@ -89,6 +99,8 @@ class TrainParts:
     ep_overlap: object
     tp_overlap: object
     pp_exposed_s: object
+    sync_passes: object = 0.0  # n_sync: MoE-layer forwards per step whose dispatch waits for the host (moe_host.py)
+    layer_passes: object = 0.0  # n_layer: unfused MoE layers x micro-batches on the busiest stage (moe_host.py)
 
     def take(self, idx) -> "TrainParts":
         return TrainParts(**{f.name: np.asarray(getattr(self, f.name))[idx] if np.ndim(getattr(self, f.name))
@@ -115,10 +127,11 @@ def other_s(p: TrainParts, e: TrainEfficiency):
 
 
 def compute_s(p: TrainParts, e: TrainEfficiency):
-    """t_compute under the terms (module docstring)."""
+    """t_compute under the terms (module docstring): the GEMMs, the non-GEMM passes and the MoE layers' fixed time."""
     eta = np.asarray(e.flops_fraction, dtype=float)
     g = np.where(np.asarray(p.fused) > 0, 1.0, grouped_gemm_fraction(p.expert_width, e.expert_half_width))
-    return p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
+    gpu = p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
+    return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float)
 
 
 def timeline(p: TrainParts, e: TrainEfficiency, compute=None) -> dict:
@@ -128,10 +141,11 @@ def timeline(p: TrainParts, e: TrainEfficiency, compute=None) -> dict:
     dp_x = np.maximum(p.dp_s - p.dp_hide * c, 0.0)
     ep_x = np.maximum(p.ep_s - p.ep_overlap * c, 0.0)
     tp_x = np.maximum(p.tp_s - p.tp_overlap * c, 0.0)
-    chain = c + tp_x + ep_x + cp_x
+    sync_s = p.sync_passes * np.asarray(e.moe_sync_s, dtype=float)  # every stage waits: inside the chain
+    chain = c + tp_x + ep_x + cp_x + sync_s
     bubble_s = chain * p.bubble / (1 - p.bubble)
-    return dict(compute_s=c, tp_exposed_s=tp_x, cp_exposed_s=cp_x, dp_exposed_s=dp_x, ep_exposed_s=ep_x, bubble_s=bubble_s,
-                step_s=chain + bubble_s + dp_x + p.pp_exposed_s)
+    return dict(compute_s=c, tp_exposed_s=tp_x, cp_exposed_s=cp_x, dp_exposed_s=dp_x, ep_exposed_s=ep_x,
+                host_sync_s=sync_s, bubble_s=bubble_s, step_s=chain + bubble_s + dp_x + p.pp_exposed_s)
 
 
 def step_s(p: TrainParts, e: TrainEfficiency):
@@ -141,7 +155,7 @@ def step_s(p: TrainParts, e: TrainEfficiency):
 def implied_flops_fraction(p: TrainParts, e: TrainEfficiency, target_s):
     """The η at which the step under ``e`` (its φ and F_½ kept) equals ``target_s`` (bisection in log η: the step
     falls monotonically in η); inf where even infinitely fast GEMMs are too slow."""
-    roof = TrainEfficiency(1.0, 0.0, 0.0, e.expert_half_width)
+    roof = TrainEfficiency(1.0, 0.0, 0.0, e.expert_half_width, moe_sync_s=e.moe_sync_s)
     gemm_1 = compute_s(p, roof)  # GEMM time at η = 1, width loss kept
     other = other_s(p, e)
 

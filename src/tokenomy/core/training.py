@@ -36,6 +36,7 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import TrainBytes, TrainMemory, check_schedule, check_strategy, train_memory
+from tokenomy.core.moe_host import check_dispatcher, layer_passes, sync_passes
 from tokenomy.core.pipeline import schedule_bubble_fraction
 from tokenomy.core.train_comms import step_comms
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, implied_flops_fraction, timeline
@@ -136,10 +137,12 @@ class TrainPlan:
     ep_overlap: object = 0.0  # share of the compute that hides EP all-to-alls (DualPipe-style overlap: 1)
     tp_overlap: object = 0.0  # share of the compute that hides TP collectives (Megatron/TE --tp-comm-overlap: 1)
     moe_kernels: str = "unfused"  # "fused": grouped GEMM with fused activation/quantisation, one CUDA graph
+    moe_dispatcher: str = "hybridep"  # token dispatcher (core/moe_host.py): "alltoall"/"deepep" wait for the host
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
         check_strategy(self.recompute)
+        check_dispatcher(self.moe_dispatcher)
         if self.moe_kernels not in MOE_KERNELS:
             raise ValueError(f"moe_kernels: {self.moe_kernels!r}; allowed: {', '.join(MOE_KERNELS)}")
         for f in ("dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "seq_len", "global_batch"):
@@ -345,12 +348,16 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     # other's computation (DeepSeek-V3 report §3.2.1): ε = 1 whatever ep_overlap says.
     ep_overlap = 1.0 if p.schedule == "dualpipe" else cm["ep_overlap"]
     width = _expert_width(m)
+    fused = p.moe_kernels == "fused" and width > 0
+    n_moe = sum(ly.mlp.kind == "moe" for ly in m.layers)
     parts = TrainParts(dense_1_s=total - expert_total, expert_1_s=expert_total,
                        expert_width=width, moe=float(width > 0), att_share=att / total, act_1_s=act_s,
-                       fused=float(p.moe_kernels == "fused" and width > 0), bubble=bubble,
+                       fused=float(fused), bubble=bubble,
                        tp_s=cm["tp_s"], ep_s=ep_s, cp_s=cm["cp_s"], dp_s=cm["dp_s"], dp_hide=cm["dp_hide"],
                        ep_overlap=ep_overlap, tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
-                       pp_exposed_s=cm["pp_exposed_s"])
+                       pp_exposed_s=cm["pp_exposed_s"],
+                       sync_passes=sync_passes(p.moe_dispatcher, fused, n_moe, p.pp, mb, redo),
+                       layer_passes=layer_passes(fused, n_moe, p.pp, mb))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 

@@ -130,6 +130,8 @@ class TrainingCase(_Strict):
     recompute: Literal["none", "selective", "full"] = "none"  # activation recomputation the recipe turns on
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
     moe_kernels: Literal["unfused", "fused"] = "unfused"  # fused grouped GEMM + full-iteration CUDA graphs
+    # the recipe's token dispatcher (core/moe_host.py; "alltoall"/"deepep" wait for the host each MoE layer)
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "token_drop"] = "hybridep"
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None
@@ -181,6 +183,10 @@ class EfficiencyTerms(_Strict):
     #                                        run at half of train_flops_fraction (core/train_time.py)
     train_other_moe_fused: float = Field(default=0.0, ge=0)  # ψ_fused: the same with fused MoE kernels and the
     #                                        iteration in one CUDA graph (TrainPlan.moe_kernels "fused")
+    train_moe_sync_s: float = Field(default=0.0, ge=0)  # t_sync: host time exposed per MoE-layer forward by a
+    #                                        dispatcher that waits for the tokens per expert (core/moe_host.py)
+    train_moe_layer_s: float = Field(default=0.0, ge=0)  # t_host: host launch time of one unfused MoE layer's
+    #                                        forward and backward per micro-batch (core/moe_host.py)
 
 
 FITTED_SOURCE = ("fitted: tokenomy validate --refit on the cases listed in fitted_on "

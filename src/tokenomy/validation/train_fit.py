@@ -18,8 +18,8 @@ from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training
 
 START = dict(train_flops_fraction=0.5, train_other_dense=5.0, train_other_moe=5.0, train_expert_half_width=256.0,
-             train_other_moe_fused=3.0)
-SHARED = TRAIN_FIELDS[1:]  # φ, ψ, F_½, ψ_fused
+             train_other_moe_fused=3.0, train_moe_sync_s=2e-3, train_moe_layer_s=1e-3)
+SHARED = TRAIN_FIELDS[1:]  # φ, ψ, F_½, ψ_fused, t_sync, t_host
 PER_CHIP = ("train_flops_fraction", "train_other_moe")  # fitted per chip, their mean (logit) as the pooled value
 RIDGE_TRAIN = 2e-3  # pulls each chip's η (logit) toward their mean
 
@@ -101,8 +101,11 @@ def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, dict[str, flo
         tm = tt.take(moe)
         eta = per["train_flops_fraction"]
         fixed = dict(shared, train_flops_fraction=np.array([eta.get(c, eta["pooled"]) for c in tm.chip]))
+        waits = np.asarray(tt.parts.sync_passes) > 0
         free = tuple(f for f, pin in (("train_expert_half_width", np.any(moe & ~fused)),
-                                       ("train_other_moe_fused", np.any(moe & fused))) if pin)
+                                       ("train_other_moe_fused", np.any(moe & fused)),
+                                       ("train_moe_sync_s", np.any(moe & waits)),
+                                       ("train_moe_layer_s", np.any(moe & ~fused))) if pin)
         if np.any(moe & ~fused):
             p2, s2 = _fit(tm, ("train_other_moe",), free, fixed)
             per.update(p2)
