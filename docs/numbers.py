@@ -167,6 +167,11 @@ def published_runs() -> dict[str, str]:
                      f"{r['mwh_training']:,.0f} |")
     out["train_engine_table"] = "\n".join(lines)
     out["train_dsv3_mechanisms"] = _deepseek_mechanisms()
+    from tokenomy.validation import load
+
+    t = load.efficiency_for("pooled").terms  # t_sync and t_layer are pooled (validation/train_fit.py)
+    out["train_sync_ms"] = f"{1e3 * t.train_moe_sync_s:.1f}"
+    out["train_layer_ms"] = f"{1e3 * t.train_moe_layer_s:.1f}"
     return out
 
 
@@ -181,7 +186,9 @@ def _deepseek_mechanisms() -> str:
              ("+ FP8 GEMMs (1x128 / 128x128 block-scaled, `--compute-dtype fp8`)", dict(compute_dtype="fp8")),
              ("+ computation-communication overlap (`--ep-overlap 1`)", dict(compute_dtype="fp8", ep_overlap=1.0)),
              ("+ DualPipe's bubble (`--schedule dualpipe`: both, and 2x parameters, PP+1 micro-batches)",
-              dict(compute_dtype="fp8", schedule="dualpipe"))]
+              dict(compute_dtype="fp8", schedule="dualpipe")),
+             ("+ DeepEP's host wait per MoE-layer dispatch (`--moe-dispatcher deepep`, core/moe_host.py)",
+              dict(compute_dtype="fp8", schedule="dualpipe", moe_dispatcher="deepep"))]
     lines = ["| layout | step | bubble | exposed comms | H800-hours | vs published |", "|---|---|---|---|---|---|"]
     for name, k in steps:
         r = tk.train(**kw, **k).rows()[0]
