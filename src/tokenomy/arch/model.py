@@ -138,6 +138,8 @@ class Mlp:
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
     router_bias: bool = False
+    dispatch_size: int = 0  # elements per token an EP dispatch or combine moves: a latent MoE's moe_latent_size
+    #                         (projected down before the dispatch, up after the combine); 0 = hidden_size
 
     def _matrices(self) -> int:
         return 3 if self.gated else 2

@@ -131,13 +131,16 @@ class ModelShape:
     head_dim: int
     parallel_block: bool  # attention and MLP outputs reduced together (one all-reduce per layer)
     dense_flops_per_token: float  # 2·(dense + head) params: the part attention-DP replicates
+    dispatch_size: int = 0  # elements per token of an EP dispatch/combine (a latent MoE's latent size); 0 = D
 
 
 def shape_of(m: ModelArch, coeffs: ModelCoeffs | None = None) -> ModelShape:
     c = coeffs or coefficients(m)
     a = m.layers[0].attention
+    moe = next((ly.mlp for ly in m.layers if ly.mlp.kind == "moe"), None)
     return ModelShape(m.name, c, m.hidden_size, m.num_layers, a.num_heads, 1 if a.kind == "mla" else a.num_kv_heads,
-                      a.head_dim, m.parallel_block, 2.0 * (float(c.dense_params) + float(c.head_params)))
+                      a.head_dim, m.parallel_block, 2.0 * (float(c.dense_params) + float(c.head_params)),
+                      (moe.dispatch_size if moe is not None else 0) or m.hidden_size)
 
 
 def _pad(a, k: int, fill: float) -> np.ndarray:

@@ -15,7 +15,8 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
     EP comm  = 2·f·L_moe · all-to-all(ep, A·D·(w_d + 2)/2/tp bytes)   (dispatch + combine, with attention-DP; w_d = 1
                + 4/128 for experts of 8 bits or fewer: FP8 dispatch with its scales, else 2; dispatch_combine_bytes;
                each level carries its copies per assignment: a prefill pass one per destination domain and rank,
-               node-limited routing capping the domains, a decode pass one per expert; _ep_shares)
+               node-limited routing capping the domains, a decode pass one per expert; _ep_shares; D is the
+               latent width for a latent MoE, projected down before the dispatch: ModelShape.dispatch_size)
     GPU      = max(compute, memory) + φ·min(compute, memory) + TP comm + EP comm
                − ε·hidden + (1 + ε)·f·K·κ   (ε: two-batch overlap hides up to ε of the dispatch + combine under the
                kernels, less what the share s of the SMs its kernels hold takes, by DeepEP mode: exposed_ep_s,
@@ -567,7 +568,8 @@ def _routed(lo: Lowered, T):
     not formed."""
     m, pr, f, tp = lo.shape.coeffs, lo.precision, lo.stage_share, lo.tp
     k, moe = _f(m.experts_per_tok), _f(m.moe_layers)
-    D, ab = _f(lo.shape.hidden_size), _f(pr.act)
+    # a latent MoE dispatches its tokens projected down (ModelShape.dispatch_size): the all-to-all moves that width
+    D, ab = _f(lo.shape.dispatch_size or lo.shape.hidden_size), _f(pr.act)
     if not np.any(moe > 0):
         zero = np.zeros(np.shape(T))
         return zero, zero, zero, np.ones(np.shape(T)), 0.0, zero

@@ -247,7 +247,8 @@ def _nemotron_moe(c: _Cfg, D: int) -> tuple[Mlp, int]:
                           f"multiple of hidden_size ({D}) to be written as an expert width")
     mlp = Mlp("moe", gated=False, num_experts=c.pos("n_routed_experts"), experts_per_tok=c.pos("num_experts_per_tok"),
               expert_intermediate_size=Le * F // D, num_shared_experts=c.opt("n_shared_experts", 0),
-              shared_intermediate_size=c.opt("moe_shared_expert_intermediate_size", 0), router_bias=True)
+              shared_intermediate_size=c.opt("moe_shared_expert_intermediate_size", 0), router_bias=True,
+              dispatch_size=Le if Le != D else 0)  # Megatron-Core moe_layer.py: fc1_latent_proj before dispatch
     return mlp, (2 * D * Le if Le != D else 0)
 
 
