@@ -6,6 +6,10 @@ times them under training efficiency terms, so a fit evaluates thousands of term
 
 Compute under terms (η, φ, ψ, ψ_fused, F_½; ψ per chip, fitted by validation/train_fit.py):
     t_compute = t_dense,1/η + t_expert,1/(η·g(F_e)) + t_other
+      η          ρ4·η for GEMMs at the chip's 4-bit peak (NVFP4 training: Transformer Engine's NVFP4BlockScaling
+                 quantises every operand in 16-element blocks with E4M3 scales and a tensor scale, 2D 16x16 blocks
+                 for weights, a random Hadamard transform on the weight-gradient inputs, stochastic rounding of
+                 gradients; NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv 2509.25149): ρ4 fitted
       t_x,1      the engine's roofline compute of the step's GEMMs and attention (peak at the compute dtype)
       g(F_e)     = F_e/(F_e + F_½): grouped-GEMM efficiency of routed experts of width F_e (moe_intermediate_size)
                  against a dense GEMM: tiles part-empty and per-expert launches. DeepGEMM's published H800 table
@@ -53,7 +57,8 @@ class TrainEfficiency:
     ψ_fused (other_moe_fused) the non-GEMM time per unit of the step's activation traffic at HBM bandwidth of a
     dense model, an MoE model and one with fused MoE kernels; F_½ the expert width at which unfused grouped GEMMs
     run at half of η; t_sync (moe_sync_s) the host time exposed by each host-synchronised MoE dispatch; t_layer
-    (moe_layer_s) the fixed time of one unfused MoE layer's forward and backward per micro-batch.
+    (moe_layer_s) the fixed time of one unfused MoE layer's forward and backward per micro-batch; ρ4
+    (fp4_flops_ratio) the share of η that 4-bit (NVFP4) training GEMMs reach of their own peak.
     ROOFLINE_TRAIN is the ideal set (η 1, the rest 0)."""
 
     flops_fraction: object = 1.0
@@ -63,6 +68,7 @@ class TrainEfficiency:
     other_moe_fused: object = 0.0
     moe_sync_s: object = 0.0
     moe_layer_s: object = 0.0
+    fp4_flops_ratio: object = 1.0
     name: str = "roofline"
     source: str = ""
 
@@ -70,6 +76,9 @@ class TrainEfficiency:
         eta = np.asarray(self.flops_fraction, dtype=float)
         if np.any(~((eta > 0) & (eta <= 1))):
             raise ValueError(f"flops_fraction: must be in (0, 1], got {self.flops_fraction!r}")
+        rho = np.asarray(self.fp4_flops_ratio, dtype=float)
+        if np.any(~((rho > 0) & (rho <= 1))):
+            raise ValueError(f"fp4_flops_ratio: must be in (0, 1], got {self.fp4_flops_ratio!r}")
         for f in ("other_dense", "other_moe", "expert_half_width", "other_moe_fused", "moe_sync_s", "moe_layer_s"):
             v = np.asarray(getattr(self, f), dtype=float)
             if np.any(~(np.isfinite(v) & (v >= 0))):
@@ -101,6 +110,7 @@ class TrainParts:
     pp_exposed_s: object
     sync_passes: object = 0.0  # n_sync: MoE-layer forwards per step whose dispatch waits for the host (moe_host.py)
     layer_passes: object = 0.0  # n_layer: unfused MoE layers x micro-batches on the busiest stage (moe_host.py)
+    fp4: object = 0.0  # 1 where the GEMMs run at the chip's 4-bit peak (NVFP4 training)
 
     def take(self, idx) -> "TrainParts":
         return TrainParts(**{f.name: np.asarray(getattr(self, f.name))[idx] if np.ndim(getattr(self, f.name))
@@ -128,7 +138,7 @@ def other_s(p: TrainParts, e: TrainEfficiency):
 
 def compute_s(p: TrainParts, e: TrainEfficiency):
     """t_compute under the terms (module docstring): the GEMMs, the non-GEMM passes and the MoE layers' fixed time."""
-    eta = np.asarray(e.flops_fraction, dtype=float)
+    eta = np.asarray(e.flops_fraction, dtype=float) * np.where(np.asarray(p.fp4) > 0, e.fp4_flops_ratio, 1.0)
     g = np.where(np.asarray(p.fused) > 0, 1.0, grouped_gemm_fraction(p.expert_width, e.expert_half_width))
     gpu = p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
     return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float)

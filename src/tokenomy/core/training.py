@@ -310,7 +310,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     if problems:
         raise ValueError("; ".join(problems))  # each names its field first ('global_batch: ...')
     p = plan
-    _, peak = hw.chip.flops_for(compute_dtype)
+    gemm_dtype, peak = hw.chip.flops_for(compute_dtype)
     mb, cp = p.microbatches, np.asarray(p.cp, dtype=float)
     w, w_prev = _forward(dep, p)
     up = up_projection_flops(m)
@@ -357,7 +357,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        ep_overlap=ep_overlap, tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
                        pp_exposed_s=cm["pp_exposed_s"],
                        sync_passes=sync_passes(p.moe_dispatcher, fused, n_moe, p.pp, mb, redo),
-                       layer_passes=layer_passes(fused, n_moe, p.pp, mb))
+                       layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 

@@ -187,6 +187,8 @@ class EfficiencyTerms(_Strict):
     #                                        dispatcher that waits for the tokens per expert (core/moe_host.py)
     train_moe_layer_s: float = Field(default=0.0, ge=0)  # t_host: host launch time of one unfused MoE layer's
     #                                        forward and backward per micro-batch (core/moe_host.py)
+    train_fp4_flops_ratio: float = Field(default=1.0, gt=0, le=1)  # ρ4: share of η 4-bit (NVFP4) training GEMMs
+    #                                        reach of the 4-bit peak (core/train_time.py)
 
 
 FITTED_SOURCE = ("fitted: tokenomy validate --refit on the cases listed in fitted_on "

@@ -18,8 +18,8 @@ from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training
 
 START = dict(train_flops_fraction=0.5, train_other_dense=5.0, train_other_moe=5.0, train_expert_half_width=256.0,
-             train_other_moe_fused=3.0, train_moe_sync_s=2e-3, train_moe_layer_s=1e-3)
-SHARED = TRAIN_FIELDS[1:]  # φ, ψ, F_½, ψ_fused, t_sync, t_host
+             train_other_moe_fused=3.0, train_moe_sync_s=2e-3, train_moe_layer_s=1e-3, train_fp4_flops_ratio=0.7)
+SHARED = TRAIN_FIELDS[1:]  # φ, ψ, F_½, ψ_fused, t_sync, t_layer, ρ4
 PER_CHIP = ("train_flops_fraction", "train_other_moe")  # fitted per chip, their mean (logit) as the pooled value
 RIDGE_TRAIN = 2e-3  # pulls each chip's η (logit) toward their mean
 
@@ -84,17 +84,19 @@ def _fit(tt: Training, per_chip: tuple[str, ...], shared: tuple[str, ...], fixed
 
 def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     """({per-chip term: {chip: value, "pooled": value}}, {shared term: value}) on ``mask``'s cases, in two stages:
-    η per chip and φ on the dense cases (GEMM efficiency is measured where no routing muddies it); then, with η
-    held, ψ per chip, F_½ and ψ_fused on the MoE cases (the residual that routing adds). A term no case of the
+    η per chip, φ and ρ4 (NVFP4 GEMMs) on the dense cases (GEMM efficiency is measured where no routing muddies
+    it); then, with η and ρ4 held, ψ per chip, F_½ and ψ_fused on the MoE cases (the residual that routing adds). A term no case of the
     split can pin keeps its starting value (module docstring)."""
     tt = t.take(mask)
     per = {f: {"pooled": START[f]} for f in PER_CHIP}
     shared = {f: START[f] for f in SHARED if f not in PER_CHIP}
     dense, moe = ~tt.moe, tt.moe
     fused = np.asarray(tt.parts.fused) > 0
+    fp4 = np.asarray(tt.parts.fp4) > 0
     if np.any(dense):
-        p1, s1 = _fit(tt.take(dense), ("train_flops_fraction",), ("train_other_dense",), {
-            f: START[f] for f in TRAIN_FIELDS})
+        p1, s1 = _fit(tt.take(dense), ("train_flops_fraction",),
+                      ("train_other_dense", *(("train_fp4_flops_ratio",) if np.any(dense & fp4) else ())),
+                      {f: START[f] for f in TRAIN_FIELDS})
         per.update(p1)
         shared.update(s1)
     if np.any(moe):
