@@ -323,6 +323,11 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
         return engine.times(work, dep.topo, peaks, ROOFLINE).compute_s * mb / cp
 
     fwd, att = roof(w), roof(_attention_only(w))
+    # Core attention (FlashAttention / cuDNN; a state-space mixer's scan) runs in 16 bits whatever dtype the GEMMs
+    # use: Megatron-Core's fp8_dot_product_attention and Megatron-Bridge's mixed-precision recipes default to False
+    # (transformer_config.py, mixed_precision.py), so its FLOPs go at the 16-bit peak.
+    att16 = att * peak / hw.chip.flops_for("bf16")[1]
+    fwd, att = fwd + att16 - att, att16
     # EP dispatch + combine: the engine's all-to-alls of the forward pass (core/collectives.py: per topology level,
     # DeepEP's node-limited, once-per-node copies for passes of many tokens), repeated by the backward (the
     # gradients travel the same routes in reverse) and by a fully recomputed forward.

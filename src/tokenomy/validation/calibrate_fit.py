@@ -20,6 +20,7 @@ import numpy as np
 from tokenomy.validation import anchors
 from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.load import Case, split_rule
+from tokenomy.validation.metrics import pseudo_huber
 from tokenomy.validation.predict import predict_serving
 from tokenomy.validation.theta import SERVING_FIELDS, Theta, term
 from tokenomy.validation.prepare import Serving
@@ -192,7 +193,7 @@ class _Stack:
         out, at = [], 0
         for p, zf, w, z0 in zip(self.problems, points, self.weights, self.prior_z):
             rr, at = r[at:at + p.idx.size], at + p.idx.size
-            soft = 2 * SOFT_SCALE ** 2 * (np.sqrt(1 + (rr / SOFT_SCALE) ** 2) - 1)
+            soft = pseudo_huber(rr, SOFT_SCALE)
             out.append(float(np.sum(w * soft) / np.sum(w) + p.ridge * np.sum((zf - z0) ** 2)))
         return out
 

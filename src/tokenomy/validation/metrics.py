@@ -21,6 +21,12 @@ def signed_error(pred, measured) -> np.ndarray:
     return np.asarray(pred, dtype=float) / np.asarray(measured, dtype=float) - 1.0
 
 
+def pseudo_huber(r, scale: float) -> np.ndarray:
+    """2·s²·(sqrt(1 + (r/s)²) − 1): r² for |r| << s, 2·s·|r| beyond it — a fit's loss in which a case its model
+    misses by far (a missing mechanism) pulls on the terms linearly, not quadratically."""
+    return 2 * scale ** 2 * (np.sqrt(1 + (np.asarray(r, dtype=float) / scale) ** 2) - 1)
+
+
 def optimism(err, is_throughput) -> np.ndarray:
     """Error as 'how much slower reality is': −(pred/meas − 1) for throughputs, (pred/meas − 1) for times,
     after converting throughput to time (meas/pred − 1) so both read as time errors."""
