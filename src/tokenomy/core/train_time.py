@@ -10,6 +10,10 @@ Compute under terms (η, φ, ψ, ψ_fused, F_½; ψ per chip, fitted by validati
                  quantises every operand in 16-element blocks with E4M3 scales and a tensor scale, 2D 16x16 blocks
                  for weights, a random Hadamard transform on the weight-gradient inputs, stochastic rounding of
                  gradients; NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv 2509.25149): ρ4 fitted
+                 on the dense cases; ω16·η (at most 1) for GEMMs at the 16-bit peak: η is measured on FP8 GEMMs
+                 (every dense GPU case in the catalog), and 8-bit GEMMs reach a smaller share of their doubled peak
+                 (DeepGEMM's FP8 GEMMs top out at 1,550 of 1,979 TFLOP/s on H800, 0.78; the serving fit's
+                 narrow_flops_ratio): ω16 fitted on the BF16 MoE cases
       t_x,1      the engine's roofline compute of the step's GEMMs and attention (peak at the compute dtype)
       g(F_e)     = F_e/(F_e + F_½): grouped-GEMM efficiency of routed experts of width F_e (moe_intermediate_size)
                  against a dense GEMM: tiles part-empty and per-expert launches. DeepGEMM's published H800 table
@@ -58,7 +62,8 @@ class TrainEfficiency:
     dense model, an MoE model and one with fused MoE kernels; F_½ the expert width at which unfused grouped GEMMs
     run at half of η; t_sync (moe_sync_s) the host time exposed by each host-synchronised MoE dispatch; t_layer
     (moe_layer_s) the fixed time of one unfused MoE layer's forward and backward per micro-batch; ρ4
-    (fp4_flops_ratio) the share of η that 4-bit (NVFP4) training GEMMs reach of their own peak.
+    (fp4_flops_ratio) the share of η that 4-bit (NVFP4) training GEMMs reach of their own peak; ω16
+    (wide_flops_ratio) how much more of their own peak 16-bit GEMMs reach than the 8-bit ones η is measured on.
     ROOFLINE_TRAIN is the ideal set (η 1, the rest 0)."""
 
     flops_fraction: object = 1.0
@@ -69,6 +74,7 @@ class TrainEfficiency:
     moe_sync_s: object = 0.0
     moe_layer_s: object = 0.0
     fp4_flops_ratio: object = 1.0
+    wide_flops_ratio: object = 1.0
     name: str = "roofline"
     source: str = ""
 
@@ -76,6 +82,8 @@ class TrainEfficiency:
         eta = np.asarray(self.flops_fraction, dtype=float)
         if np.any(~((eta > 0) & (eta <= 1))):
             raise ValueError(f"flops_fraction: must be in (0, 1], got {self.flops_fraction!r}")
+        if np.any(np.asarray(self.wide_flops_ratio, dtype=float) < 1):
+            raise ValueError(f"wide_flops_ratio: must be >= 1, got {self.wide_flops_ratio!r}")
         rho = np.asarray(self.fp4_flops_ratio, dtype=float)
         if np.any(~((rho > 0) & (rho <= 1))):
             raise ValueError(f"fp4_flops_ratio: must be in (0, 1], got {self.fp4_flops_ratio!r}")
@@ -111,6 +119,7 @@ class TrainParts:
     sync_passes: object = 0.0  # n_sync: MoE-layer forwards per step whose dispatch waits for the host (moe_host.py)
     layer_passes: object = 0.0  # n_layer: unfused MoE layers x micro-batches on the busiest stage (moe_host.py)
     fp4: object = 0.0  # 1 where the GEMMs run at the chip's 4-bit peak (NVFP4 training)
+    wide: object = 0.0  # 1 where the GEMMs run at the chip's 16-bit peak (BF16 training)
 
     def take(self, idx) -> "TrainParts":
         return TrainParts(**{f.name: np.asarray(getattr(self, f.name))[idx] if np.ndim(getattr(self, f.name))
@@ -139,6 +148,7 @@ def other_s(p: TrainParts, e: TrainEfficiency):
 def compute_s(p: TrainParts, e: TrainEfficiency):
     """t_compute under the terms (module docstring): the GEMMs, the non-GEMM passes and the MoE layers' fixed time."""
     eta = np.asarray(e.flops_fraction, dtype=float) * np.where(np.asarray(p.fp4) > 0, e.fp4_flops_ratio, 1.0)
+    eta = np.minimum(eta * np.where(np.asarray(p.wide) > 0, e.wide_flops_ratio, 1.0), 1.0)
     g = np.where(np.asarray(p.fused) > 0, 1.0, grouped_gemm_fraction(p.expert_width, e.expert_half_width))
     gpu = p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
     return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float)

@@ -362,7 +362,8 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        ep_overlap=ep_overlap, tp_overlap=np.clip(np.asarray(p.tp_overlap, dtype=float), 0, 1),
                        pp_exposed_s=cm["pp_exposed_s"],
                        sync_passes=sync_passes(p.moe_dispatcher, fused, n_moe, p.pp, mb, redo),
-                       layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"))
+                       layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"),
+                       wide=float(gemm_dtype in ("bf16", "fp16")))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 

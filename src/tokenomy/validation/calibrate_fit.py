@@ -33,7 +33,8 @@ START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fract
                         allreduce_latency_s=5e-6, link_fraction=0.7, nccl_link_fraction=0.9, request_overhead_s=0.02,
                         train_flops_fraction=0.5, train_other_dense=5.0, train_other_moe=5.0,
                         train_expert_half_width=256.0, train_other_moe_fused=3.0, train_moe_sync_s=2e-3,
-                        train_moe_layer_s=1e-3, train_fp4_flops_ratio=0.7)
+                        train_moe_layer_s=1e-3, train_fp4_flops_ratio=0.7,
+                        train_wide_flops_ratio=1.1)
 FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss",
              "nccl_link_fraction"}
 RIDGE_POOLED, RIDGE_CHIP = 1e-4, 2e-3  # per term, in transformed units

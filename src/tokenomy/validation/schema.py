@@ -189,6 +189,8 @@ class EfficiencyTerms(_Strict):
     #                                        forward and backward per micro-batch (core/moe_host.py)
     train_fp4_flops_ratio: float = Field(default=1.0, gt=0, le=1)  # ρ4: share of η 4-bit (NVFP4) training GEMMs
     #                                        reach of the 4-bit peak (core/train_time.py)
+    train_wide_flops_ratio: float = Field(default=1.0, ge=1)  # ω16: 16-bit training GEMMs reach ω16·η of their
+    #                                        peak, η being measured on 8-bit ones (core/train_time.py)
 
 
 FITTED_SOURCE = ("fitted: tokenomy validate --refit on the cases listed in fitted_on "

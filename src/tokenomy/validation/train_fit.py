@@ -19,8 +19,9 @@ from tokenomy.validation.metrics import pseudo_huber
 from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training
 
 START = dict(train_flops_fraction=0.5, train_other_dense=5.0, train_other_moe=5.0, train_expert_half_width=256.0,
-             train_other_moe_fused=3.0, train_moe_sync_s=2e-3, train_moe_layer_s=1e-3, train_fp4_flops_ratio=0.7)
-SHARED = TRAIN_FIELDS[1:]  # φ, ψ, F_½, ψ_fused, t_sync, t_layer, ρ4
+             train_other_moe_fused=3.0, train_moe_sync_s=2e-3, train_moe_layer_s=1e-3, train_fp4_flops_ratio=0.7,
+             train_wide_flops_ratio=1.1)
+SHARED = TRAIN_FIELDS[1:]  # φ, ψ, F_½, ψ_fused, t_sync, t_layer, ρ4, ω16
 PER_CHIP = ("train_flops_fraction", "train_other_moe")  # fitted per chip, their mean (logit) as the pooled value
 RIDGE_TRAIN = 2e-3  # pulls each chip's η (logit) toward their mean
 SOFT_SCALE = 0.15  # residuals beyond ~15% count linearly (as the serving fit's): a model missing a mechanism
@@ -107,10 +108,12 @@ def fit_training(t: Training, mask: np.ndarray) -> tuple[dict[str, dict[str, flo
         eta = per["train_flops_fraction"]
         fixed = dict(shared, train_flops_fraction=np.array([eta.get(c, eta["pooled"]) for c in tm.chip]))
         waits = np.asarray(tt.parts.sync_passes) > 0
+        wide = np.asarray(tt.parts.wide) > 0
         free = tuple(f for f, pin in (("train_expert_half_width", np.any(moe & ~fused)),
                                        ("train_other_moe_fused", np.any(moe & fused)),
                                        ("train_moe_sync_s", np.any(moe & waits)),
-                                       ("train_moe_layer_s", np.any(moe & ~fused))) if pin)
+                                       ("train_moe_layer_s", np.any(moe & ~fused)),
+                                       ("train_wide_flops_ratio", np.any(moe & wide))) if pin)
         if np.any(moe & ~fused):
             p2, s2 = _fit(tm, ("train_other_moe",), free, fixed)
             per.update(p2)

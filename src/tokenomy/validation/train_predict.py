@@ -25,7 +25,8 @@ from tokenomy.validation.load import Case
 from tokenomy.validation.schema import EfficiencyTerms, TrainingCase
 
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe", "train_expert_half_width",
-                "train_other_moe_fused", "train_moe_sync_s", "train_moe_layer_s", "train_fp4_flops_ratio")
+                "train_other_moe_fused", "train_moe_sync_s", "train_moe_layer_s", "train_fp4_flops_ratio",
+                "train_wide_flops_ratio")
 
 
 @dataclass
@@ -92,14 +93,15 @@ def train_efficiency(t: EfficiencyTerms, name: str = "calibrated") -> TrainEffic
     """A chip's fitted training terms as the engine's training efficiency set."""
     return TrainEfficiency(t.train_flops_fraction, t.train_other_dense, t.train_other_moe, t.train_expert_half_width,
                            t.train_other_moe_fused, t.train_moe_sync_s, t.train_moe_layer_s, t.train_fp4_flops_ratio,
-                           name=name)
+                           t.train_wide_flops_ratio, name=name)
 
 
 def predict_training(t: Training, eta, other_dense, other_moe, expert_half_width=0.0,
-                     other_moe_fused=0.0, moe_sync_s=0.0, moe_layer_s=0.0, fp4_flops_ratio=1.0) -> np.ndarray:
+                     other_moe_fused=0.0, moe_sync_s=0.0, moe_layer_s=0.0, fp4_flops_ratio=1.0,
+                     wide_flops_ratio=1.0) -> np.ndarray:
     """Each case's step under the terms (arrays aligned with the cases, or scalars): core.train_time.step_s."""
     e = TrainEfficiency(*(np.asarray(x, dtype=float) for x in (eta, other_dense, other_moe, expert_half_width,
                                                                other_moe_fused, moe_sync_s, moe_layer_s,
-                                                               fp4_flops_ratio)),
+                                                               fp4_flops_ratio, wide_flops_ratio)),
                         name="custom")
     return step_s(t.parts, e)
