@@ -288,3 +288,23 @@ def test_two_batch_overlap_halves_each_micro_batchs_gemm_rows():
     assert np.allclose(tbo.compute_s, 2 * d.run(B / 2, 512.0, eff=eff).compute_s, rtol=1e-9)
     assert tbo.compute_s[-1] > 1.1 * d.run(B, 512.0, eff=eff).compute_s[-1]  # 256 rows a GEMM, not 512
 
+
+
+def test_latent_moe_dispatches_its_latent_width():
+    """Nemotron-3-Super projects tokens from hidden 4,096 to moe_latent_size 1,024 before the EP dispatch and back
+    after the combine (Megatron-Core moe_layer.py fc1_latent_proj / fc2_latent_proj): the all-to-all moves a quarter
+    of what the hidden state would, nothing else changes."""
+    from dataclasses import replace
+
+    from tokenomy.core.layout import Layout
+
+    m = loader.model("nemotron-3-super-120b-a12b")
+    moe = next(ly.mlp for ly in m.layers if ly.mlp.kind == "moe")
+    assert moe.dispatch_size == 1024 and m.hidden_size == 4096
+    wide = replace(m, layers=tuple(replace(ly, mlp=replace(ly.mlp, dispatch_size=0)) if ly.mlp.kind == "moe" else ly
+                                   for ly in m.layers))
+    hw = loader.hardware("gb200-nvl72")
+    lay = Layout(ep=8, dp=8, attn_dp=True)
+    lat, full = (Deployment(x, hw, layout=lay).work(8, 1024.0, 1024.0) for x in (m, wide))
+    assert float(np.ravel(lat.ep_bytes)[0]) == pytest.approx(float(np.ravel(full.ep_bytes)[0]) / 4)
+    assert float(np.ravel(lat.flops)[0]) == pytest.approx(float(np.ravel(full.flops)[0]))

@@ -138,3 +138,35 @@ def test_moe_layer_fixed_time_favours_fewer_larger_micro_batches():
     extra = [float(timeline(p, e)["compute_s"] - timeline(p, gpu)["compute_s"]) for p in (small, large)]
     assert extra == pytest.approx([8 * 48 * 2e-3, 2 * 48 * 2e-3])
     assert float(_parts(L70, TrainPlan(dp=8, seq_len=4096, global_batch=64)).layer_passes) == 0
+
+
+def test_narrow_and_wide_gemms_take_their_share_of_eta():
+    """η is measured on FP8 GEMMs: NVFP4 GEMMs reach ρ4·η of the 4-bit peak, BF16 ones ω16·η (at most 1) of the
+    16-bit peak; the FP8 step is untouched by either."""
+    m = loader.model("llama-3.1-8b")
+    plan = TrainPlan(dp=8, seq_len=4096, global_batch=64)
+    gb200 = loader.hardware("gb200")
+    fp4, fp8, bf16 = (lower_step(m, gb200, plan, compute_dtype=d, flash=True).parts for d in ("nvfp4", "fp8", "bf16"))
+    assert (float(fp4.fp4), float(fp8.fp4), float(bf16.wide), float(fp8.wide)) == (1, 0, 1, 0)
+    e = TrainEfficiency(0.5, fp4_flops_ratio=0.6, wide_flops_ratio=1.25)
+    plain = TrainEfficiency(0.5)
+    gemm = lambda p: float(p.dense_1_s + p.expert_1_s)  # noqa: E731
+    assert float(timeline(fp4, e)["compute_s"]) == pytest.approx(gemm(fp4) / (0.5 * 0.6))
+    assert float(timeline(bf16, e)["compute_s"]) == pytest.approx(gemm(bf16) / (0.5 * 1.25))
+    assert float(timeline(fp8, e)["compute_s"]) == float(timeline(fp8, plain)["compute_s"])
+    capped = TrainEfficiency(0.9, wide_flops_ratio=1.5)  # a GEMM reaches at most its peak
+    assert float(timeline(bf16, capped)["compute_s"]) == pytest.approx(gemm(bf16))
+    with pytest.raises(ValueError, match="wide_flops_ratio"):
+        TrainEfficiency(0.5, wide_flops_ratio=0.9)
+
+
+def test_core_attention_runs_at_the_16_bit_peak_whatever_the_gemms():
+    """FP8 training halves the GEMMs' roofline time, not the attention's (fp8_dot_product_attention off)."""
+    m = loader.model("llama-3.1-8b")
+    plan = TrainPlan(dp=8, seq_len=8192, global_batch=64)
+    low = {d: lower_step(m, H100, plan, compute_dtype=d, flash=True).parts for d in ("bf16", "fp8")}
+    att = {d: float(p.att_share * (p.dense_1_s + p.expert_1_s)) for d, p in low.items()}  # one forward's
+    assert att["fp8"] == pytest.approx(att["bf16"], rel=1e-9)
+    # forward, backward (2x) and selective recompute (+1): 4 attention forwards in the step
+    gemm = {d: float(p.dense_1_s + p.expert_1_s) - 4 * att[d] for d, p in low.items()}
+    assert gemm["fp8"] == pytest.approx(gemm["bf16"] / 2, rel=1e-3)

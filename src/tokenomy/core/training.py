@@ -363,7 +363,8 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        pp_exposed_s=cm["pp_exposed_s"],
                        sync_passes=sync_passes(p.moe_dispatcher, fused, n_moe, p.pp, mb, redo),
                        layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"),
-                       wide=float(gemm_dtype in ("bf16", "fp16")))
+                       # ω16 compares 16-bit with the 8-bit GEMMs η is measured on: only a chip that has both
+                       wide=float(gemm_dtype in ("bf16", "fp16") and "fp8" in hw.chip.peak_flops_per_s))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 
