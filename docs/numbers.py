@@ -169,9 +169,11 @@ def published_runs() -> dict[str, str]:
     out["train_dsv3_mechanisms"] = _deepseek_mechanisms()
     from tokenomy.validation import load
 
-    t = load.efficiency_for("pooled").terms  # t_sync and t_layer are pooled (validation/train_fit.py)
+    t = load.efficiency_for("pooled").terms  # t_sync, t_layer, ρ4, ω16 are pooled (validation/train_fit.py)
     out["train_sync_ms"] = f"{1e3 * t.train_moe_sync_s:.1f}"
     out["train_layer_ms"] = f"{1e3 * t.train_moe_layer_s:.1f}"
+    out["train_fp4_ratio"] = f"{t.train_fp4_flops_ratio:.2f}"
+    out["train_wide_ratio"] = f"{t.train_wide_flops_ratio:.2f}"
     return out
 
 
