@@ -146,7 +146,8 @@ def test_narrow_and_wide_gemms_take_their_share_of_eta():
     m = loader.model("llama-3.1-8b")
     plan = TrainPlan(dp=8, seq_len=4096, global_batch=64)
     gb200 = loader.hardware("gb200")
-    fp4, fp8, bf16 = (lower_step(m, gb200, plan, compute_dtype=d, flash=True).parts for d in ("nvfp4", "fp8", "bf16"))
+    fp4, fp8, bf16 = (lower_step(m, gb200, plan, Lowering(compute_dtype=d, nbytes=TrainBytes(flash=True))).parts
+                      for d in ("nvfp4", "fp8", "bf16"))
     assert (float(fp4.fp4), float(fp8.fp4), float(bf16.wide), float(fp8.wide)) == (1, 0, 1, 0)
     e = TrainEfficiency(0.5, fp4_flops_ratio=0.6, wide_flops_ratio=1.25)
     plain = TrainEfficiency(0.5)
@@ -164,7 +165,7 @@ def test_core_attention_runs_at_the_16_bit_peak_whatever_the_gemms():
     """FP8 training halves the GEMMs' roofline time, not the attention's (fp8_dot_product_attention off)."""
     m = loader.model("llama-3.1-8b")
     plan = TrainPlan(dp=8, seq_len=8192, global_batch=64)
-    low = {d: lower_step(m, H100, plan, compute_dtype=d, flash=True).parts for d in ("bf16", "fp8")}
+    low = {d: _parts(m, plan, d) for d in ("bf16", "fp8")}
     att = {d: float(p.att_share * (p.dense_1_s + p.expert_1_s)) for d, p in low.items()}  # one forward's
     assert att["fp8"] == pytest.approx(att["bf16"], rel=1e-9)
     # forward, backward (2x) and selective recompute (+1): 4 attention forwards in the step
