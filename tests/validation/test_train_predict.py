@@ -5,7 +5,7 @@ import pytest
 
 from tokenomy.validation import load, run
 from tokenomy.validation.train_fit import START, fit_training, ranges
-from tokenomy.validation.train_predict import case_plan, predict_training, prepare_training
+from tokenomy.validation.train_predict import TRAIN_FIELDS, case_plan, predict_training, prepare_training
 
 CASES = [c for c in load.cases() if c.kind == "training"]
 T = prepare_training(CASES)
@@ -24,10 +24,7 @@ def test_every_case_runs_its_published_layout():
 
 def _predict(per, shared):
     g = lambda f: np.array([per[f].get(c, per[f]["pooled"]) for c in T.chip])  # noqa: E731
-    return predict_training(T, g("train_flops_fraction"), shared["train_other_dense"], g("train_other_moe"),
-                            shared["train_expert_half_width"], shared["train_other_moe_fused"],
-                            shared["train_moe_sync_s"], shared["train_moe_layer_s"], shared["train_fp4_flops_ratio"],
-                            shared["train_wide_flops_ratio"])
+    return predict_training(T, {f: g(f) if f in per else shared[f] for f in TRAIN_FIELDS})
 
 
 def test_fit_beats_the_roofline_on_held_out_cases():

@@ -53,7 +53,7 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
                       "shape": workload_shape(c.isl, c.osl)} | regime_fields(c))
     if t.cases:
         t_roof = t.roofline_s
-        t_cal = predict_training(t, *([getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS))
+        t_cal = predict_training(t, {f: [getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS})
         for i, case in enumerate(t.cases):
             c = case.case
             where = {"chip": c.hardware, "model": c.model, "metric": "train_step_s", "scenario": "pretraining"}

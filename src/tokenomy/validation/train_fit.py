@@ -73,7 +73,7 @@ def _fit(tt: Training, per_chip: tuple[str, ...], shared: tuple[str, ...], fixed
     def loss(z):
         per, sh = unpack(z)
         v = dict(fixed, **sh, **{f: per[f][idx[f]] for f in per_chip})
-        r = np.log(predict_training(tt, *(v[f] for f in TRAIN_FIELDS)) / tt.measured)
+        r = np.log(predict_training(tt, {f: v[f] for f in TRAIN_FIELDS}) / tt.measured)
         ridge = sum(np.sum((z[cuts[k]:cuts[k + 1]] - np.mean(z[cuts[k]:cuts[k + 1]])) ** 2)
                     for k in range(len(per_chip)))
         return float(np.mean(pseudo_huber(r, SOFT_SCALE)) + RIDGE_TRAIN * ridge)

@@ -89,19 +89,18 @@ def prepare_training(cases: list[Case]) -> Training:
                     fits=np.array([bool(np.all(lo.memory.fits)) for lo in low], dtype=bool))
 
 
+def _engine_name(field: str) -> str:
+    """An efficiency file's training field as the engine's TrainEfficiency field: train_x -> x."""
+    return field.removeprefix("train_")
+
+
 def train_efficiency(t: EfficiencyTerms, name: str = "calibrated") -> TrainEfficiency:
     """A chip's fitted training terms as the engine's training efficiency set."""
-    return TrainEfficiency(t.train_flops_fraction, t.train_other_dense, t.train_other_moe, t.train_expert_half_width,
-                           t.train_other_moe_fused, t.train_moe_sync_s, t.train_moe_layer_s, t.train_fp4_flops_ratio,
-                           t.train_wide_flops_ratio, name=name)
+    return TrainEfficiency(**{_engine_name(f): getattr(t, f) for f in TRAIN_FIELDS}, name=name)
 
 
-def predict_training(t: Training, eta, other_dense, other_moe, expert_half_width=0.0,
-                     other_moe_fused=0.0, moe_sync_s=0.0, moe_layer_s=0.0, fp4_flops_ratio=1.0,
-                     wide_flops_ratio=1.0) -> np.ndarray:
-    """Each case's step under the terms (arrays aligned with the cases, or scalars): core.train_time.step_s."""
-    e = TrainEfficiency(*(np.asarray(x, dtype=float) for x in (eta, other_dense, other_moe, expert_half_width,
-                                                               other_moe_fused, moe_sync_s, moe_layer_s,
-                                                               fp4_flops_ratio, wide_flops_ratio)),
-                        name="custom")
+def predict_training(t: Training, terms: dict) -> np.ndarray:
+    """Each case's step under ``terms`` (TRAIN_FIELDS -> a scalar or an array aligned with the cases; a field left
+    out keeps the ideal set's value): core.train_time.step_s."""
+    e = TrainEfficiency(**{_engine_name(f): np.asarray(v, dtype=float) for f, v in terms.items()}, name="custom")
     return step_s(t.parts, e)
