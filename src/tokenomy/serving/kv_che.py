@@ -14,7 +14,7 @@ with λ_s sessions per second per replica (closed loop: C sessions over a sessio
 tier: write-through keeps an LRU copy in every tier, each with its own T_j (from its own capacity); on-evict moves
 what HBM evicts down, so tiers 0..j behave as one LRU of their summed capacity (T_{<=j}). A turn's reuse is served
 by the fastest tier whose T exceeds its gap, when the lecture's rule says reading beats recomputing. T is solved by
-bisection on log T, vectorised over workload points (capacities, loads, think times as arrays).
+Newton's method (occupancy is concave in T), vectorised over workload points (capacities, loads, think times as arrays).
 Checked against the simulator (serving/sim_sessions.py) in tests/serving/test_kv_che.py over the grid stated there.
 """
 
@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BISECTIONS = 32  # log T over [1e-4, 1e8] s: 32 halvings leave a relative step in T of ~1e-8
-WARM_BISECTIONS = 20  # log T over a bracket of width 4 around a guess: 20 halvings leave ~4e-6
+NEWTON_STEPS = 60  # at most (from the upper bound a few suffice: tests/serving/test_kv_che.py)
+T_RTOL = 1e-10  # |occupancy(T) − Cap| / Cap at the answer
+T_MAX = 1e12  # s: T where λ·B vanishes (no session ever stops: everything held)
 
 
 @dataclass(frozen=True)
@@ -100,37 +101,63 @@ def p_within(T, d, theta):
 
 
 def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
-    """Tokens an LRU holding everything for T after its last use keeps (module docstring), per point. The turn types
-    whose next use is after Exp(θ) alone share one held time, so they are summed first (the sweep's cost then does
-    not grow with the number of turns)."""
+    """Tokens an LRU holding everything for T after its last use keeps (module docstring), per point."""
+    return occupancy_and_slope(T, tt, sessions_per_s, theta, sub_run_s)[0]
+
+
+def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
+    """(occupancy(T), d occupancy / dT) per point. d held_i/dT = P(τ_i > T): 1 for T <= D_i, e^{−(T − D_i)/θ}
+    past it (0 at θ = 0). The turn types whose next use is after Exp(θ) alone share one held time, so they are
+    summed first (the sweep's cost then does not grow with the number of turns)."""
     T, lam, th, D = (np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s))
     nO = tt.n * tt.obj
     plain = ~tt.last & (tt.obj_next_runs == 0)
     A, B = float(np.sum(nO[plain])), float(np.sum(nO[tt.last]))
-    total = A * held_s(T, 0.0, th) + B * T
+    pos = th > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        tail = np.exp(-T / np.where(pos, th, 1.0))  # P(Exp(θ) > T)
+    surv = np.where(pos, tail, 0.0)
+    total = A * np.where(pos, th, 0.0) * (1.0 - surv) + B * T
+    slope = A * surv + B
     for k in np.flatnonzero(~tt.last & (tt.obj_next_runs > 0)):
-        total = total + nO[k] * held_s(T, tt.obj_next_runs[k] * D, th)
-    return lam * total + tt.system_tokens
+        d = tt.obj_next_runs[k] * D
+        total = total + nO[k] * held_s(T, d, th)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            past = np.where(pos, np.exp(-np.maximum(T - d, 0.0) / np.where(pos, th, 1.0)), 0.0)
+        slope = slope + nO[k] * np.where(T <= d, 1.0, past)
+    return lam * total + tt.system_tokens, lam * slope
 
 
 def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None):
-    """T with occupancy(T) = capacity (bisection on log T, vectorised); 0 where the capacity holds nothing.
-    ``guess``: a T near the answer (the solver's last iterate): where it brackets the root within e^±2, WARM_BISECTIONS
-    halvings of that bracket replace the full range's BISECTIONS."""
+    """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing. Newton's method from an
+    upper bound: occupancy is increasing and concave in T (its slope, a sum of survival probabilities, falls), so
+    the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically to
+    it (quadratically near it). Start: min(T_hi, ``guess`` where that is above the root), T_hi = (Cap − S)/(λ·B) the
+    root of the lower bound S + λ·B·T (the last turns' objects, held T); steps stop at |occupancy − Cap| <= T_RTOL·Cap
+    or NEWTON_STEPS."""
     cap = np.asarray(capacity_tokens, float)
-    shape = np.broadcast_shapes(cap.shape, np.shape(sessions_per_s), np.shape(theta), np.shape(sub_run_s))
-    lo, hi, steps = np.full(shape, np.log(1e-4)), np.full(shape, np.log(1e8)), BISECTIONS
+    lam = np.asarray(sessions_per_s, float)
+    shape = np.broadcast_shapes(cap.shape, lam.shape, np.shape(theta), np.shape(sub_run_s))
+    c = np.broadcast_to(cap, shape) - tt.system_tokens
+    B = float(np.sum((tt.n * tt.obj)[tt.last]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(c > 0, c / np.maximum(lam * B, 1e-300), 0.0)
+    x = np.minimum(np.nan_to_num(x, nan=0.0, posinf=T_MAX), T_MAX)
     if guess is not None:
-        g = np.log(np.clip(np.broadcast_to(np.asarray(guess, float), shape), 1e-4, 1e8))
-        ok = (occupancy(np.exp(g - 2.0), tt, sessions_per_s, theta, sub_run_s) <= cap) & \
-            (occupancy(np.exp(g + 2.0), tt, sessions_per_s, theta, sub_run_s) > cap)
-        lo, hi = np.where(ok, g - 2.0, lo), np.where(ok, g + 2.0, hi)
-        steps = WARM_BISECTIONS if np.all(ok) else BISECTIONS
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        over = occupancy(np.exp(mid), tt, sessions_per_s, theta, sub_run_s) > cap
-        hi, lo = np.where(over, mid, hi), np.where(over, lo, mid)
-    return np.where(cap > tt.system_tokens, np.exp(0.5 * (lo + hi)), 0.0)
+        g = np.broadcast_to(np.asarray(guess, float), shape)
+        above = (g > 0) & (g < x) & (occupancy(g, tt, lam, theta, sub_run_s) >= cap)
+        x = np.where(above, g, x)
+    live = c > 0
+    for _ in range(NEWTON_STEPS):
+        f, df = occupancy_and_slope(x, tt, lam, theta, sub_run_s)
+        r = f - cap
+        live = live & (np.abs(r) > T_RTOL * cap)
+        if not np.any(live):
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(live & (df > 0), r / np.where(df > 0, df, 1.0), 0.0)
+        x = np.maximum(x - step, 0.0)
+    return np.where(c > 0, x, 0.0)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ import numpy as np
 from tokenomy.serving.kv_che import CheHits, che_hits, turn_types
 from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.steady import Steady, steady
-from tokenomy.serving.steady_table import TABLE_ABOVE, SteadyTable
+from tokenomy.serving.steady_table import TABLE_ABOVE, Fields, SteadyTable
 
 HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
@@ -55,6 +55,7 @@ HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
 WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
 STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
+LEAN = ("batch", "queue_s", "e2e_s", "ttft_s", "capacity_limited")  # the fields of steady's answer the solve reads
 
 
 @dataclass(frozen=True)
@@ -131,19 +132,22 @@ def solve_warm(pb: _Problem) -> SessionSteady:
     gap = np.empty_like(xs)
     for k, hk in enumerate(grid):
         guess = None if k == 0 else xs[:, k - 1] if k == 1 else 2.0 * xs[:, k - 1] - xs[:, k - 2]
-        xs[:, k] = _log_e2e(flat, np.full(flat.load.shape, hk), guess)
-        gap[:, k] = _state_at(flat, hk, xs[:, k]).hits.hit_rate - hk
+        hs = np.full(flat.load.shape, hk)
+        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True)
+        gap[:, k] = f - hk
     lo, hi, bistable = _lowest_crossing(grid, gap)
     k = np.searchsorted(grid, lo)
-    x_lo, x_hi = xs[np.arange(len(k)), k], xs[np.arange(len(k)), k + 1]
+    rows = np.arange(len(k))
+    x_lo, x_hi = xs[rows, k], xs[rows, k + 1]
 
     def g(h, m):  # the e2e guess: log e2e interpolated between the crossing cell's ends
         guess = x_lo[m] + (h - lo[m]) / (hi[m] - lo[m]) * (x_hi[m] - x_lo[m])
         return h - hit_map(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan))
 
-    h = falsi(g, lo, hi, HIT_TOL)
+    # the cell's ends are the scan's: g = h − f(h) = −gap there
+    h = falsi(g, lo, hi, HIT_TOL, (_bounded(-gap[rows, k]), _bounded(-gap[rows, k + 1])))
     h = np.where(np.isnan(h), hi, h).reshape(pb.load.shape)  # f(h) >= h up to the cap: every reusable token hits
-    return _state(pb, h, bistable.reshape(pb.load.shape))
+    return _state(pb, h, bistable.reshape(pb.load.shape), full=True)
 
 
 def solve_plain(pb: _Problem) -> SessionSteady:
@@ -157,7 +161,7 @@ def solve_plain(pb: _Problem) -> SessionSteady:
     flat = pb.take(np.ones(pb.load.shape, bool))
     h = falsi(lambda x, m: x - hit_map(flat.take(m), x), lo.ravel(), hi.ravel(), HIT_TOL).reshape(lo.shape)
     h = np.where(np.isnan(h), hi, h)  # f(h) >= h up to the cap: every reusable token hits
-    return _state(pb, h, bistable)
+    return _state(pb, h, bistable, full=True)
 
 
 def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
@@ -192,18 +196,19 @@ def _lowest_crossing(grid, gap):
     return grid[k], grid[k + 1], np.sum(down, -1) > 1
 
 
-def _state(pb: _Problem, h, bistable, guess=None) -> SessionSteady:
-    """The state at hit rate h: log e2e solved (module docstring; ``guess`` as in ``_log_e2e``), then the hits."""
+def _state(pb: _Problem, h, bistable, guess=None, full=False) -> SessionSteady:
+    """The state at hit rate h: log e2e solved (module docstring; ``guess`` as in ``_log_e2e``), then the hits.
+    ``full``: every field of its Steady (else the few the solve reads)."""
     h = np.broadcast_to(np.asarray(h, float), pb.load.shape)
     flat = pb.take(np.ones(pb.load.shape, bool))
     x = _log_e2e(flat, h.ravel(), guess).reshape(h.shape)
-    return _state_at(pb, h, x, bistable)
+    return _state_at(pb, h, x, bistable, full)
 
 
-def _state_at(pb: _Problem, h, x, bistable=None) -> SessionSteady:
+def _state_at(pb: _Problem, h, x, bistable=None, full=False) -> SessionSteady:
     """The state at hit rate h when log e2e is x (its root)."""
     e2e = np.where(np.isfinite(x), np.exp(x), np.inf)  # no root: the queue grows without bound
-    new, s, hits, wait, lam, hbm = _at(pb, h, e2e)
+    new, s, hits, wait, lam, hbm = _at(pb, h, e2e, full)
     shape = np.shape(e2e)
     none = np.where(np.isfinite(e2e), 0.0, np.inf)  # no steady state: TTFT and e2e unbounded
     return SessionSteady(hits, s, np.reshape(s.ttft_s, shape) + wait + none, np.reshape(s.e2e_s, shape) + wait + none,
@@ -211,31 +216,45 @@ def _state_at(pb: _Problem, h, x, bistable=None) -> SessionSteady:
                          np.zeros(shape, bool) if bistable is None else bistable)
 
 
-def _log_e2e(flat: _Problem, h, guess=None) -> np.ndarray:
+def _log_e2e(flat: _Problem, h, guess=None, with_hits=False):
     """log e2e at hit rates h (flat points): the root of x − log model(e^x) by ``falsi``. With a ``guess``, first
     in [guess − WARM, guess + WARM] where that brackets it (g rises with x: the same root or jump as the wide
     bracket's, a few steps instead of a dozen), at the other points (NaN guess included) in the wide bracket
-    [log e2e0 − log 1e3, log e2e0 + log 1e6]."""
+    [log e2e0 − log 1e3, log e2e0 + log 1e6]. ``with_hits``: (x, f) with f the hit rate of the state at x (kept
+    from the evaluation at x where the root finder made one there, else evaluated)."""
+    seen_x, seen_f = np.full(h.shape, np.nan), np.full(h.shape, np.nan)  # each point's last evaluation
+
+    def model(idx, x):  # log model(e^x) at the flat points idx, noting the hit rate each gives
+        new, _, hits = _at(flat.take(idx), h[idx], np.exp(x))[:3]
+        seen_x[idx], seen_f[idx] = x, hits.hit_rate
+        return np.log(new)
+
     def root(m, a, b, ends=None):
-        pm, hm = flat.take(m), h[m]
-        return falsi(lambda x, k: x - np.log(_at(pm.take(k), hm[k], np.exp(x))[0]), a, b, E2E_TOL, ends)
+        idx = np.flatnonzero(m)
+        return falsi(lambda x, k: x - model(idx[k], x), a, b, E2E_TOL, ends)
 
     every = np.ones(h.shape, bool)
     wide = lambda m: root(m, np.log(flat.e2e0[m] * 1e-3), np.log(flat.e2e0[m] * 1e6))  # noqa: E731
     if guess is None:
-        return wide(every)
-    x = np.full(h.shape, np.nan)
-    ok = np.isfinite(guess)
-    ga, gb = np.full(h.shape, np.nan), np.full(h.shape, np.nan)
-    for end, gv in ((guess - WARM, ga), (guess + WARM, gb)):
-        if np.any(ok):
-            gv[ok] = _bounded(end[ok] - np.log(_at(flat.take(ok), h[ok], np.exp(end[ok]))[0]))
-    inside = ok & (ga < 0) & (gb > 0)
-    if np.any(inside):
-        x[inside] = root(inside, guess[inside] - WARM, guess[inside] + WARM, (ga[inside], gb[inside]))
-    if np.any(~inside):
-        x[~inside] = wide(~inside)
-    return x
+        x = wide(every)
+    else:
+        x = np.full(h.shape, np.nan)
+        ok = np.isfinite(guess)
+        ga, gb = np.full(h.shape, np.nan), np.full(h.shape, np.nan)
+        for end, gv in ((guess - WARM, ga), (guess + WARM, gb)):
+            if np.any(ok):
+                gv[ok] = _bounded(end[ok] - model(np.flatnonzero(ok), end[ok]))
+        inside = ok & (ga < 0) & (gb > 0)
+        if np.any(inside):
+            x[inside] = root(inside, guess[inside] - WARM, guess[inside] + WARM, (ga[inside], gb[inside]))
+        if np.any(~inside):
+            x[~inside] = wide(~inside)
+    if not with_hits:
+        return x
+    again = ~(seen_x == x)  # the root finder returned a point it did not evaluate last (or no root)
+    if np.any(again):
+        seen_f[again] = _state_at(flat.take(again), h[again], x[again]).hits.hit_rate
+    return x, seen_f
 
 
 def falsi(g, a, b, tol, ends=None):
@@ -282,19 +301,25 @@ def _bounded(g):
     return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
 
 
-def _at(pb: _Problem, h, e2e):
-    """The model's e2e (and the state) when a turn takes ``e2e``: λ_s, steady at X and h, HBM left, hits, wait."""
+def _at(pb: _Problem, h, e2e, full=False):
+    """The model's e2e (and the state) when a turn takes ``e2e``: λ_s, steady at X and h, HBM left, hits, wait.
+    ``full``: every field of steady's answer, else only LEAN."""
     tt, M = pb.tt, pb.tt.requests_per_session
     shape = np.shape(e2e)
     lam = pb.load / (pb.path_turns * (e2e + pb.theta)) if pb.closed else pb.load
     hit = np.broadcast_to(np.minimum(h, HIT_CAP), shape)
     X = np.broadcast_to(np.maximum(lam * M, 1e-9), shape)
-    s = pb.solve_open(X, hit)
+    names = None if full else LEAN
+    s = pb.solve_open(X, hit, names)
     if pb.closed:  # past the replica's capacity the open loop has no answer: the sessions' closed loop, in flight
         in_flight = np.maximum(X * np.where(np.isfinite(e2e), e2e, 0.0), 1.0)
         s = _or_closed(s, lambda bad: pb.solve_closed(np.broadcast_to(in_flight, bad.shape)[bad],
-                                                           np.broadcast_to(hit, bad.shape)[bad]))
-    running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl + pb.osl / 2.0))
+                                                      np.broadcast_to(hit, bad.shape)[bad], names))
+    B = np.nan_to_num(np.reshape(s.batch, shape))
+    queued = np.nan_to_num(X * np.reshape(s.queue_s, shape))
+    n = B + queued
+    per = (B * (pb.isl + pb.osl / 2.0) + queued * pb.isl) / np.maximum(n, 1e-9)
+    running = np.minimum(n * per, pb.pool)
     hbm = np.maximum(pb.pool - running, 0.0)
     caps = np.concatenate([hbm[..., None], pb.lower], axis=-1)
     hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta))
@@ -307,8 +332,8 @@ def _solvers(dep1, prof, isl, osl, points: int):
     """(open loop at rate, closed loop in flight) -> Steady: solved per point, or read from steady_table's grids
     for a sweep of more than TABLE_ABOVE points (the marked shortcut)."""
     if points <= TABLE_ABOVE:
-        return (lambda X, h: steady(dep1, prof, isl=isl, osl=osl, rate=X, cache_hit=h),
-                lambda C, h: steady(dep1, prof, isl=isl, osl=osl, concurrency=C, cache_hit=h))
+        return (lambda X, h, names=None: steady(dep1, prof, isl=isl, osl=osl, rate=X, cache_hit=h),
+                lambda C, h, names=None: steady(dep1, prof, isl=isl, osl=osl, concurrency=C, cache_hit=h))
     return SteadyTable(dep1, prof, isl, osl, closed=False), SteadyTable(dep1, prof, isl, osl, closed=True)
 
 
@@ -321,11 +346,12 @@ def _or_closed(s_open: Steady, closed) -> Steady:
         return s_open
     sc = closed(bad)
     out = {}
-    for f in fields(Steady):
-        a = np.array(np.broadcast_to(getattr(s_open, f.name), bad.shape))
-        a[bad] = np.ravel(getattr(sc, f.name))
-        out[f.name] = a
-    return Steady(**out)
+    names = [f.name for f in fields(Steady)] if isinstance(s_open, Steady) else list(s_open)
+    for name in names:
+        a = np.array(np.broadcast_to(getattr(s_open, name), bad.shape))
+        a[bad] = np.ravel(getattr(sc, name))
+        out[name] = a
+    return Steady(**out) if isinstance(s_open, Steady) else Fields(out)
 
 
 def _tokenizer_wait(s_req: float, X):

@@ -35,23 +35,48 @@ class SteadyTable:
         kw = dict(concurrency=L) if closed else dict(rate=L)
         s = steady(dep1, prof, isl=isl, osl=osl, cache_hit=H, **kw)
         self.grid = {f.name: np.asarray(getattr(s, f.name), float) for f in fields(Steady)}
+        self.log_loads = np.log(self.loads)
+        self._stacks: dict = {}
 
-    def __call__(self, load, hit) -> Steady:
-        """Every field at (load, hit), bilinear in (log load, hit); beyond the grid's loads: NaN (no answer)."""
+    def __call__(self, load, hit, names=None):
+        """Every field at (load, hit), bilinear in (log load, hit), as a Steady; beyond the grid's loads: NaN (no
+        answer). ``names``: only those fields, as a ``Fields`` (the solve's inner loop reads a few)."""
         load, hit = np.broadcast_arrays(np.asarray(load, float), np.asarray(hit, float))
-        x = np.log(np.clip(load, self.loads[0], self.loads[-1]))
-        lx = np.log(self.loads)
-        i = np.clip(np.searchsorted(lx, x) - 1, 0, LOADS - 2)
-        fx = (x - lx[i]) / (lx[i + 1] - lx[i])
+        lx = self.log_loads
+        step = (lx[-1] - lx[0]) / (LOADS - 1)  # the loads are log-spaced: the cell by division, not a search
+        u = (np.log(np.clip(load, self.loads[0], self.loads[-1])) - lx[0]) / step
+        i = np.clip(np.floor(u).astype(int), 0, LOADS - 2)
+        fx = u - i
         y = np.clip(hit, 0.0, 0.99) / (0.99 / (HITS - 1))
         j = np.clip(np.floor(y).astype(int), 0, HITS - 2)
         fy = y - j
-        out = {}
-        for name, g in self.grid.items():
-            v = (g[i, j] * (1 - fx) * (1 - fy) + g[i + 1, j] * fx * (1 - fy) + g[i, j + 1] * (1 - fx) * fy
-                 + g[i + 1, j + 1] * fx * fy)
-            out[name] = np.where(load > self.loads[-1] * (1 + 1e-9), np.nan, v)
+        beyond = load > self.loads[-1] * (1 + 1e-9)
+        keys = tuple(self.grid) if names is None else tuple(names)
+        g = self.stacked(keys)  # [load·hit, field]: one gather of each corner for every field
+        ij = i * HITS + j
+        wx, wy = fx[..., None], fy[..., None]
+        v = ((g.take(ij, 0) * (1 - wx) + g.take(ij + HITS, 0) * wx) * (1 - wy)
+             + (g.take(ij + 1, 0) * (1 - wx) + g.take(ij + HITS + 1, 0) * wx) * wy)
+        v[beyond] = np.nan
+        out = {k: v[..., n] for n, k in enumerate(keys)}
         for name in ("capacity_limited", "fits"):
-            out[name] = out[name] > 0.5
-        out["bound"] = np.nan_to_num(out["bound"]).round().astype(int)
-        return Steady(**out)
+            if name in out:
+                out[name] = out[name] > 0.5
+        if "bound" in out:
+            out["bound"] = np.nan_to_num(out["bound"]).round().astype(int)
+        return Steady(**out) if names is None else Fields(out)
+
+    def stacked(self, keys: tuple) -> np.ndarray:
+        if keys not in self._stacks:
+            self._stacks[keys] = np.stack([self.grid[k] for k in keys], -1).reshape(LOADS * HITS, len(keys))
+        return self._stacks[keys]
+
+
+class Fields(dict):
+    """Some of Steady's fields by attribute (the solve's inner loop)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
