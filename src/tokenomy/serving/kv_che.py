@@ -132,32 +132,32 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing. Newton's method from an
     upper bound: occupancy is increasing and concave in T (its slope, a sum of survival probabilities, falls), so
     the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically to
-    it (quadratically near it). Start: min(T_hi, ``guess`` where that is above the root), T_hi = (Cap − S)/(λ·B) the
+    it (quadratically near it). Start: ``guess`` (a T near the answer) where under T_hi, else T_hi = (Cap − S)/(λ·B) the
     root of the lower bound S + λ·B·T (the last turns' objects, held T); steps stop at |occupancy − Cap| <= T_RTOL·Cap
     or NEWTON_STEPS."""
-    cap = np.asarray(capacity_tokens, float)
-    lam = np.asarray(sessions_per_s, float)
-    shape = np.broadcast_shapes(cap.shape, lam.shape, np.shape(theta), np.shape(sub_run_s))
-    c = np.broadcast_to(cap, shape) - tt.system_tokens
+    cap, lam, th, D = (np.asarray(v, float) for v in (capacity_tokens, sessions_per_s, theta, sub_run_s))
+    shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape)
+    cap, lam, th, D = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D))
+    c = cap - tt.system_tokens
     B = float(np.sum((tt.n * tt.obj)[tt.last]))
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.where(c > 0, c / np.maximum(lam * B, 1e-300), 0.0)
     x = np.minimum(np.nan_to_num(x, nan=0.0, posinf=T_MAX), T_MAX)
-    if guess is not None:
-        g = np.broadcast_to(np.asarray(guess, float), shape)
-        above = (g > 0) & (g < x) & (occupancy(g, tt, lam, theta, sub_run_s) >= cap)
-        x = np.where(above, g, x)
-    live = c > 0
+    if guess is not None:  # any start converges (concave: from above the first step lands below the root)
+        g = np.broadcast_to(np.asarray(guess, float), shape).ravel()
+        x = np.where((g > 0) & (g < x), g, x)
+    live = np.flatnonzero(c > 0)  # the points still moving (evaluated alone: the slowest do not hold the rest)
     for _ in range(NEWTON_STEPS):
-        f, df = occupancy_and_slope(x, tt, lam, theta, sub_run_s)
-        r = f - cap
-        live = live & (np.abs(r) > T_RTOL * cap)
-        if not np.any(live):
+        if live.size == 0:
             break
+        f, df = occupancy_and_slope(x[live], tt, lam[live], th[live], D[live])
+        r = f - cap[live]
+        moving = np.abs(r) > T_RTOL * cap[live]
+        live, r, df = live[moving], r[moving], df[moving]
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(live & (df > 0), r / np.where(df > 0, df, 1.0), 0.0)
-        x = np.maximum(x - step, 0.0)
-    return np.where(c > 0, x, 0.0)
+            step = np.where(df > 0, r / np.where(df > 0, df, 1.0), 0.0)
+        x[live] = np.maximum(x[live] - step, 0.0)
+    return np.where(c > 0, x, 0.0).reshape(shape)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,12 @@ rate h is:
             waits for its sub-agents), each its end-to-end time plus a think time
     X     = λ_s · requests per session                         requests/s on the replica
     s     = steady.steady(rate = X, ISL, OSL the turn means, cache_hit = h)
-    hits  = kv_che.che_hits at λ_s (HBM's capacity: the KV pool less the running requests' B·(ISL + OSL/2))
+    hits  = kv_che.che_hits at λ_s; HBM's capacity is the KV pool less what the ADMITTED requests hold:
+            B·(ISL + OSL/2) running plus X·s.queue·ISL queued (Little), at most the pool less ISL/2. The engine
+            (vLLM, and the simulator) admits a waiting request as soon as the free pool holds its prompt's blocks,
+            whether or not the step's token budget reaches its prefill yet, so a queue in front of the prefill
+            holds KV before any cached prefix survives; with a queue, admission stops where the head's prompt no
+            longer fits, leaving the free pool uniform over [0, ISL): ISL/2 for the LRU on average
     load  = Σ_j r_j·(E[S_j] + W_j): r_j the share of requests reading from tier j, S_j = latency_j + h·s_j its
             read, W_j = λ_j·E[S_j²] / (2·(1 − ρ_j)) the wait for the tier's channel (M/G/1, Pollaczek–Khinchine;
             λ_j = X·r_j, ρ_j = λ_j·E[S_j]); "layerwise-overlapped" hides the prefill of the computed tokens
@@ -32,10 +37,13 @@ second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.
 downward crossing solved (regula falsi, Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest
 is the state a cold engine reaches: it starts with an empty cache (h = 0), and the hit rate it climbs to stops at
 the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
-only from a warm cache). Where the analytic model has no low state the simulator can still find one: the DeepSeek
-case above has a single crossing (f(h) >= 0.92 for every h: at saturation the running set leaves 3-5e6 tokens of
-HBM, enough for the few sessions thinking), yet the simulator started empty settles at hit 0.50 with TTFT 98 s
-(the running set fills the pool at the queue's peaks; tests/serving/test_kv_che.py states it outside the grid).
+only from a warm cache). The admitted queue gives the congested low state: DeepSeek-V3 on a GB200 NVL72 rack
+(tp8 dp9 kv-batch), 1,024 agentic sessions, think 4 s, HBM only: with the running set alone f(h) >= 0.92 for
+every h (3-5e6 tokens of HBM left) and the answer was hit 0.94, TTFT 3.35 s; with the queue's KV f(h) ~ the system
+prompt's share at low h and the answer is 0.49 / 146 s, against the simulator's 0.32 / 216 s. At think 30 s the
+scan still finds f(h) > h up to 0.94 (the sessions thinking longer make fewer admitted requests at a time), while
+the simulator settles at 0.52 / 94 s: its admitted set fluctuates (5-95%: 76-148 requests) and LRU evicts at the
+peaks, which a mean-field capacity does not see (tests/serving/test_kv_che.py states both outside the grid).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
+SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
 WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
 STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
 LEAN = ("batch", "queue_s", "e2e_s", "ttft_s", "capacity_limited")  # the fields of steady's answer the solve reads
@@ -131,9 +140,9 @@ def solve_warm(pb: _Problem) -> SessionSteady:
     xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess
     gap = np.empty_like(xs)
     for k, hk in enumerate(grid):
-        guess = None if k == 0 else xs[:, k - 1] if k == 1 else 2.0 * xs[:, k - 1] - xs[:, k - 2]
+        guess = _extrapolated(xs[:, :k])
         hs = np.full(flat.load.shape, hk)
-        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True)
+        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True, tol=SCAN_TOL)
         gap[:, k] = f - hk
     lo, hi, bistable = _lowest_crossing(grid, gap)
     k = np.searchsorted(grid, lo)
@@ -146,8 +155,22 @@ def solve_warm(pb: _Problem) -> SessionSteady:
 
     # the cell's ends are the scan's: g = h − f(h) = −gap there
     h = falsi(g, lo, hi, HIT_TOL, (_bounded(-gap[rows, k]), _bounded(-gap[rows, k + 1])))
-    h = np.where(np.isnan(h), hi, h).reshape(pb.load.shape)  # f(h) >= h up to the cap: every reusable token hits
-    return _state(pb, h, bistable.reshape(pb.load.shape), full=True)
+    h = np.where(np.isnan(h), hi, h)  # f(h) >= h up to the cap: every reusable token hits
+    guess = x_lo + (h - lo) / (hi - lo) * (x_hi - x_lo)
+    shape = pb.load.shape
+    return _state(pb, h.reshape(shape), bistable.reshape(shape), np.where(np.isfinite(guess), guess, np.nan), True)
+
+
+def _extrapolated(xs):
+    """The next scan cell's log e2e from the previous cells' (polynomial through the last three at most)."""
+    k = xs.shape[-1]
+    if k == 0:
+        return None
+    if k == 1:
+        return xs[:, 0]
+    if k == 2:
+        return 2.0 * xs[:, 1] - xs[:, 0]
+    return 3.0 * xs[:, k - 1] - 3.0 * xs[:, k - 2] + xs[:, k - 3]
 
 
 def solve_plain(pb: _Problem) -> SessionSteady:
@@ -216,45 +239,70 @@ def _state_at(pb: _Problem, h, x, bistable=None, full=False) -> SessionSteady:
                          np.zeros(shape, bool) if bistable is None else bistable)
 
 
-def _log_e2e(flat: _Problem, h, guess=None, with_hits=False):
-    """log e2e at hit rates h (flat points): the root of x − log model(e^x) by ``falsi``. With a ``guess``, first
-    in [guess − WARM, guess + WARM] where that brackets it (g rises with x: the same root or jump as the wide
-    bracket's, a few steps instead of a dozen), at the other points (NaN guess included) in the wide bracket
-    [log e2e0 − log 1e3, log e2e0 + log 1e6]. ``with_hits``: (x, f) with f the hit rate of the state at x (kept
-    from the evaluation at x where the root finder made one there, else evaluated)."""
+def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None):
+    """log e2e at hit rates h (flat points): the root of g(x) = x − log model(e^x) to |g| < ``tol`` (E2E_TOL).
+    With a ``guess``: g there, then one step of the fixed-point map (x1 = log model(e^x0), exact where model does not
+    depend on e2e: an open loop), then a secant through both; a point stops where |g| < tol, and where two of those
+    points bracket the root (g rises with x: the same root or jump as the wide bracket's) regula falsi finishes
+    inside them. The other points (NaN guess included) are solved in the wide bracket [log e2e0 − log 1e3, log e2e0
+    + log 1e6]. ``with_hits``: (x, f) with f the hit rate of the state at x (kept from the evaluation at x where
+    the root finder made one there, else evaluated)."""
+    tol = E2E_TOL if tol is None else tol
     seen_x, seen_f = np.full(h.shape, np.nan), np.full(h.shape, np.nan)  # each point's last evaluation
+    seen_t = np.full(h.shape + (len(flat.stack.levels),), np.nan)  # and its characteristic times
 
     def model(idx, x):  # log model(e^x) at the flat points idx, noting the hit rate each gives
-        new, _, hits = _at(flat.take(idx), h[idx], np.exp(x))[:3]
-        seen_x[idx], seen_f[idx] = x, hits.hit_rate
+        new, _, hits = _at(flat.take(idx), h[idx], np.exp(x), t_guess=seen_t[idx])[:3]
+        seen_x[idx], seen_f[idx], seen_t[idx] = x, hits.hit_rate, hits.t_char_s
         return np.log(new)
 
-    def root(m, a, b, ends=None):
-        idx = np.flatnonzero(m)
-        return falsi(lambda x, k: x - model(idx[k], x), a, b, E2E_TOL, ends)
+    def root(idx, a, b, ends=None):
+        return falsi(lambda x, k: x - model(idx[k], x), a, b, tol, ends)
 
-    every = np.ones(h.shape, bool)
-    wide = lambda m: root(m, np.log(flat.e2e0[m] * 1e-3), np.log(flat.e2e0[m] * 1e6))  # noqa: E731
-    if guess is None:
-        x = wide(every)
-    else:
-        x = np.full(h.shape, np.nan)
-        ok = np.isfinite(guess)
-        ga, gb = np.full(h.shape, np.nan), np.full(h.shape, np.nan)
-        for end, gv in ((guess - WARM, ga), (guess + WARM, gb)):
-            if np.any(ok):
-                gv[ok] = _bounded(end[ok] - model(np.flatnonzero(ok), end[ok]))
-        inside = ok & (ga < 0) & (gb > 0)
-        if np.any(inside):
-            x[inside] = root(inside, guess[inside] - WARM, guess[inside] + WARM, (ga[inside], gb[inside]))
-        if np.any(~inside):
-            x[~inside] = wide(~inside)
+    x = np.full(h.shape, np.nan)
+    todo = np.ones(h.shape, bool) if guess is None else ~np.isfinite(guess)
+    if guess is not None and not np.all(todo):
+        _warm(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol)
+    if np.any(todo):
+        idx = np.flatnonzero(todo)
+        x[idx] = root(idx, np.log(flat.e2e0[idx] * 1e-3), np.log(flat.e2e0[idx] * 1e6))
     if not with_hits:
         return x
     again = ~(seen_x == x)  # the root finder returned a point it did not evaluate last (or no root)
     if np.any(again):
         seen_f[again] = _state_at(flat.take(again), h[again], x[again]).hits.hit_rate
     return x, seen_f
+
+
+def _warm(idx, guess, x, todo, model, root, tol) -> None:
+    """_log_e2e's warm start at the points idx (writes x; marks in ``todo`` those it leaves to the wide bracket)."""
+    x0 = guess[idx]
+    g0 = _bounded(x0 - model(idx, x0))
+    x1 = x0 - g0  # the fixed-point map's step
+    g1 = _bounded(x1 - model(idx, x1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x2 = x1 - g1 * (x1 - x0) / (g1 - g0)
+    x2 = np.where(np.isfinite(x2), x2, x1)
+    open_ = (np.abs(g0) >= tol) & (np.abs(g1) >= tol)
+    g2 = np.zeros(idx.shape)
+    if np.any(open_):
+        g2[open_] = _bounded(x2[open_] - model(idx[open_], x2[open_]))
+    xs, gs = np.stack([x0, x1, x2], -1), np.stack([g0, g1, np.where(open_, g2, np.nan)], -1)
+    hit = np.abs(gs) < tol
+    first = np.argmax(hit, -1)
+    got = np.any(hit, -1)
+    rows = np.arange(len(idx))
+    x[idx[got]] = xs[rows, first][got]
+    # a bracket among the three: the tightest from below (largest x with g < 0) and above (smallest x with g > 0)
+    below = np.where(gs < 0, xs, -np.inf).max(-1)
+    above = np.where(gs > 0, xs, np.inf).min(-1)
+    inside = ~got & np.isfinite(below) & np.isfinite(above) & (below < above)
+    if np.any(inside):
+        gb_ = np.take_along_axis(gs, np.argmax(np.where(gs < 0, xs, -np.inf), -1)[:, None], -1)[:, 0]
+        ga_ = np.take_along_axis(gs, np.argmin(np.where(gs > 0, xs, np.inf), -1)[:, None], -1)[:, 0]
+        k = np.flatnonzero(inside)
+        x[idx[k]] = root(idx[k], below[k], above[k], (gb_[k], ga_[k]))
+    todo[idx[~got & ~inside]] = True
 
 
 def falsi(g, a, b, tol, ends=None):
@@ -301,9 +349,10 @@ def _bounded(g):
     return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
 
 
-def _at(pb: _Problem, h, e2e, full=False):
+def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
     """The model's e2e (and the state) when a turn takes ``e2e``: λ_s, steady at X and h, HBM left, hits, wait.
-    ``full``: every field of steady's answer, else only LEAN."""
+    ``full``: every field of steady's answer, else only LEAN; ``t_guess``: [..., tier] characteristic times near
+    the answer (a previous evaluation's at the same point: Newton's start)."""
     tt, M = pb.tt, pb.tt.requests_per_session
     shape = np.shape(e2e)
     lam = pb.load / (pb.path_turns * (e2e + pb.theta)) if pb.closed else pb.load
@@ -315,17 +364,22 @@ def _at(pb: _Problem, h, e2e, full=False):
         in_flight = np.maximum(X * np.where(np.isfinite(e2e), e2e, 0.0), 1.0)
         s = _or_closed(s, lambda bad: pb.solve_closed(np.broadcast_to(in_flight, bad.shape)[bad],
                                                       np.broadcast_to(hit, bad.shape)[bad], names))
-    B = np.nan_to_num(np.reshape(s.batch, shape))
-    queued = np.nan_to_num(X * np.reshape(s.queue_s, shape))
-    n = B + queued
-    per = (B * (pb.isl + pb.osl / 2.0) + queued * pb.isl) / np.maximum(n, 1e-9)
-    running = np.minimum(n * per, pb.pool)
-    hbm = np.maximum(pb.pool - running, 0.0)
+    hbm = _hbm_left(pb, np.reshape(s.batch, shape), X * np.reshape(s.queue_s, shape))
     caps = np.concatenate([hbm[..., None], pb.lower], axis=-1)
-    hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta))
+    hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta), t_guess)
     wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate)) + _tokenizer_wait(pb.tokenize_s, X)
     new = np.reshape(s.e2e_s, shape) + wait
     return new, s, hits, wait, lam, hbm
+
+
+def _hbm_left(pb: _Problem, B, queued):
+    """HBM's prefix-cache tokens: the KV pool less what the admitted requests hold (module docstring). The engine
+    admits a waiting request when the free pool holds its prompt's blocks, so the queue in front of the batch (X·queue
+    requests, Little) holds KV too: B·(ISL + OSL/2) + X·queue·ISL, up to the pool less half a prompt (with a queue,
+    admission stops when the head's prompt does not fit: the free pool is then uniform over [0, ISL))."""
+    B, queued = np.nan_to_num(B), np.clip(np.nan_to_num(queued), 0.0, pb.pool / max(pb.isl, 1.0))
+    held = B * (pb.isl + pb.osl / 2.0) + queued * pb.isl
+    return pb.pool - np.minimum(held, max(pb.pool - pb.isl / 2.0, 0.0))
 
 
 def _solvers(dep1, prof, isl, osl, points: int):
