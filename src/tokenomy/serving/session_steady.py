@@ -61,6 +61,7 @@ HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
+SLOPE_MIN = 0.05  # a neighbour's slope of g outside [SLOPE_MIN, 1/SLOPE_MIN] is not used (a jump between them)
 SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
 WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
 STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
@@ -139,33 +140,40 @@ def solve_warm(pb: _Problem) -> SessionSteady:
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
     xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess
     gap = np.empty_like(xs)
+    slope = np.ones(flat.load.shape)  # g's slope in log e2e per point, from the previous cell (Newton's first step)
     for k, hk in enumerate(grid):
-        guess = _extrapolated(xs[:, :k])
+        guess = np.log(flat.e2e0) if k == 0 else _extrapolated(xs[:, :k])  # the first from the unloaded e2e
         hs = np.full(flat.load.shape, hk)
-        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True, tol=SCAN_TOL)
+        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True, tol=SCAN_TOL, slope=slope)
         gap[:, k] = f - hk
     lo, hi, bistable = _lowest_crossing(grid, gap)
     k = np.searchsorted(grid, lo)
     rows = np.arange(len(k))
     x_lo, x_hi = xs[rows, k], xs[rows, k + 1]
 
+    seen_h, seen_x = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)  # each point's last h and its log e2e
+
     def g(h, m):  # the e2e guess: log e2e interpolated between the crossing cell's ends
         guess = x_lo[m] + (h - lo[m]) / (hi[m] - lo[m]) * (x_hi[m] - x_lo[m])
-        return h - hit_map(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan))
+        x, f = _log_e2e(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan), with_hits=True)
+        seen_h[m], seen_x[m] = h, x
+        return h - f
 
     # the cell's ends are the scan's: g = h − f(h) = −gap there
     h = falsi(g, lo, hi, HIT_TOL, (_bounded(-gap[rows, k]), _bounded(-gap[rows, k + 1])))
     h = np.where(np.isnan(h), hi, h)  # f(h) >= h up to the cap: every reusable token hits
-    guess = x_lo + (h - lo) / (hi - lo) * (x_hi - x_lo)
+    again = ~(seen_h == h)  # the e2e root at the answer is kept where the crossing's last solve was at it
+    x = np.where(again, np.nan, seen_x)
+    if np.any(again):
+        guess = x_lo[again] + (h[again] - lo[again]) / (hi[again] - lo[again]) * (x_hi[again] - x_lo[again])
+        x[again] = _log_e2e(flat.take(again), h[again], np.where(np.isfinite(guess), guess, np.nan))
     shape = pb.load.shape
-    return _state(pb, h.reshape(shape), bistable.reshape(shape), np.where(np.isfinite(guess), guess, np.nan), True)
+    return _state_at(pb, h.reshape(shape), x.reshape(shape), bistable.reshape(shape), True)
 
 
 def _extrapolated(xs):
     """The next scan cell's log e2e from the previous cells' (polynomial through the last three at most)."""
     k = xs.shape[-1]
-    if k == 0:
-        return None
     if k == 1:
         return xs[:, 0]
     if k == 2:
@@ -239,10 +247,11 @@ def _state_at(pb: _Problem, h, x, bistable=None, full=False) -> SessionSteady:
                          np.zeros(shape, bool) if bistable is None else bistable)
 
 
-def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None):
+def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=None):
     """log e2e at hit rates h (flat points): the root of g(x) = x − log model(e^x) to |g| < ``tol`` (E2E_TOL).
     With a ``guess``: g there, then one step of the fixed-point map (x1 = log model(e^x0), exact where model does not
-    depend on e2e: an open loop), then a secant through both; a point stops where |g| < tol, and where two of those
+    depend on e2e: an open loop; x1 = x0 − g0/s with ``slope`` s, g's slope from a neighbouring solve, where
+    given: updated in place), then a secant through both; a point stops where |g| < tol, and where two of those
     points bracket the root (g rises with x: the same root or jump as the wide bracket's) regula falsi finishes
     inside them. The other points (NaN guess included) are solved in the wide bracket [log e2e0 − log 1e3, log e2e0
     + log 1e6]. ``with_hits``: (x, f) with f the hit rate of the state at x (kept from the evaluation at x where
@@ -262,7 +271,7 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None):
     x = np.full(h.shape, np.nan)
     todo = np.ones(h.shape, bool) if guess is None else ~np.isfinite(guess)
     if guess is not None and not np.all(todo):
-        _warm(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol)
+        _warm(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol, slope)
     if np.any(todo):
         idx = np.flatnonzero(todo)
         x[idx] = root(idx, np.log(flat.e2e0[idx] * 1e-3), np.log(flat.e2e0[idx] * 1e6))
@@ -274,20 +283,27 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None):
     return x, seen_f
 
 
-def _warm(idx, guess, x, todo, model, root, tol) -> None:
+def _warm(idx, guess, x, todo, model, root, tol, slope=None) -> None:
     """_log_e2e's warm start at the points idx (writes x; marks in ``todo`` those it leaves to the wide bracket)."""
     x0 = guess[idx]
     g0 = _bounded(x0 - model(idx, x0))
-    x1 = x0 - g0  # the fixed-point map's step
-    g1 = _bounded(x1 - model(idx, x1))
+    s = 1.0 if slope is None else slope[idx]
+    x1 = x0 - g0 / s  # the fixed-point map's step (s = 1), or Newton's with a neighbour's slope
+    g1, g2 = np.full(idx.shape, np.nan), np.full(idx.shape, np.nan)
+    open0 = np.abs(g0) >= tol
+    if np.any(open0):
+        g1[open0] = _bounded(x1[open0] - model(idx[open0], x1[open0]))
+    if slope is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s_new = (g1 - g0) / (x1 - x0)
+        slope[idx] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s)
     with np.errstate(invalid="ignore", divide="ignore"):
         x2 = x1 - g1 * (x1 - x0) / (g1 - g0)
     x2 = np.where(np.isfinite(x2), x2, x1)
-    open_ = (np.abs(g0) >= tol) & (np.abs(g1) >= tol)
-    g2 = np.zeros(idx.shape)
+    open_ = open0 & (np.abs(g1) >= tol)
     if np.any(open_):
         g2[open_] = _bounded(x2[open_] - model(idx[open_], x2[open_]))
-    xs, gs = np.stack([x0, x1, x2], -1), np.stack([g0, g1, np.where(open_, g2, np.nan)], -1)
+    xs, gs = np.stack([x0, x1, x2], -1), np.stack([g0, g1, g2], -1)
     hit = np.abs(gs) < tol
     first = np.argmax(hit, -1)
     got = np.any(hit, -1)
