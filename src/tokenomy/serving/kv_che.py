@@ -131,10 +131,10 @@ def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
 def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None):
     """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing. Newton's method from an
     upper bound: occupancy is increasing and concave in T (its slope, a sum of survival probabilities, falls), so
-    the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically to
-    it (quadratically near it). Start: ``guess`` (a T near the answer) where under T_hi, else T_hi = (Cap − S)/(λ·B) the
-    root of the lower bound S + λ·B·T (the last turns' objects, held T); steps stop at |occupancy − Cap| <= T_RTOL·Cap
-    or NEWTON_STEPS."""
+    the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically
+    to it (quadratically near it). Start: ``guess`` (a T near the answer) where under T_hi, else
+    T_hi = (Cap − S)/(λ·B), the root of the lower bound S + λ·B·T (the last turns' objects, held T); steps stop at
+    |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS; only the points still moving are evaluated."""
     cap, lam, th, D = (np.asarray(v, float) for v in (capacity_tokens, sessions_per_s, theta, sub_run_s))
     shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape)
     cap, lam, th, D = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D))

@@ -133,9 +133,12 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
 
 
 def solve_warm(pb: _Problem) -> SessionSteady:
-    """The solve with warm starts: the scan cell by cell, each cell's e2e roots bracketed around the previous
-    cells' (extrapolated), the crossing's around its cell's ends. Fewer evaluations, but one call per cell: it pays
-    where the points are many (read from steady_table's grids); few points are solved faster all at once."""
+    """The solve with warm starts: the scan cell by cell, each cell's e2e root started from the previous cells'
+    (extrapolated; the first cell's from the unloaded e2e) with a Newton step at the previous cell's slope of g, to
+    SCAN_TOL (the cells only place the crossing); the crossing's e2e roots started between its cell's ends, to
+    E2E_TOL, and its last one kept for the answer's state. ~27 evaluations of the state per point (63 with
+    brackets around each guess, 84 before: benchmarks/sessions.py), but one call per cell: it pays where the points
+    are many (read from steady_table's grids); few points are solved faster all at once."""
     flat = pb.take(np.ones(pb.load.shape, bool))
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
     xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess

@@ -1,11 +1,11 @@
 """The steady state of one workload's mean turn, tabulated over (load, hit rate): the session solver's shortcut.
 
-PERFORMANCE SHORTCUT (DESIGN 12). session_steady solves the steady state ~60 times per point (its root finders); for a sweep of
-many points (over TABLE_ABOVE) it reads these tables instead of solving every point: steady.steady over a grid of
-request rates (open loop, log-spaced up to the replica's capacity) x hit rates, and of requests in flight (closed
-loop) x hit rates, every field interpolated bilinearly (log load, hit; ``names``: only the fields the solve's inner
-loop reads, gathered at once). The ISL and OSL are fixed (the workload's
-means), so the grid is two-dimensional. benchmarks/sessions.py measures the rate with and without it;
+PERFORMANCE SHORTCUT (DESIGN 12). session_steady solves the steady state ~30 times per point (its root finders);
+for a sweep of many points (over TABLE_ABOVE) it reads these tables instead of solving every point: steady.steady
+over a grid of request rates (open loop, log-spaced up to the replica's capacity) x hit rates, and of requests in
+flight (closed loop) x hit rates, every field interpolated bilinearly (log load, hit; ``names``: only the fields the
+solve's inner loop reads, gathered at once). The ISL and OSL are fixed (the workload's means), so the grid is
+two-dimensional. benchmarks/sessions.py measures the rate with and without it;
 tests/serving/test_kv_che.py holds the table within 3% of the solved TTFT on random points away from saturation.
 """
 
