@@ -114,6 +114,7 @@ def test_the_session_steady_state_is_a_fixed_point_whatever_the_step_budget(monk
     """DeepSeek-V3 on one tp8 replica of a GB200 NVL72 rack, agentic, think 30 s, 1,024 sessions over 9 replicas,
     HBM only: a plain iteration settled at TTFT 0.4, 0.7 or 1.5 s by its iteration count. The solve's answer is a
     true fixed point (the hit rate maps onto itself, the e2e onto itself) and the same under any step budget."""
+    import tokenomy.serving.roots as roots
     import tokenomy.serving.session_steady as ss
 
     dep = deployment("deepseek-v3", "gb200-nvl72", layout=Layout(8))
@@ -126,7 +127,7 @@ def test_the_session_steady_state_is_a_fixed_point_whatever_the_step_budget(monk
     assert float(ss.hit_map(pb, h)) == pytest.approx(h, abs=1e-4)
     assert float(ss._at(pb, h, np.asarray(e2e))[0]) == pytest.approx(e2e, rel=1e-4)
     for steps in (25, 200):
-        monkeypatch.setattr(ss, "STEPS", steps)
+        monkeypatch.setattr(roots, "STEPS", steps)
         b = session_steady(*args, concurrency=1024 / 9)
         assert float(b.hits.hit_rate) == pytest.approx(h, abs=1e-4)
         assert float(b.ttft_s) == pytest.approx(float(a.ttft_s), rel=1e-3)

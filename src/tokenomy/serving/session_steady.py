@@ -28,7 +28,7 @@ the closed loop's rises slower than e2e (X·e2e in flight grows as e2e/(e2e + θ
 loop's e2e stays finite up to the replica's capacity, where the closed loop's at saturation is longer. Where the
 sessions saturate the replica the root sits at that jump, and a plain iteration of the whole state hopped across
 it (DeepSeek-V3 on a GB200 NVL72 rack, agentic, think 30 s, 1,024 sessions, HBM only: TTFT 0.4 s, 0.7 s or 1.5 s
-by its iteration count). Regula falsi (``falsi``) closes its bracket on the root or the jump and returns the end
+by its iteration count). Regula falsi (``roots.falsi``) closes its bracket on the root or the jump and returns the end
 with the smaller residual: at the jump, the closed loop's saturated state (within a few % of self-consistent).
 The answer is then a fixed point of the hit rate's map
 f(h) = hits.hit_rate at that state, h = f(h). f need not be monotone nor a contraction: more hits mean less prefill,
@@ -53,6 +53,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from tokenomy.serving.kv_che import CheHits, che_hits, turn_types
+from tokenomy.serving.roots import bounded, falsi, warm_root
 from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.steady import Steady, steady
 from tokenomy.serving.steady_table import TABLE_ABOVE, Fields, SteadyTable
@@ -61,10 +62,8 @@ HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
-SLOPE_MIN = 0.05  # a neighbour's slope of g outside [SLOPE_MIN, 1/SLOPE_MIN] is not used (a jump between them)
 SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
 WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
-STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
 LEAN = ("batch", "queue_s", "e2e_s", "ttft_s", "capacity_limited")  # the fields of steady's answer the solve reads
 
 
@@ -163,7 +162,7 @@ def solve_warm(pb: _Problem) -> SessionSteady:
         return h - f
 
     # the cell's ends are the scan's: g = h − f(h) = −gap there
-    h = falsi(g, lo, hi, HIT_TOL, (_bounded(-gap[rows, k]), _bounded(-gap[rows, k + 1])))
+    h = falsi(g, lo, hi, HIT_TOL, (bounded(-gap[rows, k]), bounded(-gap[rows, k + 1])))
     h = np.where(np.isnan(h), hi, h)  # f(h) >= h up to the cap: every reusable token hits
     again = ~(seen_h == h)  # the e2e root at the answer is kept where the crossing's last solve was at it
     x = np.where(again, np.nan, seen_x)
@@ -274,7 +273,7 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=Non
     x = np.full(h.shape, np.nan)
     todo = np.ones(h.shape, bool) if guess is None else ~np.isfinite(guess)
     if guess is not None and not np.all(todo):
-        _warm(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol, slope)
+        warm_root(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol, slope)
     if np.any(todo):
         idx = np.flatnonzero(todo)
         x[idx] = root(idx, np.log(flat.e2e0[idx] * 1e-3), np.log(flat.e2e0[idx] * 1e6))
@@ -284,88 +283,6 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=Non
     if np.any(again):
         seen_f[again] = _state_at(flat.take(again), h[again], x[again]).hits.hit_rate
     return x, seen_f
-
-
-def _warm(idx, guess, x, todo, model, root, tol, slope=None) -> None:
-    """_log_e2e's warm start at the points idx (writes x; marks in ``todo`` those it leaves to the wide bracket)."""
-    x0 = guess[idx]
-    g0 = _bounded(x0 - model(idx, x0))
-    s = 1.0 if slope is None else slope[idx]
-    x1 = x0 - g0 / s  # the fixed-point map's step (s = 1), or Newton's with a neighbour's slope
-    g1, g2 = np.full(idx.shape, np.nan), np.full(idx.shape, np.nan)
-    open0 = np.abs(g0) >= tol
-    if np.any(open0):
-        g1[open0] = _bounded(x1[open0] - model(idx[open0], x1[open0]))
-    if slope is not None:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            s_new = (g1 - g0) / (x1 - x0)
-        slope[idx] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        x2 = x1 - g1 * (x1 - x0) / (g1 - g0)
-    x2 = np.where(np.isfinite(x2), x2, x1)
-    open_ = open0 & (np.abs(g1) >= tol)
-    if np.any(open_):
-        g2[open_] = _bounded(x2[open_] - model(idx[open_], x2[open_]))
-    xs, gs = np.stack([x0, x1, x2], -1), np.stack([g0, g1, g2], -1)
-    hit = np.abs(gs) < tol
-    first = np.argmax(hit, -1)
-    got = np.any(hit, -1)
-    rows = np.arange(len(idx))
-    x[idx[got]] = xs[rows, first][got]
-    # a bracket among the three: the tightest from below (largest x with g < 0) and above (smallest x with g > 0)
-    below = np.where(gs < 0, xs, -np.inf).max(-1)
-    above = np.where(gs > 0, xs, np.inf).min(-1)
-    inside = ~got & np.isfinite(below) & np.isfinite(above) & (below < above)
-    if np.any(inside):
-        gb_ = np.take_along_axis(gs, np.argmax(np.where(gs < 0, xs, -np.inf), -1)[:, None], -1)[:, 0]
-        ga_ = np.take_along_axis(gs, np.argmin(np.where(gs > 0, xs, np.inf), -1)[:, None], -1)[:, 0]
-        k = np.flatnonzero(inside)
-        x[idx[k]] = root(idx[k], below[k], above[k], (gb_[k], ga_[k]))
-    todo[idx[~got & ~inside]] = True
-
-
-def falsi(g, a, b, tol, ends=None):
-    """The root of g, increasing across [a, b] (1-D arrays over points; g(a) <= 0 < g(b)), by regula falsi with
-    the Illinois rule (the end kept twice has its g halved) and a bisection where the secant leaves the bracket:
-    a point stops where |g| < tol or its bracket is narrower than tol. Where g jumps over zero (the steady state's
-    open loop ends at the replica's capacity with a finite e2e) the bracket closes on the jump and the end with
-    the smaller |g| is returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in
-    the bracket), ``a`` where g(a) >= 0. ``g(x, mask)``: g at the points in ``mask``, x their values (only the
-    points still open are evaluated); ``ends``: (g(a), g(b)) where already known."""
-    a, b = np.array(a, float), np.array(b, float)
-    every = np.ones(a.shape, bool)
-    ga, gb = (_bounded(g(a, every)), _bounded(g(b, every))) if ends is None else map(np.array, ends)
-    x = np.where(ga >= 0, a, np.nan)
-    live = (ga < 0) & (gb > 0)
-    ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
-    side = np.zeros(a.shape, int)
-    for _ in range(STEPS):
-        if not np.any(live):
-            break
-        with np.errstate(invalid="ignore", divide="ignore"):
-            c = b - gb * (b - a) / (gb - ga)
-        c = np.where((c > a) & (c < b), c, 0.5 * (a + b))
-        gc = np.zeros(a.shape)
-        gc[live] = _bounded(g(c[live], live))
-        done = live & (np.abs(gc) < tol)
-        x = np.where(done, c, x)
-        live = live & ~done
-        r, l_ = live & (gc > 0), live & ~(gc > 0)  # r: the root is left of c
-        ga = np.where(r & (side == 1), 0.5 * ga, ga)
-        gb = np.where(l_ & (side == -1), 0.5 * gb, gb)
-        a, ga, ra = np.where(l_, c, a), np.where(l_, gc, ga), np.where(l_, np.abs(gc), ra)
-        b, gb, rb = np.where(r, c, b), np.where(r, gc, gb), np.where(r, np.abs(gc), rb)
-        side = np.where(r, 1, np.where(l_, -1, side))
-        narrow = live & (b - a < tol)
-        x = np.where(narrow, np.where(ra <= rb, a, b), x)
-        live = live & ~narrow
-    return np.where(live, np.where(ra <= rb, a, b), x)
-
-
-def _bounded(g):
-    """A NaN or infinite g (no answer at that point: the model unbounded) as a large negative step, so that the
-    bracket moves past it."""
-    return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
 
 
 def _at(pb: _Problem, h, e2e, full=False, t_guess=None):

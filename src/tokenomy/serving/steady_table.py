@@ -56,8 +56,9 @@ class SteadyTable:
         g = self.stacked(keys)  # [load·hit, field]: one gather of each corner for every field
         ij = i * HITS + j
         wx, wy = fx[..., None], fy[..., None]
-        v = ((g.take(ij, 0) * (1 - wx) + g.take(ij + HITS, 0) * wx) * (1 - wy)
-             + (g.take(ij + 1, 0) * (1 - wx) + g.take(ij + HITS + 1, 0) * wx) * wy)
+        with np.errstate(invalid="ignore"):  # inf (no steady state) x a zero weight: NaN, as past the grid
+            v = ((g.take(ij, 0) * (1 - wx) + g.take(ij + HITS, 0) * wx) * (1 - wy)
+                 + (g.take(ij + 1, 0) * (1 - wx) + g.take(ij + HITS + 1, 0) * wx) * wy)
         v[beyond] = np.nan
         out = {k: v[..., n] for n, k in enumerate(keys)}
         for name in ("capacity_limited", "fits"):

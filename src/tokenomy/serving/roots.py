@@ -1,0 +1,102 @@
+"""Vectorised roots of increasing functions over arrays of points: regula falsi in a bracket, and a warm start.
+
+falsi       regula falsi with the Illinois rule in [a, b] (g(a) <= 0 < g(b)), a bisection where the secant leaves the
+            bracket; where g jumps over zero it closes on the jump (its docstring)
+warm_root   from a guess x0 near the root: g(x0), a Newton step x1 = x0 − g(x0)/s (s a neighbouring solve's slope of
+            g, else 1: for g(x) = x − model(x), the fixed-point map's step, exact where model does not depend on x),
+            a secant x2 through both; a point stops at the first |g| < tol, regula falsi finishes where two of them
+            bracket the root, and the rest is left to the caller's wide bracket
+Used by serving/session_steady.py (its e2e roots and the hit rate's crossing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bisection-safeguarded)
+SLOPE_MIN = 0.05  # a neighbour's slope of g outside [SLOPE_MIN, 1/SLOPE_MIN] is not used (a jump between them)
+
+
+def warm_root(idx, guess, x, todo, model, root, tol, slope=None) -> None:
+    """The root of g(x) = x − model(x) (increasing in x) at the flat points ``idx`` from a ``guess`` (module
+    docstring): writes x where found, marks in ``todo`` the points it leaves to a wide bracket. ``model(idx, x)``;
+    ``root(idx, a, b, ends)``: regula falsi in [a, b] with g(a), g(b) known; ``slope``: g's slope per point from a
+    neighbouring solve (updated in place), else 1 (the fixed-point map's step)."""
+    x0 = guess[idx]
+    g0 = bounded(x0 - model(idx, x0))
+    s = 1.0 if slope is None else slope[idx]
+    x1 = x0 - g0 / s  # the fixed-point map's step (s = 1), or Newton's with a neighbour's slope
+    g1, g2 = np.full(idx.shape, np.nan), np.full(idx.shape, np.nan)
+    open0 = np.abs(g0) >= tol
+    if np.any(open0):
+        g1[open0] = bounded(x1[open0] - model(idx[open0], x1[open0]))
+    if slope is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s_new = (g1 - g0) / (x1 - x0)
+        slope[idx] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x2 = x1 - g1 * (x1 - x0) / (g1 - g0)
+    x2 = np.where(np.isfinite(x2), x2, x1)
+    open_ = open0 & (np.abs(g1) >= tol)
+    if np.any(open_):
+        g2[open_] = bounded(x2[open_] - model(idx[open_], x2[open_]))
+    xs, gs = np.stack([x0, x1, x2], -1), np.stack([g0, g1, g2], -1)
+    hit = np.abs(gs) < tol
+    first = np.argmax(hit, -1)
+    got = np.any(hit, -1)
+    rows = np.arange(len(idx))
+    x[idx[got]] = xs[rows, first][got]
+    # a bracket among the three: the tightest from below (largest x with g < 0) and above (smallest x with g > 0)
+    below = np.where(gs < 0, xs, -np.inf).max(-1)
+    above = np.where(gs > 0, xs, np.inf).min(-1)
+    inside = ~got & np.isfinite(below) & np.isfinite(above) & (below < above)
+    if np.any(inside):
+        gb_ = np.take_along_axis(gs, np.argmax(np.where(gs < 0, xs, -np.inf), -1)[:, None], -1)[:, 0]
+        ga_ = np.take_along_axis(gs, np.argmin(np.where(gs > 0, xs, np.inf), -1)[:, None], -1)[:, 0]
+        k = np.flatnonzero(inside)
+        x[idx[k]] = root(idx[k], below[k], above[k], (gb_[k], ga_[k]))
+    todo[idx[~got & ~inside]] = True
+
+
+def falsi(g, a, b, tol, ends=None):
+    """The root of g, increasing across [a, b] (1-D arrays over points; g(a) <= 0 < g(b)), by regula falsi with
+    the Illinois rule (the end kept twice has its g halved) and a bisection where the secant leaves the bracket:
+    a point stops where |g| < tol or its bracket is narrower than tol. Where g jumps over zero (the steady state's
+    open loop ends at the replica's capacity with a finite e2e) the bracket closes on the jump and the end with
+    the smaller |g| is returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in
+    the bracket), ``a`` where g(a) >= 0. ``g(x, mask)``: g at the points in ``mask``, x their values (only the
+    points still open are evaluated); ``ends``: (g(a), g(b)) where already known."""
+    a, b = np.array(a, float), np.array(b, float)
+    every = np.ones(a.shape, bool)
+    ga, gb = (bounded(g(a, every)), bounded(g(b, every))) if ends is None else map(np.array, ends)
+    x = np.where(ga >= 0, a, np.nan)
+    live = (ga < 0) & (gb > 0)
+    ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
+    side = np.zeros(a.shape, int)
+    for _ in range(STEPS):
+        if not np.any(live):
+            break
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c = b - gb * (b - a) / (gb - ga)
+        c = np.where((c > a) & (c < b), c, 0.5 * (a + b))
+        gc = np.zeros(a.shape)
+        gc[live] = bounded(g(c[live], live))
+        done = live & (np.abs(gc) < tol)
+        x = np.where(done, c, x)
+        live = live & ~done
+        r, l_ = live & (gc > 0), live & ~(gc > 0)  # r: the root is left of c
+        ga = np.where(r & (side == 1), 0.5 * ga, ga)
+        gb = np.where(l_ & (side == -1), 0.5 * gb, gb)
+        a, ga, ra = np.where(l_, c, a), np.where(l_, gc, ga), np.where(l_, np.abs(gc), ra)
+        b, gb, rb = np.where(r, c, b), np.where(r, gc, gb), np.where(r, np.abs(gc), rb)
+        side = np.where(r, 1, np.where(l_, -1, side))
+        narrow = live & (b - a < tol)
+        x = np.where(narrow, np.where(ra <= rb, a, b), x)
+        live = live & ~narrow
+    return np.where(live, np.where(ra <= rb, a, b), x)
+
+
+def bounded(g):
+    """A NaN or infinite g (no answer at that point: the model unbounded) as a large negative step, so that the
+    bracket moves past it."""
+    return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
