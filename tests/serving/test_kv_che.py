@@ -16,7 +16,7 @@ serve, the simulator at each replica's share): think 30 s, 288 sessions HBM only
 simulator 0.96 / 0.22 s; 1,024 sessions + DRAM 0.96 / 0.43 s vs 0.96 / 0.33 s. 1,024 sessions HBM only is
 congested: the simulator admits every waiting request whose prompt fits, so the queue's KV fills the pool. With the
 running batch alone holding KV the analytic model answered 0.94 / 0.67 s (think 30 s) and 0.94 / 3.35 s (think 4 s,
-the README's) against the simulator's 0.52 / 94 s and 0.33 / 228 s; counting the admitted queue
+the README's) against the simulator's 0.50 / 98 s and 0.33 / 228 s; counting the admitted queue
 (session_steady._hbm_left) the think-4 s case finds the congested state, 0.49 / 146 s (the last test), while at
 think 30 s the scan still finds no low state (0.94 / 0.67 s): the simulator's admitted set fluctuates (5-95%: 76-148
 requests where the mean-field state holds 140) and LRU evicts at its peaks — open.

@@ -42,7 +42,7 @@ only from a warm cache). The admitted queue gives the congested low state: DeepS
 every h (3-5e6 tokens of HBM left) and the answer was hit 0.94, TTFT 3.35 s; with the queue's KV f(h) ~ the system
 prompt's share at low h and the answer is 0.49 / 146 s, against the simulator's 0.32 / 216 s. At think 30 s the
 scan still finds f(h) > h up to 0.94 (the sessions thinking longer make fewer admitted requests at a time), while
-the simulator settles at 0.52 / 94 s: its admitted set fluctuates (5-95%: 76-148 requests) and LRU evicts at the
+the simulator settles at 0.50 / 98 s: its admitted set fluctuates (5-95%: 76-148 requests) and LRU evicts at the
 peaks, which a mean-field capacity does not see (tests/serving/test_kv_che.py states both outside the grid).
 """
 
