@@ -128,7 +128,7 @@ def test_the_session_simulator_on_a_hand_worked_trace(tmp_path):
     (120 + 10), arriving at 1 s when nothing runs, misses, and storing its 130 tokens evicts a's from HBM (240 > 160),
     DRAM keeping its copy; a's second turn (20 new) at 5 s finds its 110 tokens in DRAM only, reads them (1 ms +
     110 us < 110 ms of recompute) and computes 20. So hit tokens 0, 0, 110 of 100 + 120 + 130 input tokens, all from
-    DRAM, and a's second turn waits 1.11 ms for its load."""
+    DRAM, and a's second turn waits 1.11 ms for its load after the tokenizer's 130 tokens."""
     from tokenomy.answers.engines import engine_profile
     from tokenomy.answers.resolve import deployment
     from tokenomy.core.layout import Layout
@@ -140,11 +140,13 @@ def test_the_session_simulator_on_a_hand_worked_trace(tmp_path):
     plan = read_session_trace(f)
     stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", 1000.0, 1e-6, 1e-3)), prefill_s_per_token=1e-3)
     dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(1))
-    sim = simulate_sessions(dep, engine_profile("vllm", 1), plan, stack, 10)
+    prof = engine_profile("vllm", 1)
+    sim = simulate_sessions(dep, prof, plan, stack, 10)
     order = np.argsort(sim.sim.arrival_s)
     assert list(sim.sim.arrival_s[order]) == [0.0, 1.0, 5.0]
     assert list(sim.hit_tokens[order]) == [0.0, 0.0, 110.0]
     assert sim.hit_rate == pytest.approx(110.0 / 350.0, rel=1e-12)
     assert sim.hit_by_tier == pytest.approx({"hbm": 0.0, "ddr": 110.0 / 350.0}, rel=1e-12)
-    assert sim.load_wait_s[order] == pytest.approx([0.0, 0.0, 1e-3 + 110 * 1e-6], rel=1e-9)
+    tok = prof.tokenize_s_per_token  # the API server tokenizes each prompt before its lookup (nothing else queued)
+    assert sim.load_wait_s[order] == pytest.approx([100 * tok, 120 * tok, 130 * tok + 1e-3 + 110 * 1e-6], rel=1e-9)
     assert np.all(sim.sim.e2e_s[order][:2] < 1.0)  # each turn done before the next arrives (the case's premise)

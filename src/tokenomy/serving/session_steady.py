@@ -7,12 +7,7 @@ rate h is:
             waits for its sub-agents), each its end-to-end time plus a think time
     X     = λ_s · requests per session                         requests/s on the replica
     s     = steady.steady(rate = X, ISL, OSL the turn means, cache_hit = h)
-    hits  = kv_che.che_hits at λ_s; HBM's capacity is the KV pool less what the ADMITTED requests hold:
-            B·(ISL + OSL/2) running plus X·s.queue·ISL queued (Little), at most the pool less ISL/2. The engine
-            (vLLM, and the simulator) admits a waiting request as soon as the free pool holds its prompt's blocks,
-            whether or not the step's token budget reaches its prefill yet, so a queue in front of the prefill
-            holds KV before any cached prefix survives; with a queue, admission stops where the head's prompt no
-            longer fits, leaving the free pool uniform over [0, ISL): ISL/2 for the LRU on average
+    hits  = kv_che.che_hits at λ_s (HBM's capacity: the KV pool less the running requests' B·(ISL + OSL/2))
     load  = Σ_j r_j·(E[S_j] + W_j): r_j the share of requests reading from tier j, S_j = latency_j + h·s_j its
             read, W_j = λ_j·E[S_j²] / (2·(1 − ρ_j)) the wait for the tier's channel (M/G/1, Pollaczek–Khinchine;
             λ_j = X·r_j, ρ_j = λ_j·E[S_j]); "layerwise-overlapped" hides the prefill of the computed tokens
@@ -37,13 +32,12 @@ second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.
 downward crossing solved (regula falsi, Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest
 is the state a cold engine reaches: it starts with an empty cache (h = 0), and the hit rate it climbs to stops at
 the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
-only from a warm cache). The admitted queue gives the congested low state: DeepSeek-V3 on a GB200 NVL72 rack
-(tp8 dp9 kv-batch), 1,024 agentic sessions, think 4 s, HBM only: with the running set alone f(h) >= 0.92 for
-every h (3-5e6 tokens of HBM left) and the answer was hit 0.94, TTFT 3.35 s; with the queue's KV f(h) ~ the system
-prompt's share at low h and the answer is 0.49 / 146 s, against the simulator's 0.32 / 216 s. At think 30 s the
-scan still finds f(h) > h up to 0.94 (the sessions thinking longer make fewer admitted requests at a time), while
-the simulator settles at 0.50 / 98 s: its admitted set fluctuates (5-95%: 76-148 requests) and LRU evicts at the
-peaks, which a mean-field capacity does not see (tests/serving/test_kv_che.py states both outside the grid).
+only from a warm cache). The DeepSeek case above has a single crossing (f(h) >= 0.92 for every h: at saturation the
+running set leaves 3-5e6 tokens of HBM, enough for the few sessions thinking): 0.94, as the session simulator with
+vLLM's shared block pool (serving/kv_hbm_pool.py) finds, 0.96 (tests/serving/test_kv_che.py states it outside the
+grid). Counting the queue's KV as held (vLLM admits a waiting request as soon as its prompt's blocks fit) gave a
+congested low state at think 4 s (0.49, TTFT 146 s) that the simulator reached only with a plain LRU beside the
+running set (0.33, 228 s), not with the shared pool: not kept.
 """
 
 from __future__ import annotations
@@ -300,22 +294,13 @@ def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
         in_flight = np.maximum(X * np.where(np.isfinite(e2e), e2e, 0.0), 1.0)
         s = _or_closed(s, lambda bad: pb.solve_closed(np.broadcast_to(in_flight, bad.shape)[bad],
                                                       np.broadcast_to(hit, bad.shape)[bad], names))
-    hbm = _hbm_left(pb, np.reshape(s.batch, shape), X * np.reshape(s.queue_s, shape))
+    running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl + pb.osl / 2.0))
+    hbm = np.maximum(pb.pool - running, 0.0)
     caps = np.concatenate([hbm[..., None], pb.lower], axis=-1)
     hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta), t_guess)
     wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate)) + _tokenizer_wait(pb.tokenize_s, X)
     new = np.reshape(s.e2e_s, shape) + wait
     return new, s, hits, wait, lam, hbm
-
-
-def _hbm_left(pb: _Problem, B, queued):
-    """HBM's prefix-cache tokens: the KV pool less what the admitted requests hold (module docstring). The engine
-    admits a waiting request when the free pool holds its prompt's blocks, so the queue in front of the batch (X·queue
-    requests, Little) holds KV too: B·(ISL + OSL/2) + X·queue·ISL, up to the pool less half a prompt (with a queue,
-    admission stops when the head's prompt does not fit: the free pool is then uniform over [0, ISL))."""
-    B, queued = np.nan_to_num(B), np.clip(np.nan_to_num(queued), 0.0, pb.pool / max(pb.isl, 1.0))
-    held = B * (pb.isl + pb.osl / 2.0) + queued * pb.isl
-    return pb.pool - np.minimum(held, max(pb.pool - pb.isl / 2.0, 0.0))
 
 
 def _solvers(dep1, prof, isl, osl, points: int):
