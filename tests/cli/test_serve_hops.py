@@ -1,9 +1,10 @@
 """The call path of `tokenomy serve --concurrency` from the CLI command to the engine: at most 6 hops (issue 27).
 
 Every call of core.engine.times made while the command runs is traced back, frame by frame, to serve_cmd (the
-function behind `tokenomy serve`); the hops are the calls between them (serve_cmd -> ... -> engine.times). The
-layout is given, so what is counted is the serving path (answers -> steady state -> scheduler step -> engine), not
-the layout search."""
+function behind `tokenomy serve`); the hops are the calls between them (serve_cmd -> ... -> engine.times). With a
+layout given that is the serving path (answers -> steady state -> scheduler step -> engine); with the layout searched
+also the decode search that ranks the candidates and each candidate's steady state (the door runs them itself and
+hands their columns to objectives.WORKLOAD's ranking)."""
 
 import json
 import sys
@@ -63,3 +64,13 @@ def test_open_loop_counts_its_fixed_point_apart(monkeypatch):
     outside = [p for p in paths if "_littles_law" not in p]
     assert any("solve" in p for p in outside)
     assert max(map(len, outside)) <= MOST_HOPS
+
+
+def test_a_searched_layout_reaches_the_engine_in_the_same_hops(monkeypatch):
+    """No layout given: the decode search (parallel.search) and every candidate's steady state within the bound."""
+    paths = _paths_to_engine(monkeypatch, ["--concurrency", "64"], layout=())
+    searched = [p for p in paths if "candidates" in p]  # the decode search ranking the candidates
+    candidates = [p for p in paths if "solve" in p]  # the candidates' steady states (and the chosen one's)
+    assert searched and len(candidates) > 2, paths  # more than one candidate evaluated
+    deepest = max(paths, key=len)
+    assert len(deepest) <= MOST_HOPS, " <- ".join(["engine.times", *deepest])

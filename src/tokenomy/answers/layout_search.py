@@ -39,7 +39,13 @@ def ranked_layouts(dep: Deployment, chips: int, batch, context, len_pass=1) -> l
     """The valid layouts over ``chips`` chips, best first by FASTEST_STEP at the points asked (none valid: the
     first, which says why when evaluated)."""
     P = exact_layouts(dep, chips)
-    order = objectives.rank(FASTEST_STEP, step_columns(run_layouts(dep, P, batch, context, len_pass))) or [0]
+    return ranked_of(P, run_layouts(dep, P, batch, context, len_pass))
+
+
+def ranked_of(P: Layout, r: PassTerms) -> list[Layout]:
+    """The layouts of the flat ``P`` best first by FASTEST_STEP from their engine terms ``r`` [layout, point]
+    (parallel.search.run_layouts; none valid: the first)."""
+    order = objectives.rank(FASTEST_STEP, step_columns(r)) or [0]
     return [P.at((np.size(P.tp),), i) for i in order]
 
 

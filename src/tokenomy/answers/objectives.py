@@ -4,7 +4,7 @@ An ``Objective`` names what a question wants in order (``terms``, lexicographic:
 next, remaining ties to the candidates' own order) and what a candidate must hold to be chosen at all
 (``requires``). A door evaluates its candidates through the one engine (a pass, serving.steady, a pool alone) into
 the columns its objective names — each [candidate] or [candidate, point] — and asks ``rank``, ``choose``,
-``choose_staged`` or ``best_each``; no other module scores layouts (tests/unit/test_objectives.py checks both).
+``choose_staged`` (``Staged`` where the door runs the engine itself) or ``best_each``; no other module scores layouts (tests/unit/test_objectives.py checks both).
 The rules the doors print (the title's "layout ... (rule)", ``--explain``, plan's header, the JSON
 ``layout_rule``/``rule``) are ``Objective.rule``: the same data, in words.
 
@@ -20,7 +20,8 @@ geometric mean over them" is two terms, not a weighted blend.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -208,15 +209,51 @@ def choose_staged(obj: Objective, first: list, rest: list, evaluate) -> tuple[li
     ``first``, and of ``rest`` too where the best of ``first`` misses a point on the first term (the layouts that
     hold a load can rank far down the decode search). Ties and nothing allowed: the first scored."""
     cols = evaluate(first)
-    _, keys = scores(obj, cols)
     i = _first(rank(obj, cols))
-    points = np.shape(np.asarray(cols[obj.terms[0].column]))[1:] or (1,)
-    if rest and keys[i, 0] < points[0]:
+    if rest and misses_a_point(obj, cols, i):
         more = evaluate(rest)
         first = first + rest
         cols = {k: np.concatenate([np.atleast_1d(cols[k]), np.atleast_1d(more[k])]) for k in obj.columns}
         i = _first(rank(obj, cols))
     return first, i
+
+
+def misses_a_point(obj: Objective, columns: dict, i: int) -> bool:
+    """Candidate ``i`` scores below 1 on the first term at some point (its sum over the points is under their
+    count): a staged choice scores its next stage."""
+    _, keys = scores(obj, columns)
+    points = np.shape(np.asarray(columns[obj.terms[0].column]))[1:] or (1,)
+    return bool(keys[i, 0] < points[0])
+
+
+@dataclass
+class Staged:
+    """``choose_staged`` with the door evaluating each candidate itself (serve calls serving.steady from its own
+    frame, so that its CLI reaches the engine in as few calls with a searched layout as with one given;
+    tests/cli/test_serve_hops.py): iterate ``stages()`` (``first``; then ``rest`` where the best of ``first`` misses
+    a point on the first term), ``results.append`` each candidate's result in order, then ``best()``.
+    ``columns_of(results)`` turns the results into the objective's columns [candidate, point] (no engine call)."""
+
+    obj: Objective
+    first: list
+    rest: list
+    columns_of: Callable[[list], dict]
+    results: list = field(default_factory=list)
+
+    def stages(self):
+        yield self.first
+        if self.rest:
+            cols = self.columns_of(self.results)
+            if misses_a_point(self.obj, cols, _first(rank(self.obj, cols))):
+                yield self.rest
+
+    @property
+    def scored(self) -> list:
+        return (self.first + self.rest)[:len(self.results)]
+
+    def best(self) -> int:
+        """The index in ``scored`` of the best (one scored: it, without columns; ties and none allowed: 0)."""
+        return 0 if len(self.results) == 1 else _first(rank(self.obj, self.columns_of(self.results)))
 
 
 def best_each_staged(obj: Objective, first: list, rest: list, evaluate) -> tuple[list, np.ndarray]:

@@ -4,12 +4,15 @@
                 the running batch and the mean decode context) those whose engine HBM share holds one ISL + OSL
                 sequence (70B on 4 H100 at 8000/500: tp4, not a tp1 dp4 that holds none) and that are among the
                 first 8, on the decode Pareto front over batches, or among the 3 quickest prompt passes
-    columns     serving.steady of each candidate at every load point (``workload_columns``): meets
+    columns     serving.steady of each candidate at every load point (``steady_columns``): meets
                 (plan_serving.meets: within the SLOs, not an open loop beyond capacity), e2e_s (a closed loop's
                 requests/s is C/e2e; an open loop's users wait e2e), requests_per_s (what an overloaded open loop
                 still serves), ordered by objectives.WORKLOAD
-    serve       the candidate best summed over the points (``serve_layout``); the sweep's plan mode takes each
-                point's best from one steady call per candidate over all its points (``per_point``)
+    serve       the candidate best summed over the points (``layout_pick``: serve's door runs serving.steady on
+                each candidate itself and keeps the chosen one's state, so the CLI reaches the engine in 6 calls
+                searched or given, tests/cli/test_serve_hops.py; ``serve_layout`` where only the layout is wanted);
+                the sweep's plan mode takes each point's best from one steady call per candidate over all its
+                points (``per_point``)
     disagg      the decode pool's default: objectives.DECODE_POOL, the same order on the pool alone (answers
                 .workloads._decode_pool_choice)
 The decode step alone had ranked a pipeline first for 70B on 4 H100 at 128 users of 8000/500 (e2e 270 s against
@@ -22,26 +25,32 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import dataclass
+
 from tokenomy.answers import objectives
-from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_layouts
-from tokenomy.answers.objectives import WORKLOAD
+from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_of
+from tokenomy.answers.objectives import FASTEST_STEP, WORKLOAD
 from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.plan_serving import meets
 from tokenomy.answers.requests import EngineRequest, WorkloadRequest
-from tokenomy.parallel.search import Constraints, candidate_layouts, default_batches, search
+from tokenomy.core.deployment import Deployment
+from tokenomy.parallel.search import (Constraints, candidate_layouts, default_batches, exact_layouts, run_layouts,
+                                      search)
 from tokenomy.serving.scheduler import kv_capacity
 from tokenomy.serving.steady import steady
 
+
 def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
-    """(first, rest, the decode search's points) of the ranked layouts (the first ``USABLE_CHECKS``) that hold one
+    """(first, rest, the decode search's first) of the ranked layouts (the first ``USABLE_CHECKS``) that hold one
     ISL + OSL sequence. first: the ``RANKED_FIRST`` first, those on the decode search's Pareto front over batches
     (tokens/s per chip vs per user: a layout off it is beaten at every batch by one on it) and the
     ``QUICKEST_PROMPT`` with the shortest prompt pass (the front is a decode front; TTFT may decide); rest: the
     others, scored where the best of the first misses a point (the decode front knows no KV capacity: the layouts
-    that hold an open loop's load can rank 11th-50th)."""
+    that hold an open loop's load can rank 11th-50th). The decode search's first is what is chosen where none holds a
+    sequence (it says why when served)."""
     n = chips or dep.hardware.num_chips
-    pts = _points(load_batch, isl, osl)
-    ranked = ranked_layouts(dep, n, *pts)[:USABLE_CHECKS]
+    P = exact_layouts(dep, n)
+    ranked = ranked_of(P, run_layouts(dep, P, *_points(load_batch, isl, osl)))[:USABLE_CHECKS]
     cap = float(eng.max_batch or eng.profile().max_batch)
     res = search(dep, chips=n, constraints=Constraints(context=isl + osl / 2.0), batches=default_batches(cap),
                  layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
@@ -51,7 +60,7 @@ def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
     keep |= {labels[int(j)] for j in quickest}
     usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)]
     first = [lay for k, lay in enumerate(usable) if k < RANKED_FIRST or lay.label() in keep]
-    return first, [lay for lay in usable if not any(lay is x for x in first)], pts
+    return first, [lay for lay in usable if not any(lay is x for x in first)], ranked[0]
 
 
 RANKED_FIRST = 8  # the decode search's first layouts, always scored
@@ -72,25 +81,62 @@ def _points(load_batch, isl, osl):
     return np.array([[max(round(float(load_batch)), 1.0)]]), np.array([[isl + osl / 2.0]]), np.ones((1, 1))
 
 
-def serve_layout(dep, chips, degrees, w: WorkloadRequest | None, eng: EngineRequest):
-    """(layout, rule): the degrees given; without a workload the first candidate; else objectives.WORKLOAD over the
-    points of ``w`` (serving.steady's concurrency or rate, cache_hit, arrivals; its SLOs), summed over the points.
-    None holding a sequence: the search's first, which says why when served."""
-    isl, osl = (w.isl_mean, w.osl_mean) if w is not None else (1024.0, 1024.0)
-    load_batch = ranking_batch(None if w is None else w.C, eng.max_batch or eng.profile().max_batch)
+@dataclass
+class LayoutPick:
+    """serve's layout choice held open for its door: the candidates in stages (objectives.Staged over WORKLOAD),
+    each run by the door through serving.steady at ``load`` (``pending`` -> ``staged.results``), then ``chosen``:
+    the best with its rule and its steady state (not run again)."""
 
-    def holds(lay):
-        return holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)
+    dep: Deployment  # its layout ignored
+    eng: EngineRequest
+    load: dict  # serving.steady's keywords: isl, osl, concurrency, rate, cache_hit, arrivals
+    staged: objectives.Staged
+    rule: str | None  # None: WORKLOAD's, over the candidates scored
+
+    def pending(self):
+        """(the Deployment on a candidate, the engine profile at its TP) for each candidate to run, stage by stage."""
+        for stage in self.staged.stages():
+            for lay in stage:
+                yield self.dep.with_(layout=lay), self.eng.profile(int(lay.tp))
+
+    def chosen(self):
+        """(the Deployment on the layout chosen, its engine profile, the rule, its steady state)."""
+        i, scored = self.staged.best(), self.staged.scored
+        lay = scored[i]
+        rule = WORKLOAD.rule(n=len(scored)) if self.rule is None else self.rule
+        return self.dep.with_(layout=lay), self.eng.profile(int(lay.tp)), rule, self.staged.results[i]
+
+
+def layout_pick(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest) -> LayoutPick:
+    """serve's layout choice over the load points of ``w`` (serving.steady's concurrency or rate, cache_hit,
+    arrivals; its SLOs): the degrees given (one candidate); else objectives.WORKLOAD over ``candidates``, summed over
+    the points; none holding a sequence: the decode search's first, which says why when served."""
+    isl, osl = w.isl_mean, w.osl_mean
+    load_batch = ranking_batch(w.C, eng.max_batch or eng.profile().max_batch)
+    load = dict(isl=isl, osl=osl, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit, arrivals=w.arrivals)
+    closed = w.C is not None
+
+    def columns_of(states):
+        return steady_columns(states, closed, w.slos)
 
     if degrees is not None:
-        return choose_layout(dep, chips, degrees, *_points(load_batch, isl, osl), usable=holds)
-    first, rest, pts = candidates(dep, chips, load_batch, isl, osl, eng)
-    if w is None or not first:
-        return choose_layout(dep, chips, None, *pts, usable=holds)
-    load = dict(concurrency=w.C, rate=w.R, cache_hit=w.cache_hit, arrivals=w.arrivals)
-    evaluate = lambda lays: workload_columns(dep, lays, eng, isl, osl, load, w.slos)  # noqa: E731
-    scored, i = objectives.choose_staged(WORKLOAD, first, rest, evaluate)
-    return scored[i], WORKLOAD.rule(n=len(scored))
+        lay, rule = choose_layout(dep, chips, degrees, *_points(load_batch, isl, osl),
+                                  usable=lambda x: holds_a_sequence(dep.with_(layout=x), eng, isl, osl))
+        return LayoutPick(dep, eng, load, objectives.Staged(WORKLOAD, [lay], [], columns_of), rule)
+    first, rest, fallback = candidates(dep, chips, load_batch, isl, osl, eng)
+    if not first:
+        rule = FASTEST_STEP.rule(chips=chips or dep.hardware.num_chips)
+        return LayoutPick(dep, eng, load, objectives.Staged(WORKLOAD, [fallback], [], columns_of), rule)
+    return LayoutPick(dep, eng, load, objectives.Staged(WORKLOAD, first, rest, columns_of), None)
+
+
+def serve_layout(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest):
+    """(layout, rule) of ``layout_pick``, each candidate run here (serve's door runs them itself)."""
+    pick = layout_pick(dep, chips, degrees, w, eng)
+    for d, prof in pick.pending():
+        pick.staged.results.append(steady(d, prof, **pick.load))
+    d, _, rule, _ = pick.chosen()
+    return d.layout, rule
 
 
 def per_point(dep, first, rest, eng: EngineRequest, isl, osl, load: dict) -> tuple[list, np.ndarray]:
@@ -101,12 +147,17 @@ def per_point(dep, first, rest, eng: EngineRequest, isl, osl, load: dict) -> tup
 
 
 def workload_columns(dep, layouts, eng: EngineRequest, isl, osl, load: dict, slos=(None, None)) -> dict:
-    """objectives.WORKLOAD's columns [layout, point] from serving.steady at ``load`` (its concurrency or rate,
-    cache_hit, arrivals): meets (plan_serving.meets: the SLOs and the load), e2e_s, requests_per_s."""
-    closed = load.get("concurrency") is not None
+    """objectives.WORKLOAD's columns [layout, point] from serving.steady of each layout at ``load`` (its concurrency
+    or rate, cache_hit, arrivals): ``steady_columns``."""
+    states = [steady(dep.with_(layout=lay), eng.profile(int(lay.tp)), isl=isl, osl=osl, **load) for lay in layouts]
+    return steady_columns(states, load.get("concurrency") is not None, slos)
+
+
+def steady_columns(states, closed: bool, slos=(None, None)) -> dict:
+    """objectives.WORKLOAD's columns [candidate, point] from the candidates' steady states: meets
+    (plan_serving.meets: the SLOs and the load), e2e_s, requests_per_s."""
     meets_, e2e, rps = [], [], []
-    for lay in layouts:
-        s = steady(dep.with_(layout=lay), eng.profile(int(lay.tp)), isl=isl, osl=osl, **load)
+    for s in states:
         e, x = (np.ravel(np.asarray(v, float)) for v in (s.e2e_s, s.requests_per_s))
         cap = np.ravel(s.capacity_limited)
         meets_.append([meets({"capacity_limited": bool(cap[i]), "tpot_s": _num(np.ravel(s.tpot_s)[i]),

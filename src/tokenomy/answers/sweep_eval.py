@@ -23,7 +23,6 @@ from tokenomy.answers.resolve import beyond_window, deployment
 from tokenomy.answers import objectives
 from tokenomy.answers.layout_search import step_columns
 from tokenomy.answers.objectives import FASTEST_STEP
-from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.requests import EngineRequest
 from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
 from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
@@ -207,9 +206,9 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
     inv = np.ravel(inv)
     for j, (b, i, o) in enumerate(uniq):
         idx = np.flatnonzero(inv == j)
-        first, rest, pts = candidates(dep, chips, ranking_batch(b if closed else None, cap), i, o, eng)
+        first, rest, fallback = candidates(dep, chips, ranking_batch(b if closed else None, cap), i, o, eng)
         if not first:  # none holds a sequence: the search's first, which says why
-            lays, pick = [choose_layout(dep, chips, None, *pts)[0]], np.zeros(idx.size, dtype=int)
+            lays, pick = [fallback], np.zeros(idx.size, dtype=int)
         else:  # each point's best, from one steady call per candidate over the group's points
             w = {"concurrency" if closed else "rate": load[idx], "cache_hit": spec.cache_hit,
                  "arrivals": spec.arrivals}

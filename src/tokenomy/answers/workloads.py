@@ -32,7 +32,7 @@ from tokenomy.answers.requests import (DeploymentRequest, EngineRequest, RunRequ
                                        WorkloadRequest)
 from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Result, Rows
-from tokenomy.answers.serve_layout import serve_layout
+from tokenomy.answers.serve_layout import layout_pick
 from tokenomy.answers.serve_rows import (dtypes_label, row, serving_kv_dtype, simulations, slo_verdict,  # noqa: F401
                                          within_context)
 from tokenomy.answers.variants import annotated
@@ -103,12 +103,12 @@ def serve_request(req: ServeRequest) -> Result:
     with the launch commands of what it served where ``req.emit`` asks, and the hardware's set numbers named."""
     if req.deployment.mode == "disagg":
         res = serve_disagg(req)
-    else:  # the steady state called from here: the CLI reaches the engine in 6 calls (tests/cli/test_serve_hops.py)
-        w = req.workload
-        m, hw, dep, prof, rule = _agg_deployment(req)
-        s = steady(dep, prof, isl=w.isl_mean, osl=w.osl_mean, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit,
-                   arrivals=w.arrivals)
-        res = _serve_agg(req, m, hw, dep, prof, rule, s)
+    else:  # each candidate's steady state run from here, given or searched: the CLI reaches the engine in 6 calls
+        m, hw, dep = _agg_served(req)  # (tests/cli/test_serve_hops.py)
+        pick = layout_pick(dep, req.deployment.chips, req.deployment.layout, req.workload, req.serving_engine)
+        for on_layout, prof in pick.pending():  # objectives.WORKLOAD's candidates, stage by stage
+            pick.staged.results.append(steady(on_layout, prof, **pick.load))
+        res = _serve_agg(req, m, hw, *pick.chosen())
     if req.emit is not None:
         res = _with_launch(res, req)
     return annotated(res, req.deployment.hardware)
@@ -134,18 +134,16 @@ def _served(req: ServeRequest, layout: Layout):
     return m, hw, dep
 
 
-def _agg_deployment(req: ServeRequest):
-    """(model, hardware, the Deployment on the layout serve_layout chose, the engine profile at its TP, the layout's
-    rule) of aggregated serving."""
-    d, w, e = req.deployment, req.workload, req.serving_engine
-    m, hw, dep = _served(req, d.layout or Layout())
-    within_context(m, *w.longest())
-    lay, rule = serve_layout(dep, d.chips, d.layout, w, e)
-    return m, hw, dep.with_(layout=lay), e.profile(int(lay.tp)), rule
+def _agg_served(req: ServeRequest):
+    """(model, hardware, the Deployment before its layout is chosen) of aggregated serving, the workload's longest
+    sequence checked against the model's context."""
+    m, hw, dep = _served(req, req.deployment.layout or Layout())
+    within_context(m, *req.workload.longest())
+    return m, hw, dep
 
 
 def _serve_agg(req: ServeRequest, m, hw, dep, prof, rule, s) -> Result:
-    """Aggregated serving's answer from its deployment (_agg_deployment) and steady state ``s``: a simulation or a
+    """Aggregated serving's answer from its deployment (_agg_served, serve_layout.LayoutPick.chosen) and steady state ``s``: a simulation or a
     benchmark protocol's run per point where ``req.run`` asks."""
     d, w, run = req.deployment, req.workload, req.run
     proto = benchmark_protocol(run.protocol)

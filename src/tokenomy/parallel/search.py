@@ -147,9 +147,12 @@ def pareto(per_chip: np.ndarray, per_user: np.ndarray, mask: np.ndarray) -> np.n
     return idx[order[x_sorted > prev_best]]
 
 
-def _run(dep: Deployment, lay: Layout, batch, context, len_pass, hop_latency_s=None):
-    return engine.evaluate(dep.shape, dep.topo, dep.peaks, lay, dep.precision,
-                           engine.Pass(batch, context, len_pass, hop_latency_s=hop_latency_s), dep.eff)
+def _inputs(dep: Deployment, lay: Layout, batch, context, len_pass, hop_latency_s=None) -> tuple:
+    """engine.evaluate's arguments for ``dep`` on ``lay`` at the pass points: the search calls the engine itself
+    (``engine.evaluate(*_inputs(...))``), no wrapper frame between (serve's hops to the engine,
+    tests/cli/test_serve_hops.py)."""
+    return (dep.shape, dep.topo, dep.peaks, lay, dep.precision,
+            engine.Pass(batch, context, len_pass, hop_latency_s=hop_latency_s), dep.eff)
 
 
 def search(dep: Deployment, *, chips: int, constraints: Constraints = Constraints(), batches=None,
@@ -159,9 +162,10 @@ def search(dep: Deployment, *, chips: int, constraints: Constraints = Constraint
     P = layouts or candidate_layouts(dep.shape, chips, dep.topo.domain_size)
     Bs = default_batches() if batches is None else np.asarray(batches, dtype=float)
     C = float(constraints.context)
-    dec = _run(dep, _column(P), Bs[None, :], C, 1.0, hop_latency_s)
+    dec = engine.evaluate(*_inputs(dep, _column(P), Bs[None, :], C, 1.0, hop_latency_s))
     one = Layout(P.tp, P.ep, P.pp, P.dp, P.attn_dp, P.kv_batch, microbatches=1, redundant_experts=P.redundant_experts)
-    ttft = np.asarray(_run(dep, one, np.asarray(P.dp, dtype=float), C, C, hop_latency_s).step_s)
+    prompts = _inputs(dep, one, np.asarray(P.dp, dtype=float), C, C, hop_latency_s)  # one prompt per replica
+    ttft = np.asarray(engine.evaluate(*prompts).step_s)
     ok = dec.reason == 0
     fast = dec.tokens_per_s_per_user >= constraints.min_tokens_per_s_per_user
     quick = ttft[:, None] <= constraints.max_ttft_s
@@ -193,7 +197,7 @@ def exact_layouts(dep: Deployment, chips: int) -> Layout:
 def run_layouts(dep: Deployment, P: Layout, batch, context, len_pass=1) -> PassTerms:
     """Every layout of the flat ``P`` at every (batch, context, len_pass) point: PassTerms [layout, point]."""
     B, C, S = (np.ravel(np.asarray(x, dtype=float)) for x in np.broadcast_arrays(batch, context, len_pass))
-    return _run(dep, _column(P), B[None, :], C[None, :], S[None, :])
+    return engine.evaluate(*_inputs(dep, _column(P), B[None, :], C[None, :], S[None, :]))
 
 
 def critical_path_line(r: PassTerms, g) -> str:
