@@ -38,7 +38,7 @@ def serve_cmd(model: str = MODEL,
               seed: int = number("seed", 0),
               protocol: str = typer.Option("steady", "--protocol", help="The benchmark tool whose run to reproduce: "
                                            "steady (the steady state) | vllm-bench | sglang-bench | aiperf | "
-                                           "guidellm | inferencex | trtllm-bench | mlperf-server | mlperf-offline."),
+                                           "guidellm | inferencex | trtllm-bench | mlperf-server | mlperf-offline | llmperf."),
               mode: str = typer.Option("agg", "--mode", help="agg | disagg (prefill and decode pools)."),
               workload: str = typer.Option("steady", "--workload", help="steady (requests of --isl/--osl) | "
                                            "multiturn | agentic (sessions: --concurrency = concurrent sessions, "

@@ -3,8 +3,9 @@
 Per point (arrays; B running sequences, I prompt tokens, O output tokens, N the step budget, C clients, n timed
 prompts, o_req the request overhead; ``stag`` and ``tog`` the steady state solved with staggered and together
 arrivals, serving.steady.solve, on the same step function t(decodes, prefill tokens)):
-    wave 1     C prompts at t = 0: tog's mean TTFT (request j first-tokens after ceil((j + 1)·I/N) prefill-only
-               steps) plus, for C > B, the wait of the C − B beyond the batch: (C − B)²/(2·B·C) lifetimes
+    wave 1     C prompts at t = 0: tog's mean TTFT (request j first-tokens after ceil(j·I/N) prefill-only
+               steps, whole prompts ceil(j/floor(N/I)): serving.first_wave) plus, for C > B, the wait of the C − B
+               beyond the batch: (C − B)²/(2·B·C) lifetimes
     later      fixed lengths: the requests a step prefilled finish together and come back together, so the waves stay
                phase-locked in groups of g = the prompts a step takes beside the other groups' decodes (_groups):
                k = floor(B/g) full groups and a remainder r, S = k + [r > 0] groups: S = 1 (the whole wave in one
@@ -13,7 +14,10 @@ arrivals, serving.steady.solve, on the same step function t(decodes, prefill tok
                the other groups' prefill steps inside a request's decode
                lengths that vary: the groups scatter within a wave or two and the run is the steady state (stag)
                past capacity (C > B) the steady state's queue (C − B)·lifetime/B is added to each later TTFT
-    reported   TTFT = [C·wave-1 + (n − C)·later]/n (the tools' mean over every timed request); TPOT = later's;
+    reported   TTFT = [C·wave-1 + (n − C)·later]/n (the tools' mean over every timed request); a tool that
+               reports the median (LLMPerf's p50): the later waves' TTFT when they are at least half the requests,
+               else wave 1's quantile (1/2 − f)/(1 − f), f = (n − C)/n the later share (the later requests, not
+               queued, first-token sooner than the wave's); TPOT = later's;
                requests/s = n/duration, duration = n/X + the ramp (tog's TTFT − the later waves' without queue: the
                first wave's prefill-only start), X the later waves' rate (phase-locked: B per cycle of TTFT +
                (O − 1)·TPOT; else stag's); offline arrivals are one wave of C = n
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.serving import first_wave
 from tokenomy.serving.steady import Solved
 
 
@@ -46,6 +51,7 @@ class Waves:
     whole_prompts: np.ndarray
     fixed: np.ndarray
     request_overhead_s: object = 0.0
+    ttft_median: object = False  # where the tool reports the median TTFT, not the mean
 
 
 @dataclass(frozen=True)
@@ -76,10 +82,20 @@ def wave_figures(step, w: Waves, stag: Solved, tog: Solved) -> WaveFigures:
     first = tog.ttft0_s + np.maximum(C - B, 0.0) ** 2 / (2.0 * B * np.maximum(C, 1.0)) * life
     n = np.maximum(n, C)
     ttft = (C * first + (n - C) * later_ttft) / n
+    ttft = np.where(w.ttft_median, _median_ttft(C, n, later_ttft, tog.chunk_step_s, w, o_req), ttft)
     X = np.where(fixed, B / (locked_ttft + (O - 1.0) * locked_tpot), stag.requests_per_s)
     ramp = np.maximum(tog.ttft0_s - (later_ttft - stag.queue_s), 0.0)  # the first wave's prefill-only start
     duration = n / X + ramp
     return WaveFigures(ttft, tpot, n / duration)
+
+
+def _median_ttft(C, n, later, t_chunk, w: Waves, o_req):
+    """The median over the run's n requests (module docstring, "reported"): the later waves' TTFT where they are at
+    least half, else the first wave's quantile (1/2 − f)/(1 − f) on its staircase (serving.first_wave)."""
+    f = (n - C) / n
+    q = np.clip((0.5 - f) / np.maximum(1.0 - f, 1e-12), 0.0, 1.0)
+    wave = first_wave.quantile_steps(q, C, w.prefill, w.budget, w.whole_prompts) * t_chunk + o_req
+    return np.where(f >= 0.5, later, np.maximum(wave, later))
 
 
 def _groups(B, I, N):
@@ -107,5 +123,6 @@ def estimate(dep, prof, p, isl: int, osl: int, concurrency, prompts=None, *, as_
     n = np.array([p.prompt_count(c, None, prompts) for c in C], float)
     pts = pb.points
     w = Waves(C, n, pts.prefill, pts.osl, pts.budget, np.full(C.shape, pts.whole_prompts),
-              np.full(C.shape, li.kind == "fixed" and lo.kind == "fixed"), pts.request_overhead_s)
+              np.full(C.shape, li.kind == "fixed" and lo.kind == "fixed"), pts.request_overhead_s,
+              np.full(C.shape, p.ttft_statistic == "median"))
     return wave_figures(pb.step, w, stag, tog)

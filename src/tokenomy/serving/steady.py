@@ -26,7 +26,8 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (_step_times); 0 for a closed loop (a client's next
               request lands at a step boundary); "together": all U prompts in the first steps, request j
-              done after ceil((j+1)·I/N_tok) prefill-only steps, TTFT the mean of that
+              done after ceil(j·I/N_tok) prefill-only steps (whole prompts: ceil(j/k), k = floor(N_tok/I)
+              a step), TTFT the mean of that (serving.first_wave)
     queue   = (U − B)·lifetime/B when U > B (closed loop, Little's law); open loop: B = R·lifetime, its smallest root
               by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap
     X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
@@ -44,6 +45,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
+from tokenomy.serving import first_wave
 from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
 from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
 from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits,
@@ -294,13 +296,13 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
     st = _step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
-    if together:
-        t_chunk = many(np.zeros_like(B), [np.minimum(B * I, budget)])[0][0]
-        steps_all = np.ceil(B * I / budget)
-        idx = lambda q: np.ceil(np.maximum(q * B, 1.0) * I / budget)  # noqa: E731  (prefill steps to request q·B)
-        mean_idx = np.where(steps_all <= 1, 1.0, (steps_all + 1.0) / 2.0)
-        ttft0, p50, p99 = mean_idx * t_chunk, idx(0.5) * t_chunk, idx(0.99) * t_chunk
-        chunks = steps_all
+    if together:  # the first wave's staircase (serving.first_wave: whole prompts k a step, or chunks of N_tok)
+        whole = pts.whole_prompts
+        t_chunk = many(np.zeros_like(B), [first_wave.step_tokens(B, I, budget, whole)])[0][0]
+        steps = lambda q: first_wave.quantile_steps(q, B, I, budget, whole)  # noqa: E731
+        ttft0 = first_wave.mean_steps(B, I, budget, whole) * t_chunk
+        p50, p99 = steps(0.5) * t_chunk, steps(0.99) * t_chunk
+        chunks = first_wave.steps_to(B, I, budget, whole)
     else:
         wait = 0.0 if closed else st.residual_s
         ttft0 = wait + pf

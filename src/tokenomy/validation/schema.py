@@ -23,7 +23,7 @@ Metric = Literal["tpot_s", "ttft_s", "latency_s", "throughput_per_chip"]
 # How the published run issued and measured its requests: the benchmark tool (catalog/protocols/<name>.toml once
 # encoded) or "steady" (a steady-state figure: no benchmark run to reproduce, or none stated).
 Protocol = Literal["steady", "vllm-bench", "sglang-bench", "aiperf", "guidellm", "inferencex", "trtllm-bench",
-                   "mlperf-server", "mlperf-offline"]
+                   "mlperf-server", "mlperf-offline", "llmperf"]
 PROTOCOLS = get_args(Protocol)
 
 
@@ -173,7 +173,7 @@ class EfficiencyTerms(_Strict):
     allreduce_latency_s: float = Field(ge=0)  # α of one all-reduce shot on scale-up (anchored: anchors.py)
     link_fraction: float = Field(gt=0, le=1)  # share of scale-up bandwidth the P2P kernels reach (custom AR, a2a)
     nccl_link_fraction: float | None = Field(default=None, gt=0, le=1)  # ring / NVLS all-reduce (anchored: anchors.py)
-    request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry)
+    request_overhead_s: float = Field(ge=0)  # fixed per request on time to first token (API, tokenizer, queue entry; held: anchors.py)
     train_flops_fraction: float = Field(gt=0, le=1)  # achievable share of peak for pre-training GEMMs
     train_other_dense: float = Field(ge=0)  # non-GEMM time (norms, attention softmax, exposed comms, optimizer)
     #                                        per unit of bf16-peak GEMM time, dense models; precision-independent
