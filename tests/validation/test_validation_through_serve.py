@@ -32,7 +32,7 @@ def _serve_value(case) -> float:
     c = case.case
     prof = case_profile(c)  # the case's engine at its version: its host and EP overlap on the chip's terms
     dep = dataclasses.replace(case_deployment(c), eff=prof.on(load.efficiency_set(c.hardware)))
-    burst, prompts, _ = case_protocol(c)
+    burst, prompts, _, _ = case_protocol(c)
     if burst:
         wave = c.concurrency if c.scenario == "concurrency" else prompts
         f = estimate(dep, prof, benchmark_protocol(c.protocol), c.isl, c.osl, [wave], int(prompts), as_means=True)

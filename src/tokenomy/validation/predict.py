@@ -71,7 +71,7 @@ def _protocol_runs(s: Serving, th: Theta, r: steady.Solved) -> tuple[np.ndarray,
     stag = steady.Solved(**{f.name: np.asarray(getattr(r, f.name))[idx] for f in fields(steady.Solved)})
     tog = _served(sk, tk, True, "together")
     w = Waves(_load(sk, True), sk.prompts, sk.isl, sk.osl, sk.budget, sk.whole > 0, sk.locked > 0,
-              np.asarray(tk.request_overhead_s, float))
+              np.asarray(tk.request_overhead_s, float), sk.median > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         f = wave_figures(step_function(sk, tk), w, stag, tog)
     tpot[idx], ttft[idx], X[idx] = f.tpot_s, f.ttft_s, f.requests_per_s

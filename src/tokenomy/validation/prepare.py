@@ -9,8 +9,9 @@ engine.work gives, efficiency-free:
               interleaved prefill token there, for request-rate runs, whose batch follows from Little's law
 B_kv = the sequences of ISL + OSL tokens the case's engine cache holds (serving.scheduler.sequences_held, as `tokenomy serve`).
 Each case's benchmark protocol (catalog/protocols, ``case_protocol``) gives its run: ``burst`` (a closed-loop run
-from the first wave: burst or offline arrivals), its timed ``prompts`` (offline: every prompt one wave) and whether
-its lengths are fixed (``locked``: the waves stay phase-locked; serving/protocol_waves.py).
+from the first wave: burst or offline arrivals), its timed ``prompts`` (offline: every prompt one wave), whether
+its lengths are fixed (``locked``: the waves stay phase-locked; serving/protocol_waves.py) and whether it reports
+the median TTFT (``median``).
 Training cases: validation/train_predict.py (the training model's own lowering, core.training.lower_step).
 """
 
@@ -149,6 +150,7 @@ class Serving:
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
     prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
     locked: np.ndarray  # 1 where it draws fixed lengths (phase-locked waves)
+    median: np.ndarray  # 1 where the tool reports the median TTFT (LLMPerf's p50), not the mean
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
     step_batch: np.ndarray  # decode batch of ``step`` (request-rate runs: solved at prediction time)
     step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
@@ -205,15 +207,16 @@ def _protocol(name: str) -> Protocol:
     return protocol_of(loader.protocol_file(name))
 
 
-def case_protocol(c: ServingCase) -> tuple[float, float, float]:
-    """(burst, prompts, locked) of the case's protocol (module docstring): a closed-loop run only for the scenarios
-    a serving engine runs as one (concurrency, max throughput); the tool's prompt count at the case's C."""
+def case_protocol(c: ServingCase) -> tuple[float, float, float, float]:
+    """(burst, prompts, locked, median) of the case's protocol (module docstring): a closed-loop run only for the
+    scenarios a serving engine runs as one (concurrency, max throughput); the tool's prompt count at the case's C;
+    whether the tool reports the median TTFT."""
     p = _protocol(c.protocol)
     closed = p.arrivals in ("burst", "offline") and c.scenario in ("concurrency", "max_throughput")
     if not closed or (p.arrivals == "burst" and c.scenario == "max_throughput"):
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0
     n = float(p.prompt_count(c.concurrency if c.scenario == "concurrency" else None, None, c.prompts))
-    return 1.0, n, float(p.draw == "fixed")
+    return 1.0, n, float(p.draw == "fixed"), float(p.ttft_statistic == "median")
 
 
 def capacity_batch(d: Deployment, c: ServingCase) -> float:
@@ -252,7 +255,7 @@ def _chord_per_token(d: Deployment, g, ctx, w0: engine.Work, isl: int, budget: f
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
     keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "host_overlap", "ep_overlap",
-            "ep_sm_normal", "ep_sm_low_latency", "burst", "prompts", "locked", "bmax", "step_batch", "step_prefill",
+            "ep_sm_normal", "ep_sm_low_latency", "burst", "prompts", "locked", "median", "bmax", "step_batch", "step_prefill",
             "flops_per_s", "narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
@@ -272,8 +275,8 @@ def prepare_serving(cases: list[Case]) -> Serving:
         grids.append(w0)
         per_tok.append(_chord_per_token(d, g, ctx, w0, c.isl, budget))
         gb.append(g)
-        burst, prompts, locked = case_protocol(c)
-        vals = dict(burst=burst, prompts=prompts, locked=locked, n=c.chips, isl=c.isl, osl=c.osl, batch=c.batch if c.batch is not None else np.nan,
+        burst, prompts, locked, median = case_protocol(c)
+        vals = dict(burst=burst, prompts=prompts, locked=locked, median=median, n=c.chips, isl=c.isl, osl=c.osl, batch=c.batch if c.batch is not None else np.nan,
                     concurrency=c.concurrency if c.concurrency is not None else np.nan,
                     rate=c.request_rate if c.request_rate is not None else np.nan,
                     cap=c.max_batch or DEFAULT_MAX_BATCH, bmax=bmax, step_batch=b, step_prefill=p,
