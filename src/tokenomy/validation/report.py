@@ -218,7 +218,27 @@ def loso_headline(loso: list[dict]) -> list[str]:
         if sel:
             out += ["", f"By {label}:", ""]
             out += _table(summary(sel, ("metric", key), None), [("metric", "metric"), (label, key)] + LOSO_COLS)
-    return out + [""]
+    return out + [""] + load_band_lines(rows) + [""]
+
+
+LOAD_EDGES = (8.0, 32.0, 128.0)  # upper edges of the load bands: users <= 8, 9-32, 33-128, > 128
+LOAD_LABELS = ("<= 8", "9-32", "33-128", "> 128")
+
+
+def load_band(users: float) -> str:
+    """The load band of a serving case's users (run.regime_fields: clients, a static batch, or the requests an open
+    loop keeps in the engine)."""
+    return LOAD_LABELS[int(np.searchsorted(LOAD_EDGES, float(users), side="left"))]
+
+
+def load_band_lines(loso: list[dict]) -> list[str]:
+    """Leave-one-source-out error of each serving metric by load band: a benchmark's first wave and its queues grow
+    with the users, so an error that grows with load is a protocol mechanism missing."""
+    rows = [{**r, "load": load_band(r["users"])} for r in loso if np.isfinite(r.get("users", np.nan))]
+    table = sorted(summary(rows, ("metric", "load"), None), key=lambda t: (t["metric"], LOAD_LABELS.index(t["load"])))
+    out = ["By load (users: a closed loop's clients, a static run's batch, an open loop's or max-throughput run's "
+           "predicted requests in the engine):", ""]
+    return out + _table(table, [("metric", "metric"), ("users", "load")] + LOSO_COLS)
 
 
 def _counts_table(rows: list[dict], by: str) -> list[str]:

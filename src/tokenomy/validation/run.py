@@ -48,9 +48,12 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
         where = {"chip": c.hardware, "model": c.model, "metric": METRIC_NAMES[int(s.metric[i])], "scenario": c.scenario}
         state = {"bound": bound_names([cal.bound[i]])[0], "capacity_limited": bool(cal.capacity_limited[i]),
                  "batch": float(cal.batch[i])}
+        reg = regime_fields(c)
+        if not np.isfinite(reg["users"]):  # an open loop or a max-throughput run: the requests in the engine
+            reg["users"] = float(cal.batch[i])
         out.append(_row(case, where, (s.measured[i], roof.value[i], cal.value[i]), bool(tput), state)
                    | {"engine": c.engine if case.source.id != "pope2022-esti" else "paper (TPU v4)",
-                      "shape": workload_shape(c.isl, c.osl)} | regime_fields(c))
+                      "shape": workload_shape(c.isl, c.osl)} | reg)
     if t.cases:
         t_roof = t.roofline_s
         t_cal = predict_training(t, {f: [getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS})
@@ -72,10 +75,14 @@ def training_regime(c) -> dict:
 
 def regime_fields(c) -> dict:
     """What validation/bands.py files a serving case's error under: chip family, dense/MoE, agg/disagg, its mean
-    decode context ISL + OSL/2 (prepare's), beside run.rows' batch and engine."""
+    decode context ISL + OSL/2 (prepare's), beside run.rows' batch and engine; and the load the report's load bands
+    sort it by (``users``: the clients of a closed loop, a static run's batch; NaN where the case states a rate or
+    runs at max throughput, which ``rows`` fills with the predicted requests in the engine)."""
     moe = any(layer.mlp.kind == "moe" for layer in loader.model(c.model).layers)
+    users = c.concurrency if c.concurrency is not None else c.batch if c.batch is not None else np.nan
     return {"chip_family": loader.chip_family(loader.hardware(c.hardware).chip.name), "moe": moe,
-            "mode": getattr(c, "mode", "agg"), "isl": c.isl, "osl": c.osl, "length": c.isl + c.osl / 2.0}
+            "mode": getattr(c, "mode", "agg"), "isl": c.isl, "osl": c.osl, "length": c.isl + c.osl / 2.0,
+            "users": float(users)}
 
 
 def workload_shape(isl: float, osl: float) -> str:
