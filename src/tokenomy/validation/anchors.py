@@ -10,6 +10,10 @@ fitted, α had stood for a per-collective wait (15-30 us) that engines replaying
 show. A ring / NVLS all-reduce of a prefill-sized message runs at NCCL's measured bus bandwidth
 (η_nccl = busbw / link bandwidth, catalog/efficiency/busbw.toml: ~480 GB/s on 8 H100, 1.0 of the link). A chip
 without a measurement takes the mean of the chips that have one (stated as derived in its efficiency file's note).
+The request overhead around the engine (o_req, catalog/efficiency/frontend.toml: a minimal frontend's measured
+1.8 ms) is held for every chip alike: it belongs to the serving stack, not the chip, and fitted per chip across
+sources it took up what those sources' TTFTs lacked (3 -> 46 ms with the TensorRT-LLM 0.14 online table held
+out). A user's own calibration still refits it (``ANCHORED_FIELDS`` lists the per-chip measurements only).
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from functools import lru_cache
 
 from tokenomy.catalog import loader
 
-STREAMING, ALLREDUCE, BUSBW = "streaming", "allreduce", "busbw"  # catalog/efficiency/<name>.toml
+STREAMING, ALLREDUCE, BUSBW, FRONTEND = "streaming", "allreduce", "busbw", "frontend"  # catalog/efficiency/<name>.toml
 ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s", "nccl_link_fraction")
+HELD_FIELDS = (*ANCHORED_FIELDS, "request_overhead_s")  # what the catalog fit holds: the above and o_req
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +62,15 @@ def nccl_link_fractions() -> dict[str, float]:
     return out
 
 
+@lru_cache(maxsize=1)
+def request_overhead_s() -> float:
+    """o_req (s): the published per-request time around the engine (catalog/efficiency/frontend.toml)."""
+    value = float(loader.read_toml("efficiency", FRONTEND)["request_overhead_s"])
+    if not 0.0 < value < 0.1:  # a tenth of a second or more is a unit slip (ms written as s)
+        raise ValueError(f"{FRONTEND}.toml: request_overhead_s must be in seconds, between 0 and 0.1")
+    return value
+
+
 def _mean(values) -> float:
     values = list(values)
     return sum(values) / len(values)
@@ -73,7 +87,8 @@ def anchored(chip: str) -> dict[str, float]:
     nccl = nccl_link_fractions()
     return {"hbm_fraction": streaming_fractions().get(chip, pooled_fraction()),
             "allreduce_latency_s": lat.get(chip, _mean(lat.values())),
-            "nccl_link_fraction": nccl.get(chip, _mean(nccl.values()))}
+            "nccl_link_fraction": nccl.get(chip, _mean(nccl.values())),
+            "request_overhead_s": request_overhead_s()}
 
 
 def provenance(chip: str) -> str:
@@ -91,4 +106,6 @@ def provenance(chip: str) -> str:
     bus = (f"nccl_link_fraction {a['nccl_link_fraction']:.3f} anchored: "
            + ("measured NCCL bus bandwidth (catalog/efficiency/busbw.toml)" if chip in nccl else
               f"derived, the mean of {', '.join(sorted(nccl))} (no measurement of {chip} in busbw.toml)"))
-    return f"{eta}; {ar}; {bus}"
+    req = (f"request_overhead_s {request_overhead_s() * 1e3:.1f} ms held: a minimal frontend's measured figure, the "
+           "same for every chip (catalog/efficiency/frontend.toml)")
+    return f"{eta}; {ar}; {bus}; {req}"

@@ -5,7 +5,8 @@ equally), plus a ridge pulling every term toward the pooled fit (all chips' trai
 cases borrow strength instead of over-fitting. Nelder–Mead in an unconstrained space (each fitted term kept inside
 its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
 for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
-measured streaming share) are held at their cited values. Training terms: validation/train_fit.py (η per chip,
+measured streaming share, α_AR, η_nccl, and the request overhead o_req, a frontend's published figure for every
+chip) are held at their cited values. Training terms: validation/train_fit.py (η per chip,
 the non-GEMM and expert-width terms pooled, each inside its range).
 """
 
