@@ -21,7 +21,7 @@ from tokenomy.serving.workload import Lengths, Workload, prefill_context
 
 @pytest.fixture(scope="module")
 def trt():
-    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), engine="trtllm")
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(tp=1), serving_engine="trtllm")
     return dep, engine_profile("trtllm", 1)
 
 
