@@ -45,6 +45,7 @@ class Attention:
     index_head_dim: int = 0
     state_elems: int = 0  # linear / SSM layers: state per sequence
     state_flops_per_token: int = 0
+    scan_flops_per_token: int = 0  # Mamba-2: forward FLOPs per token of the chunked (SSD) scan's kernels (training)
     explicit_params: int | None = None  # projection weights, when the adapter counts them
     variant: str = ""  # what the config calls the kind (e.g. "gated_deltanet", "mamba2", "dsa", "csa")
 

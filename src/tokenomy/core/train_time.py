@@ -46,6 +46,8 @@ micro-batch (its few hundred small kernels' launches and tails, which do not shr
 is host time the GPU waits for: a dropless MoE dispatcher that copies the tokens per expert to the host each MoE
 layer (Megatron-Core's all-to-all and DeepEP dispatchers) drains the GPU's queue, so the host's launch of the
 rest of the layer is exposed (t_layer, t_sync fitted: train_moe_layer_s, train_moe_sync_s).
+A Mamba-2 mixer's chunked scan adds t_scan to t_compute at its kernels' published absolute rate, not under η
+(core/ssd_scan.py: the Mamba-2 paper's SSD-equals-FlashAttention-2-at-2K benchmark, ≈ 28 TFLOP/s).
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ class TrainParts:
     layer_passes: object = 0.0  # n_layer: unfused MoE layers x micro-batches on the busiest stage (moe_host.py)
     fp4: object = 0.0  # 1 where the GEMMs run at the chip's 4-bit peak (NVFP4 training)
     wide: object = 0.0  # 1 where the GEMMs run at the chip's 16-bit peak (BF16 training)
+    scan_s: object = 0.0  # Mamba-2 mixers' chunked scan at its kernels' published rate (core/ssd_scan.py)
 
     def take(self, idx) -> "TrainParts":
         return TrainParts(**{f.name: np.asarray(getattr(self, f.name))[idx] if np.ndim(getattr(self, f.name))
@@ -151,7 +154,7 @@ def compute_s(p: TrainParts, e: TrainEfficiency):
     eta = np.minimum(eta * np.where(np.asarray(p.wide) > 0, e.wide_flops_ratio, 1.0), 1.0)
     g = np.where(np.asarray(p.fused) > 0, 1.0, grouped_gemm_fraction(p.expert_width, e.expert_half_width))
     gpu = p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
-    return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float)
+    return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float) + p.scan_s
 
 
 def timeline(p: TrainParts, e: TrainEfficiency, compute=None) -> dict:
@@ -176,8 +179,8 @@ def implied_flops_fraction(p: TrainParts, e: TrainEfficiency, target_s):
     """The η at which the step under ``e`` (its φ and F_½ kept) equals ``target_s`` (bisection in log η: the step
     falls monotonically in η); inf where even infinitely fast GEMMs are too slow."""
     roof = TrainEfficiency(1.0, 0.0, 0.0, e.expert_half_width, moe_sync_s=e.moe_sync_s)
-    gemm_1 = compute_s(p, roof)  # GEMM time at η = 1, width loss kept
-    other = other_s(p, e)
+    gemm_1 = compute_s(p, roof) - p.scan_s  # GEMM time at η = 1, width loss kept
+    other = other_s(p, e) + p.scan_s  # the scan runs at its own rate, not under η
 
     def at(eta):
         return timeline(p, e, compute=gemm_1 / eta + other)["step_s"]

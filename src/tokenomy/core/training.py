@@ -38,6 +38,7 @@ from tokenomy.core.layout import Layout
 from tokenomy.core.memory import TrainBytes, TrainMemory, check_schedule, check_strategy, train_memory
 from tokenomy.core.moe_host import check_dispatcher, layer_passes, sync_passes
 from tokenomy.core.pipeline import schedule_bubble_fraction
+from tokenomy.core.ssd_scan import scan_s
 from tokenomy.core.train_comms import step_comms
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, implied_flops_fraction, timeline
 from tokenomy.specs import Hardware
@@ -364,7 +365,8 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        sync_passes=sync_passes(p.moe_dispatcher, fused, n_moe, p.pp, mb, redo),
                        layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"),
                        # ω16 compares 16-bit with the 8-bit GEMMs η is measured on: only a chip that has both
-                       wide=float(gemm_dtype in ("bf16", "fp16") and "fp8" in hw.chip.peak_flops_per_s))
+                       wide=float(gemm_dtype in ("bf16", "fp16") and "fp8" in hw.chip.peak_flops_per_s),
+                       scan_s=scan_s(m, p))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 

@@ -225,15 +225,20 @@ def _mamba2(c: _Cfg, D: int) -> Attention:
     """NemotronHMamba2Mixer (transformers modeling_nemotron_h): in_proj D -> 2·I + 2·G·N + H (gate z, conv input
     x B C, dt), conv1d over I + 2·G·N channels (kernel K, bias with use_conv_bias), dt_bias, A_log, D (H each),
     gated group RMSNorm (I), out_proj I -> D; I = mamba_num_heads·mamba_head_dim, G = n_groups, N = ssm_state_size.
-    State: H·P·N (mamba_ssm_cache_dtype) + (K-1)·conv channels."""
+    State: H·P·N (mamba_ssm_cache_dtype) + (K-1)·conv channels.
+    The chunked (SSD) scan a training forward runs (Dao & Gu 2024, arXiv 2405.21060 §6; mamba_ssm's ssd_bmm,
+    ssd_chunk_state, ssd_chunk_scan kernels), per token, chunks of Q = chunk_size: C·Bᵀ within the chunk per group
+    2·G·Q·N, the masked scores times x per head 2·H·Q·P, the chunk's state 2·H·P·N and its read-out 2·H·P·N."""
     H, P, N = c.pos("mamba_num_heads"), c.pos("mamba_head_dim"), c.pos("ssm_state_size")
     G, K = c.pos("n_groups", 1), c.pos("conv_kernel", 4)
+    Q = c.pos("chunk_size", 128)
     I, bias = H * P, bool(c.opt("mamba_proj_bias", False))
     conv = I + 2 * G * N
     params = (D * (I + conv + H) + (I + conv + H) * bias + conv * K + conv * bool(c.opt("use_conv_bias", True))
               + 3 * H + I + I * D + D * bias)
     return Attention("linear", H, H, P, P, state_elems=H * P * N + (K - 1) * conv,
-                     state_flops_per_token=5 * H * P * N + 2 * K * conv, explicit_params=params, variant="mamba2")
+                     state_flops_per_token=5 * H * P * N + 2 * K * conv, explicit_params=params, variant="mamba2",
+                     scan_flops_per_token=2 * (G * Q * N + H * Q * P + 2 * H * P * N))
 
 
 def _nemotron_moe(c: _Cfg, D: int) -> tuple[Mlp, int]:
