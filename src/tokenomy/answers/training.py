@@ -162,7 +162,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
           activation_dtype="bf16", moe_kernels="unfused", moe_dispatcher="hybridep", flash_attention=False,
-          dropout=False, published=None, search=False) -> Result:
+          dropout=False, published=None, search=False, bf16_layers_at_end=0) -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
     ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
     left to it."""
@@ -189,6 +189,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     inputs.optional("flops_fraction", flops_fraction)
     inputs.optional("tokens", tokens)
     inputs.optional("tp_overlap", tp_overlap)
+    if isinstance(bf16_layers_at_end, bool) or not isinstance(bf16_layers_at_end, int) or bf16_layers_at_end < 0:
+        raise ValueError(f"bf16_layers_at_end: must be an integer >= 0, got {bf16_layers_at_end!r}")
     for field, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual_stages", virtual_stages),
                      ("micro_batch", micro_batch), ("seq_len", seq_len), ("chips", chips), ("dp", dp)):
         inputs.optional(field, v)
@@ -207,7 +209,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
                      virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
                      micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels,
-                     moe_dispatcher=moe_dispatcher)
+                     moe_dispatcher=moe_dispatcher, bf16_layers_at_end=bf16_layers_at_end)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)
     stored = TrainBytes(dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), opt_b, dtype_bytes(activation_dtype),

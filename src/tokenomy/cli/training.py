@@ -59,6 +59,9 @@ def train_cmd(
         moe_dispatcher: str = typer.Option("hybridep", "--moe-dispatcher",
                                            help="alltoall | deepep (wait for the host each MoE layer) | hybridep | "
                                                 "token_drop."),
+        bf16_layers_at_end: int = typer.Option(0, "--bf16-layers-at-end",
+                                               help="The recipe's last layers whose GEMMs stay in BF16 under FP8 / "
+                                                    "NVFP4 (Nemotron-3-Super's NVFP4 recipe: 14)."),
         flash_attention: bool = typer.Option(False, "--flash-attention", help="No s^2 scores stored (FlashAttention)."),
         dropout: bool = typer.Option(False, "--dropout", help="Store dropout masks (Korthikanti's setting)."),
         published: str = typer.Option(None, "--published", help="Check a published run (or 'all')."),
@@ -80,5 +83,6 @@ def train_cmd(
               flops_fraction=flops_fraction, efficiency=efficiency, tp_overlap=tp_overlap, attention=attention, compute_dtype=compute_dtype,
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
               activation_dtype=activation_dtype, moe_kernels=moe_kernels, moe_dispatcher=moe_dispatcher,
-              flash_attention=flash_attention, dropout=dropout, published=published, search=search)
+              flash_attention=flash_attention, dropout=dropout, published=published, search=search,
+              bf16_layers_at_end=bf16_layers_at_end)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -46,6 +46,8 @@ micro-batch (its few hundred small kernels' launches and tails, which do not shr
 is host time the GPU waits for: a dropless MoE dispatcher that copies the tokens per expert to the host each MoE
 layer (Megatron-Core's all-to-all and DeepEP dispatchers) drains the GPU's queue, so the host's launch of the
 rest of the layer is exposed (t_layer, t_sync fitted: train_moe_layer_s, train_moe_sync_s).
+The recipe's BF16 tail layers (Megatron-Core num_layers_at_end_in_bf16) run their GEMMs at the 16-bit peak under
+η·ω16 (core/training.bf16_tail).
 A Mamba-2 mixer's chunked scan adds t_scan to t_compute at its kernels' published absolute rate, not under η
 (core/ssd_scan.py: the Mamba-2 paper's SSD-equals-FlashAttention-2-at-2K benchmark, ≈ 28 TFLOP/s).
 """
@@ -123,6 +125,9 @@ class TrainParts:
     fp4: object = 0.0  # 1 where the GEMMs run at the chip's 4-bit peak (NVFP4 training)
     wide: object = 0.0  # 1 where the GEMMs run at the chip's 16-bit peak (BF16 training)
     scan_s: object = 0.0  # Mamba-2 mixers' chunked scan at its kernels' published rate (core/ssd_scan.py)
+    dense16_1_s: object = 0.0  # the BF16 tail layers' dense GEMMs at the compute dtype's peak (training.bf16_tail)
+    expert16_1_s: object = 0.0  # ... their routed experts' GEMMs
+    tail16_ratio: object = 1.0  # peak at the compute dtype / 16-bit peak: how much longer the tail's GEMMs take
 
     def take(self, idx) -> "TrainParts":
         return TrainParts(**{f.name: np.asarray(getattr(self, f.name))[idx] if np.ndim(getattr(self, f.name))
@@ -154,6 +159,9 @@ def compute_s(p: TrainParts, e: TrainEfficiency):
     eta = np.minimum(eta * np.where(np.asarray(p.wide) > 0, e.wide_flops_ratio, 1.0), 1.0)
     g = np.where(np.asarray(p.fused) > 0, 1.0, grouped_gemm_fraction(p.expert_width, e.expert_half_width))
     gpu = p.dense_1_s / eta + p.expert_1_s / (eta * g) + other_s(p, e)
+    # the recipe's BF16 tail layers (core/training.bf16_tail): their GEMMs at the 16-bit peak, η·ω16
+    eta16 = np.minimum(np.asarray(e.flops_fraction, dtype=float) * e.wide_flops_ratio, 1.0)
+    gpu = gpu + (p.dense16_1_s + p.expert16_1_s / g) * p.tail16_ratio / eta16
     return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float) + p.scan_s
 
 

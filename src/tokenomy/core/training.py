@@ -139,6 +139,9 @@ class TrainPlan:
     tp_overlap: object = 0.0  # share of the compute that hides TP collectives (Megatron/TE --tp-comm-overlap: 1)
     moe_kernels: str = "unfused"  # "fused": grouped GEMM with fused activation/quantisation, one CUDA graph
     moe_dispatcher: str = "hybridep"  # token dispatcher (core/moe_host.py): "alltoall"/"deepep" wait for the host
+    # the recipe's last layers whose GEMMs stay in BF16 under an FP8/NVFP4 recipe (Megatron-Core
+    # first_last_layers_bf16 / num_layers_at_end_in_bf16; Nemotron-3-Super's NVFP4 recipe: 14 of 88)
+    bf16_layers_at_end: object = 0
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
@@ -150,6 +153,9 @@ class TrainPlan:
             v = np.asarray(getattr(self, f), dtype=float)
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 1) or np.any(v != np.round(v)):
                 raise ValueError(f"{f}: must be a positive integer, got {getattr(self, f)!r}")
+        v = np.asarray(self.bf16_layers_at_end, dtype=float)
+        if np.any(~np.isfinite(v)) or np.any(v < 0) or np.any(v != np.round(v)):
+            raise ValueError(f"bf16_layers_at_end: must be an integer >= 0, got {self.bf16_layers_at_end!r}")
         for f in ("ep_overlap", "tp_overlap"):
             v = np.asarray(getattr(self, f), dtype=float)
             if np.any(~((v >= 0) & (v <= 1))):
@@ -355,8 +361,11 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     ep_overlap = 1.0 if p.schedule == "dualpipe" else cm["ep_overlap"]
     width = _expert_width(m)
     fused = p.moe_kernels == "fused" and width > 0
+    tail = bf16_tail(m, p, total - expert_total - att * (3 + (p.recompute != "none")), expert_total,
+                     gemm_dtype, peak / hw.chip.flops_for("bf16")[1])
     n_moe = sum(ly.mlp.kind == "moe" for ly in m.layers)
-    parts = TrainParts(dense_1_s=total - expert_total, expert_1_s=expert_total,
+    parts = TrainParts(dense_1_s=total - expert_total - tail["dense16_1_s"],
+                       expert_1_s=expert_total - tail["expert16_1_s"], **tail,
                        expert_width=width, moe=float(width > 0), att_share=att / total, act_1_s=act_s,
                        fused=float(fused), bubble=bubble,
                        tp_s=cm["tp_s"], ep_s=ep_s, cp_s=cm["cp_s"], dp_s=cm["dp_s"], dp_hide=cm["dp_hide"],
@@ -369,6 +378,22 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        scan_s=scan_s(m, p))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
+
+
+def bf16_tail(m: ModelArch, plan: TrainPlan, dense_gemm_1_s, expert_1_s, gemm_dtype: str, peak_ratio) -> dict:
+    """The GEMMs of the recipe's last ``bf16_layers_at_end`` layers at the 16-bit peak (Megatron-Core
+    first_last_layers_bf16: those layers' linear layers run outside the FP8/FP4 autocast). Megatron-Bridge's
+    ``nemotron_3_super_bf16_with_nvfp4_mixed`` (src/megatron/bridge/training/mixed_precision.py) keeps the last 14 of
+    Nemotron-3-Super's 88 layers in BF16, "the final 15%" of NVIDIA's NVFP4 pre-training recipe (arXiv 2509.25149).
+    They sit on the last pipeline stage, which sets the step: a share τ = min(n/ceil(L/pp), 1) of its GEMMs'
+    roofline time moves from the GEMM peak to the 16-bit one, ``peak_ratio`` = peak/peak16 times longer at η·ω16
+    (core/train_time.compute_s); layers weighed equally (Nemotron's tail is the model's mix of Mamba, MoE and
+    attention layers). No tail under BF16 GEMMs."""
+    L = len(m.layers)
+    n = np.asarray(plan.bf16_layers_at_end, dtype=float)
+    tau = np.where(gemm_dtype in ("bf16", "fp16"), 0.0,
+                   np.minimum(n / np.ceil(L / np.asarray(plan.pp, dtype=float)), 1.0))
+    return dict(dense16_1_s=tau * dense_gemm_1_s, expert16_1_s=tau * expert_1_s, tail16_ratio=peak_ratio + 0.0 * tau)
 
 
 def _efficiency(efficiency: TrainEfficiency | None, flops_fraction) -> TrainEfficiency:

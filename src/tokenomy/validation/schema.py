@@ -132,6 +132,8 @@ class TrainingCase(_Strict):
     moe_kernels: Literal["unfused", "fused"] = "unfused"  # fused grouped GEMM + full-iteration CUDA graphs
     # the recipe's token dispatcher (core/moe_host.py; "alltoall"/"deepep" wait for the host each MoE layer)
     moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "token_drop"] = "hybridep"
+    # the recipe's last layers kept in BF16 (Megatron-Core num_layers_at_end_in_bf16; core/training.bf16_tail)
+    bf16_layers_at_end: int = Field(default=0, ge=0)
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None

@@ -59,7 +59,8 @@ def case_plan(c: TrainingCase) -> TrainPlan:
     return TrainPlan(dp=dp, tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep, zero=3 if c.fsdp else 1, sp=c.tp > 1,
                      schedule="interleaved" if c.vp > 1 else "1f1b", virtual_stages=c.vp, recompute=c.recompute,
                      micro_batch=c.micro_batch, seq_len=c.seq_len, global_batch=c.global_batch,
-                     tp_overlap=float(c.tp_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher)
+                     tp_overlap=float(c.tp_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
+                     bf16_layers_at_end=c.bf16_layers_at_end)
 
 
 def _lowered(c: TrainingCase):
