@@ -61,16 +61,16 @@ def test_a_dense_only_split_keeps_the_moe_terms_at_their_start():
 
 def test_training_leave_one_source_out_within_the_targets():
     """Issue 31's bar: each source predicted by terms fitted on every other source: median |error| at most 10%, dense
-    and MoE reported apart (dense 4.6% measured; MoE 12.3%, above its own 10% target: Nemotron-3-Super's hybrid
-    mixers are predicted 20-30% fast, docs/training.md), no source above 15%."""
+    and MoE reported apart, no source above 15%; measured: all 6.3%, dense 4.5%, MoE 8.1%, worst source 9.9%
+    (megatron-bridge-25.09), docs/training.md."""
     rows = run.leave_one_source_out_training(run.prepare())
     moe = {c.id for c, m in zip(T.cases, T.moe) if m}
     err = {k: [abs(r["calibrated_error"]) for r in rows if (r["id"] in moe) == k] for k in (False, True)}
     assert len(rows) == len(T.cases)
-    assert np.median(err[False] + err[True]) <= 0.10
-    assert np.median(err[False]) <= 0.06 and np.median(err[True]) <= 0.13
+    assert np.median(err[False] + err[True]) <= 0.07
+    assert np.median(err[False]) <= 0.05 and np.median(err[True]) <= 0.10
     for src in {r["source"] for r in rows}:
-        assert np.median([abs(r["calibrated_error"]) for r in rows if r["source"] == src]) <= 0.15, src
+        assert np.median([abs(r["calibrated_error"]) for r in rows if r["source"] == src]) <= 0.12, src
 
 
 def test_dropless_regression_cases_run_a_dispatcher_that_waits():
@@ -100,3 +100,24 @@ def test_the_host_wait_explains_the_dropless_regression():
     assert np.all(no_wait < -0.35)
     assert np.all(np.abs(with_wait[:2]) < 0.2)
     assert np.median(np.abs(with_wait)) < 0.6 * np.median(np.abs(no_wait))
+
+
+def test_the_ssd_scan_and_the_bf16_tail_explain_nemotron_3_supers_miss():
+    """Nemotron-3-Super on B300 and GB300 (16 cases): without its Mamba-2 mixers' chunked scan (core/ssd_scan.py)
+    and its NVFP4 recipe's 14 BF16 tail layers (core/training.bf16_tail) the fitted terms predict every one more
+    than 15% fast; with them, within 20% and a median |error| under 10%."""
+    from dataclasses import replace
+
+    mask = np.array([c.split == "train" for c in T.cases])
+    per, shared = fit_training(T, mask)
+    ids = np.array(["nemotron-3-super" in c.id and ("-b300-" in c.id or "-gb300-" in c.id) for c in T.cases])
+    assert ids.sum() == 16 and sum(c.case.bf16_layers_at_end == 14 for c in np.array(T.cases)[ids]) == 8
+    with_them = (_predict(per, shared) / T.measured - 1)[ids]
+    bare = replace(T.parts, scan_s=0.0 * T.parts.scan_s, dense_1_s=T.parts.dense_1_s + T.parts.dense16_1_s,
+                   expert_1_s=T.parts.expert_1_s + T.parts.expert16_1_s, dense16_1_s=0.0 * T.parts.dense16_1_s,
+                   expert16_1_s=0.0 * T.parts.expert16_1_s)
+    g = lambda f: np.array([per[f].get(c, per[f]["pooled"]) for c in T.chip])  # noqa: E731
+    without = (predict_training(replace(T, parts=bare), {f: g(f) if f in per else shared[f] for f in TRAIN_FIELDS})
+               / T.measured - 1)[ids]
+    assert np.all(without < -0.15)
+    assert np.all(np.abs(with_them) < 0.20) and np.median(np.abs(with_them)) < 0.10

@@ -388,8 +388,11 @@ def bf16_tail(m: ModelArch, plan: TrainPlan, dense_gemm_1_s, expert_1_s, gemm_dt
     They sit on the last pipeline stage, which sets the step: a share τ = min(n/ceil(L/pp), 1) of its GEMMs'
     roofline time moves from the GEMM peak to the 16-bit one, ``peak_ratio`` = peak/peak16 times longer at η·ω16
     (core/train_time.compute_s); layers weighed equally (Nemotron's tail is the model's mix of Mamba, MoE and
-    attention layers). No tail under BF16 GEMMs."""
-    L = len(m.layers)
+    attention layers). Megatron's hybrid (Mamba) stack counts each mixer and each MLP/MoE block as a layer
+    (hybrid_override_pattern, 88 for Nemotron-3-Super) where a Layer here pairs a mixer with the block after it
+    (Layer.norms counts its blocks). No tail under BF16 GEMMs."""
+    hybrid = any(ly.attention.variant == "mamba2" for ly in m.layers)
+    L = sum(ly.norms for ly in m.layers) if hybrid else len(m.layers)
     n = np.asarray(plan.bf16_layers_at_end, dtype=float)
     tau = np.where(gemm_dtype in ("bf16", "fp16"), 0.0,
                    np.minimum(n / np.ceil(L / np.asarray(plan.pp, dtype=float)), 1.0))
