@@ -189,8 +189,6 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     inputs.optional("flops_fraction", flops_fraction)
     inputs.optional("tokens", tokens)
     inputs.optional("tp_overlap", tp_overlap)
-    if isinstance(bf16_layers_at_end, bool) or not isinstance(bf16_layers_at_end, int) or bf16_layers_at_end < 0:
-        raise ValueError(f"bf16_layers_at_end: must be an integer >= 0, got {bf16_layers_at_end!r}")
     for field, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual_stages", virtual_stages),
                      ("micro_batch", micro_batch), ("seq_len", seq_len), ("chips", chips), ("dp", dp)):
         inputs.optional(field, v)
