@@ -90,6 +90,7 @@ def _shape(name):
     c = dataclasses.replace(s.coeffs, **{k: Q(getattr(s.coeffs, k), u) for k, u in UNITS.items()})
     return dataclasses.replace(s, coeffs=c, dense_flops_per_token=Q(s.dense_flops_per_token, "flop/token"),
                                hidden_size=Q(float(s.hidden_size), "elem/token"),
+                               dispatch_size=Q(float(s.dispatch_size), "elem/token"),
                                head_dim=Q(float(s.head_dim), "elem/token"))
 
 
