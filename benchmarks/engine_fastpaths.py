@@ -1,9 +1,9 @@
 """What each of the engine's fast paths buys on user-visible work (issue 27 item 5: keep a fast path only where it
 gives >= 20% on a command people run).
 
-Each fast path in core/engine.py skips forming a term that is exactly 0 (or a factor that is exactly 1) over the
+Each fast path (core/fastpaths.py, called by the engine as ``fast.name``) skips forming a term that is exactly 0 (or a factor that is exactly 1) over the
 grid, or narrows an array. Here each is replaced, in this benchmark's own process only, by the plain formula it
-abbreviates, and the same work is timed with the shipped engine and with that one replacement, interleaved
+abbreviates (set on the fastpaths module, which the engine reads at each call), and the same work is timed with the shipped engine and with that one replacement, interleaved
 (round-robin, median of N rounds; CPU seconds of this process, so other load on the machine counts less). The work:
 
   sweep-dense  tk.sweep: 3 dense models x tp 1,2,4,8 x 1,024 batches x 128 contexts on hgx-h100-8 (decode grid)
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 import tokenomy as tk
-from tokenomy.core import engine
+from tokenomy.core import engine, fastpaths
 
 FITS = engine.FITS_REASON
 
@@ -53,17 +53,13 @@ def plain_period(w, stage_s, hop_total):
 
 
 PLAIN = {  # fast path -> the formula it abbreviates
-    "_plus": lambda x, k, y: x + k * y,
-    "_affine": lambda a, b, x, zero_x: a + b * x,
-    "_zero_of": lambda grid: 0.0 * grid,
-    "_first_code": plain_first_code,
-    "_masked_by": lambda x, nan, grid: x + (np.zeros(grid) if nan is None else nan),
-    "_times": lambda k, x: k * x,
-    "_bound": plain_bound,
-    "_fit": plain_fit,
-    "_period": plain_period,
-    "exposed_ep_s": lambda ep_s, compute_s, eps: ep_s - eps * np.minimum(ep_s, compute_s),
-    "exposed_host_s": lambda host_s, gpu_s, h: host_s - h * np.minimum(host_s, gpu_s),
+    "plus": lambda x, k, y: x + k * y,
+    "affine": lambda a, b, x, zero_x: a + b * x,
+    "zero_of": lambda grid: 0.0 * grid,
+    "first_code": plain_first_code,
+    "bound": plain_bound,
+    "fit": plain_fit,
+    "period": plain_period,
 }
 
 CTX = [int(x) for x in np.unique(np.geomspace(1024, 131072, 128).round())]
@@ -84,7 +80,7 @@ def cpu_s(fn) -> float:
 
 
 def main(rounds: int = 5) -> None:
-    shipped = {name: getattr(engine, name) for name in PLAIN}
+    shipped = {name: getattr(fastpaths, name) for name in PLAIN}
     for fn in WORK.values():
         fn()  # warm: catalog, calibrated sets, shapes
     variants = ("shipped", *PLAIN, "all of them")
@@ -92,13 +88,13 @@ def main(rounds: int = 5) -> None:
     for _ in range(rounds):
         for variant in variants:
             for name in PLAIN if variant == "all of them" else [variant] if variant != "shipped" else []:
-                setattr(engine, name, PLAIN[name])
+                setattr(fastpaths, name, PLAIN[name])
             try:
                 for w, fn in WORK.items():
                     times[(w, variant)].append(cpu_s(fn))
             finally:
                 for name, f in shipped.items():
-                    setattr(engine, name, f)
+                    setattr(fastpaths, name, f)
     print(f"CPU seconds, median of {rounds} interleaved rounds; slowdown = plain formula / shipped fast path")
     print(f"{'fast path':<16}" + "".join(f"{w:>14}" for w in WORK))
     base = {w: statistics.median(times[(w, "shipped")]) for w in WORK}

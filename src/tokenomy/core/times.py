@@ -1,0 +1,283 @@
+"""The critical path of a pass from its work (core/work.py) under an efficiency set (the pass engine's times,
+core/engine.py): per stage and micro-batch
+
+    compute   = [F_dense/η(T_a) + F_attn/η(S·H/max(K, a)) + F_expert/η(A/x)] / peak       (``_compute_s``)
+    memory    = (1 + ε)·weights/(bw·η_hbm) + KV/(bw·η_kv) + activations/(bw·η_hbm)          (``kernel_terms``)
+    TP, EP    = n_AR·all-reduce + q all-to-alls; dispatch + combine all-to-alls              (``_comms_s``)
+    EP left   = EP − ε·hidden under the kernels, by DeepEP mode                              (``exposed_ep_s``)
+    GPU       = max(compute, memory) + φ·min(compute, memory) + TP + EP left + (1 + ε)·f·K·κ
+    host      = o_step + o_seq·b_a;  exposed = host − h·min(host, GPU)                       (``exposed_host_s``)
+    stage     = GPU + exposed host
+    period    = decode: max(M·stage, pp·stage + pp·hop); longer: (M + pp − 1)·stage + (pp − 1)·hop
+and the fit: weights + KV + activations over the usable HBM gets NaN times and FITS_REASON (core/reasons.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from tokenomy.core import collectives as col
+from tokenomy.core import fastpaths as fast
+from tokenomy.core.efficiency import ROOFLINE, Efficiency
+from tokenomy.core.work import Work
+from tokenomy.specs import Topology
+from tokenomy.units import floats
+
+_f = floats
+
+@dataclass(frozen=True)
+class Peaks:
+    """Per-chip peaks the pass runs against (floats, arrays or quantities)."""
+
+    flops_per_s: object  # at the compute dtype
+    hbm_bytes_per_s: object
+    hbm_bytes: object
+    narrow: object = False  # the compute dtype is 8 bits or fewer: GEMMs reach ρ·η_max (efficiency.py)
+
+
+def _masked(i: int) -> cached_property:
+    """A PassTerms time read on first use: part ``i`` of its ``unmasked`` seconds plus its NaN mask."""
+    return cached_property(lambda terms: terms.unmasked[i] + terms.nan)
+
+
+def _on_path(i: int) -> cached_property:
+    """A PassTerms critical-path part read on first use: part ``i`` of its ``path`` seconds plus its NaN mask."""
+    return cached_property(lambda terms: terms.path[i] + terms.nan)
+
+
+@dataclass(frozen=True)
+class PassTerms:
+    """Arrays over the broadcast grid. Times per stage and micro-batch unless named otherwise; NaN where invalid.
+    The splits of the memory and comms terms, the hop and the rates are derived on first read (``cached_property``):
+    the sweep and the serving model read a few of them, and each is a grid-sized array."""
+
+    chips: object
+    batch: object
+    context: object
+    len_pass: object
+    micro_batch: object  # sequences per micro-batch on the busiest replica
+    flops: object  # the whole pass, all chips (model FLOPs)
+    attention_flops: object  # the part spent in q·k and p·v, all chips
+    compute_s: object
+    memory_s: object
+    comms_s: object
+    overhead_s: object
+    stage_s: object
+    hops: object
+    step_s: object  # TPOT in decode; the whole pass otherwise
+    weight_bytes_per_chip: object  # resident
+    kv_bytes_per_chip: object
+    act_bytes_per_chip: object
+    hbm_bytes: object  # usable per chip
+    expert_rows: object  # GEMM rows per routed expert on the busiest rank
+    experts_read: object  # distinct routed experts read per MoE layer on the busiest rank
+    rack_hop_ratio: object
+    reason: object  # index into REASONS; 0 = valid and fits
+    nan: object = field(repr=False, default=0.0)  # 0 where the point is valid and fits, NaN elsewhere
+    unmasked: tuple = field(repr=False, default=())  # (weights read, KV, activations, one hop, TP, EP) seconds
+    flops_per_s: object = field(repr=False, default=None)  # the chip's peak, for the MFU
+    hop_share_s: object = field(repr=False, default=None)  # the pipeline hops per stage (None: no hops)
+    floor_s: object = field(repr=False, default=0.0)  # the kernels' launch floors f·K·κ·(1 + ε): GPU busy, in overhead
+    microbatches: object = field(repr=False, default=1.0)  # M: a stage's chip runs M micro-batches a period
+    # the stage's critical path beside its terms (module docstring): phi·min(compute, memory), the EP seconds two-batch
+    # overlap hides, the host's work and the part of it hidden under the GPU (the kernels' floor: floor_s)
+    path: tuple = field(repr=False, default=())
+
+    @cached_property
+    def bound(self):
+        """Index into BOUNDS of the binding term (fastpaths.bound); read on first use: a step timed only for its seconds
+        (the serving model's ceil batch) never forms it."""
+        others = ((2, self.comms_s), (3, self.overhead_s)) + (() if self.hop_share_s is None else
+                                                               ((4, self.hop_share_s),))
+        return fast.bound(self.compute_s, self.memory_s, np.maximum(self.compute_s, self.memory_s), others)
+
+    @cached_property
+    def memory_per_chip_bytes(self):
+        return self.weight_bytes_per_chip + self.kv_bytes_per_chip + self.act_bytes_per_chip
+
+    weights_read_s = _masked(0)  # the memory term split by what is read
+    kv_s = _masked(1)
+    act_s = _masked(2)
+    hop_s = _masked(3)  # one pipeline hop
+    tp_comm_s = _masked(4)  # the comms term split by what it carries
+    ep_comm_s = _masked(5)  # exposed: what two-batch overlap leaves on the critical path
+    # stage = max(compute, memory) + overlap + tp_comm + ep_comm + floor_s + host_work − host_hidden (times())
+    overlap_s = _on_path(0)  # phi·min(compute, memory): the smaller term's part the kernels do not hide
+    ep_hidden_s = _on_path(1)  # eps·min(EP, max(compute, memory)): hidden by two-batch overlap (not in ep_comm_s)
+    host_work_s = _on_path(2)  # o_step + o_seq·b_a: the scheduler's CPU work
+    host_hidden_s = _on_path(3)  # h·min(GPU, host): the host work hidden under the GPU
+
+    @cached_property
+    def pipeline_s(self):
+        """The pass beyond one stage: step − stage (the other stages, micro-batches and hops; fastpaths.period)."""
+        return self.step_s - self.stage_s
+
+    # the rates divide the small factors first, then the grid-sized step once (one pass over the grid each)
+    @cached_property
+    def tokens_per_s(self):
+        return self.batch * self.len_pass / self.step_s
+
+    @cached_property
+    def tokens_per_s_per_chip(self):
+        return (self.batch * self.len_pass / self.chips) / self.step_s
+
+    @cached_property
+    def tokens_per_s_per_user(self):
+        return self.len_pass / self.step_s
+
+    @cached_property
+    def mfu(self):
+        return self.flops / (self.chips * self.flops_per_s) / self.step_s
+
+    def busy_shares(self):
+        """(u_compute, u_hbm, u_link): the share of a period each unit of a stage's chip is busy, min(1, M·t/step)
+        with t its kernels' compute time, its HBM time plus the kernels' launch floors (GPU time at full clocks),
+        and its TP/EP communication; the load econ/energy.py turns into watts. NaN where the point has no time."""
+        M, step = self.microbatches, self.step_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return tuple(np.clip(M * t / step, 0.0, 1.0) for t in (self.compute_s, self.memory_s + self.floor_s,
+                                                                  self.comms_s))
+
+    @property
+    def ok(self):
+        return np.asarray(self.reason) == 0
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self.reason)
+
+
+def _calibrated(topo: Topology, eff: Efficiency) -> Topology:
+    """The topology as the efficiency set sees it: scale-up α and achievable link bandwidth."""
+    if eff.allreduce_latency_s is None and np.all(_f(eff.link_fraction) == 1.0):
+        return topo
+    up = topo.scale_up
+    lat = up.latency_s if eff.allreduce_latency_s is None else eff.allreduce_latency_s
+    return replace(topo, scale_up=replace(up, latency_s=lat, bytes_per_s=up.bytes_per_s * _f(eff.link_fraction)))
+
+
+def kernel_terms(w: Work, peaks: Peaks, eff: Efficiency = ROOFLINE) -> tuple:
+    """(compute, weights read, KV read, activations) seconds of a lowered pass's kernels, before any fit or validity
+    mask: compute at the GEMM efficiency of its rows, each read at its bandwidth (weights streamed 1 + ε times under
+    two-batch overlap). Linear in the work's sums, so a part of the op list (core/op_costs) gets its own share."""
+    bw = peaks.hbm_bytes_per_s * eff.hbm_fraction  # streamed weights and activations
+    kv_bw = bw if eff.kv_hbm_fraction is None else peaks.hbm_bytes_per_s * eff.kv_hbm_fraction  # paged KV gathers
+    return _compute_s(w, peaks, eff), _tbo(eff) * w.weight_bytes / bw, w.kv_bytes / kv_bw, w.act_bytes / bw
+
+
+def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
+    """[F_dense / η(M_dense) + F_attn / η(M_attn) + F_expert / η(M_expert)] / peak, each GEMM at rows no fewer than
+    its balance rows: below them it is memory-bound and its time is the read, counted in memory_s (efficiency.py).
+    η_max is the set's 16-bit share, times ρ where the compute dtype is narrow (``Efficiency.at_compute``)."""
+    eff = eff.at_compute(peaks.narrow)
+
+    def share(rows, operand_bytes, kv=False):
+        balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes, kv)
+        return eff.gemm_fraction(np.maximum(rows, balance))
+    split = _tbo(eff)  # two-batch overlap: each micro-batch's weight GEMMs get half the rows
+    flops_s = w.dense_flops / share(w.dense_rows / split, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w, True)
+    if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
+        flops_s = flops_s + w.expert_flops / share(w.expert_rows / split, w.expert_w)
+    return flops_s / peaks.flops_per_s
+
+
+def _comms_s(w: Work, topo: Topology, ring_share=1.0):
+    """(TP, EP) seconds: n_AR all-reduces (+ batch-sharded-KV all-to-alls) and the dispatch + combine all-to-alls;
+    ``ring_share``: η_nccl/η_link, the ring all-reduce's bandwidth over the P2P kernels' (``topo`` carries η_link)."""
+    tp = w.ar_count * col.all_reduce_cost(topo, w.ar_group, ring_share=ring_share)(w.ar_bytes)
+    if np.any(w.q_count > 0):
+        tp = tp + np.where(w.q_count > 0, w.q_count * col.all_to_all_cost(topo, w.ar_group)(w.q_bytes), 0.0)
+    if not np.any(w.ep_count > 0):  # no dispatch and combine (no attention-DP with
+        return tp, 0.0  # EP): 0, not formed (quantities take the masked sum: its unit is checked, tests/dims)
+    # the normal kernels (a prefill pass: _ep_shares) move MB-sized chunks over NVLink at the bulk
+    # rate the ring reaches (DeepEP intranode: 153 GB/s of the H800's 200), not the P2P kernels' η_link, fitted on
+    # decode-sized all-reduces
+    up_share = w.ep_up_share / np.where(w.ep_low_latency, 1.0, ring_share)
+    a2a = col.all_to_all_cost(topo, w.ep_group, w.ep_stride, (up_share, w.ep_out_share))(w.ep_bytes)
+    return tp, np.where(w.ep_count > 0, w.ep_count * a2a, 0.0)
+
+
+def _tbo(eff: Efficiency):
+    """1 + ε: how many times a step launches its kernels and streams its weights under two-batch overlap, and by how
+    much each weight GEMM's rows shrink (each micro-batch runs every layer on its half of the tokens: LMSYS measured
+    TBO 27% slower than none at 32 tokens a GPU, 25% faster at 256, where "GEMM benefit from a larger effective
+    batch size" without it, 2025-05-05)."""
+    return 1.0 + _f(eff.ep_overlap)
+
+
+def _sm_share(w: Work, eff: Efficiency):
+    """s: the SMs the dispatch/combine takes from the kernels it overlaps, by the DeepEP mode of the pass (the
+    low-latency kernels for decode-shaped passes, the normal ones for prefill: _ep_shares); 0 without overlap."""
+    normal, low = _f(eff.ep_sm_normal), _f(eff.ep_sm_low_latency)
+    if not np.any(_f(eff.ep_overlap)) or not (np.any(normal) or np.any(low)):
+        return 0.0
+    return np.where(w.ep_low_latency, low, normal)
+
+
+def exposed_ep_s(ep_s, compute_s, ep_overlap, sm_share=0.0, low_latency=True):
+    """EP dispatch + combine left on the critical path under two-batch overlap ε, kernels k = max(compute, memory).
+    Two-batch overlap splits the step into two micro-batches and runs one's all-to-all while the other's kernels run
+    (SGLang two-batch overlap, DeepSeek's inference system, open-infra-index day 6): at most the kernels hide it, and
+    only as far as its kernels leave them the SMs (s, by DeepEP mode; s = 0: ep − ε·min(ep, k)):
+      low-latency kernels (decode, ``low_latency``) hold every SM while they send, receive or spin and none while the
+        data is in flight (DeepSeek's decode profile: communication on 0 SMs; LMSYS 2025-05-05): the share s of their
+        time serialises, ep − ε·min((1 − s)·ep, k);
+      normal kernels (prefill) hold s of the SMs for the whole overlapped layer (DeepSeek's prefill profile:
+        computation on 108 SMs, communication on 24; LMSYS: every kernel slower under TBO, "reduced SMs"): with ε = 1
+        the pair takes max(ep, k/(1 − s)), so ep − ε·(ep + k − max(ep, k/(1 − s))) is left beyond the kernels
+        (github.com/deepseek-ai/profile-data)."""
+    if not np.any(sm_share):
+        return ep_s - ep_overlap * np.minimum(ep_s, compute_s)
+    hidden_ll = np.minimum((1.0 - sm_share) * ep_s, compute_s)
+    hidden_normal = ep_s + compute_s - np.maximum(ep_s, compute_s / (1.0 - sm_share))
+    return ep_s - ep_overlap * np.where(low_latency, hidden_ll, hidden_normal)
+
+
+def exposed_host_s(host_s, gpu_s, host_overlap):
+    """Host time left on the critical path: host − h·min(host, GPU). An overlap scheduler (h = 1) prepares step
+    i + 1 while the GPU runs step i, so a step takes max(GPU, host); without one (h = 0) the CPU work and the
+    GPU's add (SGLang's zero-overhead batch scheduler, v0.4 blog; TensorRT-LLM's and vLLM's async schedulers)."""
+    return host_s - host_overlap * np.minimum(host_s, gpu_s)
+
+
+def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
+    """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit (module
+    docstring). Every time gets ``nan`` (0, or NaN where the point is invalid or does not fit) added once."""
+    compute_s, weights_read_s, kv_s, act_s = kernel_terms(w, peaks, eff)
+    memory_s = weights_read_s + kv_s + act_s
+    ring_share = 1.0 if eff.nccl_link_fraction is None else _f(eff.nccl_link_fraction) / _f(eff.link_fraction)
+    tp_comm, ep_all = _comms_s(w, _calibrated(topo, eff), ring_share)
+    hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
+    # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
+    reason, nan = fast.fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
+    grid = np.shape(reason)
+    sm_share = _sm_share(w, eff)
+    ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap), sm_share,  # under the other's
+                           w.ep_low_latency)
+    nan = np.zeros(grid) if nan is None else nan  # every time gets it: NaN where the point is invalid or over HBM
+    compute_s, memory_s = compute_s + nan, memory_s + nan
+    comms_s = tp_comm + ep_comm + nan  # = (tp + nan) + (ep + nan): the parts are read lazily
+    floor = _f(eff.kernel_overhead_s) * _tbo(eff) * w.stage_kernels
+    host = _f(eff.overhead_s) + _f(eff.sequence_overhead_s) * w.host_seqs
+    top = np.maximum(compute_s, memory_s)
+    overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
+    gpu_s = top + overlap + comms_s + floor
+    host_s = exposed_host_s(host, gpu_s, _f(eff.host_overlap))
+    overhead = floor + host_s + nan
+    stage_s = gpu_s + host_s
+    pp = w.pp
+    hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)
+    # no hops (pp = 1): hops·hop is 0 (NaN only where the stage is NaN), adds nothing and binds nothing
+    hop_total = None if not np.any(hops) else hops * (w.hop_s + nan)
+    period = fast.period(w, stage_s, hop_total)
+    return PassTerms(
+        chips=w.n, batch=w.batch, context=w.context, len_pass=w.len_pass, micro_batch=w.micro_batch, flops=w.flops,
+        attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hops=hops, step_s=period,
+        weight_bytes_per_chip=w.weight_bytes_per_chip, kv_bytes_per_chip=w.kv_bytes_per_chip,
+        act_bytes_per_chip=w.act_bytes_per_chip, hbm_bytes=hbm,
+        expert_rows=w.expert_rows, experts_read=w.experts_read, rack_hop_ratio=w.rack_hop_ratio, reason=reason,
+        nan=nan, unmasked=(weights_read_s, kv_s, act_s, w.hop_s, tp_comm, ep_comm), flops_per_s=peaks.flops_per_s,
+        hop_share_s=None if hop_total is None else hop_total / pp, floor_s=floor, microbatches=w.microbatches,
+        path=(overlap, ep_all - ep_comm, host, host - host_s))
