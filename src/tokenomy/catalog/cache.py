@@ -1,6 +1,6 @@
 """A cache of values built from validated catalog files, kept between processes (issue 14: CLI start-up).
 
-Validating a catalog file goes through pydantic (catalog/schema.py, validation/schema.py), whose import and model
+Validating a catalog file goes through pydantic (catalog/schema/, validation/schema.py), whose import and model
 building cost a simple answer ~70 ms of its ~230 ms start. The first process to build a value (a ``Hardware``, a
 calibrated ``Efficiency``) validates as before and pickles the plain result, with the exact bytes of every file it
 was built from, under ``$XDG_CACHE_HOME/tokenomy`` (else ``~/.cache/tokenomy``); a later process reads those files
@@ -29,8 +29,9 @@ from typing import Callable, Mapping, TypeVar
 T = TypeVar("T")
 PACKAGE = Path(__file__).resolve().parents[1]  # src/tokenomy
 # the code whose output is pickled: the builders (loaders and schemas) and the classes pickled (specs, Efficiency)
-CODE = tuple(PACKAGE / p for p in ("catalog/cache.py", "catalog/loader.py", "catalog/schema.py", "specs.py",
-                                   "validation/load.py", "validation/schema.py", "core/efficiency.py"))
+CODE = tuple(PACKAGE / p for p in ("catalog/cache.py", "catalog/loader.py", "specs.py", "validation/load.py",
+                                   "validation/schema.py", "core/efficiency.py")) + tuple(
+    sorted((PACKAGE / "catalog/schema").glob("*.py")))  # the catalog's schemas, one module per kind of file
 FORMAT = 1  # bump when an entry's layout changes
 
 Sources = Mapping[Path, "bytes | None"]  # file -> the bytes a value was built from (None: the file was absent)

@@ -2,7 +2,7 @@
 
 Errors are ``CatalogError`` with one line naming the file and the field (or the allowed names).
 
-pydantic (catalog/schema.py) is imported only where a file is validated: ``hardware()`` answers from the
+pydantic (catalog/schema/) is imported only where a file is validated: ``hardware()`` answers from the
 validated-value cache (catalog/cache.py) when its files are unchanged, so a simple answer's start-up skips it.
 """
 
@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).parent
 M = TypeVar("M", bound="BaseModel")
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB
-# catalog kind -> its class in catalog/schema.py (imported on first validation)
+# catalog kind -> its class in catalog/schema/ (imported on first validation)
 SCHEMAS = {"chips": "ChipFile", "systems": "SystemFile", "storage": "StorageFile", "prices": "ApiPriceFile",
            "engines": "EngineFile", "power": "PowerFile",
            "engines/flags": "EngineFlagsFile", "protocols": "ProtocolFile", "kv_tiering": "KvTieringFile",
            "validation/kv_tiering": "KvTierValidationFile", "validation/energy": "EnergyCaseFile",
-           "validation/energy_claims": "EnergyClaimFile"}  # catalog kind -> its class in catalog/schema.py (first validation)
+           "validation/energy_claims": "EnergyClaimFile"}  # catalog kind -> its class in catalog/schema/ (first validation)
 
 
 class CatalogError(ValueError):

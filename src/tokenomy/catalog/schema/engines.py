@@ -1,0 +1,199 @@
+"""The catalog's serving-engine files: engine profiles (catalog/engines/), their flags and launch recipes
+(catalog/engines/flags/), and the benchmark protocols (catalog/protocols/)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from tokenomy.catalog.schema.hardware import Sourced
+
+
+class EngineScheduler(Sourced):
+    chunked_prefill: bool  # prefill split into chunks riding with decodes (else whole prompts, still in the budget)
+    max_num_tokens: PositiveInt  # the scheduler's token budget per step (decode tokens + prefill tokens)
+    max_batch: PositiveInt  # running-sequence cap
+    # admission reserves a request's whole ISL + OSL of KV blocks (TensorRT-LLM's GUARANTEED_NO_EVICT capacity
+    # policy: never preempts), else its prompt's, new blocks taken as decodes grow (vLLM, SGLang: preempt when none)
+    reserve_output: bool = False
+
+
+class EngineKv(Sourced):
+    block_size: PositiveInt  # tokens per KV block (page)
+    hbm_fraction: float = Field(gt=0, le=1)
+    fraction_of: Literal["total", "free"]  # of total HBM (weights inside it) or of the HBM free after weights
+    by_tp: dict[str, float] = {}  # the fraction by tensor-parallel degree where the engine sets it so ("8" = tp >= 8)
+
+
+class EngineGraphs(Sourced):
+    batch_sizes: list[PositiveInt]
+
+
+class EngineAllReduce(Sourced):
+    """The engine's tensor-parallel all-reduce: its custom in-domain kernels and when it gives way to NCCL."""
+
+    implementation: str  # what it runs, in words
+    custom_max_bytes: PositiveInt | None = None  # larger messages go to NCCL (None: the engine picks by size)
+    world_sizes: list[PositiveInt] = []  # group sizes the custom kernels support (empty: any inside the domain)
+
+
+class EngineKvDtype(Sourced):
+    """The KV-cache dtype the engine picks when none is given ('auto'), by the checkpoint's weight dtype."""
+
+    default: str  # any weight dtype not in by_weight
+    by_weight: dict[str, str] = {}
+
+
+class EngineHost(Sourced):
+    """Whether the engine's scheduler runs its CPU work for step i + 1 while the GPU runs step i (an overlap or
+    async scheduler), by version: on by default from ``overlap_since`` (None: opt-in only at every version)."""
+
+    overlap_since: str | None = None  # the first version that turns it on by default
+
+
+class EngineOverlap(Sourced):
+    """Communication the engine hides under compute by default: two-batch overlap of the MoE dispatch + combine; and,
+    where it runs, what its dispatch/combine kernels take from the compute they overlap (core/engine.exposed_ep_s):
+    the share of the SMs the normal (prefill) kernels hold, the share of their time the low-latency (decode) kernels
+    hold every SM."""
+
+    two_batch_overlap: bool = False
+    sm_share_normal: float = Field(0.0, ge=0.0, lt=1.0)
+    sm_share_low_latency: float = Field(0.0, ge=0.0, lt=1.0)
+
+
+class EngineFrontend(Sourced):
+    """The engine's API server before a request reaches the scheduler: the host seconds per prompt token it spends
+    tokenizing (and processing) the prompt, on ``tokenizer_workers`` workers that take requests first come first
+    served (serving/sim_sessions: a request's prefix lookup starts when its tokenization ends)."""
+
+    tokenize_s_per_token: PositiveFloat
+    tokenizer_workers: PositiveInt = 1
+
+
+class EngineFile(BaseModel):
+    """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    version: str
+    scheduler: EngineScheduler
+    kv_cache: EngineKv
+    cuda_graphs: EngineGraphs
+    kv_dtype: EngineKvDtype
+    all_reduce: EngineAllReduce
+    host: EngineHost
+    overlap: EngineOverlap
+    frontend: EngineFrontend | None = None  # None: the prompt's host time is not modelled
+
+class EngineFlag(BaseModel):
+    """One tokenomy setting as an engine takes it: a command-line flag (``name``), a key of its YAML config file
+    (``key``, a dotted path), or both; ``format`` says what value it takes and ``values`` maps tokenomy's spelling
+    (bf16, fp8) to the engine's (bfloat16, fp8_e4m3): a tokenomy value missing there is one the engine lacks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str | None = Field(default=None, pattern=r"^-{1,2}[a-z][a-z0-9_-]*$")
+    key: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.]*$")
+    format: Literal["int", "fraction", "flag", "bool", "choice", "json", "str"]
+    choices: list[str] = []
+    values: dict[str, str] = {}
+    source: str = Field(min_length=4)
+
+    @model_validator(mode="after")
+    def _where(self):
+        if self.name is None and self.key is None:
+            raise ValueError("a setting needs a flag name or a config key")
+        if (self.format == "choice") != bool(self.choices):
+            raise ValueError("choices: given exactly when format is 'choice'")
+        if any(v not in self.choices for v in self.values.values()):
+            raise ValueError("values: every engine spelling must be one of choices")
+        return self
+
+
+class EngineRouter(BaseModel):
+    """The process that fronts a disaggregated deployment's prefill and decode servers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    launch: str
+    note: str = ""
+    source: str = Field(min_length=4)
+    flags: dict[str, EngineFlag]
+
+
+class EngineWorker(BaseModel):
+    """An orchestrator's worker wrapping an engine: its launch module, model flag and prefill/decode role flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    launch: str
+    model: str
+    role: str
+    config_flag: str | None = None
+    source: str = Field(min_length=4)
+
+
+class EngineFlagsFile(BaseModel):
+    """``catalog/engines/flags/<engine>.toml``: each setting a plan fixes, as the engine's documented CLI (or
+    config file) spells it at ``version`` (the engine profile's version), with the page or file it was read from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    engine: str
+    version: str
+    launch: str
+    model: str = ""  # the model's flag ('' = the positional argument)
+    config_flag: str | None = None  # the flag that takes the YAML file of ``key`` settings
+    source: str = Field(min_length=4)
+    as_of: dt.date
+    note: str = ""
+    flags: dict[str, EngineFlag] = {}
+    router: EngineRouter | None = None
+    workers: dict[str, EngineWorker] = {}
+
+
+class ProtocolLoad(Sourced):
+    """How the tool issues requests: ``burst`` (request rate inf: every request due at t = 0, at most C in flight,
+    each client's next sent when its last completes), ``poisson`` (gamma gaps of shape ``burstiness``, mean 1/R),
+    ``offline`` (every sample in one query at t = 0, no concurrency limit) or ``steady`` (no run: the steady state)."""
+
+    arrivals: Literal["steady", "burst", "poisson", "offline"]
+    prompts: int = Field(default=0, ge=0)  # the tool's default prompt count (0: none, steady)
+    prompts_per_client: int = Field(default=0, ge=0)  # > 0: prompts = this x C (InferenceX: 10 x C)
+    min_duration_s: float = Field(default=0.0, ge=0)  # > 0: a Poisson run lasts at least this long (MLPerf)
+    warmup_requests: int = Field(default=0, ge=0)  # untimed requests before the timed run
+    warmup_per_client: int = Field(default=0, ge=0)  # > 0: warm-up = this x C
+    burstiness: float = Field(default=1.0, gt=0)  # gamma shape of the inter-arrival gaps (1: Poisson)
+
+
+class ProtocolLengths(Sourced):
+    """How the tool draws each request's input and output length from the nominal L and the range ratio r:
+    fixed (L), vllm ([floor(L(1 − r)), ceil(L(1 + r))]), sglang (input [max(int(L·r), 1), L], output [int(L·r), L]),
+    inferencex ([int(L·r), L]); integers uniform with both ends included."""
+
+    draw: Literal["fixed", "vllm", "sglang", "inferencex"]
+    range_ratio: float = Field(default=0.0, ge=0, le=1)
+    ignore_eos: bool  # outputs run to their drawn length
+
+
+class ProtocolMetrics(Sourced):
+    """How the tool reduces its requests to the figures it prints."""
+
+    ttft: Literal["mean", "median", "p50-index", "p99"]  # the headline TTFT over requests
+    tpot: Literal["mean", "median", "p50-index", "p99"]
+    tpot_definition: Literal["decode", "e2e"]  # (latency − TTFT)/(out − 1) per request, or latency/out (first in)
+    throughput: Literal["span"]  # total output tokens / (last response − first request)
+
+
+class ProtocolFile(BaseModel):
+    """``catalog/protocols/<name>.toml``: how one benchmark tool issues and measures requests, read from its source
+    at ``commit`` (``repository`` + ``paths``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    tool: str
+    repository: str  # owner/name on GitHub ("" for the steady state: no tool)
+    paths: list[str] = []
+    commit: str = ""
+    load: ProtocolLoad
+    lengths: ProtocolLengths
+    metrics: ProtocolMetrics
