@@ -139,7 +139,10 @@ class _SessionRun(_Run):
         self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
         self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice (taken off in free())
         self.credit = 0.0
+        self.extra = 0  # int((credit − pinned tokens) // b): blocks counted twice, kept by _recount on each change
         self.chain_of = [None] * N  # r's prefix chain, from its lookup
+        self.agent_chain = _agent_chains(plan)  # per agent: the system prompt and its ancestors' objects
+        self.ctx_before = [int(c) for c in plan.ctx_before]
         self.waits, self.succ, self.gap = plan.waits.tolist(), plan.succ, plan.gap_s.tolist()
         self.agent = plan.agent.tolist()
         self.own_after = (plan.isl - _base_tokens(plan) + plan.osl).tolist()  # its object after the turn
@@ -171,7 +174,11 @@ class _SessionRun(_Run):
     def free(self) -> int:
         """KV blocks free or in HBM's free LRU: the running requests' blocks less what they share, less the pinned
         objects (each once)."""
-        return self.kv - self.held_pf - self.dec.held(self.S) + int((self.credit - self.cache.pinned_tokens) // self.blk)
+        return self.kv - self.held_pf - self.dec.held(self.S) + self.extra
+
+    def _recount(self) -> None:
+        """``extra`` after the shared credit or the pinned objects changed (free())."""
+        self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
 
     def hbm_free_tokens(self) -> float:
         return self.free() * self.blk
@@ -202,7 +209,8 @@ class _SessionRun(_Run):
         if self.tok_s > 0:  # the tokenizer's FCFS queue: the engine sees r when its tokens are ready
             t = self.tok_free = max(t, self.tok_free) + float(self.isl[r]) * self.tok_s
         cache.set_hbm_tokens(self.hbm_free_tokens())
-        chain = self.chain_of[r] = [(SYSTEM, plan.system_tokens)] + plan.chain(r)
+        a = self.agent[r]
+        chain = self.chain_of[r] = self.agent_chain[a] + [(a, self.ctx_before[r])]  # [(SYSTEM, ·)] + plan.chain(r)
         hit, per = cache.lookup_for(r, chain, float(self.isl[r]))
         self.shared[r] = float(sum(per))
         self.hit[r] = hit
@@ -223,24 +231,30 @@ class _SessionRun(_Run):
         chain = list(self.chain_of[r])  # its lookup's chain, its own context grown by this turn's input
         chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))
         self.cache.register(r, chain)
+        self._recount()
         self.shared[r] = float(self.isl[r])
         super().prefilled(r)
         if r in self.running:  # decoding: its ledger blocks include the shared prompt
             self.credited[r] = self.shared[r]
             self.credit += self.shared[r]
+            self._recount()
 
     def admit(self) -> None:
+        if not self.waiting:  # nothing to admit (the common step): skip the scheduler's admission
+            return
         n0 = self.serials
         super().admit()
         k = self.serials - n0
         if k:  # the requests admitted now (the last k of the running set) reference what their lookups read
             for r in list(self.running)[-k:]:
                 self.cache.pin_wanted(r)
+            self._recount()
 
     def preempt(self, v: int) -> int:
         self.credit -= self.credited[v]
         self.credited[v] = 0.0
         self.cache.unref(v)
+        self._recount()
         return super().preempt(v)
 
     def retire(self, r: int) -> None:
@@ -252,6 +266,7 @@ class _SessionRun(_Run):
         self.credited[r] = 0.0
         cache = self.cache
         cache.release(r, self.agent[r], float(self.own_after[r]))
+        self._recount()
         cache.set_hbm_tokens(self.hbm_free_tokens())
         for s in self.succ[r]:
             self.waits[s] -= 1
@@ -261,6 +276,20 @@ class _SessionRun(_Run):
             self._release(self.queue_roots.pop(), self.now)
             if not self.queue_roots:
                 self.last_root_s = self.now
+
+
+def _agent_chains(plan: SessionPlan) -> list[list]:
+    """Per agent a: [(SYSTEM, system tokens)] + each ancestor's (object, tokens up to its child's fork), root first —
+    plan.chain(r) for a request of a, less a's own object, built once per agent."""
+    parent, fork = [int(p) for p in plan.parent], [int(f) for f in plan.fork_tokens]
+    out = []
+    for a in range(len(parent)):
+        up = []
+        while parent[a] >= 0:
+            up.append((parent[a], fork[a]))
+            a = parent[a]
+        out.append([(SYSTEM, plan.system_tokens)] + up[::-1])
+    return out
 
 
 def _base_tokens(plan: SessionPlan) -> np.ndarray:

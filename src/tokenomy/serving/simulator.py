@@ -285,9 +285,8 @@ class _Run:
     def make_room(self) -> None:
         """Blocks for this step's decodes; preempt the latest-admitted request while one is missing."""
         dec, S = self.dec, self.S
-        h0 = dec.held(S)
-        free = self.free()  # kv − held_pf − h0 (a subclass may count shared blocks once)
-        if dec.n <= free or dec.held(S + 1) - h0 <= free:  # (a decode takes at most one block a step)
+        free = self.free()  # kv − held_pf − held(S) (a subclass may count shared blocks once)
+        if dec.n <= free or dec.held(S + 1) - dec.held(S) <= free:  # (a decode takes at most one block a step)
             return
         for r in list(self.running):
             if r not in self.running or self.serial[r] < 0 or r in self.prefilling or (self.a[r] + S) % self.blk:
@@ -343,7 +342,7 @@ class _Run:
         for _, c in chunks:
             P += c
         n = self.dec.n
-        self.now += self.table(n, self.context(), P)
+        self.now += self.table(n, self.sum_a / n + self.S + 1 if n else 1.0, P)  # at context()
         self.S += 1
         self.tokens_out += n
         self.prefilled_tokens += P
@@ -418,31 +417,41 @@ class _Run:
     def fast_forward(self) -> None:
         """Take the pure-decode steps up to the next event at once (module docstring)."""
         n = self.dec.n
-        if n == 0 or (self.prefilling and self.plan_chunks(n)):
+        if n == 0 or (self.prefilling and self._chunk_fits(n)):
             return
-        pending = self.pending
-        if pending and pending[0][0] <= self.now + EPS_S:
+        pending, now = self.pending, self.now
+        if pending and pending[0][0] <= now + EPS_S:
             return
         free = self.free()
-        if self.can_admit(free):
+        if self.waiting and self.can_admit(free):
             return
         heap, serial = self.heap, self.serial
         while serial[heap[0][2]] != heap[0][1]:
             heapq.heappop(heap)
-        k = heap[0][0] - self.S
-        ctx = self.context()
+        S = self.S
+        k = heap[0][0] - S
+        ctx = self.sum_a / n + S + 1  # context()
+        table = self.table
         if pending:
-            k = self.table.steps_to_reach(n, ctx, pending[0][0] - EPS_S - self.now, k)
-        k = self.dec.steps_within(self.S, free, k)
+            k = table.steps_to_reach(n, ctx, pending[0][0] - EPS_S - now, k)
+        k = self.dec.steps_within(S, free, k)
         if k < 1:
             return
         if len(self.waiting) > self.max_q:  # the queue each step of the run sees (a preemption may have grown it)
             self.max_q = len(self.waiting)
-        self.now += self.table.decode_run_s(n, ctx, k)
-        self.S += k
+        self.now = now + table.decode_run_s(n, ctx, k)
+        self.S = S + k
         self.tokens_out += n * k
         self.note_used()
         self.complete()
+
+    def _chunk_fits(self, n_dec: int) -> bool:
+        """plan_chunks(n_dec) is not empty: the first prefilling request takes a chunk of what the decodes leave."""
+        left = self.budget - n_dec
+        if left <= 0:
+            return False
+        r = next(iter(self.prefilling))
+        return self.chunked or self.need[r] - self.done[r] <= left
 
 
 def request_times(arrival, first, finish, osl, o_req: float, closed: bool, C: int):
