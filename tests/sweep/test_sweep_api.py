@@ -133,6 +133,25 @@ def test_chunking_does_not_change_numbers():
         np.testing.assert_array_equal(a[k].values, b[k].values)
 
 
+
+@pytest.mark.parametrize("kw, keep", [
+    (dict(model="qwen3-30b-a3b", hardware="hgx-h100-8", tp=[1, 4], ep=[1, 2], batch=[1, 64, 4096],
+          context=[2048, 262144]), ["step_s"]),
+    (dict(model="qwen3-30b-a3b", hardware="hgx-h100-8", tp=[1, 4], batch=[1, 64], context=[2048, 65536]),
+     ["tokens_per_s_per_chip_p90", "j_per_token_all_in", "bound"]),
+    (dict(model="qwen3-30b-a3b", hardware="hgx-h100-8", chips=8, batch=[1, 512], context=[4096, 65536]),
+     ["usd_per_mtok", "step_s_p10"]),
+    (dict(model="llama-3.1-8b", hardware="h100-sxm", concurrency=[1, 64], isl=[512, 4096], osl=256),
+     ["tpot_s", "ttft_s_p90"]),
+])
+def test_kept_variables_equal_the_full_sweeps(kw, keep):
+    # a sweep of some variables computes only those (and what a kept band scales): the same numbers, no others
+    full, some = sweep(**kw), sweep(**kw, variables=keep)
+    assert set(some.data_vars) == set(keep) | {"reason"}
+    assert (full.reason != 0).any() or "concurrency" in kw  # the masks are compared too
+    for k in some.data_vars:
+        np.testing.assert_array_equal(some[k].values, full[k].values)
+
 @pytest.mark.parametrize("kw, field", [
     (dict(colour=[1]), "colour"),
     (dict(batch=[]), "batch"),

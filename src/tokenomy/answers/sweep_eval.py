@@ -85,6 +85,14 @@ class Spec:
         out = self.all_variables()
         return out if self.keep is None else {k: u for k, u in out.items() if k in self.keep or k == "reason"}
 
+    def computes(self, name: str) -> bool:
+        """Whether a chunk computes variable ``name``: every one without ``variables=``; else the kept ones, the
+        reason, and the values a kept error band scales (a sweep of step_s alone forms no energy, price or band)."""
+        if self.keep is None or name in self.keep or name == "reason":
+            return True
+        bands = SERVE_BANDS if self.grid.serving else PASS_BANDS  # error_bars.band_arrays reads every banded field
+        return any(b in self.keep for b in bands) and any(b.startswith(name + "_p") for b in bands)
+
 
 _BASE: dict = {}
 
@@ -110,19 +118,25 @@ def _run(dep: Deployment, lay: Layout, B, C, S) -> engine.PassTerms:
     return engine.times(w, dep.topo, dep.peaks, dep.eff)
 
 
-def _pass_values(dep: Deployment, r: engine.PassTerms) -> dict:
-    vals = {k: getattr(r, k) for k in PASS_VARS if k != "usd_per_mtok" and k not in PASS_ENERGY}
+def _pass_values(spec: Spec, dep: Deployment, r: engine.PassTerms) -> dict:
+    """The pass variables the spec computes (Spec.computes): each read from the engine's terms only when asked for
+    (PassTerms forms its rates, bound and busy shares on first read)."""
+    vals = {k: getattr(r, k) for k in PASS_VARS if k != "usd_per_mtok" and k not in PASS_ENERGY and spec.computes(k)}
     tokens = r.batch * r.len_pass
-    vals["usd_per_mtok"] = usd_per_mtok(r.step_s, tokens, r.chips, dep.price)
-    e = pass_energy(power_of(dep.hardware), r.busy_shares(), r.step_s, r.chips, tokens)
-    vals.update({k: e[k] for k in PASS_ENERGY})
-    vals["bound"], vals["reason"] = r.bound, r.reason
+    if spec.computes("usd_per_mtok"):
+        vals["usd_per_mtok"] = usd_per_mtok(r.step_s, tokens, r.chips, dep.price)
+    if any(spec.computes(k) for k in PASS_ENERGY):
+        e = pass_energy(power_of(dep.hardware), r.busy_shares(), r.step_s, r.chips, tokens)
+        vals.update({k: e[k] for k in PASS_ENERGY if spec.computes(k)})
+    if spec.computes("bound"):
+        vals["bound"] = r.bound
+    vals["reason"] = r.reason
     return vals
 
 
-def _pass_explicit(dep, arrays, B, C, S):
+def _pass_explicit(spec, dep, arrays, B, C, S):
     lay = Layout(*(arrays.get(d, 1.0) for d in DEGREES))
-    return _pass_values(dep, _run(dep, lay, B, C, S))
+    return _pass_values(spec, dep, _run(dep, lay, B, C, S))
 
 
 _CANDIDATES: dict = {}
@@ -135,12 +149,13 @@ def _candidates(dep: Deployment, chips: int) -> Layout:
     return _CANDIDATES[key]
 
 
-def _pass_plan(dep, chips, B, C, S, shape, budget):
+def _pass_plan(spec, dep, chips, B, C, S, shape):
     """Each point on the layout objectives.FASTEST_STEP picks for it alone (decode's rule at one point)."""
     P = _candidates(dep, chips)
     n_p = int(np.size(P.tp))
     Bf, Cf, Sf = (np.ravel(np.broadcast_to(x, shape)) for x in (B, C, S))
-    out = {k: np.empty(Bf.size) for k in (*PASS_VARS, "bound", "reason", *PLAN_VARS)}
+    out = {k: np.empty(Bf.size) for k in (*PASS_VARS, "bound", "reason", *PLAN_VARS) if spec.computes(k)
+           or k in PLAN_VARS}
     if n_p == 0:
         for k in out:
             out[k][:] = np.nan
@@ -151,13 +166,13 @@ def _pass_plan(dep, chips, B, C, S, shape, budget):
                  redundant_experts=col(P.redundant_experts))
     degrees = {"plan_tp": P.tp, "plan_ep": P.ep, "plan_pp": P.pp, "plan_dp": P.dp,
                "plan_redundant_experts": P.redundant_experts, "plan_attn_dp": P.attn_dp, "plan_kv_batch": P.kv_batch}
-    step = max(1, budget // n_p)
+    step = max(1, spec.budget // n_p)
     for lo in range(0, Bf.size, step):
         sl = slice(lo, min(lo + step, Bf.size))
         r = _run(dep, lay, Bf[None, sl], Cf[None, sl], Sf[None, sl])
         best = objectives.best_each(FASTEST_STEP, step_columns(r, each_point=True))  # each point alone
         full = (n_p, sl.stop - sl.start)
-        for k, v in _pass_values(dep, r).items():
+        for k, v in _pass_values(spec, dep, r).items():
             out[k][sl] = np.take_along_axis(np.broadcast_to(v, full), best[None, :], 0)[0]
         for k, v in degrees.items():
             out[k][sl] = np.asarray(v, float)[best]
@@ -170,12 +185,13 @@ def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     S = np.ones(()) if point.get("kind", "decode") == "decode" else arrays.get("len_pass", C)
     if spec.plan:
         chips = int(point.get("chips") or dep.hardware.num_chips)
-        vals = _pass_plan(dep, chips, B, C, S, shape, spec.budget)
+        vals = _pass_plan(spec, dep, chips, B, C, S, shape)
     else:
-        vals = _pass_explicit(dep, arrays, B, C, S)
+        vals = _pass_explicit(spec, dep, arrays, B, C, S)
     kind = point.get("kind", "decode")
-    reg = error_bars.regime_of(dep, None, error_bars.DECODE if kind == "decode" else error_bars.PREFILL)
-    vals.update({k: np.full(shape, np.nan) for k in PASS_BANDS} | error_bars.band_arrays(reg, vals, B, C, shape))
+    if any(spec.computes(k) for k in PASS_BANDS):
+        reg = error_bars.regime_of(dep, None, error_bars.DECODE if kind == "decode" else error_bars.PREFILL)
+        vals.update({k: np.full(shape, np.nan) for k in PASS_BANDS} | error_bars.band_arrays(reg, vals, B, C, shape))
     vals = _marked(vals, np.broadcast_to(np.asarray(S) > np.asarray(C), shape), LEN_PASS_REASON)
     return _marked(vals, np.broadcast_to(beyond_window(dep.model, C), shape), WINDOW_REASON)
 
@@ -226,7 +242,7 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
     load = flat(arrays["concurrency" if closed else "rate"])
     isl, osl = flat(arrays.get("isl", 1024.0)), flat(arrays.get("osl", 1024.0))
     keys = (*SERVE_VARS, *SERVE_BANDS, "bound", "reason") + (PLAN_VARS if spec.plan else ())
-    out = {k: np.full(load.size, np.nan) for k in keys}
+    out = {k: np.full(load.size, np.nan) for k in keys if spec.computes(k) or k in PLAN_VARS}
     for lay, idx in _serve_layout(spec, dep0, point, load, isl, osl):
         dep = dep0.with_(layout=lay)
         prof = engine_profile(spec.serving_engine, int(lay.tp), spec.max_num_tokens, spec.max_batch)
@@ -237,10 +253,12 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
                     "tokens_per_s_per_chip": s.output_tokens_per_s / dep.chips, "tokens_per_s_per_user": 1.0 / s.tpot_s,
                     "usd_per_mtok_input": s.usd_per_mtok_input, "usd_per_mtok_output": s.usd_per_mtok_output,
                     "kv_occupancy": s.kv_occupancy, "capacity_limited": s.capacity_limited, "bound": s.bound}
-            e = serving_energy(power_of(dep.hardware), s, dep.chips, isl[idx])
-            vals.update({k: e[k] for k in SERVE_ENERGY})
-        vals |= error_bars.band_arrays(error_bars.regime_of(dep, spec.serving_engine, error_bars.SERVE), vals, s.batch,
-                                       isl[idx] + osl[idx] / 2.0, idx.shape)
+            if any(spec.computes(k) for k in SERVE_ENERGY):
+                e = serving_energy(power_of(dep.hardware), s, dep.chips, isl[idx])
+                vals.update({k: e[k] for k in SERVE_ENERGY})
+        if any(spec.computes(k) for k in SERVE_BANDS):
+            vals |= error_bars.band_arrays(error_bars.regime_of(dep, spec.serving_engine, error_bars.SERVE), vals, s.batch,
+                                           isl[idx] + osl[idx] / 2.0, idx.shape)
         structure = int(np.asarray(dep.work(float(lay.dp), 1.0).structure))
         vals["reason"] = np.where(s.fits, 0, structure if structure and structure < engine.FIRST_POINT_REASON
                                   else NO_KV_REASON)
@@ -249,7 +267,8 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
             vals.update({f"plan_{k}": float(d[k]) for k in ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp",
                                                                "kv_batch")})
         for k, v in vals.items():
-            out[k][idx] = np.broadcast_to(np.asarray(v, float), idx.shape)
+            if k in out:
+                out[k][idx] = np.broadcast_to(np.asarray(v, float), idx.shape)
     return _marked({k: v.reshape(shape) for k, v in out.items()},
                    beyond_window(dep0.model, (isl + osl).reshape(shape)), WINDOW_REASON)
 
@@ -269,7 +288,7 @@ def evaluate_block(spec: Spec, block: tuple[slice, ...], into: dict | None = Non
         arrays[n] = np.asarray(g.values[nloop + i][s], dtype=float).reshape(shp)
     loop_shape = tuple(s.stop - s.start for s in block[:nloop])
     group = _serve_group if g.serving else _pass_group
-    kept = (lambda k: True) if spec.keep is None else (lambda k: k in spec.keep or k in CODES)  # noqa: E731
+    kept = (lambda k: True) if spec.keep is None else (lambda k: k in spec.keep or k == "reason")  # noqa: E731
     out: dict[str, np.ndarray] = {}
     for idx in np.ndindex(*loop_shape):
         point = {g.names[i]: g.values[i][block[i].start + idx[i]] for i in range(nloop)}
@@ -281,9 +300,8 @@ def evaluate_block(spec: Spec, block: tuple[slice, ...], into: dict | None = Non
             if k not in out:
                 out[k] = _destination(k, into, g.shape, block, loop_shape + sub)
             out[k][idx] = np.broadcast_to(v, sub)
-    np.putmask(out["bound"], out["reason"] != 0, -1)  # a bound only where the point is valid
-    if spec.keep is not None and "bound" not in spec.keep:
-        out.pop("bound")
+    if "bound" in out:
+        np.putmask(out["bound"], out["reason"] != 0, -1)  # a bound only where the point is valid
     return out
 
 
