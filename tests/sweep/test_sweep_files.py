@@ -55,6 +55,10 @@ def test_parquet_dictionaries_only_for_the_text_axes(tmp_path):
     assert enc["model"] & dictionary and enc["hardware"] & dictionary
     for col in ("batch", "context", "step_s", "usd_per_mtok"):
         assert not enc[col] & dictionary, (col, enc[col])
+    # min/max statistics on the numbers (a reader filtering by context skips row groups), not on the text axes
+    stats = {meta.column(i).path_in_schema: meta.column(i).statistics for i in range(meta.num_columns)}
+    assert stats["model"] is None and stats["hardware"] is None
+    assert stats["context"].has_min_max and stats["context"].min == min(KW["context"])
 
 
 def test_netcdf_reads_back_equal(tmp_path, ds):

@@ -58,17 +58,24 @@ class _Table:
     def _table(self, block, values):
         pa, g = self.pa, self.grid
         shape = tuple(s.stop - s.start for s in block)
-        cols, names = [], []
+        cols, names, constant = [], [], {}
         for i, (n, s) in enumerate(zip(g.names, block)):
-            idx = np.arange(s.start, s.stop)
             shp = [1] * len(shape)
             shp[i] = shape[i]
-            flat = np.ravel(np.broadcast_to(idx.reshape(shp), shape))
+            # the block's coordinates along axis i, repeated as the long table's rows run: one array, written once;
+            # a constant column (one value in this block) shared by every column that holds the same value
+            along = np.arange(s.start, s.stop, dtype=np.int32) if n in self.dicts else np.asarray(g.values[i][s], float)
+            key = (along.dtype.char, along[0]) if along.size == 1 else None
+            flat = constant.get(key)
+            if flat is None:
+                flat = np.broadcast_to(along.reshape(shp), shape).ravel()
+                if key is not None:
+                    constant[key] = flat
             if n in self.dicts:
-                col = pa.DictionaryArray.from_arrays(pa.array(flat.astype(np.int32)), self.dicts[n])
+                col = pa.DictionaryArray.from_arrays(pa.array(flat), self.dicts[n])
                 cols.append(col if self.path.suffix == ".parquet" else col.cast(pa.string()))
             else:
-                cols.append(pa.array(np.asarray(g.values[i], float)[flat]))
+                cols.append(pa.array(flat))
             names.append(n)
         for k, v in values.items():
             cols.append(pa.array(np.ravel(v)))
@@ -83,9 +90,13 @@ class _Table:
 
                 meta = {b"tokenomy.sweep": json.dumps({"units": self.units, **self.meta}).encode()}
                 # only the text axes are dictionaries; Parquet's default dictionary-encodes every column, and a float
-                # column of distinct values pays for a dictionary it then abandons (2.4x slower writes, issue 27)
+                # column of distinct values pays for a dictionary it then abandons (2.4x slower writes, issue 27).
+                # Min/max statistics for the numbers only: a dictionary column's cost a third of a part's write
+                # (benchmarks/sweep.py's Dask run), and its dictionary page already lists its values
+                numbers = [c for c in t.column_names if c not in self.dicts]
                 self.writer = pq.ParquetWriter(self.path, t.schema.with_metadata(meta),
-                                               use_dictionary=sorted(self.dicts) or False)
+                                               use_dictionary=sorted(self.dicts) or False,
+                                               write_statistics=numbers or False)
             else:
                 import pyarrow.csv as pcsv
 
