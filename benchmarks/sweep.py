@@ -10,14 +10,12 @@
    is printed over the configurations llm-analysis answers (quoted: like for like, since the engine answers every
    point, fitting or not, at one rate) and over all of them, its early refusals included.
 2. plan: Kimi-K2 on 1,152 GB200 chips (gb200-nvl72 topology), every valid layout x batch at 8k context, in process.
-3. Dask: 1 vs 2 local worker processes on a --dask-points sweep (default 10^8) streamed to Parquet, each worker
-   writing its own parts (sweep --dask --out; the client receives tallies only), beside one file written in process;
-   the load average beside it (the machine is shared).
-4. memory: peak RSS of a fresh process streaming a --rss-points sweep (default 10^9) to a temporary Parquet file
+3. memory: peak RSS of a fresh process streaming a --rss-points sweep (default 10^9) to a temporary Parquet file
    (step_s and reason only), and of one 10x smaller, to show it does not grow with the sweep.
-5. a serving plan as a CLI process against aiconfigurator 0.12.0's `cli default` on the same question, interleaved
+4. a serving plan as a CLI process against aiconfigurator 0.12.0's `cli default` on the same question, interleaved
    (its own venv: bash benchmarks/peers_env.sh; Vidur does not run offline: peers_env.sh says why).
-Run: .venv/bin/python benchmarks/sweep.py [--quick] [--dask-points N] [--rss-points N]
+Dask (1 vs 2 workers writing their own parts) is benchmarks/sweep_dask.py, its own entry in results.json.
+Run: .venv/bin/python benchmarks/sweep.py [--quick] [--rss-points N]
 """
 
 from __future__ import annotations
@@ -134,32 +132,6 @@ def big_axes(points: int) -> dict:
     return dict(model=list(DENSE), hardware=HARDWARE, tp=list(TP), batch=list(range(1, 1025)), context=ctx)
 
 
-def dask_speedup(points: int):
-    """(points, chunks, in-process streamed write s, {workers: wall s}): the sweep written to Parquet in process (one
-    file), then by 1 and 2 local worker processes writing their own parts (sweep --dask --out), the client
-    receiving tallies only; the same chunks each time."""
-    from distributed import Client, LocalCluster
-
-    from tokenomy.answers.sweeps import chunks
-
-    spec = spec_of(big_axes(points), {"variables": ["step_s"], "chunk_points": 1 << 20})
-    n_chunks = len(chunks(spec))
-    walls = {}
-    with tempfile.TemporaryDirectory() as d:
-        t0 = time.perf_counter()
-        run(spec, out=os.path.join(d, "local.parquet"))
-        local = time.perf_counter() - t0
-        for n in (1, 2):
-            with LocalCluster(n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None) as cl, \
-                    Client(cl) as c:
-                run(spec_of(dict(model="llama-3.1-8b", hardware=HARDWARE, tp=1)), client=c)  # warm the workers
-                t0 = time.perf_counter()
-                run(spec, out=os.path.join(d, f"parts-{n}.parquet"), client=c)
-                walls[n] = time.perf_counter() - t0
-            shutil.rmtree(os.path.join(d, f"parts-{n}.parquet"))
-    return spec.grid.size, n_chunks, local, walls
-
-
 AIC_QUESTION = dict(model="qwen3-32b", hf="Qwen--Qwen3-32B.json", chips=8, isl=1024, osl=1024, ttft_s=1.0,
                     tpot_s=0.05)
 
@@ -219,7 +191,6 @@ def streamed_rss(points: int):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    ap.add_argument("--dask-points", type=float, default=1e8)
     ap.add_argument("--rss-points", type=float, default=1e9)
     args = ap.parse_args()
     axes = dense_axes(64, 16) if args.quick else dense_axes(1024, 256)
@@ -247,13 +218,6 @@ def main() -> None:
               f"tokenomy plan {tok_s:.1f} s, aiconfigurator 0.12.0 cli default {aic_s:.1f} s: {aic_s / tok_s:.1f}x")
     else:
         print(f"aiconfigurator: {aic_how}")
-    dpts = int(1e6 if args.quick else args.dask_points)
-    load0 = os.getloadavg()[0]
-    dask_size, n_chunks, local, walls = dask_speedup(dpts)
-    print(f"dask, workers writing their own Parquet parts: {dask_size:,} points in {n_chunks} chunks: one file written in "
-          f"process {local:.1f} s, 1 worker {walls[1]:.1f} s, 2 workers {walls[2]:.1f} s -> speed-up "
-          f"{walls[1] / walls[2]:.2f}x (load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on "
-          f"{os.cpu_count()} cores)")
     rpts = int(1e6 if args.quick else args.rss_points)
     for pts in (rpts // 10, rpts):
         rss, secs, size = streamed_rss(pts)
@@ -261,15 +225,13 @@ def main() -> None:
               f"{size / 1e9:.2f} GB")
     if not args.quick:
         figures = {"configs_per_s": vec, "one_at_a_time_per_s": loop, "vs_one_at_a_time": vec / loop,
-                   "plan_kimi_s": t, "dask_speedup_2_workers": walls[1] / walls[2], "streamed_points": rpts,
+                   "plan_kimi_s": t, "streamed_points": rpts,
                    "streamed_s": secs, "streamed_peak_rss_bytes": rss}
         if peer:
             figures.update(peer_configs_per_s_answered=peer_fit, vs_peer_answered=vec / peer_fit,
                            vs_peer_all=vec / peer)
         if tok_s:
             figures.update(plan_cli_s=tok_s, aiconfigurator_cli_s=aic_s, aiconfigurator_vs_plan=aic_s / tok_s)
-        figures.update(dask_points=dask_size, dask_local_s=local, dask_1_worker_s=walls[1], dask_2_workers_s=walls[2],
-                       dask_load_average=load0)
         record("sweep", figures)
 
 
