@@ -92,3 +92,21 @@ def test_the_serving_path_takes_request_objects_not_long_signatures():
             if isinstance(node, ast.FunctionDef) and _params(node) > MOST and f"{rel}:{node.name}" not in DOORS:
                 long.append((rel, node.name, _params(node)))
     assert long == []
+
+
+def test_load_points_are_the_tuple_and_its_read_only_array():
+    # a grid of load points is held once as floats: the request from an array equals the one from the list, its
+    # tuple and its array hold the same values, the caller's array stays the caller's, and a bad value is still named
+    import pickle
+
+    grid = np.array([1, 8, 64, 512], dtype=float)
+    w, same = WorkloadRequest.of({"concurrency": grid}), WorkloadRequest.of({"concurrency": [1, 8, 64, 512]})
+    assert w == same and hash(w.concurrency) == hash((1.0, 8.0, 64.0, 512.0))
+    assert w.concurrency == (1.0, 8.0, 64.0, 512.0) and w.C.tolist() == [1.0, 8.0, 64.0, 512.0]
+    with pytest.raises(ValueError):
+        w.C[0] = 2.0
+    grid[0] = 3.0
+    assert w.C[0] == 1.0 and w.at(2).concurrency == (64.0,) and w.at(2).C.tolist() == [64.0]
+    assert pickle.loads(pickle.dumps(w)) == w
+    with pytest.raises(ValueError, match="^concurrency"):
+        WorkloadRequest.of({"concurrency": np.array([1.0, 0.5])})

@@ -313,10 +313,33 @@ def numbers(name: str, value) -> list:
     return out
 
 
+def number_array(name: str, value):
+    """``numbers(name, value)`` as one float array: a numeric array the field admits is checked at once and stays an
+    array (no Python number per value: tk.serve's grids of 10^5 load points); anything else goes through numbers."""
+    import numpy as np
+
+    if not isinstance(value, str):
+        x = _checked_array(value, field_of(name))
+        if x is not None:
+            _sized(name, x)
+            return x
+    return np.asarray(numbers(name, value), dtype=float)
+
+
 def _numeric_array(value, f: Field) -> list | None:
+    """_checked_array's values as a list (whole numbers as ints)."""
+    x = _checked_array(value, f)
+    if x is None:
+        return None
+    import numpy as np
+
+    return x.astype(np.int64).tolist() if f.whole else x.tolist()
+
+
+def _checked_array(value, f: Field):
     """A numeric numpy array (or a long list of numbers) whose every value the field admits, checked at once (a grid of 10^6 load points in
-    milliseconds, not one Python check a value); None where any value fails or the array is not numeric, so the
-    value-by-value path names the first bad one as it always has."""
+    milliseconds, not one Python check a value), as a flat float array; None where any value fails or the array is
+    not numeric, so the value-by-value path names the first bad one as it always has."""
     if isinstance(value, (list, tuple)) and len(value) > 64 and set(map(type, value)) <= {int, float}:
         import numpy as np  # a long list of Python numbers (a grid a door parsed once): checked as one array
 
@@ -332,7 +355,7 @@ def _numeric_array(value, f: Field) -> list | None:
         ok &= (x == np.round(x)) & (np.abs(x) <= MAX_WHOLE)
     if not ok.all():
         return None
-    return x.astype(np.int64).tolist() if f.whole else x.tolist()
+    return x
 
 
 def _sized(name: str, out: list) -> list:

@@ -31,8 +31,33 @@ ARRIVALS = ("together", "staggered")
 METHODS = ("analytic", "simulate")
 
 
-def _points(name: str, values) -> tuple | None:
-    return None if values is None else tuple(float(x) for x in inputs.numbers(name, values))
+class Points(tuple):
+    """A request's load points: a tuple of floats (hashed, compared and printed as the tuple) that carries its float
+    array, formed once: a door's grid of 10^5 points is not converted back to an array at every read (benchmarks/
+    serve.py: tk.serve's points per CPU-second)."""
+
+    array: np.ndarray
+
+    def __new__(cls, values) -> "Points":
+        arr = np.array(values, dtype=float)  # a copy of its own, read-only: the tuple and the array stay equal
+        arr.flags.writeable = False
+        self = super().__new__(cls, arr.tolist())
+        self.array = arr
+        return self
+
+    def __reduce__(self):
+        return Points, (tuple(self),)
+
+
+def _points(name: str, values) -> Points | None:
+    return None if values is None else Points(inputs.number_array(name, values))
+
+
+def _array(points) -> np.ndarray | None:
+    """The load points as floats: a Points' own array (read-only), else a tuple converted."""
+    if points is None:
+        return None
+    return points.array if isinstance(points, Points) else np.asarray(points, float)
 
 
 def _lengths(field: str, fixed, dist) -> Lengths:
@@ -88,16 +113,16 @@ class WorkloadRequest:
     @property
     def C(self) -> np.ndarray | None:
         """The closed loop's users per point (None: open loop)."""
-        return None if self.concurrency is None else np.asarray(self.concurrency, float)
+        return _array(self.concurrency)
 
     @property
     def R(self) -> np.ndarray | None:
         """The open loop's requests/s per point (None: closed loop)."""
-        return None if self.rate is None else np.asarray(self.rate, float)
+        return _array(self.rate)
 
     @property
     def load(self) -> np.ndarray:
-        return self.C if self.C is not None else self.R
+        return _array(self.concurrency if self.concurrency is not None else self.rate)
 
     @property
     def closed(self) -> bool:
@@ -124,7 +149,7 @@ class WorkloadRequest:
 
     def at(self, i: int) -> "WorkloadRequest":
         """The workload at its i-th load point alone."""
-        pick = lambda x: None if x is None else (x[i],)  # noqa: E731
+        pick = lambda x: None if x is None else Points((x[i],))  # noqa: E731
         return replace(self, concurrency=pick(self.concurrency), rate=pick(self.rate))
 
     def lengths_label(self) -> tuple[str, str]:
