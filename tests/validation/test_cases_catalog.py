@@ -72,10 +72,10 @@ UNPREDICTABLE = {
 
 
 @pytest.fixture(scope="module")
-def predicted_rows():
+def predicted_rows(whole_catalog):
     from tokenomy.validation import run
 
-    return run.rows(run.prepare())
+    return run.rows(whole_catalog)
 
 
 def test_every_case_of_every_file_predicts_a_finite_positive_number(predicted_rows):

@@ -210,8 +210,8 @@ STEP, NO_BETTER_BY = 0.05, 1e-4  # a ±5% step of any free term (in the fit's un
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    p = run.prepare()
+def catalog(whole_catalog):
+    p = whole_catalog
     train = cf.train_ids(p.cases)
     return p, np.array([c.id in train for c in p.serving.cases], dtype=bool)
 

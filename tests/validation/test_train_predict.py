@@ -59,11 +59,11 @@ def test_a_dense_only_split_keeps_the_moe_terms_at_their_start():
     assert shared["train_other_moe_fused"] == pytest.approx(START["train_other_moe_fused"], rel=1e-12)
 
 
-def test_training_leave_one_source_out_within_the_targets():
+def test_training_leave_one_source_out_within_the_targets(whole_catalog):
     """Issue 31's bar: each source predicted by terms fitted on every other source: median |error| at most 10%, dense
     and MoE reported apart, no source above 15%; measured: all 6.3%, dense 4.5%, MoE 8.1%, worst source 9.9%
     (megatron-bridge-25.09), docs/training.md."""
-    rows = run.leave_one_source_out_training(run.prepare())
+    rows = run.leave_one_source_out_training(whole_catalog)
     moe = {c.id for c, m in zip(T.cases, T.moe) if m}
     err = {k: [abs(r["calibrated_error"]) for r in rows if (r["id"] in moe) == k] for k in (False, True)}
     assert len(rows) == len(T.cases)

@@ -14,15 +14,15 @@ import pytest
 from tokenomy.answers.engines import benchmark_protocol
 from tokenomy.serving.protocol_waves import estimate
 from tokenomy.serving.steady import steady
-from tokenomy.validation import load, run
+from tokenomy.validation import load
 from tokenomy.validation.predict import SERVED, predict_serving
 from tokenomy.validation.theta import gather
 from tokenomy.validation.prepare import case_deployment, case_profile, case_protocol
 
 
 @pytest.fixture(scope="module")
-def predicted():
-    p = run.prepare()
+def predicted(whole_catalog):
+    p = whole_catalog
     s = p.serving
     terms = {c: load.efficiency_for(c).terms for c in set(s.chip)}
     return s, predict_serving(s, gather(s.chip, terms))
