@@ -402,6 +402,7 @@ def _run_text(run: dict) -> str:
 @group("sp_")
 def speed() -> dict[str, str]:
     sw, sw_run = _bench("sweep")
+    dk, dk_run = _bench("sweep_dask")
     sv, sv_run = _bench("serve")
     se, se_run = _bench("search")
     cl, cl_run = _bench("cli_startup")
@@ -411,7 +412,7 @@ def speed() -> dict[str, str]:
         "sp_sweep_vs_peer": g3(sw.get("vs_peer_answered", float("nan"))),
         "sp_sweep_vs_peer_all": g3(sw.get("vs_peer_all", float("nan"))),
         "sp_sweep_peer": big(sw.get("peer_configs_per_s_answered", float("nan"))),
-        "sp_sweep_kimi_ms": f"{sw['plan_kimi_s'] * 1e3:.3g} ms", "sp_sweep_dask": f"{sw['dask_speedup_2_workers']:.3g}x",
+        "sp_sweep_kimi_ms": f"{sw['plan_kimi_s'] * 1e3:.3g} ms", "sp_dask_cpu": f"{dk['speedup_cpu']:.3g}x",
         "sp_stream_points": big(sw["streamed_points"]), "sp_stream_s": f"{sw['streamed_s']:.3g} s",
         "sp_stream_rss": f"{sw['streamed_peak_rss_bytes'] / 1e9:.2g} GB", "sp_sweep_run": _run_text(sw_run),
         "sp_sweep_when": _when(sw_run), "sp_serve_when": _when(sv_run), "sp_search_when": _when(se_run),
@@ -420,9 +421,14 @@ def speed() -> dict[str, str]:
         "sp_sim_rate": big(sv["simulator_requests_per_cpu_s"]), "sp_serve_run": _run_text(sv_run),
         "sp_serve_api_rate": big(sv["serve_api_points_per_cpu_s"]), "sp_serve_api_vs_steady": g3(sv["serve_api_vs_steady"]),
         "sp_serve_rows_rate": big(sv["serve_rows_read_per_cpu_s"]),
-        "sp_dask_points": big(sw["dask_points"]), "sp_dask_local": f"{sw['dask_local_s']:.3g} s",
-        "sp_dask_1": f"{sw['dask_1_worker_s']:.3g} s", "sp_dask_2": f"{sw['dask_2_workers_s']:.3g} s",
-        "sp_dask_load": f"{sw['dask_load_average']:.3g}", "sp_plan_cli": f"{sw['plan_cli_s']:.2g} s",
+        "sp_dask_points": big(dk["points"]), "sp_dask_chunks": f"{dk['chunks']:.0f}",
+        "sp_dask_rounds": f"{dk['rounds']:.0f}", "sp_dask_wall": f"{dk['speedup_wall']:.3g}x",
+        "sp_dask_1": f"{dk['busiest_cpu_1_worker_s']:.3g}", "sp_dask_2": f"{dk['busiest_cpu_2_workers_s']:.3g}",
+        "sp_dask_client": f"{dk['client_cpu_2_workers_s']:.2g}",
+        "sp_dask_vs_local": f"{dk['worker_cpu_s_per_chunk_1'] / dk['local_cpu_s_per_chunk']:.3g}x",
+        "sp_dask_faults": f"{dk['worker_faults_per_chunk'] / dk['local_faults_per_chunk']:.2g}x",
+        "sp_dask_load": f"{dk['load_average']:.3g}", "sp_dask_run": _run_text(dk_run),
+        "sp_plan_cli": f"{sw['plan_cli_s']:.2g} s",
         "sp_aic_cli": f"{sw['aiconfigurator_cli_s']:.3g} s", "sp_aic_vs_plan": g3(sw["aiconfigurator_vs_plan"]),
         "sp_search_rate": big(se.get("candidates_per_cpu_s", se["candidates_per_s"])),
         "sp_search_vs_loop": g3(se.get("vs_one_at_a_time_cpu", se["vs_one_at_a_time"])),
