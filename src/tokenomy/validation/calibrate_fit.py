@@ -124,6 +124,8 @@ class Problem:
     ridge: float
     fixed: dict[str, float]
     start: EfficiencyTerms | None = None
+    per_case: tuple[tuple[str, np.ndarray], ...] = ()  # anchored terms held at each case's own chip's value (a
+    #                                                    fit over several chips: a die's, a family's, the pool's)
 
     @property
     def free(self) -> np.ndarray:
@@ -142,9 +144,16 @@ class Problem:
 
 
 def problem(s_idx: np.ndarray, prior: EfficiencyTerms, ridge: float, fixed: dict[str, float] | None = None,
-            start: EfficiencyTerms | None = None) -> Problem:
+            start: EfficiencyTerms | None = None, per_case: dict[str, np.ndarray] | None = None) -> Problem:
     fixed = fixed or {}
-    return Problem(np.asarray(s_idx, dtype=int), prior.model_copy(update=fixed), ridge, fixed, start)
+    return Problem(np.asarray(s_idx, dtype=int), prior.model_copy(update=fixed), ridge, fixed, start,
+                   tuple((f, np.asarray(v, dtype=float)) for f, v in (per_case or {}).items()))
+
+
+def case_anchors(s: Serving, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Each anchored term at the value of each case's own chip (validation/anchors.py), aligned with ``idx``."""
+    by_chip = {c: anchors.anchored(c) for c in set(s.chip[idx])}
+    return {f: np.array([by_chip[c][f] for c in s.chip[idx]], dtype=float) for f in anchors.ANCHORED_FIELDS}
 
 
 MAX_STACKED_CASES = 8192  # cases per engine pass when several points are valued at once (memory: ~20 kB a case)
@@ -188,7 +197,9 @@ class _Stack:
 
     def losses(self, points: list[np.ndarray]) -> list[float]:
         ts = [p.terms(z) for p, z in zip(self.problems, points)]
-        th = Theta(**{f: np.concatenate([np.full(p.idx.size, term(t, f)) for p, t in zip(self.problems, ts)])
+        own = [dict(p.per_case) for p in self.problems]
+        th = Theta(**{f: np.concatenate([o[f] if f in o else np.full(p.idx.size, term(t, f))
+                                         for p, t, o in zip(self.problems, ts, own)])
                       for f in SERVING_FIELDS})
         r = np.log(predict_serving(self.sub, th).value / self.sub.measured)
         r = np.where(np.isfinite(r), r, NAN_RESIDUAL)
@@ -237,31 +248,82 @@ def chip_problem(s: Serving, mask: np.ndarray, chip: str, pooled: EfficiencyTerm
     return problem(np.flatnonzero(mask & (s.chip == chip)), pooled, RIDGE_CHIP, anchors.anchored(chip), start)
 
 
+def die_of(chip: str) -> str:
+    """The chip whose silicon ``chip`` runs (chips/<name>.toml ``same_die_as``: GB200's GPU is B200's die, H200 and
+    H800 are H100's GH100), else the chip itself: what the serving terms are fitted per."""
+    from tokenomy.catalog import loader
+
+    return (loader.chip_file(chip).same_die_as or chip) if chip in loader.chip_names() else chip
+
+
+def family_of(chip: str) -> str:
+    from tokenomy.catalog import loader
+
+    return loader.chip_family(chip) if chip in loader.chip_names() else chip
+
+
+def group_problem(s: Serving, mask: np.ndarray, chips, prior: EfficiencyTerms,
+                  start: EfficiencyTerms | None = None) -> Problem:
+    """The fit of the serving terms shared by ``chips`` (a die's boards, or a family's dies) on the cases of
+    ``mask``: ``prior`` as the ridge's centre, each case's anchored terms at its own chip's value."""
+    idx = np.flatnonzero(mask & np.isin(s.chip, list(chips)))
+    return problem(idx, prior, RIDGE_CHIP, anchors.anchored("pooled"), start, case_anchors(s, idx))
+
+
+def _levels(chips) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(family -> its chips, die -> its chips) over ``chips`` and the dies they name."""
+    fams: dict[str, list[str]] = {}
+    dies: dict[str, list[str]] = {}
+    for c in sorted(chips):
+        fams.setdefault(family_of(c), []).append(c)
+        dies.setdefault(die_of(c), []).append(c)
+    return fams, dies
+
+
+def _fit_level(s: Serving, ms: list[np.ndarray], groups: dict[str, list[str]], prior, warm) -> list[dict]:
+    """Per fold, group -> (terms, serving case indices fitted on): each group's fit with ``prior(k, group)`` as its
+    prior, the folds and groups searched in lockstep; a group without cases in a fold takes its prior."""
+    probs = {(k, g): group_problem(s, ms[k], chips, prior(k, g)[0], warm(chips))
+             for k in range(len(ms)) for g, chips in groups.items()}
+    probs = {key: p for key, p in probs.items() if p.idx.size >= MIN_CASES_FOR_CHIP_FIT}
+    fitted = dict(zip(probs, fit_problems(s, list(probs.values())))) if probs else {}
+    return [{g: (fitted[(k, g)], probs[(k, g)].idx) if (k, g) in fitted else prior(k, g) for g in groups}
+            for k in range(len(ms))]
+
+
 def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None = None) -> list[Fit]:
-    """The pooled fit (every chip's cases), then each chip's with the pooled one as its prior, on the training
-    ids of each fold; the folds' searches run in lockstep (one engine pass values a point of every fold), a chip
-    at a time. ``start``: a fit nearby (the full fit, for leave-one-source-out) that each search starts from,
-    the same loss minimised (calibrate_fit.WARM_STEPS)."""
-    warm = (lambda key: start.terms.get(key)) if start is not None else (lambda key: None)
+    """The pooled fit (every chip's cases), then each chip family's with the pooled one as its prior, then each
+    die's (the boards on one silicon: die_of) with its family's as its prior — the terms of silicon and of the
+    kernels it runs are shared by the boards built on it (a GB200 fitted apart from a B200 had taken a per-kernel
+    floor of 8.8 us against 5.4, from max-throughput rows that barely pin it) — on the training ids of each fold.
+    A die without cases in a fold takes its family's fit, a family without any the pooled one. The folds' searches
+    run in lockstep (one engine pass values a point of every fold), a level at a time. ``start``: a fit nearby
+    (the full fit, for leave-one-source-out) that each search starts from, the same loss minimised
+    (calibrate_fit.WARM_STEPS)."""
+    def warm(chips):
+        return next((start.terms[c] for c in chips if c in start.terms), None) if start is not None else None
     ms = [np.array([c.id in ids for c in s.cases], dtype=bool) for ids in folds]
     mts = [np.array([c.id in ids for c in t.cases], dtype=bool) for ids in folds]
     trained = [fit_training(t, mt) for mt in mts]
-    pooled = fit_problems(s, [problem(np.flatnonzero(m), START, RIDGE_POOLED, anchors.anchored("pooled"),
-                                      warm("pooled")) for m in ms])
+    pooled_probs = [problem(np.flatnonzero(m), START, RIDGE_POOLED, anchors.anchored("pooled"), warm(["pooled"]),
+                            case_anchors(s, np.flatnonzero(m))) for m in ms]
+    pooled = fit_problems(s, pooled_probs)
     pooled = [p.model_copy(update=dict({f: v["pooled"] for f, v in per.items()}, **shared))
               for p, (per, shared) in zip(pooled, trained)]
     fits = [Fit({"pooled": p}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in ids)})
             for p, ids in zip(pooled, folds)]
-    for chip in sorted(set(s.chip) | set(t.chip)):
-        probs = {k: chip_problem(s, ms[k], chip, pooled[k], warm(chip)) for k in range(len(folds))}
-        probs = {k: p for k, p in probs.items() if p.idx.size >= MIN_CASES_FOR_CHIP_FIT}
-        fitted = dict(zip(probs, fit_problems(s, list(probs.values())))) if probs else {}
-        for k, (fit, (per, shared)) in enumerate(zip(fits, trained)):
-            own = fitted.get(k, pooled[k].model_copy(update=anchors.anchored(chip)))
-            fit.terms[chip] = own.model_copy(update=dict({f: v.get(chip, v["pooled"]) for f, v in per.items()},
-                                                         **shared))
-            fit.fitted_on[chip] = sorted([c.id for c, m in zip(s.cases, ms[k] & (s.chip == chip)) if m]
-                                         + [c.id for c, m in zip(t.cases, mts[k] & (t.chip == chip)) if m])
+    fams, dies = _levels(set(s.chip) | set(t.chip))
+    fam = _fit_level(s, ms, fams, lambda k, g: (pooled[k], pooled_probs[k].idx), warm)
+    multi = {d: cs for d, cs in dies.items() if len(fams[family_of(cs[0])]) > len(cs)}  # a family of one die: its fit
+    die = _fit_level(s, ms, multi, lambda k, d: fam[k][family_of(dies[d][0])], warm)
+    for k, (fit, (per, shared)) in enumerate(zip(fits, trained)):
+        for d, chips in dies.items():
+            own, idx = die[k][d] if d in multi else fam[k][family_of(chips[0])]
+            for chip in chips:
+                fit.terms[chip] = own.model_copy(update=dict(anchors.anchored(chip), **{
+                    f: v.get(chip, v["pooled"]) for f, v in per.items()}, **shared))
+                fit.fitted_on[chip] = sorted([s.cases[i].id for i in idx]
+                                             + [c.id for c, m in zip(t.cases, mts[k] & (t.chip == chip)) if m])
     return fits
 
 
@@ -271,8 +333,10 @@ def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[s
                                  fitted_on=fit.fitted_on[chip], n_fitted=len(fit.fitted_on[chip]),
                                  in_sample=in_sample.get(chip, {}),
                                  note=("Fitted by `tokenomy validate --refit` (tokenomy/validation/calibrate_fit.py). "
-                                       "pooled = every chip's training split, used as the prior and as the fallback "
-                                       "for chips without a file. " + anchors.provenance(chip) + "."))
+                                       "pooled = every chip's training split, the prior of each chip family's fit "
+                                       "and the fallback for chips without a file; the serving terms are fitted per "
+                                       f"die (this chip's: {die_of(chip)}; chips/<name>.toml same_die_as), with the "
+                                       "family's fit as the prior. " + anchors.provenance(chip) + "."))
             for chip, terms in fit.terms.items()}
 
 

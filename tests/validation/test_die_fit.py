@@ -1,0 +1,51 @@
+"""The serving terms are fitted per die, a family's fit the prior of its dies' (validation/calibrate_fit.fit_folds):
+boards on one silicon (chips/<name>.toml same_die_as) share every fitted term, each keeping its own anchored ones;
+a die without cases in a fold is fitted on its family's cases, not on every chip's."""
+
+import tomllib
+
+import numpy as np
+import pytest
+
+from tokenomy.catalog import loader
+from tokenomy.validation import anchors
+from tokenomy.validation import calibrate_fit as cf
+from tokenomy.validation import run
+from tokenomy.validation.theta import SERVING_FIELDS
+
+EFF = loader.ROOT / "efficiency"
+FITTED = [f for f in SERVING_FIELDS if f not in anchors.ANCHORED_FIELDS]
+BOARDS = [(c, loader.chip_file(c).same_die_as) for c in loader.chip_names() if loader.chip_file(c).same_die_as]
+
+
+def _terms(chip: str) -> dict:
+    return tomllib.loads((EFF / f"{chip}.toml").read_text())["terms"]
+
+
+def test_the_boards_on_one_die_are_named():
+    pairs = dict(BOARDS)
+    assert pairs["gb200"] == "b200" and pairs["gb300"] == "b300" and pairs["h200"] == "h100-sxm"
+    assert all(die in loader.chip_names() and loader.chip_family(die) == loader.chip_family(c) for c, die in BOARDS)
+
+
+@pytest.mark.parametrize("chip,die", [(c, d) for c, d in BOARDS if (EFF / f"{c}.toml").is_file()])
+def test_stored_terms_of_one_die_are_one_set(chip, die):
+    """A GB200 fitted apart from a B200 had taken a per-kernel floor of 8.8 us against 5.4 (one die)."""
+    mine, theirs = _terms(chip), _terms(die)
+    assert {f: mine[f] for f in FITTED} == {f: theirs[f] for f in FITTED}
+    assert mine["hbm_fraction"] == pytest.approx(anchors.anchored(chip)["hbm_fraction"])  # its own anchor
+
+
+def test_a_die_without_cases_is_fitted_on_its_familys():
+    # DeepSeek-R1 at batch 1: B300 under SGLang, B200 and H200 under TensorRT-LLM (two Blackwell dies, one Hopper)
+    p = run.prepare(("inferencex-sglang-0.5.12-b300", "trtllm-issue-5929-dsr1"))
+    s = p.serving
+    keep = {c.id for c in p.cases if c.case.hardware != "b300" and c.metric == "tpot_s"}
+    fit = cf.fit_folds(s, p.training, [keep])[0]
+    b200 = sorted(c.id for c in p.cases if c.id in keep and c.case.hardware == "b200")
+    assert b200 and fit.fitted_on["b300"] == b200  # the Blackwell family's cases, not the H200's
+    assert fit.fitted_on["h200"] == sorted(c.id for c in p.cases if c.id in keep and c.case.hardware == "h200")
+    b300, pooled = fit.terms["b300"], fit.terms["pooled"]
+    assert any(getattr(b300, f) != getattr(pooled, f) for f in FITTED)
+    assert b300.hbm_fraction == pytest.approx(anchors.anchored("b300")["hbm_fraction"])
+    assert np.isfinite([getattr(b300, f) for f in FITTED]).all()
