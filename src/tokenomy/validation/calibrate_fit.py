@@ -1,8 +1,9 @@
-"""Fit the named efficiency terms per chip on the declared training split, and write them as catalog data.
+"""Fit the named efficiency terms on the declared training split, and write them as catalog data (a file per chip).
 
-Serving terms: minimise Σ w·softL1(log(pred/measured)) over the chip's training cases (each metric weighted
-equally), plus a ridge pulling every term toward the pooled fit (all chips' training cases), so chips with few
-cases borrow strength instead of over-fitting. Nelder–Mead in an unconstrained space (each fitted term kept inside
+Serving terms: minimise Σ w·softL1(log(pred/measured)) over a group's training cases (each metric weighted
+equally), plus a ridge pulling every term toward the group's prior, so groups with few cases borrow strength
+instead of over-fitting. The groups nest: every chip's cases (pooled), a chip family's (prior: pooled), a die's —
+the boards on one silicon, chips/<name>.toml same_die_as — (prior: its family's); each chip's terms are its die's. Nelder–Mead in an unconstrained space (each fitted term kept inside
 its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
 for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
 measured streaming share, α_AR, η_nccl, and the request overhead o_req, a frontend's published figure for every
