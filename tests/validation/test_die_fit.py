@@ -49,3 +49,23 @@ def test_a_die_without_cases_is_fitted_on_its_familys():
     assert any(getattr(b300, f) != getattr(pooled, f) for f in FITTED)
     assert b300.hbm_fraction == pytest.approx(anchors.anchored("b300")["hbm_fraction"])
     assert np.isfinite([getattr(b300, f) for f in FITTED]).all()
+
+
+def test_a_fit_over_several_chips_holds_each_case_at_its_own_chips_anchors():
+    """The loss of one set of terms over two chips' cases is the case-weighted mean of the two chips' losses, each
+    with its own anchored terms (H100 and H200: one die, different measured streaming shares)."""
+    p = run.prepare(("trtllm-0.9-static",))
+    s = p.serving
+    one = np.array([m == s.metric[0] for m in s.metric])  # one metric: every case weighs the same
+    a, b = (np.flatnonzero(one & (s.chip == c)) for c in ("h100-sxm", "h200"))
+    assert a.size and b.size and anchors.anchored("h100-sxm")["hbm_fraction"] != anchors.anchored("h200")["hbm_fraction"]
+    prior = cf.START
+
+    def loss(prob):
+        return float(cf.losses(s, [(prob, prob.x0()[None])])[0][0])  # at the prior: no ridge
+    alone = [loss(cf.problem(i, prior, cf.RIDGE_CHIP, anchors.anchored(c))) for i, c in ((a, "h100-sxm"), (b, "h200"))]
+    both = np.concatenate([a, b])
+    group = cf.problem(both, prior, cf.RIDGE_CHIP, anchors.anchored("pooled"), per_case=cf.case_anchors(s, both))
+    assert loss(group) == pytest.approx((a.size * alone[0] + b.size * alone[1]) / both.size, rel=1e-9)
+    pooled_anchors = cf.problem(both, prior, cf.RIDGE_CHIP, anchors.anchored("pooled"))
+    assert loss(pooled_anchors) != pytest.approx(loss(group), rel=1e-6)  # the anchors matter here
