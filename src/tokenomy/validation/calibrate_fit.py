@@ -295,8 +295,8 @@ def _fit_level(s: Serving, ms: list[np.ndarray], groups: dict[str, list[str]], p
 def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None = None) -> list[Fit]:
     """The pooled fit (every chip's cases), then each chip family's with the pooled one as its prior, then each
     die's (the boards on one silicon: die_of) with its family's as its prior — the terms of silicon and of the
-    kernels it runs are shared by the boards built on it (a GB200 fitted apart from a B200 had taken a per-kernel
-    floor of 8.8 us against 5.4, from max-throughput rows that barely pin it) — on the training ids of each fold.
+    kernels it runs are shared by the boards built on it (H100 and H200: leaving vLLM's gpt-oss on H100 out read
+    +29% TPOT with the H100's cases alone, +7% beside the H200's) — on the training ids of each fold.
     A die without cases in a fold takes its family's fit, a family without any the pooled one. The folds' searches
     run in lockstep (one engine pass values a point of every fold), a level at a time. ``start``: a fit nearby
     (the full fit, for leave-one-source-out) that each search starts from, the same loss minimised
