@@ -1,6 +1,6 @@
-"""The serving terms are fitted per die, a family's fit the prior of its dies' (validation/calibrate_fit.fit_folds):
-boards on one silicon (chips/<name>.toml same_die_as) share every fitted term, each keeping its own anchored ones;
-a die without cases in a fold is fitted on its family's cases, not on every chip's."""
+"""The serving terms are fitted per die (validation/calibrate_fit.fit_folds): boards on one silicon (chips/<name>.toml
+same_die_as) share every fitted term, each keeping its own anchored ones; a die without cases in a fold is fitted on
+its chip family's cases, not on every chip's."""
 
 import tomllib
 

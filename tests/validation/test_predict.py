@@ -202,10 +202,9 @@ def test_held_out_measurements_cannot_move_the_fit(prepared):
 
 
 # The refit (`tokenomy validate --refit`, about ten minutes) is the pooled fit on every chip's training cases, then
-# each chip family's with the pooled one as its prior, then each die's with its family's (calibrate_fit.fit_folds: a
-# family of one die is that die's fit). Reproduced here: the families whose fits take seconds, from the stored pooled
-# terms, bit for bit; the pooled fit and the other one-die families' are held to be optima of their loss (a family of
-# several dies, Blackwell's, fits its dies under its own fit, which no file stores: test_die_fit.py holds its shape).
+# each die's (the boards on one silicon: calibrate_fit.die_of) with the pooled one as its prior. Reproduced here: the
+# dies whose fits take seconds, from the stored pooled terms, bit for bit; the pooled fit and the other dies' are held
+# to be optima of their loss.
 REPRODUCED = ("mi300x", "tpu-v4", "a100-80gb-sxm")
 STEP, NO_BETTER_BY = 0.05, 1e-4  # a ±5% step of any free term (in the fit's units) lowers no stored loss by more
 # than this (the stored fits: at most 4e-6 on a loss of 0.037; Nelder–Mead stops on its simplex's spread, 1e-7)
@@ -219,23 +218,23 @@ def catalog(whole_catalog):
     return p, np.array([c.id in train for c in p.serving.cases], dtype=bool)
 
 
-def _one_die_families(s, mask) -> dict[str, list[str]]:
-    """family -> its chips with training cases, for the families whose chips are all on one die."""
-    fams: dict[str, list[str]] = {}
+def _dies(s, mask) -> dict[str, list[str]]:
+    """die -> its chips with training cases."""
+    out: dict[str, list[str]] = {}
     for c in sorted(set(s.chip[mask])):
-        fams.setdefault(cf.family_of(c), []).append(c)
-    return {f: cs for f, cs in fams.items() if len({cf.die_of(c) for c in cs}) == 1}
+        out.setdefault(cf.die_of(c), []).append(c)
+    return out
 
 
 def test_refit_reproduces_the_stored_terms_of_the_declared_chips(catalog):
     """catalog/efficiency/<chip>.toml is what `tokenomy validate --refit` computes from the catalog (reproducible),
-    for the chips of REPRODUCED (each its family's one chip), from the stored pooled terms (their prior)."""
+    for the chips of REPRODUCED (each its die's one board), from the stored pooled terms (their prior)."""
     p, mask = catalog
     s = p.serving
     pooled = load.efficiency_file("pooled").terms
-    fams = _one_die_families(s, mask)
+    dies = _dies(s, mask)
     for chip in REPRODUCED:
-        assert fams[cf.family_of(chip)] == [chip], chip
+        assert dies[cf.die_of(chip)] == [chip], chip
         stored = load.efficiency_file(chip)
         assert stored is not None, chip
         ours = [c.id for c, m in zip(s.cases, mask & (s.chip == chip)) if m]
@@ -248,20 +247,20 @@ def test_refit_reproduces_the_stored_terms_of_the_declared_chips(catalog):
 
 
 def test_stored_terms_are_optima_of_their_loss(catalog):
-    """The pooled terms and every other one-die family's: no step of STEP along a free term lowers the fit's loss on
-    the catalog's training cases by more than NO_BETTER_BY (a stale fit, after the catalog or the model changed,
-    would be improved)."""
+    """The pooled terms and every other die's: no step of STEP along a free term lowers the fit's loss on the
+    catalog's training cases by more than NO_BETTER_BY (a stale fit, after the catalog or the model changed, would
+    be improved)."""
     p, mask = catalog
     s = p.serving
     pooled = load.efficiency_file("pooled").terms
     every = np.flatnonzero(mask)
     probs = [cf.problem(every, cf.START, cf.RIDGE_POOLED, anchors.anchored("pooled"), pooled,
                         cf.case_anchors(s, every))]
-    fams = {f: cs for f, cs in _one_die_families(s, mask).items() if not set(cs) & set(REPRODUCED)}
-    assert {"hopper", "cdna4"} <= set(fams), fams
-    missing = [c for cs in fams.values() for c in cs if load.efficiency_file(c) is None]
+    dies = {d: cs for d, cs in _dies(s, mask).items() if not set(cs) & set(REPRODUCED)}
+    assert dies["h100-sxm"] == ["h100-sxm", "h200"], dies  # one GH100: one fit
+    missing = [c for cs in dies.values() for c in cs if load.efficiency_file(c) is None]
     assert not missing, f"no fitted terms for {missing}: run tokenomy validate --refit"
-    probs += [cf.group_problem(s, mask, cs, pooled, load.efficiency_file(cs[0]).terms) for cs in fams.values()]
+    probs += [cf.group_problem(s, mask, cs, pooled, load.efficiency_file(cs[0]).terms) for cs in dies.values()]
     for prob in probs:
         z = prob.x0()
         steps = np.vstack([z] + [z + sign * STEP * e for e in np.eye(z.size) for sign in (1, -1)])

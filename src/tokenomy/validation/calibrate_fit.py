@@ -2,8 +2,10 @@
 
 Serving terms: minimise Σ w·softL1(log(pred/measured)) over a group's training cases (each metric weighted
 equally), plus a ridge pulling every term toward the group's prior, so groups with few cases borrow strength
-instead of over-fitting. The groups nest: every chip's cases (pooled), a chip family's (prior: pooled), a die's —
-the boards on one silicon, chips/<name>.toml same_die_as — (prior: its family's); each chip's terms are its die's. Nelder–Mead in an unconstrained space (each fitted term kept inside
+instead of over-fitting. The groups: every chip's cases (pooled), a die's — the boards on one silicon,
+chips/<name>.toml same_die_as — (prior: pooled), and for a die without cases its chip family's (prior: pooled);
+each chip's terms are its die's. (A family's fit as the dies' prior moved B200's weakly pinned terms to Blackwell's
+mean and B200's held-out energy error from 10% to 18%: the prior stays pooled.) Nelder–Mead in an unconstrained space (each fitted term kept inside
 its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
 for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
 measured streaming share, α_AR, η_nccl, and the request overhead o_req, a frontend's published figure for every
@@ -281,23 +283,24 @@ def _levels(chips) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return fams, dies
 
 
-def _fit_level(s: Serving, ms: list[np.ndarray], groups: dict[str, list[str]], prior, warm) -> list[dict]:
-    """Per fold, group -> (terms, serving case indices fitted on): each group's fit with ``prior(k, group)`` as its
-    prior, the folds and groups searched in lockstep; a group without cases in a fold takes its prior."""
-    probs = {(k, g): group_problem(s, ms[k], chips, prior(k, g)[0], warm(chips))
+def _fit_level(s: Serving, ms: list[np.ndarray], groups: dict[str, list[str]], prior, fallback, warm) -> list[dict]:
+    """Per fold, group -> (terms, serving case indices fitted on): each group's fit with ``prior(k)`` as its prior,
+    the folds and groups searched in lockstep; a group without cases in a fold takes ``fallback(k, group)``."""
+    probs = {(k, g): group_problem(s, ms[k], chips, prior(k), warm(chips))
              for k in range(len(ms)) for g, chips in groups.items()}
     probs = {key: p for key, p in probs.items() if p.idx.size >= MIN_CASES_FOR_CHIP_FIT}
     fitted = dict(zip(probs, fit_problems(s, list(probs.values())))) if probs else {}
-    return [{g: (fitted[(k, g)], probs[(k, g)].idx) if (k, g) in fitted else prior(k, g) for g in groups}
+    return [{g: (fitted[(k, g)], probs[(k, g)].idx) if (k, g) in fitted else fallback(k, g) for g in groups}
             for k in range(len(ms))]
 
 
 def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None = None) -> list[Fit]:
-    """The pooled fit (every chip's cases), then each chip family's with the pooled one as its prior, then each
-    die's (the boards on one silicon: die_of) with its family's as its prior — the terms of silicon and of the
+    """The pooled fit (every chip's cases), then each die's (the boards on one silicon: die_of) with the pooled one
+    as its prior, a die without cases in a fold taking its chip family's fit (the family's cases, the same prior:
+    leaving out B300's one serving source had fallen to the pooled fit) — the terms of silicon and of the
     kernels it runs are shared by the boards built on it (H100 and H200: leaving vLLM's gpt-oss on H100 out read
     +29% TPOT with the H100's cases alone, +7% beside the H200's) — on the training ids of each fold.
-    A die without cases in a fold takes its family's fit, a family without any the pooled one. The folds' searches
+    A family without any cases takes the pooled fit. The folds' searches
     run in lockstep (one engine pass values a point of every fold), a level at a time. ``start``: a fit nearby
     (the full fit, for leave-one-source-out) that each search starts from, the same loss minimised
     (calibrate_fit.WARM_STEPS)."""
@@ -314,9 +317,10 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
     fits = [Fit({"pooled": p}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in ids)})
             for p, ids in zip(pooled, folds)]
     fams, dies = _levels(set(s.chip) | set(t.chip))
-    fam = _fit_level(s, ms, fams, lambda k, g: (pooled[k], pooled_probs[k].idx), warm)
+    every = lambda k, g: (pooled[k], pooled_probs[k].idx)  # noqa: E731  (a fold's pooled fit and its cases)
+    fam = _fit_level(s, ms, fams, lambda k: pooled[k], every, warm)
     multi = {d: cs for d, cs in dies.items() if len(fams[family_of(cs[0])]) > len(cs)}  # a family of one die: its fit
-    die = _fit_level(s, ms, multi, lambda k, d: fam[k][family_of(dies[d][0])], warm)
+    die = _fit_level(s, ms, multi, lambda k: pooled[k], lambda k, d: fam[k][family_of(dies[d][0])], warm)
     for k, (fit, (per, shared)) in enumerate(zip(fits, trained)):
         for d, chips in dies.items():
             own, idx = die[k][d] if d in multi else fam[k][family_of(chips[0])]
@@ -334,10 +338,10 @@ def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[s
                                  fitted_on=fit.fitted_on[chip], n_fitted=len(fit.fitted_on[chip]),
                                  in_sample=in_sample.get(chip, {}),
                                  note=("Fitted by `tokenomy validate --refit` (tokenomy/validation/calibrate_fit.py). "
-                                       "pooled = every chip's training split, the prior of each chip family's fit "
-                                       "and the fallback for chips without a file; the serving terms are fitted per "
-                                       f"die (this chip's: {die_of(chip)}; chips/<name>.toml same_die_as), with the "
-                                       "family's fit as the prior. " + anchors.provenance(chip) + "."))
+                                       "pooled = every chip's training split, the prior of each die's fit and the "
+                                       "fallback for chips without a file; the serving terms are fitted per die "
+                                       f"(this chip's: {die_of(chip)}; chips/<name>.toml same_die_as), a die without "
+                                       "cases taking its chip family's fit. " + anchors.provenance(chip) + "."))
             for chip, terms in fit.terms.items()}
 
 

@@ -156,8 +156,8 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
     L += ["", KNOWN_GAPS]
     L += ["", "## Fitted efficiency terms", "", "Stored per chip in `catalog/efficiency/<chip>.toml` with the case "
           "ids they were fitted on; the serving terms are one set per die (the boards on one silicon share it: "
-          "chips/<name>.toml same_die_as), each chip family's fit the prior of its dies', `pooled` the prior of the "
-          "families' and the fallback.", ""]
+          "chips/<name>.toml same_die_as), `pooled` the prior and the fallback; a die without cases takes its chip "
+          "family's fit.", ""]
     fields = list(next(iter(terms.values())).model_dump())
     L += ["| chip | " + " | ".join(fields) + " |", "|" + "---|" * (len(fields) + 1)]
     for chip, t in sorted(terms.items()):
