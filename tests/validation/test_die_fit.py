@@ -14,7 +14,7 @@ from tokenomy.validation import run
 from tokenomy.validation.theta import SERVING_FIELDS
 
 EFF = loader.ROOT / "efficiency"
-FITTED = [f for f in SERVING_FIELDS if f not in anchors.ANCHORED_FIELDS]
+FITTED = [f for f in SERVING_FIELDS if f not in anchors.HELD_FIELDS]
 BOARDS = [(c, loader.chip_file(c).same_die_as) for c in loader.chip_names() if loader.chip_file(c).same_die_as]
 
 

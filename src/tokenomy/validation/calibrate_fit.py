@@ -5,8 +5,8 @@ equally), plus a ridge pulling every term toward the group's prior, so groups wi
 instead of over-fitting. The groups: every chip's cases (pooled), a die's — the boards on one silicon,
 chips/<name>.toml same_die_as — (prior: pooled), and for a die without cases its chip family's (prior: pooled);
 each chip's terms are its die's. (A family's fit as the dies' prior moved B200's weakly pinned terms to Blackwell's
-mean and B200's held-out energy error from 10% to 18%: the prior stays pooled.) Nelder–Mead in an unconstrained space (each fitted term kept inside
-its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
+mean and B200's held-out energy error from 10% to 18%: the prior stays pooled.)
+Nelder–Mead in an unconstrained space (each fitted term kept inside its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
 for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
 measured streaming share, α_AR, η_nccl, and the request overhead o_req, a frontend's published figure for every
 chip) are held at their cited values. Training terms: validation/train_fit.py (η per chip,
@@ -156,7 +156,7 @@ def problem(s_idx: np.ndarray, prior: EfficiencyTerms, ridge: float, fixed: dict
 def case_anchors(s: Serving, idx: np.ndarray) -> dict[str, np.ndarray]:
     """Each anchored term at the value of each case's own chip (validation/anchors.py), aligned with ``idx``."""
     by_chip = {c: anchors.anchored(c) for c in set(s.chip[idx])}
-    return {f: np.array([by_chip[c][f] for c in s.chip[idx]], dtype=float) for f in anchors.ANCHORED_FIELDS}
+    return {f: np.array([by_chip[c][f] for c in s.chip[idx]], dtype=float) for f in anchors.HELD_FIELDS}
 
 
 MAX_STACKED_CASES = 8192  # cases per engine pass when several points are valued at once (memory: ~20 kB a case)
