@@ -41,7 +41,14 @@ zero and NaN masks stay bare, which quantities accept; counts used as exponents 
 
 The engine in modules by meaning: core/lowering.py (a pass on a layout at a context, before its batch), core/work.py
 (the busiest chip's FLOPs, bytes and collectives at a batch), core/times.py (the critical path under an efficiency
-set), core/reasons.py (why a point has no time), core/fastpaths.py (the fast paths and the figures that keep them).
+set), core/reasons.py (why a point has no time).
+No fast paths: the seven that skipped a term exactly 0 over the grid or narrowed an array (plus, affine, zero_of,
+first_code, fit without a mask, period of one kind of pass, an int8 bound) were each replaced by the formula they
+abbreviated in benchmarks/engine_fastpaths.py (at d947c137; CPU time, medians of interleaved rounds on this
+2-core machine under load): all of them together bought 1.04x / 0.91x on a dense tk.sweep decode grid, 1.05x / 1.07x
+on an MoE one and 0.93x / 0.98x on tk.serve (16 concurrencies, rows built) in two runs of 7 and 9 rounds (an
+earlier run, c8b40c62, had 1.23x / 1.25x on the sweeps) — none reached issue 27's 20% on a user-visible command, so the
+engine computes the plain formulas (same values; tests/unit, golden, dims, serving unchanged).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 
 from tokenomy.core import collectives as col
-from tokenomy.core import fastpaths as fast
+from tokenomy.core.reasons import FITS_REASON
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.work import Work
 from tokenomy.specs import Topology
@@ -87,11 +87,16 @@ class PassTerms:
 
     @cached_property
     def bound(self):
-        """Index into BOUNDS of the binding term (fastpaths.bound); read on first use: a step timed only for its seconds
+        """Index into BOUNDS of the binding term; read on first use: a step timed only for its seconds
         (the serving model's ceil batch) never forms it."""
         others = ((2, self.comms_s), (3, self.overhead_s)) + (() if self.hop_share_s is None else
                                                                ((4, self.hop_share_s),))
-        return fast.bound(self.compute_s, self.memory_s, np.maximum(self.compute_s, self.memory_s), others)
+        bound = np.where(np.greater_equal(self.compute_s, self.memory_s), 0, 1)  # NaN: memory
+        top = np.maximum(self.compute_s, self.memory_s)
+        for i, t in others:  # a later term binds where it is strictly larger than all before it
+            bound = np.where(t > top, i, bound)
+            top = np.maximum(top, t)
+        return bound
 
     @cached_property
     def memory_per_chip_bytes(self):
@@ -111,7 +116,7 @@ class PassTerms:
 
     @cached_property
     def pipeline_s(self):
-        """The pass beyond one stage: step − stage (the other stages, micro-batches and hops; fastpaths.period)."""
+        """The pass beyond one stage: step − stage (the other stages, micro-batches and hops)."""
         return self.step_s - self.stage_s
 
     # the rates divide the small factors first, then the grid-sized step once (one pass over the grid each)
@@ -251,12 +256,12 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     tp_comm, ep_all = _comms_s(w, _calibrated(topo, eff), ring_share)
     hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
     # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
-    reason, nan = fast.fit(w.structure, w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip))
-    grid = np.shape(reason)
+    over_hbm = w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip)
+    reason = np.where(np.asarray(w.structure) != 0, w.structure, np.where(over_hbm, FITS_REASON, 0))
+    nan = np.where(reason == 0, 0.0, np.nan)  # every time gets it: NaN where the point is invalid or over HBM
     sm_share = _sm_share(w, eff)
     ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap), sm_share,  # under the other's
                            w.ep_low_latency)
-    nan = np.zeros(grid) if nan is None else nan  # every time gets it: NaN where the point is invalid or over HBM
     compute_s, memory_s = compute_s + nan, memory_s + nan
     comms_s = tp_comm + ep_comm + nan  # = (tp + nan) + (ep + nan): the parts are read lazily
     floor = _f(eff.kernel_overhead_s) * _tbo(eff) * w.stage_kernels
@@ -271,7 +276,9 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     hops = np.where(pp > 1, np.where(w.decode, pp, pp - 1.0), 0.0)
     # no hops (pp = 1): hops·hop is 0 (NaN only where the stage is NaN), adds nothing and binds nothing
     hop_total = None if not np.any(hops) else hops * (w.hop_s + nan)
-    period = fast.period(w, stage_s, hop_total)
+    h = 0.0 if hop_total is None else hop_total
+    period = np.where(w.decode, np.maximum(w.microbatches * stage_s, pp * stage_s + h),  # decode: the slower of
+                      (w.microbatches + pp - 1.0) * stage_s + h)  # M stages and a pass through all; else the fill
     return PassTerms(
         chips=w.n, batch=w.batch, context=w.context, len_pass=w.len_pass, micro_batch=w.micro_batch, flops=w.flops,
         attention_flops=w.attention_flops, compute_s=compute_s, memory_s=memory_s, comms_s=comms_s, overhead_s=overhead, stage_s=stage_s, hops=hops, step_s=period,

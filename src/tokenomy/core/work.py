@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core import efficiency
-from tokenomy.core import fastpaths as fast
 from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.efficiency import magnitude as _mag  # of a count used as an exponent
 from tokenomy.core.layout import Layout
@@ -121,34 +120,36 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         b_a, p_a = b, p_mb
     T = b * S + p_mb
     T_a = T if b_a is b else b_a * S + p_a  # without attention-DP the attention replica is the stage's chip
-    pad = fast.zero_of(_mag(T))  # T's shape for the operand widths (efficiency.balance_rows)
+    pad = 0.0 * _mag(T)  # T's shape for the operand widths (efficiency.balance_rows)
     kvs, kv_batch = lo.kv_split_heads, np.asarray(lay.kv_batch, dtype=bool)
     kv_split = np.where(kv_batch, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs) if np.any(kv_batch) \
         else kvs
     A, x_read, expert_flops, expert_rows, expert_bytes, ep_bytes = _routed(lo, T)
-    structure = fast.first_code([lo.layout_code != 0, B != np.round(B), B < dp * M, lo.decode & (M < pp)],
-                            [lo.layout_code, 6, 7, 8])
+    # the first reason that holds (core/reasons.py: 6 a fraction of a sequence, 7 under one a replica and
+    # micro-batch, 8 decode stages idle), over the grid
+    conds = [lo.layout_code != 0, B != np.round(B), B < dp * M, lo.decode & (M < pp)]
+    grid = np.broadcast_shapes(*(np.shape(c) for c in conds), np.shape(lo.layout_code))
+    structure = np.select([np.broadcast_to(c, grid) for c in conds], [lo.layout_code, 6, 7, 8], 0)
     return Work(
-        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels + fast.zero_of(b),
+        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels + 0.0 * _mag(b),
         microbatches=M, decode=lo.decode,
         # (the per-point factors multiply the grid once: scalars and layout columns are folded first)
-        flops=fast.plus(B * (S * (m.matmul_flops_per_token + attn_tok)), P, m.matmul_flops_per_token + attn_pf),
+        flops=B * (S * (m.matmul_flops_per_token + attn_tok)) + P * (m.matmul_flops_per_token + attn_pf),
         attention_flops=B * (S * attn_tok),
-        dense_flops=fast.plus(b_a * (S * dense_ftok * (f / a)), p_a, (dense_ftok + attn_pf) * (f / a)),
+        dense_flops=b_a * (S * dense_ftok * (f / a)) + p_a * ((dense_ftok + attn_pf) * (f / a)),
         dense_rows=T_a, attn_flops=b_a * (f * S * attn_tok / a),
         attn_rows=S * shape.num_heads / np.maximum(_f(shape.kv_heads), a),
         dense_w=_f(pr.dense_w) + pad, expert_w=_f(pr.expert_w) + pad, kv_w=_f(pr.kv) + pad,
         expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a + expert_bytes,
-        kv_bytes=fast.plus(b_a * (lo.kv_bytes_per_seq * (f / kv_split)), p_a,
-                       lo.chunk_kv_bytes_per_token * (f / kv_split)),
+        kv_bytes=b_a * (lo.kv_bytes_per_seq * (f / kv_split)) + p_a * (lo.chunk_kv_bytes_per_token * (f / kv_split)),
         act_bytes=T * (f * m.act_elems_per_token * ab / g),
         ar_group=np.where(lo.ideal, 1.0, a), ar_count=f * (L + np.where(shape.parallel_block, moe, L)),
         ar_bytes=T_a * (D * ab), q_count=np.where(kv_batch, f * L, 0.0),
         q_bytes=T_a * (2.0 * shape.num_heads * shape.head_dim * ab / a),
         ep_group=np.where(lo.ideal, 1.0, ep), ep_stride=tp, ep_count=np.where(ad, 2.0 * f * moe, 0.0),
         ep_bytes=ep_bytes, ep_low_latency=lo.ep_low_latency, ep_up_share=lo.ep_shares[0],
-        ep_out_share=lo.ep_shares[1], host_seqs=b_a, hop_s=fast.affine(lo.hop_latency_s, lo.hop_s_per_token, T, pad),
+        ep_out_share=lo.ep_shares[1], host_seqs=b_a, hop_s=lo.hop_latency_s + lo.hop_s_per_token * T,
         weight_bytes_per_chip=lo.weight_bytes_per_chip, kv_bytes_per_chip=f * per_rank * lo.cached_bytes_per_seq
         / kv_split, act_bytes_per_chip=T * (m.act_peak_elems_per_token * ab / g), ideal=lo.ideal,
         structure=structure, rack_hop_ratio=lo.rack_hop_ratio)
