@@ -35,18 +35,26 @@ def test_every_source_cites_an_address_and_a_date():
 
 
 def test_split_is_the_declared_hash_rule():
+    """Every case without an explicit `split` override (a case file says why) follows the hash rule."""
     rule = load.split_rule()
-    for c in CASES[:50]:
+    ruled = [c for c in CASES if c.case.split is None]
+    assert len(ruled) > 0.9 * len(CASES)
+    for c in ruled[:50]:
         assert c.split == load.split_of(c.id, rule)
+    assert all(c.split == c.case.split for c in CASES if c.case.split is not None)
     share = collections.Counter(c.split for c in CASES)["train"] / len(CASES)
     assert 0.45 < share < 0.75  # the rule keeps about 60% for fitting
 
 
 def test_fitted_terms_never_saw_a_held_out_case():
     held_out = {c.id for c in CASES if c.split == "test"}
-    for chip in {c.case.hardware for c in CASES} | {"pooled"}:
-        f = load.efficiency_file(chip)
-        assert f is not None and not (set(f.fitted_on) & held_out)
+    files = {chip: load.efficiency_file(chip) for chip in {c.case.hardware for c in CASES} | {"pooled"}}
+    # a chip whose cases are all held out (h800: DeepSeek-V3's pre-training) has no file of its own: pooled terms
+    assert files["pooled"] is not None
+    assert all(f is not None for chip, f in files.items() if any(c.case.hardware == chip and c.split == "train"
+                                                                 for c in CASES))
+    for f in (f for f in files.values() if f is not None):
+        assert not (set(f.fitted_on) & held_out)
         assert f.n_fitted == len(f.fitted_on)
 
 
