@@ -134,8 +134,12 @@ def _run(c: int, isl: int = 2048, **metrics) -> MeasuredRun:
 def test_decode_points_do_not_identify_the_prefill_gemm_share_and_prompt_lengths_do():
     prior = against.terms_for("h100-sxm")["h100-sxm"]
     decode = user_calibrate.identified(_cases([_run(c, tpot_s=0.01) for c in (1, 2, 4)]), prior)
-    assert decode and set(decode) <= {"kv_hbm_fraction", "step_overhead_s", "kernel_overhead_s",
-                                      "sequence_overhead_s", "overlap_loss"}  # memory- and overhead-bound steps
+    # memory- and overhead-bound steps: the per-step floors lead (~15-24% of TPOT per unit log); the GEMM share
+    # reaches a batch-4 decode only through the overlap loss phi*min(compute, memory) (<1% per unit log at H100's
+    # fitted phi 0.43, M_1/2 126), which may clear the identification threshold; the request overhead never does
+    assert decode and decode[0] in {"step_overhead_s", "kernel_overhead_s"}
+    assert set(decode) <= {"kv_hbm_fraction", "step_overhead_s", "kernel_overhead_s", "sequence_overhead_s",
+                           "overlap_loss", "flops_fraction_max", "gemm_half_tokens"}
     # one prompt length: a per-request overhead and the prefill GEMM share move TTFT alike (not separable)
     one = user_calibrate.identified(_cases([_run(c, ttft_s=0.1) for c in (1, 2, 4)]), prior)
     assert "flops_fraction_max" not in one or "request_overhead_s" not in one
