@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+import tokenomy as tk
 from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierLevel, TierStack
 from tokenomy.serving.session_trace import read_session_trace
 from tokenomy.serving.sessions import Agentic, MultiTurn, generate
@@ -150,3 +151,21 @@ def test_the_session_simulator_on_a_hand_worked_trace(tmp_path):
     tok = prof.tokenize_s_per_token  # the API server tokenizes each prompt before its lookup (nothing else queued)
     assert sim.load_wait_s[order] == pytest.approx([100 * tok, 120 * tok, 130 * tok + 1e-3 + 110 * 1e-6], rel=1e-9)
     assert np.all(sim.sim.e2e_s[order][:2] < 1.0)  # each turn done before the next arrives (the case's premise)
+
+
+def test_decode_rows_overflowing_at_every_context_continue_linearly_in_n():
+    # n decodes sharing prefixes run where the engine's unshared pass answers inf at every context (the block pool
+    # counts a shared block once): the row continues the last two finite rows, so the clock never meets NaN
+    from tokenomy.serving.sim_sessions import _extrapolated
+
+    t = np.array([[[1.0, 2.0]], [[2.0, 3.0]], [[3.0, 4.5]], [[np.inf, np.inf]], [[np.inf, np.inf]]])
+    out = _extrapolated(t)
+    assert np.all(np.isfinite(out))
+    assert out[3].tolist() == [[4.0, 6.0]] and out[4].tolist() == [[5.0, 7.5]]
+
+
+def test_an_open_loop_of_agentic_sessions_finishes_with_finite_times():
+    # rate 0.2 sessions/s of agentic trees on one H100 with Llama-3.1-8B: 25 decodes sharing prefixes overflow the
+    # unshared pass at every context; the simulator used to wait on a NaN clock forever
+    row = tk.serve("llama-3.1-8b", "h100-sxm", workload="agentic", rate=0.2, method="simulate").rows()[0]
+    assert np.isfinite(row["ttft_s"]) and np.isfinite(row["tpot_s"]) and 0.0 < row["hit_rate"] < 1.0

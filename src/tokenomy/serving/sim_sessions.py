@@ -85,6 +85,17 @@ def _extrapolated(t: np.ndarray) -> np.ndarray:
             with np.errstate(invalid="ignore"):
                 slope = np.nan_to_num(t[:, :, c - 1] - t[:, :, c - 2], nan=0.0, posinf=0.0, neginf=0.0)
             t[:, :, c] = np.where(bad, t[:, :, c - 1] + slope, t[:, :, c])
+    # n decodes whose KV overflows the pool even at the grid's lowest context (every cell of row n infinite) still
+    # run when they share prefixes (the block pool counts a shared block once; the engine's pass does not): those
+    # rows continued linearly in n from the last two finite rows (a decode step's KV read grows linearly in n),
+    # else an infinite step and its NaN slope stop the clock (the open loop waited forever)
+    for n in range(1, t.shape[0]):
+        bad = ~np.isfinite(t[n])
+        if not bad.any():
+            continue
+        with np.errstate(invalid="ignore"):
+            slope = np.nan_to_num(t[n - 1] - t[n - 2], nan=0.0, posinf=0.0, neginf=0.0) if n >= 2 else 0.0
+        t[n] = np.where(bad, t[n - 1] + slope, t[n])
     return t
 
 
