@@ -75,27 +75,27 @@ def step_table(dep: Deployment, prof: EngineProfile, plan: SessionPlan, n_max: i
 def _extrapolated(t: np.ndarray) -> np.ndarray:
     """The grid's cells of n decodes at a context whose KV would overflow the pool (the engine answers inf there)
     continued linearly in context from the last two finite cells: sessions mix long and short contexts, so n
-    decodes at their MEAN context can sit beside such a cell, and interpolating into inf gives NaN seconds."""
-    t = np.array(t, float)
-    for c in range(1, t.shape[2]):
-        bad = ~np.isfinite(t[:, :, c])
-        if c == 1:
-            t[:, :, c] = np.where(bad, t[:, :, 0], t[:, :, c])
-        else:
-            with np.errstate(invalid="ignore"):
-                slope = np.nan_to_num(t[:, :, c - 1] - t[:, :, c - 2], nan=0.0, posinf=0.0, neginf=0.0)
-            t[:, :, c] = np.where(bad, t[:, :, c - 1] + slope, t[:, :, c])
-    # n decodes whose KV overflows the pool even at the grid's lowest context (every cell of row n infinite) still
-    # run when they share prefixes (the block pool counts a shared block once; the engine's pass does not): those
-    # rows continued linearly in n from the last two finite rows (a decode step's KV read grows linearly in n),
-    # else an infinite step and its NaN slope stop the clock (the open loop waited forever)
-    for n in range(1, t.shape[0]):
-        bad = ~np.isfinite(t[n])
+    decodes at their MEAN context can sit beside such a cell, and interpolating into inf gives NaN seconds.
+    Then the rows of n decodes that overflow at every context — they still run when they share prefixes (the block
+    pool counts a shared block once; the engine's pass does not) — continued linearly in n from the last two
+    finite rows (a decode step's KV read grows linearly in n); else an infinite step and its NaN slope stop the
+    clock (an open loop of agentic sessions waited forever)."""
+    return _continued(_continued(np.array(t, float), axis=2), axis=0)
+
+
+def _continued(t: np.ndarray, axis: int) -> np.ndarray:
+    """Non-finite cells along ``axis`` replaced by the linear continuation of the two cells before them (the one
+    before, where only one is; the first cell is left as it is)."""
+    v = np.moveaxis(t, axis, 0)  # a view: writing it writes t
+    for c in range(1, v.shape[0]):
+        bad = ~np.isfinite(v[c])
         if not bad.any():
             continue
-        with np.errstate(invalid="ignore"):
-            slope = np.nan_to_num(t[n - 1] - t[n - 2], nan=0.0, posinf=0.0, neginf=0.0) if n >= 2 else 0.0
-        t[n] = np.where(bad, t[n - 1] + slope, t[n])
+        slope = 0.0
+        if c >= 2:
+            with np.errstate(invalid="ignore"):
+                slope = np.nan_to_num(v[c - 1] - v[c - 2], nan=0.0, posinf=0.0, neginf=0.0)
+        v[c] = np.where(bad, v[c - 1] + slope, v[c])
     return t
 
 
