@@ -171,3 +171,16 @@ def _toml(d: dict, prefix: str = "") -> str:
     for k, v in tables:
         out += f"\n[{prefix}{k}]\n" + _toml(v, f"{prefix}{k}.")
     return out
+
+
+def test_torchtitans_grand_teton_h100_is_the_part_its_page_states():
+    """torchtitan docs/performance.md (2024-12): 96 GB HBM2e at 2.4 TB/s, the default 500 W limit, a peak "between
+    SXM and NVL" (footnote 2): the catalog takes the midpoint, inside that bracket, on the H100's die."""
+    g, sxm = loader.chip_file("h100-sxm-96gb-500w"), loader.chip_file("h100-sxm")
+    assert g.hbm.bytes_per_s == 2.4e12 and g.hbm.bytes == 96e9 and g.power.tdp_w == 500
+    assert g.same_die_as == "h100-sxm" and g.family == sxm.family
+    nvl_bf16, nvl_fp8 = 1671e12 / 2, 3341e12 / 2  # NVIDIA's H100 NVL figures with sparsity, halved
+    assert nvl_bf16 < g.peak_flops_per_s.bf16 < sxm.peak_flops_per_s.bf16
+    assert nvl_fp8 < g.peak_flops_per_s.fp8 < sxm.peak_flops_per_s.fp8
+    assert g.peak_flops_per_s.bf16 == pytest.approx((nvl_bf16 + sxm.peak_flops_per_s.bf16) / 2, rel=1e-3)
+    assert loader.resolve("chips", "grand-teton-h100") == "h100-sxm-96gb-500w"

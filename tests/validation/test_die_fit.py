@@ -70,3 +70,14 @@ def test_a_fit_over_several_chips_holds_each_case_at_its_own_chips_anchors():
     assert loss(group) == pytest.approx((a.size * alone[0] + b.size * alone[1]) / both.size, rel=1e-9)
     pooled_anchors = cf.problem(both, prior, cf.RIDGE_CHIP, anchors.anchored("pooled"))
     assert loss(pooled_anchors) != pytest.approx(loss(group), rel=1e-6)  # the anchors matter here
+
+
+def test_a_board_without_a_training_fit_of_its_own_takes_its_dies():
+    """Training terms per chip (train_fit.fit_training) exist for the chips with cases in the fit; the H800 and the
+    500 W HBM2e H100 of torchtitan's benchmarks run the H100's kernels (same_die_as), so leave-one-source-out and
+    the refit give them the H100's η, as load.efficiency_for does for tokenomy train, not the pooled one."""
+    values = {"h100-sxm": 0.49, "b200": 0.51, "pooled": 0.50}
+    assert cf.per_chip_value(values, "h800") == 0.49
+    assert cf.per_chip_value(values, "h100-sxm-96gb-500w") == 0.49
+    assert cf.per_chip_value(values, "b200") == 0.51 and cf.per_chip_value(values, "tpu-v4") == 0.50
+    assert _terms("h200")["train_flops_fraction"] == _terms("h100-sxm")["train_flops_fraction"]

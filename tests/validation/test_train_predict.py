@@ -61,25 +61,47 @@ def test_a_dense_only_split_keeps_the_moe_terms_at_their_start():
 
 def test_training_leave_one_source_out_within_the_targets(whole_catalog):
     """Issue 31's bar: each source predicted by terms fitted on every other source: median |error| at most 10%, dense
-    and MoE reported apart, no source above 15%. Measured with 13 sources (240 cases): all 6.8%, dense 5.4%, MoE
-    8.1%; the 11 Megatron-Bridge / NeMo / PaLM sources at most 9.9% (megatron-bridge-25.09). The two sources of
-    other publishers, held out of every fit (their files say why), miss by more, and issue 31's "no source above
-    15%" does NOT hold with them: torchtitan-2024-12 31% fast (500 W HBM2e H100s recorded as the 700 W h100-sxm;
-    torchtitan's kernels), deepseek-v3-2024-training 42% slow (DualPipe and its all-to-all overlap not expressed).
-    The dense bound was 5% before those two sources (4.5%); it is 5.5% now, the value that holds."""
+    and MoE reported apart, no source above 15%. Measured with 13 sources (240 cases): all 6.8%, dense 4.8%, MoE
+    8.1%; the 11 Megatron-Bridge / NeMo / PaLM sources at most 9.9% (megatron-bridge-25.09); deepseek-v3-2024-training
+    +4.2% (DualPipe stated: 42% slow as 1F1B without its overlap); torchtitan-2024-12 15.9% fast (31% as the 700 W
+    h100-sxm with GEMM-class attention: the 500 W HBM2e chip and SDPA's FlashAttention-2 took 15 points; its file
+    names what is left — dynamic FP8 casts, ring attention at CP 4-8, AsyncTP's hidden share), so "no source above
+    15%" does not hold for it yet."""
     rows = run.leave_one_source_out_training(whole_catalog)
     moe = {c.id for c, m in zip(T.cases, T.moe) if m}
     err = {k: [abs(r["calibrated_error"]) for r in rows if (r["id"] in moe) == k] for k in (False, True)}
     assert len(rows) == len(T.cases)
     assert np.median(err[False] + err[True]) <= 0.07
-    assert np.median(err[False]) <= 0.055 and np.median(err[True]) <= 0.10
+    assert np.median(err[False]) <= 0.05 and np.median(err[True]) <= 0.10
     by_src = {s: [r["calibrated_error"] for r in rows if r["source"] == s] for s in {r["source"] for r in rows}}
     for src, e in by_src.items():
-        if src not in ("torchtitan-2024-12", "deepseek-v3-2024-training"):
+        if src != "torchtitan-2024-12":
             assert np.median(np.abs(e)) <= 0.12, src
-    # the two known misses keep their sign and size: a change here means a mechanism moved, not noise
-    assert all(x < 0 for x in by_src["torchtitan-2024-12"]) and 0.2 < np.median(np.abs(by_src["torchtitan-2024-12"])) < 0.4
-    assert 0.3 < by_src["deepseek-v3-2024-training"][0] < 0.55
+    assert abs(by_src["deepseek-v3-2024-training"][0]) < 0.10
+    # the known miss keeps its sign and size: a change here means a mechanism moved, not noise
+    assert all(x < 0.05 for x in by_src["torchtitan-2024-12"]) and np.median(np.abs(by_src["torchtitan-2024-12"])) < 0.2
+
+
+def test_deepseek_v3s_case_runs_dualpipe_and_its_overlap_is_what_closes_it():
+    """DeepSeek-V3 report §3.2.1: DualPipe's bubble (P/2-1)·2 against M·3 = 14/374 at PP 16, 120 micro-batches, and
+    each chunk's all-to-alls hidden under the paired chunk; recorded as 1F1B without that overlap the case read 44%
+    slow. By hand on the lowered parts: the bubble, no exposed EP time, and the two mechanisms' shares."""
+    from dataclasses import replace
+
+    (k,) = [i for i, c in enumerate(T.cases) if c.source.id == "deepseek-v3-2024-training"]
+    c = T.cases[k].case
+    assert case_plan(c).schedule == "dualpipe" and c.recompute == "modules"
+    p = T.parts.take([k])
+    assert float(p.bubble[0]) == pytest.approx(14 / 374) and float(p.ep_overlap[0]) == 1.0
+    t = T.take([k])
+    per, shared = fit_training(T, np.array([x.split == "train" for x in T.cases]))
+    terms = {f: per[f]["h100-sxm"] if f in per else shared[f] for f in TRAIN_FIELDS}  # the H800 is the H100's die
+    dual = float(predict_training(t, terms)[0])
+    no_overlap = float(predict_training(replace(t, parts=replace(p, ep_overlap=p.ep_overlap * 0)), terms)[0])
+    as_1f1b = float(predict_training(replace(t, parts=replace(p, ep_overlap=p.ep_overlap * 0, bubble=p.bubble * 0
+                                                                + 15 / 135)), terms)[0])
+    assert abs(dual / c.value - 1) < 0.10
+    assert no_overlap / dual > 1.2 and as_1f1b / c.value - 1 > 0.35
 
 
 def test_dropless_regression_cases_run_a_dispatcher_that_waits():

@@ -32,6 +32,7 @@ import numpy as np
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.core import engine
+from tokenomy.core.attention_kernel import check_attention_kernel, kernel_attention_s
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
@@ -142,9 +143,13 @@ class TrainPlan:
     # the recipe's last layers whose GEMMs stay in BF16 under an FP8/NVFP4 recipe (Megatron-Core
     # first_last_layers_bf16 / num_layers_at_end_in_bf16; Nemotron-3-Super's NVFP4 recipe: 14 of 88)
     bf16_layers_at_end: object = 0
+    # the core-attention kernel (core/attention_kernel.py): "fused" (cuDNN / FA3 class, under η) or "fa2" (PyTorch
+    # SDPA's FlashAttention-2 at its own published share of the 16-bit peak)
+    attention_kernel: str = "fused"
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
+        check_attention_kernel(self.attention_kernel)
         check_strategy(self.recompute)
         check_dispatcher(self.moe_dispatcher)
         if self.moe_kernels not in MOE_KERNELS:
@@ -361,10 +366,12 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     ep_overlap = 1.0 if p.schedule == "dualpipe" else cm["ep_overlap"]
     width = _expert_width(m)
     fused = p.moe_kernels == "fused" and width > 0
-    tail = bf16_tail(m, p, total - expert_total - att * (3 + (p.recompute != "none")), expert_total,
+    att_all = att * (3 + (p.recompute != "none"))  # attention forward, backward 2x, recomputed once
+    tail = bf16_tail(m, p, total - expert_total - att_all, expert_total,
                      gemm_dtype, peak / hw.chip.flops_for("bf16")[1])
+    att_moved, att_kernel_s = kernel_attention_s(p.attention_kernel, att_all)
     n_moe = sum(ly.mlp.kind == "moe" for ly in m.layers)
-    parts = TrainParts(dense_1_s=total - expert_total - tail["dense16_1_s"],
+    parts = TrainParts(dense_1_s=total - expert_total - tail["dense16_1_s"] - att_moved,
                        expert_1_s=expert_total - tail["expert16_1_s"], **tail,
                        expert_width=width, moe=float(width > 0), att_share=att / total, act_1_s=act_s,
                        fused=float(fused), bubble=bubble,
@@ -375,7 +382,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"),
                        # ω16 compares 16-bit with the 8-bit GEMMs η is measured on: only a chip that has both
                        wide=float(gemm_dtype in ("bf16", "fp16") and "fp8" in hw.chip.peak_flops_per_s),
-                       scan_s=scan_s(m, p))
+                       scan_s=scan_s(m, p), attention_kernel_s=att_kernel_s)
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 

@@ -259,6 +259,12 @@ def die_of(chip: str) -> str:
     return (loader.chip_file(chip).same_die_as or chip) if chip in loader.chip_names() else chip
 
 
+def per_chip_value(values: dict[str, float], chip: str) -> float:
+    """A per-chip training term (train_fit.fit_training's {chip: value, "pooled": value}) of ``chip``: its own, else
+    its die's (die_of: the H800 and the 500 W HBM2e H100 run the H100's kernels), else the pooled one."""
+    return values.get(chip, values.get(die_of(chip), values["pooled"]))
+
+
 def family_of(chip: str) -> str:
     from tokenomy.catalog import loader
 
@@ -326,7 +332,7 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
             own, idx = die[k][d] if d in multi else fam[k][family_of(chips[0])]
             for chip in chips:
                 fit.terms[chip] = own.model_copy(update=dict(anchors.anchored(chip), **{
-                    f: v.get(chip, v["pooled"]) for f, v in per.items()}, **shared))
+                    f: per_chip_value(v, chip) for f, v in per.items()}, **shared))
                 fit.fitted_on[chip] = sorted([s.cases[i].id for i in idx]
                                              + [c.id for c, m in zip(t.cases, mts[k] & (t.chip == chip)) if m])
     return fits

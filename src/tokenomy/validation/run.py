@@ -149,9 +149,11 @@ def leave_one_source_out(p: Prepared, start: cf.Fit | None = None) -> list[dict]
 
 
 def training_terms(p: Prepared, fit: tuple[dict, dict], chip: str, base: EfficiencyTerms) -> EfficiencyTerms:
-    """``base`` with the training terms of a training fit (train_fit.fit_training's (per chip, shared))."""
+    """``base`` with the training terms of a training fit (train_fit.fit_training's (per chip, shared)); a chip the
+    fit has no value for takes its die's (chips/<name>.toml same_die_as: the H800 and the 500 W HBM2e H100 run the
+    H100's kernels, as load.efficiency_for reads them), else the pooled one."""
     per, shared = fit
-    return base.model_copy(update=dict({f: v.get(chip, v["pooled"]) for f, v in per.items()}, **shared))
+    return base.model_copy(update=dict({f: cf.per_chip_value(v, chip) for f, v in per.items()}, **shared))
 
 
 def refit_training(p: Prepared) -> dict[str, EfficiencyFile]:

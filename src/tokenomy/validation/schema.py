@@ -124,16 +124,22 @@ class TrainingCase(_Strict):
     pp: int = Field(default=1, gt=0)
     cp: int = Field(default=1, gt=0)
     vp: int = Field(default=1, gt=0)  # virtual pipeline stages per rank
+    # the pipeline schedule when the source names one other than 1F1B / interleaved (which vp implies): DualPipe
+    # (DeepSeek-V3 report §3.2.1; core/pipeline.py): its bubble, and EP all-to-alls hidden under the paired chunk
+    schedule: Literal["1f1b", "interleaved", "dualpipe"] | None = None
     ep: int = Field(default=1, gt=0)
     fsdp: bool = False
     grad_accum: int = Field(default=1, gt=0)  # micro-batches per pipeline per step
-    recompute: Literal["none", "selective", "full"] = "none"  # activation recomputation the recipe turns on
+    # activation recomputation the recipe turns on; modules: norms, MLA up-projections and SwiGLU (core/memory.py)
+    recompute: Literal["none", "selective", "modules", "full"] = "none"
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
     moe_kernels: Literal["unfused", "fused"] = "unfused"  # fused grouped GEMM + full-iteration CUDA graphs
     # the recipe's token dispatcher (core/moe_host.py; "alltoall"/"deepep" wait for the host each MoE layer)
     moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "token_drop"] = "hybridep"
     # the recipe's last layers kept in BF16 (Megatron-Core num_layers_at_end_in_bf16; core/training.bf16_tail)
     bf16_layers_at_end: int = Field(default=0, ge=0)
+    # the core-attention kernel (core/attention_kernel.py): "fa2" for PyTorch SDPA's FlashAttention-2 (torchtitan)
+    attention_kernel: Literal["fused", "fa2"] = "fused"
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None

@@ -3,10 +3,11 @@
 fitted terms — the same lowering and timeline ``tokenomy train`` runs.
 
 A case's plan: dp = chips/(tp·pp·cp); ZeRO-3 when the source says FSDP, else Megatron's distributed optimizer
-(ZeRO-1); sequence parallel with TP; the interleaved schedule with vp virtual stages when vp > 1, else 1F1B;
+(ZeRO-1); sequence parallel with TP; the schedule the source names (DualPipe), else the interleaved one with vp
+virtual stages when vp > 1, else 1F1B;
 micro-batch and global batch as published; the case's recompute, TP communication overlap and MoE kernels
-(fused where the release notes name fused grouped GEMMs and full-iteration CUDA graphs); GEMMs at the case's
-precision.
+(fused where the release notes name fused grouped GEMMs and full-iteration CUDA graphs); its attention kernel
+(PyTorch SDPA's FlashAttention-2 for torchtitan, core/attention_kernel.py); GEMMs at the case's precision.
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ def case_plan(c: TrainingCase) -> TrainPlan:
     dp = c.chips // (c.tp * c.pp * c.cp)
     if dp * c.tp * c.pp * c.cp != c.chips:
         raise ValueError(f"{c.id}: chips {c.chips} is not a multiple of tp·pp·cp = {c.tp * c.pp * c.cp}")
+    schedule = c.schedule or ("interleaved" if c.vp > 1 else "1f1b")
     return TrainPlan(dp=dp, tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep, zero=3 if c.fsdp else 1, sp=c.tp > 1,
-                     schedule="interleaved" if c.vp > 1 else "1f1b", virtual_stages=c.vp, recompute=c.recompute,
+                     schedule=schedule, virtual_stages=c.vp, recompute=c.recompute,
                      micro_batch=c.micro_batch, seq_len=c.seq_len, global_batch=c.global_batch,
                      tp_overlap=float(c.tp_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
-                     bf16_layers_at_end=c.bf16_layers_at_end)
+                     bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel)
 
 
 def _lowered(c: TrainingCase):
