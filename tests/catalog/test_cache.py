@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tokenomy.catalog import cache, loader
+from tokenomy.catalog import cache, files, hardware_specs, loader
 from tokenomy.catalog.loader import CatalogError
 from tokenomy.validation import load
 
@@ -25,7 +25,7 @@ def catalog(tmp_path, monkeypatch):
     root = tmp_path / "catalog"
     for kind in ("chips", "systems", "efficiency"):
         shutil.copytree(loader.ROOT / kind, root / kind)
-    monkeypatch.setattr(loader, "ROOT", root)
+    monkeypatch.setattr(files, "ROOT", root)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     new_process()
     yield root
@@ -36,7 +36,7 @@ def no_validation(monkeypatch) -> None:
     """From here on a value can only come from the cache: validating a file fails the test."""
     def refuse(*a, **k):
         raise AssertionError("validated a file: the cache was not used")
-    monkeypatch.setattr(loader, "_validate", refuse)
+    monkeypatch.setattr(files, "_validate", refuse)
     monkeypatch.setattr(load, "_read", refuse)
 
 
@@ -109,7 +109,7 @@ def test_changed_builder_code_is_never_served_the_old_pickle(catalog, tmp_path, 
     code.write_text("A = 2\n")
     calls = []
     real = loader._chip_hardware
-    monkeypatch.setattr(loader, "_chip_hardware", lambda stem: calls.append(stem) or real(stem))
+    monkeypatch.setattr(hardware_specs, "_chip_hardware", lambda stem: calls.append(stem) or real(stem))
     loader.hardware("h100-sxm")
     assert calls == ["h100-sxm"]  # rebuilt
 
@@ -119,7 +119,7 @@ def test_a_copy_of_the_catalog_elsewhere_has_its_own_entries(catalog, tmp_path, 
     other = tmp_path / "other"
     shutil.copytree(catalog, other)
     edit(other / "systems" / "hgx-h100-8.toml", "num_chips = 8", "num_chips = 16")
-    monkeypatch.setattr(loader, "ROOT", other)
+    monkeypatch.setattr(files, "ROOT", other)
     new_process()
     assert loader.hardware("hgx-h100-8").num_chips == 16
 

@@ -29,8 +29,9 @@ from typing import Callable, Mapping, TypeVar
 T = TypeVar("T")
 PACKAGE = Path(__file__).resolve().parents[1]  # src/tokenomy
 # the code whose output is pickled: the builders (loaders and schemas) and the classes pickled (specs, Efficiency)
-CODE = tuple(PACKAGE / p for p in ("catalog/cache.py", "catalog/loader.py", "specs.py", "validation/load.py",
-                                   "validation/schema.py", "core/efficiency.py")) + tuple(
+CODE = tuple(PACKAGE / p for p in ("catalog/cache.py", "catalog/loader.py", "catalog/files.py",
+                                   "catalog/hardware_specs.py", "catalog/model_configs.py", "specs.py",
+                                   "validation/load.py", "validation/schema.py", "core/efficiency.py")) + tuple(
     sorted((PACKAGE / "catalog/schema").glob("*.py")))  # the catalog's schemas, one module per kind of file
 FORMAT = 1  # bump when an entry's layout changes
 
