@@ -5,245 +5,45 @@ A query for ``/api/<command>`` (or a page over it) becomes the keyword arguments
 a list of ints ('1,8,64' or '1..4096', at most MAX_LIST values), a list of floats, an int, a float (finite,
 bounded per name), a yes/no flag, or text (letters, digits and . , : + - only). Nothing here touches the file
 system: models and hardware are looked up by catalog name only, and an uploaded config.json travels inside the
-URL as ``config=<base64url(zlib(json))>``, parsed (never executed).
+URL as ``config=<base64url(zlib(json))>``, parsed (never executed): query.py (a query, its values and errors)
+and config_token.py (that token) beside this, re-exported here.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import re
-import zlib
 import importlib
 import inspect
 import math
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from tokenomy import answers
 from tokenomy.answers import inputs
 from tokenomy.answers.door import LISTS
-from tokenomy.answers.inputs import MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, readable  # noqa: F401  (the pages' bounds)
 from tokenomy.answers.engines import ENGINES, PROTOCOLS
+from tokenomy.answers.inputs import MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, readable  # noqa: F401  (the pages' bounds)
 from tokenomy.answers.launch import EMIT
 from tokenomy.answers.objectives import PLAN_OBJECTIVES
-from tokenomy.arch.model import ModelArch
 from tokenomy.catalog import loader
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
 from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS
 from tokenomy.econ.speculative import DRAFT_KINDS
 from tokenomy.specs import Hardware
-from tokenomy.units import CHECKPOINT, DTYPE_BYTES
-
-MAX_VALUE_CHARS = 200  # any one query value, except the config token
-MAX_CONFIG_TOKEN_CHARS = 24_000  # fits comfortably in a URL (uvicorn/h11 accept ~64 kB of request line)
-MAX_CONFIG_BYTES = 64_000  # an uploaded config.json; real ones are 1-5 kB
-MAX_LIST = 64  # values in a batch or context list
-MAX_GRID = 1024  # batch x context points in one request
-MAX_OVERHEAD_S = 10.0
-MAX_MODELS = 8  # models compared on one page
-
-
-class FieldError(ValueError):
-    """Bad input, tied to the query field that carries it; answered with 422 and shown inline."""
-
-    def __init__(self, field: str, msg: str):
-        super().__init__(f"{field}: {msg}")
-        self.field, self.msg = field, msg
-
-
-_NAME = r"(?:--)?[a-z][a-z0-9_-]*"
-_HEAD = re.compile(rf"\s*({_NAME}(?:(?:, | and ){_NAME})*)(?::| x )")  # 'tp, ep, pp, dp: ...', 'a and b: ...'
-
-
-def field_of(e: ValueError, given: Iterable[str] = ()) -> str:
-    """The field a ValueError is about: the answers put it first ('batch: must be ...'), else 'input'. Of several
-    ('rl_penalty and inference_penalty: ...') the first the request gave, else the first named."""
-    if isinstance(e, FieldError):
-        return e.field
-    m = _HEAD.match(str(e))
-    if not m:
-        return "input"
-    names = [n.removeprefix("--").replace("-", "_") for n in re.split(r", | and ", m.group(1))]
-    return next((n for n in names if n in set(given)), names[0])
-
-
-def message_of(e: ValueError) -> str:
-    """The message without a leading single 'field:' (the field is shown beside it); a list of fields stays."""
-    if isinstance(e, FieldError):
-        return e.msg
-    line = (str(e).splitlines() or [type(e).__name__])[0]
-    m = _HEAD.match(line)
-    single = m is not None and m.group(0).rstrip().endswith(":") and not re.search(r", | and ", m.group(1))
-    return (line[m.end():].strip() or line) if single else line
-
-
-class Query:
-    """The query string of one request; refuses parameters the endpoint does not know (typos are errors)."""
-
-    def __init__(self, params: Mapping[str, str], allowed: tuple[str, ...]):
-        unknown = sorted(set(params) - set(allowed))
-        if unknown:
-            raise FieldError(unknown[0] or "query", f"unknown parameter {unknown[0]!r}; "
-                             + (f"allowed: {', '.join(allowed)}" if allowed else "this takes no parameters"))
-        self.p = params
-
-    def text(self, name: str, default: str | None = None, limit: int = MAX_VALUE_CHARS) -> str | None:
-        v = self.p.get(name)
-        if v is None or v.strip() == "":
-            return default
-        if len(v) > limit:
-            raise FieldError(name, f"longer than {limit} characters")
-        return v.strip()
-
-    def choice(self, name: str, allowed: list[str] | tuple[str, ...], default: str | None = None) -> str | None:
-        v = self.text(name, default)
-        if v is not None and v not in allowed:
-            raise FieldError(name, f"{v!r} is not allowed; allowed: {', '.join(allowed)}")
-        return v
-
-    def number(self, name: str, default: float | None) -> float | int | None:
-        """One number of field ``name`` in the grammar (answers/inputs), bounded by its FIELDS row; absent or
-        blank: ``default``."""
-        v = self.text(name)
-        if v is None:
-            return default
-        x = _field_error(inputs.number, name, v)
-        if not NUMBERS[name].admits(x):
-            raise FieldError(name, f"{v} is out of range {NUMBERS[name]} (the web's budget)")
-        return x
-
-    def numbers(self, name: str, default: str) -> list:
-        """A list of field ``name`` in the grammar (1,8,64, 1..4096, 1k..1M:8log), at most MAX_LIST values."""
-        values = _field_error(inputs.numbers, name, self.text(name, default))
-        if len(values) > MAX_LIST:
-            raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
-        return values
-
-    def dtype(self, name: str, default: str | None) -> str | None:
-        return self.choice(name, tuple(DTYPE_BYTES), default)
-
-
-def refuse_emptied(params: Mapping[str, str], prefilled: Iterable[str]) -> None:
-    """A page's pre-filled number field sent back empty is refused by name (422), never silently its default."""
-    for name in prefilled:
-        if name in params and not params[name].strip():
-            _field_error(inputs.number if name not in LISTS else inputs.numbers, name, "")
-
-
-def model_by_name(name: str) -> ModelArch:
-    """A catalog model by a name or alias only (never a path)."""
-    known = loader.catalog_model(name)
-    if known is None:
-        raise FieldError("model", f"unknown model {name!r}; allowed: {', '.join(loader.model_names())}")
-    return loader.model(known)
-
-
-def model_list(name: str, texts: Iterable[str]) -> list[ModelArch]:
-    """Catalog models by short name (``models=a,b`` or repeated ``models=``), the error naming ``name``."""
-    names = [t.strip() for t in texts if t.strip()]
-    if not names:
-        raise FieldError(name, "give at least one catalog model")
-    if len(names) > MAX_MODELS:
-        raise FieldError(name, f"{len(names)} models; at most {MAX_MODELS}")
-    try:
-        return [model_by_name(n) for n in names]
-    except FieldError as e:
-        raise FieldError(name, e.msg) from None
-
-
-def hardware_names() -> list[str]:
-    return loader.chip_names() + loader.system_names()
-
-
-def hardware_by_name(name: str, field: str = "hardware") -> Hardware:
-    """A catalog chip or system by a name or alias only (h100, NVL72, ...; never a path); a refusal names ``field``."""
-    stem = loader.resolve("systems", name) or loader.resolve("chips", name)
-    if stem is None:
-        raise FieldError(field, f"unknown hardware {name!r}; allowed: {', '.join(hardware_names())}")
-    return loader.hardware(stem)
-
-
-# ---- uploaded config.json, carried in the URL -----------------------------------------------------------
-
-
-def parse_config_bytes(raw: bytes) -> dict:
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise FieldError("config", f"larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise FieldError("config", f"not valid JSON ({type(e).__name__}: {str(e)[:120]})") from None
-    if not isinstance(data, dict):
-        raise FieldError("config", "expected a JSON object (a Hugging Face config.json)")
-    return data
-
-
-def encode_config(data: dict) -> str:
-    raw = json.dumps(data, separators=(",", ":")).encode()
-    token = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
-    if len(token) > MAX_CONFIG_TOKEN_CHARS:
-        raise FieldError("config", f"too large to carry in a link ({len(token)} > {MAX_CONFIG_TOKEN_CHARS} characters)")
-    return token
-
-
-def _label(data: dict) -> str:
-    raw = data.get("_name_or_path") or data.get("model_type") or "config"
-    safe = re.sub(r"[^A-Za-z0-9._/-]", "", str(raw))[-60:] or "config"
-    return f"uploaded:{safe}"
-
-
-@lru_cache(maxsize=64)
-def model_from_token(token: str) -> ModelArch:
-    """Decode a ``config=`` token (bounded before and after decompression) and build the model."""
-    if len(token) > MAX_CONFIG_TOKEN_CHARS or not re.fullmatch(r"[A-Za-z0-9_-]+", token):
-        raise FieldError("config", "not a config token (base64url, at most "
-                                   f"{MAX_CONFIG_TOKEN_CHARS} characters); upload the config.json again")
-    try:
-        packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        d = zlib.decompressobj()
-        raw = d.decompress(packed, MAX_CONFIG_BYTES + 1)
-    except (binascii.Error, zlib.error, ValueError):
-        raise FieldError("config", "corrupt config token; upload the config.json again") from None
-    if d.unconsumed_tail or len(raw) > MAX_CONFIG_BYTES:
-        raise FieldError("config", f"decompresses to more than {MAX_CONFIG_BYTES} bytes")
-    data = parse_config_bytes(raw)
-    try:
-        return loader.model_from_dict(data, _label(data))
-    except ValueError as e:
-        raise FieldError("config", str(e)) from None
-
-
-def model_from(q: Query, default: str | None = None) -> ModelArch:
-    token = q.text("config", None, MAX_CONFIG_TOKEN_CHARS)
-    if token:
-        return model_from_token(token)
-    name = q.text("model", default)
-    if name is None:
-        raise FieldError("model", "required: a catalog name, or upload a config.json")
-    return model_by_name(name)
-
+from tokenomy.units import CHECKPOINT
+from tokenomy.web.config_token import (  # noqa: F401  (re-exported: the pages write P.<name>)
+    encode_config, model_from, model_from_token, parse_config_bytes)
+from tokenomy.web.query import (  # noqa: F401
+    MAX_CONFIG_BYTES, MAX_CONFIG_TOKEN_CHARS, MAX_GRID, MAX_LIST, MAX_MODELS, MAX_OVERHEAD_S, MAX_VALUE_CHARS, NUMBERS,
+    POOL_FIELDS, POOL_KINDS, WEB_BUDGETS, FieldError, Query, _field_error, field_of, hardware_by_name, hardware_names,
+    message_of, model_by_name, model_list, refuse_emptied)
 
 # ---- a query -> an answer's keyword arguments ------------------------------------------------------------
 
 ANSWERS = answers.SERVED  # the questions /api/<command> answers (the answer layer's own table)
 NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI has no --len-pass for it
                "serve": {"trace", "pools"}}  # a trace is a file; the pools a dict (the CLI's --prefill-chips ...)
-
-
-WEB_BUDGETS = {"requests": 100_000,  # simulated requests per page or API call (the CLI: what the machine holds)
-               "max_chips": 256}  # min_chips: chip counts tried per use case (1..256: nine serve answers each)
-NUMBERS = {**inputs.FIELDS, **{k: replace(inputs.FIELDS[k], hi=v) for k, v in WEB_BUDGETS.items()}}  # the one
-# table (answers/inputs.py), the web's budgets narrower
-# serve's disaggregated pools: the answer takes them as one dict (``pools``), the query as flat fields, each pool's
-# chips and layout degrees and flags by the pool's prefix (the CLI's --prefill-tp, ...; answers.workloads)
-POOL_KINDS = {"chips": "int", "tp": "int", "ep": "int", "pp": "int", "dp": "int", "redundant_experts": "int",
-              "attn_dp": "bool", "kv_batch": "bool"}
-POOL_FIELDS = {f"{pool}_{k}": kind for pool in ("prefill", "decode") for k, kind in POOL_KINDS.items()}
-NUMBERS |= {f"{pool}_{k}": NUMBERS[k] for pool in ("prefill", "decode") for k, kind in POOL_KINDS.items()
-            if kind == "int" and f"{pool}_{k}" not in NUMBERS}
 KINDS = {  # parameters whose default (None) does not say their kind
     "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
     "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
@@ -339,13 +139,6 @@ def hardware_with_set(hardware, text: str):
     except ValueError as e:
         raise FieldError("set", str(e).removeprefix("set: ")) from None
 
-
-def _field_error(parse, name: str, value):
-    """``parse(name, value)`` with a refusal as the web's FieldError (shown beside the field, 422)."""
-    try:
-        return parse(name, value)
-    except inputs.InputError as e:
-        raise FieldError(e.field, e.msg) from None
 
 
 def _value(name: str, opt: Option, text: str):
