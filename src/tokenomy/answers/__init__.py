@@ -13,7 +13,7 @@ _WHERE = {
     "decode": "passes", "prefill": "passes", "plan": "layouts",
     "batch": "economics", "latency": "economics", "context": "economics", "pricing": "economics",
     "context_compare": "architectures", "serve": "workloads",
-    "speculate": "economics", "cache": "economics", "lecture": "economics",
+    "speculate": "speculation", "cache": "prefix_cache", "lecture": "economics",
     "train": "training", "rl": "training", "lifecycle": "life",
     "validate": "fidelity", "calibrate": "fidelity", "what_if": "hardware_sweep", "models": "catalog",
     "model": "catalog", "hardware": "catalog", "sweep": "sweeps", "min_chips": "sizing",

@@ -10,80 +10,34 @@ Every pass is the one engine (core/engine.py) on a deployment built here:
 The rule that chose the layout is in the title and in the JSON ``plan`` / ``layout_rule`` fields; each step has the
 roofline bound on the same layout beside it (``roofline_step_s``). Bad input raises a one-line ValueError naming
 the field.
+speculation.py (speculate) and prefix_cache.py (cache) hold their answers beside this one; econ_serving.py the
+deployment they all run on. All are re-exported here.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
-from typing import Mapping
+from dataclasses import replace
 
 import numpy as np
 
 from tokenomy.answers import inputs
-from tokenomy.answers.deployment_request import DeploymentRequest
 from tokenomy.answers.door import door
-from tokenomy.answers.passes import choose_layout
-from tokenomy.answers.resolve import deployment, hardware_of, model_of
+from tokenomy.answers.econ_serving import (  # noqa: F401  (re-exported: callers write economics.<name>)
+    BATCHES, CONTEXTS, ECONOMICS_KEYWORDS, _context, _g, _pass_lines, deployment_request, lecture_serving, serving)
+from tokenomy.answers.prefix_cache import HOLDS, cache, published_cache_rows  # noqa: F401
+from tokenomy.answers.resolve import hardware_of, model_of  # noqa: F401
 from tokenomy.answers.result import Result
+from tokenomy.answers.speculation import SPECULATE_KEYWORDS, speculate  # noqa: F401
 from tokenomy.answers.variants import reports_hardware
-from tokenomy.core.deployment import Deployment
-from tokenomy.core.efficiency import ROOFLINE
-from tokenomy.core.engine import BOUNDS
-from tokenomy.core.explain import explain_pass
-from tokenomy.core.layout import Layout
 from tokenomy.econ import batch as eb
 from tokenomy.econ import context as ec
-from tokenomy.econ import kv_tiers as kt
 from tokenomy.econ import latency as el
 from tokenomy.econ import pricing as ep
-from tokenomy.econ import speculative as es
-from tokenomy.econ.cost import Serving
 
-BATCHES = tuple(2 ** i for i in range(15))  # the CLI's 1..16384
-CONTEXTS = tuple(2 ** i for i in range(10, 21))  # 1024..1048576
-HOLDS = (0.01, 1, 10, 60, 300, 3600, 86400)
 BATCH_COLUMNS = ("batch", "step_s", "roofline_step_s", "matmul_s", "weights_s", "kv_s", "comms_s", "bound",
                  "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok", "mfu", "memory_per_chip_bytes",
                  "fits")
 
-
-# the deployment keywords every economics answer takes beside model, hardware and chips, with their defaults
-ECONOMICS_KEYWORDS = {"tp": None, "ep": None, "pp": None, "dp": None, "redundant_experts": None, "layout": None,
-                      "weight_dtype": None, "kv_dtype": "bf16", "efficiency": "calibrated", "usd_per_chip_hour": None}
-
-
-def deployment_request(model, hardware, chips, kw: Mapping) -> DeploymentRequest:
-    """What an economics answer deploys, from its door's keywords (ECONOMICS_KEYWORDS; absent ones their default)."""
-    unknown = sorted(set(kw) - set(ECONOMICS_KEYWORDS))
-    if unknown:
-        raise TypeError(f"unexpected keyword {unknown[0]!r}; allowed: chips, {', '.join(ECONOMICS_KEYWORDS)}")
-    return DeploymentRequest.of(model, hardware, {**ECONOMICS_KEYWORDS, **kw, "chips": chips})
-
-
-def serving(d: DeploymentRequest, batch, context, len_pass=1) -> Serving:
-    """The deployment an economics answer runs on: its layout chosen at the (batch, context, len_pass) points."""
-    inputs.optional("usd_per_chip_hour", d.usd_per_chip_hour)
-    m, hw = model_of(d.model), hardware_of(d.hardware)
-    dep = deployment(m, hw, layout=Layout(), weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, efficiency=d.efficiency,
-                     usd_per_chip_hour=d.usd_per_chip_hour)
-    B, C, S = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(np.asarray(batch, float)[:, None],
-                                                                       np.asarray(context, float)[None, :], len_pass))
-    lay, rule = choose_layout(dep, d.chips, d.layout, B, C, S)
-    return Serving(**{f.name: getattr(dep, f.name) for f in fields(Deployment)} | {"layout": lay},
-                   layout_rule=rule)
-
-
-def _context(sv: Serving) -> dict:
-    return {"plan": sv.layout.as_dict(), "layout_rule": sv.layout_rule, "efficiency": sv.eff.name}
-
-
-def _pass_lines(sv: Serving, batch, context, len_pass=1) -> list[str]:
-    """The engine derivation of one point, the roofline bound beside it."""
-    return explain_pass(sv, sv.run(batch, context, len_pass), sv.run(batch, context, len_pass, eff=ROOFLINE), 0)
-
-
-def _g(v) -> str:
-    return "-" if v is None else f"{v:.4g}"
 
 
 @door(ECONOMICS_KEYWORDS)
@@ -201,170 +155,6 @@ def pricing(*, model=None, hardware=None, chips=None, batch=BATCHES, context=819
                   {"price_sheets": sheets, **_context(sv), "prefill_plan": pre.layout.as_dict()},
                   derivation=derivation)
 
-
-# speculate's own knobs (None: by the draft kind, below; base_batch: the operating batch)
-SPECULATE_KEYWORDS = {"draft_tokens": None, "acceptance": None, "draft_cost": None, "base_batch": None}
-
-
-@door({**SPECULATE_KEYWORDS, **ECONOMICS_KEYWORDS})
-@reports_hardware
-def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8192, draft="model", target_speed=2.5,
-              **kw) -> Result:
-    """Speculative decoding / multi-token prediction and "fast mode" (price multiplier of a speed-up).
-
-    draft="model": a draft model priced at ``draft_cost`` x the plain step (k = ``draft_tokens`` = 3, alpha =
-    ``acceptance`` = 0.7 by default). draft="mtp": the model's own MTP module(s) through the engine (k = the model's
-    module count, alpha = 0.85 by default: DeepSeek-V3 report §5.4.3), their weights and KV added to the memory per
-    chip. ``base_batch``: plain decode's batch that fast mode speeds up (default: the operating batch)."""
-    draft_tokens, acceptance, draft_cost, base_batch = (kw.pop(k, None) for k in SPECULATE_KEYWORDS)
-    if draft not in es.DRAFT_KINDS:
-        raise ValueError(f"draft: allowed {', '.join(es.DRAFT_KINDS)}; got {draft!r}")
-    B, C = inputs.numbers("batch", batch), inputs.optional("context", context)
-    m = model_of(model)
-    mtp = draft == "mtp"
-    if mtp:
-        es.mtp_module(m)  # a model without an MTP module: the one-line error naming draft and the model
-        if draft_cost is not None:
-            raise ValueError("draft_cost: the MTP draft's cost is its own layers through the engine; leave it out "
-                             "with draft='mtp'")
-    k = inputs.optional("draft_tokens", draft_tokens if draft_tokens is not None else (m.mtp_layers if mtp else 3))
-    a = inputs.number("acceptance", acceptance if acceptance is not None else (es.MTP_ACCEPTANCE if mtp else 0.7))
-    d = 0.0 if mtp else inputs.number("draft_cost", 0.05 if draft_cost is None else draft_cost)
-    es.check_speculation(k, a, d)
-    if k + 1 > C:
-        raise ValueError(f"draft_tokens: k+1 must be <= context ({C})")
-    ts = inputs.number("target_speed", target_speed)
-    sv = serving(deployment_request(m, hardware, chips, kw), B, [C])
-    dr = es.mtp_draft(sv) if mtp else None
-    base = inputs.optional("base_batch", base_batch) if base_batch is not None else \
-        eb.summarize_batch(sv, C).operating_batch
-    if not base:
-        raise ValueError(f"base_batch: nothing fits on {sv.label()} at context {C}")
-    sp = es.speculate(sv, np.array(B, float), C, k, a, d, dr)
-    fast = es.fast_mode_rows(sv, base, np.array(B, float), C, k, a, d, dr)
-    rows = []
-    for i, f in enumerate(fast):
-        ok = f["fits"]
-        v = lambda x: float(np.ravel(x)[i]) if ok else None  # noqa: E731
-        bound = lambda x: BOUNDS[int(np.ravel(x)[i])] if ok and x is not None else None  # noqa: E731
-        rows.append({"batch": f["batch"], "base_bound": bound(sp.base_bound), "verify_bound": bound(sp.verify_bound),
-                     "draft_bound": bound(sp.draft_bound), "binds": (None if not ok else "verify" if
-                                                                    v(sp.verify_step_s) >= v(sp.draft_s) else "draft"),
-                     "tokens_per_step": sp.tokens_per_step, "base_step_s": v(sp.base_step_s),
-                     "verify_step_s": v(sp.verify_step_s), "draft_step_s": v(sp.draft_step_s), "draft_s": v(sp.draft_s),
-                     "draft_over_verify": v(sp.draft_s / sp.verify_step_s), "round_s": v(sp.round_s),
-                     "speedup": v(sp.speedup), "cost_ratio": v(sp.cost_ratio),
-                     "memory_per_chip_bytes": float(np.ravel(sp.memory_per_chip_bytes)[i]),
-                     "draft_bytes_per_chip": float(np.ravel(sp.draft_bytes_per_chip)[i]),
-                     **{key: f[key] for key in ("speed_multiplier", "price_multiplier", "speed_multiplier_batch_only",
-                                                "price_multiplier_batch_only", "fits")}})
-    plain = es.fast_mode_point(sv, base, C, ts)
-    spec = es.fast_mode_point(sv, base, C, ts, k, a, d, draft=dr)
-    both = es.fast_mode_point(sv, base, C, ts, k, a, d, speculative_base=True, draft=dr)
-    d0 = float(np.ravel(sp.draft_step_s)[0] / np.ravel(sp.base_step_s)[0]) if mtp else d
-    summary = {"draft": draft, "draft_tokens": k, "acceptance": a, "draft_cost": d0,
-               "expected_tokens_per_step": sp.tokens_per_step,
-               "speedup_memory_bound_closed_form": float(es.speedup_memory_bound(a, k, d0)),
-               "speedup_compute_bound_closed_form": float(es.speedup_compute_bound(a, k, d0)),
-               "base_batch": base, "target_speed": ts,
-               "fast_mode_batch_only": plain[0], "fast_mode_batch_only_price_multiplier": plain[1],
-               "fast_mode_speculative_batch": spec[0], "fast_mode_speculative_price_multiplier": spec[1],
-               "fast_mode_both_speculative_batch": both[0], "fast_mode_both_speculative_price_multiplier": both[1],
-               "max_speed_multiplier_batch_only": max((f["speed_multiplier_batch_only"] or 0) for f in fast),
-               "published_fast_mode": f"{es.FAST_MODE_PRICE:g}x price for {es.FAST_MODE_SPEED:g}x speed"}
-    if mtp:
-        blk = dr.model.layers[0]
-        summary |= {"mtp_modules": m.mtp_layers, "mtp_modules_resident": min(k, m.mtp_layers),
-                    "mtp_params_per_module": es.mtp_params(m),
-                    "mtp_block": f"{blk.attention.describe()} + {blk.mlp.kind}",
-                    "acceptance_source": es.MTP_ACCEPTANCE_SOURCE if acceptance is None else "given",
-                    "draft_layout": dr.layout.label()}
-    head = (f"[bold]{sv.header()}: k = {k}, alpha = {a}, " +
-            (f"draft = the model's MTP module ({m.mtp_layers} in the model, {min(k, m.mtp_layers)} resident)"
-             if mtp else f"draft cost d = {d}") + "[/bold]")
-    draft_lines = (("  draft: k one-token passes of one MTP module (arXiv 2412.19437 §2.2): "
-                    f"{summary['mtp_block']} block + 2 RMSNorms + 2D x D projection + final norm = "
-                    f"{summary['mtp_params_per_module'] / 1e9:.4g} B params, embedding and head shared",
-                    f"  resident per chip: {min(k, m.mtp_layers)} module(s) weights + KV = "
-                    f"{float(np.ravel(sp.draft_bytes_per_chip)[0]) / 1e9:.4g} GB at batch {B[0]}",
-                    f"  acceptance: {summary['acceptance_source']}",
-                    f"  one MTP pass at batch {B[0]} through the engine ({dr.label()}):",
-                    *_pass_lines(dr, B[0], C, 1)) if mtp else
-                   ("  round = verify pass of k+1 tokens (engine, len_pass = k+1) + k*d*plain step",))
-    derivation = (head,
-                  "  closed forms: memory-bound E/(1+k*d); compute-bound E/(k+1+k*d)",
-                  f"  E[tokens/step] = (1-a^(k+1))/(1-a) = {sp.tokens_per_step:.3f} (Leviathan et al. 2023, eq. 1)",
-                  *(("  round = verify pass of k+1 tokens (engine, len_pass = k+1) + k MTP passes (engine, inside the "
-                     "verify step: its host time o_step + o_seq*b once a round, each draft layer its kernels' floor kappa)",)
-                    if mtp else ()), *draft_lines,
-                  "  speed-up = E*step/round; cost ratio = 1/speed-up (same batch and chips)",
-                  f"  fast mode: the largest batch with {ts:g}x the tokens/s per user of plain decode at batch {base}, "
-                  "and its $/token multiplier (batch only; with speculation; both modes speculating)",
-                  f"  the verify pass at batch {B[0]} through the engine:", *_pass_lines(sv, B[0], C, k + 1))
-    cols = (("batch", "base_bound", "verify_bound", "draft_bound", "base_step_s", "verify_step_s", "draft_s",
-             "draft_over_verify", "round_s", "speedup", "cost_ratio", "memory_per_chip_bytes", "fits") if mtp else
-            ("batch", "base_bound", "base_step_s", "round_s", "speedup", "cost_ratio", "speed_multiplier",
-             "price_multiplier", "fits"))
-    title = f"speculative decoding{' (MTP draft)' if mtp else ''}: {sv.header()}, context {C}"
-    return Result("speculate", title, tuple(rows), cols, {"summary": summary, **_context(sv)}, derivation=derivation)
-
-
-def published_cache_rows() -> list[dict]:
-    """Published prompt-caching prices over each sheet's base input price."""
-    from tokenomy.catalog import loader
-
-    rows = []
-    for n in loader.price_names():
-        p = loader.price_file(n)
-        f = lambda v: None if v is None else v / p.input_usd_per_mtok  # noqa: E731
-        rows.append({"price_sheet": n, "write_5m_over_base": f(p.cache_write_5m_usd_per_mtok),
-                     "write_1h_over_base": f(p.cache_write_1h_usd_per_mtok), "read_over_base": f(p.cache_read_usd_per_mtok)})
-    return rows
-
-
-@door(ECONOMICS_KEYWORDS)
-@reports_hardware
-def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HOLDS, stall=0.0, prefill_batch=1,
-          **kw) -> Result:
-    """KV cache tiers: where a cached prefix should live, vs rematerialising it, and implied cache prices.
-    The rematerialising prefill runs on the best layout for that prefill."""
-    from tokenomy.arch.params import kv_bytes_at_context
-
-    P, pb = inputs.optional("prefix_tokens", prefix_tokens), inputs.optional("prefill_batch", prefill_batch)
-    holds = [inputs.number("hold", h) for h in (hold if isinstance(hold, (list, tuple)) else [hold])]
-    if not holds:
-        raise ValueError("hold: needs hold times in seconds, e.g. 300,3600")
-    st = inputs.number("stall", stall)
-    sv = serving(deployment_request(model, hardware, chips, kw), [pb], [P], len_pass=P)
-    size = kv_bytes_at_context(sv.model, P, sv.kv_dtype)
-    remat = kt.remat_usd(sv, P, pb)
-    tiers = [kt.hbm_tier(sv.hardware.chip, sv.price)] + [t for t in kt.tiers_from_catalog(chip=sv.hardware.chip.name)
-                                                         if t.tier != "hbm"]
-    gpu = sv.chips * sv.price / 3600.0
-    names, costs = kt.cheapest(size, holds, tiers, remat, gpu, st)
-    rule = kt.drain_rule_choice(holds, [t.drain_s for t in tiers], [t.name for t in tiers])
-    hold_rows = []
-    for h, nm, c, r in zip(holds, names, costs, rule):
-        dsc = kt.implied_discounts(size, h, tiers, remat, gpu, st)
-        hold_rows.append({"hold_s": h, "cheapest": nm, "cheapest_usd": float(c), "drain_rule_tier": r,
-                          "remat_usd": remat, "cheapest_caching_tier": dsc.tier, "hit_over_base": dsc.hit_fraction,
-                          "write_premium_over_base": dsc.write_premium_fraction})
-    extra = {"prefix_tokens": P, "prefix_bytes": size, "remat_usd": remat,
-             "tiers": kt.tier_rows(size, holds[0], tiers, remat, gpu, st),
-             "envelope": kt.envelope(size, tiers, remat, gpu, st), "published": published_cache_rows(),
-             **_context(sv)}
-    derivation = (f"[bold]{sv.header()}: {P}-token prefix = {size / 1e9:.3g} GB[/bold]",
-                  "  hold(T) = bytes/capacity * tier $/s * T; retrieve = bytes/bandwidth * (tier $/s + stall*GPU $/s)",
-                  f"  rematerialise = prefill cost = ${remat:.4g}; drain rule: the tier whose cap/bw is nearest T",
-                  "  the rematerialising prefill through the engine:", *_pass_lines(sv, pb, P, P))
-    return Result("cache", f"cached prefix: {sv.header()}", tuple(hold_rows),
-                  ("hold_s", "cheapest", "cheapest_usd", "drain_rule_tier", "remat_usd", "hit_over_base",
-                   "write_premium_over_base"), extra, derivation=derivation, rows_key="holds")
-
-
-def lecture_serving(model, hardware, *, kv_dtype, batch, context, len_pass=1) -> Serving:
-    """What lecture/real.py asks on: the calibrated set on the best layout over the system's chips."""
-    return serving(deployment_request(model, hardware, None, {"kv_dtype": kv_dtype}), batch, context, len_pass)
 
 
 @door()
