@@ -31,7 +31,8 @@ PACKAGE = Path(__file__).resolve().parents[1]  # src/tokenomy
 # the code whose output is pickled: the builders (loaders and schemas) and the classes pickled (specs, Efficiency)
 CODE = tuple(PACKAGE / p for p in ("catalog/cache.py", "catalog/loader.py", "catalog/files.py",
                                    "catalog/hardware_specs.py", "catalog/model_configs.py", "specs.py",
-                                   "validation/load.py", "validation/schema.py", "core/efficiency.py")) + tuple(
+                                   "overrides.py", "validation/load.py", "validation/schema.py",
+                                   "core/efficiency.py")) + tuple(
     sorted((PACKAGE / "catalog/schema").glob("*.py")))  # the catalog's schemas, one module per kind of file
 FORMAT = 1  # bump when an entry's layout changes
 
