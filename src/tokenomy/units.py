@@ -55,20 +55,21 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
 }
 
 
+# The engine's dimensional literals, plain SI floats like everything else: one token (a position's step, the unit a
+# count of tokens moves by: C − S + 1 positions) and one second. tests/dims gives them units (pint quantities), as
+# it gives efficiency.FLOPS_PER_WEIGHT its unit, so that each formula is checked; the engine reads them as
+# ``units.TOKEN`` / ``units.SECOND`` and has no branch for quantities.
+TOKEN = 1.0
+SECOND = 1.0
+
+
 def floats(x):
-    """A float array; a quantity (anything with units, e.g. pint's in the dimensional tests) keeps its units, its
-    magnitude made a float array. The engine's formulas take either. (numpy loads here: importing the constants
-    stays cheap for the CLI's --help.)"""
+    """``x`` as float64 values (an array, or a numpy scalar): x·1.0 through numpy's ufunc, so a list or an int array
+    becomes floats and a quantity that implements numpy's ufunc protocol (pint's, in tests/dims) keeps its units.
+    (numpy loads here: importing the constants stays cheap for the CLI's --help.)"""
     import numpy as np
 
-    if hasattr(x, "units"):
-        return np.asarray(x.magnitude, dtype=np.float64) * x.units
-    return np.asarray(x, dtype=np.float64)
-
-
-def one_of(x):
-    """1 in the unit of ``x`` (1.0 for a plain number): the unit step of a count, e.g. one position."""
-    return 1.0 * x.units if hasattr(x, "units") else 1.0
+    return np.multiply(x, 1.0, dtype=np.float64)
 
 
 def dtype_bytes(name: str) -> float:

@@ -2,9 +2,11 @@
 tokens as independent dimensions (a test-only registry). A formula that adds bytes to FLOPs or divides the wrong
 way raises DimensionalityError or yields the wrong unit.
 
-The engine takes quantities wherever it takes numbers: ``_f`` passes them through, zero and NaN masks are bare
-0/NaN or built in the unit of what they mask, unit steps of a count are one of its unit (``_one``: C − S + 1
-positions) and a count used as an exponent is stripped to its magnitude (``_mag``: the balls-in-bins expert load).
+The engine has no branch for quantities (issue 27): it takes them wherever it takes numbers because numpy's ufuncs
+carry them (``units.floats`` is x·1.0), zero and NaN masks are bare 0/NaN or built in the unit of what they mask,
+and its dimensional literals are read from their modules, so this test gives them units as it gives the inputs
+theirs: one token (``units.TOKEN``: C − S + 1 positions, a count made a pure number, tokens/TOKEN, where it is an
+exponent: the balls-in-bins expert load), one second (``units.SECOND``) and a GEMM's 2 FLOPs per weight per row.
 Inputs carry their units: the model's coefficients (``UNITS``), its widths (elements per token), the peaks, the
 precision, the links of the topology and the time-valued efficiency terms; layout degrees, batch (sequences) and
 expert counts are plain numbers.
@@ -12,8 +14,8 @@ expert counts are plain numbers.
 ``Efficiency.balance_rows`` (rows = peak·η·w/(2·bw·η_hbm)) takes a bare 2 FLOPs per operand element per row; the
 engine-wide tests run it in a unit-carrying form (``_with_units``), and ``test_balance_rows_are_rows`` checks the
 two agree in value and that the result is a number of rows. (This test found the shipped formula dividing by w
-instead of multiplying: fixed, refitted.) The one dimensional literal the engine has, a GEMM's 2 FLOPs per weight
-per row (``efficiency.FLOPS_PER_WEIGHT``), is given its unit the same way.
+instead of multiplying: fixed, refitted.) The engine's dimensional literals (``units.TOKEN``, ``units.SECOND``, a
+GEMM's 2 FLOPs per weight per row ``efficiency.FLOPS_PER_WEIGHT``) are given their units the same way.
 """
 
 import dataclasses
@@ -22,6 +24,7 @@ import numpy as np
 import pint
 import pytest
 
+from tokenomy import units as tokenomy_units
 from tokenomy.catalog.loader import hardware, model
 from tokenomy.core import efficiency, engine
 from tokenomy.core.coeffs import shape_of
@@ -110,8 +113,10 @@ def _consistent_balance_rows(self, peak_flops_per_s, hbm_bytes_per_s, operand_by
 
 
 def _with_units(monkeypatch):
-    """The engine's one dimensional literal, a GEMM's 2 FLOPs per weight per row, given its unit, and the balance
-    rows in their consistent form (module docstring)."""
+    """The engine's dimensional literals given their units (one token, one second, a GEMM's 2 FLOPs per weight per
+    row), and the balance rows in their consistent form (module docstring)."""
+    monkeypatch.setattr(tokenomy_units, "TOKEN", TOK)
+    monkeypatch.setattr(tokenomy_units, "SECOND", Q(1.0, "s"))
     monkeypatch.setattr(efficiency, "FLOPS_PER_WEIGHT", Q(2.0, "flop/(token*param)"))
     monkeypatch.setattr(Efficiency, "balance_rows", _consistent_balance_rows)
 

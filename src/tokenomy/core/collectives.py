@@ -26,12 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy import units
 from tokenomy.specs import Topology
 
 
-def _f(x) -> np.ndarray:
-    """A float array; a quantity (anything with units, e.g. pint's) passes through with its units."""
-    return x if hasattr(x, "units") else np.asarray(x, dtype=float)
+_f = units.floats  # float arrays (a quantity keeps its units)
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,6 @@ class Cost:
             x = alpha + beta * b
             t = x if t is None else np.maximum(t, x)
         return t
-
-
-def _one_s(a):
-    """1 in ``a``'s unit (seconds, or its pint unit): inf·(a + 1) is inf even where a is 0 (inf·0 is NaN)."""
-    return 1.0 * a.units if hasattr(a, "units") else np.ones_like(np.asarray(a, dtype=float))
 
 
 def ring_terms(g, bytes_per_s, latency_s, phases: float = 1.0):
@@ -120,7 +114,7 @@ def all_reduce_cost(topo: Topology, group, stride=1, ring_share=1.0) -> Fastest:
     ring_cost = _hierarchical(topo, group, stride, 2.0, (g, g_in, g_out, bw_up * ring_share))
     inside = (g_out <= 1) & topo.peer_to_peer
     # a group that leaves the domain (or a torus) has no P2P shot: infinite latency, never chosen
-    shots = tuple(Cost(((np.where(inside, a, np.inf * (a + _one_s(a))), b),))
+    shots = tuple(Cost(((np.where(inside, a, np.inf * units.SECOND), b),))
                   for a, b in shot_terms(g_in, bw_up, topo.scale_up.latency_s))
     return Fastest((ring_cost,) + shots)
 
@@ -145,7 +139,7 @@ def reached(units, experts_per_tok, n_group=1, topk_group=1):
     picks each group for its strongest experts, so the chosen groups are nearly all used: min(expectation, limit)
     (iid scores through DeepSeek-V3's router: 3.97 groups of the 4 allowed, against 4 and 5.25 uncapped)."""
     X = np.maximum(_f(units), 1.0)
-    k, n, top = (np.asarray(getattr(v, "magnitude", v), dtype=float) for v in (experts_per_tok, n_group, topk_group))
+    k, n, top = (_f(v) for v in (experts_per_tok, n_group, topk_group))
     with np.errstate(divide="ignore"):  # one unit (X = 1): log 0 = -inf, and the token reaches it
         spread = X * -np.expm1(k * np.log1p(-1.0 / X))
     aligned = (np.mod(X, n) == 0) | (np.mod(n, X) == 0)
@@ -164,7 +158,7 @@ def routed_shares(topo: Topology, group, stride, experts_per_tok, n_group=1, top
     each over the assignments' k copies. The combine is the mirror image (each rank sums its experts' outputs, the
     receiving peer the node's, one copy back per domain): the same copies."""
     g, g_in, G, _ = _levels(topo, group, stride)
-    k = np.maximum(np.asarray(getattr(experts_per_tok, "magnitude", experts_per_tok), dtype=float), 1.0)
+    k = np.maximum(_f(experts_per_tok), 1.0)
     ranks, domains = reached(g, k, n_group, topk_group), reached(G, k, n_group, topk_group)
     return ranks * (g_in - 1.0) / g_in / k, domains * (G - 1.0) / G / k
 

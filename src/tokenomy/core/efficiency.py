@@ -60,6 +60,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tokenomy import units
+
 FLOPS_PER_WEIGHT = 2.0  # a GEMM's FLOPs per weight per row: one multiply and one add
 
 
@@ -124,7 +126,7 @@ class Efficiency:
 
     def gemm_fraction(self, rows):
         """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
-        m = np.maximum(rows, 1e-30 * getattr(rows, "units", 1.0))
+        m = np.maximum(rows, 1e-30 * units.TOKEN)  # rows are tokens
         return self.flops_fraction * m / (m + self.gemm_half_tokens)
 
     def at_compute(self, narrow) -> "Efficiency":

@@ -37,7 +37,8 @@ Decode period (TPOT) = max(M·stage, pp·stage + pp·hop); a longer pass = (M + 
 The roofline is the efficiency set ROOFLINE; the ideal even split is Layout.even_split(n): no comms, every byte
 over n chips. Invalid layouts and points that do not fit get NaN times and a reason (``REASONS``, ``why_not``).
 Inputs may be quantities with units (e.g. pint's) in place of numbers: the outputs then carry theirs (tests/dims;
-zero and NaN masks stay bare, which quantities accept; counts used as exponents are stripped, ``_mag``).
+numpy's ufuncs carry them, with no branch here; zero and NaN masks stay bare, which quantities accept; a count used
+as an exponent is made a pure number, tokens/``units.TOKEN``).
 
 The engine in modules by meaning: core/lowering.py (a pass on a layout at a context, before its batch), core/work.py
 (the busiest chip's FLOPs, bytes and collectives at a batch), core/times.py (the critical path under an efficiency

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy import units
 from tokenomy.arch.positions import attended, cached, indexed
 from tokenomy.core import collectives as col
 from tokenomy.core.coeffs import ModelShape
 from tokenomy.core.layout import Layout
 from tokenomy.core.pipeline import rack_hop_ratio
 from tokenomy.specs import Topology
-from tokenomy.units import floats, one_of
+from tokenomy.units import floats
 
-_f, _one = floats, one_of  # float arrays that keep a quantity's units; one unit step of a count
+_f = floats  # float arrays (a quantity keeps its units)
 
 @dataclass(frozen=True)
 class Precision:
@@ -91,7 +92,7 @@ def cache_terms(m, C, S, precision, kv_read_fraction=1.0) -> CacheTerms:
     flops = (np.sum(np.minimum(absorbed, plain), axis=-1) * kv_read_fraction
              + np.sum(m.attn_index_flops * np.where(topk, scored, 0.0 * scored), axis=-1))
     # each new token reads its attended entries; all of them together at most the whole cache (top-k: S·k)
-    kv_read = np.sum(m.attn_kv * np.minimum(cache_n, Sn / _one(Sn) * att), axis=-1) * kv_read_fraction
+    kv_read = np.sum(m.attn_kv * np.minimum(cache_n, Sn / units.TOKEN * att), axis=-1) * kv_read_fraction
     state = m.state_elems * precision.state
     return CacheTerms(
         flops_per_token=flops, read_per_seq=(kv_read + np.sum(m.attn_index_kv * index_n, axis=-1)) * precision.kv
@@ -165,7 +166,7 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, precision: Precisio
     ideal = np.asarray(lay.ideal, dtype=bool)
     tp, ep, pp, dp = (_f(x) for x in (lay.tp, lay.ep, lay.pp, lay.dp))
     C, S = _f(context), _f(len_pass)
-    one = _one(S)  # one token
+    one = units.TOKEN
     M = pp if lay.microbatches is None else _f(lay.microbatches)
     ad = (ep > 1) if lay.attn_dp is None else (np.asarray(lay.attn_dp, dtype=bool) & (ep > 1))
     ab = _f(pr.act)

@@ -15,15 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy import units
 from tokenomy.core import efficiency
 from tokenomy.core.coeffs import ModelShape
-from tokenomy.core.efficiency import magnitude as _mag  # of a count used as an exponent
+from tokenomy.core.efficiency import magnitude as _mag  # two widths compared across the registry tests/dims keeps
 from tokenomy.core.layout import Layout
 from tokenomy.core.lowering import Lowered, Pass, Precision, lower
 from tokenomy.specs import Topology
-from tokenomy.units import floats, one_of
+from tokenomy.units import floats
 
-_f, _one = floats, one_of  # float arrays that keep a quantity's units; one unit step of a count
+_f = floats  # float arrays (a quantity keeps its units)
 
 @dataclass(frozen=True)
 class Work:
@@ -99,7 +100,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     tp, ep, pp, dp, M, ad, f, a, g = lo.tp, lo.ep, lo.pp, lo.dp, lo.microbatches, lo.attn_dp, lo.stage_share, \
         lo.attn_group, lo.group
     B, S = _f(batch), lo.len_pass
-    P = _f(prefill_tokens) + 0.0 * _one(S)  # in the unit of S (the default 0 has none)
+    P = _f(prefill_tokens) + 0.0 * units.TOKEN  # in tokens (the default 0 has no unit)
     ab = _f(pr.act)
     L, D, moe = _f(shape.num_layers), _f(shape.hidden_size), _f(m.moe_layers)
     dense_ftok, attn_tok, attn_pf = shape.dense_flops_per_token, lo.attn_flops_per_token, \
@@ -120,7 +121,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         b_a, p_a = b, p_mb
     T = b * S + p_mb
     T_a = T if b_a is b else b_a * S + p_a  # without attention-DP the attention replica is the stage's chip
-    pad = 0.0 * _mag(T)  # T's shape for the operand widths (efficiency.balance_rows)
+    pad = np.zeros(np.shape(T))  # T's shape for the operand widths (efficiency.balance_rows)
     kvs, kv_batch = lo.kv_split_heads, np.asarray(lay.kv_batch, dtype=bool)
     kv_split = np.where(kv_batch, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs) if np.any(kv_batch) \
         else kvs
@@ -131,7 +132,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     grid = np.broadcast_shapes(*(np.shape(c) for c in conds), np.shape(lo.layout_code))
     structure = np.select([np.broadcast_to(c, grid) for c in conds], [lo.layout_code, 6, 7, 8], 0)
     return Work(
-        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels + 0.0 * _mag(b),
+        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels + 0.0 * b,
         microbatches=M, decode=lo.decode,
         # (the per-point factors multiply the grid once: scalars and layout columns are folded first)
         flops=B * (S * (m.matmul_flops_per_token + attn_tok)) + P * (m.matmul_flops_per_token + attn_pf),
@@ -168,7 +169,7 @@ def _routed(lo: Lowered, T):
         return zero, zero, zero, np.ones(np.shape(T)), 0.0, zero
     A, x_read = _expert_load(T, k, lo.slots, lo.slots_per_rank, lo.ep, moe)
     return (A, x_read, f * moe * A * efficiency.FLOPS_PER_WEIGHT * m.expert_params / tp,
-            np.where(x_read > 0, A / np.maximum(x_read, 1e-30), _one(A)),
+            np.where(x_read > 0, A / np.maximum(x_read, 1e-30), units.TOKEN),
             f * moe * x_read * m.expert_params * pr.expert_w / tp, A * D * dispatch_combine_bytes(pr) / 2.0 / tp)
 
 
@@ -189,13 +190,13 @@ def experts_touched(tokens, num_experts, experts_per_tok):
     """Expected distinct experts one MoE layer reads when ``tokens`` tokens each pick k of E uniformly:
     E·(1 − (1 − k/E)^T). T=1 gives k; T→∞ gives E. (Balls-in-bins; real routers are less uniform.)"""
     E = np.maximum(_f(num_experts), 1.0)
-    return E * -np.expm1(_f(_mag(tokens)) * np.log1p(-np.minimum(experts_per_tok / E, 1.0 - 1e-12)))
+    return E * -np.expm1(_f(tokens / units.TOKEN) * np.log1p(-np.minimum(experts_per_tok / E, 1.0 - 1e-12)))
 
 
 def _busiest(x, ranks):
     """The busiest of ``ranks`` ranks for a count with mean ``x`` and variance ``x`` (Gaussian extreme value;
     a count's variance is its mean times one of its unit)."""
-    return x + np.sqrt(2.0 * x * _one(x) * np.log(np.maximum(ranks, 1.0)))
+    return x + np.sqrt(2.0 * x * units.TOKEN * np.log(np.maximum(ranks, 1.0)))
 
 
 def _expert_load(T, k, slots, e_rank, ep, moe):

@@ -300,9 +300,7 @@ def _between(n, f, t_lo, hi: engine.PassTerms):
 
 
 def _uniform(x):
-    """The one value every element of ``x`` holds, else None (and None for a quantity with units)."""
-    if hasattr(x, "units"):
-        return None
+    """The one value every element of ``x`` holds, else None."""
     a = np.asarray(x, float)
     v = a.flat[0] if a.size else np.nan
     return float(v) if np.all(a == v) else None
