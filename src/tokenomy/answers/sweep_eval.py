@@ -9,108 +9,27 @@ chooses for it alone (as decode would for that point); its degrees are returned 
 Serving (concurrency or rate): per deployment ``serving.steady.steady`` over (load, ISL, OSL) points, as
 ``tk.serve`` runs them; ``plan`` takes ``tk.serve``'s layout for each point.
 Points that are invalid or do not fit are NaN, with a code in ``reason`` (engine.REASONS, then SWEEP_REASONS).
+sweep_spec.py holds the variables, reasons and Spec (re-exported here), sweep_serve.py the serving chunk.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from tokenomy.answers import error_bars
-from tokenomy.answers.energy_cols import pass_energy, power_of, serving_energy
-from tokenomy.answers.resolve import beyond_window, deployment
-from tokenomy.answers import objectives
+from tokenomy.answers import error_bars, objectives
+from tokenomy.answers.energy_cols import pass_energy, power_of
 from tokenomy.answers.layout_search import step_columns
 from tokenomy.answers.objectives import FASTEST_STEP
-from tokenomy.answers.requests import EngineRequest
-from tokenomy.answers.serve_layout import candidates, per_point, ranking_batch
-from tokenomy.answers.workloads import engine_profile, serving_kv_dtype
-from tokenomy.answers.sweep_axes import DEGREES, Grid, _label
+from tokenomy.answers.resolve import beyond_window
+from tokenomy.answers.sweep_axes import DEGREES
+from tokenomy.answers.sweep_serve import _serve_group, _serve_layout  # noqa: F401
+from tokenomy.answers.sweep_spec import (  # noqa: F401  (re-exported: callers write sweep_eval.<name>)
+    CODES, LEN_PASS_REASON, NO_KV_REASON, NO_LAYOUT_REASON, PASS_BANDS, PASS_ENERGY, PASS_VARS, PLAN_VARS, REASONS,
+    SERVE_BANDS, SERVE_ENERGY, SERVE_VARS, SWEEP_REASONS, WINDOW_REASON, Spec, _marked, base)
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.core.layout import Layout
 from tokenomy.parallel.search import candidate_layouts
-from tokenomy.serving.steady import steady
-from tokenomy.units import CHECKPOINT
-
-SWEEP_REASONS = ("len_pass exceeds the context", "no valid layout uses exactly the chips",
-                 "no room for the KV cache of one sequence beside the weights",
-                 "beyond the model's context window (max_position_embeddings)")
-REASONS = engine.REASONS + SWEEP_REASONS
-LEN_PASS_REASON, NO_LAYOUT_REASON, NO_KV_REASON, WINDOW_REASON = (len(engine.REASONS) + i for i in range(4))
-PASS_VARS = {"step_s": "s", "compute_s": "s", "memory_s": "s", "comms_s": "s", "overhead_s": "s",
-             "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s", "usd_per_mtok": "USD/Mtok",
-             "memory_per_chip_bytes": "bytes", "mfu": "1", "j_per_token_all_in": "J/token",
-             "tokens_per_s_per_mw": "tokens/s/MW", "tco_usd_per_mtok": "USD/Mtok"}
-PASS_ENERGY = ("j_per_token_all_in", "tokens_per_s_per_mw", "tco_usd_per_mtok")  # answers/energy_cols.py
-SERVE_VARS = {"ttft_s": "s", "tpot_s": "s", "e2e_s": "s", "requests_per_s": "requests/s",
-              "tokens_per_s_per_chip": "tokens/s", "tokens_per_s_per_user": "tokens/s",
-              "usd_per_mtok_input": "USD/Mtok", "usd_per_mtok_output": "USD/Mtok", "kv_occupancy": "1",
-              "capacity_limited": "1", "j_per_output_token": "J/token", "tokens_per_s_per_mw": "tokens/s/MW",
-              "tco_usd_per_mtok_output": "USD/Mtok"}
-SERVE_ENERGY = ("j_per_output_token", "tokens_per_s_per_mw", "tco_usd_per_mtok_output")
-# each point's error band (answers/error_bars.py): the 10th and 90th percentile of the measured value
-PASS_BANDS = {f"{k}_p{q}": u for k, u in (("step_s", "s"), ("tokens_per_s_per_chip", "tokens/s")) for q in (10, 90)}
-SERVE_BANDS = {f"{k}_p{q}": u for k, u in (("ttft_s", "s"), ("tpot_s", "s"), ("tokens_per_s_per_chip", "tokens/s"))
-               for q in (10, 90)}
-CODES = {"bound": "index into engine.BOUNDS", "reason": "index into REASONS (0: valid and fits)"}
-PLAN_VARS = ("plan_tp", "plan_ep", "plan_pp", "plan_dp", "plan_redundant_experts", "plan_attn_dp", "plan_kv_batch")
-
-
-@dataclass(frozen=True)
-class Spec:
-    """Everything a worker needs to evaluate any chunk: the grid and the settings that are not axes."""
-
-    grid: Grid
-    plan: bool  # no layout degrees given: each point on its best layout
-    budget: int  # points per engine call (plan: candidates x points)
-    usd_per_chip_hour: float | None = None
-    serving_engine: str = "vllm"  # vllm | sglang | trtllm: the serving engine whose profile runs a serving sweep
-    max_num_tokens: int | None = None
-    max_batch: int | None = None
-    cache_hit: float = 0.0
-    arrivals: str = "staggered"
-    keep: tuple[str, ...] | None = None  # the variables to return (None: all); reason always
-
-    def all_variables(self) -> dict[str, str]:
-        """Variable -> unit (codes and plan degrees have no unit)."""
-        out = dict(SERVE_VARS | SERVE_BANDS if self.grid.serving else PASS_VARS | PASS_BANDS)
-        out.update({k: "" for k in CODES})
-        if self.plan:
-            out.update({k: "" for k in PLAN_VARS})
-        return out
-
-    def variables(self) -> dict[str, str]:
-        out = self.all_variables()
-        return out if self.keep is None else {k: u for k, u in out.items() if k in self.keep or k == "reason"}
-
-    def computes(self, name: str) -> bool:
-        """Whether a chunk computes variable ``name``: every one without ``variables=``; else the kept ones, the
-        reason, and the values a kept error band scales (a sweep of step_s alone forms no energy, price or band)."""
-        if self.keep is None or name in self.keep or name == "reason":
-            return True
-        bands = SERVE_BANDS if self.grid.serving else PASS_BANDS  # error_bars.band_arrays reads every banded field
-        return any(b in self.keep for b in bands) and any(b.startswith(name + "_p") for b in bands)
-
-
-_BASE: dict = {}
-
-
-def base(spec: Spec, point: dict) -> Deployment:
-    """The deployment of a loop point (layout left at 1 chip), cached per process (workers keep theirs)."""
-    wd = point.get("weight_dtype", CHECKPOINT)
-    key = tuple(_label(point.get(k, "")) for k in ("model", "hardware", "kv_dtype", "efficiency")) + (
-        wd, spec.usd_per_chip_hour, spec.serving_engine)
-    if key not in _BASE:
-        kv = point.get("kv_dtype", "bf16")
-        if kv == "auto":  # a serving sweep's default: the engine's KV dtype for the weights (tk.serve's)
-            kv = serving_kv_dtype(point["model"], spec.serving_engine, wd)
-        _BASE[key] = deployment(point["model"], point["hardware"], layout=Layout(),
-                                weight_dtype=wd, kv_dtype=kv,
-                                efficiency=point.get("efficiency", "calibrated"),
-                                usd_per_chip_hour=spec.usd_per_chip_hour, serving_engine=spec.serving_engine)
-    return _BASE[key]
 
 
 def _run(dep: Deployment, lay: Layout, B, C, S) -> engine.PassTerms:
@@ -194,83 +113,6 @@ def _pass_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
         vals.update({k: np.full(shape, np.nan) for k in PASS_BANDS} | error_bars.band_arrays(reg, vals, B, C, shape))
     vals = _marked(vals, np.broadcast_to(np.asarray(S) > np.asarray(C), shape), LEN_PASS_REASON)
     return _marked(vals, np.broadcast_to(beyond_window(dep.model, C), shape), WINDOW_REASON)
-
-
-def _marked(vals: dict, where, reason: int) -> dict:
-    """The points ``where`` a sweep's door refuses them: NaN, with their ``reason`` (the other doors raise)."""
-    if not np.any(where):
-        return vals
-    out = {k: np.where(where, np.nan, v) if k not in ("reason", "bound") else v for k, v in vals.items()}
-    out["reason"] = np.where(where, reason, vals["reason"])
-    return out
-
-
-def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
-    """Per point: the degrees given, else tk.serve's default at that point alone (answers.serve_layout: candidates
-    ranked once per batch, ISL and OSL; each point's best of one steady call per candidate over its group)."""
-    if not spec.plan:
-        lay = Layout(*(int(point.get(d, 1)) for d in DEGREES))
-        return [(lay, np.arange(load.size))]
-    chips = int(point.get("chips") or dep.hardware.num_chips)
-    eng = EngineRequest(spec.serving_engine, spec.max_num_tokens, spec.max_batch)
-    cap = float(spec.max_batch or eng.profile().max_batch)  # as tk.serve: the engine's batch cap
-    closed = "concurrency" in spec.grid.names
-    b0 = np.minimum(load, cap)
-    found: dict = {}
-    keys = np.stack([b0 if closed else np.zeros_like(b0), isl, osl], -1)  # an open loop ranks at one batch
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = np.ravel(inv)
-    for j, (b, i, o) in enumerate(uniq):
-        idx = np.flatnonzero(inv == j)
-        first, rest, fallback = candidates(dep, chips, ranking_batch(b if closed else None, cap), i, o, eng)
-        if not first:  # none holds a sequence: the search's first, which says why
-            lays, pick = [fallback], np.zeros(idx.size, dtype=int)
-        else:  # each point's best, from one steady call per candidate over the group's points
-            w = {"concurrency" if closed else "rate": load[idx], "cache_hit": spec.cache_hit,
-                 "arrivals": spec.arrivals}
-            lays, pick = per_point(dep, first, rest, eng, i, o, w)
-        for k in np.unique(pick):
-            lay = lays[k]
-            found.setdefault(lay.label(), [lay, []])[1].extend(idx[pick == k].tolist())
-    return [(lay, np.array(sorted(ix), dtype=int)) for lay, ix in found.values()]
-
-
-def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
-    dep0 = base(spec, point)
-    closed = "concurrency" in spec.grid.names
-    flat = lambda x: np.ravel(np.broadcast_to(x, shape)).astype(float)  # noqa: E731
-    load = flat(arrays["concurrency" if closed else "rate"])
-    isl, osl = flat(arrays.get("isl", 1024.0)), flat(arrays.get("osl", 1024.0))
-    keys = (*SERVE_VARS, *SERVE_BANDS, "bound", "reason") + (PLAN_VARS if spec.plan else ())
-    out = {k: np.full(load.size, np.nan) for k in keys if spec.computes(k) or k in PLAN_VARS}
-    for lay, idx in _serve_layout(spec, dep0, point, load, isl, osl):
-        dep = dep0.with_(layout=lay)
-        prof = engine_profile(spec.serving_engine, int(lay.tp), spec.max_num_tokens, spec.max_batch)
-        ld = {"concurrency" if closed else "rate": load[idx]}
-        s = steady(dep, prof, isl=isl[idx], osl=osl[idx], cache_hit=spec.cache_hit, arrivals=spec.arrivals, **ld)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            vals = {"ttft_s": s.ttft_s, "tpot_s": s.tpot_s, "e2e_s": s.e2e_s, "requests_per_s": s.requests_per_s,
-                    "tokens_per_s_per_chip": s.output_tokens_per_s / dep.chips, "tokens_per_s_per_user": 1.0 / s.tpot_s,
-                    "usd_per_mtok_input": s.usd_per_mtok_input, "usd_per_mtok_output": s.usd_per_mtok_output,
-                    "kv_occupancy": s.kv_occupancy, "capacity_limited": s.capacity_limited, "bound": s.bound}
-            if any(spec.computes(k) for k in SERVE_ENERGY):
-                e = serving_energy(power_of(dep.hardware), s, dep.chips, isl[idx])
-                vals.update({k: e[k] for k in SERVE_ENERGY})
-        if any(spec.computes(k) for k in SERVE_BANDS):
-            vals |= error_bars.band_arrays(error_bars.regime_of(dep, spec.serving_engine, error_bars.SERVE), vals, s.batch,
-                                           isl[idx] + osl[idx] / 2.0, idx.shape)
-        structure = int(np.asarray(dep.work(float(lay.dp), 1.0).structure))
-        vals["reason"] = np.where(s.fits, 0, structure if structure and structure < engine.FIRST_POINT_REASON
-                                  else NO_KV_REASON)
-        if spec.plan:
-            d = lay.as_dict()
-            vals.update({f"plan_{k}": float(d[k]) for k in ("tp", "ep", "pp", "dp", "redundant_experts", "attn_dp",
-                                                               "kv_batch")})
-        for k, v in vals.items():
-            if k in out:
-                out[k][idx] = np.broadcast_to(np.asarray(v, float), idx.shape)
-    return _marked({k: v.reshape(shape) for k, v in out.items()},
-                   beyond_window(dep0.model, (isl + osl).reshape(shape)), WINDOW_REASON)
 
 
 def evaluate_block(spec: Spec, block: tuple[slice, ...], into: dict | None = None) -> dict[str, np.ndarray]:
