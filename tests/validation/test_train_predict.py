@@ -63,10 +63,9 @@ def test_training_leave_one_source_out_within_the_targets(whole_catalog):
     """Issue 31's bar: each source predicted by terms fitted on every other source: median |error| at most 10%, dense
     and MoE reported apart, no source above 15%. Measured with 13 sources (240 cases): all 6.8%, dense 4.8%, MoE
     8.1%; the 11 Megatron-Bridge / NeMo / PaLM sources at most 9.9% (megatron-bridge-25.09); deepseek-v3-2024-training
-    +4.2% (DualPipe stated: 42% slow as 1F1B without its overlap); torchtitan-2024-12 15.9% fast (31% as the 700 W
-    h100-sxm with GEMM-class attention: the 500 W HBM2e chip and SDPA's FlashAttention-2 took 15 points; its file
-    names what is left — dynamic FP8 casts, ring attention at CP 4-8, AsyncTP's hidden share), so "no source above
-    15%" does not hold for it yet."""
+    +4.2% (DualPipe stated: 42% slow as 1F1B without its overlap); torchtitan-2024-12 12.7% fast (31% as the 700 W
+    h100-sxm with GEMM-class attention and no FP8 casts: the 500 W HBM2e chip, SDPA's FlashAttention-2 and torchao's
+    tensorwise casts took 18 points; its file names what is left: ring attention at CP 4-8, AsyncTP's hidden share)."""
     rows = run.leave_one_source_out_training(whole_catalog)
     moe = {c.id for c, m in zip(T.cases, T.moe) if m}
     err = {k: [abs(r["calibrated_error"]) for r in rows if (r["id"] in moe) == k] for k in (False, True)}
@@ -75,11 +74,10 @@ def test_training_leave_one_source_out_within_the_targets(whole_catalog):
     assert np.median(err[False]) <= 0.05 and np.median(err[True]) <= 0.10
     by_src = {s: [r["calibrated_error"] for r in rows if r["source"] == s] for s in {r["source"] for r in rows}}
     for src, e in by_src.items():
-        if src != "torchtitan-2024-12":
-            assert np.median(np.abs(e)) <= 0.12, src
+        assert np.median(np.abs(e)) <= (0.15 if src == "torchtitan-2024-12" else 0.12), src
     assert abs(by_src["deepseek-v3-2024-training"][0]) < 0.10
-    # the known miss keeps its sign and size: a change here means a mechanism moved, not noise
-    assert all(x < 0.05 for x in by_src["torchtitan-2024-12"]) and np.median(np.abs(by_src["torchtitan-2024-12"])) < 0.2
+    # torchtitan's residual is one-sided (its CP and AsyncTP rows fast): a change of sign means a mechanism moved
+    assert all(x < 0.05 for x in by_src["torchtitan-2024-12"])
 
 
 def test_deepseek_v3s_case_runs_dualpipe_and_its_overlap_is_what_closes_it():

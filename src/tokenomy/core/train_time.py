@@ -52,6 +52,8 @@ A Mamba-2 mixer's chunked scan adds t_scan to t_compute at its kernels' publishe
 (core/ssd_scan.py: the Mamba-2 paper's SSD-equals-FlashAttention-2-at-2K benchmark, ≈ 28 TFLOP/s).
 Core attention through PyTorch SDPA's FlashAttention-2 (attention_kernel "fa2": torchtitan) leaves η's GEMMs and
 adds t_attention = A_16·(3 + recompute)/0.35 (core/attention_kernel.py: FlashAttention-3 paper's 35% of H100 peak).
+Dynamic per-tensor FP8 scaling (fp8_scaling "tensorwise": torchao Float8Linear) adds t_cast, its amax and cast
+kernels' HBM traffic (core/fp8_casts.py: torchao's own roofline of them), where Transformer Engine fuses the casts.
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ class TrainParts:
     wide: object = 0.0  # 1 where the GEMMs run at the chip's 16-bit peak (BF16 training)
     scan_s: object = 0.0  # Mamba-2 mixers' chunked scan at its kernels' published rate (core/ssd_scan.py)
     attention_kernel_s: object = 0.0  # core attention at its kernel's published rate (core/attention_kernel.py)
+    cast_s: object = 0.0  # FP8 operand casts of dynamic per-tensor scaling, memory passes (core/fp8_casts.py)
     dense16_1_s: object = 0.0  # the BF16 tail layers' dense GEMMs at the compute dtype's peak (training.bf16_tail)
     expert16_1_s: object = 0.0  # ... their routed experts' GEMMs
     tail16_ratio: object = 1.0  # peak at the compute dtype / 16-bit peak: how much longer the tail's GEMMs take
@@ -165,7 +168,7 @@ def compute_s(p: TrainParts, e: TrainEfficiency):
     # the recipe's BF16 tail layers (core/training.bf16_tail): their GEMMs at the 16-bit peak, η·ω16
     eta16 = np.minimum(np.asarray(e.flops_fraction, dtype=float) * e.wide_flops_ratio, 1.0)
     gpu = gpu + (p.dense16_1_s + p.expert16_1_s / g) * p.tail16_ratio / eta16
-    return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float) + p.scan_s + p.attention_kernel_s
+    return gpu + p.layer_passes * np.asarray(e.moe_layer_s, dtype=float) + p.scan_s + p.attention_kernel_s + p.cast_s
 
 
 def timeline(p: TrainParts, e: TrainEfficiency, compute=None) -> dict:
@@ -190,7 +193,7 @@ def implied_flops_fraction(p: TrainParts, e: TrainEfficiency, target_s):
     """The η at which the step under ``e`` (its φ and F_½ kept) equals ``target_s`` (bisection in log η: the step
     falls monotonically in η); inf where even infinitely fast GEMMs are too slow."""
     roof = TrainEfficiency(1.0, 0.0, 0.0, e.expert_half_width, moe_sync_s=e.moe_sync_s)
-    fixed = p.scan_s + p.attention_kernel_s  # the scan and an SDPA attention run at their own rates, not under η
+    fixed = p.scan_s + p.attention_kernel_s + p.cast_s  # at their own rates, not under η
     gemm_1 = compute_s(p, roof) - fixed  # GEMM time at η = 1, width loss kept
     other = other_s(p, e) + fixed
 

@@ -33,6 +33,7 @@ import numpy as np
 from tokenomy.arch.model import ModelArch
 from tokenomy.core import engine
 from tokenomy.core.attention_kernel import check_attention_kernel, kernel_attention_s
+from tokenomy.core.fp8_casts import check_fp8_scaling, fp8_cast_s
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.layout import Layout
@@ -146,10 +147,14 @@ class TrainPlan:
     # the core-attention kernel (core/attention_kernel.py): "fused" (cuDNN / FA3 class, under η) or "fa2" (PyTorch
     # SDPA's FlashAttention-2 at its own published share of the 16-bit peak)
     attention_kernel: str = "fused"
+    # FP8 operand casts (core/fp8_casts.py): "fused" (Transformer Engine) or "tensorwise" (torchao Float8Linear's
+    # dynamic per-tensor scaling: amax and cast kernels of their own)
+    fp8_scaling: str = "fused"
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
         check_attention_kernel(self.attention_kernel)
+        check_fp8_scaling(self.fp8_scaling)
         check_strategy(self.recompute)
         check_dispatcher(self.moe_dispatcher)
         if self.moe_kernels not in MOE_KERNELS:
@@ -382,7 +387,8 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        layer_passes=layer_passes(fused, n_moe, p.pp, mb), fp4=float(gemm_dtype == "fp4"),
                        # ω16 compares 16-bit with the 8-bit GEMMs η is measured on: only a chip that has both
                        wide=float(gemm_dtype in ("bf16", "fp16") and "fp8" in hw.chip.peak_flops_per_s),
-                       scan_s=scan_s(m, p), attention_kernel_s=att_kernel_s)
+                       scan_s=scan_s(m, p), attention_kernel_s=att_kernel_s,
+                       cast_s=fp8_cast_s(m, p, gemm_dtype, hw.chip.hbm_bytes_per_s))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
     return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
 

@@ -140,6 +140,8 @@ class TrainingCase(_Strict):
     bf16_layers_at_end: int = Field(default=0, ge=0)
     # the core-attention kernel (core/attention_kernel.py): "fa2" for PyTorch SDPA's FlashAttention-2 (torchtitan)
     attention_kernel: Literal["fused", "fa2"] = "fused"
+    # FP8 operand casts (core/fp8_casts.py): "tensorwise" for torchao Float8Linear's dynamic per-tensor scaling
+    fp8_scaling: Literal["fused", "tensorwise"] = "fused"
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None

@@ -7,7 +7,8 @@ A case's plan: dp = chips/(tp·pp·cp); ZeRO-3 when the source says FSDP, else M
 virtual stages when vp > 1, else 1F1B;
 micro-batch and global batch as published; the case's recompute, TP communication overlap and MoE kernels
 (fused where the release notes name fused grouped GEMMs and full-iteration CUDA graphs); its attention kernel
-(PyTorch SDPA's FlashAttention-2 for torchtitan, core/attention_kernel.py); GEMMs at the case's precision.
+(PyTorch SDPA's FlashAttention-2 for torchtitan, core/attention_kernel.py) and FP8 casts (torchao's tensorwise
+scaling, core/fp8_casts.py); GEMMs at the case's precision.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def case_plan(c: TrainingCase) -> TrainPlan:
                      schedule=schedule, virtual_stages=c.vp, recompute=c.recompute,
                      micro_batch=c.micro_batch, seq_len=c.seq_len, global_batch=c.global_batch,
                      tp_overlap=float(c.tp_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
-                     bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel)
+                     bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel,
+                     fp8_scaling=c.fp8_scaling)
 
 
 def _lowered(c: TrainingCase):
