@@ -133,6 +133,9 @@ class TrainingCase(_Strict):
     # activation recomputation the recipe turns on; modules: norms, MLA up-projections and SwiGLU (core/memory.py)
     recompute: Literal["none", "selective", "modules", "full"] = "none"
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
+    # EP all-to-alls of one micro-batch hidden under another's compute: Megatron-Core's combined 1F1B
+    # (--overlap-moe-expert-parallel-comm, Megatron-Bridge moe_a2a_overlap), as DualPipe pairs its chunks
+    ep_comm_overlap: bool = False
     moe_kernels: Literal["unfused", "fused"] = "unfused"  # fused grouped GEMM + full-iteration CUDA graphs
     # the recipe's token dispatcher (core/moe_host.py; "alltoall"/"deepep" wait for the host each MoE layer)
     moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "token_drop"] = "hybridep"

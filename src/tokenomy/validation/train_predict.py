@@ -5,7 +5,8 @@ fitted terms — the same lowering and timeline ``tokenomy train`` runs.
 A case's plan: dp = chips/(tp·pp·cp); ZeRO-3 when the source says FSDP, else Megatron's distributed optimizer
 (ZeRO-1); sequence parallel with TP; the schedule the source names (DualPipe), else the interleaved one with vp
 virtual stages when vp > 1, else 1F1B;
-micro-batch and global batch as published; the case's recompute, TP communication overlap and MoE kernels
+micro-batch and global batch as published; the case's recompute, TP and EP communication overlap (the recipe's
+moe_a2a_overlap: Megatron-Core's combined 1F1B, megatron/core/pipeline_parallel/combined_1f1b.py) and MoE kernels
 (fused where the release notes name fused grouped GEMMs and full-iteration CUDA graphs); its attention kernel
 (PyTorch SDPA's FlashAttention-2 for torchtitan, core/attention_kernel.py) and FP8 casts (torchao's tensorwise
 scaling, core/fp8_casts.py); GEMMs at the case's precision.
@@ -62,7 +63,8 @@ def case_plan(c: TrainingCase) -> TrainPlan:
     return TrainPlan(dp=dp, tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep, zero=3 if c.fsdp else 1, sp=c.tp > 1,
                      schedule=schedule, virtual_stages=c.vp, recompute=c.recompute,
                      micro_batch=c.micro_batch, seq_len=c.seq_len, global_batch=c.global_batch,
-                     tp_overlap=float(c.tp_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
+                     tp_overlap=float(c.tp_comm_overlap),
+                     ep_overlap=float(c.ep_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
                      bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel,
                      fp8_scaling=c.fp8_scaling)
 
