@@ -56,7 +56,7 @@ fields in seconds, M_½ in tokens: tests/dims).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -100,29 +100,8 @@ class Efficiency:
     fitted_on_cases: int = 0
 
     def __post_init__(self) -> None:
-        for field in ("flops_fraction", "narrow_flops_ratio", "hbm_fraction", "hbm_usable_fraction", "link_fraction",
-                      "nccl_link_fraction"):
-            if getattr(self, field) is None:
-                continue
-            v = np.asarray(magnitude(getattr(self, field)), dtype=float)
-            if not np.all((v > 0) & (v <= 1)):
-                raise ValueError(f"{field}: must be in (0, 1], got {getattr(self, field)}")
-        if self.kv_hbm_fraction is not None:
-            v = np.asarray(magnitude(self.kv_hbm_fraction), dtype=float)
-            if not np.all((v > 0) & (v <= 1)):
-                raise ValueError(f"kv_hbm_fraction: must be in (0, 1], got {self.kv_hbm_fraction}")
-        for field in ("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency"):
-            v = np.asarray(magnitude(getattr(self, field)), dtype=float)
-            if not np.all((v >= 0) & (v <= 1)):
-                raise ValueError(f"{field}: must be in [0, 1], got {getattr(self, field)}")
-        for field in ("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens", "request_overhead_s"):
-            v = np.asarray(magnitude(getattr(self, field)), dtype=float)
-            if not np.all(np.isfinite(v) & (v >= 0)):
-                raise ValueError(f"{field}: must be a finite number >= 0, got {getattr(self, field)}")
-        if self.allreduce_latency_s is not None:
-            v = np.asarray(magnitude(self.allreduce_latency_s), dtype=float)
-            if not np.all(np.isfinite(v) & (v >= 0)):
-                raise ValueError(f"allreduce_latency_s: must be a finite number >= 0, got {v}")
+        for field in _RANGES:
+            _check(field, getattr(self, field))
 
     def gemm_fraction(self, rows):
         """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
@@ -155,7 +134,41 @@ class Efficiency:
         return peak_flops_per_s * self.flops_fraction * operand_bytes / (2.0 * hbm_bytes_per_s * eta)
 
     def with_(self, **kw) -> "Efficiency":
-        return replace(self, **kw)
+        """A copy with the fields of ``kw`` set, each checked (the others were, when this set was built: a fit's
+        evaluation sets a case's overlaps on its chip's set ~10^5 times)."""
+        unknown = sorted(set(kw) - _FIELDS)
+        if unknown:
+            raise TypeError(f"Efficiency has no field {unknown[0]!r}")
+        out = copy.copy(self)
+        for field, v in kw.items():
+            _check(field, v)
+            object.__setattr__(out, field, v)
+        return out
+
+
+# what each number may be: a share in (0, 1], a share in [0, 1], or a finite number >= 0; None is allowed where the
+# field's None has a meaning (η_kv: η_hbm; η_nccl: η_link; α: the link's latency)
+_SHARE, _PART, _AMOUNT = "in (0, 1]", "in [0, 1]", "a finite number >= 0"
+_RANGES = {**dict.fromkeys(("flops_fraction", "narrow_flops_ratio", "hbm_fraction", "kv_hbm_fraction",
+                            "hbm_usable_fraction", "link_fraction", "nccl_link_fraction"), _SHARE),
+           **dict.fromkeys(("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency"), _PART),
+           **dict.fromkeys(("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens",
+                            "request_overhead_s", "allreduce_latency_s"), _AMOUNT)}
+_MAY_BE_NONE = {"kv_hbm_fraction", "nccl_link_fraction", "allreduce_latency_s"}
+_FIELDS = {f.name for f in fields(Efficiency)}
+
+
+def _check(field: str, value) -> None:
+    """``value`` refused with a one-line ValueError naming ``field`` unless it is what _RANGES allows (every
+    element of an array; a quantity by its magnitude)."""
+    rule = _RANGES.get(field)
+    if rule is None or value is None and field in _MAY_BE_NONE:
+        return
+    v = np.asarray(magnitude(value), dtype=float)
+    ok = ((v > 0) & (v <= 1) if rule is _SHARE else (v >= 0) & (v <= 1) if rule is _PART
+          else np.isfinite(v) & (v >= 0))
+    if not np.all(ok):
+        raise ValueError(f"{field}: must be {rule}, got {value}")
 
 
 
