@@ -59,7 +59,14 @@ def test_a_dense_only_split_keeps_the_moe_terms_at_their_start():
     assert shared["train_other_moe_fused"] == pytest.approx(START["train_other_moe_fused"], rel=1e-12)
 
 
-def test_training_leave_one_source_out_within_the_targets(whole_catalog):
+@pytest.fixture(scope="module")
+def loso_rows(whole_catalog) -> list[dict]:
+    """Each training source predicted by terms fitted on every other (run.leave_one_source_out_training), computed
+    once for the tests that read it."""
+    return run.leave_one_source_out_training(whole_catalog)
+
+
+def test_training_leave_one_source_out_within_the_targets(loso_rows):
     """Issue 31's bar: each source predicted by terms fitted on every other source: median |error| at most 10%, dense
     and MoE reported apart, no source above 15%. Measured with 14 sources (241 cases): all 6.5%, dense 4.9%, MoE
     7.8%; the 11 Megatron-Bridge / NeMo / PaLM sources at most 8.9% (nemo-24.07); AMD's MLPerf Training v5.1 MI355X
@@ -67,7 +74,7 @@ def test_training_leave_one_source_out_within_the_targets(whole_catalog):
     its overlap); torchtitan-2024-12 12.2% fast (31% as the 700 W
     h100-sxm with GEMM-class attention and no FP8 casts: the 500 W HBM2e chip, SDPA's FlashAttention-2 and torchao's
     tensorwise casts took 18 points; its file names what is left: ring attention at CP 4-8, AsyncTP's hidden share)."""
-    rows = run.leave_one_source_out_training(whole_catalog)
+    rows = loso_rows
     moe = {c.id for c, m in zip(T.cases, T.moe) if m}
     err = {k: [abs(r["calibrated_error"]) for r in rows if (r["id"] in moe) == k] for k in (False, True)}
     assert len(rows) == len(T.cases)
@@ -135,12 +142,12 @@ def test_dropless_regression_cases_run_a_dispatcher_that_waits():
     assert disp["mbridge260201-qwen3-30b-a3b-b200-8gpu-mxfp8"] == "hybridep"
 
 
-def test_the_host_wait_explains_the_dropless_regression():
+def test_the_host_wait_explains_the_dropless_regression(loso_rows):
     """The four #1998 cases (Qwen3-30B-A3B, B200 and H100, 25.11 and 26.02): with the wait taken out of the fit's
     terms every one is predicted 35-50% fast; held out by source with it, the B200 pair comes within 20% and the
     four's median error falls by more than 40% (the H100 pair stays 30-45% fast: its recipes' moe_a2a_overlap,
     PR #1760's "CPU overhead", is not modelled)."""
-    rows = {r["id"]: r for r in run.leave_one_source_out_training(run.prepare())}
+    rows = {r["id"]: r for r in loso_rows}
     ids = ["mbridge2511-qwen3-30b-a3b-b200-8gpu-fp8-mx", "mbridge2602-qwen3-30b-a3b-b200-8gpu-mxfp8",
            "mbridge2511-qwen3-30b-a3b-h100-sxm-16gpu-fp8-cs", "mbridge2602-qwen3-30b-a3b-h100-sxm-16gpu-fp8"]
     with_wait = np.array([rows[i]["calibrated_error"] for i in ids])
