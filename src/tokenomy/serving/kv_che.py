@@ -27,6 +27,7 @@ import numpy as np
 NEWTON_STEPS = 60  # at most (from the upper bound a few suffice: tests/serving/test_kv_che.py)
 T_RTOL = 1e-10  # |occupancy(T) − Cap| / Cap at the answer
 T_MAX = 1e12  # s: T where λ·B vanishes (no session ever stops: everything held)
+SETTLE = 0.1  # a step settles its point where the bound on the residual it leaves is under this share of T_RTOL
 
 
 @dataclass(frozen=True)
@@ -110,22 +111,45 @@ def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
     past it (0 at θ = 0). The turn types whose next use is after Exp(θ) alone share one held time, so they are
     summed first (the sweep's cost then does not grow with the number of turns)."""
     T, lam, th, D = (np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s))
-    nO = tt.n * tt.obj
-    plain = ~tt.last & (tt.obj_next_runs == 0)
-    A, B = float(np.sum(nO[plain])), float(np.sum(nO[tt.last]))
-    pos = th > 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        tail = np.exp(-T / np.where(pos, th, 1.0))  # P(Exp(θ) > T)
-    surv = np.where(pos, tail, 0.0)
-    total = A * np.where(pos, th, 0.0) * (1.0 - surv) + B * T
-    slope = A * surv + B
-    for k in np.flatnonzero(~tt.last & (tt.obj_next_runs > 0)):
-        d = tt.obj_next_runs[k] * D
-        total = total + nO[k] * held_s(T, d, th)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            past = np.where(pos, np.exp(-np.maximum(T - d, 0.0) / np.where(pos, th, 1.0)), 0.0)
-        slope = slope + nO[k] * np.where(T <= d, 1.0, past)
-    return lam * total + tt.system_tokens, lam * slope
+    return _Occupancy(tt, lam, th, D)(T)
+
+
+class _Occupancy:
+    """occupancy_and_slope at fixed (λ, θ, D) over points, for many T (Newton's steps): what does not depend on T
+    is formed once."""
+
+    def __init__(self, tt: TurnTypes, lam, th, D):
+        nO = tt.n * tt.obj
+        plain = ~tt.last & (tt.obj_next_runs == 0)
+        self.A, self.B = float(np.sum(nO[plain])), float(np.sum(nO[tt.last]))
+        self.lam, self.th, self.S = lam, th, tt.system_tokens
+        self.pos = th > 0
+        self.th_safe = np.where(self.pos, th, 1.0)
+        self.a_theta = self.A * np.where(self.pos, th, 0.0)
+        self.forks = [(nO[k], tt.obj_next_runs[k] * D) for k in np.flatnonzero(~tt.last & (tt.obj_next_runs > 0))]
+
+    def __call__(self, T):
+        pos, th = self.pos, self.th
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            tail = np.exp(-T / self.th_safe)  # P(Exp(θ) > T)
+        surv = np.where(pos, tail, 0.0)
+        total = self.a_theta * (1.0 - surv) + self.B * T
+        slope = self.A * surv + self.B
+        for nO_k, d in self.forks:
+            total = total + nO_k * held_s(T, d, th)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                past = np.where(pos, np.exp(-np.maximum(T - d, 0.0) / self.th_safe), 0.0)
+            slope = slope + nO_k * np.where(T <= d, 1.0, past)
+        return self.lam * total + self.S, self.lam * slope
+
+    def take(self, keep) -> "_Occupancy":
+        """The points where ``keep`` holds."""
+        out = object.__new__(_Occupancy)
+        out.A, out.B, out.S = self.A, self.B, self.S
+        out.lam, out.th, out.pos = self.lam[keep], self.th[keep], self.pos[keep]
+        out.th_safe, out.a_theta = self.th_safe[keep], self.a_theta[keep]
+        out.forks = [(nO_k, np.broadcast_to(d, keep.shape)[keep]) for nO_k, d in self.forks]
+        return out
 
 
 def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None):
@@ -134,7 +158,11 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically
     to it (quadratically near it). Start: ``guess`` (a T near the answer) where under T_hi, else
     T_hi = (Cap − S)/(λ·B), the root of the lower bound S + λ·B·T (the last turns' objects, held T); steps stop at
-    |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS; only the points still moving are evaluated."""
+    |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS. A step up from below settles its point without another
+    evaluation where the residual it leaves is provably within that: occupancy's curvature is at most its slope
+    over θ (each survival term e^{−(T − d)/θ} has slope −1/θ of itself), so after a step δ from T the residual is
+    at most f'(T)·δ²/(2θ) (_settled). A point that stopped keeps its T (the others are evaluated beside it until
+    fewer than half still move, then alone)."""
     cap, lam, th, D = (np.asarray(v, float) for v in (capacity_tokens, sessions_per_s, theta, sub_run_s))
     shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape)
     cap, lam, th, D = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D))
@@ -142,69 +170,105 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     B = float(np.sum((tt.n * tt.obj)[tt.last]))
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.where(c > 0, c / np.maximum(lam * B, 1e-300), 0.0)
-    x = np.minimum(np.nan_to_num(x, nan=0.0, posinf=T_MAX), T_MAX)
+    x = np.minimum(np.where(np.isnan(x), 0.0, x), T_MAX)  # NaN: 0; inf: T_MAX
     if guess is not None:  # any start converges (concave: from above the first step lands below the root)
         g = np.broadcast_to(np.asarray(guess, float), shape).ravel()
         x = np.where((g > 0) & (g < x), g, x)
-    live = np.flatnonzero(c > 0)  # the points still moving (evaluated alone: the slowest do not hold the rest)
+    live = np.flatnonzero(c > 0)  # the points still moving
+    occ, xl, tol = _Occupancy(tt, lam[live], th[live], D[live]), x[live], T_RTOL * cap[live]
+    capl, settle = cap[live], SETTLE * 2.0 * tol * th[live]
+    open_ = np.ones(live.size, bool)
     for _ in range(NEWTON_STEPS):
         if live.size == 0:
             break
-        f, df = occupancy_and_slope(x[live], tt, lam[live], th[live], D[live])
-        r = f - cap[live]
-        moving = np.abs(r) > T_RTOL * cap[live]
-        live, r, df = live[moving], r[moving], df[moving]
+        f, df = occ(xl)
+        r = f - capl
+        moving = open_ & (np.abs(r) > tol)
+        if not np.any(moving):
+            break
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(df > 0, r / np.where(df > 0, df, 1.0), 0.0)
-        x[live] = np.maximum(x[live] - step, 0.0)
+        xl = np.where(moving, np.maximum(xl - step, 0.0), xl)
+        open_ = moving & ~((r < 0) & (df * step * step <= settle))  # _settled: within tolerance without a look
+        n_open = int(np.count_nonzero(open_))
+        if n_open == 0:
+            break
+        if 2 * n_open < live.size:  # the slowest do not hold the rest: the stopped points leave
+            x[live] = xl
+            live, xl, capl, tol, settle, occ = (live[open_], xl[open_], capl[open_], tol[open_], settle[open_],
+                                                occ.take(open_))
+            open_ = np.ones(live.size, bool)
+    x[live] = xl
     return np.where(c > 0, x, 0.0).reshape(shape)
 
 
 @dataclass(frozen=True)
 class CheHits:
-    """Arrays over points: token hit rate in all and per tier (tier on the last axis), T per tier."""
+    """Arrays over points: token hit rate in all and per tier, T per tier. The per-tier fields are tuples of arrays
+    over the points, one per tier (``*_by``); the properties stack them with the tier on the last axis."""
 
     hit_rate: np.ndarray
-    by_tier: np.ndarray  # [..., tier]: share of input tokens served from each tier
-    t_char_s: np.ndarray  # [..., tier]
-    read_tokens: np.ndarray  # [..., tier]: mean tokens a request reads from each tier
-    reads: np.ndarray  # [..., tier]: share of requests reading from each tier
-    read_sq_tokens: np.ndarray  # [..., tier]: E[tokens read^2] over the requests reading (the M/G/1 queue's)
+    by: tuple  # per tier: share of input tokens served from it
+    t_char: tuple  # per tier: T
+    read_tokens_by: tuple  # per tier: mean tokens a request reads from it
+    reads_by: tuple  # per tier: share of requests reading from it
+    read_sq_by: tuple  # per tier: E[tokens read^2] over the requests reading (the M/G/1 queue's)
+
+    by_tier = property(lambda self: np.stack(self.by, -1))  # [..., tier]
+    t_char_s = property(lambda self: np.stack(self.t_char, -1))
+    read_tokens = property(lambda self: np.stack(self.read_tokens_by, -1))
+    reads = property(lambda self: np.stack(self.reads_by, -1))
+    read_sq_tokens = property(lambda self: np.stack(self.read_sq_by, -1))
 
 
 def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s, guess=None) -> CheHits:
-    """Token hit rates per tier (module docstring). ``capacities``: [..., tier] tokens per replica; ``stack``: the
-    TierStack (store policy, the rule's read and prefill seconds per token); ``guess``: [..., tier] T near the
-    answer (characteristic_time)."""
-    caps = np.asarray(capacities, float)
+    """Token hit rates per tier (module docstring). ``capacities``: tokens per replica, [..., tier] or a sequence of
+    arrays over the points, one per tier; ``stack``: the TierStack (store policy, the rule's read and prefill
+    seconds per token); ``guess``: T near the answer (characteristic_time), one array per tier (a sequence or the
+    first axis)."""
+    if isinstance(capacities, (list, tuple)):
+        caps = [np.asarray(c, float) for c in capacities]
+    else:
+        c = np.asarray(capacities, float)
+        caps = [c[..., j] for j in range(c.shape[-1])]
     if stack.store == "on-evict":
-        caps = np.cumsum(caps, axis=-1)
-    J = caps.shape[-1]
-    T = np.stack([characteristic_time(caps[..., j], tt, sessions_per_s, theta, sub_run_s,
-                                      None if guess is None else np.asarray(guess)[..., j]) for j in range(J)], -1)
-    T = np.maximum.accumulate(T, axis=-1)  # a copy further down is found when an upper tier lost it
-    th, D = (np.asarray(x, float)[..., None] for x in (theta, sub_run_s))
-    # P(found in tiers <= j) [..., tier]: one for every turn after a plain Exp(θ) gap, one per parent turn after a
-    # spawn (its object had to survive the sub-agents' first turns' Exp(θ) gap too, then their run D)
-    plain_within = p_within(T, 0.0, th)
+        caps = list(np.cumsum(caps, axis=0))
+    J = len(caps)
+    # per tier, arrays over the points (an axis of a few tiers last would make numpy loop per point)
+    T = []
+    for j in range(J):
+        t = characteristic_time(caps[j], tt, sessions_per_s, theta, sub_run_s, None if guess is None else guess[j])
+        T.append(t if j == 0 else np.maximum(T[-1], t))  # a copy further down is found when an upper tier lost it
+    th, D = np.asarray(theta, float), np.asarray(sub_run_s, float)
+    # P(found in tiers <= j): one for every turn after a plain Exp(θ) gap, one per parent turn after a spawn (its
+    # object had to survive the sub-agents' first turns' Exp(θ) gap too, then their run D)
+    plain_within = [p_within(t, 0.0, th) for t in T]
     worth = np.stack([_worth(stack, j, tt.reuse) for j in range(J)], -1)  # [type, tier]
     n, u = tt.n[:, None] * worth, tt.reuse[:, None]
     groups = [(tt.d_runs == 0, plain_within)] + [
-        (np.arange(len(tt.n)) == k, p_within(T, tt.d_runs[k] * D, th) * plain_within)
+        (np.arange(len(tt.n)) == k, [p_within(t, tt.d_runs[k] * D, th) * pw for t, pw in zip(T, plain_within)])
         for k in np.flatnonzero(tt.d_runs > 0)]
     n_req = float(np.sum(tt.n))
-    reads, read_tok, sq = (np.zeros(T.shape) for _ in range(3))
+    reads, read_tok, sq = ([0.0] * J for _ in range(3))
     for mask, within in groups:
-        p_tier = np.diff(within, axis=-1, prepend=0.0)  # [..., tier]: served from tier j
-        reads = reads + p_tier * np.sum(n[mask], axis=0)
-        read_tok = read_tok + p_tier * np.sum((n * u)[mask], axis=0)
-        sq = sq + p_tier * np.sum((n * u ** 2)[mask], axis=0)
-    tokens = read_tok.copy()  # per session
-    tokens[..., 0] += np.where(T[..., 0] > 0, tt.system_tokens, 0.0) * n_req  # in HBM: every request uses it
+        n_m, nu_m, nu2_m = np.sum(n[mask], axis=0), np.sum((n * u)[mask], axis=0), np.sum((n * u ** 2)[mask], axis=0)
+        for j in range(J):
+            p_tier = within[j] - (within[j - 1] if j else 0.0)  # served from tier j
+            reads[j] = reads[j] + p_tier * n_m[j]
+            read_tok[j] = read_tok[j] + p_tier * nu_m[j]
+            sq[j] = sq[j] + p_tier * nu2_m[j]
+    shape = np.shape(T[0])
+    reads, read_tok, sq = ([np.broadcast_to(x, shape) for x in v] for v in (reads, read_tok, sq))
+    isl_tokens = float(np.sum(tt.n * tt.isl))
+    by = [(read_tok[0] + np.where(T[0] > 0, tt.system_tokens, 0.0) * n_req) / isl_tokens]  # HBM: every request
+    by += [read_tok[j] / isl_tokens for j in range(1, J)]  # uses the system prompt
+    hit = by[0]
+    for b in by[1:]:
+        hit = hit + b
     with np.errstate(invalid="ignore", divide="ignore"):
-        sq = sq / np.where(reads > 0, reads, 1.0)
-    by = tokens / float(np.sum(tt.n * tt.isl))
-    return CheHits(np.sum(by, -1), by, T, read_tok / n_req, reads / n_req, sq)
+        sq = [q / np.where(r > 0, r, 1.0) for q, r in zip(sq, reads)]
+    return CheHits(hit, tuple(by), tuple(T), tuple(r / n_req for r in read_tok), tuple(r / n_req for r in reads),
+                   tuple(sq))
 
 
 def _worth(stack, j: int, tokens) -> np.ndarray:

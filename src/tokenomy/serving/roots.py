@@ -17,9 +17,11 @@ STEPS = 60  # regula falsi steps at most, per root (Illinois: a few suffice; bis
 SLOPE_MIN = 0.05  # a neighbour's slope of g outside [SLOPE_MIN, 1/SLOPE_MIN] is not used (a jump between them)
 
 
-def warm_root(idx, guess, x, todo, model, root, tol, slope=None) -> None:
+def warm_root(idx, guess, x, todo, model, root, tol, slope=None, bounds=None) -> None:
     """The root of g(x) = x − model(x) (increasing in x) at the flat points ``idx`` from a ``guess`` (module
-    docstring): writes x where found, marks in ``todo`` the points it leaves to a wide bracket. ``model(idx, x)``;
+    docstring): writes x where found, marks in ``todo`` the points it leaves to a wide bracket; ``bounds``: four
+    arrays over every point (x below the root, its g, x above, its g) where it writes what it learnt of those
+    points (from below or above: −inf or inf where nothing). ``model(idx, x)``;
     ``root(idx, a, b, ends)``: regula falsi in [a, b] with g(a), g(b) known; ``slope``: g's slope per point from a
     neighbouring solve (updated in place), else 1 (the fixed-point map's step)."""
     x0 = guess[idx]
@@ -40,22 +42,27 @@ def warm_root(idx, guess, x, todo, model, root, tol, slope=None) -> None:
     open_ = open0 & (np.abs(g1) >= tol)
     if np.any(open_):
         g2[open_] = bounded(x2[open_] - model(idx[open_], x2[open_]))
-    xs, gs = np.stack([x0, x1, x2], -1), np.stack([g0, g1, g2], -1)
-    hit = np.abs(gs) < tol
-    first = np.argmax(hit, -1)
-    got = np.any(hit, -1)
-    rows = np.arange(len(idx))
-    x[idx[got]] = xs[rows, first][got]
-    # a bracket among the three: the tightest from below (largest x with g < 0) and above (smallest x with g > 0)
-    below = np.where(gs < 0, xs, -np.inf).max(-1)
-    above = np.where(gs > 0, xs, np.inf).min(-1)
-    inside = ~got & np.isfinite(below) & np.isfinite(above) & (below < above)
+    # the first of the three with |g| < tol; the tightest bracket among them from below (largest x with g < 0) and
+    # above (smallest x with g > 0), each with its g (per candidate over the points: no short last axis)
+    found, x_got = np.zeros(idx.shape, bool), np.full(idx.shape, np.nan)
+    below, g_below = np.full(idx.shape, -np.inf), np.full(idx.shape, np.nan)
+    above, g_above = np.full(idx.shape, np.inf), np.full(idx.shape, np.nan)
+    for xc, gc in ((x0, g0), (x1, g1), (x2, g2)):
+        first = (np.abs(gc) < tol) & ~found
+        x_got, found = np.where(first, xc, x_got), found | first
+        lower, upper = (gc < 0) & (xc > below), (gc > 0) & (xc < above)
+        below, g_below = np.where(lower, xc, below), np.where(lower, gc, g_below)
+        above, g_above = np.where(upper, xc, above), np.where(upper, gc, g_above)
+    x[idx[found]] = x_got[found]
+    inside = ~found & np.isfinite(below) & np.isfinite(above) & (below < above)
     if np.any(inside):
-        gb_ = np.take_along_axis(gs, np.argmax(np.where(gs < 0, xs, -np.inf), -1)[:, None], -1)[:, 0]
-        ga_ = np.take_along_axis(gs, np.argmin(np.where(gs > 0, xs, np.inf), -1)[:, None], -1)[:, 0]
         k = np.flatnonzero(inside)
-        x[idx[k]] = root(idx[k], below[k], above[k], (gb_[k], ga_[k]))
-    todo[idx[~got & ~inside]] = True
+        x[idx[k]] = root(idx[k], below[k], above[k], (g_below[k], g_above[k]))
+    left = ~found & ~inside
+    todo[idx[left]] = True
+    if bounds is not None:
+        for out, v in zip(bounds, (below, g_below, above, g_above)):
+            out[idx[left]] = v[left]
 
 
 def falsi(g, a, b, tol, ends=None):

@@ -58,7 +58,7 @@ HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
 SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
 WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
-LEAN = ("batch", "queue_s", "e2e_s", "ttft_s", "capacity_limited")  # the fields of steady's answer the solve reads
+LEAN = ("batch", "e2e_s", "ttft_s", "capacity_limited")  # the fields of steady's answer the solve reads
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,7 @@ class _Problem:
     solve_open: object
     solve_closed: object
     tokenize_s: float = 0.0  # the API server's tokenization of a mean prompt, ISL·s_tok (EngineProfile)
+    capacity_per_s: float = np.inf  # requests/s the replica serves at h = 0 (the first scan cell's guess)
 
     def take(self, mask) -> "_Problem":
         """The points where ``mask`` (of the points' shape) holds, flattened."""
@@ -112,7 +113,7 @@ class _Problem:
         ax = lambda a: np.repeat(np.asarray(a)[..., None], extra, -1)  # noqa: E731
         return _Problem(self.tt, self.stack, ax(self.load), ax(self.theta), np.moveaxis(ax(self.lower), -1, -2),
                         self.pool, self.isl, self.osl, self.path_turns, self.closed, ax(self.e2e0),
-                        self.solve_open, self.solve_closed, self.tokenize_s)
+                        self.solve_open, self.solve_closed, self.tokenize_s, self.capacity_per_s)
 
 
 def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
@@ -137,10 +138,11 @@ def solve_warm(pb: _Problem) -> SessionSteady:
     xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess
     gap = np.empty_like(xs)
     slope = np.ones(flat.load.shape)  # g's slope in log e2e per point, from the previous cell (Newton's first step)
+    t_seen = np.full((len(pb.stack.levels),) + flat.load.shape, np.nan)  # each point's last T per tier (Newton's start)
     for k, hk in enumerate(grid):
-        guess = np.log(flat.e2e0) if k == 0 else _extrapolated(xs[:, :k])  # the first from the unloaded e2e
+        guess = _first_guess(flat) if k == 0 else _extrapolated(xs[:, :k])
         hs = np.full(flat.load.shape, hk)
-        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True, tol=SCAN_TOL, slope=slope)
+        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True, tol=SCAN_TOL, slope=slope, t_seen=t_seen)
         gap[:, k] = f - hk
     lo, hi, bistable = _lowest_crossing(grid, gap)
     k = np.searchsorted(grid, lo)
@@ -151,8 +153,9 @@ def solve_warm(pb: _Problem) -> SessionSteady:
 
     def g(h, m):  # the e2e guess: log e2e interpolated between the crossing cell's ends
         guess = x_lo[m] + (h - lo[m]) / (hi[m] - lo[m]) * (x_hi[m] - x_lo[m])
-        x, f = _log_e2e(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan), with_hits=True)
-        seen_h[m], seen_x[m] = h, x
+        t_m = t_seen[:, m]
+        x, f = _log_e2e(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan), with_hits=True, t_seen=t_m)
+        seen_h[m], seen_x[m], t_seen[:, m] = h, x, t_m
         return h - f
 
     # the cell's ends are the scan's: g = h − f(h) = −gap there
@@ -165,6 +168,17 @@ def solve_warm(pb: _Problem) -> SessionSteady:
         x[again] = _log_e2e(flat.take(again), h[again], np.where(np.isfinite(guess), guess, np.nan))
     shape = pb.load.shape
     return _state_at(pb, h.reshape(shape), x.reshape(shape), bistable.reshape(shape), True)
+
+
+def _first_guess(flat: _Problem) -> np.ndarray:
+    """The first scan cell's log e2e guess (h = 0): the unloaded e2e, or where the closed loop's sessions would
+    ask for more than the replica serves at h = 0 (X_max requests/s, the capacity of its open loop), the e2e that
+    brings them down to it: λ_s·M = X_max at λ_s = C/(turns·(e2e + θ)) (Little's law on the sessions)."""
+    if not flat.closed:
+        return np.log(flat.e2e0)
+    X_max = flat.capacity_per_s
+    e2e_sat = flat.load * flat.tt.requests_per_session / (flat.path_turns * X_max) - flat.theta
+    return np.log(np.maximum(flat.e2e0, e2e_sat))
 
 
 def _extrapolated(xs):
@@ -206,7 +220,8 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
                     np.broadcast_to(lower, shape + lower.shape[-1:]),
                     pool_tokens(dep1, prof, w) if pool is None else pool, isl, osl,
                     float(w.turns) + spawns * tt.sub_turns, concurrency is not None, np.full(shape, e2e0),
-                    solve_open, solve_closed, isl * float(prof.tokenize_s_per_token))
+                    solve_open, solve_closed, isl * float(prof.tokenize_s_per_token),
+                    float(np.ravel(steady(dep1, prof, isl=isl, osl=osl, concurrency=1e6).requests_per_s)[0]))
 
 
 def hit_map(pb: _Problem, h, guess=None) -> np.ndarray:
@@ -243,7 +258,7 @@ def _state_at(pb: _Problem, h, x, bistable=None, full=False) -> SessionSteady:
                          np.zeros(shape, bool) if bistable is None else bistable)
 
 
-def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=None):
+def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=None, t_seen=None):
     """log e2e at hit rates h (flat points): the root of g(x) = x − log model(e^x) to |g| < ``tol`` (E2E_TOL).
     With a ``guess``: g there, then one step of the fixed-point map (x1 = log model(e^x0), exact where model does not
     depend on e2e: an open loop; x1 = x0 − g0/s with ``slope`` s, g's slope from a neighbouring solve, where
@@ -251,14 +266,17 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=Non
     points bracket the root (g rises with x: the same root or jump as the wide bracket's) regula falsi finishes
     inside them. The other points (NaN guess included) are solved in the wide bracket [log e2e0 − log 1e3, log e2e0
     + log 1e6]. ``with_hits``: (x, f) with f the hit rate of the state at x (kept from the evaluation at x where
-    the root finder made one there, else evaluated)."""
+    the root finder made one there, else evaluated). ``t_seen``: [tier, point] characteristic times of a previous
+    evaluation at each point (NaN: none), each evaluation's start for T's Newton steps, updated in place."""
     tol = E2E_TOL if tol is None else tol
     seen_x, seen_f = np.full(h.shape, np.nan), np.full(h.shape, np.nan)  # each point's last evaluation
-    seen_t = np.full(h.shape + (len(flat.stack.levels),), np.nan)  # and its characteristic times
+    seen_t = np.full((len(flat.stack.levels),) + h.shape, np.nan) if t_seen is None else t_seen  # its T per tier
 
     def model(idx, x):  # log model(e^x) at the flat points idx, noting the hit rate each gives
-        new, _, hits = _at(flat.take(idx), h[idx], np.exp(x), t_guess=seen_t[idx])[:3]
-        seen_x[idx], seen_f[idx], seen_t[idx] = x, hits.hit_rate, hits.t_char_s
+        new, _, hits = _at(flat.take(idx), h[idx], np.exp(x), t_guess=seen_t[:, idx])[:3]
+        seen_x[idx], seen_f[idx] = x, hits.hit_rate
+        for j, t in enumerate(hits.t_char):
+            seen_t[j, idx] = t
         return np.log(new)
 
     def root(idx, a, b, ends=None):
@@ -266,11 +284,14 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=Non
 
     x = np.full(h.shape, np.nan)
     todo = np.ones(h.shape, bool) if guess is None else ~np.isfinite(guess)
+    # the wide bracket's ends, narrowed to what a warm start learnt (an x below the root or above it, with its g)
+    a, b = np.log(flat.e2e0 * 1e-3), np.log(flat.e2e0 * 1e6)
+    bounds = (np.full(h.shape, -np.inf), np.full(h.shape, np.nan), np.full(h.shape, np.inf), np.full(h.shape, np.nan))
     if guess is not None and not np.all(todo):
-        warm_root(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol, slope)
+        warm_root(np.flatnonzero(~todo), np.asarray(guess, float), x, todo, model, root, tol, slope, bounds)
     if np.any(todo):
         idx = np.flatnonzero(todo)
-        x[idx] = root(idx, np.log(flat.e2e0[idx] * 1e-3), np.log(flat.e2e0[idx] * 1e6))
+        x[idx] = _wide_root(idx, a, b, bounds, lambda k, xk: xk - model(idx[k], xk), root)
     if not with_hits:
         return x
     again = ~(seen_x == x)  # the root finder returned a point it did not evaluate last (or no root)
@@ -279,9 +300,25 @@ def _log_e2e(flat: _Problem, h, guess=None, with_hits=False, tol=None, slope=Non
     return x, seen_f
 
 
+def _wide_root(idx, a, b, bounds, g, root):
+    """The roots at the flat points ``idx`` in the wide bracket [a, b], its ends moved in to the bounds a warm start
+    found (``bounds``: x below, its g, x above, its g; ±inf where none) where they lie inside it; g evaluated at
+    the ends not known (``g(k, x)`` at the points k of idx), then regula falsi (``root(idx, a, b, ends)``)."""
+    lo, g_lo, hi, g_hi = (v[idx] for v in bounds)
+    a, b = a[idx], b[idx]
+    use_lo, use_hi = (lo > a) & (lo < b), (hi < b) & (hi > a)
+    a, b = np.where(use_lo, lo, a), np.where(use_hi, hi, b)
+    ga, gb = np.where(use_lo, g_lo, np.nan), np.where(use_hi, g_hi, np.nan)
+    for ends, at in ((ga, a), (gb, b)):
+        k = np.flatnonzero(np.isnan(ends))
+        if k.size:
+            ends[k] = bounded(g(k, at[k]))
+    return root(idx, a, b, (ga, gb))
+
+
 def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
     """The model's e2e (and the state) when a turn takes ``e2e``: λ_s, steady at X and h, HBM left, hits, wait.
-    ``full``: every field of steady's answer, else only LEAN; ``t_guess``: [..., tier] characteristic times near
+    ``full``: every field of steady's answer, else only LEAN; ``t_guess``: [tier, ...] characteristic times near
     the answer (a previous evaluation's at the same point: Newton's start)."""
     tt, M = pb.tt, pb.tt.requests_per_session
     shape = np.shape(e2e)
@@ -296,7 +333,7 @@ def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
                                                       np.broadcast_to(hit, bad.shape)[bad], names))
     running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl + pb.osl / 2.0))
     hbm = np.maximum(pb.pool - running, 0.0)
-    caps = np.concatenate([hbm[..., None], pb.lower], axis=-1)
+    caps = [hbm] + [pb.lower[..., j] for j in range(pb.lower.shape[-1])]
     hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta), t_guess)
     wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate)) + _tokenizer_wait(pb.tokenize_s, X)
     new = np.reshape(s.e2e_s, shape) + wait
@@ -343,12 +380,12 @@ def _load_wait(stack, hits: CheHits, X, computed_tokens):
     wait = np.zeros(np.shape(X))
     for j in range(1, len(stack.levels)):
         lv = stack.levels[j]
-        r, h = hits.reads[..., j], hits.read_tokens[..., j]
+        r, h = hits.reads_by[j], hits.read_tokens_by[j]
         with np.errstate(invalid="ignore", divide="ignore"):
             mean_tok = np.where(r > 0, h / np.where(r > 0, r, 1.0), 0.0)
         ES = lv.latency_s + mean_tok * lv.read_s_per_token
         ES2 = lv.latency_s ** 2 + 2 * lv.latency_s * mean_tok * lv.read_s_per_token + \
-            hits.read_sq_tokens[..., j] * lv.read_s_per_token ** 2
+            hits.read_sq_by[j] * lv.read_s_per_token ** 2
         lam_j = X * r
         rho = lam_j * ES
         W = np.where(rho < 1.0, lam_j * ES2 / (2.0 * np.maximum(1.0 - rho, 1e-9)), np.inf)
