@@ -4,20 +4,27 @@
 Grid (Llama-3.1-8B on one H100, vLLM profile; a DRAM tier at PCIe Gen5 x16, write-through):
   chat, 8 turns, think 30 s and 10 s, 32 sessions, HBM only
   long chat, 12 turns of 1,500 new tokens, think 30 s: 16 sessions HBM only; 16 and 32 sessions + 3e6-token DRAM
-  agentic, 12 turns + sub-agents, think 10 s, 8 and 16 sessions + 3e6-token DRAM
-Agreement: hit rate within 0.05 (absolute) everywhere; mean TTFT within 10% for the chats and within 15% for the
-agentic sessions (the analytic TTFT is the steady state at the MEAN turn; the sub-agents' turns spread the prompt
-lengths: +10% and +12% measured). Outside the grid: HBM alone under pressure from the running requests (e.g. the
-agentic case at 16-32 sessions without DRAM) the simulator's hit rate is lower by up to 0.2 — its HBM cache is what
-the running requests leave at each moment and LRU evicts at the peaks, where the analytic model holds the mean; and
-past the replica's capacity (a closed-loop queue) the analytic TTFT was 11% over the simulator's (agentic, 32
-sessions + DRAM). DeepSeek-V3 on a GB200 NVL72 rack (tp8 dp9 kv-batch, serve's layout), agentic (measured with
-serve, the simulator at each replica's share): think 30 s, 288 sessions HBM only, analytic hit 0.96 / TTFT 0.44 s,
-simulator 0.96 / 0.36 s; 1,024 sessions + DRAM 0.96 / 0.60 s vs 0.96 / 0.48 s; 1,024 sessions HBM only 0.94 / 0.83 s
-vs 0.96 / 0.48 s at think 30 s, 0.94 / 3.52 s vs 0.96 / 0.58 s at think 4 s (the simulator with vLLM's shared block
-pool, serving/kv_hbm_pool.py; with a plain LRU beside the running set it had fallen into a congested state, 0.50 /
-98 s and 0.33 / 228 s, which counting the admitted queue's KV in the analytic model reproduced at think 4 s only).
-The hit rates agree; the analytic TTFT is 1.7x and 6x the simulator's there: open.
+  agentic, 12 turns + sub-agents, think 10 s, 8 and 16 sessions + 3e6-token DRAM; 8 and 12 sessions HBM only
+  HBM pressure: agentic, 16 sessions HBM only (the running requests leave the prefix cache less than it needs:
+  hit 0.907 vs 0.920 with DRAM)
+Agreement: hit rate within 0.05 (absolute) everywhere; mean TTFT within 10% (measured: chats within 2.3%, agentic
+within 4.4%), and 12% at the HBM-pressure point (+10.6%: the analytic hit rate 0.907 is 0.012 under the
+simulator's 0.919, and the misses' prefill is most of a turn's TTFT). Two mechanisms closed the agentic gap (+9.5%
+and +11.3% before): the simulator's step table had its prefill context at (ISL − ctx)/2 + ctx, the system prompt
+and the fork counted as computed (12.5k tokens where its computed tokens attend 17.9k: sim_sessions.
+prefill_context_tokens), and the analytic model counted the running requests' system prompt and forks in their
+own KV although vLLM's block pool holds a shared block once and the cache's occupancy already holds them (hit
+0.870 -> 0.907 at the pressure point, TTFT +34% -> +10.6%: kv_che.TurnTypes.shared_tokens).
+Outside the grid, open:
+  long chat at 32 and 48 sessions HBM only: hit 0.842 vs 0.816 and 0.674 vs 0.627 (within 0.05), TTFT −16% and
+  −29% (the analytic model holds the mean free HBM; the simulator's free HBM falls when many turns run at once,
+  which is when the misses land)
+  past the replica's KV capacity, where vLLM preempts (agentic 32 sessions: 893 preemptions HBM only, 7,157 with
+  DRAM): e2e agrees (16.3 vs 16.5 s with DRAM) but the analytic TTFT is 4-6x the simulator's: vLLM admits a
+  turn as soon as its prompt's blocks fit and preempts decodes to make room (recompute), so the wait for KV sits
+  after the first token, in TPOT, where steady's closed loop queues it before. The issue's DeepSeek-V3 GB200 NVL72
+  case (1,024 agentic sessions, HBM only: analytic TTFT 1.7x and 6x the simulator's at think 30 s and 4 s, the
+  hit rates agreeing) has the same signature; not rerun after these two fixes.
 """
 
 from dataclasses import replace
@@ -39,7 +46,8 @@ LONG = MultiTurn(turns=12, new_input_tokens=1500, think_s=30.0)
 AGENT = Agentic(turns=12, subagent_every=4, subagent_turns=4, system_prompt_tokens=4000, new_input_tokens=1500,
                 think_s=10.0)
 GRID = [(MultiTurn(think_s=30.0), 32, 0.0, 0.10), (MultiTurn(think_s=10.0), 32, 0.0, 0.10), (LONG, 16, 0.0, 0.10),
-        (LONG, 16, 3e6, 0.10), (LONG, 32, 3e6, 0.10), (AGENT, 8, 3e6, 0.15), (AGENT, 16, 3e6, 0.15)]
+        (LONG, 16, 3e6, 0.10), (LONG, 32, 3e6, 0.10), (AGENT, 8, 3e6, 0.10), (AGENT, 16, 3e6, 0.10),
+        (AGENT, 8, 0.0, 0.10), (AGENT, 12, 0.0, 0.10), (AGENT, 16, 0.0, 0.12)]
 
 
 @pytest.fixture(scope="module")

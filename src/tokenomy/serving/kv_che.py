@@ -47,6 +47,14 @@ class TurnTypes:
     last: np.ndarray
     system_tokens: float
     sub_turns: int  # turns of a sub-agent (its run: sub_turns·(e2e + θ))
+    fork: np.ndarray = None  # the parent's prefix a sub-agent's turn starts with (0 for a main agent's)
+
+    @property
+    def shared_tokens(self) -> float:
+        """Mean tokens of a running turn's prompt held by objects the cache keeps anyway: the system prompt (the
+        occupancy's S) and a sub-agent's fork (its parent's object, held through the sub-agents' run). vLLM's
+        block pool counts a shared block once, so these are not the running requests' own."""
+        return self.system_tokens + (0.0 if self.fork is None else self.mean(self.fork))
 
     @property
     def requests_per_session(self) -> float:
@@ -64,7 +72,7 @@ def turn_types(w) -> TurnTypes:
     K = int(w.turns)
     subs = int(getattr(w, "subagents", 0))
     every, Ks = int(getattr(w, "subagent_every", 1)), int(getattr(w, "subagent_turns", 1))
-    rows = []  # n, isl, reuse, d_runs, obj, obj_next_runs, last
+    rows = []  # n, isl, reuse, d_runs, obj, obj_next_runs, last, fork
     ctx = 0.0
     for k in range(K):
         new = a if k == 0 else b
@@ -72,17 +80,17 @@ def turn_types(w) -> TurnTypes:
         after_prev_spawn = subs > 0 and k > 0 and k % every == 0
         obj = ctx + new + o
         rows.append((1.0, S + ctx + new, ctx, 1.0 if after_prev_spawn else 0.0, obj, 1.0 if spawn else 0.0,
-                     k == K - 1))
+                     k == K - 1, 0.0))
         if spawn:
             sctx = 0.0
             for j in range(Ks):
                 sobj = sctx + b + o
-                rows.append((float(subs), S + obj + sctx + b, obj + sctx, 0.0, sobj, 0.0, j == Ks - 1))
+                rows.append((float(subs), S + obj + sctx + b, obj + sctx, 0.0, sobj, 0.0, j == Ks - 1, obj))
                 sctx = sobj
         ctx = obj
     r = np.array(rows, float)
     return TurnTypes(r[:, 0], r[:, 1], np.full(len(r), o), r[:, 2], r[:, 3], r[:, 4], r[:, 5], r[:, 6].astype(bool),
-                     S, Ks)
+                     S, Ks, r[:, 7])
 
 
 def held_s(T, d, theta):

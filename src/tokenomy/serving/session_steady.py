@@ -331,7 +331,8 @@ def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
         in_flight = np.maximum(X * np.where(np.isfinite(e2e), e2e, 0.0), 1.0)
         s = _or_closed(s, lambda bad: pb.solve_closed(np.broadcast_to(in_flight, bad.shape)[bad],
                                                       np.broadcast_to(hit, bad.shape)[bad], names))
-    running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl + pb.osl / 2.0))
+    # the running requests' own blocks: their prompts less the prefixes the cache holds anyway (TurnTypes.shared_tokens)
+    running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl - pb.tt.shared_tokens + pb.osl / 2.0))
     hbm = np.maximum(pb.pool - running, 0.0)
     caps = [hbm] + [pb.lower[..., j] for j in range(pb.lower.shape[-1])]
     hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta), t_guess)

@@ -1,0 +1,122 @@
+"""The analytic session solve's parts against hand formulas (serving/kv_che.py, steady_table.py, sim_sessions.py):
+the characteristic time against its closed form, the tabulated steady state against bilinear interpolation by hand,
+the running requests' shared prefix and the simulator's prefill context against the workload and the simulator's
+own hits. The solve was restructured for speed (benchmarks/sessions.py); these hold its answers to the formulas."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.engines import engine_profile
+from tokenomy.answers.resolve import deployment
+from tokenomy.core.layout import Layout
+from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
+from tokenomy.serving.kv_che import characteristic_time, turn_types
+from tokenomy.serving.scheduler import kv_tokens
+from tokenomy.serving.session_steady import pool_tokens
+from tokenomy.serving.sessions import Agentic, MultiTurn, generate
+from tokenomy.serving.sim_sessions import prefill_context_tokens, simulate_sessions
+from tokenomy.serving.steady_table import HITS, SteadyTable
+
+CHAT = MultiTurn(turns=6, first_input_tokens=800.0, new_input_tokens=400.0, output_tokens=200.0,
+                 system_prompt_tokens=1500.0)
+AGENT = Agentic(turns=12, subagent_every=4, subagent_turns=4, system_prompt_tokens=4000, new_input_tokens=1500,
+                think_s=10.0)
+
+
+def _lambert_w0(z: float) -> float:
+    """W0(z) for z >= 0 by Halley's iteration on w·e^w = z."""
+    w = math.log1p(z)
+    for _ in range(100):
+        e = math.exp(w)
+        f = w * e - z
+        step = f / (e * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0))
+        w -= step
+        if abs(step) < 1e-15 * max(1.0, abs(w)):
+            break
+    return w
+
+
+def _t_by_hand(cap: float, lam: float, theta: float) -> float:
+    """Chat sessions (no sub-agents): the objects after turns 0..K−2 are reused after Exp(θ), the last one never, so
+    occupancy = S + λ·(A·θ·(1 − e^{−T/θ}) + B·T), A the summed objects before the last, B the last's. With
+    u = T/θ and k = ((Cap − S)/(λθ) − A)/B: u = k + W0((A/B)·e^{−k})."""
+    w = CHAT
+    objs = [w.first_input_tokens + w.output_tokens + k * (w.new_input_tokens + w.output_tokens)
+            for k in range(w.turns)]
+    A, B = sum(objs[:-1]), objs[-1]
+    k = ((cap - w.system_prompt_tokens) / (lam * theta) - A) / B
+    return theta * (k + _lambert_w0(A / B * math.exp(-k)))
+
+
+def test_the_characteristic_time_is_the_closed_form_from_any_start():
+    """Newton's steps (the settling rule included) land on the Lambert-W root from the upper bound, from above
+    and from below."""
+    rng = np.random.default_rng(11)
+    n = 400
+    cap, lam, theta = rng.uniform(2e4, 3e6, n), rng.uniform(0.002, 0.5, n), rng.uniform(1.0, 120.0, n)
+    want = np.array([_t_by_hand(c, l_, t) for c, l_, t in zip(cap, lam, theta)])
+    tt = turn_types(CHAT)
+    for guess in (None, want * rng.uniform(1.0, 3.0, n), want * rng.uniform(0.05, 1.0, n)):
+        got = characteristic_time(cap, tt, lam, theta, 0.0, guess)
+        assert np.allclose(got, want, rtol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def one_h100():
+    return deployment("llama-3.1-8b", "h100-sxm", layout=Layout(1)), engine_profile("vllm", 1)
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_the_tabulated_steady_state_is_bilinear_in_log_load_and_hit(one_h100, closed):
+    """Every field read off the table equals bilinear interpolation by hand between the grid's four corners."""
+    dep, prof = one_h100
+    tab = SteadyTable(dep, prof, 3000.0, 250.0, closed=closed)
+    rng = np.random.default_rng(5)
+    load = np.exp(rng.uniform(np.log(tab.loads[0]), np.log(tab.loads[-1]), 200))
+    hit = rng.uniform(0.0, 0.99, 200)
+    i = np.clip(np.searchsorted(tab.loads, load) - 1, 0, len(tab.loads) - 2)
+    j = np.clip(np.searchsorted(tab.hits, hit) - 1, 0, HITS - 2)
+    fx = (np.log(load) - np.log(tab.loads[i])) / (np.log(tab.loads[i + 1]) - np.log(tab.loads[i]))
+    fy = (hit - tab.hits[j]) / (tab.hits[j + 1] - tab.hits[j])
+    full, lean = tab(load, hit), tab(load, hit, ("batch", "e2e_s", "ttft_s"))
+    for name in ("batch", "e2e_s", "ttft_s", "requests_per_s", "kv_occupancy"):
+        g = tab.grid[name]
+        want = ((g[i, j] * (1 - fx) + g[i + 1, j] * fx) * (1 - fy) + (g[i, j + 1] * (1 - fx) + g[i + 1, j + 1] * fx) * fy)
+        ok = np.isfinite(want)
+        assert ok.sum() > 100
+        assert np.allclose(np.asarray(getattr(full, name))[ok], want[ok], rtol=1e-9, atol=0.0)
+        if name in ("batch", "e2e_s", "ttft_s"):
+            assert np.array_equal(np.asarray(getattr(lean, name)), np.asarray(getattr(full, name)), equal_nan=True)
+
+
+def test_the_running_turns_share_the_system_prompt_and_their_fork():
+    """TurnTypes.shared_tokens from the workload's means by hand: a sub-agent spawned after parent turn k forks
+    from the parent's context then, first + (k + 1)·out + k·new."""
+    w = AGENT
+    spawns = [k for k in range(w.turns) if (k + 1) % w.subagent_every == 0 and k + 1 < w.turns]
+    forks = [w.first_input_tokens + (k + 1) * w.output_tokens + k * w.new_input_tokens for k in spawns]
+    sub_turns = w.subagents * w.subagent_turns
+    n = w.turns + len(spawns) * sub_turns
+    want = w.system_prompt_tokens + sum(f * sub_turns for f in forks) / n
+    assert turn_types(w).shared_tokens == pytest.approx(want, rel=1e-12)
+    assert turn_types(CHAT).shared_tokens == CHAT.system_prompt_tokens
+
+
+def test_the_simulators_prefill_context_is_what_its_computed_tokens_attend(one_h100):
+    """The step table's prefill context against the simulator's own hits: Σ I·(hit + I/2) / Σ I over the
+    requests, I = ISL − hit (workload.prefill_context per request, weighted by the tokens it computes)."""
+    dep, prof = one_h100
+    bpt = float(np.ravel(kv_tokens(dep, prof, 8192.0).bytes_per_token)[0])
+    plan = generate(AGENT, 48, seed=1)
+    stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", 3e6, bpt / 64e9, 1e-5)))
+    blocks = int(pool_tokens(dep, prof, AGENT) // prof.block_size)
+    sim = simulate_sessions(dep, prof, plan, stack, blocks, concurrency=8, stagger_s=AGENT.turns * AGENT.think_s)
+    c = sim.sim.counted
+    hit = sim.hit_tokens[c]
+    I = sim.isl[c] - hit
+    seen = float(np.sum(I * (hit + I / 2.0)) / np.sum(I))
+    assert prefill_context_tokens(plan) == pytest.approx(seen, rel=0.03)
+    # the system prompt and the forks counted as computed: ~30% under what the simulator's tokens attend
+    assert float(np.mean(plan.isl - plan.ctx_before)) / 2 + float(np.mean(plan.ctx_before)) < 0.8 * seen
