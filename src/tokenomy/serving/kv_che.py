@@ -132,7 +132,8 @@ class _Occupancy:
         self.A, self.B = float(np.sum(nO[plain])), float(np.sum(nO[tt.last]))
         self.lam, self.th, self.S = lam, th, tt.system_tokens
         self.pos = th > 0
-        self.th_safe = np.where(self.pos, th, 1.0)
+        self.all_pos = bool(np.all(self.pos))  # the common case: every θ > 0 (no mask to apply)
+        self.th_safe = th if self.all_pos else np.where(self.pos, th, 1.0)
         self.a_theta = self.A * np.where(self.pos, th, 0.0)
         self.forks = [(nO[k], tt.obj_next_runs[k] * D) for k in np.flatnonzero(~tt.last & (tt.obj_next_runs > 0))]
 
@@ -140,7 +141,7 @@ class _Occupancy:
         pos, th = self.pos, self.th
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             tail = np.exp(-T / self.th_safe)  # P(Exp(θ) > T)
-        surv = np.where(pos, tail, 0.0)
+        surv = tail if self.all_pos else np.where(pos, tail, 0.0)
         total = self.a_theta * (1.0 - surv) + self.B * T
         slope = self.A * surv + self.B
         for nO_k, d in self.forks:
@@ -154,7 +155,7 @@ class _Occupancy:
         """The points where ``keep`` holds."""
         out = object.__new__(_Occupancy)
         out.A, out.B, out.S = self.A, self.B, self.S
-        out.lam, out.th, out.pos = self.lam[keep], self.th[keep], self.pos[keep]
+        out.lam, out.th, out.pos, out.all_pos = self.lam[keep], self.th[keep], self.pos[keep], self.all_pos
         out.th_safe, out.a_theta = self.th_safe[keep], self.a_theta[keep]
         out.forks = [(nO_k, np.broadcast_to(d, keep.shape)[keep]) for nO_k, d in self.forks]
         return out
@@ -186,6 +187,7 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     occ, xl, tol = _Occupancy(tt, lam[live], th[live], D[live]), x[live], T_RTOL * cap[live]
     capl, settle = cap[live], SETTLE * 2.0 * tol * th[live]
     open_ = np.ones(live.size, bool)
+    df_pos = B > 0 and bool(np.all(lam[live] > 0))  # the slope is at least λ·B: no zero to guard
     for _ in range(NEWTON_STEPS):
         if live.size == 0:
             break
@@ -195,7 +197,7 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
         if not np.any(moving):
             break
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(df > 0, r / np.where(df > 0, df, 1.0), 0.0)
+            step = r / df if df_pos else np.where(df > 0, r / np.where(df > 0, df, 1.0), 0.0)
         xl = np.where(moving, np.maximum(xl - step, 0.0), xl)
         open_ = moving & ~((r < 0) & (df * step * step <= settle))  # _settled: within tolerance without a look
         n_open = int(np.count_nonzero(open_))
