@@ -65,8 +65,12 @@ def test_referenced_objects_are_held_once_and_cannot_be_evicted():
     assert 5 not in c.pinned and c.pinned_tokens == 0.0
 
 
-def test_vllm_tokenizes_a_prompt_at_its_measured_rate_on_one_worker():
-    f = loader.engine_file("vllm")
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_each_engine_tokenizes_a_prompt_at_the_measured_rate_on_one_worker(engine):
+    """One Hugging Face fast tokenizer on one worker by default in each engine's API server (catalog/engines
+    [frontend]: vLLM's ThreadPoolExecutor(max_workers=1), SGLang's tokenizer_worker_num = 1, TensorRT-LLM's
+    tokenization inline in generate_async)."""
+    f = loader.engine_file(engine)
     assert f.frontend.tokenizer_workers == 1
     # 101,615 tokens in 220.38 ms and 679 in 1.18 ms on one core: 2.17 us per token
     assert profile_of(f).tokenize_s_per_token == pytest.approx((220.38e-3 - 1.18e-3) / (101615 - 679), rel=0.01)
