@@ -22,9 +22,11 @@ Outside the grid, open:
   past the replica's KV capacity, where vLLM preempts (agentic 32 sessions: 893 preemptions HBM only, 7,157 with
   DRAM): e2e agrees (16.3 vs 16.5 s with DRAM) but the analytic TTFT is 4-6x the simulator's: vLLM admits a
   turn as soon as its prompt's blocks fit and preempts decodes to make room (recompute), so the wait for KV sits
-  after the first token, in TPOT, where steady's closed loop queues it before. The issue's DeepSeek-V3 GB200 NVL72
-  case (1,024 agentic sessions, HBM only: analytic TTFT 1.7x and 6x the simulator's at think 30 s and 4 s, the
-  hit rates agreeing) has the same signature; not rerun after these two fixes.
+  after the first token, in TPOT, where steady's closed loop queues it before.
+The issue's DeepSeek-V3 GB200 NVL72 case (serve, 1,024 agentic sessions, HBM only; analytic vs simulator): think
+30 s 0.959 / 585 ms vs 0.960 / 614 ms (was 0.94 / 804 ms vs 0.96 / 463 ms: test_session_solve.py asserts it); think
+4 s 0.960 / 1.72 s vs 0.960 / 0.75 s (was 3.38 s vs 0.56 s), with requests/s (26.39 both), TPOT (122 vs 121 ms) and
+e2e agreeing: the sessions saturate the replica and the analytic model queues the wait before the first token.
 """
 
 from dataclasses import replace
