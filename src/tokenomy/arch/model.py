@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tokenomy.arch.routing import ExpertBalance
+
 AttentionKind = Literal["mha", "gqa", "mqa", "mla", "linear"]
 MlpKind = Literal["dense", "moe"]
 
@@ -198,6 +200,8 @@ class ModelArch:
     residual_streams: int = 1  # hyper-connections (DeepSeek-V4 hc_mult): the residual stream is n·D wide
     mtp_layers: int = 0  # multi-token-prediction modules (num_nextn_predict_layers / mtp_num_hidden_layers): not
     #                      part of the served forward pass or its parameter count; a speculative draft when used
+    expert_balance: ExpertBalance | None = None  # the router's measured load balance by EP size (arch/routing.py,
+    #                                              catalog/models/routing.toml); None: balls in bins
 
     @property
     def num_layers(self) -> int:

@@ -4,11 +4,13 @@ models/SOURCES.toml), from a user's config.json path or directory, or from an up
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
 from tokenomy.arch.hf import ConfigError, from_config
 from tokenomy.arch.model import ModelArch
+from tokenomy.arch.routing import ExpertBalance
 from tokenomy.catalog import files
 from tokenomy.catalog.files import CatalogError, _key, did_you_mean, read_toml
 
@@ -42,6 +44,24 @@ def _model_index() -> dict[str, Path]:
 def model_sources() -> dict:
     """catalog/models/SOURCES.toml's entries by config stem: each vendored config's source, as_of and aliases."""
     return read_toml("models", "SOURCES").get("files", {})
+
+
+def expert_balance(stem: str) -> ExpertBalance | None:
+    """The measured routing balance of the vendored config ``stem`` (catalog/models/routing.toml), or None."""
+    entry = _routing().get(stem)
+    if entry is None:
+        return None
+    try:
+        return ExpertBalance(*(tuple((float(e), float(b)) for e, b in entry[k]) for k in ("eplb", "default")),
+                             source=str(entry["source"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise CatalogError(f"routing.toml: files.{stem}: fields 'eplb', 'default' ([ep, balance] pairs) and "
+                           f"'source' required ({e})") from None
+
+
+@lru_cache(maxsize=1)
+def _routing() -> dict:
+    return read_toml("models", "routing").get("files", {})
 
 
 def catalog_name(stem: str) -> str:
@@ -96,7 +116,9 @@ def model(name: str) -> ModelArch:
     """A catalog name ('deepseek-v3', 'meta-llama/Llama-3.1-70B'), a config.json path, or a directory with one."""
     hit = _model_index().get(name.lower()) or _model_index().get(_key(name))
     if hit is not None:
-        return _read_config(hit, catalog_name(hit.stem))
+        m = _read_config(hit, catalog_name(hit.stem))
+        balance = expert_balance(hit.stem)
+        return m if balance is None else replace(m, expert_balance=balance)
     path = Path(name)
     if path.is_dir():
         path = path / "config.json"

@@ -17,6 +17,7 @@ from tokenomy.arch.kernels import layer_kernels
 from tokenomy.arch.model import ModelArch
 from tokenomy.arch.ops import Op, lower
 from tokenomy.arch.params import count_params
+from tokenomy.arch.routing import ExpertBalance
 from tokenomy.units import dtype_bytes
 
 
@@ -132,6 +133,7 @@ class ModelShape:
     parallel_block: bool  # attention and MLP outputs reduced together (one all-reduce per layer)
     dense_flops_per_token: float  # 2·(dense + head) params: the part attention-DP replicates
     dispatch_size: int = 0  # elements per token of an EP dispatch/combine (a latent MoE's latent size); 0 = D
+    expert_balance: ExpertBalance | None = None  # the router's measured balance by EP size (arch/routing.py)
 
 
 def shape_of(m: ModelArch, coeffs: ModelCoeffs | None = None) -> ModelShape:
@@ -140,7 +142,7 @@ def shape_of(m: ModelArch, coeffs: ModelCoeffs | None = None) -> ModelShape:
     moe = next((ly.mlp for ly in m.layers if ly.mlp.kind == "moe"), None)
     return ModelShape(m.name, c, m.hidden_size, m.num_layers, a.num_heads, 1 if a.kind == "mla" else a.num_kv_heads,
                       a.head_dim, m.parallel_block, 2.0 * (float(c.dense_params) + float(c.head_params)),
-                      (moe.dispatch_size if moe is not None else 0) or m.hidden_size)
+                      (moe.dispatch_size if moe is not None else 0) or m.hidden_size, m.expert_balance)
 
 
 def _pad(a, k: int, fill: float) -> np.ndarray:

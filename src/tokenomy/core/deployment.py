@@ -94,7 +94,11 @@ class Deployment:
         driver exposes where the catalog cites it: 85.5e9 B on an "80 GB" H100; else the datasheet figure)."""
         chip = self.hardware.chip
         dtype, flops_per_s = self.compute
-        return engine.Peaks(flops_per_s, chip.hbm_bytes_per_s, chip.exposed_hbm_bytes, is_narrow(dtype))
+        # q·k and p·v at the cache's dtype, never narrower than the weight GEMMs' (an FP8 cache beside BF16 weights
+        # is widened in the kernel): the slower of the two peaks (Peaks)
+        attn_dtype, attn_flops_per_s = min(chip.flops_for(self.kv_dtype), (dtype, flops_per_s), key=lambda d: d[1])
+        return engine.Peaks(flops_per_s, chip.hbm_bytes_per_s, chip.exposed_hbm_bytes, is_narrow(dtype),
+                            attn_flops_per_s, is_narrow(attn_dtype))
 
     def work(self, batch, context, len_pass=1, **kw) -> engine.Work:
         """engine.work of the pass engine.Pass(batch, context, len_pass, **kw) on this deployment."""

@@ -30,7 +30,9 @@ and with attention-DP each attention replica b_a = ceil(b/ep_eff) of them. Per s
                runs this one, the step is max(GPU, host); h = 0: they add) — the step's critical path; overhead =
                f·K·κ + the exposed host time (φ, o_step, κ, o_seq, h, ε: efficiency.py; 0 on the roofline)
 with attention(C) per token = min(absorbed, plain + un-absorb·(C−S)/S) (arch/ops.py) and EP load of the busiest
-rank: A = min(μ + sqrt(2·μ·ln ep), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots,
+rank: A = min(max(μ + sqrt(2·μ·ln ep), μ/β), T·min(k, e)) token-expert assignments, μ = T·k/ep, e = (E + r)/ep slots
+(β: the router's measured balance mean/max per rank on real traffic, EPLB's curve with redundant experts, 1 for a
+model without a measurement: arch/routing.py),
 of which x = min(e, μ_x + sqrt(2·σ_x²·ln ep)) distinct experts are read, μ_x = e·p, σ_x² = e·p·(1−p),
 p = 1 − (1 − k/(E + r))^T (balls in bins; the max of ep ranks by the Gaussian extreme-value approximation).
 Decode period (TPOT) = max(M·stage, pp·stage + pp·hop); a longer pass = (M + pp − 1)·stage + (pp − 1)·hop.

@@ -8,6 +8,7 @@
     KV          per sequence per pass: read (attended entries + index keys + linear state) + S·written per token
     hop         a pipeline hop: α of the link it crosses + D·w_act/g / β per token (pp > 1)
     EP copies   per token-expert assignment on scale-up and scale-out, by DeepEP kernel kind (``_ep_shares``)
+    balance     β of the busiest EP rank under the router's measured routing (arch/routing.py; 1 without one)
 The layout's own reason codes (core/reasons.py) come from the splits alone (``_structure``)."""
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ class Lowered:
     kv_split_heads: object  # the KV-head split of the attention group
     slots: object  # routed + redundant expert slots
     slots_per_rank: object
+    expert_balance: object  # β: mean/max assignments per EP rank under the router's measured routing (1: balls
+    #                         in bins alone; arch/routing.py), EPLB's curve where the layout has redundant experts
     ep_low_latency: object  # the EP all-to-all runs the low-latency kernels (bool; _ep_shares)
     ep_shares: tuple  # (scale-up, scale-out) link copies per token-expert assignment of a dispatch or combine
     hop_latency_s: object  # a pipeline hop: latency + seconds per token of activations
@@ -179,6 +182,8 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, precision: Precisio
     a = np.where(ad, tp, g)  # attention tensor-parallel group
     kvs = np.where(ideal, a, np.minimum(a, shape.kv_heads))
     slots = E + _f(lay.redundant_experts)
+    balance = 1.0 if shape.expert_balance is None else \
+        np.where(ideal, 1.0, shape.expert_balance.at(ep, _f(lay.redundant_experts) > 0))
     decode = S <= one
     low_latency = decode if ep_low_latency is None else np.asarray(ep_low_latency, dtype=bool)
     ep_shares = _ep_shares(topo, ep, tp, m, low_latency)
@@ -196,7 +201,7 @@ def lower(shape: ModelShape, topo: Topology, layout: Layout, precision: Precisio
     return Lowered(
         shape=shape, layout=lay, precision=pr, ideal=ideal, tp=tp, ep=ep, pp=pp, dp=dp, microbatches=M, attn_dp=ad,
         context=C, len_pass=S, group=g, chips=n, stage_share=f, attn_group=a, kv_split_heads=kvs, slots=slots,
-        slots_per_rank=slots / ep, ep_low_latency=low_latency, ep_shares=ep_shares, hop_latency_s=hop_a,
+        slots_per_rank=slots / ep, expert_balance=balance, ep_low_latency=low_latency, ep_shares=ep_shares, hop_latency_s=hop_a,
         hop_s_per_token=hop_b, weight_bytes_per_chip=w_chip,
         attn_flops_per_token=ct.flops_per_token + m.state_flops_per_token,
         chunk_attn_flops_per_token=pf.flops_per_token + m.state_flops_per_token,

@@ -1,7 +1,8 @@
 """The critical path of a pass from its work (core/work.py) under an efficiency set (the pass engine's times,
 core/engine.py): per stage and micro-batch
 
-    compute   = [F_dense/η(T_a) + F_attn/η(S·H/max(K, a)) + F_expert/η(A/x)] / peak       (``_compute_s``)
+    compute   = [F_dense/η(T_a) + F_expert/η(A/x)] / peak + F_attn/η_a(S·H/max(K, a))/peak_a
+                (the attention at the KV cache's dtype: ``Peaks``; ``_compute_s``)
     memory    = (1 + ε)·weights/(bw·η_hbm) + KV/(bw·η_kv) + activations/(bw·η_hbm)          (``kernel_terms``)
     TP, EP    = n_AR·all-reduce + q all-to-alls; dispatch + combine all-to-alls              (``_comms_s``)
     EP left   = EP − ε·hidden under the kernels, by DeepEP mode                              (``exposed_ep_s``)
@@ -35,6 +36,11 @@ class Peaks:
     hbm_bytes_per_s: object
     hbm_bytes: object
     narrow: object = False  # the compute dtype is 8 bits or fewer: GEMMs reach ρ·η_max (efficiency.py)
+    # the attention's q·k and p·v at the KV cache's dtype (None: the compute dtype's): FlashMLA and FlashAttention
+    # multiply a BF16 cache in BF16 beside FP8 weight GEMMs ("core MLA computations ... use the BF16 format",
+    # github.com/deepseek-ai/open-infra-index, day 6; FlashMLA README: BF16 and FP8 KV)
+    attn_flops_per_s: object = None
+    attn_narrow: object = None
 
 
 def _masked(i: int) -> cached_property:
@@ -173,19 +179,22 @@ def kernel_terms(w: Work, peaks: Peaks, eff: Efficiency = ROOFLINE) -> tuple:
 
 
 def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
-    """[F_dense / η(M_dense) + F_attn / η(M_attn) + F_expert / η(M_expert)] / peak, each GEMM at rows no fewer than
-    its balance rows: below them it is memory-bound and its time is the read, counted in memory_s (efficiency.py).
-    η_max is the set's 16-bit share, times ρ where the compute dtype is narrow (``Efficiency.at_compute``)."""
+    """[F_dense / η(M_dense) + F_expert / η(M_expert)] / peak + F_attn / η_a(M_attn) / peak_a, each GEMM at rows no
+    fewer than its balance rows: below them it is memory-bound and its time is the read, counted in memory_s
+    (efficiency.py). η_max is the set's 16-bit share, times ρ where the GEMM's dtype is narrow
+    (``Efficiency.at_compute``): the weight GEMMs' the compute dtype, the attention's the KV cache's (``Peaks``)."""
+    peak_a = peaks.flops_per_s if peaks.attn_flops_per_s is None else peaks.attn_flops_per_s
+    eff_a = eff.at_compute(peaks.narrow if peaks.attn_narrow is None else peaks.attn_narrow)
     eff = eff.at_compute(peaks.narrow)
 
-    def share(rows, operand_bytes, kv=False):
-        balance = eff.balance_rows(peaks.flops_per_s, peaks.hbm_bytes_per_s, operand_bytes, kv)
-        return eff.gemm_fraction(np.maximum(rows, balance))
+    def share(e, peak, rows, operand_bytes, kv=False):
+        balance = e.balance_rows(peak, peaks.hbm_bytes_per_s, operand_bytes, kv)
+        return e.gemm_fraction(np.maximum(rows, balance))
     split = _tbo(eff)  # two-batch overlap: each micro-batch's weight GEMMs get half the rows
-    flops_s = w.dense_flops / share(w.dense_rows / split, w.dense_w) + w.attn_flops / share(w.attn_rows, w.kv_w, True)
+    flops_s = w.dense_flops / share(eff, peaks.flops_per_s, w.dense_rows / split, w.dense_w)
     if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
-        flops_s = flops_s + w.expert_flops / share(w.expert_rows / split, w.expert_w)
-    return flops_s / peaks.flops_per_s
+        flops_s = flops_s + w.expert_flops / share(eff, peaks.flops_per_s, w.expert_rows / split, w.expert_w)
+    return flops_s / peaks.flops_per_s + w.attn_flops / share(eff_a, peak_a, w.attn_rows, w.kv_w, True) / peak_a
 
 
 def _comms_s(w: Work, topo: Topology, ring_share=1.0):

@@ -322,7 +322,10 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     layout's problems in one line."""
     attention, compute_dtype, act_bytes = how.attention, how.compute_dtype, how.nbytes.act_bytes
     grad_bytes = how.nbytes.grad_bytes
-    dep = Deployment(m, hw)
+    # Training routes on its own balancing (DeepSeek-V3 report §2.1.2: each expert's bias is moved every step
+    # against its load; Megatron's auxiliary losses), not on the serving traffic whose skew arch/routing.py holds:
+    # balls in bins
+    dep = Deployment(replace(m, expert_balance=None), hw)
     problems = plan_problems(m, plan, dep)
     if problems:
         raise ValueError("; ".join(problems))  # each names its field first ('global_batch: ...')

@@ -41,7 +41,8 @@ def time_work(s: Serving, w: engine.Work, th: Theta) -> Timed:
     for idx, topo in s.groups():
         pk = s.peaks(idx)
         if col:
-            pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes, pk.narrow)))
+            pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes, pk.narrow,
+                                                     pk.attn_flops_per_s, pk.attn_narrow)))
         r = engine.times(take_work(w, idx), topo, pk, _eff(s, th, idx, col))
         step[idx], bound[idx] = r.step_s, r.bound
     return Timed(step, bound)

@@ -156,6 +156,8 @@ class Serving:
     step_prefill: np.ndarray  # interleaved prefill tokens of ``step``
     flops_per_s: np.ndarray  # engine.Peaks per case
     narrow: np.ndarray  # 1 where the compute dtype has 8 bits or fewer
+    attn_flops_per_s: np.ndarray  # the attention's peak, at the KV cache's dtype (engine.Peaks)
+    attn_narrow: np.ndarray
     hbm_bytes_per_s: np.ndarray
     hbm_bytes: np.ndarray
     step: engine.Work  # [N]
@@ -176,7 +178,8 @@ class Serving:
         return Serving(**out)
 
     def peaks(self, idx=slice(None)) -> engine.Peaks:
-        return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx], self.narrow[idx] > 0)
+        return engine.Peaks(self.flops_per_s[idx], self.hbm_bytes_per_s[idx], self.hbm_bytes[idx], self.narrow[idx] > 0,
+                            self.attn_flops_per_s[idx], self.attn_narrow[idx] > 0)
 
     def groups(self) -> list[tuple[np.ndarray, Topology]]:
         """(case indices, topology) per hardware: the engine times one topology at a time."""
@@ -256,7 +259,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
     keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "host_overlap", "ep_overlap",
             "ep_sm_normal", "ep_sm_low_latency", "burst", "prompts", "locked", "median", "bmax", "step_batch", "step_prefill",
-            "flops_per_s", "narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
+            "flops_per_s", "narrow", "attn_flops_per_s", "attn_narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
     for i, case in enumerate(rows):
@@ -283,7 +286,8 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     budget=budget,
                     whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
                     ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
-                    flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
+                    flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), attn_flops_per_s=pk.attn_flops_per_s,
+                    attn_narrow=float(pk.attn_narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)
         for k, v in vals.items():
             out[k][i] = v
