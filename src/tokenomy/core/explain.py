@@ -23,8 +23,11 @@ def efficiency_terms(dep: Deployment) -> str:
     all-reduce latency, and the engine's host and EP overlap (h, ε; under ε the SMs its kernels hold)."""
     e = dep.eff
     eta = f"eta_max {_first(e.flops_fraction):.3g}"
-    if bool(np.any(dep.peaks.narrow)):
+    pk = dep.peaks
+    if bool(np.any(pk.narrow)):
         eta += f" x rho {_first(e.narrow_flops_ratio):.3g} ({dep.compute[0]})"
+    if pk.attn_flops_per_s is not None and _first(pk.attn_flops_per_s) != _first(pk.flops_per_s):
+        eta += f"; attention at the {dep.kv_dtype} KV cache's peak {fmt_si(_first(pk.attn_flops_per_s))}FLOP/s"
     ar = "the link's" if e.allreduce_latency_s is None else fmt_seconds(_first(e.allreduce_latency_s))
     return (f"{e.name} ({e.terms_from or 'given'}): {eta}, eta_hbm {_first(e.hbm_fraction):.3g}, eta_kv "
             f"{_first(e.kv_fraction):.3g}, kappa (per kernel) {fmt_seconds(_first(e.kernel_overhead_s))}, o_step "
