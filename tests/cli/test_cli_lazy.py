@@ -44,6 +44,11 @@ def test_training_help_lists_core_memory_choices():
 
     assert training.SCHEDULES == ", ".join(SCHEDULES)
     assert training.STRATEGIES == ", ".join(STRATEGIES)
+    from tokenomy.core.attention_kernel import ATTENTION_KERNELS
+    from tokenomy.core.fp8_casts import FP8_SCALINGS
+
+    assert training.ATTENTION_KERNELS == ", ".join(ATTENTION_KERNELS)
+    assert training.FP8_SCALINGS == ", ".join(FP8_SCALINGS)
 
 
 def test_main_builds_only_the_command_asked_and_restores_the_app(monkeypatch, capsys):

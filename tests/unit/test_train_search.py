@@ -20,10 +20,32 @@ def test_search_finds_metas_layout_family_for_405b():
     assert best["step_s"] == pytest.approx(one["step_s"])  # the same step train times for that layout
 
 
-def test_search_puts_dualpipe_first_for_deepseek_v3_on_h800():
-    rows = train(model="deepseek-v3", hardware="h800", chips=2048, seq_len=4096, global_batch=[15360],
-                 compute_dtype="fp8", activation_dtype="fp8", optimizer_dtype="bf16", search=True).rows()
-    assert rows[0]["schedule"] == "dualpipe" and rows[0]["ep"] >= 8
+DEEPSEEK_V3 = dict(model="deepseek-v3", hardware="h800", chips=2048, seq_len=4096, global_batch=[15360],
+                   compute_dtype="fp8", activation_dtype="fp8", optimizer_dtype="bf16")
+
+
+def test_search_hides_deepseek_v3s_all_to_alls_on_h800():
+    # every layout at the top hides its EP all-to-alls (DualPipe, or Megatron's combined 1F1B at ep_overlap 1), and
+    # the best is at least as fast as DeepSeek's own (PP16 DualPipe EP64), which is one of the candidates
+    rows = train(**DEEPSEEK_V3, search=True).rows()
+    assert all(r["ep"] >= 8 and r["ep_overlap"] == 1.0 for r in rows)
+    own = train(**DEEPSEEK_V3, pp=16, ep=64, schedule="dualpipe", recompute="modules", flash_attention=True).rows()[0]
+    assert own["fits"] and rows[0]["step_s"] <= own["step_s"]
+
+
+def test_candidates_try_dualpipe_and_ep_overlap_where_the_model_is_moe():
+    from tokenomy.catalog.loader import hardware, model
+    from tokenomy.parallel.train_search import TrainSearch, candidates
+
+    q = TrainSearch(chips=256, global_batch=1024, seq_len=4096)
+    moe = candidates(model("deepseek-v3"), hardware("h800"), q)
+    overlapped = [p for p in moe if p.ep_overlap == 1.0]
+    assert any(p.schedule == "dualpipe" for p in moe) and overlapped
+    # Megatron's combined 1F1B: expert parallel, and virtual stages when pipelined; DualPipe hides them itself
+    assert all(p.ep > 1 and (p.pp == 1 or p.schedule == "interleaved") for p in overlapped)
+    assert {p.schedule for p in overlapped} == {"1f1b", "interleaved"}
+    dense = candidates(model("llama-3.1-70b"), hardware("h100-sxm"), q)
+    assert dense and all(p.ep_overlap == 0.0 and p.ep == 1 for p in dense)
 
 
 def test_search_needs_chips_and_one_batch():

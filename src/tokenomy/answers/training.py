@@ -19,11 +19,13 @@ from tokenomy.answers.energy_cols import power_of, train_energy
 from tokenomy.answers.resolve import dtype_of, hardware_of, model_of
 from tokenomy.answers.result import Result
 from tokenomy.answers.variants import reports_hardware
+from tokenomy.core.attention_kernel import ATTENTION_KERNELS
+from tokenomy.core.fp8_casts import FP8_SCALINGS
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, TrainBytes, overflow_message
 from tokenomy.core.moe_host import DISPATCHERS
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
-from tokenomy.core.training import (ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, Lowering, TrainPlan, train_run,
-                                    train_step)
+from tokenomy.core.training import (ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, Lowering, TrainPlan, ep_overlap_of,
+                                    train_run, train_step)
 from tokenomy.econ.published import check_rows, run_names
 from tokenomy.econ.rl import RlRequest, rl_step, rollout_deployment
 from tokenomy.units import SECONDS_PER_DAY, dtype_bytes, fmt_bytes, fmt_seconds, fmt_si
@@ -53,6 +55,8 @@ def train_rows(st, run, plan: TrainPlan, energy: dict | None = None) -> list[dic
         row = {"global_batch": int(g(np.asarray(plan.global_batch))), "chips": int(g(st.chips)),
                "dp": int(g(np.asarray(plan.dp))), "tp": int(plan.tp), "pp": int(plan.pp), "cp": int(plan.cp),
                "ep": int(plan.ep), "zero": int(plan.zero), "schedule": plan.schedule, "recompute": plan.recompute,
+               "ep_overlap": float(ep_overlap_of(plan)), "tp_overlap": float(plan.tp_overlap),
+               "attention_kernel": plan.attention_kernel, "fp8_scaling": plan.fp8_scaling,
                "microbatches": g(st.microbatches), "tokens_per_step": g(st.tokens_per_step),
                "flops_per_token": g(st.flops.model), "n_active_params": g(st.flops.n_active),
                "model_flops": g(st.model_flops), "hardware_flops": g(st.hardware_flops)}
@@ -99,7 +103,7 @@ def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
            f"  comms per step: TP {fmt_seconds(g(st.tp_s))}, EP {fmt_seconds(g(st.ep_s))}, CP {fmt_seconds(g(st.cp_s))},"
            f" DP {fmt_seconds(g(st.dp_s))}, PP {fmt_seconds(g(st.pp_s))}; exposed {fmt_seconds(g(st.comm_exposed_s))}"
            f" (TP under --tp-overlap of the compute; DP hidden under the last backward, CP under attention, EP under "
-           f"--ep-overlap of the compute)",
+           f"--ep-overlap of the compute, all of it under DualPipe)",
            f"  step_s = (compute + TP_exposed + EP_exposed + CP_exposed)/(1 - bubble) + DP_exposed + PP_exposed = "
            f"{fmt_seconds(g(st.modelled_step_s))} (roofline terms: {fmt_seconds(g(st.roofline_step_s))}); binding term: {STEP_TERMS[int(g(st.bound))] if g(st.fits) else '-'}"
            f"; MFU cap (eta = 1) {100 * g(st.mfu_cap):.1f}%"]
@@ -162,10 +166,14 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
           activation_dtype="bf16", moe_kernels="unfused", moe_dispatcher="hybridep", flash_attention=False,
-          dropout=False, published=None, search=False, bf16_layers_at_end=0) -> Result:
+          dropout=False, published=None, search=False, bf16_layers_at_end=0, attention_kernel="fused",
+          fp8_scaling="fused") -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
     ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
-    left to it."""
+    and the EP overlap left to it. ``attention_kernel``: "fused" (cuDNN / FA3 class, Megatron and DeepSeek) or "fa2"
+    (PyTorch SDPA's FlashAttention-2, torchtitan; core/attention_kernel.py); ``fp8_scaling`` under FP8 GEMMs:
+    "fused" (Transformer Engine's casts inside the neighbouring kernels, per-tensor or block-scaled as DeepSeek-V3)
+    or "tensorwise" (torchao's dynamic per-tensor casts as HBM passes of their own; core/fp8_casts.py)."""
     if published:
         return published_runs(published)
     if search:
@@ -185,6 +193,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     inputs.choice("moe_kernels", moe_kernels, MOE_KERNELS)
     inputs.choice("moe_dispatcher", moe_dispatcher, tuple(DISPATCHERS))
     inputs.choice("attention", attention, ATTENTION_CONVENTIONS)
+    attention_kernel = inputs.choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)
+    fp8_scaling = inputs.choice("fp8_scaling", fp8_scaling, FP8_SCALINGS)
     inputs.optional("mfu", mfu)
     inputs.optional("flops_fraction", flops_fraction)
     inputs.optional("tokens", tokens)
@@ -207,7 +217,8 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
                      virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
                      micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels,
-                     moe_dispatcher=moe_dispatcher, bf16_layers_at_end=bf16_layers_at_end)
+                     moe_dispatcher=moe_dispatcher, bf16_layers_at_end=bf16_layers_at_end,
+                     attention_kernel=attention_kernel, fp8_scaling=fp8_scaling)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)
     stored = TrainBytes(dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), opt_b, dtype_bytes(activation_dtype),

@@ -11,6 +11,9 @@ from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 # core.memory's SCHEDULES and STRATEGIES, written out so --help loads no numpy (tests/cli/test_cli_lazy.py checks them)
 SCHEDULES = "gpipe, 1f1b, interleaved, dualpipe"
 STRATEGIES = "none, selective, modules, full, reversible"
+# core.attention_kernel's ATTENTION_KERNELS and core.fp8_casts' FP8_SCALINGS, likewise
+ATTENTION_KERNELS = "fused, fa2"
+FP8_SCALINGS = "fused, tensorwise"
 
 
 @app.command("train")
@@ -25,13 +28,19 @@ def train_cmd(
         pp: int = typer.Option(1, "--pp", help="Pipeline stages."),
         cp: int = typer.Option(1, "--cp", help="Context parallel (ring attention)."),
         ep: int = typer.Option(1, "--ep", help="Expert parallel (ranks drawn from dp*cp)."),
-        ep_overlap: float = typer.Option(0.0, "--ep-overlap", help="Share of compute hiding EP all-to-alls (0-1)."),
+        ep_overlap: float = typer.Option(0.0, "--ep-overlap",
+                                         help="Share of compute hiding EP all-to-alls (0-1; 1 = Megatron's "
+                                              "--overlap-moe-expert-parallel-comm, Megatron-Bridge moe_a2a_overlap; "
+                                              "--schedule dualpipe hides them all)."),
         zero: int = typer.Option(1, "--zero", help="ZeRO stage 0-3 (3 = FSDP)."),
         fsdp: bool = typer.Option(False, "--fsdp", help="Shorthand for --zero 3."),
         no_sp: bool = typer.Option(False, "--no-sp", help="Tensor parallel without sequence parallelism."),
-        schedule: str = typer.Option("1f1b", "--schedule", help=f"One of {SCHEDULES}."),
+        schedule: str = typer.Option("1f1b", "--schedule", help=f"Pipeline schedule: one of {SCHEDULES} "
+                                                             "(DualPipe: DeepSeek-V3's, even --pp)."),
         virtual_stages: int = typer.Option(1, "--virtual-stages", help="Model chunks per chip (interleaved)."),
-        recompute: str = typer.Option("selective", "--recompute", help=f"One of {STRATEGIES}."),
+        recompute: str = typer.Option("selective", "--recompute",
+                                      help=f"Activation recompute: one of {STRATEGIES} (selective: core attention; "
+                                           "modules: norms, MLA up-projections, SwiGLU)."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         seq_len: int = typer.Option(4096, "--seq-len", help="Tokens per sequence."),
         global_batch: str = typer.Option("1024", "--global-batch", help="Sequences per step; comma list."),
@@ -63,6 +72,15 @@ def train_cmd(
                                                help="The recipe's last layers whose GEMMs stay in BF16 under FP8 / "
                                                     "NVFP4 (Nemotron-3-Super's NVFP4 recipe: 14)."),
         flash_attention: bool = typer.Option(False, "--flash-attention", help="No s^2 scores stored (FlashAttention)."),
+        attention_kernel: str = typer.Option("fused", "--attention-kernel",
+                                             help=f"Core-attention kernel: one of {ATTENTION_KERNELS} (fused: cuDNN / "
+                                                  "FA3 class, Megatron, NeMo, DeepSeek; fa2: PyTorch SDPA's "
+                                                  "FlashAttention-2 at 35% of the 16-bit peak, torchtitan)."),
+        fp8_scaling: str = typer.Option("fused", "--fp8-scaling",
+                                        help=f"FP8 operand casts with --compute-dtype fp8: one of {FP8_SCALINGS} "
+                                             "(fused: Transformer Engine's, per-tensor or block-scaled as "
+                                             "DeepSeek-V3, inside the neighbouring kernels; tensorwise: torchao "
+                                             "Float8Linear's dynamic per-tensor casts as HBM passes of their own)."),
         dropout: bool = typer.Option(False, "--dropout", help="Store dropout masks (Korthikanti's setting)."),
         published: str = typer.Option(None, "--published", help="Check a published run (or 'all')."),
         search: bool = typer.Option(False, "--search", help="The fastest layouts that fit (tp, cp, pp, ep, "
@@ -72,7 +90,10 @@ def train_cmd(
     """A training step: FLOPs, compute, communication, bubble, memory per chip; time and $ on --tokens.
 
     Examples: tokenomy train --model llama-3.1-70b --hardware h100-sxm --chips 1024 --tp 8 --pp 4 --seq-len 8192
-    --global-batch 512 --tokens 15e12 --mfu 0.4;   tokenomy train --published all
+    --global-batch 512 --tokens 15e12 --mfu 0.4;   tokenomy train --published all;   DeepSeek-V3's layout:
+    tokenomy train --model deepseek-v3 --hardware h800 --chips 2048 --pp 16 --ep 64 --schedule dualpipe --recompute
+    modules --moe-dispatcher deepep --seq-len 4096 --global-batch 15360 --compute-dtype fp8 --activation-dtype fp8
+    --optimizer-dtype bf16 --flash-attention
     """
     from tokenomy.answers.training import train
 
@@ -84,5 +105,5 @@ def train_cmd(
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
               activation_dtype=activation_dtype, moe_kernels=moe_kernels, moe_dispatcher=moe_dispatcher,
               flash_attention=flash_attention, dropout=dropout, published=published, search=search,
-              bf16_layers_at_end=bf16_layers_at_end)
+              bf16_layers_at_end=bf16_layers_at_end, attention_kernel=attention_kernel, fp8_scaling=fp8_scaling)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -317,6 +317,13 @@ class Lowering:
     nbytes: TrainBytes = TrainBytes()
 
 
+def ep_overlap_of(plan: TrainPlan):
+    """The share of the compute that hides the EP all-to-alls: the plan's ``ep_overlap`` (in [0, 1]); DualPipe runs
+    each forward chunk beside a backward chunk and hides each one's dispatch and combine under the other's computation
+    (DeepSeek-V3 report §3.2.1): ε = 1 whatever ep_overlap says."""
+    return 1.0 if plan.schedule == "dualpipe" else np.clip(np.asarray(plan.ep_overlap, dtype=float), 0.0, 1.0)
+
+
 def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowering()) -> LoweredStep:
     """The plan's FLOPs (through the pass engine), memory and step parts (core/train_time.py); refused with the
     layout's problems in one line."""
@@ -369,9 +376,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step, v = 1 unless interleaved; DualPipe's
     # (p/2-1)(F&B + B - 3W) (core/pipeline.py).
     bubble = schedule_bubble_fraction(p.schedule, p.pp, mb, p.virtual_stages)
-    # DualPipe runs each forward chunk beside a backward chunk and hides each one's dispatch and combine under the
-    # other's computation (DeepSeek-V3 report §3.2.1): ε = 1 whatever ep_overlap says.
-    ep_overlap = 1.0 if p.schedule == "dualpipe" else cm["ep_overlap"]
+    ep_overlap = ep_overlap_of(p)
     width = _expert_width(m)
     fused = p.moe_kernels == "fused" and width > 0
     att_all = att * (3 + (p.recompute != "none"))  # attention forward, backward 2x, recomputed once

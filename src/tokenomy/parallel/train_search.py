@@ -5,8 +5,12 @@ layouts (TP, CP, PP, DP, EP, pipeline schedule, recompute) that fit, each timed 
 Candidates: tp a power of two up to the scale-up domain and dividing the heads; pp a power of two up to 16 (and
 the layers); cp 1, or up to 4 for sequences of 16K and more; dp the rest; for MoE models ep every power of two
 from 8 that divides the routed experts and dp·cp (and 1); schedules 1F1B, interleaved (2, 4 or 8 chunks per rank)
-and DualPipe where pp > 1; for each, the cheapest recompute that fits (none, selective, modules for MLA models, full),
-since more recompute only adds work. Micro-batches of one sequence, ZeRO-1. About 30 ms a candidate.
+and DualPipe where pp > 1; for MoE layouts with ep > 1, each schedule but DualPipe (which hides the EP all-to-alls
+itself) also with the EP all-to-alls overlapped (ep_overlap 1: Megatron-Core's combined 1F1B,
+--overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap, which Megatron refuses with full recompute and
+without virtual stages when pipelined: interleaved, or pp 1); for each, the cheapest recompute that fits (none,
+selective, modules for MLA models, full), since more recompute only adds work. Micro-batches of one sequence, ZeRO-1.
+About 30 ms a candidate.
 """
 
 from __future__ import annotations
@@ -30,10 +34,19 @@ class TrainSearch:
     seq_len: int
     moe_kernels: str = "unfused"
     lowering: Lowering = Lowering()
+    attention_kernel: str = "fused"  # core/attention_kernel.py
+    fp8_scaling: str = "fused"  # core/fp8_casts.py
 
 
 def _pow2(limit: int) -> list[int]:
     return [2 ** k for k in range(int(np.log2(max(limit, 1))) + 1)]
+
+
+def _ep_overlaps(ep: int, pp: int, schedule: str) -> tuple[float, ...]:
+    """The EP overlaps tried (module docstring): 0, and 1 where Megatron-Core runs its combined 1F1B (ep > 1, and
+    interleaved stages when pipelined); DualPipe hides the all-to-alls whatever it is told (core.training)."""
+    combined = ep > 1 and (pp == 1 or schedule == "interleaved")
+    return (0.0, 1.0) if combined else (0.0,)
 
 
 def candidates(m: ModelArch, hw: Hardware, q: TrainSearch) -> list[TrainPlan]:
@@ -53,9 +66,11 @@ def candidates(m: ModelArch, hw: Hardware, q: TrainSearch) -> list[TrainPlan]:
                                         ("dualpipe", 1)):
                         if (pp == 1 and schedule != "1f1b") or pp * v > m.num_layers + 2:
                             continue
-                        out.append(TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, schedule=schedule, virtual_stages=v,
-                                             seq_len=q.seq_len, global_batch=q.global_batch,
-                                             moe_kernels=q.moe_kernels, recompute="none"))
+                        for overlap in _ep_overlaps(ep, pp, schedule):
+                            out.append(TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, schedule=schedule,
+                                                 virtual_stages=v, seq_len=q.seq_len, global_batch=q.global_batch,
+                                                 moe_kernels=q.moe_kernels, recompute="none", ep_overlap=overlap,
+                                                 attention_kernel=q.attention_kernel, fp8_scaling=q.fp8_scaling))
     return out
 
 
@@ -67,7 +82,7 @@ def fitting(m: ModelArch, hw: Hardware, q: TrainSearch,
     strategies = ("none", "selective", *(("modules",) if mla else ()), "full")
     found = []
     for plan in candidates(m, hw, q):
-        for strategy in strategies:
+        for strategy in strategies[:-1] if plan.ep_overlap else strategies:  # EP overlap: no full recompute
             p = TrainPlan(**{**plan.__dict__, "recompute": strategy})
             if plan_problems(m, p):
                 break

@@ -44,7 +44,10 @@ WORK_FIELDS = tuple(f.name for f in dataclasses.fields(engine.Work))
 
 
 def stack_work(items: list[engine.Work]) -> engine.Work:
-    """Works of the same grid shape stacked along a new leading axis (one row per case)."""
+    """Works of the same grid shape stacked along a new leading axis (one row per case); none: empty arrays (a
+    training-only source has no serving case)."""
+    if not items:
+        return engine.Work(**{f: np.zeros((0, 1)) for f in WORK_FIELDS})
     shape = np.broadcast_shapes(*(np.shape(getattr(w, f)) for w in items for f in WORK_FIELDS))
     return engine.Work(**{f: np.stack([np.broadcast_to(np.asarray(getattr(w, f)), shape) for w in items])
                           for f in WORK_FIELDS})

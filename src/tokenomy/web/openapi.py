@@ -55,7 +55,12 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "decode_chips": "disagg: chips of the decode pool; empty: searched",
     "real": "yes: the claims on real hardware (calibrated efficiency) instead of the lecture's ideal",
     "ids": "claim ids to show, comma-separated (L1,L2); empty: all",
-    "ep_overlap": "share of compute hiding the EP all-to-alls (0..1)",
+    "ep_overlap": "share of compute hiding the EP all-to-alls (0..1; 1 = Megatron's --overlap-moe-expert-parallel-comm; "
+                  "dualpipe hides them all)",
+    "attention_kernel": "core-attention kernel: fused (cuDNN / FA3 class: Megatron, NeMo, DeepSeek) or fa2 (PyTorch "
+                        "SDPA's FlashAttention-2, torchtitan)",
+    "fp8_scaling": "FP8 operand casts with compute_dtype fp8: fused (Transformer Engine, per-tensor or block-scaled as "
+                   "DeepSeek-V3) or tensorwise (torchao's dynamic per-tensor casts as HBM passes of their own)",
     "tp_overlap": "share of compute hiding the TP collectives (0..1; 1 = Megatron's --tp-comm-overlap)",
     "fsdp": "yes: fully sharded data parallel (ZeRO-3)",
     "no_sp": "yes: no sequence parallelism over tp",

@@ -27,7 +27,10 @@ from tokenomy.answers.inputs import MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, readable 
 from tokenomy.answers.launch import EMIT
 from tokenomy.answers.objectives import PLAN_OBJECTIVES
 from tokenomy.catalog import loader
+from tokenomy.core.attention_kernel import ATTENTION_KERNELS
+from tokenomy.core.fp8_casts import FP8_SCALINGS
 from tokenomy.core.memory import SCHEDULES, STRATEGIES
+from tokenomy.core.moe_host import DISPATCHERS
 from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS
 from tokenomy.econ.speculative import DRAFT_KINDS
 from tokenomy.specs import Hardware
@@ -60,6 +63,7 @@ ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the defau
           **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}
 CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": SCHEDULES,
            "recompute": STRATEGIES, "moe_kernels": MOE_KERNELS, "attention": ATTENTION_CONVENTIONS,
+           "attention_kernel": ATTENTION_KERNELS, "fp8_scaling": FP8_SCALINGS, "moe_dispatcher": tuple(DISPATCHERS),
            "draft": DRAFT_KINDS, "engine": ENGINES,
            "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
            "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)

@@ -1,0 +1,70 @@
+"""The training options a recipe names, through the three doors: ``tokenomy train --<flag>``, ``/api/train?<field>=``
+and ``tk.train(<field>=...)`` accept the same strings with the same step and refuse the same ones naming the field
+(CLI: exit 2, one line; web: 422 on the API and the page; Python: a ValueError starting '<field>: ')."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import tokenomy as tk
+from tokenomy.cli import app, commands  # noqa: F401  (registers every command)
+
+BASE = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "chips": "8", "seq_len": "4096", "global_batch": "64",
+        "compute_dtype": "fp8", "flash_attention": "true"}
+CASES = [  # field, value, accepted
+    ("attention_kernel", "fa2", True), ("attention_kernel", "fa3", False), ("attention_kernel", "FA2", False),
+    ("fp8_scaling", "tensorwise", True), ("fp8_scaling", "blockwise", False), ("fp8_scaling", "per-tensor", False),
+    ("schedule", "dualpipe", False),  # pp 1: DualPipe needs an even pp (the layout's refusal, naming schedule)
+    ("schedule", "zero-bubble", False), ("recompute", "modules", True), ("recompute", "some", False),
+    ("ep_overlap", "1", True), ("ep_overlap", "1.5", False), ("virtual_stages", "0", False),
+    ("moe_dispatcher", "deepep", True), ("moe_dispatcher", "nccl", False),
+]
+
+
+def cli(field: str, value: str):
+    flags = [f"--{k.replace('_', '-')}" if k != "flash_attention" else "--flash-attention" for k in BASE]
+    args = ["train"]
+    for flag, (k, v) in zip(flags, BASE.items()):
+        args += [flag] if k == "flash_attention" else [flag, v]
+    r = CliRunner().invoke(app, [*args, f"--{field.replace('_', '-')}", value, "--json"])
+    if r.exit_code == 0:
+        return True, json.loads(r.stdout)[0]["step_s"]
+    out = r.output.strip()
+    assert r.exit_code == 2 and len(out.splitlines()) == 1 and f"--{field.replace('_', '-')}" in out, (field, out)
+    return False, out
+
+
+def web(client, field: str, value: str):
+    r = client.get("/api/train", params={**BASE, field: value})
+    if r.status_code == 200:
+        return True, r.json()[0]["step_s"]
+    d = r.json()["detail"][0]
+    assert r.status_code == 422 and d["loc"][-1] == field, (field, r.status_code, d)
+    return False, d["msg"]
+
+
+def python(field: str, value: str):
+    kw = {k: v for k, v in BASE.items() if k != "flash_attention"}
+    try:
+        res = tk.train(**kw, flash_attention=True, **{field: value})
+    except ValueError as e:
+        assert str(e).startswith(f"{field}: ") and "\n" not in str(e), (field, str(e))
+        return False, str(e)
+    return True, res.rows()[0]["step_s"]
+
+
+@pytest.mark.parametrize("field,value,accepted", CASES)
+def test_training_options_behave_alike_at_three_doors(client, field, value, accepted):
+    doors = {"cli": cli(field, value), "web": web(client, field, value), "python": python(field, value)}
+    assert {ok for ok, _ in doors.values()} == {accepted}, (field, value, doors)
+    if accepted:
+        steps = {name: step for name, (_, step) in doors.items()}
+        assert steps["cli"] == pytest.approx(steps["web"]) == pytest.approx(steps["python"]), steps
+
+
+def test_the_train_page_refuses_a_bad_kernel_naming_it(client):
+    r = client.get("/train", params={**BASE, "attention_kernel": "fa3"})
+    assert r.status_code == 422 and 'data-field="attention_kernel"' in r.text
