@@ -166,6 +166,20 @@ def engine_overlap(name: str) -> tuple[str, str | None, bool, tuple[float, float
 
 
 @lru_cache(maxsize=None)
+def engine_eager_prefill(name: str) -> float:
+    """Host seconds per kernel of a pass carrying prompt tokens that the serving engine launches eagerly
+    ([prefill_launch] eager_s_per_kernel; 0 where the profile states none), from the cache while the file is
+    unchanged."""
+    stem = _pick("engines", name).stem
+
+    def build():
+        f, raw = _file("engines", stem)
+        e = 0.0 if f.prefill_launch is None else f.prefill_launch.eager_s_per_kernel
+        return e, {ROOT / "engines" / f"{stem}.toml": raw}
+    return cache.cached(("engine-eager-prefill", stem, str(ROOT)), build)
+
+
+@lru_cache(maxsize=None)
 def chip_family(name: str) -> str:
     """A chip's architecture family (chips/<name>.toml ``family``: hopper, blackwell, cdna3, ...; the chip's own
     name where the file gives none), from the cache while the file is unchanged."""

@@ -46,6 +46,13 @@
                                               does not shrink with the batch or with TP)
     imperfect overlap                       = φ·min(compute, memory) added to max(compute, memory): kernels hide
                                               only part of the smaller term under the larger (φ = 0: the roofline)
+    eager prompt launch                     = e·K on the host of a pass that carries prompt tokens, where the engine
+                                              runs prompts outside CUDA graphs (catalog/engines [prefill_launch]
+                                              eager_s_per_kernel; 0 where it captures them or states no
+                                              figure): every op launched from Python, one kernel after the other,
+                                              so a short prompt's pass waits on its launches (SGLang PR 12160: a
+                                              1-token DeepSeek-V3 prefill 82.6 ms eager, 23.1 ms under a CUDA
+                                              graph). Added to the host time, hidden under the GPU's as h says
     per-request overhead                    = o_req on time to first token (HTTP, tokenizer, queue entry)
 The roofline is the set of ideal values (``ROOFLINE``); a calibrated set holds a chip's fitted terms (built from
 catalog/efficiency/<chip>.toml by the answer layer: the core reads no file). Every field may be a float or a numpy
@@ -95,6 +102,8 @@ class Efficiency:
     ep_sm_low_latency: object = 0.0  # s_ll: share of the low-latency (decode) kernels' time that holds the SMs (send,
     #                                  receive, busy-wait), which nothing overlaps (engine profile [overlap])
     request_overhead_s: object = 0.0  # per request, on time to first token
+    eager_prefill_s_per_kernel: object = 0.0  # e: host seconds per kernel of a pass carrying prompt tokens that the
+    #                                           engine launches eagerly (engine profile [prefill_launch]; not a chip's term)
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
     fitted_on_cases: int = 0
@@ -153,7 +162,7 @@ _RANGES = {**dict.fromkeys(("flops_fraction", "narrow_flops_ratio", "hbm_fractio
                             "hbm_usable_fraction", "link_fraction", "nccl_link_fraction"), _SHARE),
            **dict.fromkeys(("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency"), _PART),
            **dict.fromkeys(("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens",
-                            "request_overhead_s", "allreduce_latency_s"), _AMOUNT)}
+                            "request_overhead_s", "allreduce_latency_s", "eager_prefill_s_per_kernel"), _AMOUNT)}
 _MAY_BE_NONE = {"kv_hbm_fraction", "nccl_link_fraction", "allreduce_latency_s"}
 _FIELDS = {f.name for f in fields(Efficiency)}
 

@@ -7,7 +7,8 @@ core/engine.py): per stage and micro-batch
     TP, EP    = n_AR·all-reduce + q all-to-alls; dispatch + combine all-to-alls              (``_comms_s``)
     EP left   = EP − ε·hidden under the kernels, by DeepEP mode                              (``exposed_ep_s``)
     GPU       = max(compute, memory) + φ·min(compute, memory) + TP + EP left + (1 + ε)·f·K·κ
-    host      = o_step + o_seq·b_a;  exposed = host − h·min(host, GPU)                       (``exposed_host_s``)
+    host      = o_step + o_seq·b_a (+ e·K where an eager engine's pass carries prompt tokens: ``eager_prompt_s``);
+                exposed = host − h·min(host, GPU)                                              (``exposed_host_s``)
     stage     = GPU + exposed host
     period    = decode: max(M·stage, pp·stage + pp·hop); longer: (M + pp − 1)·stage + (pp − 1)·hop
 and the fit: weights + KV + activations over the usable HBM gets NaN times and FITS_REASON (core/reasons.py)."""
@@ -256,6 +257,18 @@ def exposed_host_s(host_s, gpu_s, host_overlap):
     return host_s - host_overlap * np.minimum(host_s, gpu_s)
 
 
+def eager_prompt_s(w: Work, eff: Efficiency):
+    """e·K: the host's launches of a pass that carries prompt tokens where the engine runs prompts eagerly (no CUDA
+    graph: every kernel launched from Python), 0 on a decode step without them, which replays its graph. A prefill
+    pass carries its prompt; a decode step carries the prompt tokens its busiest attention replica adds to its
+    sequences' one each (dense rows beyond host_seqs·len_pass)."""
+    e = _f(eff.eager_prefill_s_per_kernel)
+    if not np.any(e):
+        return 0.0
+    prompt = np.where(w.decode, w.dense_rows - w.host_seqs * w.len_pass > 0.5, True)
+    return np.where(prompt, e * w.stage_kernels, 0.0)
+
+
 def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
     """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit (module
     docstring). Every time gets ``nan`` (0, or NaN where the point is invalid or does not fit) added once."""
@@ -274,7 +287,7 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     compute_s, memory_s = compute_s + nan, memory_s + nan
     comms_s = tp_comm + ep_comm + nan  # = (tp + nan) + (ep + nan): the parts are read lazily
     floor = _f(eff.kernel_overhead_s) * _tbo(eff) * w.stage_kernels
-    host = _f(eff.overhead_s) + _f(eff.sequence_overhead_s) * w.host_seqs
+    host = _f(eff.overhead_s) + _f(eff.sequence_overhead_s) * w.host_seqs + eager_prompt_s(w, eff)
     top = np.maximum(compute_s, memory_s)
     overlap = eff.overlap_loss * np.minimum(compute_s, memory_s)  # the part of the smaller term kernels do not hide
     gpu_s = top + overlap + comms_s + floor

@@ -6,7 +6,9 @@ arrivals, serving.steady.solve, on the same step function t(decodes, prefill tok
     wave 1     C prompts at t = 0: tog's mean TTFT (request j first-tokens after ceil(j·I/N) prefill-only
                steps, whole prompts ceil(j/floor(N/I)): serving.first_wave) plus, for C > B, the wait of the C − B
                beyond the batch: (C − B)²/(2·B·C) lifetimes
-    later      fixed lengths: the requests a step prefilled finish together and come back together, so the waves stay
+    later      (each later request first waits P = (R − 1)/2 decode steps for a scheduler that receives every R-th
+               step: steady.Points.poll_steps; the first wave lands on an idle engine, which receives at once)
+               fixed lengths: the requests a step prefilled finish together and come back together, so the waves stay
                phase-locked in groups of g = the prompts a step takes beside the other groups' decodes (_groups):
                k = floor(B/g) full groups and a remainder r, S = k + [r > 0] groups: S = 1 (the whole wave in one
                step): every wave's TTFT = t(0, B·I) and TPOT = t(B, 0); else TTFT = [k·g·t(B − g, g·I) +
@@ -52,6 +54,7 @@ class Waves:
     fixed: np.ndarray
     request_overhead_s: object = 0.0
     ttft_median: object = False  # where the tool reports the median TTFT, not the mean
+    poll_steps: object = 0.0  # decode steps a later request waits for the scheduler's next receive (steady.Points)
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,12 @@ def wave_figures(step, w: Waves, stag: Solved, tog: Solved) -> WaveFigures:
     plain = step.many(B, [np.zeros_like(B)])[0][0]
     one_step = S <= 1.0
     group_ttft = (full * g * heavy + r * rest) / B  # each request's group, weighted by its size
-    locked_ttft = np.where(one_step, tog.chunk_step_s, group_ttft) + o_req
+    fixed = np.asarray(w.fixed, bool)
+    # the scheduler's next receive (steady.solve: stag's TTFT holds it at its own plain step)
+    poll = w.poll_steps * np.clip(B - 1.0, 0.0, 1.0) * np.where(fixed, plain, stag.plain_step_s)
+    locked_ttft = np.where(one_step, tog.chunk_step_s, group_ttft) + poll + o_req
     others = (full - 1.0) * heavy + np.where(r > 0, rest, 0.0)  # the other groups' prefill steps in its decode
     locked_tpot = np.where(one_step, plain, (others + (O - S) * plain) / np.maximum(O - 1.0, 1.0))
-    fixed = np.asarray(w.fixed, bool)
     later_ttft = np.where(fixed, locked_ttft, stag.ttft0_s) + stag.queue_s
     tpot = np.where(fixed, locked_tpot, stag.tpot_s)
     life = stag.lifetime_s
@@ -84,7 +89,9 @@ def wave_figures(step, w: Waves, stag: Solved, tog: Solved) -> WaveFigures:
     ttft = (C * first + (n - C) * later_ttft) / n
     ttft = np.where(w.ttft_median, _median_ttft(C, n, later_ttft, tog.chunk_step_s, w, o_req), ttft)
     X = np.where(fixed, B / (locked_ttft + (O - 1.0) * locked_tpot), stag.requests_per_s)
-    ramp = np.maximum(tog.ttft0_s - (later_ttft - stag.queue_s), 0.0)  # the first wave's prefill-only start
+    # the first wave's prefill-only start, against the later waves' TTFT without the wait for a receive (a rate's
+    # lifetime holds that wait already)
+    ramp = np.maximum(tog.ttft0_s - (later_ttft - stag.queue_s - poll), 0.0)
     duration = n / X + ramp
     return WaveFigures(ttft, tpot, n / duration)
 
@@ -124,5 +131,5 @@ def estimate(dep, prof, p, isl: int, osl: int, concurrency, prompts=None, *, as_
     pts = pb.points
     w = Waves(C, n, pts.prefill, pts.osl, pts.budget, np.full(C.shape, pts.whole_prompts),
               np.full(C.shape, li.kind == "fixed" and lo.kind == "fixed"), pts.request_overhead_s,
-              np.full(C.shape, p.ttft_statistic == "median"))
+              np.full(C.shape, p.ttft_statistic == "median"), pts.poll_steps)
     return wave_figures(pb.step, w, stag, tog)

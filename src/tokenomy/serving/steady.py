@@ -22,7 +22,10 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               steps and those behind fill its last step (prefill_queue.closed_loop_prompt; an engine that does
               not chunk packs floor(room/I) whole prompts a step). Checked against the iteration-level simulator
               (tests/serving/test_serve_steady_and_sim.py: 1k-16k-token prompts, chunked and whole-prompt)
-              wait: for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
+              wait: a scheduler that receives new requests every R-th decode step (SGLang
+              --scheduler-recv-interval R) adds (R − 1)/2 plain decode steps (scheduler.poll_steps) where
+              others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA); plus
+              for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (_step_times); 0 for a closed loop (a client's next
               request lands at a step boundary); "together": all U prompts in the first steps, request j
@@ -48,8 +51,8 @@ from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving import first_wave
 from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
 from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
-from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, pooled_limits,
-                                        prompt_slot, rank_chunk)
+from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, poll_steps,
+                                        pooled_limits, prompt_slot, rank_chunk)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -107,6 +110,7 @@ class Points:
     budget: object
     whole_prompts: object = False
     request_overhead_s: object = 0.0
+    poll_steps: object = 0.0  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
 
 
 class MeanStep(NamedTuple):
@@ -304,7 +308,9 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         p50, p99 = steps(0.5) * t_chunk, steps(0.99) * t_chunk
         chunks = first_wave.steps_to(B, I, budget, whole)
     else:
-        wait = 0.0 if closed else st.residual_s
+        # + the scheduler's next receive, where others decode when it lands (an idle engine receives at once)
+        others = np.clip(B - 1.0, 0.0, 1.0) if closed else np.clip(B, 0.0, 1.0)
+        wait = (0.0 if closed else st.residual_s) + pts.poll_steps * others * t_plain
         ttft0 = wait + pf
         p50 = p99 = ttft0
     in_engine = ttft0 + (osl - 1.0) * tpot  # Little's law counts the time inside the engine
@@ -426,7 +432,7 @@ def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cach
     cap = np.minimum(b_kv, max_batch)
     pts = Points(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
                  whole_prompts=not prof.chunked_prefill,
-                 request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)))
+                 request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)), poll_steps=poll_steps(prof))
     return EngineProblem(step, pts, b_kv, kv_tok)
 
 

@@ -16,7 +16,8 @@ from tokenomy.validation.prepare import Serving, add_prefill, take_work
 from tokenomy.validation.theta import Theta
 
 def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
-    """The cases' efficiency set as their engines run it: the chip's terms with each case's host and EP overlap."""
+    """The cases' efficiency set as their engines run it: the chip's terms with each case's host and EP overlap and
+    its prompt passes' eager launch time."""
     if th.allreduce_latency_s is None:  # the roofline: scalars, the link's own latency, no host time to hide
         return ROOFLINE
 
@@ -24,7 +25,8 @@ def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
         v = v[idx]
         return v[:, None] if col else v
     return th.efficiency(idx, col).with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap),
-                                         ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency))
+                                         ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency),
+                                         eager_prefill_s_per_kernel=g(s.eager_prefill))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 from tokenomy.serving.protocol import Protocol, protocol_of
-from tokenomy.serving.scheduler import EngineProfile, sequences_held, profile_of, step_budget
+from tokenomy.serving.scheduler import EngineProfile, poll_steps, profile_of, sequences_held, step_budget
 from tokenomy.serving.workload import prefill_context
 from tokenomy.specs import Topology
 from tokenomy.units import CHECKPOINT
@@ -150,6 +150,8 @@ class Serving:
     ep_overlap: np.ndarray  # two-batch overlap at the case's engine version and settings)
     ep_sm_normal: np.ndarray  # the SMs its dispatch/combine kernels hold under that overlap (EngineProfile.ep_sm)
     ep_sm_low_latency: np.ndarray
+    eager_prefill: np.ndarray  # e: host s per kernel of its prompt passes, where its engine runs them eagerly
+    poll: np.ndarray  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
     prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
     locked: np.ndarray  # 1 where it draws fixed lengths (phase-locked waves)
@@ -200,12 +202,13 @@ def _ctx_decode(c: ServingCase) -> float:
 
 def case_profile(c: ServingCase) -> EngineProfile:
     """The case's serving-engine profile (catalog/engines) at the case's engine version (its overlap scheduler) and
-    settings (two-batch overlap), its cache share the one the source states (kv_free_fraction of the memory free
-    after weights and activations, TensorRT-LLM's rule) and its batch cap."""
+    settings (two-batch overlap, the scheduler's receive interval), its cache share the one the source states
+    (kv_free_fraction of the memory free after weights and activations, TensorRT-LLM's rule) and its batch cap."""
     prof = profile_of(loader.engine_file(c.engine), c.tp, max_batch=c.max_batch or DEFAULT_MAX_BATCH,
                       version=c.engine_version or None)
     return dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free",
-                               ep_overlap=max(prof.ep_overlap, float(c.two_batch_overlap)))
+                               ep_overlap=max(prof.ep_overlap, float(c.two_batch_overlap)),
+                               recv_interval=c.scheduler_recv_interval or prof.recv_interval)
 
 
 @lru_cache(maxsize=None)
@@ -261,8 +264,9 @@ def _chord_per_token(d: Deployment, g, ctx, w0: engine.Work, isl: int, budget: f
 def prepare_serving(cases: list[Case]) -> Serving:
     rows = [c for c in cases if c.kind == "serving"]
     keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "host_overlap", "ep_overlap",
-            "ep_sm_normal", "ep_sm_low_latency", "burst", "prompts", "locked", "median", "bmax", "step_batch", "step_prefill",
-            "flops_per_s", "narrow", "attn_flops_per_s", "attn_narrow", "hbm_bytes_per_s", "hbm_bytes", "measured")
+            "ep_sm_normal", "ep_sm_low_latency", "eager_prefill", "poll", "burst", "prompts", "locked", "median", "bmax",
+            "step_batch", "step_prefill", "flops_per_s", "narrow", "attn_flops_per_s", "attn_narrow", "hbm_bytes_per_s",
+            "hbm_bytes", "measured")
     out = {k: np.full(len(rows), np.nan) for k in keys}
     steps, prefills, grids, per_tok, gb = [], [], [], [], []
     for i, case in enumerate(rows):
@@ -289,6 +293,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
                     budget=budget,
                     whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
                     ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
+                    eager_prefill=prof.eager_prefill_s_per_kernel, poll=poll_steps(prof),
                     flops_per_s=pk.flops_per_s, narrow=float(pk.narrow), attn_flops_per_s=pk.attn_flops_per_s,
                     attn_narrow=float(pk.attn_narrow), hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes,
                     measured=c.value)

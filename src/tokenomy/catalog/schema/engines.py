@@ -18,6 +18,8 @@ class EngineScheduler(Sourced):
     # admission reserves a request's whole ISL + OSL of KV blocks (TensorRT-LLM's GUARANTEED_NO_EVICT capacity
     # policy: never preempts), else its prompt's, new blocks taken as decodes grow (vLLM, SGLang: preempt when none)
     reserve_output: bool = False
+    # new requests received every R-th decode step (SGLang --scheduler-recv-interval; 1: every step)
+    recv_interval: PositiveInt = 1
 
 
 class EngineKv(Sourced):
@@ -73,6 +75,15 @@ class EngineFrontend(Sourced):
     tokenizer_workers: PositiveInt = 1
 
 
+class EnginePrefillLaunch(Sourced):
+    """How the engine launches a pass that carries prompt tokens: outside CUDA graphs (eagerly, every kernel from
+    Python) at ``eager_s_per_kernel`` host seconds per kernel the layers launch (arch/kernels.py's count; the pass
+    engine adds it to the host time of such a pass, core/times.eager_prompt_s). Absent: no figure is stated, and
+    none is charged."""
+
+    eager_s_per_kernel: float = Field(ge=0.0)
+
+
 class EngineFile(BaseModel):
     """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
 
@@ -87,6 +98,7 @@ class EngineFile(BaseModel):
     host: EngineHost
     overlap: EngineOverlap
     frontend: EngineFrontend | None = None  # None: the prompt's host time is not modelled
+    prefill_launch: EnginePrefillLaunch | None = None  # None: prompt passes charged no eager launch time
 
 class EngineFlag(BaseModel):
     """One tokenomy setting as an engine takes it: a command-line flag (``name``), a key of its YAML config file
