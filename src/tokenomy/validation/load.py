@@ -90,8 +90,14 @@ def cases(sources: tuple[str, ...] | None = None) -> list[Case]:
             if c.id in seen:
                 raise loader.CatalogError(f"validation case id {c.id!r} appears twice")
             seen.add(c.id)
-            out.append(Case(c, f.source, c.split or split_of(c.id)))
+            out.append(Case(c, f.source, c.split or _held_out(c) or split_of(c.id)))
     return out
+
+
+def _held_out(c) -> str | None:
+    """"test" for a disaggregated case: predicted by serving.disagg outside the vectorised fit
+    (validation/disagg_cases.py), it is never fitted on."""
+    return "test" if getattr(c, "mode", "agg") == "disagg" else None
 
 
 def skipped() -> list[tuple[Source, Skipped]]:

@@ -43,11 +43,11 @@ METRIC_CODE = {m: i for i, m in enumerate(("tpot_s", "ttft_s", "latency_s", "thr
 WORK_FIELDS = tuple(f.name for f in dataclasses.fields(engine.Work))
 
 
-def stack_work(items: list[engine.Work]) -> engine.Work:
-    """Works of the same grid shape stacked along a new leading axis (one row per case); none: empty arrays (a
-    training-only source has no serving case)."""
+def stack_work(items: list[engine.Work], grid: int = 0) -> engine.Work:
+    """Works of the same grid shape stacked along a new leading axis (one row per case); none: empty arrays of
+    shape (0,) or, for a grid of ``grid`` points, (0, grid) (a catalog selection with no aggregated case)."""
     if not items:
-        return engine.Work(**{f: np.zeros((0, 1)) for f in WORK_FIELDS})
+        return engine.Work(**{f: np.zeros((0, grid) if grid else (0,)) for f in WORK_FIELDS})
     shape = np.broadcast_shapes(*(np.shape(getattr(w, f)) for w in items for f in WORK_FIELDS))
     return engine.Work(**{f: np.stack([np.broadcast_to(np.asarray(getattr(w, f)), shape) for w in items])
                           for f in WORK_FIELDS})
@@ -262,7 +262,7 @@ def _chord_per_token(d: Deployment, g, ctx, w0: engine.Work, isl: int, budget: f
 
 
 def prepare_serving(cases: list[Case]) -> Serving:
-    rows = [c for c in cases if c.kind == "serving"]
+    rows = [c for c in cases if c.kind == "serving" and c.case.mode == "agg"]  # disagg: validation/disagg_cases.py
     keys = ("n", "isl", "osl", "batch", "concurrency", "rate", "cap", "budget", "whole", "host_overlap", "ep_overlap",
             "ep_sm_normal", "ep_sm_low_latency", "eager_prefill", "poll", "burst", "prompts", "locked", "median", "bmax",
             "step_batch", "step_prefill", "flops_per_s", "narrow", "attn_flops_per_s", "attn_narrow", "hbm_bytes_per_s",
@@ -302,6 +302,7 @@ def prepare_serving(cases: list[Case]) -> Serving:
     return Serving(cases=rows, chip=np.array([c.case.hardware for c in rows]),
                    scenario=np.array([SCENARIO_CODE[c.case.scenario] for c in rows], dtype=int),
                    metric=np.array([METRIC_CODE[c.case.metric] for c in rows], dtype=int),
-                   step=stack_work(steps), prefill=stack_work(prefills), grid_batch=np.array(gb),
-                   grid_rows=np.arange(len(rows)), grid_table=GridTable.of(stack_work(grids), stack_work(per_tok)),
+                   step=stack_work(steps), prefill=stack_work(prefills), grid_batch=np.array(gb) if gb else np.zeros((0, GRID.size)),
+                   grid_rows=np.arange(len(rows)),
+                   grid_table=GridTable.of(stack_work(grids, GRID.size), stack_work(per_tok, GRID.size)),
                    **out)

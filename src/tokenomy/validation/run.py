@@ -9,6 +9,7 @@ import numpy as np
 from tokenomy.catalog import loader
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load
+from tokenomy.validation.disagg_cases import is_disagg, predict_disagg
 from tokenomy.validation.metrics import optimism, signed_error
 from tokenomy.validation.predict import bound_names, predict_serving
 from tokenomy.validation.theta import gather, roofline_theta
@@ -54,6 +55,7 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
         out.append(_row(case, where, (s.measured[i], roof.value[i], cal.value[i]), bool(tput), state)
                    | {"engine": c.engine if case.source.id != "pope2022-esti" else "paper (TPU v4)",
                       "shape": workload_shape(c.isl, c.osl)} | reg)
+    out += _disagg_rows([c for c in p.cases if is_disagg(c)], terms)
     if t.cases:
         t_roof = t.roofline_s
         t_cal = predict_training(t, {f: [getattr(terms[c], f) for c in t.chip] for f in TRAIN_FIELDS})
@@ -63,6 +65,25 @@ def rows(p: Prepared, terms: dict[str, EfficiencyTerms] | None = None) -> list[d
             state = {"bound": "compute", "capacity_limited": False, "batch": float(c.global_batch)}
             out.append(_row(case, where, (t.measured[i], t_roof[i], t_cal[i]), False, state)
                        | {"engine": "megatron", "shape": "pretraining"} | training_regime(c))
+    return out
+
+
+def _disagg_rows(cases: list[load.Case], terms: dict[str, EfficiencyTerms]) -> list[dict]:
+    """The rows of the disaggregated cases (validation/disagg_cases.py: serving.disagg on their two pools)."""
+    if not cases:
+        return []
+    # a chip the fit has no set for: the fit's pooled set, else the stored terms (the chip's, its die's or pooled)
+    terms = {h: terms[h] if h in terms else terms["pooled"] if "pooled" in terms else load.efficiency_for(h).terms
+             for h in {c.case.hardware for c in cases}}
+    roof, cal = predict_disagg(cases, None), predict_disagg(cases, terms)
+    out = []
+    for i, case in enumerate(cases):
+        c = case.case
+        where = {"chip": c.hardware, "model": c.model, "metric": c.metric, "scenario": c.scenario}
+        state = {"bound": cal.bound[i], "capacity_limited": bool(cal.capacity_limited[i]), "batch": float(cal.batch[i])}
+        reg = regime_fields(c)
+        out.append(_row(case, where, (c.value, roof.value[i], cal.value[i]), c.metric == "throughput_per_chip", state)
+                   | {"engine": c.engine, "shape": workload_shape(c.isl, c.osl)} | reg)
     return out
 
 

@@ -60,6 +60,24 @@ class Skipped(_Strict):
     why: str
 
 
+class Pool(_Strict):
+    """One pool of a disaggregated case: its chips (workers x chips per worker) and the layout of each worker, as
+    core.layout.Layout states it (attention-DP over the ep ranks where ``attn_dp``, else attention TP over them)."""
+
+    chips: int = Field(gt=0)
+    tp: int = Field(default=1, gt=0)
+    ep: int = Field(default=1, gt=0)
+    pp: int = Field(default=1, gt=0)
+    attn_dp: bool = False
+    max_batch: int | None = Field(default=None, gt=0)  # the pool's scheduler cap per worker when published
+
+    @model_validator(mode="after")
+    def _whole_workers(self) -> "Pool":
+        if self.chips % (self.tp * self.ep * self.pp):
+            raise ValueError(f"pool of {self.chips} chips: chips must be a multiple of tp*ep*pp")
+        return self
+
+
 class ServingCase(_Strict):
     """One published serving measurement. ``value`` is in the metric's SI unit (s, or output tokens/s per chip)."""
 
@@ -89,6 +107,11 @@ class ServingCase(_Strict):
     value: float = Field(gt=0)
     published: str  # the cell(s) as published
     split: Literal["train", "test"] | None = None  # explicit override of the declared split rule
+    # "disagg": a prefill pool hands each request's KV to a decode pool (``prefill``, ``decode``; chips = their
+    # sum), predicted by serving.disagg (validation/disagg_cases.py), never fitted
+    mode: Literal["agg", "disagg"] = "agg"
+    prefill: Pool | None = None
+    decode: Pool | None = None
 
     @field_validator("engine")
     @classmethod
@@ -105,8 +128,22 @@ class ServingCase(_Strict):
                 "request_rate": "request_rate"}.get(self.scenario)
         if need and getattr(self, need) is None:
             raise ValueError(f"case {self.id}: scenario {self.scenario} needs '{need}'")
+        if self.mode == "disagg":
+            return self._disagg()
+        if self.prefill is not None or self.decode is not None:
+            raise ValueError(f"case {self.id}: prefill/decode pools need mode = 'disagg'")
         if self.chips % self.tp:
             raise ValueError(f"case {self.id}: chips must be a multiple of tp")
+        return self
+
+    def _disagg(self) -> "ServingCase":
+        if self.prefill is None or self.decode is None:
+            raise ValueError(f"case {self.id}: mode 'disagg' needs both 'prefill' and 'decode' pools")
+        if self.chips != self.prefill.chips + self.decode.chips:
+            raise ValueError(f"case {self.id}: chips must be prefill.chips + decode.chips "
+                             f"({self.prefill.chips} + {self.decode.chips})")
+        if self.scenario not in ("concurrency", "request_rate"):
+            raise ValueError(f"case {self.id}: a disaggregated case is a concurrency or request_rate run")
         return self
 
 
