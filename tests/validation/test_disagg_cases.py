@@ -1,5 +1,5 @@
-"""Disaggregated validation cases: the sources added for issue 26 load with their stated case counts and ids, and
-every disaggregated case is predicted through serving.disagg on its own two pools (not the aggregated path)."""
+"""The sources added for issue 26 load with their stated case counts and ids, and every disaggregated case is
+predicted through serving.disagg on its own two pools (not the aggregated path)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from tokenomy.validation.schema import ServingCase
 NEW_SOURCES = {
     "inferencex-dynamo-sglang-0.5.14-gb300-qwen35-disagg":
         (21, r"inferencex-dynsglang0514-qwen35-gb300-1p1d-tp4-8k1k-c\d+-(tpot|ttft|tput)"),
+    "inferencex-blog-dsv4pro-nvl72-dynamo-vllm-disagg":
+        (28, r"inferencex-dynvllm0200-dsv4pro-gb[23]00-[a-z0-9-]+-8k1k-c\d+-(tpot|tput)"),
 }
 
 
@@ -44,18 +46,24 @@ def test_disaggregated_cases_exist_and_are_held_out():
 
 
 def _by_hand(c: ServingCase):
-    """serving.disagg on the case's pools, each built here from the pool's fields (one TP worker per pool), under
-    the chip's calibrated terms with the host overlap of the case's engine at its version."""
+    """serving.disagg on the case's pools, each built here from the pool's fields (workers side by side as dp,
+    attention-DP over the EP ranks where stated), under the chip's calibrated terms with the host overlap of the
+    case's engine at its version, the scheduler caps and memory share the pool states."""
     from tokenomy.validation.disagg_cases import case_efficiency
 
     eff = case_efficiency(c, load.efficiency_for(c.hardware).terms)
     m, hw = loader.model(c.model), loader.hardware(c.hardware)
+    weights = None if c.weight_dtype == "checkpoint" else c.weight_dtype
     deps, profs = [], []
     for pool in (c.prefill, c.decode):
-        assert pool.ep == pool.pp == 1 and pool.chips == pool.tp  # the pools of the sources checked here
-        deps.append(Deployment(m, hw, Layout(tp=pool.tp, dp=1), c.weight_dtype, c.kv_dtype, eff))
-        prof = profile_of(loader.engine_file(c.engine), pool.tp, max_batch=4096, version=c.engine_version)
-        profs.append(dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free"))
+        layout = Layout(tp=pool.tp, ep=pool.ep, dp=pool.chips // (pool.tp * pool.ep),
+                        attn_dp=pool.attn_dp if pool.ep > 1 else None)
+        deps.append(Deployment(m, hw, layout, weights, c.kv_dtype, eff))
+        prof = profile_of(loader.engine_file(c.engine), pool.tp, max_num_tokens=pool.max_num_tokens,
+                          max_batch=pool.max_batch or 4096, version=c.engine_version)
+        share = ((pool.gpu_memory_utilization, "total") if pool.gpu_memory_utilization else
+                 (c.kv_free_fraction, "free"))
+        profs.append(dataclasses.replace(prof, hbm_fraction=share[0], fraction_of=share[1]))
     return disagg(deps[0], deps[1], profs[0], profs[1], DisaggLoad(c.isl, c.osl, concurrency=c.concurrency))
 
 
@@ -101,3 +109,15 @@ BASE = dict(id="x", model="qwen3.5-397b-a17b", hardware="gb300", chips=8, tp=4, 
 def test_disaggregated_case_schema_says_what_is_wrong(extra, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         ServingCase(**{**BASE, **extra})
+
+
+def test_an_aggregated_case_states_expert_parallelism():
+    """tp 1, ep 4 on 8 chips: two replicas whose experts are spread 4 ways, attention over the 4 ranks (vLLM TP4 +
+    --enable-expert-parallel); chips must be a multiple of tp*ep."""
+    from tokenomy.validation.prepare import case_layout
+
+    layout = case_layout(ServingCase(**{**BASE, "tp": 1, "ep": 4}))
+    assert (layout.tp, layout.ep, layout.dp, layout.attn_dp) == (1, 4, 2, False)
+    assert case_layout(ServingCase(**{**BASE, "tp": 1, "ep": 8, "attn_dp": True})).attn_dp is True
+    with pytest.raises(ValueError, match=re.escape("chips must be a multiple of tp*ep")):
+        ServingCase(**{**BASE, "tp": 2, "ep": 8})

@@ -17,6 +17,7 @@ its work (serving.disagg.PoolDoesNotFit) gives NaN, as an aggregated case that d
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,10 +65,15 @@ def case_efficiency(c: ServingCase, terms: EfficiencyTerms | None) -> Efficiency
 
 def _pool(c: ServingCase, p: Pool, eff: Efficiency):
     """(Deployment, EngineProfile) of one pool: the case's model, chip and dtypes on the pool's layout; the case's
-    engine profile at the pool's TP and batch cap."""
+    engine profile at the pool's TP, with the pool's scheduler caps and memory share where the source states them."""
     weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype
     dep = Deployment(loader.model(c.model), loader.hardware(c.hardware), pool_layout(p), weights, c.kv_dtype, eff)
-    return dep, case_profile(c.model_copy(update={"tp": p.tp, "max_batch": p.max_batch or c.max_batch}))
+    prof = case_profile(c.model_copy(update={"tp": p.tp, "max_batch": p.max_batch or c.max_batch}))
+    if p.max_num_tokens is not None:
+        prof = dataclasses.replace(prof, max_num_tokens=p.max_num_tokens)
+    if p.gpu_memory_utilization is not None:
+        prof = dataclasses.replace(prof, hbm_fraction=p.gpu_memory_utilization, fraction_of="total")
+    return dep, prof
 
 
 def predict_one(c: ServingCase, terms: EfficiencyTerms | None) -> tuple[float, str, float, bool]:

@@ -70,16 +70,21 @@ def add_prefill(w: engine.Work, per_token: engine.Work, tokens) -> engine.Work:
 
 
 @lru_cache(maxsize=None)
-def deployment(model: str, hardware: str, tp: int, chips: int, weight_dtype: str | None,
-               kv_dtype: str = "bf16", kv_batch: bool = False) -> Deployment:
-    """Layout(tp, dp = chips/tp): each of dp replicas splits the model tp ways."""
-    return Deployment(loader.model(model), loader.hardware(hardware),
-                      Layout(tp=tp, dp=chips // tp, kv_batch=kv_batch), weight_dtype, kv_dtype)
+def deployment(model: str, hardware: str, layout: Layout, weight_dtype: str | None,
+               kv_dtype: str = "bf16") -> Deployment:
+    return Deployment(loader.model(model), loader.hardware(hardware), layout, weight_dtype, kv_dtype)
+
+
+def case_layout(c: ServingCase) -> Layout:
+    """Layout(tp, ep, dp = chips/(tp·ep)): each of dp replicas splits the model over tp·ep chips, the routed experts
+    ep ways; attention data-parallel over the ep ranks where the case says so (else over all of them)."""
+    return Layout(tp=c.tp, ep=c.ep, dp=c.chips // (c.tp * c.ep), kv_batch=c.kv_batch,
+                  attn_dp=c.attn_dp if c.ep > 1 else None)
 
 
 def case_deployment(c: ServingCase) -> Deployment:
     weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype
-    return deployment(c.model, c.hardware, c.tp, c.chips, weights, c.kv_dtype, c.kv_batch)
+    return deployment(c.model, c.hardware, case_layout(c), weights, c.kv_dtype)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,11 @@ class Pool(_Strict):
     ep: int = Field(default=1, gt=0)
     pp: int = Field(default=1, gt=0)
     attn_dp: bool = False
-    max_batch: int | None = Field(default=None, gt=0)  # the pool's scheduler cap per worker when published
+    max_batch: int | None = Field(default=None, gt=0)  # sequences per scheduler (vLLM --max-num-seqs) when published
+    max_num_tokens: int | None = Field(default=None, gt=0)  # tokens per scheduler step (--max-num-batched-tokens)
+    # share of total HBM the engine takes for weights, activations and KV (vLLM --gpu-memory-utilization, SGLang
+    # --mem-fraction-static); None: the case's kv_free_fraction of the memory free after weights (TensorRT-LLM's rule)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
 
     @model_validator(mode="after")
     def _whole_workers(self) -> "Pool":
@@ -86,6 +90,11 @@ class ServingCase(_Strict):
     hardware: str
     chips: int = Field(gt=0)  # chips serving one model instance
     tp: int = Field(gt=0)
+    # experts spread over ep ranks of each tp group (vLLM --enable-expert-parallel, TensorRT-LLM moe_expert_parallel):
+    # core.layout.Layout(tp, ep, dp = chips/(tp·ep)); attention data-parallel over the ep ranks where attn_dp, else
+    # attention split over all tp·ep ranks (vLLM TP + EP, TensorRT-LLM attention TP + MoE EP)
+    ep: int = Field(default=1, gt=0)
+    attn_dp: bool = False
     weight_dtype: str  # "checkpoint": the checkpoint's own quantization (e.g. gpt-oss: mxfp4 experts, bf16 attention)
     kv_dtype: str
     scenario: Scenario
@@ -132,8 +141,8 @@ class ServingCase(_Strict):
             return self._disagg()
         if self.prefill is not None or self.decode is not None:
             raise ValueError(f"case {self.id}: prefill/decode pools need mode = 'disagg'")
-        if self.chips % self.tp:
-            raise ValueError(f"case {self.id}: chips must be a multiple of tp")
+        if self.chips % (self.tp * self.ep):
+            raise ValueError(f"case {self.id}: chips must be a multiple of tp*ep")
         return self
 
     def _disagg(self) -> "ServingCase":
