@@ -23,6 +23,18 @@ NEW_SOURCES = {
         (21, r"inferencex-dynsglang0514-qwen35-gb300-1p1d-tp4-8k1k-c\d+-(tpot|ttft|tput)"),
     "inferencex-blog-dsv4pro-nvl72-dynamo-vllm-disagg":
         (28, r"inferencex-dynvllm0200-dsv4pro-gb[23]00-[a-z0-9-]+-8k1k-c\d+-(tpot|tput)"),
+    "inferencex-blog-minimax-m25-vllm-h100-b200":
+        (54, r"inferencex-vllm-mm25-(h100|b200)-(fp8|nvfp4)-(tp|tep)\d-8k1k-c\d+-(tpot|tput)"),
+    "inferencex-sglang-0.5.12-b300-dsr1-fp4":
+        (24, r"inferencex-sglang0512-dsr1fp4-b300-tep[48]-1k1k-c\d+-(tpot|tput)"),
+    "inferencex-blog-kimik25-mi355x-vllm":
+        (14, r"inferencex-vllm0180-kimik25-mi355x-tp[48]-8k1k-c\d+-(tpot|tput)"),
+    "inferencex-blog-llama70b-best-gpu":
+        (20, r"inferencex-llama70b-(b200|h200|h100|mi300x|mi355x)-fp[48]-(trt|vllm)-tp[124]-(8k1k|1k1k)-c\d+-(tpot|tput)"),
+    "inferencex-blog-gptoss120b-best-gpu":
+        (16, r"inferencex-gptoss120b-(b200|h200|h100|mi300x)-(trt|vllm)-tp[12]-(8k1k|1k1k)-c\d+-(tpot|tput)"),
+    "inferencex-blog-qwen35-best-gpu-sglang":
+        (24, r"inferencex-sglang-qwen35-(b200|h200|mi355x|mi300x)-(fp8|bf16)-(tp8|tep4)-(8k1k|1k1k)-c\d+-(tpot|tput)"),
 }
 
 
