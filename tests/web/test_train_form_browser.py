@@ -8,7 +8,7 @@ import pytest
 from tokenomy.core.attention_kernel import ATTENTION_KERNELS
 from tokenomy.core.fp8_casts import FP8_SCALINGS
 
-from .browsing import change
+from .browsing import change, settle
 
 pytestmark = pytest.mark.browser
 
@@ -31,4 +31,17 @@ def test_train_form_sets_the_kernels_of_a_recipe(page, live_server):
     fa2 = seconds(page.evaluate(STEP))
     change(page, "select[name=fp8_scaling]", "tensorwise")
     assert "attention_kernel=fa2" in page.url and "fp8_scaling=tensorwise" in page.url
-    assert fused < fa2 < seconds(page.evaluate(STEP))
+    both = seconds(page.evaluate(STEP))
+    assert fused < fa2 < both
+    both_url = page.url
+    change(page, "select[name=attention_kernel]", "fused")  # a third change: the casts alone
+    casts = seconds(page.evaluate(STEP))
+    assert fused < casts < both
+
+    # Back restores the previous question: its inputs and its step on screen, not the last one's
+    page.go_back()
+    page.wait_for_function("(u) => location.href === u", arg=both_url)
+    settle(page)
+    assert page.input_value("select[name=attention_kernel]") == "fa2"
+    assert page.input_value("select[name=fp8_scaling]") == "tensorwise"
+    assert seconds(page.evaluate(STEP)) == both
