@@ -8,7 +8,7 @@ import pytest
 from tokenomy.core.attention_kernel import ATTENTION_KERNELS
 from tokenomy.core.fp8_casts import FP8_SCALINGS
 
-from .browsing import change, settle
+from .browsing import change, mark, settle
 
 pytestmark = pytest.mark.browser
 
@@ -39,6 +39,7 @@ def test_train_form_sets_the_kernels_of_a_recipe(page, live_server):
     assert fused < casts < both
 
     # Back restores the previous question: its inputs and its step on screen, not the last one's
+    mark(page)
     page.go_back()
     page.wait_for_function("(u) => location.href === u", arg=both_url)
     settle(page)
