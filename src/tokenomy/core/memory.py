@@ -34,7 +34,7 @@ from tokenomy.arch.params import count_params
 from tokenomy.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from tokenomy.core.training import TrainPlan
+    from tokenomy.core.train_plan import TrainPlan
 
 STRATEGIES = ("none", "selective", "modules", "full", "reversible")
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "dualpipe")
