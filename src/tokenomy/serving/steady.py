@@ -1,63 +1,26 @@
-"""The analytic steady state of aggregated continuous batching, vectorised over workload points.
-
-Per point (means of the length distributions; I = ceil(ISL·(1−F)) prefill tokens computed per request, N_tok
-the token budget, t(B_d, P) one step of B_d decodes at context ISL + OSL/2 plus P prefill tokens,
-scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C stays the context):
-    B       = min(U, B_kv, max_batch, B_N)                  running sequences (closed loop: U users); B_N the most the
-                                                           token budget sustains (scheduler.budget_batch); max_batch
-                                                           and N_tok pooled over the schedulers (pooled_limits)
-    chunks  = ceil(I / (N_tok − B_d')), life = chunks + OSL − 1   steps a request holds its slot; B_d' the
-                                                           decodes beside its prompt (at most B; B − 1 in a closed
-                                                           loop)
-    B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
-    TPOT    = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0)       f = min(1, B·chunks/life): the share of steps carrying a
-                                                           prefill chunk; f_d = f·(B − 1)/B in a closed loop (a
-                                                           request's own chunks precede its first token), f open
-    TTFT    = queue + wait + (c − 1)·t(B_d, room) + t(B_d, min(r + P·(B − 1)/B, slot)) + push + o_req
-              c = chunks, the first c − 1 full (room = N_tok − B_d, a closed loop's N_tok − B_d·(B − 1)/B: the
-              budget the decodes beside it leave), the last r = I − (c − 1)·room tokens sharing its step with the
-              other requests' mean prefill up to the step's slot (the room, or whole prompts: scheduler.prompt_slot;
-              the open loop times it at the room); o_req the request overhead around the
-              engine (Efficiency.request_overhead_s). push, closed loop: the prompts ahead push it back E[k] − c
-              steps and those behind fill its last step (prefill_queue.closed_loop_prompt; an engine that does
-              not chunk packs floor(room/I) whole prompts a step). Checked against the iteration-level simulator
-              (tests/serving/test_serve_steady_and_sim.py: 1k-16k-token prompts, chunked and whole-prompt)
-              wait: a scheduler that receives new requests every R-th decode step (SGLang
-              --scheduler-recv-interval R) adds (R − 1)/2 plain decode steps (scheduler.poll_steps) where
-              others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA); plus
-              for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
-              the last chunk shares its step with the prompts that landed in the same step, spills past the
-              room and queues behind full-room chunks (_step_times); 0 for a closed loop (a client's next
-              request lands at a step boundary); "together": all U prompts in the first steps, request j
-              done after ceil(j·I/N_tok) prefill-only steps (whole prompts: ceil(j/k), k = floor(N_tok/I)
-              a step), TTFT the mean of that (serving.first_wave)
-    queue   = (U − B)·lifetime/B when U > B (closed loop, Little's law); open loop: B = R·lifetime, its smallest root
-              by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap
-    X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
-    $       chips·$/chip-s split by time: the prefill share of the mean step (E[t] − t(B_d, 0))/E[t] to the input
-            tokens
-capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens B_d + P exceed the budget.
+"""The steady state of a workload on a Deployment, vectorised over workload points: the equations of
+serving/steady_solve.py (``solve``) with the pass engine as the step function (scheduler.StepTimer), the KV
+capacity and the engine profile's limits as the running batch's cap (``engine_problem``), and what follows from the
+solution: rates, $ per token split by the prefill share of the mean step, KV occupancy, the chips' busy shares,
+NaN where a point does not fit (``_steady_of``). Several dp replicas: one replica's steady state at each share of
+the load, combined (``_combine``). Many closed-loop points: solved in pieces that stay in cache (PIECE_POINTS).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import NamedTuple
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
-from tokenomy.serving import first_wave
-from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
 from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
-from tokenomy.serving.scheduler import (EngineProfile, StepTimer, budget_batch, kv_capacity, poll_steps,
-                                        pooled_limits, prompt_slot, rank_chunk)
+from tokenomy.serving.engine_profile import EngineProfile, poll_steps, pooled_limits
+from tokenomy.serving.kv_capacity import kv_capacity
+from tokenomy.serving.scheduler import StepTimer, rank_chunk
+from tokenomy.serving.steady_solve import Points, Solved, solve  # also steady.solve etc. (re-exported)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
-OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
-OPEN_LOOP_RTOL = 1e-10  # the running batch's convergence: a point's answer is the same alone or in a sweep to
-# ~1e-9 (tests/serving/test_steady_reference.py); bracketed points that bisect take ~16 steps to it
 PIECE_POINTS = 1 << 15  # closed-loop points per pass: its arrays stay in cache (2^14 measured fastest of 5,000..2^20
 # on 100k points, +40% over one pass; re-measured this stop, interleaved: 2^15 7-10% over 2^14; benchmarks/serve.py)
 
@@ -94,242 +57,6 @@ class Steady:
     busy_link: np.ndarray
 
 
-@dataclass(frozen=True)
-class Points:
-    """Workload points as ``solve`` takes them, arrays over the points (or numbers, broadcasting): the mean ISL and
-    OSL, I = ``prefill`` the prompt tokens computed per request, the ``load`` (users U in a closed loop, requests/s R
-    in an open one), ``cap`` = min(B_kv, max_batch), N_tok = ``budget`` the tokens a step carries, ``whole_prompts``
-    where the engine does not chunk prefill (a step takes whole prompts only: scheduler.prompt_slot) and o_req =
-    ``request_overhead_s`` (tokenisation, HTTP and detokenisation around the engine) added to TTFT."""
-
-    isl: object
-    osl: object
-    prefill: object
-    load: object
-    cap: object
-    budget: object
-    whole_prompts: object = False
-    request_overhead_s: object = 0.0
-    poll_steps: object = 0.0  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
-
-
-class MeanStep(NamedTuple):
-    """A point's mean step (module docstring): the chunks of a prompt, the steps a request holds its slot, the
-    decodes B_d and prefill tokens P of the mean step."""
-
-    chunks: object
-    life: object
-    decodes: object
-    prefill: object
-
-
-def _mean_step(B, osl, I, budget, closed=False) -> MeanStep:
-    """(chunks, life, B_d, P) of the module docstring. A prompt's chunks take the room beside the decodes running
-    with it, at most B of them, B − 1 in a closed loop (the other clients: a lone client's 8192-token prompt is one
-    chunk under an 8192-token budget)."""
-    beside = np.maximum(B - 1.0, 0.0) if closed else B
-    chunks = np.ceil(I / np.maximum(budget - beside, 1.0))
-    life = chunks + osl - 1.0
-    B_d = B * (osl - 1.0) / life
-    P = np.minimum(B * I / life, np.maximum(budget - B_d, 0.0))
-    return MeanStep(chunks, life, B_d, P)
-
-
-@dataclass(frozen=True)
-class Solved:
-    """The scheduler's steady state from a step-time function alone (no Deployment): what ``solve`` returns."""
-
-    batch: np.ndarray
-    decodes: np.ndarray
-    prefill_per_step: np.ndarray
-    chunks: np.ndarray
-    tpot_s: np.ndarray
-    plain_step_s: np.ndarray  # the same decodes without prefill
-    chunk_step_s: np.ndarray
-    ttft0_s: np.ndarray  # time to first token without the queue (mean, p50, p99)
-    ttft_p50_s: np.ndarray
-    ttft_p99_s: np.ndarray
-    lifetime_s: np.ndarray
-    queue_s: np.ndarray
-    demand_limited: np.ndarray
-    over_budget: np.ndarray
-    requests_per_s: np.ndarray
-    prefill_share: np.ndarray
-    bound: np.ndarray
-    reason: np.ndarray
-
-
-@dataclass(frozen=True)
-class StepTimes:
-    """The steps of a point (arrays over points), all at its B_d decodes."""
-
-    tpot_s: np.ndarray  # the mean step of a request's decode
-    mean_s: np.ndarray  # the mean step over all steps (a request's own prefill chunks included)
-    plain_s: np.ndarray  # a step without prefill
-    bound: np.ndarray  # of a step with prefill
-    reason: np.ndarray
-    residual_s: np.ndarray  # the rest of the step an arrival lands in
-    prefill_s: np.ndarray  # from a request's first prefill chunk to its first token
-    last_chunk_s: np.ndarray  # the step of its last chunk
-    served_prefill_s: object = None  # prefill_s less the open loop's wait behind full-room chunks (inf past capacity)
-
-
-def _step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=None) -> StepTimes:
-    """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
-    f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none. Its own chunks
-    precede its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks:
-    (B − 1)·c chunks in every ``life`` steps, a share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether
-    it runs or not: f_d = f); TPOT = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0) (8 users of 16k/256: 7 of the 8 prompts'
-    chunks land in a request's decode). (A mean step t(B_d, P) would overstate it where t is concave in P, as a
-    one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
-    Residual: an arrival lands in a step chosen by its length (the inspection paradox), so the rest of that step
-    is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2.
-    Prefill (``prefill``; else zeros): c − 1 full chunks of the room the decodes beside it leave (N_tok − B_d; a
-    closed loop's N_tok − B_d·(B − 1)/B, the other clients'), then the last r = I − (c − 1)·room tokens beside the
-    prompts that share its step. Closed loop (clients arrive at step boundaries; a lone client shares with no one): the others'
-    mean prefill P·(B − 1)/B up to the step's slot (the room, or for an engine that does not chunk floor(room/I)
-    whole prompts, scheduler.prompt_slot: one 4096-token prompt ahead under an 8192-token budget holds the next a
-    step even where the tokens would fit), then pushed back by the prompts ahead of it and filled by those behind
-    (prefill_queue.closed_loop_prompt), each extra step t(B_d, 0) and each extra token the chord
-    (t(B_d, room) − t(B_d, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
-    (t(B_d, L) − t(B_d, 0))/L at its load L = min(P/f, N_tok − B_d) (the step is near linear in its prefill tokens
-    past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
-    in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
-    after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
-    room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s).
-    ``many``: the step function's (solve), ``mean``: the point's mean step at B running (_mean_step)."""
-    chunks, life, B_d, P = mean
-    I, budget, whole_prompts = pts.prefill, pts.budget, pts.whole_prompts
-    f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
-    # a closed loop's others are the B − 1 other clients; Poisson arrivals come at R whether it runs or not
-    others_share = np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else 1.0
-    f_d = f * others_share
-    # the room a prompt's chunks take: beside the decodes running with it (a closed loop's: the other clients')
-    room = np.maximum(budget - B_d * others_share, 1.0)
-    r = I - (chunks - 1.0) * room
-    closed_others = P * others_share
-    closed = prefill and rate is None
-    full = prefill and bool(np.any(chunks > 1))  # some prompts take full-room chunks before their last
-    loads = [np.minimum(P / f, np.maximum(budget - B_d, 0.0)), np.zeros_like(P)] + ([room] if full else [])
-    if closed:  # the closed loop's last-chunk step rides in the same engine call
-        slot = prompt_slot(room, I, whole_prompts)  # what a step's prefill can take: the room, or whole prompts
-        loads += [np.minimum(r + closed_others, slot)]
-    out = many(B_d, loads)
-    (heavy, bound, reason), plain = out[0], out[1][0]
-    tpot = f_d * heavy + (1.0 - f_d) * plain
-    mean = f * heavy + (1.0 - f) * plain
-    residual = (f * heavy ** 2 + (1.0 - f) * plain ** 2) / (2.0 * np.maximum(mean, 1e-30))
-    if not prefill:
-        zero = np.zeros_like(tpot)
-        return StepTimes(tpot, mean, plain, bound, reason, residual, zero, zero)
-    t_full = out[2][0] if full else 0.0
-    if closed:
-        t_last = out[-1][0]
-        pf = (chunks - 1.0) * t_full + t_last
-        extra, tokens = closed_loop_prompt(closed_others / np.maximum(I, 1.0), I, slot, chunks, B - 1.0)
-        counted = (chunks - 1.0) * room + np.minimum(r + closed_others, slot)  # the tokens pf already times
-        # the step's seconds a prefill token: the chord to a full room where the prompt takes one, else to the
-        # prefill step a request decodes beside (I/c tokens; per point, so a sweep's pieces agree)
-        per_token = np.where(chunks > 1, (t_full - plain) / room, (heavy - plain) / np.maximum(loads[0], 1.0))
-        pf = pf + extra * plain + per_token * (tokens - counted)
-    else:  # the co-arrivals depend on the steps just timed: one more engine call
-        others = np.minimum(rate * I * 2.0 * residual, room)
-        t_last = many(B_d, [np.minimum(r + others, room)])[0][0]
-        spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
-        served = (chunks - 1.0) * t_full + (1.0 + spill) * t_last
-        pf = served + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
-        return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last, served)
-    return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last)
-
-
-def _littles_law(many, pts: Points, cap):
-    """The running batch of an open loop: the smallest root of B = g(B) = min(max(R·L(B), 1), cap), L(B) the time a
-    request spends in the engine with B running (the rest of the step it lands in, its prefill, OSL − 1 decode
-    steps). Plain iteration from B = 1 climbs to it but crawls near saturation (R·L'(B) -> 1: 200 steps at 3% under capacity),
-    so each step is the secant's fixed point through the last two (B, g(B)) — below the root while g is convex,
-    the chord lying under g past its last point — kept inside the bracket [lo, hi] of points known below
-    (g >= B) and above (g < B) the root, bisected when the secant leaves it. ``cap``: the running batch's cap with
-    the token budget's (solve)."""
-    load, osl = pts.load, pts.osl
-
-    def g(B_o):
-        st = _step_times(many, pts, B_o, _mean_step(B_o, osl, pts.prefill, pts.budget), rate=load)
-        lifetime = st.residual_s + st.prefill_s + (osl - 1.0) * st.tpot_s
-        return np.minimum(np.maximum(load * lifetime, 1.0), cap)
-
-    lo = np.minimum(np.ones_like(load), cap)
-    hi = np.full_like(lo, np.inf)
-    x_prev, g_prev = lo, g(lo)
-    x = g_prev
-    for _ in range(OPEN_LOOP_ITERATIONS):
-        gx = g(x)
-        if np.allclose(gx, x, rtol=OPEN_LOOP_RTOL, atol=0.0, equal_nan=True):
-            return gx
-        below = gx >= x
-        lo, hi = np.where(below, np.maximum(lo, x), lo), np.where(below, hi, np.minimum(hi, x))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            slope = (gx - g_prev) / (x - x_prev)
-            secant = x + (gx - x) / (1.0 - slope)
-        nxt = np.where(np.isfinite(secant) & (slope < 1.0), secant, gx)
-        inside = (nxt > lo) & (nxt < hi)
-        nxt = np.where(inside, nxt, np.where(np.isfinite(hi), (lo + hi) / 2.0, gx))
-        x_prev, g_prev, x = x, gx, np.clip(nxt, 1.0, cap)
-    return g(x)
-
-
-def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
-    """The module docstring's equations for any step-time function ``step.many(B_d, loads) -> [(seconds, bound,
-    reason) at P for P in loads]`` (B_d decodes at the point's mean context plus P prefill tokens, arrays over
-    points; several loads in one call, the decodes' terms formed once): ``steady`` passes the engine on a Deployment
-    (scheduler.StepTimer), validation the engine on each case's prepared work; a plain ``step(B_d, P)`` is called
-    once a load. ``pts``: the workload points (Points)."""
-    many = getattr(step, "many", None) or (lambda B_d, loads: [step(B_d, P) for P in loads])
-    pts = replace(pts, budget=np.asarray(pts.budget, float))
-    I, osl, load, budget, request_overhead_s = pts.prefill, pts.osl, pts.load, pts.budget, pts.request_overhead_s
-    cap = budget_batch(pts.cap, osl, I, budget, pts.whole_prompts)  # the token budget, too, caps the running batch
-    if closed:
-        B = np.minimum(load, cap)
-    else:
-        B = _littles_law(many, pts, cap)
-    mean = _mean_step(B, osl, I, budget, closed)
-    chunks, life, B_d, P = mean
-    together = closed and arrivals == "together"
-    if together:  # U prompts at once: prefill-only steps, then U decodes per step
-        B_d, P = B, np.zeros_like(B)
-        mean = mean._replace(decodes=B_d, prefill=P)
-    st = _step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
-    tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
-                                                 st.last_chunk_s)
-    if together:  # the first wave's staircase (serving.first_wave: whole prompts k a step, or chunks of N_tok)
-        whole = pts.whole_prompts
-        t_chunk = many(np.zeros_like(B), [first_wave.step_tokens(B, I, budget, whole)])[0][0]
-        steps = lambda q: first_wave.quantile_steps(q, B, I, budget, whole)  # noqa: E731
-        ttft0 = first_wave.mean_steps(B, I, budget, whole) * t_chunk
-        p50, p99 = steps(0.5) * t_chunk, steps(0.99) * t_chunk
-        chunks = first_wave.steps_to(B, I, budget, whole)
-    else:
-        # + the scheduler's next receive, where others decode when it lands (an idle engine receives at once)
-        others = np.clip(B - 1.0, 0.0, 1.0) if closed else np.clip(B, 0.0, 1.0)
-        wait = (0.0 if closed else st.residual_s) + pts.poll_steps * others * t_plain
-        ttft0 = wait + pf
-        p50 = p99 = ttft0
-    in_engine = ttft0 + (osl - 1.0) * tpot  # Little's law counts the time inside the engine
-    ttft0, p50, p99 = (x + request_overhead_s for x in (ttft0, p50, p99))
-    lifetime = in_engine + request_overhead_s
-    if closed:
-        queue = np.where(load > B, (load - B) * lifetime / B, 0.0)
-        demand = load > cap
-    else:
-        demand = load * in_engine > cap * (1.0 + 1e-9)
-        queue = np.where(demand, np.inf, 0.0)
-    over_budget = B_d + B * I / life > budget + 1e-9
-    # past capacity the engine serves B per lifetime spent in it, the queue behind full chunks (unbounded) aside
-    served = lifetime if st.served_prefill_s is None else\
-        st.residual_s + st.served_prefill_s + (osl - 1.0) * tpot + request_overhead_s
-    X = np.where(closed, B / lifetime, np.where(demand, B / served, load))
-    share = np.clip(np.where(together, chunks * t_chunk / lifetime, (st.mean_s - t_plain) / st.mean_s), 0.0, 1.0)
-    return Solved(B, B_d, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
-                  X, share, bound, reason)
 
 
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,

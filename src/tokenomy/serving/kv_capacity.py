@@ -1,0 +1,99 @@
+"""The KV capacity of a deployment under an engine profile.
+
+    kv_tokens       KV capacity per DP replica in tokens, the sum over its attention ranks and kv-batch shards:
+                      total: (f·HBM − weights − activations) / KV bytes per token per chip
+                      free:  f·(HBM − weights − activations) / KV bytes per token per chip
+                    HBM = the usable HBM every door uses (Deployment.peaks: the driver-exposed Chip.exposed_hbm_bytes,
+                    85.5e9 B on an "80 GB" H100), since the engines size the cache from cudaMemGetInfo
+                    (activations: the engine's peak at a full token budget on every scheduler; KV per token from the
+                    engine at ISL+OSL with every chip of the replica holding its share)
+    kv_sequences    whole sequences that fit: dp · s · floor(tokens/(s·L)), s the replica's KV slots (attention ranks
+                    x kv-batch shards: a sequence lives in one)
+    kv_sequence_bytes  KV one sequence caches at ``tokens`` (engine.cache_terms: KV + index keys + linear state)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from tokenomy.core import engine
+from tokenomy.core.deployment import Deployment
+from tokenomy.serving.engine_profile import EngineProfile, scheduler_ranks, step_budget
+
+
+class KVCapacity(NamedTuple):
+    """kv_tokens' answer, each field broadcast over the sequence lengths asked for."""
+
+    tokens: object  # KV capacity per DP replica, tokens: free / bytes_per_token, summed over its slots
+    bytes_per_token: object  # KV bytes per chip per token the replica caches, every chip holding its share
+    free_bytes: object  # per chip, for the cache
+    slots: object  # the replica's KV slots: attention ranks (attention-DP) x batch shards of each (kv-batch)
+
+
+def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVCapacity:
+    """The KV capacity per DP replica (module docstring), from the engine's KV bytes per chip at two batches:
+    one sequence per replica (the bytes a lone sequence puts on the chips that hold it) and one per chip of a stage
+    in each micro-batch, B = dp·M·tp·ep (every attention rank and kv-batch shard holding its share). Their ratio is
+    the replica's slots, s = ep under attention-DP, × a/K_split with kv-batch: DeepSeek-R1 at tp1 ep8 holds 8
+    times the tokens one rank does. Broadcasts."""
+    L_all = np.maximum(np.asarray(seq_tokens, float), 1.0)
+    one_length = uniform_value(L_all)
+    if one_length is not None:  # one length (a scalar, or a sweep over the load alone): lowered as a number
+        L, back = np.asarray(one_length), None
+    else:  # a sweep repeats few sequence lengths: lower each once
+        L, back = np.unique(L_all, return_inverse=True)
+    lo = dep.lower(L)
+    full = lo.dp * lo.microbatches * lo.group  # one sequence per chip of a stage, per micro-batch
+    lone = np.asarray(engine.batched(lo, lo.dp).kv_bytes_per_chip, float)
+    spread = np.asarray(engine.batched(lo, full).kv_bytes_per_chip, float) * lo.dp / full
+    per_tok, slots = spread / L, np.round(lone / spread)
+    w = np.asarray(lo.weight_bytes_per_chip, float)
+    if back is None:
+        per_tok, slots, w = (np.broadcast_to(x, L_all.shape) for x in (per_tok, slots, w))
+    else:
+        per_tok, slots, w = (np.reshape(np.broadcast_to(x, L.shape)[back], L_all.shape) for x in (per_tok, slots, w))
+    # each scheduler's largest step, per point: the token budget, which an engine admitting whole prompts sizes to
+    # hold one (step_budget; ``isl``: the prompts served, None: the budget as configured): its activations are
+    # reserved before the cache is sized (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's
+    # free_gpu_memory_fraction is of the memory left after weights and activations at max_num_tokens)
+    step_tokens = step_budget(prof, isl) if isl is not None else float(prof.max_num_tokens)
+    budget = np.asarray(step_tokens, float) * scheduler_ranks(dep.layout) * lo.microbatches
+    act = np.asarray(engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip, float)
+    hbm, f = float(dep.peaks.hbm_bytes), prof.hbm_fraction
+    free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
+    free = np.broadcast_to(free, L_all.shape)
+    return KVCapacity(np.maximum(free, 0.0) / per_tok, per_tok, free, slots)
+
+
+def sequences_held(dep: Deployment, prof: EngineProfile, isl, osl):
+    """B_kv: sequences of ISL + OSL tokens (rounded up to KV blocks) whose cache fits, over all DP replicas."""
+    return kv_capacity(dep, prof, isl, osl)[0]
+
+
+def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl):
+    """(B_kv = kv_sequences, the KV capacity per DP replica in tokens from kv_tokens) at L = ISL + OSL rounded up to
+    KV blocks."""
+    L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
+    kv = kv_tokens(dep, prof, L, isl)
+    return kv_sequences(dep, kv, L), kv.tokens
+
+
+def kv_sequences(dep: Deployment, kv: KVCapacity, seq_tokens):
+    """Whole sequences of ``seq_tokens`` tokens a deployment's KV holds (kv from kv_tokens at that length): each of
+    a replica's s slots holds floor(tokens/(s·L)), dp·s·floor(tokens/(s·L)) over the replicas."""
+    return float(dep.layout.dp) * kv.slots * np.floor(kv.tokens / (kv.slots * np.asarray(seq_tokens, float)))
+
+
+def kv_sequence_bytes(dep: Deployment, tokens):
+    """Bytes one sequence caches at ``tokens`` tokens, over the whole model (engine.cache_terms)."""
+    t = np.asarray(tokens, float)
+    return np.asarray(engine.cache_terms(dep.shape.coeffs, t, np.ones_like(t), dep.precision).cached_per_seq, float)
+
+
+def uniform_value(x):
+    """The one value every element of ``x`` holds, else None."""
+    a = np.asarray(x, float)
+    v = a.flat[0] if a.size else np.nan
+    return float(v) if np.all(a == v) else None
