@@ -10,7 +10,7 @@ from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 
 # core.memory's SCHEDULES and STRATEGIES, written out so --help loads no numpy (tests/cli/test_cli_lazy.py checks them)
 SCHEDULES = "gpipe, 1f1b, interleaved, dualpipe"
-STRATEGIES = "none, selective, modules, full, reversible"
+STRATEGIES = "none, selective, modules, op, full, reversible"
 # core.attention_kernel's ATTENTION_KERNELS and core.fp8_casts' FP8_SCALINGS, likewise
 ATTENTION_KERNELS = "fused, fa2"
 FP8_SCALINGS = "fused, tensorwise"
@@ -40,7 +40,8 @@ def train_cmd(
         virtual_stages: int = typer.Option(1, "--virtual-stages", help="Model chunks per chip (interleaved)."),
         recompute: str = typer.Option("selective", "--recompute",
                                       help=f"Activation recompute: one of {STRATEGIES} (selective: core attention; "
-                                           "modules: norms, MLA up-projections, SwiGLU)."),
+                                           "modules: norms, MLA up-projections, SwiGLU; op: torchtitan's op-level "
+                                           "policy, every second matmul)."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         seq_len: int = typer.Option(4096, "--seq-len", help="Tokens per sequence."),
         global_batch: str = typer.Option("1024", "--global-batch", help="Sequences per step; comma list."),

@@ -15,10 +15,14 @@ sbh(34 + 5as/h) at t = 1, sbh(10 + 24/t + 5as/(ht)) with TP, and sbh/t·(34 + 5a
 Strategies (stored from forward to backward): none = all of it; selective = without the s² score terms
 (Korthikanti §5; FlashAttention has the same effect); modules = selective, and without the norms' outputs,
 MLA's up-projected q, k, v (the latents kept) and the SwiGLU outputs (its inputs kept): DeepSeek-V3 report
-§3.2.3 and §3.3.3, Megatron-Core's --recompute-modules layernorm mla_up_proj moe_act; full = the layer input
-only; reversible = nothing
+§3.2.3 and §3.3.3, Megatron-Core's --recompute-modules layernorm mla_up_proj moe_act; op = torchtitan's op-level
+policy (core/op_sac.py: the block input, every second matmul's output and the attention output); full = the layer
+input only; reversible = nothing
 per layer (Gomez et al. 2017, arXiv 1707.04585) plus the two output streams once. full and reversible add a
-working set of one layer being recomputed. Pure functions over numpy arrays.
+working set of one layer being recomputed. A GEMM's input kept for its weight gradient is stored at g bytes (the
+attention and MLP inputs, MLA's latents, the attention output, the SwiGLU output, each routed copy's token): e, or
+the quantized copy an FP8/NVFP4 recipe keeps (with_gemm_inputs). The last stage adds one micro-batch's logits at
+the loss's bytes per logit (TrainBytes.logit_bytes). Pure functions over numpy arrays.
 """
 
 from __future__ import annotations
@@ -31,12 +35,13 @@ import numpy as np
 
 from tokenomy.arch.model import Layer, ModelArch
 from tokenomy.arch.params import count_params
+from tokenomy.core.op_sac import op_bytes_per_token
 from tokenomy.units import fmt_bytes
 
 if TYPE_CHECKING:
     from tokenomy.core.train_plan import TrainPlan
 
-STRATEGIES = ("none", "selective", "modules", "full", "reversible")
+STRATEGIES = ("none", "selective", "modules", "op", "full", "reversible")
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "dualpipe")
 MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations")
 
@@ -88,6 +93,29 @@ class TrainBytes:
     dropout: bool = False
     flash: bool = False
     hbm_usable_fraction: float = 1.0
+    gemm_input_bytes: float | None = None  # per element of a GEMM's input kept for its weight gradient (None: act)
+    # per logit of one micro-batch at the loss's peak: fp32 logits (4); an unfused fp32 cross-entropy on bf16 logits
+    # holds the bf16 logits, their fp32 copy and the fp32 log-softmax (2 + 4 + 4 = 10: torchtitan train.py)
+    logit_bytes: float = 4.0
+
+
+# Bytes per element of a quantized GEMM input: the 8-bit value, or the 4-bit one and an 8-bit scale per 16 (NVFP4).
+QUANTIZED_INPUT_BYTES = {"fp8": 1.0, "fp4": 0.5 + 1.0 / 16}
+
+
+def with_gemm_inputs(nbytes: TrainBytes, gemm_dtype: str, fp8_scaling: str) -> TrainBytes:
+    """``nbytes`` with the GEMM inputs stored as the recipe keeps them: Transformer Engine's Linear, LayerNormLinear and
+    GroupedLinear quantize their input once and save that quantized copy, column-wise only, for the weight-gradient
+    GEMM (transformer_engine/pytorch/module/linear.py, ``saved_inputmat = inputmat`` after ``update_usage(rowwise_usage=
+    False, columnwise_usage=True)``), as DeepSeek-V3 caches the inputs of its Linear operators in FP8 (report
+    §3.3.2): 1 B per element under FP8 (MXFP8's E8M0 scale per 32 elements, 3%, is not counted: the cases say fp8 for
+    both), 0.5 + 1/16 B under NVFP4. torchao's tensorwise Float8Linear saves the high-precision input and casts again
+    in the backward (fp8_scaling "tensorwise"), and 16-bit GEMMs have nothing narrower: the activation dtype. A
+    stated ``gemm_input_bytes`` is kept; never wider than the activations."""
+    if nbytes.gemm_input_bytes is not None:
+        return nbytes
+    q = QUANTIZED_INPUT_BYTES.get(gemm_dtype) if fp8_scaling == "fused" else None
+    return replace(nbytes, gemm_input_bytes=nbytes.act_bytes if q is None else min(q, nbytes.act_bytes))
 
 
 @dataclass(frozen=True)
@@ -103,11 +131,13 @@ class Stored:
     flash: bool = False
     parallel_block: bool = False
     strategy: str = "none"
+    gemm_bytes: float | None = None  # per element of a GEMM input kept for the backward (None: act_bytes)
 
 
-def _mlp_inner(F, gated: bool):
-    """Elements stored inside an MLP per token: gate, up and their product (gated) or act in/out (ungated)."""
-    return (3 if gated else 2) * F
+def _mlp_inner(F, gated: bool, e, g):
+    """Bytes stored inside an MLP per token: gate and up (gated) or the activation's input (ungated) at e, and the
+    activation's output, the down projection's GEMM input, at g."""
+    return (2 if gated else 1) * F * e + F * g
 
 
 def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored()):
@@ -117,12 +147,15 @@ def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored())
     t = _a(how.tp)
     r = t if how.sp else 1.0
     e, dropout = how.act_bytes, how.dropout
+    g = e if how.gemm_bytes is None else how.gemm_bytes  # a GEMM's input, kept for its weight gradient
     m = 1.0 if dropout else 0.0
     a, mlp = layer.attention, layer.mlp
     if strategy == "full":
         return e * D / r + 0 * t
     if strategy == "reversible":
         return 0 * t
+    if strategy == "op":
+        return op_bytes_per_token(layer, D, t, how.sp, e)
     s_kv = _a(seq_len) if a.window is None else np.minimum(_a(seq_len), a.window)
     if a.kind == "mla":
         qkv = a.num_heads * (2 * a.head_dim + a.v_head_dim)
@@ -134,16 +167,18 @@ def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored())
     score = 0.0 if (strategy in ("selective", "modules") or flash) else (
         ((2 * e + m) if dropout else e) * a.num_heads * s_kv)
     norms = 0 if modules else layer.norms * e * D
-    replicated = norms + e * D + m * D + e * latent + m * D + (0 if parallel_block else e * D)
-    sharded = (0 if modules and a.kind == "mla" else e * qkv) + score + e * a.num_heads * a.v_head_dim
-    inner = (lambda F, gated: 2 * F) if modules else _mlp_inner  # SwiGLU inputs kept, its output recomputed
+    # attention input, dropout masks, MLA latents (up-projection inputs), MLP input: GEMM inputs at g
+    replicated = norms + g * D + m * D + g * latent + m * D + (0 if parallel_block else g * D)
+    sharded = (0 if modules and a.kind == "mla" else e * qkv) + score + g * a.num_heads * a.v_head_dim
+    # modules: the SwiGLU inputs kept, its output recomputed
+    inner = (lambda F, gated, e, g: 2 * F * e) if modules else _mlp_inner
     if mlp.kind == "dense":
-        sharded = sharded + e * inner(mlp.intermediate_size, mlp.gated)
+        sharded = sharded + inner(mlp.intermediate_size, mlp.gated, e, g)
     else:
         shared = mlp.num_shared_experts * mlp.shared_intermediate_size
         replicated = replicated + e * mlp.num_experts  # router logits
-        sharded = sharded + e * inner(shared, mlp.gated) + mlp.experts_per_tok * e * (
-            D + inner(mlp.expert_intermediate_size, mlp.gated))
+        sharded = sharded + inner(shared, mlp.gated, e, g) + mlp.experts_per_tok * (
+            g * D + inner(mlp.expert_intermediate_size, mlp.gated, e, g))
     return replicated / r + sharded / t
 
 
@@ -187,6 +222,17 @@ def params_per_chip(m: ModelArch, *, tp=1, pp=1, ep=1):
     return dense, expert
 
 
+def on_device_layers(stage_layers, offload_layers):
+    """Layers' worth of one micro-batch's activations a stage keeps in HBM when ``offload_layers`` of its layers send
+    theirs to host memory (Megatron-Core cpu_offloading_num_layers, Transformer Engine's get_cpu_offload_context):
+    L_stage - n + min(n, 1), the one layer whose copy is in flight (AsyncDoubleBufferGroupOffloadHandler: "D2h and h2d
+    copying are completely hidden behind computation if computation time of a layer is longer than host-device
+    communication time", so the step's time is unchanged: Llama 3.1 70B's 3.7 GB per layer and micro-batch of 2 x 8K
+    cross GB200's 450 GB/s NVLink-C2C in 8 ms against ~13 ms of the layer's FP8 forward)."""
+    n = np.minimum(_a(offload_layers), stage_layers)
+    return stage_layers - n + np.minimum(n, 1.0)
+
+
 def train_memory(m: ModelArch, plan: "TrainPlan", hbm_bytes, nbytes: TrainBytes = TrainBytes()) -> TrainMemory:
     """Peak memory per chip of a training step of ``plan`` (core.training.TrainPlan: its degrees, ZeRO stage,
     sequence parallelism, schedule, recompute, micro-batch, sequence length and micro-batches) on ``hbm_bytes`` per
@@ -210,18 +256,18 @@ def train_memory(m: ModelArch, plan: "TrainPlan", hbm_bytes, nbytes: TrainBytes 
 
     D, L = m.hidden_size, m.num_layers
     tokens = _a(micro_batch) * _a(seq_len) / cp
-    how = Stored(tp, sp, act_bytes, nbytes.dropout, nbytes.flash, m.parallel_block, strategy)
+    how = Stored(tp, sp, act_bytes, nbytes.dropout, nbytes.flash, m.parallel_block, strategy, nbytes.gemm_input_bytes)
     counts = Counter(m.layers)
     per_tok = sum(n * layer_bytes_per_token(ly, D, seq_len, how) for ly, n in counts.items()) / L
     widest = max(np.max(layer_bytes_per_token(ly, D, seq_len, replace(how, strategy="none"))) for ly in counts)
-    per_stage = per_tok * tokens * np.ceil(L / pp)  # one micro-batch through the stage's layers
+    per_stage = per_tok * tokens * on_device_layers(np.ceil(L / pp), plan.offload_layers)  # one micro-batch
     in_flight = np.where(pp > 1, in_flight_microbatches(pp, plan.microbatches, schedule, plan.virtual_stages), 1.0)
     r = tp if sp else 1.0
     stored = per_stage * in_flight
     if strategy == "reversible":
         stored = stored + 2 * act_bytes * D / r * tokens * in_flight  # the two output streams per micro-batch
     working = (widest * tokens) if strategy in ("full", "reversible") else 0.0 * tokens
-    logits = 4.0 * tokens * m.vocab_size / tp
+    logits = nbytes.logit_bytes * tokens * m.vocab_size / tp
     first = stored + working
     last = per_stage + working + logits  # the last stage holds one micro-batch in flight, plus the logits
     acts = np.where(pp > 1, np.maximum(first, last), stored + working + logits)

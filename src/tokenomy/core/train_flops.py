@@ -14,6 +14,7 @@ from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import check_strategy
+from tokenomy.core.op_sac import op_recompute_flops
 
 ATTENTION_CONVENTIONS = ("full", "causal", "none")
 
@@ -62,10 +63,18 @@ def up_projection_flops(m: ModelArch) -> float:
     return out
 
 
+def recompute_mm_flops(m: ModelArch, strategy: str) -> float:
+    """FLOPs per token of the weight GEMMs a recompute strategy repeats beside the attention: MLA's up-projections
+    under "modules", the every-second mms of torchtitan's op policy under "op" (core/op_sac.py), else 0."""
+    if strategy == "op":
+        return sum(op_recompute_flops(ly, m.hidden_size) for ly in m.layers)
+    return up_projection_flops(m) if strategy == "modules" else 0.0
+
+
 def per_token_flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strategy: str,
                     up_flops: float = 0.0) -> TrainFlops:
     """Per-token training FLOPs from the engine's forward pass ``w`` (s tokens) and ``w_prev`` (s - 1 tokens);
-    ``up_flops`` what recompute "modules" repeats (up_projection_flops)."""
+    ``up_flops`` the weight GEMMs the strategy repeats (recompute_mm_flops)."""
     check_attention(attention)
     check_strategy(strategy)
     s = np.asarray(seq_len, dtype=float)
@@ -75,7 +84,9 @@ def per_token_flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str
     last = (np.asarray(w.attention_flops) - np.asarray(w_prev.attention_flops)) / np.asarray(w.batch, dtype=float)
     conv = {"causal": att, "full": last, "none": 0.0 * att}[attention]
     matmul = 6 * n_active
-    extra = {"none": 0.0 * att, "selective": att, "modules": att + up_flops}.get(strategy, 2 * n_active + att)
+    # op: the attention is saved (its SDPA output), only the every-second mms run again (core/op_sac.py)
+    extra = {"none": 0.0 * att, "selective": att, "modules": att + up_flops, "op": 0.0 * att + up_flops}.get(
+        strategy, 2 * n_active + att)
     return TrainFlops(matmul, 3 * conv, extra, matmul + 3 * conv, matmul + 3 * att + extra, n_active, attention,
                       3 * att)
 
@@ -84,5 +95,6 @@ def train_flops_per_token(dep: Deployment, seq_len, attention="causal", strategy
     """FLOPs per token of training on sequences of ``seq_len`` (module docstring), from dep's model via the engine."""
     d = dep.with_(layout=Layout())
     s = np.asarray(seq_len, dtype=float)
-    return per_token_flops(d.work(1, s, s), d.work(1, s - 1, s - 1), s, attention, strategy, up_projection_flops(d.model))
+    return per_token_flops(d.work(1, s, s), d.work(1, s - 1, s - 1), s, attention, strategy,
+                           recompute_mm_flops(d.model, strategy))
 

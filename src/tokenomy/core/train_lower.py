@@ -15,12 +15,12 @@ from tokenomy.core.attention_kernel import kernel_attention_s
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.fp8_casts import fp8_cast_s
-from tokenomy.core.memory import TrainBytes, TrainMemory, train_memory
+from tokenomy.core.memory import TrainBytes, TrainMemory, train_memory, with_gemm_inputs
 from tokenomy.core.moe_host import layer_passes, sync_passes
 from tokenomy.core.pipeline import schedule_bubble_fraction
 from tokenomy.core.ssd_scan import scan_s
 from tokenomy.core.train_comms import step_comms
-from tokenomy.core.train_flops import TrainFlops, per_token_flops, up_projection_flops
+from tokenomy.core.train_flops import TrainFlops, per_token_flops, recompute_mm_flops
 from tokenomy.core.train_plan import TrainPlan, plan_problems, training_layout
 from tokenomy.core.train_time import TrainParts
 from tokenomy.specs import Hardware
@@ -93,7 +93,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     gemm_dtype, peak = hw.chip.flops_for(compute_dtype)
     mb, cp = p.microbatches, np.asarray(p.cp, dtype=float)
     w, w_prev = _forward(dep, p)
-    up = up_projection_flops(m)
+    up = recompute_mm_flops(m, p.recompute)
     fl = per_token_flops(w, w_prev, p.seq_len, attention, p.recompute, up)
     tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
     # The engine times the busiest chip's forward of one micro-batch at peak; training HBM fit is train_memory's.
@@ -118,13 +118,14 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     # repeated by the backward (x2) and a fully recomputed forward, at HBM bandwidth.
     act_s = np.asarray(w.act_bytes, dtype=float) * mb / cp * (3 + redo) / hw.chip.hbm_bytes_per_s
     expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops))
-    # modules: the attention, and the up-projections' share of the forward's FLOPs
+    # modules: the attention, and the up-projections' share of the forward's FLOPs; op: its every-second mms' share
     up_share = up / (np.asarray(w.flops, dtype=float) / (np.asarray(w.batch, dtype=float) * p.seq_len))
-    redo_share = {"none": 0.0 * fwd, "selective": att / fwd, "modules": att / fwd + up_share}.get(
-        p.recompute, 1.0 + 0.0 * fwd)
+    redo_share = {"none": 0.0 * fwd, "selective": att / fwd, "modules": att / fwd + up_share,
+                  "op": up_share + 0.0 * fwd}.get(p.recompute, 1.0 + 0.0 * fwd)
     total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
     expert_total = expert * (3 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
-    mem = train_memory(m, p, hw.chip.exposed_hbm_bytes, how.nbytes)  # the usable HBM of every door (specs.Chip)
+    # the usable HBM of every door (specs.Chip); GEMM inputs kept as the FP8 recipe quantizes them (core/memory.py)
+    mem = train_memory(m, p, hw.chip.exposed_hbm_bytes, with_gemm_inputs(how.nbytes, gemm_dtype, p.fp8_scaling))
     cm = step_comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
     # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step, v = 1 unless interleaved; DualPipe's
     # (p/2-1)(F&B + B - 3W) (core/pipeline.py).
@@ -132,7 +133,8 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     ep_overlap = ep_overlap_of(p)
     width = _expert_width(m)
     fused = p.moe_kernels == "fused" and width > 0
-    att_all = att * (3 + (p.recompute != "none"))  # attention forward, backward 2x, recomputed once
+    # attention forward, backward 2x, recomputed once (op saves the SDPA output: not recomputed)
+    att_all = att * (3 + (p.recompute not in ("none", "op")))
     tail = bf16_tail(m, p, total - expert_total - att_all, expert_total,
                      gemm_dtype, peak / hw.chip.flops_for("bf16")[1])
     att_moved, att_kernel_s = kernel_attention_s(p.attention_kernel, att_all)

@@ -50,6 +50,9 @@ class TrainPlan:
     # FP8 operand casts (core/fp8_casts.py): "fused" (Transformer Engine) or "tensorwise" (torchao Float8Linear's
     # dynamic per-tensor scaling: amax and cast kernels of their own)
     fp8_scaling: str = "fused"
+    # layers whose activations go to host memory between forward and backward (Megatron-Core
+    # cpu_offloading_num_layers; core/memory.on_device_layers)
+    offload_layers: object = 0
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
@@ -63,9 +66,10 @@ class TrainPlan:
             v = np.asarray(getattr(self, f), dtype=float)
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 1) or np.any(v != np.round(v)):
                 raise ValueError(f"{f}: must be a positive integer, got {getattr(self, f)!r}")
-        v = np.asarray(self.bf16_layers_at_end, dtype=float)
-        if np.any(~np.isfinite(v)) or np.any(v < 0) or np.any(v != np.round(v)):
-            raise ValueError(f"bf16_layers_at_end: must be an integer >= 0, got {self.bf16_layers_at_end!r}")
+        for f in ("bf16_layers_at_end", "offload_layers"):
+            v = np.asarray(getattr(self, f), dtype=float)
+            if np.any(~np.isfinite(v)) or np.any(v < 0) or np.any(v != np.round(v)):
+                raise ValueError(f"{f}: must be an integer >= 0, got {getattr(self, f)!r}")
         for f in ("ep_overlap", "tp_overlap"):
             v = np.asarray(getattr(self, f), dtype=float)
             if np.any(~((v >= 0) & (v <= 1))):

@@ -177,8 +177,9 @@ class TrainingCase(_Strict):
     ep: int = Field(default=1, gt=0)
     fsdp: bool = False
     grad_accum: int = Field(default=1, gt=0)  # micro-batches per pipeline per step
-    # activation recomputation the recipe turns on; modules: norms, MLA up-projections and SwiGLU (core/memory.py)
-    recompute: Literal["none", "selective", "modules", "full"] = "none"
+    # activation recomputation the recipe turns on; modules: norms, MLA up-projections and SwiGLU (core/memory.py);
+    # op: torchtitan's op-level selective checkpointing (core/op_sac.py)
+    recompute: Literal["none", "selective", "modules", "op", "full"] = "none"
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
     # EP all-to-alls of one micro-batch hidden under another's compute: Megatron-Core's combined 1F1B
     # (--overlap-moe-expert-parallel-comm, Megatron-Bridge moe_a2a_overlap), as DualPipe pairs its chunks
@@ -192,6 +193,14 @@ class TrainingCase(_Strict):
     attention_kernel: Literal["fused", "fa2"] = "fused"
     # FP8 operand casts (core/fp8_casts.py): "tensorwise" for torchao Float8Linear's dynamic per-tensor scaling
     fp8_scaling: Literal["fused", "tensorwise"] = "fused"
+    # the Adam moments' dtype: bf16 under Megatron's precision-aware optimizer (exp_avg_dtype, exp_avg_sq_dtype), which
+    # Megatron-Bridge's DeepSeek-V3 recipe sets (the fp32 master copy stays): 4 + 2 + 2 B per parameter (core/memory.py)
+    optimizer_dtype: Literal["fp32", "bf16"] = "fp32"
+    # bytes per logit at the loss's peak (core/memory.TrainBytes.logit_bytes): 4 (fp32 logits), 10 for an unfused fp32
+    # cross-entropy on bf16 logits
+    logit_bytes: float = Field(default=4.0, gt=0)
+    # layers whose activations the recipe offloads to host memory (Megatron-Bridge cpu_offloading_num_layers)
+    offload_layers: int = Field(default=0, ge=0)
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None

@@ -23,6 +23,7 @@ import numpy as np
 from tokenomy.catalog import loader
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency, TrainParts, stack_parts, step_s
 from tokenomy.core.memory import TrainBytes
+from tokenomy.units import dtype_bytes
 from tokenomy.core.training import Lowering, TrainPlan, lower_step
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import EfficiencyTerms, TrainingCase
@@ -66,7 +67,14 @@ def case_plan(c: TrainingCase) -> TrainPlan:
                      tp_overlap=float(c.tp_comm_overlap),
                      ep_overlap=float(c.ep_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
                      bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel,
-                     fp8_scaling=c.fp8_scaling)
+                     fp8_scaling=c.fp8_scaling, offload_layers=c.offload_layers)
+
+
+def case_bytes(c: TrainingCase) -> TrainBytes:
+    """What the case's recipe stores: bf16 weights, gradients and activations, flash attention, an fp32 master copy
+    and Adam moments of the case's optimizer_dtype, its loss's bytes per logit (GEMM inputs as its FP8 recipe keeps
+    them: core.training.lower_step)."""
+    return TrainBytes(optimizer_bytes=4.0 + 2 * dtype_bytes(c.optimizer_dtype), flash=True, logit_bytes=c.logit_bytes)
 
 
 def _lowered(c: TrainingCase):
@@ -80,7 +88,7 @@ def _lowered_json(raw: str):
     try:
         # fused (flash) attention: every framework in the catalog runs it
         return lower_step(loader.model(c.model), loader.hardware(c.hardware), case_plan(c),
-                          Lowering(compute_dtype=c.precision, nbytes=TrainBytes(flash=True)))
+                          Lowering(compute_dtype=c.precision, nbytes=case_bytes(c)))
     except ValueError as e:
         raise ValueError(f"training case {c.id}: {e}") from None
 
