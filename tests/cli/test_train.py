@@ -44,6 +44,19 @@ def test_train_csv_table_and_explain():
     assert "train: llama-3.1-70b on 1024 x h100-sxm" in run(*TRAIN).stdout
 
 
+def test_zero_bubble_schedules_on_the_cli():
+    # --schedule zb-h1 / zb-h2 / zb-v (core/schedules.py, Qi et al. 2024): the bubble below 1F1B's, ZB-H2 holding more
+    # activations than 1F1B and ZB-H1; the derivation names ZB-H1's idle time
+    rows = {s: json.loads(run(*TRAIN, "--schedule", s, "--json").stdout)[0] for s in ("1f1b", "zb-h1", "zb-h2", "zb-v")}
+    assert rows["zb-h2"]["bubble_fraction"] < rows["zb-h1"]["bubble_fraction"] < rows["1f1b"]["bubble_fraction"]
+    assert rows["zb-h1"]["step_s"] < rows["1f1b"]["step_s"]
+    assert rows["zb-v"]["bubble_fraction"] == pytest.approx(rows["zb-h2"]["bubble_fraction"])  # taken at ZB-H2's
+    assert rows["zb-h2"]["activations_bytes"] > rows["zb-h1"]["activations_bytes"] == rows["1f1b"]["activations_bytes"]
+    assert "min(m-1, p-1)*T_W" in run(*TRAIN, "--schedule", "zb-h1", "--explain").stdout
+    r = run(*TRAIN[:-8], "--pp", "1", "--seq-len", "4096", "--global-batch", "512", "--schedule", "zb-v")
+    assert r.exit_code == 2 and "--schedule" in r.output and "pp > 1" in r.output
+
+
 def test_a_plan_that_does_not_fit_says_which_term():
     args = ("train", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "8", "--global-batch", "8",
             "--recompute", "none")

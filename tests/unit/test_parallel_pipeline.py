@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenomy.core import pipeline
+from tokenomy.core import pipeline, schedules
 
 
 def test_bubble_fraction_closed_form():
@@ -44,6 +44,6 @@ def test_dualpipe_bubble_hand_checked():
     # B = 2, W = 1 and F&B = 3, PP 16 and 120 micro-batches per rank (15,360 sequences over DP 128): 7·2 = 14 of
     # 120·3 + 14 = 374 units, 3.7%, where 1F1B idles 15/135 = 11.1%.
     assert pipeline.dualpipe_bubble_fraction(16, 120) == pytest.approx(14 / 374)
-    assert pipeline.schedule_bubble_fraction("1f1b", 16, 120) == pytest.approx(15 / 135)
-    assert pipeline.schedule_bubble_fraction("dualpipe", 2, 8) == 0.0  # PP/2 - 1 = 0: no bubble at two stages
-    assert pipeline.schedule_bubble_fraction("interleaved", 4, 4, 2) == pytest.approx(3 / 11)
+    assert schedules.schedule_bubble("1f1b", 16, 120) == pytest.approx(15 / 135)
+    assert schedules.schedule_bubble("dualpipe", 2, 8) == 0.0  # PP/2 - 1 = 0: no bubble at two stages
+    assert schedules.schedule_bubble("interleaved", 4, 4, 2) == pytest.approx(3 / 11)

@@ -46,6 +46,20 @@ def test_candidates_try_dualpipe_and_ep_overlap_where_the_model_is_moe():
     assert {p.schedule for p in overlapped} == {"1f1b", "interleaved"}
     dense = candidates(model("llama-3.1-70b"), hardware("h100-sxm"), q)
     assert dense and all(p.ep_overlap == 0.0 and p.ep == 1 for p in dense)
+    # the zero-bubble schedules (core/schedules.py) on every pipelined layout, never without a pipeline
+    zb = [p for p in dense if p.schedule.startswith("zb-")]
+    assert {p.schedule for p in zb} == {"zb-h1", "zb-h2", "zb-v"} and all(p.pp > 1 for p in zb)
+
+
+def test_search_takes_zb_v_where_a_pipeline_has_micro_batches_to_fill_it():
+    # Llama 3.1 70B on 512 H100, 256 sequences of 8K: with m >= 2p micro-batches a pipeline, ZB-V's bubble (as
+    # ZB-H2's, (p-1)(T_F + T_B - 2T_W)) is below interleaving's (p-1)/(v·m + p-1) at 1F1B's activation memory
+    # (Qi et al. 2024 §6 recommend it), so the fastest layout runs it and beats the best interleaved one
+    rows = train(model="llama-3.1-70b", hardware="h100-sxm", chips=512, seq_len=8192, global_batch=[256],
+                 search=True).rows()
+    inter = next(r for r in rows if r["schedule"].startswith("interleaved"))
+    assert rows[0]["schedule"] == "zb-v" and rows[0]["pp"] > 1
+    assert rows[0]["bubble_fraction"] < inter["bubble_fraction"] and rows[0]["step_s"] < inter["step_s"]
 
 
 def test_search_needs_chips_and_one_batch():

@@ -19,15 +19,22 @@ CASES = [  # field, value, accepted
     ("fp8_scaling", "tensorwise", True), ("fp8_scaling", "blockwise", False), ("fp8_scaling", "per-tensor", False),
     ("schedule", "dualpipe", False),  # pp 1: DualPipe needs an even pp (the layout's refusal, naming schedule)
     ("schedule", "zero-bubble", False), ("recompute", "modules", True), ("recompute", "some", False),
+    ("schedule", "zb-h1", False),  # pp 1: the zero-bubble schedules reorder a pipeline's backward (naming schedule)
     ("ep_overlap", "1", True), ("ep_overlap", "1.5", False), ("virtual_stages", "0", False),
     ("moe_dispatcher", "deepep", True), ("moe_dispatcher", "nccl", False),
 ]
 
 
-def cli(field: str, value: str):
-    flags = [f"--{k.replace('_', '-')}" if k != "flash_attention" else "--flash-attention" for k in BASE]
+# on a pipeline (pp 2, 32 micro-batches a pipeline): the zero-bubble schedules of Qi et al. 2024 (core/schedules.py)
+PIPELINED = {**BASE, "pp": "2"}
+PIPELINED_CASES = [("schedule", "zb-h1", True), ("schedule", "zb-h2", True), ("schedule", "zb-v", True),
+                   ("schedule", "ZB-V", False), ("schedule", "zb-h3", False), ("schedule", "zbv", False)]
+
+
+def cli(field: str, value: str, base: dict = BASE):
+    flags = [f"--{k.replace('_', '-')}" if k != "flash_attention" else "--flash-attention" for k in base]
     args = ["train"]
-    for flag, (k, v) in zip(flags, BASE.items()):
+    for flag, (k, v) in zip(flags, base.items()):
         args += [flag] if k == "flash_attention" else [flag, v]
     r = CliRunner().invoke(app, [*args, f"--{field.replace('_', '-')}", value, "--json"])
     if r.exit_code == 0:
@@ -37,8 +44,8 @@ def cli(field: str, value: str):
     return False, out
 
 
-def web(client, field: str, value: str):
-    r = client.get("/api/train", params={**BASE, field: value})
+def web(client, field: str, value: str, base: dict = BASE):
+    r = client.get("/api/train", params={**base, field: value})
     if r.status_code == 200:
         return True, r.json()[0]["step_s"]
     d = r.json()["detail"][0]
@@ -46,8 +53,8 @@ def web(client, field: str, value: str):
     return False, d["msg"]
 
 
-def python(field: str, value: str):
-    kw = {k: v for k, v in BASE.items() if k != "flash_attention"}
+def python(field: str, value: str, base: dict = BASE):
+    kw = {k: v for k, v in base.items() if k != "flash_attention"}
     try:
         res = tk.train(**kw, flash_attention=True, **{field: value})
     except ValueError as e:
@@ -65,6 +72,25 @@ def test_training_options_behave_alike_at_three_doors(client, field, value, acce
         assert steps["cli"] == pytest.approx(steps["web"]) == pytest.approx(steps["python"]), steps
 
 
+@pytest.mark.parametrize("field,value,accepted", PIPELINED_CASES)
+def test_pipeline_schedules_behave_alike_at_three_doors(client, field, value, accepted):
+    doors = {"cli": cli(field, value, PIPELINED), "web": web(client, field, value, PIPELINED),
+             "python": python(field, value, PIPELINED)}
+    assert {ok for ok, _ in doors.values()} == {accepted}, (field, value, doors)
+    if accepted:
+        steps = {name: step for name, (_, step) in doors.items()}
+        assert steps["cli"] == pytest.approx(steps["web"]) == pytest.approx(steps["python"]), steps
+
+
 def test_the_train_page_refuses_a_bad_kernel_naming_it(client):
     r = client.get("/train", params={**BASE, "attention_kernel": "fa3"})
     assert r.status_code == 422 and 'data-field="attention_kernel"' in r.text
+
+
+def test_the_train_page_offers_and_runs_the_zero_bubble_schedules(client):
+    page = {**PIPELINED, "tp": "1"}
+    r = client.get("/train", params={**page, "schedule": "zb-v"})
+    assert r.status_code == 200 and "<option selected>zb-v</option>" in r.text
+    assert all(f"<option>{s}</option>" in r.text for s in ("zb-h1", "zb-h2", "dualpipe"))
+    r = client.get("/train", params={**page, "schedule": "zb-h3"})
+    assert r.status_code == 422 and 'data-field="schedule"' in r.text

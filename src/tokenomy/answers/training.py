@@ -23,6 +23,7 @@ from tokenomy.core.attention_kernel import ATTENTION_KERNELS
 from tokenomy.core.fp8_casts import FP8_SCALINGS
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, TrainBytes, overflow_message
 from tokenomy.core.moe_host import DISPATCHERS
+from tokenomy.core.schedules import BackwardSplit, bubble_formula
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
 from tokenomy.core.training import (ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, Lowering, TrainPlan, ep_overlap_of,
                                     train_run, train_step)
@@ -87,6 +88,7 @@ def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
     fl, mem = st.flops, st.memory
     n, peak = g(st.chips), st.peak_flops_per_s
     v = plan.virtual_stages if plan.schedule == "interleaved" else 1
+    split = BackwardSplit(*(g(x) for x in (st.split.f, st.split.b, st.split.w)))  # T_F, T_B, T_W at point i
     out = [f"[bold]{m.name}: global batch {g(plan.global_batch):g} x seq {g(plan.seq_len):g} = "
            f"{fmt_si(g(st.tokens_per_step))} tokens/step on {n:g} chips[/bold]",
            f"  FLOPs/token = 6*N_active + attention ({fl.convention}) = 6*{fmt_si(g(fl.n_active))} + "
@@ -98,8 +100,8 @@ def explain_train(m, hw, plan, st, run, i: int) -> list[str]:
            f"{st.efficiency}) over the engine's forward of the busiest chip x (3 + recompute): "
            f"{fmt_si(g(st.hardware_flops))} FLOP on {n:g} chips at {fmt_si(peak)}FLOP/s -> "
            f"{fmt_seconds(g(st.compute_s))}",
-           f"  bubble = (p-1)/(v*m + p-1) = ({plan.pp}-1)/({v}*{g(st.microbatches):g} + {plan.pp}-1) = "
-           f"{100 * g(st.bubble_fraction):.1f}% -> {fmt_seconds(g(st.bubble_s))}",
+           f"  bubble = {bubble_formula(plan.schedule, plan.pp, g(st.microbatches), v, split)} = "
+           f"{100 * g(st.bubble_fraction):.1f}% -> {fmt_seconds(g(st.bubble_s))} ({plan.schedule}; core/schedules.py)",
            f"  comms per step: TP {fmt_seconds(g(st.tp_s))}, EP {fmt_seconds(g(st.ep_s))}, CP {fmt_seconds(g(st.cp_s))},"
            f" DP {fmt_seconds(g(st.dp_s))}, PP {fmt_seconds(g(st.pp_s))}; exposed {fmt_seconds(g(st.comm_exposed_s))}"
            f" (TP under --tp-overlap of the compute; DP hidden under the last backward, CP under attention, EP under "

@@ -9,7 +9,7 @@ from tokenomy.cli.render import show_result
 from tokenomy.cli.options import CSV, EXPLAIN, JSON, SET, what_if
 
 # core.memory's SCHEDULES and STRATEGIES, written out so --help loads no numpy (tests/cli/test_cli_lazy.py checks them)
-SCHEDULES = "gpipe, 1f1b, interleaved, dualpipe"
+SCHEDULES = "gpipe, 1f1b, interleaved, dualpipe, zb-h1, zb-h2, zb-v"
 STRATEGIES = "none, selective, modules, op, full, reversible"
 # core.attention_kernel's ATTENTION_KERNELS and core.fp8_casts' FP8_SCALINGS, likewise
 ATTENTION_KERNELS = "fused, fa2"
@@ -36,7 +36,8 @@ def train_cmd(
         fsdp: bool = typer.Option(False, "--fsdp", help="Shorthand for --zero 3."),
         no_sp: bool = typer.Option(False, "--no-sp", help="Tensor parallel without sequence parallelism."),
         schedule: str = typer.Option("1f1b", "--schedule", help=f"Pipeline schedule: one of {SCHEDULES} "
-                                                             "(DualPipe: DeepSeek-V3's, even --pp)."),
+                                                             "(DualPipe: DeepSeek-V3's, even --pp; zb-*: "
+                                                             "zero-bubble, Qi et al. 2024, --pp > 1)."),
         virtual_stages: int = typer.Option(1, "--virtual-stages", help="Model chunks per chip (interleaved)."),
         recompute: str = typer.Option("selective", "--recompute",
                                       help=f"Activation recompute: one of {STRATEGIES} (selective: core attention; "

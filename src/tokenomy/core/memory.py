@@ -22,7 +22,9 @@ per layer (Gomez et al. 2017, arXiv 1707.04585) plus the two output streams once
 working set of one layer being recomputed. A GEMM's input kept for its weight gradient is stored at g bytes (the
 attention and MLP inputs, MLA's latents, the attention output, the SwiGLU output, each routed copy's token): e, or
 the quantized copy an FP8/NVFP4 recipe keeps (with_gemm_inputs). The last stage adds one micro-batch's logits at
-the loss's bytes per logit (TrainBytes.logit_bytes). Pure functions over numpy arrays.
+the loss's bytes per logit (TrainBytes.logit_bytes). The first stage holds a schedule's in-flight micro-batches
+(core/schedules.py: p for 1F1B, ZB-H1 and ZB-V, 2p-1 for ZB-H2, p+1 for DualPipe, which also doubles the model
+states); under ZB-V the first rank also holds the head and the logits. Pure functions over numpy arrays.
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ import numpy as np
 from tokenomy.arch.model import Layer, ModelArch
 from tokenomy.arch.params import count_params
 from tokenomy.core.op_sac import op_bytes_per_token
+# a schedule's in-flight micro-batches live with its bubble (core/schedules.py); re-exported for the doors
+from tokenomy.core.schedules import SCHEDULES, check_schedule, in_flight_microbatches  # noqa: F401
 from tokenomy.units import fmt_bytes
 
 if TYPE_CHECKING:
     from tokenomy.core.train_plan import TrainPlan
 
 STRATEGIES = ("none", "selective", "modules", "op", "full", "reversible")
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "dualpipe")
 MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations")
 
 
@@ -52,32 +55,8 @@ def check_strategy(strategy: str) -> str:
     return strategy
 
 
-def check_schedule(schedule: str) -> str:
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule: {schedule!r} is not a pipeline schedule; allowed: {', '.join(SCHEDULES)}")
-    return schedule
-
-
 def _a(x):
     return np.asarray(x, dtype=float)
-
-
-def in_flight_microbatches(pp, microbatches, schedule="1f1b", virtual_stages=1):
-    """Micro-batches whose activations the first stage holds at the peak, in units of its L/p layers.
-
-    GPipe: all m forwards run before any backward (Huang et al. 2019). 1F1B: min(p, m) (PipeDream-Flush,
-    Narayanan et al. 2021). Interleaved: p·(1 + (p-1)/(p·v)) = p + (p-1)/v, as Korthikanti et al. 2022 §4.2.3
-    state it (L·(1 + (p-1)/(p·v)) layers' worth), capped at m. DualPipe: p + 1 (DeepSeek-V3 report Table 2).
-    """
-    check_schedule(schedule)
-    p, m = _a(pp), _a(microbatches)
-    if schedule == "gpipe":
-        return m
-    if schedule == "1f1b":
-        return np.minimum(p, m)
-    if schedule == "dualpipe":
-        return np.minimum(p + 1, m)
-    return np.minimum(p + (p - 1) / _a(virtual_stages), m)
 
 
 @dataclass(frozen=True)
@@ -208,15 +187,16 @@ class TrainMemory:
     strategy: str
 
 
-def params_per_chip(m: ModelArch, *, tp=1, pp=1, ep=1):
+def params_per_chip(m: ModelArch, *, tp=1, pp=1, ep=1, both_ends=False):
     """(dense, expert) parameters held by one chip of the fullest stage: ceil(L/p) layers of weights split
-    by TP (experts also by EP), plus the embedding or head (both when not pipelined), split by TP."""
+    by TP (experts also by EP), plus the embedding or head (both when not pipelined, or ``both_ends``: a V-shaped
+    schedule puts the first and the last chunk on the first rank, ZB-V), split by TP."""
     p = count_params(m)
     L = m.num_layers
     tp, pp, ep = _a(tp), _a(pp), _a(ep)
     frac = np.ceil(L / pp) / L
     layers_dense = p.dense - m.hidden_size  # final norm sits with the head
-    emb = np.where(pp > 1, max(p.embed, p.head), p.embed + p.head)
+    emb = np.where((pp > 1) & (not both_ends), max(p.embed, p.head), p.embed + p.head)
     dense = (layers_dense * frac + emb + m.hidden_size + p.extra) / tp
     expert = p.expert_total * frac / (ep * tp)
     return dense, expert
@@ -242,7 +222,8 @@ def train_memory(m: ModelArch, plan: "TrainPlan", hbm_bytes, nbytes: TrainBytes 
     tp, pp, dp, cp, ep, zero = (_a(getattr(plan, k)) for k in ("tp", "pp", "dp", "cp", "ep", "zero"))
     if np.any((zero < 0) | (zero > 3)):
         raise ValueError(f"zero: {zero} is not a ZeRO stage; allowed: 0, 1, 2, 3 (3 = FSDP)")
-    dense, expert = params_per_chip(m, tp=tp, pp=pp, ep=ep)
+    v_shape = schedule == "zb-v"  # the first rank holds the first and the last chunk: embedding, head and logits
+    dense, expert = params_per_chip(m, tp=tp, pp=pp, ep=ep, both_ends=v_shape)
     shard_d, shard_e = dp * cp, np.maximum(dp * cp / ep, 1.0)
 
     def state(bytes_per_param, sharded):
@@ -268,7 +249,7 @@ def train_memory(m: ModelArch, plan: "TrainPlan", hbm_bytes, nbytes: TrainBytes 
         stored = stored + 2 * act_bytes * D / r * tokens * in_flight  # the two output streams per micro-batch
     working = (widest * tokens) if strategy in ("full", "reversible") else 0.0 * tokens
     logits = nbytes.logit_bytes * tokens * m.vocab_size / tp
-    first = stored + working
+    first = stored + working + (logits if v_shape else 0.0)
     last = per_stage + working + logits  # the last stage holds one micro-batch in flight, plus the logits
     acts = np.where(pp > 1, np.maximum(first, last), stored + working + logits)
     total = weights + grads + opt + acts

@@ -2,10 +2,10 @@
 
 Decode: the global batch B = M·b with at least M = P micro-batches so no stage idles ("proof by visual");
 each token passes all P stages and P hops, so a hop of t_hop adds P·t_hop per token (4 x 2.5 ms: 20 -> 30 ms).
-Training (GPipe/1F1B): bubble fraction (P-1)/(M+P-1); interleaving v chunks per stage divides the bubble by v
-(Narayanan et al. 2021). DualPipe (DeepSeek-V3 report arXiv 2412.19437 §3.2.1 and Table 2;
-github.com/deepseek-ai/DualPipe): micro-batches enter from both ends, each rank holding stage i and stage P-1-i, and a forward chunk runs paired with
-a backward chunk so each hides the other's all-to-alls; bubble (P/2-1)(F&B + B - 3W) against 1F1B's (P-1)(F+B).
+Training schedules' bubbles and memory are core/schedules.py's (GPipe/1F1B (P-1)/(M+P-1), interleaved, the
+zero-bubble ZB-H1/ZB-H2/ZB-V, DualPipe), re-exported here. DualPipe (DeepSeek-V3 report arXiv 2412.19437 §3.2.1;
+github.com/deepseek-ai/DualPipe): micro-batches enter from both ends, each rank holding stage i and stage P-1-i, and
+a forward chunk runs paired with a backward chunk so each hides the other's all-to-alls.
 Rack-hop criterion: per stage, EP dispatch + combine moves 2·k copies of each token's activations per MoE layer
 over scale-up, while the hop moves one copy over scale-out, so
     t_scaleup / t_scaleout = 2·k·ℓ · bw_out/bw_up   ( = 2·k·ℓ/8 for the lecture's 8x)   -- need >= 1
@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from tokenomy.core.schedules import schedule_bubble
 
 
 def rack_hop_ratio(experts_per_tok, moe_layers_per_stage, up_bytes_per_s, out_bytes_per_s):
@@ -30,27 +32,13 @@ def min_microbatches(stages):
 
 def bubble_fraction(stages, microbatches, interleave=1):
     """Idle share of a training pipeline step: (P-1)/(v·M + P-1) (GPipe/1F1B for v=1; interleaved 1F1B)."""
-    P, M, v = (np.asarray(x, dtype=float) for x in (stages, microbatches, interleave))
-    return (P - 1.0) / (v * M + P - 1.0)
+    return schedule_bubble("interleaved", stages, microbatches, interleave)
 
 
 def dualpipe_bubble_fraction(stages, microbatches):
-    """Idle share of a DualPipe step: (P/2-1)(F&B + B - 3W) / (M·(F+B) + that), DeepSeek-V3 report Table 2.
-
-    In units of a stage's forward chunk F = 1: backward B = 2 (input and weight gradients, Narayanan et al. 2021),
-    weight-gradient part W = 1, and a mutually overlapped forward+backward pair F&B = F + B = 3 (the pair's
-    computation adds up; its communication hides under it). So the bubble is (P/2-1)·2 against the M·3 of work
-    each rank does: P = 16, M = 120 gives 14/374 = 3.7% where 1F1B gives 15/135 = 11.1%."""
-    P, M = (np.asarray(x, dtype=float) for x in (stages, microbatches))
-    idle = np.maximum(P / 2.0 - 1.0, 0.0) * (3.0 + 2.0 - 3.0)
-    return idle / (M * 3.0 + idle)
-
-
-def schedule_bubble_fraction(schedule: str, stages, microbatches, virtual_stages=1):
-    """The bubble of ``schedule``: GPipe and 1F1B (P-1)/(M+P-1), interleaved with v chunks, DualPipe's."""
-    if schedule == "dualpipe":
-        return dualpipe_bubble_fraction(stages, microbatches)
-    return bubble_fraction(stages, microbatches, virtual_stages if schedule == "interleaved" else 1)
+    """Idle share of a DualPipe step at T_F = T_B = T_W (core/schedules.py): (P/2-1)·2 against the M·3 of work each
+    rank does; P = 16, M = 120 gives 14/374 = 3.7% where 1F1B gives 15/135 = 11.1%."""
+    return schedule_bubble("dualpipe", stages, microbatches)
 
 
 def added_latency_per_token(stages, hop_s):

@@ -10,6 +10,7 @@ import numpy as np
 from tokenomy.arch.model import ModelArch
 from tokenomy.core.collectives import all_reduce, p2p, reduce_scatter
 from tokenomy.core.memory import TrainMemory
+from tokenomy.core.schedules import chunks_per_rank
 from tokenomy.specs import Topology
 
 
@@ -21,7 +22,9 @@ def step_comms(m: ModelArch, c, topo: Topology, p, mem: TrainMemory, e: float, g
     the degrees inside it. Per micro-batch and layer: TP 4 all-reduces of the layer's activations (2 forward,
     2 backward; with SP the same bytes as all-gather + reduce-scatter), CP 3(cp-1) K/V block sends (ring attention); recompute repeats the forward ones.
     Per step: DP all-reduce of gradients (ZeRO <= 2) or, per micro-batch, all-gather x2 + reduce-scatter
-    (ZeRO-3/FSDP); PP sends activations forward and gradients back, 2·m·v hops.
+    (ZeRO-3/FSDP); PP sends activations forward and gradients back, 2·m·v hops, v the chunks a rank holds
+    (interleaved: its virtual stages; ZB-V: 2, "2x" the pipeline traffic of 1F1B, sail-sg/zero-bubble-pipeline-
+    parallelism README; core/schedules.chunks_per_rank).
     """
     tp, pp, cp, dp, ep = (np.asarray(x, dtype=float) for x in (p.tp, p.pp, p.cp, p.dp, p.ep))
     mb, D, L = p.microbatches, m.hidden_size, m.num_layers
@@ -33,7 +36,7 @@ def step_comms(m: ModelArch, c, topo: Topology, p, mem: TrainMemory, e: float, g
     hop_cp = p2p(topo, kv, topo.chips_in_domain(cp, tp) < cp)
     cp_s = np.where(cp > 1, 3 * (cp - 1) * layers * mb * hop_cp, 0.0)
     hop = p2p(topo, tokens * D * e / (tp if p.sp else 1.0), topo.chips_in_domain(2, tp * cp * dp) < 2)
-    pp_s = np.where(pp > 1, 2 * mb * np.asarray(p.virtual_stages, dtype=float) * hop, 0.0)
+    pp_s = np.where(pp > 1, 2 * mb * chunks_per_rank(p.schedule, p.virtual_stages) * hop, 0.0)
     pp_exposed = np.where(pp > 1, 2 * (pp - 1) * hop, 0.0)  # pipeline fill and drain wait on the hops
     zero = np.asarray(p.zero, dtype=float)
     g_dense = grad_bytes * mem.dense_params_per_chip

@@ -17,7 +17,7 @@ from tokenomy.core.efficiency import ROOFLINE
 from tokenomy.core.fp8_casts import fp8_cast_s
 from tokenomy.core.memory import TrainBytes, TrainMemory, train_memory, with_gemm_inputs
 from tokenomy.core.moe_host import layer_passes, sync_passes
-from tokenomy.core.pipeline import schedule_bubble_fraction
+from tokenomy.core.schedules import BackwardSplit, schedule_bubble
 from tokenomy.core.ssd_scan import scan_s
 from tokenomy.core.train_comms import step_comms
 from tokenomy.core.train_flops import TrainFlops, per_token_flops, recompute_mm_flops
@@ -52,6 +52,7 @@ class LoweredStep:
     parts: TrainParts
     comm_s: object  # this chip's collectives and sends, all dimensions
     pp_s: object
+    split: BackwardSplit = BackwardSplit()  # the stage's T_F, T_B, T_W the bubble was taken over (core/schedules.py)
 
 
 def _expert_width(m: ModelArch) -> float:
@@ -127,9 +128,10 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     # the usable HBM of every door (specs.Chip); GEMM inputs kept as the FP8 recipe quantizes them (core/memory.py)
     mem = train_memory(m, p, hw.chip.exposed_hbm_bytes, with_gemm_inputs(how.nbytes, gemm_dtype, p.fp8_scaling))
     cm = step_comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)
-    # Narayanan et al. 2021 §2.2: (p-1)/(v·m + p-1) of the step, v = 1 unless interleaved; DualPipe's
-    # (p/2-1)(F&B + B - 3W) (core/pipeline.py).
-    bubble = schedule_bubble_fraction(p.schedule, p.pp, mb, p.virtual_stages)
+    # The schedule's bubble (core/schedules.py) over this stage's backward split from the engine's FLOPs: W = the
+    # weight GEMMs' gradients (the forward less core attention), B = the input gradients and the recompute.
+    split = BackwardSplit.of(fwd, att, redo_share * fwd)
+    bubble = schedule_bubble(p.schedule, p.pp, mb, p.virtual_stages, split)
     ep_overlap = ep_overlap_of(p)
     width = _expert_width(m)
     fused = p.moe_kernels == "fused" and width > 0
@@ -153,7 +155,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
                        scan_s=scan_s(m, p), attention_kernel_s=att_kernel_s,
                        cast_s=fp8_cast_s(m, p, gemm_dtype, hw.chip.hbm_bytes_per_s))
     comm = cm["tp_s"] + ep_s + cm["cp_s"] + cm["dp_s"] + cm["pp_s"]
-    return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"])
+    return LoweredStep(fl, tokens * fl.model, tokens * fl.hardware, peak, mem, parts, comm, cm["pp_s"], split)
 
 
 def bf16_tail(m: ModelArch, plan: TrainPlan, dense_gemm_1_s, expert_1_s, gemm_dtype: str, peak_ratio) -> dict:

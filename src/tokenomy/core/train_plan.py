@@ -16,6 +16,7 @@ from tokenomy.core.fp8_casts import check_fp8_scaling
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import check_schedule, check_strategy
 from tokenomy.core.moe_host import check_dispatcher
+from tokenomy.core.schedules import ZERO_BUBBLE, chunks_per_rank
 
 MOE_KERNELS = ("unfused", "fused")  # core/train_time.py: fused grouped GEMM + CUDA graphs (ψ_fused, g = 1)
 
@@ -32,7 +33,7 @@ class TrainPlan:
     zero: object = 1  # 0 none, 1 optimizer, 2 + gradients, 3 + weights (FSDP)
     sp: bool = True  # sequence parallelism with TP (Korthikanti et al. 2022)
     schedule: str = "1f1b"
-    virtual_stages: object = 1  # interleaved only
+    virtual_stages: object = 1  # interleaved only (zb-v always runs two chunks a rank)
     recompute: str = "selective"
     micro_batch: object = 1  # sequences per micro-batch
     seq_len: object = 4096
@@ -96,8 +97,10 @@ def plan_problems(m: ModelArch, plan: TrainPlan, dep: Deployment | None = None) 
         out.append(f"tp: {plan.tp} does not divide num_attention_heads {a.num_heads}")
     # The embedding and the loss may each take a pipeline chunk's place (Megatron-Core's
     # --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: 126 layers + 2 = 16 x 8).
-    if int(np.max(plan.pp)) * int(np.max(plan.virtual_stages)) > m.num_layers + 2:
-        out.append(f"pp: pp·virtual_stages > num_hidden_layers {m.num_layers} + 2 (embedding and loss chunks)")
+    chunks = int(np.max(chunks_per_rank(plan.schedule, plan.virtual_stages)))
+    if int(np.max(plan.pp)) * chunks > m.num_layers + 2:
+        what = "pp·2 (zb-v's two chunks a rank)" if plan.schedule == "zb-v" else "pp·virtual_stages"
+        out.append(f"pp: {what} > num_hidden_layers {m.num_layers} + 2 (embedding and loss chunks)")
     ep = int(np.max(plan.ep))
     if ep > 1 and (mlp is None or mlp.num_experts % ep or (int(np.max(plan.dp * np.asarray(plan.cp))) % ep)):
         out.append(f"ep: {ep} must divide the routed experts ({mlp.num_experts if mlp else 0}) and dp·cp")
@@ -107,6 +110,9 @@ def plan_problems(m: ModelArch, plan: TrainPlan, dep: Deployment | None = None) 
     if plan.schedule == "dualpipe" and (pp_max % 2 or int(mb) % 2 or int(mb) < pp_max):
         out.append(f"schedule: dualpipe needs an even pp ({pp_max}) and an even number of micro-batches per "
                    f"pipeline of at least pp ({int(mb)}): half enter from each end")
+    if plan.schedule in ZERO_BUBBLE and pp_max < 2:
+        # the sail-sg implementation refuses it too: "zero bubble must be enabled with pipeline parallelism"
+        out.append(f"schedule: {plan.schedule} needs pp > 1 (it reorders a pipeline's backward passes)")
     if not out and dep is not None:
         lay, B = training_layout(plan)
         code = np.ravel(dep.with_(layout=lay).work(B, 2.0, 2.0).structure)

@@ -32,6 +32,7 @@ import numpy as np
 
 from tokenomy.arch.model import ModelArch
 from tokenomy.core.memory import TrainMemory
+from tokenomy.core.schedules import BackwardSplit
 # the parts of a step, split by meaning and re-exported here: its FLOPs, its plan, its lowering
 from tokenomy.core.train_flops import (ATTENTION_CONVENTIONS, TrainFlops, attention_positions,  # noqa: F401
                                        check_attention, train_flops_per_token, up_projection_flops)
@@ -81,6 +82,7 @@ class TrainStep:
     mfu_cap: object  # the MFU of the modelled step at flops_fraction 1: no stated MFU may exceed it
     efficiency: str = "roofline"  # the training terms' name (calibrated: catalog/efficiency/<chip>.toml)
     roofline_step_s: object = None  # the step at the roofline terms (η 1, φ 0), beside the estimate
+    split: BackwardSplit = BackwardSplit()  # the stage's T_F, T_B, T_W the bubble was taken over (core/schedules.py)
 
 
 def mfu_problem(mfu, cap, bubble, step_1, exposed_1, global_batch) -> str | None:
@@ -136,7 +138,7 @@ def train_step(m: ModelArch, hw: Hardware, plan: TrainPlan, *, mfu=None, efficie
                      nan(modelled), nan(implied), nan(step), nan(tokens / step),
                      nan(low.model_flops / (step * chips * peak)), mem, fits,
                      np.argmax(np.stack(terms), axis=0), mfu is not None, nan(cap), eff.name,
-                     nan(at_1["step_s"]))
+                     nan(at_1["step_s"]), low.split)
 
 
 @dataclass(frozen=True)

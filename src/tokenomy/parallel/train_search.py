@@ -4,8 +4,8 @@ layouts (TP, CP, PP, DP, EP, pipeline schedule, recompute) that fit, each timed 
 
 Candidates: tp a power of two up to the scale-up domain and dividing the heads; pp a power of two up to 16 (and
 the layers); cp 1, or up to 4 for sequences of 16K and more; dp the rest; for MoE models ep every power of two
-from 8 that divides the routed experts and dp·cp (and 1); schedules 1F1B, interleaved (2, 4 or 8 chunks per rank)
-and DualPipe where pp > 1; for MoE layouts with ep > 1, each schedule but DualPipe (which hides the EP all-to-alls
+from 8 that divides the routed experts and dp·cp (and 1); schedules 1F1B, interleaved (2, 4 or 8 chunks per rank),
+DualPipe and the zero-bubble ZB-H1, ZB-H2 and ZB-V (core/schedules.py) where pp > 1; for MoE layouts with ep > 1, each schedule but DualPipe (which hides the EP all-to-alls
 itself) also with the EP all-to-alls overlapped (ep_overlap 1: Megatron-Core's combined 1F1B,
 --overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap, which Megatron refuses with full recompute and
 without virtual stages when pipelined: interleaved, or pp 1); for each, the cheapest recompute that fits (none,
@@ -38,6 +38,11 @@ class TrainSearch:
     fp8_scaling: str = "fused"  # core/fp8_casts.py
 
 
+# (schedule, virtual stages) tried on a pipeline: 1F1B, interleaved, DualPipe and the zero-bubble ones
+SCHEDULE_TRIES = (("1f1b", 1), ("interleaved", 2), ("interleaved", 4), ("interleaved", 8), ("dualpipe", 1),
+                  ("zb-h1", 1), ("zb-h2", 1), ("zb-v", 1))
+
+
 def _pow2(limit: int) -> list[int]:
     return [2 ** k for k in range(int(np.log2(max(limit, 1))) + 1)]
 
@@ -62,9 +67,9 @@ def candidates(m: ModelArch, hw: Hardware, q: TrainSearch) -> list[TrainPlan]:
                     continue
                 eps = [1] + ([e for e in _pow2(dp * cp) if e >= 8 and moe.num_experts % e == 0] if moe else [])
                 for ep in eps:
-                    for schedule, v in (("1f1b", 1), ("interleaved", 2), ("interleaved", 4), ("interleaved", 8),
-                                        ("dualpipe", 1)):
-                        if (pp == 1 and schedule != "1f1b") or pp * v > m.num_layers + 2:
+                    for schedule, v in SCHEDULE_TRIES:
+                        chunks = 2 if schedule == "zb-v" else v
+                        if (pp == 1 and schedule != "1f1b") or pp * chunks > m.num_layers + 2:
                             continue
                         for overlap in _ep_overlaps(ep, pp, schedule):
                             out.append(TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, schedule=schedule,

@@ -172,8 +172,9 @@ class TrainingCase(_Strict):
     cp: int = Field(default=1, gt=0)
     vp: int = Field(default=1, gt=0)  # virtual pipeline stages per rank
     # the pipeline schedule when the source names one other than 1F1B / interleaved (which vp implies): DualPipe
-    # (DeepSeek-V3 report §3.2.1; core/pipeline.py): its bubble, and EP all-to-alls hidden under the paired chunk
-    schedule: Literal["1f1b", "interleaved", "dualpipe"] | None = None
+    # (DeepSeek-V3 report §3.2.1) or a zero-bubble one (Qi et al. 2024; core/schedules.py): its bubble and memory;
+    # DualPipe also hides the EP all-to-alls under the paired chunk
+    schedule: Literal["1f1b", "interleaved", "dualpipe", "zb-h1", "zb-h2", "zb-v"] | None = None
     ep: int = Field(default=1, gt=0)
     fsdp: bool = False
     grad_accum: int = Field(default=1, gt=0)  # micro-batches per pipeline per step

@@ -40,7 +40,8 @@ HELP = {
     "tp": "tensor-parallel degree", "pp": "pipeline stages", "cp": "context-parallel degree",
     "ep": "expert-parallel degree", "dp": "data-parallel replicas; empty: chips / (tp·pp·cp)",
     "zero": "ZeRO stage (1: optimizer, 2: + gradients, 3: + weights sharded over dp)",
-    "schedule": "pipeline schedule: 1f1b, interleaved (with virtual stages), dualpipe (DeepSeek-V3's), gpipe",
+    "schedule": "pipeline schedule: 1f1b, interleaved (with virtual stages), dualpipe (DeepSeek-V3's), zero-bubble "
+                "zb-h1 (1F1B's memory), zb-h2 (about 2x its activations), zb-v (two chunks a rank, 1F1B's memory), gpipe",
     "recompute": "activation recompute: none, selective (core attention), modules (norms, MLA up-projections, "
                  "SwiGLU), full",
     "micro_batch": "sequences per micro-batch",
