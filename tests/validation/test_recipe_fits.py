@@ -76,3 +76,9 @@ def test_megatron_bridge_fsdp_llama_recipes_fit_with_their_cpu_offload():
     mem = lower_step(loader.model(c.model), loader.hardware(c.hardware), bare,
                      Lowering(compute_dtype=c.precision, nbytes=case_bytes(c))).memory
     assert not bool(mem.fits)
+
+
+def test_mlperf_h200_405b_recipes_fit():
+    # MLPerf Training v5.1, Nebius: Llama 3.1 405B on 512 and 1,024 H200 (TP4 PP8 VP8 CP2, FP8, distributed optimizer)
+    ids = [i for i in CASES if i.startswith("mlperf51-nebius-llama-3-1-405b-h200")]
+    assert len(ids) == 2 and all(bool(memory(i).fits) for i in ids)
