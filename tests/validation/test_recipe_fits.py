@@ -82,3 +82,10 @@ def test_mlperf_h200_405b_recipes_fit():
     # MLPerf Training v5.1, Nebius: Llama 3.1 405B on 512 and 1,024 H200 (TP4 PP8 VP8 CP2, FP8, distributed optimizer)
     ids = [i for i in CASES if i.startswith("mlperf51-nebius-llama-3-1-405b-h200")]
     assert len(ids) == 2 and all(bool(memory(i).fits) for i in ids)
+
+
+def test_deepseek_v3_report_run_fits_the_h800():
+    # DeepSeek-V3 report §3.3: FP8-cached Linear inputs and BF16 AdamW moments, PP16 DualPipe (two stages' states per
+    # rank), EP64, no TP, on 80 GB H800s
+    mem = memory("deepseek-v3-pretraining-h800-2048gpu-fp8")
+    assert bool(mem.fits) and float(mem.total_bytes) > 0.5 * float(mem.hbm_bytes)
