@@ -101,3 +101,16 @@ def test_torchtitan_float8_recipe_is_its_validation_case():
     assert row["fits"] and row["step_s"] == pytest.approx(want, rel=1e-9)
     fused = cli_rows(*args[:-5], "--flash-attention")[0]  # Transformer Engine-class kernels: no cast passes, no FA2
     assert fused["step_s"] < row["step_s"]
+
+
+def test_megatron_bridge_fsdp_llama_70b_recipe_with_cpu_offload():
+    # Megatron-Bridge 26.04.01 Llama 3.1 70B on 64 GB200 (FP8-CS): Megatron FSDP, micro-batch 2, global batch 256 of
+    # 8K, cpu_offloading_num_layers 40 (LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2, workload_base_configs v0.4.2);
+    # the offload is memory only: the same step as the validation case, which fits only with it
+    args = ("--model", "llama-3.1-70b", "--hardware", "gb200", "--chips", "64", "--fsdp", "--micro-batch", "2",
+            "--recompute", "none", "--seq-len", "8192", "--global-batch", "256", "--compute-dtype", "fp8",
+            "--flash-attention", "--tp-overlap", "1")
+    want = predicted_s("megatron-bridge-26.04.01", "mbridge260401-llama-3.1-70b-gb200-64gpu-fp8")
+    row = cli_rows(*args, "--offload-layers", "40")[0]
+    assert row["fits"] and row["step_s"] == pytest.approx(want, rel=1e-9)
+    assert not cli_rows(*args)[0]["fits"]

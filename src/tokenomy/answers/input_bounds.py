@@ -102,6 +102,7 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "micro_batch": _w(1, MAX_BATCH, "sequences"), "seq_len": _w(1, MAX_CONTEXT, "tokens"),
     "global_batch": _w(1, 2**24, "sequences"), "zero": _w(0, 3), "ep_overlap": SHARE, "tp_overlap": SHARE,
     "bf16_layers_at_end": _w(0, 10_000, "layers", "train: the recipe's last layers whose GEMMs stay in BF16"),
+    "offload_layers": _w(0, 10_000, "layers", "train: layers whose activations the recipe offloads to host memory"),
     "tokens": _f(1, 1e17, "tokens"), "mfu": UTILISATION, "flops_factor": _f(2, 6), "train_mfu": UTILISATION,
     "rollouts": _w(1, 2**20), "prompt_len": _w(1, MAX_CONTEXT, "tokens"), "output_len": _w(1, MAX_CONTEXT, "tokens"),
     "demand_tokens_per_s": _f(1, 1e15, "tokens/s"), "period_days": _f(0.01, 36_500, "days"),

@@ -17,7 +17,8 @@ from tokenomy.econ.published import RUNS, load_run, run_names
 
 KEYS = ("hardware", "tp", "pp", "cp", "ep", "schedule", "virtual_stages", "recompute", "micro_batch", "seq_len",
         "global_batch", "compute_dtype", "activation_dtype", "optimizer_dtype", "flash_attention", "tp_overlap",
-        "moe_kernels", "moe_dispatcher", "zero", "ep_overlap", "attention_kernel", "fp8_scaling", "bf16_layers_at_end")
+        "moe_kernels", "moe_dispatcher", "zero", "ep_overlap", "attention_kernel", "fp8_scaling", "bf16_layers_at_end",
+        "offload_layers")
 
 
 def layout_of(name: str) -> dict | None:

@@ -168,14 +168,15 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           tp_overlap=0.0, attention="causal",
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
           activation_dtype="bf16", moe_kernels="unfused", moe_dispatcher="hybridep", flash_attention=False,
-          dropout=False, published=None, search=False, bf16_layers_at_end=0, attention_kernel="fused",
+          dropout=False, published=None, search=False, bf16_layers_at_end=0, attention_kernel="fused", offload_layers=0,
           fp8_scaling="fused") -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
     ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
     and the EP overlap left to it. ``attention_kernel``: "fused" (cuDNN / FA3 class, Megatron and DeepSeek) or "fa2"
     (PyTorch SDPA's FlashAttention-2, torchtitan; core/attention_kernel.py); ``fp8_scaling`` under FP8 GEMMs:
     "fused" (Transformer Engine's casts inside the neighbouring kernels, per-tensor or block-scaled as DeepSeek-V3)
-    or "tensorwise" (torchao's dynamic per-tensor casts as HBM passes of their own; core/fp8_casts.py)."""
+    or "tensorwise" (torchao's dynamic per-tensor casts as HBM passes of their own; core/fp8_casts.py);
+    ``offload_layers``: layers whose activations wait in host memory (memory only; core/memory.on_device_layers)."""
     if published:
         return published_runs(published)
     if search:
@@ -220,6 +221,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                      virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
                      micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels,
                      moe_dispatcher=moe_dispatcher, bf16_layers_at_end=bf16_layers_at_end,
+                     offload_layers=offload_layers,
                      attention_kernel=attention_kernel, fp8_scaling=fp8_scaling)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)

@@ -73,6 +73,9 @@ def train_cmd(
         bf16_layers_at_end: int = typer.Option(0, "--bf16-layers-at-end",
                                                help="The recipe's last layers whose GEMMs stay in BF16 under FP8 / "
                                                     "NVFP4 (Nemotron-3-Super's NVFP4 recipe: 14)."),
+        offload_layers: int = typer.Option(0, "--offload-layers",
+                                           help="Layers whose activations go to host memory between forward and "
+                                                "backward (Megatron-Core cpu_offloading_num_layers; memory only)."),
         flash_attention: bool = typer.Option(False, "--flash-attention", help="No s^2 scores stored (FlashAttention)."),
         attention_kernel: str = typer.Option("fused", "--attention-kernel",
                                              help=f"Core-attention kernel: one of {ATTENTION_KERNELS} (fused: cuDNN / "
@@ -107,5 +110,6 @@ def train_cmd(
               weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer_dtype=optimizer_dtype,
               activation_dtype=activation_dtype, moe_kernels=moe_kernels, moe_dispatcher=moe_dispatcher,
               flash_attention=flash_attention, dropout=dropout, published=published, search=search,
-              bf16_layers_at_end=bf16_layers_at_end, attention_kernel=attention_kernel, fp8_scaling=fp8_scaling)
+              bf16_layers_at_end=bf16_layers_at_end, attention_kernel=attention_kernel, fp8_scaling=fp8_scaling,
+              offload_layers=offload_layers)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

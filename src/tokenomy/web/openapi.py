@@ -73,6 +73,8 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "activation_dtype": "element type of the activations stored for backward (fp8: DeepSeek-V3's FP8 caching)",
     "moe_kernels": "unfused, or fused (grouped GEMM with fused activation and quantisation, one CUDA graph)",
     "bf16_layers_at_end": "The recipe's last layers whose GEMMs stay in BF16 under FP8 / NVFP4 (Megatron-Core num_layers_at_end_in_bf16)",
+    "offload_layers": ("Layers whose activations go to host memory between forward and backward (Megatron-Core "
+                       "cpu_offloading_num_layers)"),
     "moe_dispatcher": "MoE token dispatcher: alltoall or deepep (wait for the host each MoE layer), hybridep, token_drop",
     "search": "yes: the fastest layouts that fit for the chips and global batch (tp, cp, pp, ep, schedule searched)",
     "flash_attention": "yes: no attention scores stored for backward",
