@@ -22,6 +22,9 @@ CASES = [  # field, value, accepted
     ("schedule", "zb-h1", False),  # pp 1: the zero-bubble schedules reorder a pipeline's backward (naming schedule)
     ("ep_overlap", "1", True), ("ep_overlap", "1.5", False), ("virtual_stages", "0", False),
     ("moe_dispatcher", "deepep", True), ("moe_dispatcher", "nccl", False),
+    # Megatron-Core's recompute_modules (core/recompute_modules.py): a comma list under recompute selective
+    ("recompute_modules", "mla_up_proj,mlp", True), ("recompute_modules", "layernorm", True),
+    ("recompute_modules", "mla_up", False), ("recompute_modules", "core_attn,MLP", False),
 ]
 
 
@@ -94,3 +97,15 @@ def test_the_train_page_offers_and_runs_the_zero_bubble_schedules(client):
     assert all(f"<option>{s}</option>" in r.text for s in ("zb-h1", "zb-h2", "dualpipe"))
     r = client.get("/train", params={**page, "schedule": "zb-h3"})
     assert r.status_code == 422 and 'data-field="schedule"' in r.text
+
+
+def test_recompute_modules_need_selective_and_move_the_step_alike_at_three_doors(client):
+    # under recompute none a module list is refused naming recompute_modules; under selective, recomputing the dense
+    # MLP repeats its GEMMs, so the step is longer than the default list's (core_attn) at every door
+    none = {**BASE, "recompute": "none"}
+    refused = {"cli": cli("recompute_modules", "mlp", none), "web": web(client, "recompute_modules", "mlp", none),
+               "python": python("recompute_modules", "mlp", none)}
+    assert {ok for ok, _ in refused.values()} == {False}, refused
+    for door in (cli, python):
+        assert door("recompute_modules", "mlp")[1] > door("recompute_modules", "core_attn")[1]
+    assert web(client, "recompute_modules", "mlp")[1] > web(client, "recompute_modules", "core_attn")[1]

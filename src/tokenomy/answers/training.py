@@ -23,6 +23,7 @@ from tokenomy.core.attention_kernel import ATTENTION_KERNELS
 from tokenomy.core.fp8_casts import FP8_SCALINGS
 from tokenomy.core.memory import MEMORY_TERMS, SCHEDULES, STRATEGIES, TrainBytes, overflow_message
 from tokenomy.core.moe_host import DISPATCHERS
+from tokenomy.core.recompute_modules import check_modules
 from tokenomy.core.schedules import BackwardSplit, bubble_formula
 from tokenomy.core.train_time import ROOFLINE_TRAIN, TrainEfficiency
 from tokenomy.core.training import (ATTENTION_CONVENTIONS, MOE_KERNELS, STEP_TERMS, Lowering, TrainPlan, ep_overlap_of,
@@ -56,6 +57,7 @@ def train_rows(st, run, plan: TrainPlan, energy: dict | None = None) -> list[dic
         row = {"global_batch": int(g(np.asarray(plan.global_batch))), "chips": int(g(st.chips)),
                "dp": int(g(np.asarray(plan.dp))), "tp": int(plan.tp), "pp": int(plan.pp), "cp": int(plan.cp),
                "ep": int(plan.ep), "zero": int(plan.zero), "schedule": plan.schedule, "recompute": plan.recompute,
+               "recompute_modules": ",".join(plan.recompute_modules),
                "ep_overlap": float(ep_overlap_of(plan)), "tp_overlap": float(plan.tp_overlap),
                "attention_kernel": plan.attention_kernel, "fp8_scaling": plan.fp8_scaling,
                "microbatches": g(st.microbatches), "tokens_per_step": g(st.tokens_per_step),
@@ -160,6 +162,14 @@ def published_runs(published: str) -> Result:
                   tuple(rows), PUBLISHED_COLUMNS, rows_key="")
 
 
+def _names(value) -> tuple:
+    """A list given as 'a,b' (CLI, web) or a sequence (Python) as a tuple of stripped names."""
+    if value is None:
+        return ()
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(x).strip() for x in parts if str(x).strip())
+
+
 @door()
 @reports_hardware
 def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, cp=1, ep=1, ep_overlap=0.0, zero=1,
@@ -169,14 +179,16 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
           compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
           activation_dtype="bf16", moe_kernels="unfused", moe_dispatcher="hybridep", flash_attention=False,
           dropout=False, published=None, search=False, bf16_layers_at_end=0, attention_kernel="fused", offload_layers=0,
-          fp8_scaling="fused") -> Result:
+          fp8_scaling="fused", recompute_modules="") -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
     ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
     and the EP overlap left to it. ``attention_kernel``: "fused" (cuDNN / FA3 class, Megatron and DeepSeek) or "fa2"
     (PyTorch SDPA's FlashAttention-2, torchtitan; core/attention_kernel.py); ``fp8_scaling`` under FP8 GEMMs:
     "fused" (Transformer Engine's casts inside the neighbouring kernels, per-tensor or block-scaled as DeepSeek-V3)
     or "tensorwise" (torchao's dynamic per-tensor casts as HBM passes of their own; core/fp8_casts.py);
-    ``offload_layers``: layers whose activations wait in host memory (memory only; core/memory.on_device_layers)."""
+    ``offload_layers``: layers whose activations wait in host memory (memory only; core/memory.on_device_layers);
+    ``recompute_modules``: Megatron-Core's list under recompute "selective" (a comma string or a list of core_attn,
+    moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts; empty: core_attn; core/recompute_modules.py)."""
     if published:
         return published_runs(published)
     if search:
@@ -193,6 +205,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
         dtype_of(field, v)
     inputs.choice("schedule", schedule, SCHEDULES)
     inputs.choice("recompute", recompute, STRATEGIES)
+    modules = check_modules(_names(recompute_modules), recompute)
     inputs.choice("moe_kernels", moe_kernels, MOE_KERNELS)
     inputs.choice("moe_dispatcher", moe_dispatcher, tuple(DISPATCHERS))
     inputs.choice("attention", attention, ATTENTION_CONVENTIONS)
@@ -221,7 +234,7 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
                      virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
                      micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels,
                      moe_dispatcher=moe_dispatcher, bf16_layers_at_end=bf16_layers_at_end,
-                     offload_layers=offload_layers,
+                     offload_layers=offload_layers, recompute_modules=modules,
                      attention_kernel=attention_kernel, fp8_scaling=fp8_scaling)
     opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
     terms = train_efficiency_of(hw, efficiency)

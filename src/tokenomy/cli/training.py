@@ -43,6 +43,11 @@ def train_cmd(
                                       help=f"Activation recompute: one of {STRATEGIES} (selective: core attention; "
                                            "modules: norms, MLA up-projections, SwiGLU; op: torchtitan's op-level "
                                            "policy, every second matmul)."),
+        recompute_modules: str = typer.Option("", "--recompute-modules",
+                                              help="With --recompute selective: Megatron-Core's recompute_modules, "
+                                                   "a comma list of core_attn, moe_act, layernorm, mla_up_proj, "
+                                                   "mlp, moe, shared_experts (empty: core_attn; Megatron-Bridge's "
+                                                   "DeepSeek-V3 GB300 preset: mla_up_proj)."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         seq_len: int = typer.Option(4096, "--seq-len", help="Tokens per sequence."),
         global_batch: str = typer.Option("1024", "--global-batch", help="Sequences per step; comma list."),
@@ -111,5 +116,5 @@ def train_cmd(
               activation_dtype=activation_dtype, moe_kernels=moe_kernels, moe_dispatcher=moe_dispatcher,
               flash_attention=flash_attention, dropout=dropout, published=published, search=search,
               bf16_layers_at_end=bf16_layers_at_end, attention_kernel=attention_kernel, fp8_scaling=fp8_scaling,
-              offload_layers=offload_layers)
+              offload_layers=offload_layers, recompute_modules=recompute_modules)
     show_result(res, as_json=as_json, as_csv=as_csv, show=show)

@@ -111,12 +111,19 @@ class Stored:
     parallel_block: bool = False
     strategy: str = "none"
     gemm_bytes: float | None = None  # per element of a GEMM input kept for the backward (None: act_bytes)
+    # Megatron-Core's recompute_modules under "selective" (core/recompute_modules.effective; empty: core_attn alone)
+    modules: frozenset = frozenset()
 
 
 def _mlp_inner(F, gated: bool, e, g):
     """Bytes stored inside an MLP per token: gate and up (gated) or the activation's input (ungated) at e, and the
     activation's output, the down projection's GEMM input, at g."""
     return (2 if gated else 1) * F * e + F * g
+
+
+def _mlp_act_inputs(F, gated: bool, e, g):
+    """An MLP under output-discarding recompute of its activation: the gate and up outputs alone (2F at e)."""
+    return 2 * F * e
 
 
 def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored()):
@@ -143,21 +150,29 @@ def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored())
         qkv = a.num_heads * a.head_dim + a.num_kv_heads * (a.head_dim + a.v_head_dim)
         latent = 0
     modules = strategy == "modules"
-    score = 0.0 if (strategy in ("selective", "modules") or flash) else (
-        ((2 * e + m) if dropout else e) * a.num_heads * s_kv)
-    norms = 0 if modules else layer.norms * e * D
+    # Megatron's module list (core/recompute_modules.py); the strategy "modules" is layernorm + mla_up_proj + the
+    # activations of every MLP (dense and routed), the DeepSeek-V3 report's policy
+    mods = set(how.modules if strategy == "selective" else ()) | (
+        {"core_attn", "layernorm", "mla_up_proj", "moe_act"} if modules else set())
+    if strategy == "selective" and not how.modules:
+        mods.add("core_attn")
+    score = 0.0 if ("core_attn" in mods or flash) else (((2 * e + m) if dropout else e) * a.num_heads * s_kv)
+    norms = 0 if "layernorm" in mods else layer.norms * e * D
     # attention input, dropout masks, MLA latents (up-projection inputs), MLP input: GEMM inputs at g
     replicated = norms + g * D + m * D + g * latent + m * D + (0 if parallel_block else g * D)
-    sharded = (0 if modules and a.kind == "mla" else e * qkv) + score + g * a.num_heads * a.v_head_dim
-    # modules: the SwiGLU inputs kept, its output recomputed
-    inner = (lambda F, gated, e, g: 2 * F * e) if modules else _mlp_inner
+    sharded = (0 if "mla_up_proj" in mods and a.kind == "mla" else e * qkv) + score + g * a.num_heads * a.v_head_dim
+    # output-discarding activation recompute: the SwiGLU inputs kept, its output recomputed
+    act_only = _mlp_act_inputs
     if mlp.kind == "dense":
-        sharded = sharded + inner(mlp.intermediate_size, mlp.gated, e, g)
-    else:
-        shared = mlp.num_shared_experts * mlp.shared_intermediate_size
-        replicated = replicated + e * mlp.num_experts  # router logits
-        sharded = sharded + inner(shared, mlp.gated, e, g) + mlp.experts_per_tok * (
-            g * D + inner(mlp.expert_intermediate_size, mlp.gated, e, g))
+        inner = act_only if modules else _mlp_inner
+        return replicated / r + (sharded + (0 if "mlp" in mods else inner(mlp.intermediate_size, mlp.gated, e, g))) / t
+    if "moe" in mods:  # the whole MoE layer checkpointed: its input (the MLP input above) alone kept
+        return replicated / r + sharded / t
+    shared = 0 if "shared_experts" in mods else (act_only if modules else _mlp_inner)(
+        mlp.num_shared_experts * mlp.shared_intermediate_size, mlp.gated, e, g)
+    routed = act_only if "moe_act" in mods else _mlp_inner
+    replicated = replicated + e * mlp.num_experts  # router logits
+    sharded = sharded + shared + mlp.experts_per_tok * (g * D + routed(mlp.expert_intermediate_size, mlp.gated, e, g))
     return replicated / r + sharded / t
 
 
@@ -237,7 +252,8 @@ def train_memory(m: ModelArch, plan: "TrainPlan", hbm_bytes, nbytes: TrainBytes 
 
     D, L = m.hidden_size, m.num_layers
     tokens = _a(micro_batch) * _a(seq_len) / cp
-    how = Stored(tp, sp, act_bytes, nbytes.dropout, nbytes.flash, m.parallel_block, strategy, nbytes.gemm_input_bytes)
+    how = Stored(tp, sp, act_bytes, nbytes.dropout, nbytes.flash, m.parallel_block, strategy, nbytes.gemm_input_bytes,
+                 frozenset(plan.recompute_modules))
     counts = Counter(m.layers)
     per_tok = sum(n * layer_bytes_per_token(ly, D, seq_len, how) for ly, n in counts.items()) / L
     widest = max(np.max(layer_bytes_per_token(ly, D, seq_len, replace(how, strategy="none"))) for ly in counts)

@@ -15,6 +15,7 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import check_strategy
 from tokenomy.core.op_sac import op_recompute_flops
+from tokenomy.core.recompute_modules import effective, module_flops, up_projection_layer_flops
 
 ATTENTION_CONVENTIONS = ("full", "causal", "none")
 
@@ -54,27 +55,33 @@ def attention_positions(seq_len, window, convention="causal"):
 def up_projection_flops(m: ModelArch) -> float:
     """FLOPs per token of MLA's up-projections (q from its latent, k_nope and v from the KV latent), all layers:
     what recompute "modules" repeats besides norms and SwiGLU (DeepSeek-V3 report §3.2.3); 0 without MLA."""
-    out = 0.0
-    for ly in m.layers:
-        a = ly.attention
-        if a.kind == "mla":
-            q_up = (a.q_lora_rank or 0) * a.num_heads * a.head_dim
-            out += 2.0 * (q_up + a.kv_lora_rank * a.num_heads * (a.head_dim - a.qk_rope_head_dim + a.v_head_dim))
-    return out
+    return sum(up_projection_layer_flops(ly.attention) for ly in m.layers)
 
 
-def recompute_mm_flops(m: ModelArch, strategy: str) -> float:
+def recompute_mm_flops(m: ModelArch, strategy: str, modules=()) -> float:
     """FLOPs per token of the weight GEMMs a recompute strategy repeats beside the attention: MLA's up-projections
-    under "modules", the every-second mms of torchtitan's op policy under "op" (core/op_sac.py), else 0."""
+    under "modules", the every-second mms of torchtitan's op policy under "op" (core/op_sac.py), Megatron's
+    ``modules`` under "selective" (core/recompute_modules.py), else 0."""
     if strategy == "op":
         return sum(op_recompute_flops(ly, m.hidden_size) for ly in m.layers)
+    if strategy == "selective":
+        return module_flops(m, effective(strategy, modules))
     return up_projection_flops(m) if strategy == "modules" else 0.0
 
 
+def redoes_attention(strategy: str, modules=()) -> bool:
+    """Whether the core attention runs again in the backward: selective with core_attn (its default), modules, full
+    and reversible; not none, not op (torchtitan saves the SDPA output), not a module list without core_attn."""
+    if strategy == "selective":
+        return "core_attn" in effective(strategy, modules)
+    return strategy not in ("none", "op")
+
+
 def per_token_flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strategy: str,
-                    up_flops: float = 0.0) -> TrainFlops:
+                    up_flops: float = 0.0, modules=()) -> TrainFlops:
     """Per-token training FLOPs from the engine's forward pass ``w`` (s tokens) and ``w_prev`` (s - 1 tokens);
-    ``up_flops`` the weight GEMMs the strategy repeats (recompute_mm_flops)."""
+    ``up_flops`` the weight GEMMs the strategy repeats (recompute_mm_flops); ``modules`` Megatron's list under
+    "selective" (without core_attn the attention is not repeated)."""
     check_attention(attention)
     check_strategy(strategy)
     s = np.asarray(seq_len, dtype=float)
@@ -85,16 +92,17 @@ def per_token_flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str
     conv = {"causal": att, "full": last, "none": 0.0 * att}[attention]
     matmul = 6 * n_active
     # op: the attention is saved (its SDPA output), only the every-second mms run again (core/op_sac.py)
-    extra = {"none": 0.0 * att, "selective": att, "modules": att + up_flops, "op": 0.0 * att + up_flops}.get(
+    sel = att * redoes_attention(strategy, modules) + up_flops
+    extra = {"none": 0.0 * att, "selective": sel, "modules": att + up_flops, "op": 0.0 * att + up_flops}.get(
         strategy, 2 * n_active + att)
     return TrainFlops(matmul, 3 * conv, extra, matmul + 3 * conv, matmul + 3 * att + extra, n_active, attention,
                       3 * att)
 
 
-def train_flops_per_token(dep: Deployment, seq_len, attention="causal", strategy="none") -> TrainFlops:
+def train_flops_per_token(dep: Deployment, seq_len, attention="causal", strategy="none", modules=()) -> TrainFlops:
     """FLOPs per token of training on sequences of ``seq_len`` (module docstring), from dep's model via the engine."""
     d = dep.with_(layout=Layout())
     s = np.asarray(seq_len, dtype=float)
     return per_token_flops(d.work(1, s, s), d.work(1, s - 1, s - 1), s, attention, strategy,
-                           recompute_mm_flops(d.model, strategy))
+                           recompute_mm_flops(d.model, strategy, modules), modules)
 

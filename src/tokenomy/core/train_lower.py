@@ -20,7 +20,7 @@ from tokenomy.core.moe_host import layer_passes, sync_passes
 from tokenomy.core.schedules import BackwardSplit, schedule_bubble
 from tokenomy.core.ssd_scan import scan_s
 from tokenomy.core.train_comms import step_comms
-from tokenomy.core.train_flops import TrainFlops, per_token_flops, recompute_mm_flops
+from tokenomy.core.train_flops import TrainFlops, per_token_flops, recompute_mm_flops, redoes_attention
 from tokenomy.core.train_plan import TrainPlan, plan_problems, training_layout
 from tokenomy.core.train_time import TrainParts
 from tokenomy.specs import Hardware
@@ -94,8 +94,8 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     gemm_dtype, peak = hw.chip.flops_for(compute_dtype)
     mb, cp = p.microbatches, np.asarray(p.cp, dtype=float)
     w, w_prev = _forward(dep, p)
-    up = recompute_mm_flops(m, p.recompute)
-    fl = per_token_flops(w, w_prev, p.seq_len, attention, p.recompute, up)
+    up = recompute_mm_flops(m, p.recompute, p.recompute_modules)
+    fl = per_token_flops(w, w_prev, p.seq_len, attention, p.recompute, up, p.recompute_modules)
     tokens = np.asarray(p.global_batch, dtype=float) * p.seq_len
     # The engine times the busiest chip's forward of one micro-batch at peak; training HBM fit is train_memory's.
     peaks = engine.Peaks(peak, hw.chip.hbm_bytes_per_s, np.inf)
@@ -121,7 +121,9 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops))
     # modules: the attention, and the up-projections' share of the forward's FLOPs; op: its every-second mms' share
     up_share = up / (np.asarray(w.flops, dtype=float) / (np.asarray(w.batch, dtype=float) * p.seq_len))
-    redo_share = {"none": 0.0 * fwd, "selective": att / fwd, "modules": att / fwd + up_share,
+    # selective: the core attention when its list holds core_attn (the default), and the modules' GEMMs' share
+    redo_att = float(redoes_attention(p.recompute, p.recompute_modules))
+    redo_share = {"none": 0.0 * fwd, "selective": redo_att * att / fwd + up_share, "modules": att / fwd + up_share,
                   "op": up_share + 0.0 * fwd}.get(p.recompute, 1.0 + 0.0 * fwd)
     total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
     expert_total = expert * (3 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
@@ -136,7 +138,7 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     width = _expert_width(m)
     fused = p.moe_kernels == "fused" and width > 0
     # attention forward, backward 2x, recomputed once (op saves the SDPA output: not recomputed)
-    att_all = att * (3 + (p.recompute not in ("none", "op")))
+    att_all = att * (3 + redo_att)
     tail = bf16_tail(m, p, total - expert_total - att_all, expert_total,
                      gemm_dtype, peak / hw.chip.flops_for("bf16")[1])
     att_moved, att_kernel_s = kernel_attention_s(p.attention_kernel, att_all)

@@ -16,6 +16,7 @@ from tokenomy.core.fp8_casts import check_fp8_scaling
 from tokenomy.core.layout import Layout
 from tokenomy.core.memory import check_schedule, check_strategy
 from tokenomy.core.moe_host import check_dispatcher
+from tokenomy.core.recompute_modules import check_modules
 from tokenomy.core.schedules import ZERO_BUBBLE, chunks_per_rank
 
 MOE_KERNELS = ("unfused", "fused")  # core/train_time.py: fused grouped GEMM + CUDA graphs (ψ_fused, g = 1)
@@ -54,12 +55,15 @@ class TrainPlan:
     # layers whose activations go to host memory between forward and backward (Megatron-Core
     # cpu_offloading_num_layers; core/memory.on_device_layers)
     offload_layers: object = 0
+    # Megatron-Core's recompute_modules under recompute "selective" (core/recompute_modules.py; empty: core_attn)
+    recompute_modules: tuple = ()
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)
         check_attention_kernel(self.attention_kernel)
         check_fp8_scaling(self.fp8_scaling)
         check_strategy(self.recompute)
+        object.__setattr__(self, "recompute_modules", check_modules(self.recompute_modules, self.recompute))
         check_dispatcher(self.moe_dispatcher)
         if self.moe_kernels not in MOE_KERNELS:
             raise ValueError(f"moe_kernels: {self.moe_kernels!r}; allowed: {', '.join(MOE_KERNELS)}")

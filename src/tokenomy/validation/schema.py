@@ -14,6 +14,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tokenomy.core.recompute_modules import MODULES
+
+RecomputeModule = Literal[MODULES]  # Megatron-Core's names (core/recompute_modules.py)
+
 AS_OF = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 SCENARIOS = ("static_batch", "prefill", "decode", "concurrency", "request_rate", "max_throughput")
 SERVING_METRICS = ("tpot_s", "ttft_s", "latency_s", "throughput_per_chip")
@@ -181,6 +185,8 @@ class TrainingCase(_Strict):
     # activation recomputation the recipe turns on; modules: norms, MLA up-projections and SwiGLU (core/memory.py);
     # op: torchtitan's op-level selective checkpointing (core/op_sac.py)
     recompute: Literal["none", "selective", "modules", "op", "full"] = "none"
+    # Megatron-Core's recompute_modules under recompute "selective" (core/recompute_modules.py; empty: core_attn)
+    recompute_modules: list[RecomputeModule] = Field(default_factory=list)
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
     # EP all-to-alls of one micro-batch hidden under another's compute: Megatron-Core's combined 1F1B
     # (--overlap-moe-expert-parallel-comm, Megatron-Bridge moe_a2a_overlap), as DualPipe pairs its chunks
@@ -205,6 +211,12 @@ class TrainingCase(_Strict):
     tokens_per_s_per_chip: float = Field(gt=0)
     published: str
     split: Literal["train", "test"] | None = None
+
+    @model_validator(mode="after")
+    def _modules_need_selective(self):
+        if self.recompute_modules and self.recompute != "selective":
+            raise ValueError(f"recompute_modules: only with recompute 'selective', got {self.recompute!r}")
+        return self
 
     @property
     def value(self) -> float:

@@ -67,7 +67,8 @@ def case_plan(c: TrainingCase) -> TrainPlan:
                      tp_overlap=float(c.tp_comm_overlap),
                      ep_overlap=float(c.ep_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
                      bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel,
-                     fp8_scaling=c.fp8_scaling, offload_layers=c.offload_layers)
+                     fp8_scaling=c.fp8_scaling, offload_layers=c.offload_layers,
+                     recompute_modules=tuple(c.recompute_modules))
 
 
 def case_bytes(c: TrainingCase) -> TrainBytes:

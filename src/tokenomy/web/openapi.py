@@ -73,6 +73,8 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "activation_dtype": "element type of the activations stored for backward (fp8: DeepSeek-V3's FP8 caching)",
     "moe_kernels": "unfused, or fused (grouped GEMM with fused activation and quantisation, one CUDA graph)",
     "bf16_layers_at_end": "The recipe's last layers whose GEMMs stay in BF16 under FP8 / NVFP4 (Megatron-Core num_layers_at_end_in_bf16)",
+    "recompute_modules": ("With recompute selective: Megatron-Core's recompute_modules, comma-separated: core_attn, "
+                          "moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts (empty: core_attn)"),
     "offload_layers": ("Layers whose activations go to host memory between forward and backward (Megatron-Core "
                        "cpu_offloading_num_layers)"),
     "moe_dispatcher": "MoE token dispatcher: alltoall or deepep (wait for the host each MoE layer), hybridep, token_drop",

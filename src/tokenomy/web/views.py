@@ -44,6 +44,8 @@ HELP = {
                 "zb-h1 (1F1B's memory), zb-h2 (about 2x its activations), zb-v (two chunks a rank, 1F1B's memory), gpipe",
     "recompute": "activation recompute: none, selective (core attention), modules (norms, MLA up-projections, "
                  "SwiGLU), full",
+    "recompute_modules": "with recompute selective: Megatron-Core's recompute_modules, comma-separated: core_attn, "
+                         "moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts (empty: core_attn)",
     "micro_batch": "sequences per micro-batch",
     "seq_len": "tokens per training sequence",
     "global_batch": "sequences per optimizer step; a list (256,512) or a range (256..4096) compares several",
@@ -255,7 +257,8 @@ PAGES = {
     "train": Page("train", "Train", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "chips": "1024", "tp": "8",
                                      "pp": "4", "seq_len": "8192", "global_batch": "256,512,1024", "tokens": "15e12"},
                   ("model", "hardware", "chips", "tp", "pp", "cp", "ep", "dp", "zero", "schedule", "virtual_stages",
-                   "recompute", "micro_batch", "seq_len", "global_batch", "tokens", "mfu", "compute_dtype",
+                   "recompute", "recompute_modules", "micro_batch", "seq_len", "global_batch", "tokens", "mfu",
+                   "compute_dtype",
                    "activation_dtype", "optimizer_dtype", "fp8_scaling", "attention_kernel", "flash_attention",
                    "ep_overlap", "tp_overlap", "moe_dispatcher", "search"), _train_figures, _train_cards,
                   rows_payload=True),
