@@ -53,9 +53,11 @@ def test_deepseek_v3_published_layout_is_its_validation_case():
 
 def test_megatron_bridge_deepseek_v3_recipe_with_ep_overlap_is_its_validation_case():
     # Megatron-Bridge 26.04.01 DeepSeek-V3 on 256 B200 (FP8 MX): PP8 with 2 virtual stages, EP32, DeepEP, and
-    # moe_a2a_overlap (Megatron's --overlap-moe-expert-parallel-comm): --ep-overlap 1
+    # moe_a2a_overlap (Megatron's --overlap-moe-expert-parallel-comm): --ep-overlap 1; its preset
+    # (DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2) recomputes mla_up_proj and the dense mlp: --recompute-modules
     args = ("--model", "deepseek-v3", "--hardware", "b200", "--chips", "256", "--pp", "8", "--schedule", "interleaved",
-            "--virtual-stages", "2", "--ep", "32", "--moe-dispatcher", "deepep", "--recompute", "none", "--seq-len",
+            "--virtual-stages", "2", "--ep", "32", "--moe-dispatcher", "deepep", "--recompute", "selective",
+            "--recompute-modules", "mla_up_proj,mlp", "--seq-len",
             "4096", "--global-batch", "4096", "--compute-dtype", "fp8", "--flash-attention", "--tp-overlap", "1")
     want = predicted_s("megatron-bridge-26.04.01", "mbridge260401-deepseek-v3-b200-256gpu-mxfp8")
     # the DeepSeek-V3 recipe's precision-aware optimizer keeps bf16 Adam moments; Transformer Engine keeps each FP8
