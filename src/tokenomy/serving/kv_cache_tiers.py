@@ -81,17 +81,18 @@ class TieredCache:
         ``chain`` [(object, tokens)], root first; touches what it reads (LRU) and brings it into HBM."""
         per = [0.0] * len(self.lru)
         hit = 0.0
+        held, touch, worth = self._held, self._touch, self.stack.worth_reading
         for key, need in chain:
             if need <= 0:
                 continue
-            j, got = self._held(key, need)
-            if j < 0 or not self.stack.worth_reading(j, got):
+            j, got = held(key, need)
+            if j != 0 and (j < 0 or not worth(j, got)):  # (HBM is always worth reading)
                 if j > 0:
                     self.skipped += got
                 break
             per[j] += got
             hit += got
-            self._touch(key, j)
+            touch(key, j)
             if got < need:
                 break
         hit = min(hit, max(isl - 1.0, 0.0))  # at least one token is computed (the engines recompute the last)

@@ -89,7 +89,11 @@ class SharedPrefixCache(TieredCache):
     def unpinned_wanted(self, r: int) -> float:
         """Tokens of the objects r's lookup read that sit in the free LRU: admitting r takes them out of it."""
         lru, pinned = self.lru[0], self.pinned  # a lookup reads each object of its chain once
-        return sum(lru.get(k, 0.0) for k in self.wants.get(r, ()) if k not in pinned)
+        tokens = 0
+        for k in self.wants.get(r, ()):
+            if k not in pinned:
+                tokens += lru.get(k, 0.0)
+        return tokens
 
     def unref(self, r: int) -> None:
         """r is preempted: its objects lose its reference (to the free LRU when no one else holds them); it wants

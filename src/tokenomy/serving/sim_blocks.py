@@ -12,39 +12,40 @@ from __future__ import annotations
 
 
 class DecodeBlocks:
-    """The decoders' offsets a_r as residue counts (module docstring)."""
+    """The decoders' offsets a_r as residue counts (module docstring); ``held_now``: held(S) at the run's current
+    step ``S`` (``at``), kept as decoders come and go, so the per-step reads are an attribute."""
 
     def __init__(self, block_tokens: int):
         self.b = int(block_tokens)
         self.hist = [0] * self.b
         self.sum_q = 0
         self.n = 0
-        self._memo_S, self._memo_v = -1, 0  # held(S) at S, until the decoders change
+        self.S, self.held_now = 0, 0
 
     def add(self, a: int) -> None:
         q, m = divmod(a, self.b)
         self.hist[m] += 1
         self.sum_q += q
         self.n += 1
-        self._memo_S = -1
+        self.held_now += -(-(a + self.S) // self.b)  # its ceil(K/b) at the current step
 
     def remove(self, a: int) -> None:
         q, m = divmod(a, self.b)
         self.hist[m] -= 1
         self.sum_q -= q
         self.n -= 1
-        self._memo_S = -1
+        self.held_now -= -(-(a + self.S) // self.b)
+
+    def at(self, S: int) -> None:
+        """The run is at step S now."""
+        self.S, self.held_now = S, self.held(S)
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""
-        if self._memo_S == S:
-            return self._memo_v
         b = self.b
         Q, s = divmod(S, b)
         h = self.hist
-        v = self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
-        self._memo_S, self._memo_v = S, v
-        return v
+        return self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
 
     def steps_within(self, S: int, free: int, k_max: int) -> int:
         """The most steps k <= k_max from S whose new blocks held(S + k) − held(S) fit in ``free``."""

@@ -4,6 +4,7 @@ prefill chunks, the step's time; runs of pure-decode steps in closed form): ``_R
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ class _Run:
         self.dec = DecodeBlocks(self.blk)
         self.sum_a = 0
         self.held_pf = 0
+        self.extra = 0  # blocks the ledgers count twice (a subclass's shared prefixes): free() adds them back
         self.now, self.S, self.serials = 0.0, 0, 0
         self.preemptions, self.max_used, self.max_q, self.finished = 0, 0, 0, 0
         self.tokens_out, self.prefilled_tokens = 0, 0
@@ -92,7 +94,8 @@ class _Run:
             waiting.append(r)
 
     def free(self) -> int:
-        return self.kv - self.held_pf - self.dec.held(self.S)
+        """KV blocks free: the pool less the prefilling requests' blocks and the decoders' (plus ``extra``)."""
+        return self.kv - self.held_pf - self.dec.held_now + self.extra
 
     def blocks_to_admit(self, r: int) -> int:
         return -(-(self.isl[r] + max(self.gen[r] - 1, 0)) // self.blk)
@@ -126,8 +129,8 @@ class _Run:
     def make_room(self) -> None:
         """Blocks for this step's decodes; preempt the latest-admitted request while one is missing."""
         dec, S = self.dec, self.S
-        free = self.free()  # kv − held_pf − held(S) (a subclass may count shared blocks once)
-        if dec.n <= free or dec.held(S + 1) - dec.held(S) <= free:  # (a decode takes at most one block a step)
+        free = self.free()
+        if dec.n <= free or dec.held(S + 1) - dec.held_now <= free:  # (a decode takes at most one block a step)
             return
         for r in list(self.running):
             if r not in self.running or self.serial[r] < 0 or r in self.prefilling or (self.a[r] + S) % self.blk:
@@ -185,6 +188,7 @@ class _Run:
         n = self.dec.n
         self.now += self.table(n, self.sum_a / n + self.S + 1 if n else 1.0, P)  # at context()
         self.S += 1
+        self.dec.at(self.S)
         self.tokens_out += n
         self.prefilled_tokens += P
         self.note_used()
@@ -216,7 +220,7 @@ class _Run:
         heapq.heappush(self.heap, (self.S + self.osl[r] - g, self.serial[r], r))
 
     def note_used(self) -> None:
-        used = self.held_pf + self.dec.held(self.S)
+        used = self.held_pf + self.dec.held_now
         if used > self.max_used:
             self.max_used = used
 
@@ -256,35 +260,43 @@ class _Run:
 
     # -- runs of pure-decode steps --------------------------------------------------------------------------------
     def fast_forward(self) -> None:
-        """Take the pure-decode steps up to the next event at once (module docstring)."""
-        n = self.dec.n
-        if n == 0 or (self.prefilling and self._chunk_fits(n)):
-            return
-        pending, now = self.pending, self.now
-        if pending and pending[0][0] <= now + EPS_S:
-            return
-        free = self.free()
-        if self.waiting and self.can_admit(free):
-            return
-        heap, serial = self.heap, self.serial
-        while serial[heap[0][2]] != heap[0][1]:
-            heapq.heappop(heap)
-        S = self.S
-        k = heap[0][0] - S
-        ctx = self.sum_a / n + S + 1  # context()
-        table = self.table
-        if pending:
-            k = table.steps_to_reach(n, ctx, pending[0][0] - EPS_S - now, k)
-        k = self.dec.steps_within(S, free, k)
-        if k < 1:
-            return
-        if len(self.waiting) > self.max_q:  # the queue each step of the run sees (a preemption may have grown it)
-            self.max_q = len(self.waiting)
-        self.now = now + table.decode_run_s(n, ctx, k)
-        self.S = S + k
-        self.tokens_out += n * k
-        self.note_used()
-        self.complete()
+        """Take the pure-decode steps up to the next event at once, and on past each event after which the loop's
+        next step would again be pure decode (module docstring): an arrival that cannot be admitted, a completion
+        that frees nothing the queue's head can use. The checks are the loop's own (arrivals, admit, make_room,
+        plan_chunks), so the steps and their order are those of stepping."""
+        heap, serial, pending, table, dec, waiting = (self.heap, self.serial, self.pending, self.table, self.dec,
+                                                      self.waiting)
+        while True:
+            n = dec.n
+            if n == 0 or (self.prefilling and self._chunk_fits(n)):
+                return
+            if pending and pending[0][0] <= self.now + EPS_S:
+                self.arrivals()
+            S = self.S
+            free = self.kv - self.held_pf - dec.held_now + self.extra  # free()
+            if waiting and self.can_admit(free):
+                return
+            while serial[heap[0][2]] != heap[0][1]:
+                heapq.heappop(heap)
+            k = heap[0][0] - S
+            if n * -(-k // self.blk) > free:  # each decoder takes at most ceil(k/b) blocks in k steps
+                k = dec.steps_within(S, free, k)  # make_room: the blocks of each step fit
+                if k < 1:
+                    return
+            if len(waiting) > self.max_q:  # the queue each step of the run sees (a preemption may have grown it)
+                self.max_q = len(waiting)
+            now = self.now
+            T = pending[0][0] - EPS_S - now if pending else math.inf
+            k, run_s = table.decode_run(n, self.sum_a / n + S + 1, T, k)  # at context()
+            self.now = now + run_s
+            self.S = S = S + k
+            dec.at(S)
+            self.tokens_out += n * k
+            used = self.held_pf + dec.held_now  # note_used()
+            if used > self.max_used:
+                self.max_used = used
+            if heap[0][0] <= S:
+                self.complete()
 
     def _chunk_fits(self, n_dec: int) -> bool:
         """plan_chunks(n_dec) is not empty: the first prefilling request takes a chunk of what the decodes leave."""

@@ -165,7 +165,8 @@ class _SessionRun(_Run):
         self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
         self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice (taken off in free())
         self.credit = 0.0
-        self.extra = 0  # int((credit − pinned tokens) // b): blocks counted twice, kept by _recount on each change
+        # extra = int((credit − pinned tokens) // b), kept by _recount on each change: free() counts the blocks free
+        # or in HBM's free LRU, the running requests' blocks less what they share, less the pinned objects (each once)
         self.chain_of = [None] * N  # r's prefix chain, from its lookup
         self.agent_chain = _agent_chains(plan)  # per agent: the system prompt and its ancestors' objects
         self.ctx_before = [int(c) for c in plan.ctx_before]
@@ -197,17 +198,9 @@ class _SessionRun(_Run):
         self.arrival[r] = t
         heapq.heappush(self.pending, (t, r))
 
-    def free(self) -> int:
-        """KV blocks free or in HBM's free LRU: the running requests' blocks less what they share, less the pinned
-        objects (each once)."""
-        return self.kv - self.held_pf - self.dec.held(self.S) + self.extra
-
     def _recount(self) -> None:
         """``extra`` after the shared credit or the pinned objects changed (free())."""
         self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
-
-    def hbm_free_tokens(self) -> float:
-        return self.free() * self.blk
 
     def blocks_to_admit(self, r: int) -> int:
         """r's blocks beyond the cached objects it references (vLLM allocates only the uncached part), plus the
@@ -234,7 +227,7 @@ class _SessionRun(_Run):
         cache, plan = self.cache, self.plan
         if self.tok_s > 0:  # the tokenizer's FCFS queue: the engine sees r when its tokens are ready
             t = self.tok_free = max(t, self.tok_free) + float(self.isl[r]) * self.tok_s
-        cache.set_hbm_tokens(self.hbm_free_tokens())
+        cache.set_hbm_tokens(self.free() * self.blk)
         a = self.agent[r]
         chain = self.chain_of[r] = self.agent_chain[a] + [(a, self.ctx_before[r])]  # [(SYSTEM, ·)] + plan.chain(r)
         hit, per = cache.lookup_for(r, chain, float(self.isl[r]))
@@ -293,7 +286,7 @@ class _SessionRun(_Run):
         cache = self.cache
         cache.release(r, self.agent[r], float(self.own_after[r]))
         self._recount()
-        cache.set_hbm_tokens(self.hbm_free_tokens())
+        cache.set_hbm_tokens(self.free() * self.blk)
         for s in self.succ[r]:
             self.waits[s] -= 1
             if self.waits[s] == 0:

@@ -7,7 +7,8 @@
                 Σ_{j<k} t(n, c + j, 0). t is linear in c inside a context cell (slope s per token), so each cell
                 the run crosses adds m·t(n, c') + s·m(m − 1)/2 for its m steps — the same seconds as stepping
     first step  ``steps_to_reach(n, c, T)``: the fewest m >= 1 steps of a run whose seconds reach T (an arrival
-                is due), from the same closed form (the root of the cell's quadratic, then checked exactly)
+                is due), from the same closed form (the root of the cell's quadratic, then checked exactly);
+                ``decode_run`` gives that m and its seconds from one walk
 """
 
 from __future__ import annotations
@@ -69,36 +70,35 @@ class StepTable:
         b = hi[i] + fx * (hi[i + 1] - hi[i])
         return a + (y - j) * (b - a)
 
-    def _segment(self, n: int, ctx: float, left: int) -> tuple[int, float, float]:
-        """(m, t at ctx, slope per token) of the next m <= ``left`` steps from ``ctx`` that share one linear piece."""
-        row, c_lo, dc = self._decode[n], self.c_lo, self.dc
-        x = (ctx - c_lo) / dc
-        if x <= 0.0:  # below the grid: the first value, flat, until the context passes c_lo
-            return max(min(left, math.floor(c_lo - ctx) + 1), 1), row[0], 0.0
-        if x >= self.c_cells:  # above it: the last value, flat
-            return left, row[self.c_cells], 0.0
-        i = int(x)
-        edge = c_lo + (i + 1) * dc  # where the next piece starts
-        m = max(min(left, math.ceil(edge - ctx)), 1)
-        s = (row[i + 1] - row[i]) / dc
-        return m, row[i] + (x - i) * (row[i + 1] - row[i]), s
-
     def decode_run_s(self, n: int, ctx: float, k: int) -> float:
         """Σ_{j<k} t(n, ctx + j, 0): seconds of k pure-decode steps (module docstring)."""
-        total, j = 0.0, 0
-        while j < k:
-            m, f0, s = self._segment(n, ctx + j, k - j)
-            total += m * f0 + s * (m * (m - 1) / 2.0)
-            j += m
-        return total
+        return self.decode_run(n, ctx, math.inf, k)[1]
 
     def steps_to_reach(self, n: int, ctx: float, T: float, k_max: int) -> int:
         """The fewest m in 1..k_max with decode_run_s(n, ctx, m) >= T (k_max when none)."""
+        return self.decode_run(n, ctx, T, k_max)[0]
+
+    def decode_run(self, n: int, ctx: float, T: float, k_max: int) -> tuple[int, float]:
+        """(m, decode_run_s(n, ctx, m)) for the fewest m in 1..k_max whose seconds reach T (m = k_max when none,
+        T = inf: the whole run): one walk over the run's linear pieces for both."""
         total, j = 0.0, 0
+        reach = T < math.inf
+        row, c_lo, dc, top = self._decode[n], self.c_lo, self.dc, self.c_cells
         while j < k_max:
-            m, f0, s = self._segment(n, ctx + j, k_max - j)
+            # the next m steps sharing one linear piece of t(n, ·, 0): value f0 at ctx + j, slope s per token
+            c, left = ctx + j, k_max - j
+            x = (c - c_lo) / dc
+            if x <= 0.0:  # below the grid: the first value, flat, until the context passes c_lo
+                m, f0, s = max(min(left, math.floor(c_lo - c) + 1), 1), row[0], 0.0
+            elif x >= top:  # above it: the last value, flat
+                m, f0, s = left, row[top], 0.0
+            else:
+                i = int(x)
+                m = max(min(left, math.ceil(c_lo + (i + 1) * dc - c)), 1)  # to where the next piece starts
+                s = (row[i + 1] - row[i]) / dc
+                f0 = row[i] + (x - i) * (row[i + 1] - row[i])
             seg = m * f0 + s * (m * (m - 1) / 2.0)
-            if total + seg < T:
+            if not reach or total + seg < T:
                 total, j = total + seg, j + m
                 continue
             R = T - total
@@ -111,5 +111,5 @@ class StepTable:
                 q -= 1
             while q < m and total + G(q) < T:
                 q += 1
-            return j + q
-        return k_max
+            return j + q, total + G(q)
+        return k_max, total
