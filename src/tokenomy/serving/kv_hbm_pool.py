@@ -126,7 +126,8 @@ class SharedPrefixCache(TieredCache):
             if old is not None:  # an unreferenced copy in the free LRU: referenced again
                 self.used[0] -= old
                 self._pin(key, old)
-            self._pin(key, self.pinned.get(key, 0.0))
+            else:
+                self._pin(key, self.pinned.get(key, 0.0))
             self._grow(key, tokens)
         self._req = -1
 

@@ -32,7 +32,10 @@ class Capacity:
 class _Run:
     """The scheduler's state and its steps (module docstring). Decoders carry an offset a_r: K_r = a_r + S tokens
     cached after S steps, so their generated tokens, blocks and mean context need no per-step update. ``clients``:
-    the closed loop's C (None: open loop); ``need0``: each request's prompt tokens to compute."""
+    the closed loop's C (None: open loop); ``need0``: each request's prompt tokens to compute. ``stepwise``: one
+    step per loop turn, no runs taken at once (the reference the runs are tested against)."""
+
+    stepwise = False
 
     def __init__(self, cap: Capacity, isl, osl, need0, arrival, clients: int | None):
         N, prof = len(isl), cap.prof
@@ -70,6 +73,7 @@ class _Run:
         arrivals, admit, make_room, plan_chunks, step, fast_forward = (
             self.arrivals, self.admit, self.make_room, self.plan_chunks, self.step, self.fast_forward)
         running, waiting, dec = self.running, self.waiting, self.dec  # mutated in place, never rebound
+        stepwise = self.stepwise
         while self.finished < self.N:
             arrivals()
             if not running and not waiting:
@@ -84,7 +88,8 @@ class _Run:
                 self.no_progress()
                 continue
             step(chunks)
-            fast_forward()
+            if not stepwise:
+                fast_forward()
 
     def arrivals(self) -> None:
         pending, waiting, due = self.pending, self.waiting, self.now + EPS_S
@@ -118,12 +123,6 @@ class _Run:
             self.prefilling[r] = None
             self.serial[r] = self.serials
             self.serials += 1
-
-    def can_admit(self, free: int) -> bool:
-        if not self.waiting or len(self.running) >= self.max_batch:
-            return False
-        r = self.waiting[0]
-        return self.blocks_to_admit(r) <= free and not (self.reserve and self.reserved + self.full[r] > self.kv)
 
     # -- KV growth and preemption ---------------------------------------------------------------------------------
     def make_room(self) -> None:
@@ -272,10 +271,13 @@ class _Run:
                 return
             if pending and pending[0][0] <= self.now + EPS_S:
                 self.arrivals()
+            if waiting:  # admission, as the loop's would be: a request admitted ends the run
+                serials = self.serials
+                self.admit()
+                if self.serials != serials:
+                    return
             S = self.S
             free = self.kv - self.held_pf - dec.held_now + self.extra  # free()
-            if waiting and self.can_admit(free):
-                return
             while serial[heap[0][2]] != heap[0][1]:
                 heapq.heappop(heap)
             k = heap[0][0] - S

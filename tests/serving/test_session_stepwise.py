@@ -1,0 +1,68 @@
+"""The session simulator's runs taken at once (serving/sim_run._Run.fast_forward: closed-form spans of pure-decode
+steps, carried on past the arrivals, lookups and completions after which the next step is again pure decode)
+against the same scheduler stepping one iteration per loop turn (``_Run.stepwise``: no span is taken, every decode
+step is one ``step`` timed by the table's bilinear read, every block count read at its own step).
+
+Small agentic traces on Llama-3.1-8B / one H100 (vLLM profile): a closed loop with sub-agents on a KV pool tight
+enough to preempt, with a DRAM tier that the rule reads from; an open loop with layerwise loads, preempting too. Per request the
+arrival, TTFT, TPOT and hit tokens must agree (times to float rounding: a span's seconds are summed in closed form,
+the steps' one by one), and the counts (steps, preemptions, tokens, deepest queue) exactly.
+"""
+
+import numpy as np
+import pytest
+
+from tokenomy.answers.resolve import deployment
+from tokenomy.answers.workloads import engine_profile
+from tokenomy.core.layout import Layout
+from tokenomy.serving import sim_run
+from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
+from tokenomy.serving.scheduler import kv_tokens
+from tokenomy.serving.session_steady import pool_tokens
+from tokenomy.serving.sessions import Agentic, generate, session_start_times
+from tokenomy.serving.sim_sessions import simulate_sessions
+
+SMALL = Agentic(turns=6, subagent_every=3, subagent_turns=2, system_prompt_tokens=3000, first_input_tokens=1500,
+                new_input_tokens=1200, output_tokens=120, think_s=2.0)
+
+
+@pytest.fixture(scope="module")
+def h100():
+    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(1))
+    prof = engine_profile("vllm", 1)
+    return dep, prof, float(np.ravel(kv_tokens(dep, prof, 8192.0).bytes_per_token)[0])
+
+
+def _both(monkeypatch, run):
+    fast = run()
+    monkeypatch.setattr(sim_run._Run, "stepwise", True)
+    return fast, run()
+
+
+CASES = {  # name: (sessions, C (None: open loop), share of the pool, DRAM tokens, load policy)
+    "closed, preempting, DRAM read": (10, 6, 0.035, 2e5, "before-prefill"),
+    "open loop, layerwise loads": (8, None, 0.06, 1e5, "layerwise-overlapped"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_spans_taken_at_once_equal_stepping_one_iteration_at_a_time(monkeypatch, h100, case):
+    dep, prof, bpt = h100
+    sessions, C, share, ddr, load = CASES[case]
+    stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", ddr, bpt / 64e9, 1e-5)), load=load,
+                      prefill_s_per_token=3e-5)
+    start = None if C else session_start_times(1.0, sessions, seed=2)
+    plan = generate(SMALL, sessions, seed=4, start_s=start)
+    blocks = int(share * pool_tokens(dep, prof, SMALL) // prof.block_size)
+    fast, slow = _both(monkeypatch, lambda: simulate_sessions(dep, prof, plan, stack, blocks, concurrency=C,
+                                                              stagger_s=SMALL.turns * SMALL.think_s if C else 0.0))
+    f, s = fast.sim, slow.sim
+    assert f.steps == s.steps > 20 * len(plan.isl)  # a run of many steps per request, each stepped in the reference
+    assert (f.preemptions, f.tokens_out, f.prefill_tokens, f.max_queue) == (s.preemptions, s.tokens_out,
+                                                                            s.prefill_tokens, s.max_queue)
+    assert f.preemptions > 0 and f.max_queue > 1 and fast.hit_by_tier["ddr"] > 0  # preemptions, a queue, DRAM reads
+    np.testing.assert_array_equal(fast.hit_tokens, slow.hit_tokens)
+    for got, want in ((f.arrival_s, s.arrival_s), (f.ttft_s, s.ttft_s), (f.tpot_s, s.tpot_s), (f.e2e_s, s.e2e_s),
+                      (fast.load_wait_s, slow.load_wait_s)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert fast.hit_rate == slow.hit_rate
