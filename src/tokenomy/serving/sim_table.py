@@ -106,10 +106,9 @@ class StepTable:
             q = 2.0 * R / (b + math.sqrt(max(b * b + 2.0 * s * R, 0.0)))
             # an infinite step (the batch's KV over the cache at this context: t = inf, its slope NaN) reaches T at once
             q = min(max(math.ceil(q), 1), m) if math.isfinite(q) else 1
-            G = lambda q: q * f0 + s * (q * (q - 1) / 2.0)  # noqa: E731
-            while q > 1 and total + G(q - 1) >= T:
+            while q > 1 and total + ((q - 1) * f0 + s * ((q - 1) * (q - 2) / 2.0)) >= T:  # G(q − 1) reaches T
                 q -= 1
-            while q < m and total + G(q) < T:
+            while q < m and total + (q * f0 + s * (q * (q - 1) / 2.0)) < T:  # G(q) short of T
                 q += 1
-            return j + q, total + G(q)
+            return j + q, total + (q * f0 + s * (q * (q - 1) / 2.0))
         return k_max, total

@@ -18,7 +18,10 @@ Each step, as vLLM, SGLang and TensorRT-LLM schedule one:
      (sim_table.StepTable); requests that reached their OSL finish and free their blocks.
 Runs of pure-decode steps up to the next event (a completion, an arrival, the step that would need more blocks
 than are free) are taken at once: the blocks in closed form (sim_blocks.DecodeBlocks), the seconds in closed
-form (StepTable.decode_run_s), the same as stepping them one by one.
+form (StepTable.decode_run), the same as stepping them one by one; a run goes on past each event after which the
+next step would again be pure decode (an arrival that cannot be admitted, a completion that frees nothing the
+queue's head can use), checked as the loop checks it (tests/serving/test_session_stepwise.py: against
+``_Run.stepwise``, one step per loop turn).
 Closed loop: each of C clients sends its next request when its last completes (all at t = 0 "together", or
 spread over one steady-state lifetime "staggered", _lifetime_s); open loop: the workload's Poisson arrivals or a trace's.
 Statistics skip the first and last C requests of a closed loop (warm-up and drain) when there are > 3·C.
