@@ -66,7 +66,8 @@ class TieredCache:
 
     def set_hbm_tokens(self, tokens: float) -> None:
         self.cap[0] = max(float(tokens), 0.0)
-        self._evict(0)
+        if self.used[0] > self.cap[0]:  # (the common case: nothing to evict)
+            self._evict(0)
 
     def _held(self, key: int, need: float) -> tuple[int, float]:
         """(fastest tier holding key, tokens it holds of the first ``need``); (-1, 0) when none."""
@@ -154,7 +155,8 @@ class TieredCache:
             self.used[j] -= old
         d[key] = tokens
         self.used[j] += tokens
-        self._evict(j)
+        if self.used[j] > self.cap[j]:
+            self._evict(j)
 
     def _evict(self, j: int) -> None:
         d = self.lru[j]

@@ -154,7 +154,8 @@ class SharedPrefixCache(TieredCache):
                 if SYSTEM in self.pinned:
                     self._put(j, SYSTEM, self.pinned[SYSTEM])
         self._drop(r)
-        self._evict(0)
+        if self.used[0] > self.cap[0]:
+            self._evict(0)
 
     def _drop(self, r: int) -> None:
         """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
