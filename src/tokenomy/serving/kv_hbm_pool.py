@@ -160,13 +160,18 @@ class SharedPrefixCache(TieredCache):
     def _drop(self, r: int) -> None:
         """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
         keys = self.held_by.pop(r, [])
-        for key in [k for k in reversed(keys) if k != SYSTEM] + ([SYSTEM] if SYSTEM in keys else []):
-            self.refs[key] -= 1
-            if self.refs[key] == 0:
-                del self.refs[key]
-                t = self.pinned.pop(key)
+        if keys and keys[0] == SYSTEM:  # the usual order (system prompt first; a key is held once)
+            order = keys[:0:-1] + keys[:1]
+        else:
+            order = [k for k in reversed(keys) if k != SYSTEM] + ([SYSTEM] if SYSTEM in keys else [])
+        refs, pinned, lru = self.refs, self.pinned, self.lru[0]
+        for key in order:
+            refs[key] -= 1
+            if refs[key] == 0:
+                del refs[key]
+                t = pinned.pop(key)
                 self.pinned_tokens -= t
-                self.lru[0][key] = t
+                lru[key] = t
                 self.used[0] += t
 
     def _evict(self, j: int) -> None:

@@ -53,9 +53,10 @@ class _Run:
         self.running: dict[int, None] = {}  # admission order
         self.prefilling: dict[int, None] = {}  # admission order
         self.waiting: deque[int] = deque()
-        order = sorted(range(N if not closed else min(C, N)), key=lambda i: arrival[i])
-        self.pending = [(arrival[i], i) for i in order]  # a heap by (arrival, request): FCFS, ties by index
-        self.issued, self.N = len(order), N
+        # a heap by (arrival, request): FCFS, ties by index; a NaN arrival is not known yet (a subclass releases it)
+        first = [i for i in range(N if not closed else min(C, N)) if arrival[i] == arrival[i]]
+        self.pending = sorted((arrival[i], i) for i in first)
+        self.issued, self.N = len(first), N
         self.heap: list[tuple[int, int, int]] = []  # (step it finishes at, serial, request)
         self.dec = DecodeBlocks(self.blk)
         self.sum_a = 0
