@@ -113,13 +113,12 @@ class _SessionRun(_Run):
         chain = list(self.chain_of[r])  # its lookup's chain, its own context grown by this turn's input
         chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))
         self.cache.register(r, chain)
-        self._recount()
         self.shared[r] = float(self.isl[r])
-        super().prefilled(r)
+        super().prefilled(r)  # (reads no free blocks before it retires r, and retire recounts them first)
         if r in self.running:  # decoding: its ledger blocks include the shared prompt
             self.credited[r] = self.shared[r]
             self.credit += self.shared[r]
-            self._recount()
+        self._recount()
 
     def admit(self) -> None:
         if not self.waiting:  # nothing to admit (the common step): skip the scheduler's admission
