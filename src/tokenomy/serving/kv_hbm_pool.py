@@ -160,10 +160,10 @@ class SharedPrefixCache(TieredCache):
     def _drop(self, r: int) -> None:
         """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
         keys = self.held_by.pop(r, [])
-        if keys and keys[0] == SYSTEM:  # the usual order (system prompt first; a key is held once)
-            order = keys[:0:-1] + keys[:1]
-        else:
-            order = [k for k in reversed(keys) if k != SYSTEM] + ([SYSTEM] if SYSTEM in keys else [])
+        order = keys[::-1]  # deepest first (a key is held once), the system prompt last
+        if SYSTEM in order:
+            order.remove(SYSTEM)
+            order.append(SYSTEM)
         refs, pinned, lru = self.refs, self.pinned, self.lru[0]
         for key in order:
             refs[key] -= 1

@@ -278,14 +278,11 @@ class _Run:
                 if self.serials != serials:
                     return
             S = self.S
-            free = self.kv - self.held_pf - dec.held_now + self.extra  # free()
             while serial[heap[0][2]] != heap[0][1]:
                 heapq.heappop(heap)
-            k = heap[0][0] - S
-            if n * -(-k // self.blk) > free:  # each decoder takes at most ceil(k/b) blocks in k steps
-                k = dec.steps_within(S, free, k)  # make_room: the blocks of each step fit
-                if k < 1:
-                    return
+            k = dec.steps_within(S, self.free(), heap[0][0] - S)  # make_room: the blocks of each step fit
+            if k < 1:
+                return
             if len(waiting) > self.max_q:  # the queue each step of the run sees (a preemption may have grown it)
                 self.max_q = len(waiting)
             now = self.now
@@ -295,9 +292,7 @@ class _Run:
             self.S = S = S + k
             dec.at(S)
             self.tokens_out += n * k
-            used = self.held_pf + dec.held_now  # note_used()
-            if used > self.max_used:
-                self.max_used = used
+            self.note_used()
             if heap[0][0] <= S:
                 self.complete()
 
