@@ -20,6 +20,7 @@ from tokenomy.core.moe_host import layer_passes, sync_passes
 from tokenomy.core.schedules import BackwardSplit, schedule_bubble
 from tokenomy.core.ssd_scan import scan_s
 from tokenomy.core.train_comms import step_comms
+from tokenomy.core.pp_layout import imbalance
 from tokenomy.core.train_flops import TrainFlops, per_token_flops, recompute_mm_flops, redoes_attention
 from tokenomy.core.train_plan import TrainPlan, plan_problems, training_layout
 from tokenomy.core.train_time import TrainParts
@@ -78,6 +79,17 @@ def ep_overlap_of(plan: TrainPlan):
     return 1.0 if plan.schedule == "dualpipe" else np.clip(np.asarray(plan.ep_overlap, dtype=float), 0.0, 1.0)
 
 
+def stage_imbalance(m: ModelArch, p: TrainPlan) -> float:
+    """The plan's slowest pipeline rank over the engine's even stage (core/pp_layout.imbalance); 1 without a
+    pp_layout."""
+    if not p.pp_layout:
+        return 1.0
+    pp, vp = (np.asarray(x) for x in (p.pp, p.virtual_stages))
+    if pp.size != 1 or vp.size != 1 or np.asarray(p.seq_len).size != 1:
+        raise ValueError("pp_layout: one layout needs one pp, virtual_stages and seq_len")
+    return imbalance(m, p.pp_layout, int(pp), int(vp), float(p.seq_len))
+
+
 def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowering()) -> LoweredStep:
     """The plan's FLOPs (through the pass engine), memory and step parts (core/train_time.py); refused with the
     layout's problems in one line."""
@@ -109,16 +121,20 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     # (transformer_config.py, mixed_precision.py), so its FLOPs go at the 16-bit peak.
     att16 = att * peak / hw.chip.flops_for("bf16")[1]
     fwd, att = fwd + att16 - att, att16
+    # uneven stages (core/pp_layout.py): every slot of the schedule waits for the slowest rank, so its forward (and
+    # with it the backward, the recompute, the bubble, the EP all-to-alls and the activation traffic) paces the step
+    imb = stage_imbalance(m, p)
+    fwd, att = fwd * imb, att * imb
     # EP dispatch + combine: the engine's all-to-alls of the forward pass (core/collectives.py: per topology level,
     # DeepEP's node-limited, once-per-node copies for passes of many tokens), repeated by the backward (the
     # gradients travel the same routes in reverse) and by a fully recomputed forward.
-    ep_fwd = engine.times(w, dep.topo, peaks, ROOFLINE).ep_comm_s * mb / cp
+    ep_fwd = engine.times(w, dep.topo, peaks, ROOFLINE).ep_comm_s * mb / cp * imb
     redo = np.where(p.recompute in ("full", "reversible"), 1.0, 0.0)
     ep_s = ep_fwd * (2 + redo)
     # The non-GEMM work moves activations (core/train_time.py): the forward's activation traffic,
     # repeated by the backward (x2) and a fully recomputed forward, at HBM bandwidth.
-    act_s = np.asarray(w.act_bytes, dtype=float) * mb / cp * (3 + redo) / hw.chip.hbm_bytes_per_s
-    expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops))
+    act_s = np.asarray(w.act_bytes, dtype=float) * mb / cp * (3 + redo) / hw.chip.hbm_bytes_per_s * imb
+    expert = roof(replace(w, dense_flops=0.0 * w.dense_flops, attn_flops=0.0 * w.attn_flops)) * imb
     # modules: the attention, and the up-projections' share of the forward's FLOPs; op: its every-second mms' share
     up_share = up / (np.asarray(w.flops, dtype=float) / (np.asarray(w.batch, dtype=float) * p.seq_len))
     # selective: the core attention when its list holds core_attn (the default), and the modules' GEMMs' share

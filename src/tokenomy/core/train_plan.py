@@ -57,6 +57,8 @@ class TrainPlan:
     offload_layers: object = 0
     # Megatron-Core's recompute_modules under recompute "selective" (core/recompute_modules.py; empty: core_attn)
     recompute_modules: tuple = ()
+    # Megatron-Core's pipeline_model_parallel_layout ("Et*4|(t*4|)*14tmL"; core/pp_layout.py): "" = even stages
+    pp_layout: str = ""
 
     def __post_init__(self) -> None:
         check_schedule(self.schedule)

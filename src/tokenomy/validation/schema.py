@@ -187,6 +187,8 @@ class TrainingCase(_Strict):
     recompute: Literal["none", "selective", "modules", "op", "full"] = "none"
     # Megatron-Core's recompute_modules under recompute "selective" (core/recompute_modules.py; empty: core_attn)
     recompute_modules: list[RecomputeModule] = Field(default_factory=list)
+    # the recipe's pipeline_model_parallel_layout (core/pp_layout.py; "" = even stages)
+    pp_layout: str = ""
     tp_comm_overlap: bool = False  # TP collectives pipelined under the GEMMs (Megatron/TE --tp-comm-overlap)
     # EP all-to-alls of one micro-batch hidden under another's compute: Megatron-Core's combined 1F1B
     # (--overlap-moe-expert-parallel-comm, Megatron-Bridge moe_a2a_overlap), as DualPipe pairs its chunks

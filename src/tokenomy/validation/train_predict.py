@@ -68,7 +68,7 @@ def case_plan(c: TrainingCase) -> TrainPlan:
                      ep_overlap=float(c.ep_comm_overlap), moe_kernels=c.moe_kernels, moe_dispatcher=c.moe_dispatcher,
                      bf16_layers_at_end=c.bf16_layers_at_end, attention_kernel=c.attention_kernel,
                      fp8_scaling=c.fp8_scaling, offload_layers=c.offload_layers,
-                     recompute_modules=tuple(c.recompute_modules))
+                     recompute_modules=tuple(c.recompute_modules), pp_layout=c.pp_layout)
 
 
 def case_bytes(c: TrainingCase) -> TrainBytes:
