@@ -116,10 +116,11 @@ class Deployment:
 
     def with_(self, **kw) -> "Deployment":
         """A copy with ``kw`` replaced, keeping the lowered model shape unless the model changes (the shape depends
-        on the model alone; re-lowering it is most of a small question's time)."""
+        on the model alone; re-lowering it is most of a small question's time): lowered here if not yet, so the
+        copies of one deployment (serve's layout check and each candidate's) share it."""
         out = replace(self, **kw)
-        if "model" not in kw and "shape" in self.__dict__:
-            out.__dict__["shape"] = self.__dict__["shape"]  # the cached_property's own slot
+        if "model" not in kw:
+            out.__dict__["shape"] = self.shape  # the cached_property's own slot
         return out
 
     def usd_per_mtok(self, r: engine.PassTerms):

@@ -59,6 +59,8 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVC
     # reserved before the cache is sized (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's
     # free_gpu_memory_fraction is of the memory left after weights and activations at max_num_tokens)
     step_tokens = step_budget(prof, isl) if isl is not None else float(prof.max_num_tokens)
+    one_budget = uniform_value(step_tokens)  # mostly one budget for all the points: the engine's pass at a number
+    step_tokens = step_tokens if one_budget is None else one_budget
     budget = np.asarray(step_tokens, float) * scheduler_ranks(dep.layout) * lo.microbatches
     act = np.asarray(engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip, float)
     hbm, f = float(dep.peaks.hbm_bytes), prof.hbm_fraction

@@ -38,18 +38,56 @@ class StepTimer:
         self.chunk_tokens = chunk_tokens  # a prompt chunk's tokens (engine.batched prefill_chunk)
         self.shape = shape
         self._lowered: list[tuple] = []  # (where decodes run, the lowering), the most recent last
+        # the one context and prefill context every point holds (None: they differ), and the lowerings at them by
+        # context, shared with the timer's pieces (piece): a sweep's pieces lower the same two contexts
+        self._uniform = uniform_value(context), uniform_value(prefill_context)
+        self._at: dict = {}
+
+    def piece(self, sl: slice, context, prefill_context, chunk_tokens) -> "StepTimer":
+        """The timer over the points ``sl`` of a flat grid (the contexts and chunk tokens given flat, sliced here),
+        sharing this one's lowerings at a uniform context: a closed loop solved in pieces (serving.steady) lowers
+        its contexts once, not once a piece."""
+        cut = lambda x: x[sl] if np.ndim(x) else x  # noqa: E731
+        part = StepTimer(self.dep, cut(context), cut(prefill_context), None if chunk_tokens is None else
+                         cut(chunk_tokens), (sl.stop - sl.start,))
+        part._at = self._at
+        return part
 
     def _lower(self, busy) -> engine.Lowered:
-        """The lowering at the context where ``busy`` (some decodes), at 1 elsewhere; one of the last two again for
-        the same mask (the floor and the ceil of a batch below 1 differ: 0 and 1 decodes)."""
+        """The lowering at the context where ``busy`` (some decodes), at 1 elsewhere; one of the last three again for
+        the same mask (the floor and the ceil of a batch below 1 differ: 0 and 1 decodes; the decode table's)."""
         for mask, lo in self._lowered:
             if np.shape(mask) == np.shape(busy) and np.array_equal(mask, busy):
                 return lo
-        lo = _lower_where(self.dep, busy, self.context, self.prefill_context)
-        self._lowered = [*self._lowered[-1:], (busy, lo)]
+        lo = self._lower_where(busy)
+        self._lowered = [*self._lowered[-2:], (busy, lo)]
         return lo
 
-    def _batched(self, k, prefill) -> engine.Work:
+    def _lowered_at(self, context: float, prefill_context: float) -> engine.Lowered:
+        """dep.lower at one context, once per timer and its pieces."""
+        key = (context, prefill_context)
+        if key not in self._at:
+            self._at[key] = self.dep.lower(context, prefill_context=prefill_context)
+        return self._at[key]
+
+    def _lower_where(self, busy) -> engine.Lowered:
+        """dep.lower at the context where ``busy``, at 1 elsewhere. A sweep's points mostly share one context (its
+        ISL and OSL): then the two contexts are lowered as numbers (once per timer and its pieces) and only the
+        fields that differ between them are selected over the grid (engine.lower is elementwise in the context:
+        the same values as lowering the grid, without its attention terms formed per point; ~15% of a 100k-point
+        steady state, benchmarks/serve.py)."""
+        (c, pc), dep = self._uniform, self.dep
+        if c is None or pc is None:
+            return dep.lower(np.where(busy, self.context, 1.0), prefill_context=self.prefill_context)
+        if np.all(busy):
+            return self._lowered_at(c, pc)
+        if not np.any(busy):
+            return self._lowered_at(1.0, pc)
+        hi, idle = self._lowered_at(c, pc), self._lowered_at(1.0, pc)
+        return replace(hi, **{f.name: np.where(busy, getattr(hi, f.name), getattr(idle, f.name))
+                              for f in fields(hi) if _differs(getattr(hi, f.name), getattr(idle, f.name))})
+
+    def _batched(self, k, prefill, chunk_tokens=None) -> engine.Work:
         """The pass at k decodes (k whole), for engine.times: fewer than the DP replicas times the pipeline's
         micro-batches run as one sequence per micro-batch of each replica (the busiest times it, the others idle: a
         pipeline of pp stages with fewer sequences than stages takes pp stage times a token, as it does with one
@@ -59,7 +97,15 @@ class StepTimer:
         one = float(lay.dp) * float(lay.pp if lay.microbatches is None else lay.microbatches)
         busy = k >= 1.0
         batch = k if np.all(k >= one) else np.where(busy, np.maximum(k, one), one)  # max(k, one) = k where k >= one
-        return engine.batched(self._lower(busy), batch, prefill, self.chunk_tokens)
+        chunk = self.chunk_tokens if chunk_tokens is None else chunk_tokens
+        return engine.batched(self._lower(busy), batch, prefill, chunk)
+
+    def terms(self, n_dec, prefill=0.0) -> engine.PassTerms:
+        """The PassTerms of the step at the floor of ``n_dec`` decodes beside ``prefill`` tokens (__call__'s
+        ``terms``, without timing the ceiling it does not return)."""
+        d = self.dep
+        return engine.times(self._batched(np.floor(np.maximum(np.asarray(n_dec, float), 0.0)), prefill), d.topo,
+                            d.peaks, d.eff)
 
     def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
         """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between
@@ -76,10 +122,19 @@ class StepTimer:
         """[(seconds, bound, reason) of the step at P beside the same n_dec decodes for P in loads], each over
         ``shape``: steady.solve's step function. One engine call for all the loads (stacked on a leading axis), so
         what depends on the batch alone is formed once; the engine is called here, not through __call__, to keep
-        the serving path short (elementwise: __call__'s numbers)."""
-        P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads)))
-        n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
+        the serving path short (elementwise: __call__'s numbers). A load of no prefill tokens at all is read off
+        the decode-only steps of each whole batch (_decode_table), where every point has one context."""
+        n = np.maximum(np.asarray(n_dec, float), 0.0)
         f, c = np.floor(n), np.ceil(n)
+        table = self._decode_table(c) if any(np.ndim(x) and not np.any(x) for x in loads) else None
+        plain = [table is not None and np.ndim(x) > 0 and not np.any(x) for x in loads]
+        timed = iter(self._timed(n, f, c, [x for x, z in zip(loads, plain) if not z]) if not all(plain) else ())
+        idle = _read_off(table, n, f, c, self.shape) if table is not None else None
+        return [idle if z else next(timed) for z in plain]
+
+    def _timed(self, n, f, c, loads) -> list[tuple]:
+        """many's answer for these loads through the engine, stacked."""
+        P, d = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads))), self.dep
         r = engine.times(self._batched(f, P), d.topo, d.peaks, d.eff)
         t = np.asarray(r.step_s)
         if np.any(c != f):
@@ -89,28 +144,35 @@ class StepTimer:
         t, bound, reason = (np.broadcast_to(x, shape) for x in (t, r.bound, r.reason))
         return [(t[i], bound[i], reason[i]) for i in range(len(loads))]
 
+    def _decode_table(self, c) -> engine.PassTerms | None:
+        """The decode-only step (no prefill tokens) at every whole batch 0, 1, ..., max ⌈n⌉, where every point has
+        one context and one chunk size and there are fewer such batches than points (else None): a closed loop's
+        plain steps depend on the point through its whole batch alone, so a sweep of 10^5 points times a few
+        hundred batches once and reads its floor and ceiling off them (the same engine call per batch: the same
+        numbers)."""
+        chunk = uniform_value(self.chunk_tokens) if self.chunk_tokens is not None else None
+        top = float(np.max(c)) if np.size(c) else np.nan
+        if None in self._uniform or (self.chunk_tokens is not None and chunk is None) or not np.isfinite(top) \
+                or top + 1.0 > np.size(c) or self.shape is None:
+            return None
+        d = self.dep
+        return engine.times(self._batched(np.arange(top + 1.0), 0.0, chunk), d.topo, d.peaks, d.eff)
 
 def _between(n, f, t_lo, hi: engine.PassTerms):
     """A fractional batch n's step, linear between its floor f's (t_lo) and its ceiling's (``hi``)."""
     return t_lo + (n - f) * (np.asarray(hi.step_s) - t_lo)
 
 
-def _lower_where(dep: Deployment, busy, context, prefill_context) -> engine.Lowered:
-    """dep.lower at ``context`` where ``busy``, at 1 elsewhere. A sweep's points mostly share one context (its
-    ISL and OSL): then the two contexts are lowered as numbers and only the fields that differ between them are
-    selected over the grid (engine.lower is elementwise in the context: the same values as lowering the grid,
-    without its attention terms formed per point; ~15% of a 100k-point steady state, benchmarks/serve.py)."""
-    c, pc = uniform_value(context), uniform_value(prefill_context)
-    if c is None or pc is None:
-        return dep.lower(np.where(busy, context, 1.0), prefill_context=prefill_context)
-    if np.all(busy):
-        return dep.lower(c, prefill_context=pc)
-    idle = dep.lower(1.0, prefill_context=pc)
-    if not np.any(busy):
-        return idle
-    at = dep.lower(c, prefill_context=pc)
-    return replace(at, **{f.name: np.where(busy, getattr(at, f.name), getattr(idle, f.name))
-                          for f in fields(at) if _differs(getattr(at, f.name), getattr(idle, f.name))})
+def _read_off(table: engine.PassTerms, n, f, c, shape) -> tuple:
+    """(seconds, bound, reason) of the decode-only step at n decodes from the table over whole batches
+    (StepTimer._decode_table): its floor's and ceiling's entries, between them as _between takes them."""
+    batches = (int(np.max(c)) + 1,)
+    t_k, bound_k, reason_k = (np.broadcast_to(x, batches) for x in (table.step_s, table.bound, table.reason))
+    lo = f.astype(np.intp)
+    t = t_k[lo]
+    if np.any(c != f):
+        t = t + (n - f) * (t_k[c.astype(np.intp)] - t)
+    return tuple(np.broadcast_to(x, shape) for x in (t, bound_k[lo], reason_k[lo]))
 
 
 def _differs(a, b) -> bool:

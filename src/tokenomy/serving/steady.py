@@ -57,8 +57,6 @@ class Steady:
     busy_link: np.ndarray
 
 
-
-
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
            arrivals="staggered") -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
@@ -75,11 +73,10 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
     parts = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for x, k in shares:
-            if closed and np.size(x) > PIECE_POINTS:
-                parts.append((_closed_in_pieces(one, prof, isl=isl, osl=osl, concurrency=x, cache_hit=cache_hit,
-                                                arrivals=arrivals), k))
-                continue
             pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=cache_hit)
+            if closed and pb.points.load.size > PIECE_POINTS:
+                parts.append((_closed_in_pieces(one, pb, arrivals), k))
+                continue
             parts.append((_steady_of(one, pb, solve(pb.step, pb.points, closed=closed, arrivals=arrivals)), k))
         return parts[0][0] if reps == 1 else _combine(parts, reps)
 
@@ -115,17 +112,15 @@ def _combine(parts, reps: int) -> Steady:
                      for f in fields(Steady)})
 
 
-def _closed_in_pieces(dep, prof, *, isl, osl, concurrency, cache_hit, arrivals) -> Steady:
+def _closed_in_pieces(dep: Deployment, pb: "EngineProblem", arrivals) -> Steady:
     """The closed loop in pieces of at most PIECE_POINTS points: every formula is per point, so the pieces give
-    the numbers of one pass; each piece's arrays stay in cache. (The open loop's secant steps run until every
-    point has converged: its points share the iteration count, and it runs in one pass.)"""
-    load = np.atleast_1d(np.asarray(concurrency, float))
-    flat = lambda x: np.ravel(np.broadcast_to(np.asarray(x, float), load.shape))  # noqa: E731
-    U, isl, osl = flat(load), flat(isl), flat(osl)
-    hit = flat(cache_hit) if np.ndim(cache_hit) else cache_hit
-    parts = [steady(dep, prof, isl=isl[sl], osl=osl[sl], concurrency=U[sl], cache_hit=hit[sl] if np.ndim(hit) else hit,
-                    arrivals=arrivals) for sl in _slices(U.size, PIECE_POINTS)]
-    return Steady(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).reshape(load.shape)
+    the numbers of one pass; each piece's arrays stay in cache, and the problem (KV capacity, limits, the
+    contexts' lowerings) is formed once for all of them. (The open loop's secant steps run until every point has
+    converged: its points share the iteration count, and it runs in one pass.)"""
+    shape = pb.points.load.shape
+    parts = [_steady_of(dep, p, solve(p.step, p.points, closed=True, arrivals=arrivals))
+             for p in pb.pieces(PIECE_POINTS)]
+    return Steady(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).reshape(shape)
                      for f in fields(Steady)})
 
 
@@ -145,6 +140,20 @@ class EngineProblem:
     points: Points
     b_kv: np.ndarray
     kv_tokens: np.ndarray
+
+    def pieces(self, most: int):
+        """The problem over runs of at most ``most`` points of its flattened grid (_slices), the step timer's
+        lowerings shared (StepTimer.piece)."""
+        shape, st = self.points.load.shape, self.step
+        flat = lambda x: np.ravel(np.broadcast_to(x, shape)) if np.ndim(x) else x  # noqa: E731
+        pts = {f.name: flat(getattr(self.points, f.name)) for f in fields(Points)}
+        b_kv, kv_tok = flat(self.b_kv), flat(self.kv_tokens)
+        context, prefill_context, chunk = (None if x is None else flat(x)
+                                           for x in (st.context, st.prefill_context, st.chunk_tokens))
+        for sl in _slices(int(np.prod(shape)), most):
+            cut = lambda x: x[sl] if np.ndim(x) else x  # noqa: E731
+            yield EngineProblem(st.piece(sl, context, prefill_context, chunk),
+                                Points(**{k: cut(v) for k, v in pts.items()}), cut(b_kv), cut(kv_tok))
 
 
 def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0) -> EngineProblem:
@@ -173,7 +182,7 @@ def _steady_of(dep: Deployment, pb: EngineProblem, s: Solved) -> Steady:
     fits = (s.reason == 0) & (b_kv >= 1)
     nan = np.where(fits, 0.0, np.nan)
     q = s.queue_s
-    _, mean_step = pb.step(s.decodes, s.prefill_per_step, terms=True)
+    mean_step = pb.step.terms(s.decodes, s.prefill_per_step)
     busy = [np.broadcast_to(u, load.shape) + nan for u in mean_step.busy_shares()]
     return Steady(batch=s.batch, b_kv=b_kv, decodes=s.decodes, prefill_per_step=s.prefill_per_step,
                   chunks=s.chunks, tpot_s=s.tpot_s + nan, ttft_s=s.ttft0_s + q + nan,
