@@ -57,6 +57,15 @@ def test_replicas_reach_the_engine_in_the_same_hops(monkeypatch):
     assert len(deepest) <= MOST_HOPS, " <- ".join(["engine.times", *deepest])
 
 
+def test_a_grid_of_points_reaches_the_engine_in_the_same_hops(monkeypatch):
+    """Many points on one context: the decode-only steps timed once per whole batch (StepTimer.many) and the
+    closed loop in pieces sharing one engine problem add no frame."""
+    paths = _paths_to_engine(monkeypatch, ["--concurrency", "1..2000:1"])
+    assert any("solve" in p for p in paths)
+    deepest = max(paths, key=len)
+    assert len(deepest) <= MOST_HOPS, " <- ".join(["engine.times", *deepest])
+
+
 def test_open_loop_counts_its_fixed_point_apart(monkeypatch):
     """--rate solves the running batch by Little's law first (two more frames: the fixed point and its function);
     the steady state's own steps stay within the bound."""

@@ -60,6 +60,19 @@ def test_closed_loop_points_alone_are_the_array(dep, engine_name, kw):
             assert same(v, np.asarray(getattr(one, k))[0]), (k, i, v, getattr(one, k))
 
 
+@pytest.mark.parametrize("engine_name", ["vllm", "trtllm"])
+def test_closed_loop_on_one_context_points_alone_are_the_array(dep, engine_name):
+    """One ISL and OSL for every point (tk.serve's grid): more points than running batches, so the decode-only
+    steps are timed once per whole batch and read off (StepTimer.many), the pieces share the contexts' lowerings."""
+    prof = engine_profile(engine_name, int(dep.layout.tp))
+    load = np.concatenate([np.arange(1.0, 600.0), RNG.uniform(1.0, 700.0, 200)])
+    s = steady(dep, prof, isl=2000.0, osl=300.0, concurrency=load, cache_hit=0.2)
+    for i in RNG.choice(load.size, 25, replace=False):
+        one = steady(dep, prof, isl=2000.0, osl=300.0, concurrency=[load[i]], cache_hit=0.2)
+        for k, v in _point(s, i).items():
+            assert same(v, np.asarray(getattr(one, k))[0]), (k, i, v, getattr(one, k))
+
+
 def test_open_loop_points_alone_agree_to_convergence(dep):
     prof = engine_profile("vllm", int(dep.layout.tp))
     s = steady(dep, prof, isl=ISL, osl=OSL, rate=RATE)
@@ -69,11 +82,14 @@ def test_open_loop_points_alone_agree_to_convergence(dep):
             assert close(v, np.asarray(getattr(one, k))[0], 1e-9), (k, i)
 
 
-def test_pieces_are_one_pass(dep, monkeypatch):
+@pytest.mark.parametrize("lengths", [(ISL, OSL, LOAD), (1024.0, 512.0, np.arange(1.0, 900.0))],
+                         ids=["mixed", "one-context"])
+def test_pieces_are_one_pass(dep, monkeypatch, lengths):
+    isl, osl, load = lengths
     prof = engine_profile("vllm", int(dep.layout.tp))
-    whole = steady(dep, prof, isl=ISL, osl=OSL, concurrency=LOAD, cache_hit=0.25)
-    monkeypatch.setattr(steady_mod, "PIECE_POINTS", 7)
-    cut = steady(dep, prof, isl=ISL, osl=OSL, concurrency=LOAD, cache_hit=0.25)
+    whole = steady(dep, prof, isl=isl, osl=osl, concurrency=load, cache_hit=0.25)
+    monkeypatch.setattr(steady_mod, "PIECE_POINTS", 7 if np.ndim(isl) else 200)
+    cut = steady(dep, prof, isl=isl, osl=osl, concurrency=load, cache_hit=0.25)
     for f in dataclasses.fields(whole):
         assert np.shape(getattr(cut, f.name)) == np.shape(getattr(whole, f.name)), f.name
         assert same(getattr(cut, f.name), getattr(whole, f.name)), f.name

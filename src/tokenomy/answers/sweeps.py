@@ -37,6 +37,7 @@ from tokenomy.core.engine import BOUNDS
 CHUNK_POINTS = 1 << 18
 MAX_IN_MEMORY = 1 << 25  # points held as a Dataset; beyond: out=
 IN_FLIGHT_PER_WORKER = 2
+HELD_PER_WORKER = 4  # chunks submitted and not yet yielded, per worker: what the client may hold out of order
 
 
 # what a sweep takes beside its axes, with the defaults
@@ -113,26 +114,29 @@ def evaluated(spec: Spec, client=None):
 
 def _on_cluster(client, todo, task, spec):
     """(block, result) for every chunk, in order, ``task(spec_future, block, index)`` = (fn, *args) submitted to the
-    cluster with at most IN_FLIGHT_PER_WORKER per worker in flight (the results wait on the client in order)."""
-    window = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
+    cluster with at most IN_FLIGHT_PER_WORKER per worker in flight. A chunk is submitted as soon as any in flight
+    finishes, not only the oldest: a worker that finishes early gets its next chunk at once instead of waiting behind
+    a slower one's (the results are still yielded in order, at most HELD_PER_WORKER per worker held on the client)."""
+    from distributed import wait
+
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    window, held = IN_FLIGHT_PER_WORKER * workers, HELD_PER_WORKER * workers
     spec_f = client.scatter(spec, broadcast=True)
-    pending: deque = deque()
+    pending: deque = deque()  # (block, future) in chunk order, not yet yielded
     it = iter(enumerate(todo))
-
-    def submit(k, b):
-        pending.append((b, client.submit(*task(spec_f, b, k), pure=False)))
-
-    for k, b in it:
-        submit(k, b)
-        if len(pending) >= window:
-            break
-    while pending:
+    while True:
+        in_flight = [f for _, f in pending if not f.done()]
+        while len(in_flight) < window and len(pending) < held and (nxt := next(it, None)) is not None:
+            k, b = nxt
+            pending.append((b, client.submit(*task(spec_f, b, k), pure=False)))
+            in_flight.append(pending[-1][1])
+        if not pending:
+            return
+        if not pending[0][1].done() and len(pending) < held and len(in_flight) == window:
+            wait(in_flight, return_when="FIRST_COMPLETED")  # a slot frees: refill before the oldest is done
+            continue
         b, fut = pending.popleft()
-        result = fut.result()
-        nxt = next(it, None)
-        if nxt is not None:
-            submit(*nxt)
-        yield b, result
+        yield b, fut.result()
 
 
 def write_part(spec: Spec, block: tuple[slice, ...], index: int, folder: Path, fronts: bool) -> Tally:

@@ -41,6 +41,7 @@ class StepTimer:
         # the one context and prefill context every point holds (None: they differ), and the lowerings at them by
         # context, shared with the timer's pieces (piece): a sweep's pieces lower the same two contexts
         self._uniform = uniform_value(context), uniform_value(prefill_context)
+        self._table_chunk = None if chunk_tokens is None else uniform_value(chunk_tokens)  # many's decode table's
         self._at: dict = {}
 
     def piece(self, sl: slice, context, prefill_context, chunk_tokens) -> "StepTimer":
@@ -121,42 +122,41 @@ class StepTimer:
     def many(self, n_dec, loads) -> list[tuple]:
         """[(seconds, bound, reason) of the step at P beside the same n_dec decodes for P in loads], each over
         ``shape``: steady.solve's step function. One engine call for all the loads (stacked on a leading axis), so
-        what depends on the batch alone is formed once; the engine is called here, not through __call__, to keep
-        the serving path short (elementwise: __call__'s numbers). A load of no prefill tokens at all is read off
-        the decode-only steps of each whole batch (_decode_table), where every point has one context."""
-        n = np.maximum(np.asarray(n_dec, float), 0.0)
+        what depends on the batch alone is formed once; a load of no prefill tokens at all read off the decode-only
+        steps of each whole batch (_table_batches), where every point has one context. The engine is called here,
+        not through __call__ or a helper, to keep the serving path short (elementwise: __call__'s numbers)."""
+        n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
         f, c = np.floor(n), np.ceil(n)
-        table = self._decode_table(c) if any(np.ndim(x) and not np.any(x) for x in loads) else None
-        plain = [table is not None and np.ndim(x) > 0 and not np.any(x) for x in loads]
-        timed = iter(self._timed(n, f, c, [x for x, z in zip(loads, plain) if not z]) if not all(plain) else ())
-        idle = _read_off(table, n, f, c, self.shape) if table is not None else None
-        return [idle if z else next(timed) for z in plain]
+        batches = self._table_batches(c) if any(np.ndim(x) and not np.any(x) for x in loads) else None
+        plain = [batches is not None and np.ndim(x) > 0 and not np.any(x) for x in loads]
+        timed, out = [x for x, z in zip(loads, plain) if not z], []
+        if timed:
+            P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in timed)))
+            r = engine.times(self._batched(f, P), d.topo, d.peaks, d.eff)
+            t = np.asarray(r.step_s)
+            if np.any(c != f):
+                t = _between(n, f, t, engine.times(self._batched(c, P), d.topo, d.peaks, d.eff))
+            shape = (len(timed), *self.shape) if self.shape is not None else \
+                np.broadcast_shapes(np.shape(t), np.shape(r.bound), np.shape(r.reason))
+            t, bound, reason = (np.broadcast_to(x, shape) for x in (t, r.bound, r.reason))
+            out = [(t[i], bound[i], reason[i]) for i in range(len(timed))]
+        if batches is not None:  # the decode-only step at every whole batch, once
+            table = engine.times(self._batched(batches, 0.0, self._table_chunk), d.topo, d.peaks, d.eff)
+            idle = _read_off(table, n, f, c, self.shape)
+        each = iter(out)
+        return [idle if z else next(each) for z in plain]
 
-    def _timed(self, n, f, c, loads) -> list[tuple]:
-        """many's answer for these loads through the engine, stacked."""
-        P, d = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in loads))), self.dep
-        r = engine.times(self._batched(f, P), d.topo, d.peaks, d.eff)
-        t = np.asarray(r.step_s)
-        if np.any(c != f):
-            t = _between(n, f, t, engine.times(self._batched(c, P), d.topo, d.peaks, d.eff))
-        shape = (len(loads), *self.shape) if self.shape is not None else \
-            np.broadcast_shapes(np.shape(t), np.shape(r.bound), np.shape(r.reason))
-        t, bound, reason = (np.broadcast_to(x, shape) for x in (t, r.bound, r.reason))
-        return [(t[i], bound[i], reason[i]) for i in range(len(loads))]
-
-    def _decode_table(self, c) -> engine.PassTerms | None:
-        """The decode-only step (no prefill tokens) at every whole batch 0, 1, ..., max ⌈n⌉, where every point has
-        one context and one chunk size and there are fewer such batches than points (else None): a closed loop's
-        plain steps depend on the point through its whole batch alone, so a sweep of 10^5 points times a few
-        hundred batches once and reads its floor and ceiling off them (the same engine call per batch: the same
+    def _table_batches(self, c):
+        """The whole batches 0, 1, ..., max ⌈n⌉ at which many times the decode-only step once, where every point
+        has one context and one chunk size and there are fewer such batches than points (else None): a closed
+        loop's plain steps depend on the point through its whole batch alone, so a sweep of 10^5 points times a
+        few hundred batches and reads its floor and ceiling off them (the same engine call per batch: the same
         numbers)."""
-        chunk = uniform_value(self.chunk_tokens) if self.chunk_tokens is not None else None
         top = float(np.max(c)) if np.size(c) else np.nan
-        if None in self._uniform or (self.chunk_tokens is not None and chunk is None) or not np.isfinite(top) \
-                or top + 1.0 > np.size(c) or self.shape is None:
+        if None in self._uniform or (self.chunk_tokens is not None and self._table_chunk is None) \
+                or not np.isfinite(top) or top + 1.0 > np.size(c) or self.shape is None:
             return None
-        d = self.dep
-        return engine.times(self._batched(np.arange(top + 1.0), 0.0, chunk), d.topo, d.peaks, d.eff)
+        return np.arange(top + 1.0)
 
 def _between(n, f, t_lo, hi: engine.PassTerms):
     """A fractional batch n's step, linear between its floor f's (t_lo) and its ceiling's (``hi``)."""
