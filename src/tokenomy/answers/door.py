@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 from tokenomy.answers import inputs
 
 LISTS = frozenset({"global_batch", "hold", "concurrency", "rate", "think_s", "dram_bytes"})  # lists whatever their default
+LOAD_POINTS = frozenset({"concurrency", "rate"})  # a numeric array of them stays one array (tk.serve's 10^5-point grids)
 
 
 def takes_list(name: str, default) -> bool:
@@ -34,6 +35,8 @@ def parse(name: str, default, value):
     if value is None or name not in inputs.FIELDS:
         return value
     if takes_list(name, default):
+        if name in LOAD_POINTS and getattr(value, "ndim", 0) and not isinstance(value, str):
+            return inputs.number_array(name, value)  # checked at once, never a Python number per point
         return inputs.numbers(name, value)
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return inputs.number(name, value)

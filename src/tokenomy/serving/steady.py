@@ -21,8 +21,10 @@ from tokenomy.serving.scheduler import StepTimer, rank_chunk
 from tokenomy.serving.steady_solve import Points, Solved, solve  # also steady.solve etc. (re-exported)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
 
-PIECE_POINTS = 1 << 15  # closed-loop points per pass: its arrays stay in cache (2^14 measured fastest of 5,000..2^20
-# on 100k points, +40% over one pass; re-measured this stop, interleaved: 2^15 7-10% over 2^14; benchmarks/serve.py)
+PIECE_POINTS = 1 << 14  # closed-loop points per pass: its arrays stay in cache (2^14 measured fastest of 5,000..2^20
+# on 100k points, +40% over one pass; with the pieces sharing one problem, tk.serve on 100k points interleaved over
+# 2^13..2^16: 2^14 705k/768k/763k/741k/730k points per CPU-s for 2^13/2^14/20000/2^15/2^16, within the noise of the
+# shared machine; on 10^6 points 2^14 1.2-1.35M, 2^16 1.1M; benchmarks/serve.py)
 
 
 @dataclass(frozen=True)
