@@ -421,6 +421,8 @@ def speed() -> dict[str, str]:
         "sp_sim_rate": big(sv["simulator_requests_per_cpu_s"]), "sp_serve_run": _run_text(sv_run),
         "sp_serve_api_rate": big(sv["serve_api_points_per_cpu_s"]), "sp_serve_api_vs_steady": g3(sv["serve_api_vs_steady"]),
         "sp_serve_rows_rate": big(sv["serve_rows_read_per_cpu_s"]),
+        "sp_serve_grid_rate": big(sv["serve_api_grid_points_per_cpu_s"]),
+        "sp_serve_grid_steady": big(sv["analytic_grid_points_per_cpu_s"]),
         "sp_dask_points": big(dk["points"]), "sp_dask_chunks": f"{dk['chunks']:.0f}",
         "sp_dask_rounds": f"{dk['rounds']:.0f}", "sp_dask_wall": f"{dk['speedup_wall']:.3g}x",
         "sp_dask_1": f"{dk['busiest_cpu_1_worker_s']:.3g}", "sp_dask_2": f"{dk['busiest_cpu_2_workers_s']:.3g}",
