@@ -31,7 +31,7 @@ from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa:
 from tokenomy.answers.requests import (DeploymentRequest, EngineRequest, RunRequest, ServeRequest, SessionRequest,
                                        WorkloadRequest)
 from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
-from tokenomy.answers.result import Result, Rows
+from tokenomy.answers.result import Later, Result, Rows
 from tokenomy.answers.serve_layout import layout_pick
 from tokenomy.answers.serve_rows import (dtypes_label, row, serving_kv_dtype, simulations, slo_verdict,  # noqa: F401
                                          within_context)
@@ -153,10 +153,10 @@ def _serve_agg(req: ServeRequest, m, hw, dep, prof, rule, s) -> Result:
         raise ValueError(f"model: {m.name} does not fit on {dep.chips} x {hw.chip.name} ({lay.label()}) with a KV "
                          f"cache for one {isl_m + osl_m:g}-token sequence under {prof.name}'s memory share")
     sims = _agg_runs(dep, prof, proto, w, run)
-    energy = serving_energy(power, s, dep.chips, isl_m)
+    energy = Later(lambda: [serving_energy(power, s, dep.chips, isl_m)])  # its arrays formed with the first row read
     regime, ctx = error_bars.regime_of(dep, prof.name, error_bars.SERVE), isl_m + osl_m / 2
-    # each row (its band and goodput too) built when read: a grid of 10^6 points returns with its arrays (Rows)
-    rows = Rows(len(w.load), lambda i: error_bars.attach([row(dep, prof, s, i, w, sims[i], energy)], regime,
+    # each row (its band, goodput and energy too) built when read: a grid of 10^6 points returns with its arrays (Rows)
+    rows = Rows(len(w.load), lambda i: error_bars.attach([row(dep, prof, s, i, w, sims[i], energy[0])], regime,
                                                          "running_batch", ctx)[0])
     how = run.method if proto.steady else f"protocol {proto.name}"
     isl_l, osl_l = w.lengths_label()
