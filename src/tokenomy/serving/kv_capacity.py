@@ -74,12 +74,23 @@ def sequences_held(dep: Deployment, prof: EngineProfile, isl, osl):
     return kv_capacity(dep, prof, isl, osl)[0]
 
 
-def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl):
+def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.0):
     """(B_kv = kv_sequences, the KV capacity per DP replica in tokens from kv_tokens) at L = ISL + OSL rounded up to
-    KV blocks."""
+    KV blocks. ``shared_tokens``: the prompt prefix every running sequence shares (a session workload's system
+    prompt and forks, kv_che.TurnTypes.shared_tokens); vLLM's block pool references a cached block instead of
+    copying it (vllm/v1/core/block_pool.py), so it is held once per replica and each sequence's own blocks are
+    L − shared: B_kv = kv_sequences(tokens − shared, L − shared), but no more than the pass engine holds (core.engine
+    counts each sequence's KV in full at the step's mean context ISL + OSL/2: dp·floor(tokens/(ISL + OSL/2)), and
+    does not time a batch past it), nor fewer than without sharing."""
     L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
     kv = kv_tokens(dep, prof, L, isl)
-    return kv_sequences(dep, kv, L), kv.tokens
+    full = kv_sequences(dep, kv, L)
+    if np.all(np.asarray(shared_tokens) == 0):
+        return full, kv.tokens
+    shared = np.floor(np.asarray(shared_tokens, float) / prof.block_size) * prof.block_size  # whole blocks shared
+    own = kv_sequences(dep, kv._replace(tokens=np.maximum(kv.tokens - shared, 0.0)), np.maximum(L - shared, 1.0))
+    timed = float(dep.layout.dp) * np.floor(kv.tokens / (np.asarray(isl, float) + np.asarray(osl, float) / 2.0))
+    return np.maximum(np.minimum(own, timed), full), kv.tokens
 
 
 def kv_sequences(dep: Deployment, kv: KVCapacity, seq_tokens):

@@ -4,18 +4,31 @@ Che et al. (IEEE JSAC 2002; Fricker, Robert & Roberts, ITC 2012 for renewal requ
 keeps an object for a characteristic time T after its last use, T the root of
     sum over objects of  size · (time-average share of time it is held) = Cap,
 and a request finds its object when the time since the object's last use is under T. Session traffic
-(serving/sessions.py) reuses an agent's own context at its next turn after the think time τ ~ Exp(θ) (after the
-sub-agents' run D plus τ for a parent's turn that spawned them), so per turn type i (n_i a session, object O_i after
-it, next use after τ_i = D_i + Exp(θ)):
-    held_i(T)   = E[min(τ_i, T)] = T if T <= D_i, else D_i + θ·(1 − e^{−(T − D_i)/θ})      (the last turn: T)
+(serving/sessions.py) reuses an agent's own context at its next turn after the think time τ ~ Exp(θ), so per turn
+type i (n_i a session, object O_i after it):
+    held_i(T)   = E[min(τ, T)] = θ·(1 − e^{−T/θ})                   (the last turn of an agent: T, never reused)
+    P(hit)_i    = P(τ < T) = 1 − e^{−T/θ}
+A parent's turn that spawns s sub-agents leaves the object they fork from; each sub-agent turn reads that fork (its
+lookup touches it, the running turn references it, a turn that missed it recomputes and caches it again), so the
+object is busy through the sub-agents' run D and the parent's next turn finds it when the gap after the LAST
+sub-agent's turn, Exp(θ), is under T — the P(hit) above. Through the run it is held while a sub-agent runs and, in
+the windows when no sub-agent references it, for at most T. A sub-agent leaves it unreferenced for its think gap
+and its next turn's wait W for admission (the lookup touched it, it is pinned when admitted), θ' = θ + W on
+average, and references it for the rest of its turn, e2e − W; taking the unreferenced stretches as Exp(θ'), all s
+are out a share q = (θ'/(e2e + θ'))^s of the run, in windows Exp(θ'/s) long:
+    held_fork(T) = D·(1 − q·e^{−sT/θ'}) + θ·(1 − e^{−T/θ}),   q = (θ'/(e2e + θ'))^s
+with D the run until the slowest sub-agent's last turn ends, K_sub·e2e + θ·E[max of s Erlang(K_sub)] (TurnTypes.
+sub_run_s; a Monte Carlo of the sub-agents' busy and idle windows agrees within 2% at T >= 2θ, tests/serving/test_kv_che.py;
+at T < θ, where a turn hits less than 63% of the time, the idle windows are not independent and it overstates)
+(treating the parent's object as idle through D, as before, held it min(D + τ, T) and let the parent's turn hit
+only when D + τ < T: under HBM pressure, T near D, the analytic hit rate fell 0.012 under the simulator's).
     occupancy   = λ_s · Σ_i n_i · O_i · held_i(T) + S                                      (S the system prompt)
-    P(hit)_i    = P(τ_i < T) = 1 − e^{−(T − D_i)/θ} for T > D_i, else 0
 with λ_s sessions per second per replica (closed loop: C sessions over a session's duration; open: the rate). Per
 tier: write-through keeps an LRU copy in every tier, each with its own T_j (from its own capacity); on-evict moves
 what HBM evicts down, so tiers 0..j behave as one LRU of their summed capacity (T_{<=j}). A turn's reuse is served
 by the fastest tier whose T exceeds its gap, when the lecture's rule says reading beats recomputing. T is solved by
 Newton's method (occupancy is concave in T), vectorised over workload points (capacities, loads, think times as arrays).
-Checked against the simulator (serving/sim_sessions.py) in tests/serving/test_kv_che.py over the grid stated there.
+Checked against the simulator (serving/sim_sessions.py) in tests/serving/test_session_agreement.py over the grid stated there.
 """
 
 from __future__ import annotations
@@ -33,21 +46,32 @@ SETTLE = 0.1  # a step settles its point where the bound on the residual it leav
 @dataclass(frozen=True)
 class TurnTypes:
     """The workload's turns by type (arrays over types i): per session ``n``, input ``isl``, output ``osl``, own
-    reusable tokens ``reuse`` (beyond the system prompt), its gap's fixed part in sub-agent runs ``d_runs`` (the
-    gap is d_runs·(sub-agent run) + Exp(θ)), object after it ``obj``, and whether that object is never used
-    again by its agent (``last``: held T)."""
+    reusable tokens ``reuse`` (beyond the system prompt), object after it ``obj``, whether that object is the fork
+    of sub-agents spawned after the turn (``spawn``: held through their run) and whether it is never used again by
+    its agent (``last``: held T)."""
 
     n: np.ndarray
     isl: np.ndarray
     osl: np.ndarray
     reuse: np.ndarray
-    d_runs: np.ndarray
     obj: np.ndarray
-    obj_next_runs: np.ndarray  # fixed part of the stored object's next gap, in sub-agent runs
+    spawn: np.ndarray  # bool: the turn spawns sub-agents that fork from its object
     last: np.ndarray
     system_tokens: float
     sub_turns: int  # turns of a sub-agent (its run: sub_turns·(e2e + θ))
     fork: np.ndarray = None  # the parent's prefix a sub-agent's turn starts with (0 for a main agent's)
+    subagents: int = 0  # sub-agents a spawning turn starts (s)
+    sub_thinks: float = 0.0  # E[the slowest of s sub-agents' summed think gaps] / θ (slowest_thinks)
+    main_turns: int = 0  # K: the parent's turns
+
+    def sub_run_s(self, e2e_s, theta):
+        """D: a spawn's sub-agents' run, from the parent's turn to the last of them finishing (fork-join waits for
+        the slowest): K_sub·e2e + E[max_s Σ_{K_sub} Exp(θ)] (the turns' own spread left out)."""
+        return self.sub_turns * e2e_s + self.sub_thinks * theta
+
+    def session_s(self, e2e_s, theta):
+        """A session's duration, its critical path: K parent turns, each e2e + θ, and each spawn's run D."""
+        return self.main_turns * (e2e_s + theta) + float(np.sum(self.spawn)) * self.sub_run_s(e2e_s, theta)
 
     @property
     def shared_tokens(self) -> float:
@@ -72,70 +96,83 @@ def turn_types(w) -> TurnTypes:
     K = int(w.turns)
     subs = int(getattr(w, "subagents", 0))
     every, Ks = int(getattr(w, "subagent_every", 1)), int(getattr(w, "subagent_turns", 1))
-    rows = []  # n, isl, reuse, d_runs, obj, obj_next_runs, last, fork
+    rows = []  # n, isl, reuse, obj, spawn, last, fork
     ctx = 0.0
     for k in range(K):
         new = a if k == 0 else b
         spawn = subs > 0 and (k + 1) % every == 0 and k + 1 < K
-        after_prev_spawn = subs > 0 and k > 0 and k % every == 0
         obj = ctx + new + o
-        rows.append((1.0, S + ctx + new, ctx, 1.0 if after_prev_spawn else 0.0, obj, 1.0 if spawn else 0.0,
-                     k == K - 1, 0.0))
+        rows.append((1.0, S + ctx + new, ctx, obj, spawn, k == K - 1, 0.0))
         if spawn:
             sctx = 0.0
             for j in range(Ks):
                 sobj = sctx + b + o
-                rows.append((float(subs), S + obj + sctx + b, obj + sctx, 0.0, sobj, 0.0, j == Ks - 1, obj))
+                rows.append((float(subs), S + obj + sctx + b, obj + sctx, sobj, False, j == Ks - 1, obj))
                 sctx = sobj
         ctx = obj
     r = np.array(rows, float)
-    return TurnTypes(r[:, 0], r[:, 1], np.full(len(r), o), r[:, 2], r[:, 3], r[:, 4], r[:, 5], r[:, 6].astype(bool),
-                     S, Ks, r[:, 7])
+    return TurnTypes(r[:, 0], r[:, 1], np.full(len(r), o), r[:, 2], r[:, 3], r[:, 4].astype(bool),
+                     r[:, 5].astype(bool), S, Ks, r[:, 6], subs, slowest_thinks(Ks, subs), K)
 
 
-def held_s(T, d, theta):
-    """E[min(d + Exp(θ), T)] (broadcasts); θ = 0: min(d, T)."""
-    T, d, theta = np.asarray(T, float), np.asarray(d, float), np.asarray(theta, float)
+def slowest_thinks(k: int, s: int) -> float:
+    """E[max of s independent sums of k Exp(1) gaps] (Erlang(k)): ∫_0^∞ (1 − F_k(x)^s) dx with
+    F_k(x) = 1 − e^{−x}·Σ_{j<k} x^j/j!, by the trapezoid rule on [0, k + 12√k + 40] (the tail beyond is below
+    1e-12 of it). s <= 1: k (one sub-agent, the mean). Two sub-agents of 8 turns: 9.57 (mean 8)."""
+    if s <= 1:
+        return float(k)
+    x = np.linspace(0.0, k + 12.0 * np.sqrt(k) + 40.0, 20001)
+    term, tail = np.ones_like(x), np.ones_like(x)
+    for j in range(1, k):
+        term = term * x / j
+        tail = tail + term
+    F = 1.0 - np.exp(-x) * tail
+    y = 1.0 - F ** s
+    return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2.0)
+
+
+def p_within(T, theta):
+    """P(Exp(θ) < T) (broadcasts); θ = 0: 1 where T > 0."""
+    T, theta = np.asarray(T, float), np.asarray(theta, float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        tail = np.where(theta > 0, theta * -np.expm1(-np.maximum(T - d, 0.0) / np.where(theta > 0, theta, 1.0)), 0.0)
-    return np.where(T <= d, T, d + tail)
+        p = np.where(theta > 0, -np.expm1(-np.maximum(T, 0.0) / np.where(theta > 0, theta, 1.0)), 1.0)
+    return np.where(T > 0, p, 0.0)
 
 
-def p_within(T, d, theta):
-    """P(d + Exp(θ) < T) (broadcasts); θ = 0: 1 where d < T."""
-    T, d, theta = np.asarray(T, float), np.asarray(d, float), np.asarray(theta, float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        p = np.where(theta > 0, -np.expm1(-np.maximum(T - d, 0.0) / np.where(theta > 0, theta, 1.0)), 1.0)
-    return np.where(T > d, p, 0.0)
-
-
-def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
+def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
     """Tokens an LRU holding everything for T after its last use keeps (module docstring), per point."""
-    return occupancy_and_slope(T, tt, sessions_per_s, theta, sub_run_s)[0]
+    return occupancy_and_slope(T, tt, sessions_per_s, theta, sub_run_s, queue_s)[0]
 
 
-def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s):
-    """(occupancy(T), d occupancy / dT) per point. d held_i/dT = P(τ_i > T): 1 for T <= D_i, e^{−(T − D_i)/θ}
-    past it (0 at θ = 0). The turn types whose next use is after Exp(θ) alone share one held time, so they are
-    summed first (the sweep's cost then does not grow with the number of turns)."""
-    T, lam, th, D = (np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s))
-    return _Occupancy(tt, lam, th, D)(T)
+def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
+    """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ > T) = e^{−T/θ} (0 at
+    θ = 0), 1 for a last turn's object; a fork's adds D·q·(s/θ)·e^{−sT/θ}. The turn types share these held
+    times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
+    T, lam, th, D, W = (np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s))
+    return _Occupancy(tt, lam, th, D, W)(T)
 
 
 class _Occupancy:
     """occupancy_and_slope at fixed (λ, θ, D) over points, for many T (Newton's steps): what does not depend on T
-    is formed once."""
+    is formed once. A: the objects reused after Exp(θ) (forks included), B: the last turns', F: the forks'."""
 
-    def __init__(self, tt: TurnTypes, lam, th, D):
+    def __init__(self, tt: TurnTypes, lam, th, D, W=0.0):
         nO = tt.n * tt.obj
-        plain = ~tt.last & (tt.obj_next_runs == 0)
-        self.A, self.B = float(np.sum(nO[plain])), float(np.sum(nO[tt.last]))
+        self.A, self.B = float(np.sum(nO[~tt.last])), float(np.sum(nO[tt.last]))
+        F, s = float(np.sum(nO[tt.spawn & ~tt.last])), max(int(tt.subagents), 1)
         self.lam, self.th, self.S = lam, th, tt.system_tokens
         self.pos = th > 0
         self.all_pos = bool(np.all(self.pos))  # the common case: every θ > 0 (no mask to apply)
         self.th_safe = th if self.all_pos else np.where(self.pos, th, 1.0)
         self.a_theta = self.A * np.where(self.pos, th, 0.0)
-        self.forks = [(nO[k], tt.obj_next_runs[k] * D) for k in np.flatnonzero(~tt.last & (tt.obj_next_runs > 0))]
+        self.forks = F > 0
+        if self.forks:  # held_fork = D·(1 − q·e^{−sT/θ'}): F·D, F·D·q and the rate s/θ' per point
+            with np.errstate(divide="ignore", invalid="ignore"):
+                e2e = np.maximum(D - tt.sub_thinks * th, 0.0) / max(tt.sub_turns, 1)  # D = K_sub·e2e + m·θ
+                idle = th + W  # a sub-agent's fork unreferenced: its think gap and its turn's wait for admission
+                pinned = np.maximum(e2e - W, 0.0)
+                q = np.where((idle > 0) & (D > 0), idle / np.where(idle > 0, idle + pinned, 1.0), 0.0)
+            self.fd, self.fq, self.k = F * D, F * D * q ** s, s / np.where(idle > 0, idle, 1.0)
 
     def __call__(self, T):
         pos, th = self.pos, self.th
@@ -144,38 +181,41 @@ class _Occupancy:
         surv = tail if self.all_pos else np.where(pos, tail, 0.0)
         total = self.a_theta * (1.0 - surv) + self.B * T
         slope = self.A * surv + self.B
-        for nO_k, d in self.forks:
-            total = total + nO_k * held_s(T, d, th)
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                past = np.where(pos, np.exp(-np.maximum(T - d, 0.0) / self.th_safe), 0.0)
-            slope = slope + nO_k * np.where(T <= d, 1.0, past)
+        if self.forks:
+            with np.errstate(over="ignore", invalid="ignore"):
+                e = self.fq * np.exp(-self.k * T)  # F·D·q·e^{−sT/θ} (0 where θ = 0: q = 0)
+            total = total + self.fd - e
+            slope = slope + self.k * e
         return self.lam * total + self.S, self.lam * slope
 
     def take(self, keep) -> "_Occupancy":
-        """The points where ``keep`` holds."""
+        """The points ``keep`` (a mask or indices over the points)."""
         out = object.__new__(_Occupancy)
-        out.A, out.B, out.S = self.A, self.B, self.S
+        out.A, out.B, out.S, out.forks = self.A, self.B, self.S, self.forks
         out.lam, out.th, out.pos, out.all_pos = self.lam[keep], self.th[keep], self.pos[keep], self.all_pos
         out.th_safe, out.a_theta = self.th_safe[keep], self.a_theta[keep]
-        out.forks = [(nO_k, np.broadcast_to(d, keep.shape)[keep]) for nO_k, d in self.forks]
+        if self.forks:
+            out.fd, out.fq, out.k = (np.broadcast_to(v, self.lam.shape)[keep] for v in (self.fd, self.fq, self.k))
         return out
 
 
-def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None):
+def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None, queue_s=0.0):
     """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing. Newton's method from an
     upper bound: occupancy is increasing and concave in T (its slope, a sum of survival probabilities, falls), so
     the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically
     to it (quadratically near it). Start: ``guess`` (a T near the answer) where under T_hi, else
-    T_hi = (Cap − S)/(λ·B), the root of the lower bound S + λ·B·T (the last turns' objects, held T); steps stop at
+    T_hi = (Cap − f(0))/(λ·B), the root of the lower bound f(0) + λ·B·T (the last turns' objects, held T); stops at
     |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS. A step up from below settles its point without another
     evaluation where the residual it leaves is provably within that: occupancy's curvature is at most its slope
-    over θ (each survival term e^{−(T − d)/θ} has slope −1/θ of itself), so after a step δ from T the residual is
-    at most f'(T)·δ²/(2θ) (_settled). A point that stopped keeps its T (the others are evaluated beside it until
-    fewer than half still move, then alone)."""
-    cap, lam, th, D = (np.asarray(v, float) for v in (capacity_tokens, sessions_per_s, theta, sub_run_s))
-    shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape)
-    cap, lam, th, D = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D))
-    c = cap - tt.system_tokens
+    times s/θ (each survival term e^{−T/θ} has slope −1/θ of itself, a fork's e^{−sT/θ} −s/θ; s >= 1), so after a
+    step δ from T the residual is at most f'(T)·δ²·s/(2θ) (_settled). A point that stopped keeps its T (the others
+    are evaluated beside it until fewer than half still move, then alone). T = 0 where the capacity is under the
+    occupancy at T = 0 (the system prompt, and the forks while their sub-agents run)."""
+    cap, lam, th, D, W = (np.asarray(v, float) for v in (capacity_tokens, sessions_per_s, theta, sub_run_s, queue_s))
+    shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape, W.shape)
+    cap, lam, th, D, W = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D, W))
+    occ = _Occupancy(tt, lam, th, D, W)
+    c = cap - occ(np.zeros(shape).ravel())[0]
     B = float(np.sum((tt.n * tt.obj)[tt.last]))
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.where(c > 0, c / np.maximum(lam * B, 1e-300), 0.0)
@@ -184,8 +224,8 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
         g = np.broadcast_to(np.asarray(guess, float), shape).ravel()
         x = np.where((g > 0) & (g < x), g, x)
     live = np.flatnonzero(c > 0)  # the points still moving
-    occ, xl, tol = _Occupancy(tt, lam[live], th[live], D[live]), x[live], T_RTOL * cap[live]
-    capl, settle = cap[live], SETTLE * 2.0 * tol * th[live]
+    occ, xl, tol = occ.take(live), x[live], T_RTOL * cap[live]
+    capl, settle = cap[live], SETTLE * 2.0 * tol * th[live] / max(int(tt.subagents), 1)
     open_ = np.ones(live.size, bool)
     df_pos = B > 0 and bool(np.all(lam[live] > 0))  # the slope is at least λ·B: no zero to guard
     for _ in range(NEWTON_STEPS):
@@ -231,11 +271,11 @@ class CheHits:
     read_sq_tokens = property(lambda self: np.stack(self.read_sq_by, -1))
 
 
-def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s, guess=None) -> CheHits:
+def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s, guess=None, queue_s=0.0) -> CheHits:
     """Token hit rates per tier (module docstring). ``capacities``: tokens per replica, [..., tier] or a sequence of
     arrays over the points, one per tier; ``stack``: the TierStack (store policy, the rule's read and prefill
     seconds per token); ``guess``: T near the answer (characteristic_time), one array per tier (a sequence or the
-    first axis)."""
+    first axis); ``queue_s``: a turn's wait for admission, W (the forks' hold)."""
     if isinstance(capacities, (list, tuple)):
         caps = [np.asarray(c, float) for c in capacities]
     else:
@@ -247,26 +287,22 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
     # per tier, arrays over the points (an axis of a few tiers last would make numpy loop per point)
     T = []
     for j in range(J):
-        t = characteristic_time(caps[j], tt, sessions_per_s, theta, sub_run_s, None if guess is None else guess[j])
+        t = characteristic_time(caps[j], tt, sessions_per_s, theta, sub_run_s, None if guess is None else guess[j],
+                                queue_s)
         T.append(t if j == 0 else np.maximum(T[-1], t))  # a copy further down is found when an upper tier lost it
-    th, D = np.asarray(theta, float), np.asarray(sub_run_s, float)
-    # P(found in tiers <= j): one for every turn after a plain Exp(θ) gap, one per parent turn after a spawn (its
-    # object had to survive the sub-agents' first turns' Exp(θ) gap too, then their run D)
-    plain_within = [p_within(t, 0.0, th) for t in T]
+    # P(found in tiers <= j): every reuse follows an Exp(θ) gap after its object's last use (module docstring: a
+    # parent's turn after a spawn, after its last sub-agent's turn)
+    within = [p_within(t, theta) for t in T]
     worth = np.stack([_worth(stack, j, tt.reuse) for j in range(J)], -1)  # [type, tier]
     n, u = tt.n[:, None] * worth, tt.reuse[:, None]
-    groups = [(tt.d_runs == 0, plain_within)] + [
-        (np.arange(len(tt.n)) == k, [p_within(t, tt.d_runs[k] * D, th) * pw for t, pw in zip(T, plain_within)])
-        for k in np.flatnonzero(tt.d_runs > 0)]
+    n_m, nu_m, nu2_m = np.sum(n, axis=0), np.sum(n * u, axis=0), np.sum(n * u ** 2, axis=0)
     n_req = float(np.sum(tt.n))
-    reads, read_tok, sq = ([0.0] * J for _ in range(3))
-    for mask, within in groups:
-        n_m, nu_m, nu2_m = np.sum(n[mask], axis=0), np.sum((n * u)[mask], axis=0), np.sum((n * u ** 2)[mask], axis=0)
-        for j in range(J):
-            p_tier = within[j] - (within[j - 1] if j else 0.0)  # served from tier j
-            reads[j] = reads[j] + p_tier * n_m[j]
-            read_tok[j] = read_tok[j] + p_tier * nu_m[j]
-            sq[j] = sq[j] + p_tier * nu2_m[j]
+    reads, read_tok, sq = [], [], []
+    for j in range(J):
+        p_tier = within[j] - (within[j - 1] if j else 0.0)  # served from tier j
+        reads.append(p_tier * n_m[j])
+        read_tok.append(p_tier * nu_m[j])
+        sq.append(p_tier * nu2_m[j])
     shape = np.shape(T[0])
     reads, read_tok, sq = ([np.broadcast_to(x, shape) for x in v] for v in (reads, read_tok, sq))
     isl_tokens = float(np.sum(tt.n * tt.isl))

@@ -3,8 +3,9 @@
 Per point (arrays: concurrent sessions or session rate, tier capacities, think time), the state at a token hit
 rate h is:
     λ_s   = C / D_session (closed loop: C sessions back to back) or the session rate (open)
-            D_session = (K + spawns·K_sub)·(e2e + θ): the turns on the session's critical path (a parent's turn
-            waits for its sub-agents), each its end-to-end time plus a think time
+            D_session = K·(e2e + θ) + spawns·D: the session's critical path, its K turns each an end-to-end
+            time plus a think time, and each spawn's sub-agent run D (a parent's turn waits for the slowest of its
+            sub-agents: kv_che.TurnTypes.sub_run_s)
     X     = λ_s · requests per session                         requests/s on the replica
     s     = steady.steady(rate = X, ISL, OSL the turn means, cache_hit = h)
     hits  = kv_che.che_hits at λ_s (HBM's capacity: the KV pool less the running requests' B·(ISL + OSL/2))
@@ -58,7 +59,7 @@ HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
 SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
 WARM = 0.05  # half-width in log e2e of a warm-started bracket (a neighbouring solve's root as its centre)
-LEAN = ("batch", "e2e_s", "ttft_s", "capacity_limited")  # the fields of steady's answer the solve reads
+LEAN = ("batch", "e2e_s", "ttft_s", "capacity_limited", "queue_s")  # the fields of steady's answer the solve reads
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,6 @@ class _Problem:
     pool: float
     isl: float
     osl: float
-    path_turns: float
     closed: bool
     e2e0: np.ndarray  # the unloaded e2e (the bisection's scale)
     solve_open: object
@@ -112,7 +112,7 @@ class _Problem:
         """The points repeated over a new last axis of ``extra`` (the hit scan)."""
         ax = lambda a: np.repeat(np.asarray(a)[..., None], extra, -1)  # noqa: E731
         return _Problem(self.tt, self.stack, ax(self.load), ax(self.theta), np.moveaxis(ax(self.lower), -1, -2),
-                        self.pool, self.isl, self.osl, self.path_turns, self.closed, ax(self.e2e0),
+                        self.pool, self.isl, self.osl, self.closed, ax(self.e2e0),
                         self.solve_open, self.solve_closed, self.tokenize_s, self.capacity_per_s)
 
 
@@ -177,7 +177,9 @@ def _first_guess(flat: _Problem) -> np.ndarray:
     if not flat.closed:
         return np.log(flat.e2e0)
     X_max = flat.capacity_per_s
-    e2e_sat = flat.load * flat.tt.requests_per_session / (flat.path_turns * X_max) - flat.theta
+    tt = flat.tt  # D_session = a·e2e + b·θ (TurnTypes.session_s): a = D_session at (1, 0), b at (0, 1)
+    e2e_sat = (flat.load * tt.requests_per_session / X_max - tt.session_s(0.0, 1.0) * flat.theta) / \
+        tt.session_s(1.0, 0.0)
     return np.log(np.maximum(flat.e2e0, e2e_sat))
 
 
@@ -213,15 +215,15 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
     lower = np.asarray(lower_capacities, float)
     shape = np.broadcast_shapes(load.shape, theta.shape, lower.shape[:-1])
     isl, osl = tt.mean(tt.isl), tt.mean(tt.osl)
-    spawns = float(np.sum(tt.obj_next_runs > 0))  # the parent's turns that spawn sub-agents
-    e2e0 = float(np.ravel(steady(dep1, prof, isl=isl, osl=osl, concurrency=1.0).e2e_s)[0])  # unloaded
-    solve_open, solve_closed = _solvers(dep1, prof, isl, osl, int(np.prod(shape)))
+    one = dict(isl=isl, osl=osl, shared_tokens=tt.shared_tokens)  # the mean turn, its shared prefix held once
+    e2e0 = float(np.ravel(steady(dep1, prof, concurrency=1.0, **one).e2e_s)[0])  # unloaded
+    solve_open, solve_closed = _solvers(dep1, prof, one, int(np.prod(shape)))
     return _Problem(tt, stack, np.broadcast_to(load, shape), np.broadcast_to(theta, shape),
                     np.broadcast_to(lower, shape + lower.shape[-1:]),
                     pool_tokens(dep1, prof, w) if pool is None else pool, isl, osl,
-                    float(w.turns) + spawns * tt.sub_turns, concurrency is not None, np.full(shape, e2e0),
+                    concurrency is not None, np.full(shape, e2e0),
                     solve_open, solve_closed, isl * float(prof.tokenize_s_per_token),
-                    float(np.ravel(steady(dep1, prof, isl=isl, osl=osl, concurrency=1e6).requests_per_s)[0]))
+                    float(np.ravel(steady(dep1, prof, concurrency=1e6, **one).requests_per_s)[0]))
 
 
 def hit_map(pb: _Problem, h, guess=None) -> np.ndarray:
@@ -322,7 +324,7 @@ def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
     the answer (a previous evaluation's at the same point: Newton's start)."""
     tt, M = pb.tt, pb.tt.requests_per_session
     shape = np.shape(e2e)
-    lam = pb.load / (pb.path_turns * (e2e + pb.theta)) if pb.closed else pb.load
+    lam = pb.load / tt.session_s(e2e, pb.theta) if pb.closed else pb.load
     hit = np.broadcast_to(np.minimum(h, HIT_CAP), shape)
     X = np.broadcast_to(np.maximum(lam * M, 1e-9), shape)
     names = None if full else LEAN
@@ -335,19 +337,22 @@ def _at(pb: _Problem, h, e2e, full=False, t_guess=None):
     running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl - pb.tt.shared_tokens + pb.osl / 2.0))
     hbm = np.maximum(pb.pool - running, 0.0)
     caps = [hbm] + [pb.lower[..., j] for j in range(pb.lower.shape[-1])]
-    hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_turns * (e2e + pb.theta), t_guess)
+    queue = np.nan_to_num(np.reshape(s.queue_s, shape), posinf=0.0)  # a turn's wait for admission (the forks' hold)
+    hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_run_s(e2e, pb.theta), t_guess, queue)
     wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate)) + _tokenizer_wait(pb.tokenize_s, X)
     new = np.reshape(s.e2e_s, shape) + wait
     return new, s, hits, wait, lam, hbm
 
 
-def _solvers(dep1, prof, isl, osl, points: int):
-    """(open loop at rate, closed loop in flight) -> Steady: solved per point, or read from steady_table's grids
-    for a sweep of more than TABLE_ABOVE points (the marked shortcut)."""
+def _solvers(dep1, prof, one: dict, points: int):
+    """(open loop at rate, closed loop in flight) -> Steady at the mean turn ``one`` (steady's isl, osl,
+    shared_tokens): solved per point, or read from steady_table's grids for a sweep of more than TABLE_ABOVE points
+    (the marked shortcut)."""
     if points <= TABLE_ABOVE:
-        return (lambda X, h, names=None: steady(dep1, prof, isl=isl, osl=osl, rate=X, cache_hit=h),
-                lambda C, h, names=None: steady(dep1, prof, isl=isl, osl=osl, concurrency=C, cache_hit=h))
-    return SteadyTable(dep1, prof, isl, osl, closed=False), SteadyTable(dep1, prof, isl, osl, closed=True)
+        return (lambda X, h, names=None: steady(dep1, prof, rate=X, cache_hit=h, **one),
+                lambda C, h, names=None: steady(dep1, prof, concurrency=C, cache_hit=h, **one))
+    return (SteadyTable(dep1, prof, one["isl"], one["osl"], closed=False, shared_tokens=one["shared_tokens"]),
+            SteadyTable(dep1, prof, one["isl"], one["osl"], closed=True, shared_tokens=one["shared_tokens"]))
 
 
 def _or_closed(s_open: Steady, closed) -> Steady:

@@ -60,9 +60,10 @@ class Steady:
 
 
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
-           arrivals="staggered") -> Steady:
+           arrivals="staggered", shared_tokens=0.0) -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
-    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way.
+    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way. ``shared_tokens``: a prompt
+    prefix the running requests share, held once in the KV pool (kv_capacity.kv_capacity; session workloads).
     Several dp replicas (serving.replicas): one replica's steady state at each share of the load (replica_shares: a
     closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by _combine: rates and
     batches summed over the replicas, latencies weighted by the requests/s each share serves, KV capacity times dp,
@@ -75,7 +76,8 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
     parts = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for x, k in shares:
-            pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=cache_hit)
+            pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=cache_hit,
+                                shared_tokens=shared_tokens)
             if closed and pb.points.load.size > PIECE_POINTS:
                 parts.append((_closed_in_pieces(one, pb, arrivals), k))
                 continue
@@ -158,13 +160,14 @@ class EngineProblem:
                                 Points(**{k: cut(v) for k, v in pts.items()}), cut(b_kv), cut(kv_tok))
 
 
-def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0) -> EngineProblem:
+def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0,
+                   shared_tokens=0.0) -> EngineProblem:
     """The engine on ``dep`` under ``prof`` at each point of ``load`` (users or requests/s) as solve's inputs."""
     load = np.atleast_1d(np.asarray(load, float))
     isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
     I = prefill_tokens(isl, cache_hit)
     ctx, pctx = isl + osl / 2.0, prefill_context(isl, cache_hit, I)
-    b_kv, kv_tok = kv_capacity(dep, prof, isl, osl)
+    b_kv, kv_tok = kv_capacity(dep, prof, isl, osl, shared_tokens)
     step = StepTimer(dep, ctx, pctx, rank_chunk(dep, prof, I), load.shape)  # a chunk on one rank
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)

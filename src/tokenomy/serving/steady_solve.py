@@ -50,7 +50,7 @@ import numpy as np
 
 from tokenomy.serving import first_wave
 from tokenomy.serving.engine_profile import budget_batch, prompt_slot
-from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, spill_share
+from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, gated_residual_s, spill_share
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
 OPEN_LOOP_RTOL = 1e-10  # the running batch's convergence: a point's answer is the same alone or in a sweep to
@@ -146,7 +146,9 @@ def _step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate
     chunks land in a request's decode). (A mean step t(B_d, P) would overstate it where t is concave in P, as a
     one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
     Residual: an arrival lands in a step chosen by its length (the inspection paradox), so the rest of that step
-    is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2.
+    is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2;
+    an open loop's prompts of one chunk: E[T²] as gated batch service makes it (prefill_queue.gated_residual_s: the
+    prompts that arrived during a step share the next, so a long step makes the next long).
     Prefill (``prefill``; else zeros): c − 1 full chunks of the room the decodes beside it leave (N_tok − B_d; a
     closed loop's N_tok − B_d·(B − 1)/B, the other clients'), then the last r = I − (c − 1)·room tokens beside the
     prompts that share its step. Closed loop (clients arrive at step boundaries; a lone client shares with no one): the others'
@@ -182,6 +184,9 @@ def _step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate
     tpot = f_d * heavy + (1.0 - f_d) * plain
     mean = f * heavy + (1.0 - f) * plain
     residual = (f * heavy ** 2 + (1.0 - f) * plain ** 2) / (2.0 * np.maximum(mean, 1e-30))
+    if prefill and rate is not None:  # open loop, one-chunk prompts: steps as batch service makes them
+        prompt_s = (heavy - plain) * I / np.maximum(loads[0], 1.0)  # a prompt's share of a prefill step
+        residual = np.where(chunks <= 1.0, gated_residual_s(plain, mean, prompt_s, rate), residual)
     if not prefill:
         zero = np.zeros_like(tpot)
         return StepTimes(tpot, mean, plain, bound, reason, residual, zero, zero)
