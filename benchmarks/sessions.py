@@ -15,7 +15,8 @@ from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
 from tokenomy.serving.scheduler import kv_tokens, pooled_limits
-from tokenomy.serving.session_steady import pool_tokens, problem, session_steady, solve_plain
+from tokenomy.serving.session_state import pool_tokens, problem
+from tokenomy.serving.session_steady import session_steady, solve_plain
 from tokenomy.serving.sessions import Agentic, MultiTurn, generate
 from tokenomy.serving.sim_sessions import simulate_sessions, step_table
 

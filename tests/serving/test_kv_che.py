@@ -12,9 +12,11 @@ from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.resolve import deployment
 from tokenomy.core.layout import Layout
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
-from tokenomy.serving.kv_che import characteristic_time, occupancy, turn_types
 from tokenomy.serving.kv_capacity import kv_tokens
+from tokenomy.serving.kv_che import characteristic_time, occupancy
+from tokenomy.serving.session_state import problem
 from tokenomy.serving.session_steady import session_steady
+from tokenomy.serving.turn_types import turn_types
 from tokenomy.serving.sessions import Agentic, MultiTurn
 
 LONG = MultiTurn(turns=12, new_input_tokens=1500, think_s=30.0)
@@ -76,6 +78,7 @@ def test_the_session_steady_state_is_a_fixed_point_whatever_the_step_budget(monk
     HBM only: a plain iteration settled at TTFT 0.4, 0.7 or 1.5 s by its iteration count. The solve's answer is a
     true fixed point (the hit rate maps onto itself, the e2e onto itself) and the same under any step budget."""
     import tokenomy.serving.roots as roots
+    import tokenomy.serving.session_state as st
     import tokenomy.serving.session_steady as ss
 
     dep = deployment("deepseek-v3", "gb200-nvl72", layout=Layout(8))
@@ -84,9 +87,9 @@ def test_the_session_steady_state_is_a_fixed_point_whatever_the_step_budget(monk
     args = (dep, prof, w, stack, np.zeros(0))
     a = session_steady(*args, concurrency=1024 / 9)
     h, e2e = float(a.hits.hit_rate), float(a.e2e_s)
-    pb = ss.problem(*args, concurrency=1024 / 9)
+    pb = st.problem(*args, concurrency=1024 / 9)
     assert float(ss.hit_map(pb, h)) == pytest.approx(h, abs=1e-4)
-    assert float(ss._at(pb, h, np.asarray(e2e))[0]) == pytest.approx(e2e, rel=1e-4)
+    assert float(st.state_at(pb, h, np.asarray(e2e))[0]) == pytest.approx(e2e, rel=1e-4)
     for steps in (25, 200):
         monkeypatch.setattr(roots, "STEPS", steps)
         b = session_steady(*args, concurrency=1024 / 9)
@@ -111,7 +114,7 @@ def test_the_warm_started_solve_equals_the_plain_well_defined_solve(one_h100, cl
     kw = dict(concurrency=load) if closed else dict(rate=load)
     args = (dep, prof, LONG, stack, rng.uniform(0.0, 4e6, n)[:, None])
     think = rng.uniform(1.0, 60.0, n)
-    pb = ss.problem(*args, think_s=think, **kw)
+    pb = problem(*args, think_s=think, **kw)
     fast, plain = ss.solve_warm(pb), ss.solve_plain(pb)
     assert np.allclose(fast.hits.hit_rate, plain.hits.hit_rate, atol=1e-4)
     assert np.array_equal(np.isfinite(fast.ttft_s), np.isfinite(plain.ttft_s))

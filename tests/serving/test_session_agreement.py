@@ -56,7 +56,8 @@ from tokenomy.core.layout import Layout
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
 from tokenomy.serving.engine_profile import pooled_limits
 from tokenomy.serving.kv_capacity import kv_tokens
-from tokenomy.serving.session_steady import pool_tokens, session_steady
+from tokenomy.serving.session_state import pool_tokens
+from tokenomy.serving.session_steady import session_steady
 from tokenomy.serving.sessions import Agentic, MultiTurn, generate
 from tokenomy.serving.sim_sessions import prefill_s_per_token, simulate_sessions, step_table
 

@@ -12,12 +12,15 @@ from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.resolve import deployment
 from tokenomy.core.layout import Layout
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
-from tokenomy.serving.kv_che import characteristic_time, turn_types
-from tokenomy.serving.scheduler import kv_tokens
-from tokenomy.serving.session_steady import pool_tokens
+from tokenomy.serving.kv_capacity import engine_tokens, kv_tokens
+from tokenomy.serving.kv_che import characteristic_time
+from tokenomy.serving.replicas import one_replica
+from tokenomy.serving.scheduler import StepTimer
+from tokenomy.serving.session_state import pool_tokens
 from tokenomy.serving.sessions import Agentic, MultiTurn, generate
 from tokenomy.serving.sim_sessions import prefill_context_tokens, simulate_sessions
 from tokenomy.serving.steady_table import HITS, SteadyTable
+from tokenomy.serving.turn_types import turn_types
 
 CHAT = MultiTurn(turns=6, first_input_tokens=800.0, new_input_tokens=400.0, output_tokens=200.0,
                  system_prompt_tokens=1500.0)
@@ -120,3 +123,20 @@ def test_the_simulators_prefill_context_is_what_its_computed_tokens_attend(one_h
     assert prefill_context_tokens(plan) == pytest.approx(seen, rel=0.03)
     # the system prompt and the forks counted as computed: ~30% under what the simulator's tokens attend
     assert float(np.mean(plan.isl - plan.ctx_before)) / 2 + float(np.mean(plan.ctx_before)) < 0.8 * seen
+
+
+@pytest.mark.parametrize("kv_batch,tp", [(True, 8), (False, 8)])
+def test_a_shared_prefix_batch_stops_where_the_pass_engine_stops_timing(kv_batch, tp):
+    """kv_capacity.engine_tokens (the cap on B_kv with a shared prefix) against the pass engine's own fit: at the
+    mean context of DeepSeek-V3's default agentic turn on a GB200 NVL72 replica, floor(engine_tokens/ctx) sequences
+    are timed and one more is not (core/times.py: weights + KV + activations over the usable HBM)."""
+    dep = one_replica(deployment("deepseek-v3", "gb200-nvl72", layout=Layout(tp=tp, dp=9, kv_batch=kv_batch)))
+    prof = engine_profile("vllm", tp)
+    tt = turn_types(Agentic())
+    isl, osl = tt.mean(tt.isl), tt.mean(tt.osl)
+    ctx = isl + osl / 2.0
+    kv = kv_tokens(dep, prof, np.array([isl + osl]), np.array([isl]))
+    n = int(np.floor(float(np.ravel(engine_tokens(dep, prof, kv))[0]) / ctx))
+    step = StepTimer(dep, np.array([ctx]), np.array([isl]), None, (1,))
+    reason = [int(step.many(np.array([float(b)]), [np.array([2000.0])])[0][2][0]) for b in (n, n + 1)]
+    assert n > 10 and reason[0] == 0 and reason[1] != 0

@@ -206,7 +206,7 @@ def sessions_answer(d, e, run, q: SessionRequest) -> Result:
     from tokenomy.answers.requests import WorkloadRequest
     from tokenomy.answers.serve_layout import serve_layout
     from tokenomy.core.layout import Layout
-    from tokenomy.serving.kv_che import turn_types
+    from tokenomy.serving.turn_types import turn_types
 
     w, concurrency, rate, routing, trace = q.workload, q.concurrency, q.rate, q.routing, q.trace
     if trace is not None:

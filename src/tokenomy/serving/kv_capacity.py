@@ -77,11 +77,11 @@ def sequences_held(dep: Deployment, prof: EngineProfile, isl, osl):
 def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.0):
     """(B_kv = kv_sequences, the KV capacity per DP replica in tokens from kv_tokens) at L = ISL + OSL rounded up to
     KV blocks. ``shared_tokens``: the prompt prefix every running sequence shares (a session workload's system
-    prompt and forks, kv_che.TurnTypes.shared_tokens); vLLM's block pool references a cached block instead of
+    prompt and forks, turn_types.TurnTypes.shared_tokens); vLLM's block pool references a cached block instead of
     copying it (vllm/v1/core/block_pool.py), so it is held once per replica and each sequence's own blocks are
-    L − shared: B_kv = kv_sequences(tokens − shared, L − shared), but no more than the pass engine holds (core.engine
-    counts each sequence's KV in full at the step's mean context ISL + OSL/2: dp·floor(tokens/(ISL + OSL/2)), and
-    does not time a batch past it), nor fewer than without sharing."""
+    L − shared: B_kv = kv_sequences(tokens − shared, L − shared), but no more than the pass engine times (it counts
+    each sequence's KV in full at the step's mean context ISL + OSL/2 against its usable HBM: engine_tokens), nor
+    fewer than without sharing."""
     L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
     kv = kv_tokens(dep, prof, L, isl)
     full = kv_sequences(dep, kv, L)
@@ -89,8 +89,22 @@ def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.
         return full, kv.tokens
     shared = np.floor(np.asarray(shared_tokens, float) / prof.block_size) * prof.block_size  # whole blocks shared
     own = kv_sequences(dep, kv._replace(tokens=np.maximum(kv.tokens - shared, 0.0)), np.maximum(L - shared, 1.0))
-    timed = float(dep.layout.dp) * np.floor(kv.tokens / (np.asarray(isl, float) + np.asarray(osl, float) / 2.0))
+    ctx = np.asarray(isl, float) + np.asarray(osl, float) / 2.0
+    timed = float(dep.layout.dp) * np.floor(engine_tokens(dep, prof, kv) / ctx)
     return np.maximum(np.minimum(own, timed), full), kv.tokens
+
+
+def engine_tokens(dep: Deployment, prof: EngineProfile, kv: KVCapacity):
+    """The KV tokens per replica the pass engine's fit leaves (core/times.py: weights + KV + activations <= usable
+    HBM, eff.hbm_usable_fraction of it), where the engine reserves prof.hbm_fraction (kv_tokens): the weights and
+    activations are what kv_tokens' free bytes leave of its fraction. DeepSeek-V3 at tp8 on a GB200 NVL72 replica,
+    62.7k-token contexts: 184 sequences by it, and the engine times 184, not 185 (kv-batch dp9; 23 at tp8 alone)."""
+    hbm, f = float(dep.peaks.hbm_bytes), float(prof.hbm_fraction)
+    free = np.asarray(kv.free_bytes, float)
+    w_act = f * hbm - free if prof.fraction_of == "total" else hbm - free / f
+    usable = hbm * float(np.asarray(dep.eff.hbm_usable_fraction))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(free > 0, np.asarray(kv.tokens, float) * np.maximum(usable - w_act, 0.0) / free, 0.0)
 
 
 def kv_sequences(dep: Deployment, kv: KVCapacity, seq_tokens):

@@ -17,7 +17,7 @@ and its next turn's wait W for admission (the lookup touched it, it is pinned wh
 average, and references it for the rest of its turn, e2e − W; taking the unreferenced stretches as Exp(θ'), all s
 are out a share q = (θ'/(e2e + θ'))^s of the run, in windows Exp(θ'/s) long:
     held_fork(T) = D·(1 − q·e^{−sT/θ'}) + θ·(1 − e^{−T/θ}),   q = (θ'/(e2e + θ'))^s
-with D the run until the slowest sub-agent's last turn ends, K_sub·e2e + θ·E[max of s Erlang(K_sub)] (TurnTypes.
+with D the run until the slowest sub-agent's last turn ends, K_sub·e2e + θ·E[max of s Erlang(K_sub)] (turn_types.TurnTypes.
 sub_run_s; a Monte Carlo of the sub-agents' busy and idle windows agrees within 2% at T >= 2θ, tests/serving/test_kv_che.py;
 at T < θ, where a turn hits less than 63% of the time, the idle windows are not independent and it overstates)
 (treating the parent's object as idle through D, as before, held it min(D + τ, T) and let the parent's turn hit
@@ -37,98 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.serving.turn_types import TurnTypes
+
 NEWTON_STEPS = 60  # at most (from the upper bound a few suffice: tests/serving/test_kv_che.py)
 T_RTOL = 1e-10  # |occupancy(T) − Cap| / Cap at the answer
 T_MAX = 1e12  # s: T where λ·B vanishes (no session ever stops: everything held)
 SETTLE = 0.1  # a step settles its point where the bound on the residual it leaves is under this share of T_RTOL
-
-
-@dataclass(frozen=True)
-class TurnTypes:
-    """The workload's turns by type (arrays over types i): per session ``n``, input ``isl``, output ``osl``, own
-    reusable tokens ``reuse`` (beyond the system prompt), object after it ``obj``, whether that object is the fork
-    of sub-agents spawned after the turn (``spawn``: held through their run) and whether it is never used again by
-    its agent (``last``: held T)."""
-
-    n: np.ndarray
-    isl: np.ndarray
-    osl: np.ndarray
-    reuse: np.ndarray
-    obj: np.ndarray
-    spawn: np.ndarray  # bool: the turn spawns sub-agents that fork from its object
-    last: np.ndarray
-    system_tokens: float
-    sub_turns: int  # turns of a sub-agent (its run: sub_turns·(e2e + θ))
-    fork: np.ndarray = None  # the parent's prefix a sub-agent's turn starts with (0 for a main agent's)
-    subagents: int = 0  # sub-agents a spawning turn starts (s)
-    sub_thinks: float = 0.0  # E[the slowest of s sub-agents' summed think gaps] / θ (slowest_thinks)
-    main_turns: int = 0  # K: the parent's turns
-
-    def sub_run_s(self, e2e_s, theta):
-        """D: a spawn's sub-agents' run, from the parent's turn to the last of them finishing (fork-join waits for
-        the slowest): K_sub·e2e + E[max_s Σ_{K_sub} Exp(θ)] (the turns' own spread left out)."""
-        return self.sub_turns * e2e_s + self.sub_thinks * theta
-
-    def session_s(self, e2e_s, theta):
-        """A session's duration, its critical path: K parent turns, each e2e + θ, and each spawn's run D."""
-        return self.main_turns * (e2e_s + theta) + float(np.sum(self.spawn)) * self.sub_run_s(e2e_s, theta)
-
-    @property
-    def shared_tokens(self) -> float:
-        """Mean tokens of a running turn's prompt held by objects the cache keeps anyway: the system prompt (the
-        occupancy's S) and a sub-agent's fork (its parent's object, held through the sub-agents' run). vLLM's
-        block pool counts a shared block once, so these are not the running requests' own."""
-        return self.system_tokens + (0.0 if self.fork is None else self.mean(self.fork))
-
-    @property
-    def requests_per_session(self) -> float:
-        return float(np.sum(self.n))
-
-    def mean(self, x) -> float:
-        return float(np.sum(self.n * x) / np.sum(self.n))
-
-
-def turn_types(w) -> TurnTypes:
-    """The turn types of a MultiTurn or Agentic workload from its means (serving/sessions.py). A sub-agent's turn
-    reuses the parent's prefix up to the fork and its own context: both were last used by its previous turn (or,
-    for its first, by the parent's), so both segments share that turn's gap."""
-    S, a, b, o = float(w.system_prompt_tokens), float(w.first_input_tokens), float(w.new_input_tokens), float(w.output_tokens)
-    K = int(w.turns)
-    subs = int(getattr(w, "subagents", 0))
-    every, Ks = int(getattr(w, "subagent_every", 1)), int(getattr(w, "subagent_turns", 1))
-    rows = []  # n, isl, reuse, obj, spawn, last, fork
-    ctx = 0.0
-    for k in range(K):
-        new = a if k == 0 else b
-        spawn = subs > 0 and (k + 1) % every == 0 and k + 1 < K
-        obj = ctx + new + o
-        rows.append((1.0, S + ctx + new, ctx, obj, spawn, k == K - 1, 0.0))
-        if spawn:
-            sctx = 0.0
-            for j in range(Ks):
-                sobj = sctx + b + o
-                rows.append((float(subs), S + obj + sctx + b, obj + sctx, sobj, False, j == Ks - 1, obj))
-                sctx = sobj
-        ctx = obj
-    r = np.array(rows, float)
-    return TurnTypes(r[:, 0], r[:, 1], np.full(len(r), o), r[:, 2], r[:, 3], r[:, 4].astype(bool),
-                     r[:, 5].astype(bool), S, Ks, r[:, 6], subs, slowest_thinks(Ks, subs), K)
-
-
-def slowest_thinks(k: int, s: int) -> float:
-    """E[max of s independent sums of k Exp(1) gaps] (Erlang(k)): ∫_0^∞ (1 − F_k(x)^s) dx with
-    F_k(x) = 1 − e^{−x}·Σ_{j<k} x^j/j!, by the trapezoid rule on [0, k + 12√k + 40] (the tail beyond is below
-    1e-12 of it). s <= 1: k (one sub-agent, the mean). Two sub-agents of 8 turns: 9.57 (mean 8)."""
-    if s <= 1:
-        return float(k)
-    x = np.linspace(0.0, k + 12.0 * np.sqrt(k) + 40.0, 20001)
-    term, tail = np.ones_like(x), np.ones_like(x)
-    for j in range(1, k):
-        term = term * x / j
-        tail = tail + term
-    F = 1.0 - np.exp(-x) * tail
-    y = 1.0 - F ** s
-    return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2.0)
 
 
 def p_within(T, theta):
@@ -172,7 +86,7 @@ class _Occupancy:
                 idle = th + W  # a sub-agent's fork unreferenced: its think gap and its turn's wait for admission
                 pinned = np.maximum(e2e - W, 0.0)
                 q = np.where((idle > 0) & (D > 0), idle / np.where(idle > 0, idle + pinned, 1.0), 0.0)
-            self.fd, self.fq, self.k = F * D, F * D * q ** s, s / np.where(idle > 0, idle, 1.0)
+                self.fd, self.fq, self.k = F * D, F * D * q ** s, s / np.where(idle > 0, idle, 1.0)  # D = inf: no root
 
     def __call__(self, T):
         pos, th = self.pos, self.th
