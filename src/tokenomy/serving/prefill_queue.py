@@ -121,13 +121,14 @@ def gated_residual_s(plain_s, mean_s, prompt_s, rate):
     plain steps and steps at the mean prefill load misses the correlation: DeepSeek-V3 agentic sessions on one
     GB200 NVL72 tp8 kv-batch replica (2.9 requests/s computing 2.5k tokens each at 62k context, ρ = 0.59) wait
     0.100 s by the mix, 0.15 s gated; the session simulator measures 0.142 s from a prompt reaching the engine to
-    its admission (tests/serving/test_session_agreement.py). ρ >= 1: no steady state (inf)."""
+    its admission (tests/serving/test_session_agreement.py). ρ >= 1: the prompts alone fill the time, no gated
+    steady state: NaN (steady_solve keeps the two-point mix there, and its capacity tests report the point)."""
     t0, m = np.asarray(plain_s, float), np.maximum(np.asarray(mean_s, float), 1e-30)
     tau = np.asarray(prompt_s, float)
     rho = rate * tau
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         second = (t0 ** 2 + 2.0 * t0 * rho * m + tau * rho * m) / (1.0 - rho ** 2)
-    return np.where(rho < 1.0, second / (2.0 * m), np.inf)
+    return np.where(rho < 1.0, second / (2.0 * m), np.nan)
 
 
 def full_chunk_queue_s(rate, exclusive_s):

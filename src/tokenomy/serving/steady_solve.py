@@ -186,7 +186,8 @@ def _step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate
     residual = (f * heavy ** 2 + (1.0 - f) * plain ** 2) / (2.0 * np.maximum(mean, 1e-30))
     if prefill and rate is not None:  # open loop, one-chunk prompts: steps as batch service makes them
         prompt_s = (heavy - plain) * I / np.maximum(loads[0], 1.0)  # a prompt's share of a prefill step
-        residual = np.where(chunks <= 1.0, gated_residual_s(plain, mean, prompt_s, rate), residual)
+        gated = gated_residual_s(plain, mean, prompt_s, rate)
+        residual = np.where((chunks <= 1.0) & np.isfinite(gated), gated, residual)
     if not prefill:
         zero = np.zeros_like(tpot)
         return StepTimes(tpot, mean, plain, bound, reason, residual, zero, zero)
