@@ -18,7 +18,7 @@ from tokenomy.core.layout import Layout
 from tokenomy.serving import sim_run
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
 from tokenomy.serving.scheduler import kv_tokens
-from tokenomy.serving.session_steady import pool_tokens
+from tokenomy.serving.session_state import pool_tokens
 from tokenomy.serving.sessions import Agentic, generate, session_start_times
 from tokenomy.serving.sim_sessions import simulate_sessions
 
