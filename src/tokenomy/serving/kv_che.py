@@ -88,6 +88,12 @@ class _Occupancy:
                 q = np.where((idle > 0) & (D > 0), idle / np.where(idle > 0, idle + pinned, 1.0), 0.0)
                 self.fd, self.fq, self.k = F * D, F * D * q ** s, s / np.where(idle > 0, idle, 1.0)  # D = inf: no root
 
+    def at_zero(self):
+        """occupancy(0) per point without an exp pass: λ·(F·D − F·D·q) + S (the forks held while their sub-agents
+        run; e^0 = 1, so the same floats as ``self(0)[0]``)."""
+        total = 0.0 + self.fd - self.fq if self.forks else 0.0
+        return self.lam * total + self.S
+
     def __call__(self, T):
         pos, th = self.pos, self.th
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -129,19 +135,30 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape, W.shape)
     cap, lam, th, D, W = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D, W))
     occ = _Occupancy(tt, lam, th, D, W)
-    c = cap - occ(np.zeros(shape).ravel())[0]
-    B = float(np.sum((tt.n * tt.obj)[tt.last]))
+    return _solve_t(cap, occ, occ.at_zero(), tt, guess).reshape(shape)
+
+
+def _solve_t(cap, occ: "_Occupancy", f0, tt: TurnTypes, guess=None):
+    """characteristic_time's Newton steps on flat points: ``occ`` the occupancy at those points, ``f0`` its value at
+    T = 0 (both shared by the tiers of one state: che_hits forms them once)."""
+    lam, th = occ.lam, occ.th
+    c = cap - f0
+    B = occ.B
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.where(c > 0, c / np.maximum(lam * B, 1e-300), 0.0)
     x = np.minimum(np.where(np.isnan(x), 0.0, x), T_MAX)  # NaN: 0; inf: T_MAX
     if guess is not None:  # any start converges (concave: from above the first step lands below the root)
-        g = np.broadcast_to(np.asarray(guess, float), shape).ravel()
+        g = np.broadcast_to(np.asarray(guess, float), cap.shape).ravel()
         x = np.where((g > 0) & (g < x), g, x)
     live = np.flatnonzero(c > 0)  # the points still moving
-    occ, xl, tol = occ.take(live), x[live], T_RTOL * cap[live]
-    capl, settle = cap[live], SETTLE * 2.0 * tol * th[live] / max(int(tt.subagents), 1)
+    if live.size < c.size:  # else every point moves: no copies
+        occ, xl, capl, th = occ.take(live), x[live], cap[live], th[live]
+    else:
+        xl, capl = x, cap
+    tol = T_RTOL * capl
+    settle = SETTLE * 2.0 * tol * th / max(int(tt.subagents), 1)
     open_ = np.ones(live.size, bool)
-    df_pos = B > 0 and bool(np.all(lam[live] > 0))  # the slope is at least λ·B: no zero to guard
+    df_pos = B > 0 and bool(np.all(occ.lam > 0))  # the slope is at least λ·B: no zero to guard
     for _ in range(NEWTON_STEPS):
         if live.size == 0:
             break
@@ -163,7 +180,7 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
                                                 occ.take(open_))
             open_ = np.ones(live.size, bool)
     x[live] = xl
-    return np.where(c > 0, x, 0.0).reshape(shape)
+    return np.where(c > 0, x, 0.0)
 
 
 @dataclass(frozen=True)
@@ -199,10 +216,16 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
         caps = list(np.cumsum(caps, axis=0))
     J = len(caps)
     # per tier, arrays over the points (an axis of a few tiers last would make numpy loop per point)
+    # the occupancy's per-point terms and its value at T = 0 depend on the load, not on the tier: formed once
+    lam, th, D, W = (np.asarray(v, float) for v in (sessions_per_s, theta, sub_run_s, queue_s))
+    shape = np.broadcast_shapes(lam.shape, th.shape, D.shape, W.shape, *(c.shape for c in caps))
+    occ = _Occupancy(tt, *(np.broadcast_to(v, shape).ravel() for v in (lam, th, D, W)))
+    f0 = occ.at_zero()
     T = []
     for j in range(J):
-        t = characteristic_time(caps[j], tt, sessions_per_s, theta, sub_run_s, None if guess is None else guess[j],
-                                queue_s)
+        cap = np.broadcast_to(caps[j], shape).ravel()
+        g = None if guess is None else np.broadcast_to(np.asarray(guess[j], float), shape).ravel()
+        t = _solve_t(cap, occ, f0, tt, g).reshape(shape)
         T.append(t if j == 0 else np.maximum(T[-1], t))  # a copy further down is found when an upper tier lost it
     # P(found in tiers <= j): every reuse follows an Exp(θ) gap after its object's last use (module docstring: a
     # parent's turn after a spawn, after its last sub-agent's turn)
