@@ -62,7 +62,8 @@ def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queu
     """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ > T) = e^{−T/θ} (0 at
     θ = 0), 1 for a last turn's object; a fork's adds D·q·(s/θ)·e^{−sT/θ}. The turn types share these held
     times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
-    T, lam, th, D, W = (np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s))
+    T, lam, th, D, W = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s,
+                                                                              queue_s)))
     return _Occupancy(tt, lam, th, D, W)(T)
 
 
@@ -95,25 +96,42 @@ class _Occupancy:
         return self.lam * total + self.S
 
     def __call__(self, T):
-        pos, th = self.pos, self.th
+        """(occupancy, slope) at T, an array of the points' shape. In place on fresh arrays (each 100k-point
+        temporary costs as much as the arithmetic), in the order of the formulas: the same floats."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            tail = np.exp(-T / self.th_safe)  # P(Exp(θ) > T)
-        surv = tail if self.all_pos else np.where(pos, tail, 0.0)
-        total = self.a_theta * (1.0 - surv) + self.B * T
-        slope = self.A * surv + self.B
+            surv = np.divide(T, self.th_safe)
+            np.negative(surv, out=surv)
+            np.exp(surv, out=surv)  # P(Exp(θ) > T)
+        if not self.all_pos:
+            surv = np.where(self.pos, surv, 0.0)
+        total = np.subtract(1.0, surv)
+        total *= self.a_theta
+        total += self.B * T
+        slope = self.A * surv
+        slope += self.B
         if self.forks:
             with np.errstate(over="ignore", invalid="ignore"):
-                e = self.fq * np.exp(-self.k * T)  # F·D·q·e^{−sT/θ} (0 where θ = 0: q = 0)
-            total = total + self.fd - e
-            slope = slope + self.k * e
-        return self.lam * total + self.S, self.lam * slope
+                e = np.multiply(self.k, T)
+                np.negative(e, out=e)
+                np.exp(e, out=e)
+                e *= self.fq  # F·D·q·e^{−sT/θ} (0 where θ = 0: q = 0)
+                total += self.fd
+                total -= e
+                e *= self.k
+                slope += e
+        total *= self.lam
+        total += self.S
+        slope *= self.lam
+        return total, slope
 
     def take(self, keep) -> "_Occupancy":
         """The points ``keep`` (a mask or indices over the points)."""
         out = object.__new__(_Occupancy)
         out.A, out.B, out.S, out.forks = self.A, self.B, self.S, self.forks
-        out.lam, out.th, out.pos, out.all_pos = self.lam[keep], self.th[keep], self.pos[keep], self.all_pos
-        out.th_safe, out.a_theta = self.th_safe[keep], self.a_theta[keep]
+        out.lam, out.th, out.all_pos = self.lam[keep], self.th[keep], self.all_pos
+        out.pos = None if self.all_pos else self.pos[keep]  # read only where some θ = 0
+        out.th_safe = out.th if self.all_pos else self.th_safe[keep]
+        out.a_theta = self.a_theta[keep]
         if self.forks:
             out.fd, out.fq, out.k = (np.broadcast_to(v, self.lam.shape)[keep] for v in (self.fd, self.fq, self.k))
         return out
