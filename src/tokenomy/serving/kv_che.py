@@ -198,7 +198,7 @@ def _solve_t(cap, occ: "_Occupancy", f0, tt: TurnTypes, guess=None):
                                                 occ.take(open_))
             open_ = np.ones(live.size, bool)
     x[live] = xl
-    return np.where(c > 0, x, 0.0)
+    return x
 
 
 @dataclass(frozen=True)
