@@ -62,9 +62,10 @@ def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queu
     """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ > T) = e^{−T/θ} (0 at
     θ = 0), 1 for a last turn's object; a fork's adds D·q·(s/θ)·e^{−sT/θ}. The turn types share these held
     times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
-    T, lam, th, D, W = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s,
-                                                                              queue_s)))
-    return _Occupancy(tt, lam, th, D, W)(T)
+    arrays = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s)))
+    T, lam, th, D, W = (a.ravel() for a in arrays)  # flat arrays of one shape (_Occupancy works in place)
+    f, df = _Occupancy(tt, lam, th, D, W)(T)
+    return f.reshape(arrays[0].shape), df.reshape(arrays[0].shape)
 
 
 class _Occupancy:
