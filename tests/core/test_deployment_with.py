@@ -18,6 +18,10 @@ def test_with_keeps_the_shape_unless_the_model_changes():
     assert moved.shape is not shape and moved.shape.coeffs.dense_params > shape.coeffs.dense_params
 
 
-def test_a_fresh_deployment_keeps_nothing_it_did_not_compute():
+def test_copies_of_a_fresh_deployment_share_one_lowering():
+    """with_ lowers the original once (if it had not yet) and every copy holds that same shape: serve's layout check
+    and each candidate's copy must not lower the model again."""
     dep = Deployment(loader.model("llama-3.1-8b"), loader.hardware("h100-sxm"))
-    assert "shape" not in dep.with_(kv_dtype="fp8").__dict__  # nothing cached yet, nothing copied
+    assert "shape" not in dep.__dict__  # nothing lowered at construction
+    first, second = dep.with_(kv_dtype="fp8"), dep.with_(layout=Layout(tp=1, dp=1))
+    assert first.__dict__["shape"] is dep.__dict__["shape"] is second.__dict__["shape"]
