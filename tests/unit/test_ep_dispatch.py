@@ -121,3 +121,14 @@ def test_reached_broadcasts_and_is_at_most_k_and_the_units():
     r = col.reached(X, k)
     assert r.shape == (5, 3)
     assert np.all(r <= np.minimum(X, k) + 1e-9) and np.allclose(r[0], 1.0) and np.allclose(r[:, 0], 1.0)
+
+
+def test_experts_of_eight_bits_dispatch_in_fp8():
+    """DeepSeek-V3's FP8 experts send FP8 tokens with their scales and get BF16 back (DeepEP README); the same model
+    served in BF16 sends BF16 both ways: per assignment (FP8 + BF16) against 2·BF16 bytes per hidden element. The
+    deployment says which (Precision.narrow_experts), from its dtypes; the engine never compares widths itself."""
+    fp8 = _dep("deepseek-v3", 8)
+    bf16 = Deployment(fp8.model, fp8.hardware, fp8.layout, weight_dtype="bf16")
+    assert fp8.precision.narrow_experts and not bf16.precision.narrow_experts
+    ratio = fp8.work(*PREFILL).ep_bytes / bf16.work(*PREFILL).ep_bytes
+    assert float(np.max(np.abs(ratio - (FP8 + BF16) / (2 * BF16)))) < 1e-12

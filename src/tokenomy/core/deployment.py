@@ -84,9 +84,9 @@ class Deployment:
         kv = dtype_bytes(self.kv_dtype)
         state = dtype_bytes(self.model.state_dtype)
         if self.weight_dtype is None:
-            return engine.Precision(c.dense_w, c.embed_w, c.expert_w, kv, state=state)
+            return engine.Precision.of(c.dense_w, c.embed_w, c.expert_w, kv, state)
         w = dtype_bytes(self.weight_dtype)
-        return engine.Precision(w, max(w, WIDE_EMBED_BYTES), w, kv, state=state)
+        return engine.Precision.of(w, max(w, WIDE_EMBED_BYTES), w, kv, state)
 
     @property
     def peaks(self) -> engine.Peaks:

@@ -72,11 +72,6 @@ from tokenomy import units
 FLOPS_PER_WEIGHT = 2.0  # a GEMM's FLOPs per weight per row: one multiply and one add
 
 
-def magnitude(x):
-    """The magnitude of a quantity (anything with units, e.g. pint's); a plain number as it is."""
-    return getattr(x, "magnitude", x)
-
-
 @dataclass(frozen=True, kw_only=True)  # keyword-only: a new term can never shift a caller's arguments
 class Efficiency:
     """Achievable fractions of peak, collective terms and fixed overheads. Defaults: the pure roofline."""
@@ -121,7 +116,7 @@ class Efficiency:
         """The set as GEMMs at the pass's compute dtype see it: η_max·ρ where ``narrow`` (8 bits or fewer: an FP8
         GEMM on H100 runs at ~2x BF16's peak but reaches a smaller share of it; catalog/efficiency fits ρ on the
         chips' FP8/FP4 cases beside their BF16/FP16 ones), η_max itself elsewhere."""
-        if np.all(np.asarray(narrow) == 0) or np.all(np.asarray(magnitude(self.narrow_flops_ratio)) == 1.0):
+        if np.all(np.asarray(narrow) == 0) or np.all(np.equal(self.narrow_flops_ratio, 1.0)):
             return self
         # η_max·ρ of two validated shares is one too: the copy is not validated again (the engine asks for it on
         # every pass it times; validation's fit times hundreds of thousands)
@@ -169,13 +164,16 @@ _FIELDS = {f.name for f in fields(Efficiency)}
 
 def _check(field: str, value) -> None:
     """``value`` refused with a one-line ValueError naming ``field`` unless it is what _RANGES allows (every
-    element of an array; a quantity by its magnitude)."""
+    element of an array; an amount through numpy's ufuncs, so a quantity with units is checked as it is: zero
+    compares with any unit)."""
     rule = _RANGES.get(field)
     if rule is None or value is None and field in _MAY_BE_NONE:
         return
-    v = np.asarray(magnitude(value), dtype=float)
-    ok = ((v > 0) & (v <= 1) if rule is _SHARE else (v >= 0) & (v <= 1) if rule is _PART
-          else np.isfinite(v) & (v >= 0))
+    if rule is _AMOUNT:
+        ok = np.isfinite(value) & np.greater_equal(value, 0.0)
+    else:
+        v = np.asarray(value, dtype=float)
+        ok = (v > 0) & (v <= 1) if rule is _SHARE else (v >= 0) & (v <= 1)
     if not np.all(ok):
         raise ValueError(f"{field}: must be {rule}, got {value}")
 

@@ -14,7 +14,7 @@ from tokenomy.units import fmt_bytes, fmt_seconds, fmt_si
 
 
 def _first(x) -> float:
-    return float(np.ravel(np.asarray(getattr(x, "magnitude", x), float))[0])  # a deployment's set holds scalars
+    return float(np.ravel(np.asarray(x, float))[0])  # a deployment's set holds scalars
 
 
 def efficiency_terms(dep: Deployment) -> str:

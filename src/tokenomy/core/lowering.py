@@ -30,7 +30,9 @@ _f = floats  # float arrays (a quantity keeps its units)
 
 @dataclass(frozen=True)
 class Precision:
-    """Bytes per weight (by category), KV element and activation element."""
+    """Bytes per weight (by category), KV element and activation element; ``narrow_experts``: the routed experts'
+    weights have 8 bits or fewer (their tokens are dispatched in FP8: work.dispatch_combine_bytes), said by the
+    deployment that knows the dtypes (``Precision.of``), as Peaks.narrow says the compute dtype's."""
 
     dense_w: object
     embed_w: object
@@ -38,6 +40,13 @@ class Precision:
     kv: object = 2.0
     act: object = 2.0
     state: object = 2.0  # linear / SSM state
+    narrow_experts: object = False
+
+    @classmethod
+    def of(cls, dense_w: float, embed_w: float, expert_w: float, kv: float, state: float) -> "Precision":
+        """The widths of a deployment (plain bytes), 16-bit activations; experts narrow where w_expert <= w_act/2."""
+        act = cls.act
+        return cls(dense_w, embed_w, expert_w, kv, act, state, narrow_experts=bool(np.all(expert_w * 2.0 <= act)))
 
 
 @dataclass(frozen=True)

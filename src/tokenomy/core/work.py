@@ -19,7 +19,6 @@ import numpy as np
 from tokenomy import units
 from tokenomy.core import efficiency
 from tokenomy.core.coeffs import ModelShape
-from tokenomy.core.efficiency import magnitude as _mag  # two widths compared across the registry tests/dims keeps
 from tokenomy.core.layout import Layout
 from tokenomy.core.lowering import Lowered, Pass, Precision, lower
 from tokenomy.specs import Topology
@@ -182,9 +181,7 @@ def dispatch_combine_bytes(pr: Precision):
     w_dispatch + w_act. Experts whose weights have 8 bits or fewer take 8-bit activations, quantized before the
     dispatch, so it moves FP8 with a float32 scale per 128 channels; the combine returns the expert's output in
     16 bits (DeepEP README: low-latency dispatch in FP8, combine in BF16; DeepSeek-V3 report §3.3.2)."""
-    ab = _f(pr.act)
-    narrow = _mag(_f(pr.expert_w)) * 2.0 <= _mag(ab)  # 8 bits or fewer against 16-bit activations
-    return ab * (np.where(narrow, FP8_DISPATCH_SHARE, 1.0) + 1.0)
+    return _f(pr.act) * (np.where(pr.narrow_experts, FP8_DISPATCH_SHARE, 1.0) + 1.0)
 
 
 def experts_touched(tokens, num_experts, experts_per_tok):
