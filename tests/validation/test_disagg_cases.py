@@ -126,7 +126,7 @@ def test_disaggregated_case_schema_says_what_is_wrong(extra, words):
 def test_an_aggregated_case_states_expert_parallelism():
     """tp 1, ep 4 on 8 chips: two replicas whose experts are spread 4 ways, attention over the 4 ranks (vLLM TP4 +
     --enable-expert-parallel); chips must be a multiple of tp*ep."""
-    from tokenomy.validation.prepare import case_layout
+    from tokenomy.validation.case_setup import case_layout
 
     layout = case_layout(ServingCase(**{**BASE, "tp": 1, "ep": 4}))
     assert (layout.tp, layout.ep, layout.dp, layout.attn_dp) == (1, 4, 2, False)

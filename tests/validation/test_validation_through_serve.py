@@ -17,7 +17,7 @@ from tokenomy.serving.steady import steady
 from tokenomy.validation import load
 from tokenomy.validation.predict import SERVED, predict_serving
 from tokenomy.validation.theta import gather
-from tokenomy.validation.prepare import case_deployment, case_profile, case_protocol
+from tokenomy.validation.case_setup import case_deployment, case_profile, case_protocol
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
-from tokenomy.validation.prepare import Serving, add_prefill, take_work
+from tokenomy.validation.prepare import Serving
+from tokenomy.validation.work_table import add_prefill, take_work
 from tokenomy.validation.theta import Theta
 
 def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
@@ -60,7 +61,7 @@ class GridWork:
     other: dict[str, np.ndarray]
 
     def works(self, numeric: tuple[str, ...]) -> tuple[engine.Work, engine.Work]:
-        """(decode work, work of one interleaved prefill token) as engine.Work, for prepare.add_prefill."""
+        """(decode work, work of one interleaved prefill token) as engine.Work, for work_table.add_prefill."""
         return tuple(engine.Work(**dict(zip(numeric, x)), **self.other) for x in (self.at_zero, self.per_token))
 
 

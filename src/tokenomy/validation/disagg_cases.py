@@ -1,7 +1,7 @@
 """Disaggregated validation cases (schema ``mode = "disagg"``), each predicted by the serving model's disaggregated
 steady state, ``serving.disagg.disagg`` — the equations ``tokenomy serve --prefill-chips P --decode-chips D``
 answers with — on the case's two pools at their published layouts, under the case chip's efficiency terms as the
-case's engine runs them (host and EP overlap at its version and settings: prepare.case_profile), or the roofline.
+case's engine runs them (host and EP overlap at its version and settings: case_setup.case_profile), or the roofline.
 
     tpot_s               TPOT at the decode pool's running batch B (context ISL + OSL/2)
     ttft_s               prefill wait + prefill pass + KV hand-off + half a decode step + a decode step + o_req
@@ -30,7 +30,7 @@ from tokenomy.core.layout import Layout
 from tokenomy.serving.disagg import DisaggLoad, PoolDoesNotFit, disagg
 from tokenomy.units import CHECKPOINT
 from tokenomy.validation.load import Case
-from tokenomy.validation.prepare import case_profile
+from tokenomy.validation.case_setup import case_profile
 from tokenomy.validation.schema import EfficiencyTerms, Pool, ServingCase
 from tokenomy.validation.theta import SERVING_FIELDS, Theta, term
 

@@ -6,7 +6,7 @@ rate (open loop, Poisson) and max throughput (every request queued at once: a cl
 are predicted by the serving model users run, ``serving.steady.solve`` (continuous batching with chunked
 prefill under the token budget, KV capacity from the case's engine profile, queueing), its step(n, P) the engine
 on the case's work interpolated on a batch grid (case_step.py); a closed loop whose benchmark protocol runs from
-the first wave (InferenceX, vllm/sglang bench, AIPerf, trtllm-bench, MLPerf Offline: prepare.case_protocol) as
+the first wave (InferenceX, vllm/sglang bench, AIPerf, trtllm-bench, MLPerf Offline: case_setup.case_protocol) as
 that run (serving.protocol_waves: its first wave and the waves after it, each metric the tools' mean). The rest (t_step(B): a decode step of B sequences;
 t_pf: the prefill pass):
   static_batch   latency = t_pf(B·ISL) + (OSL−1)·t_step(B);  throughput/chip = B·OSL/(latency·n)
