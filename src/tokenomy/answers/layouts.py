@@ -43,45 +43,58 @@ DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurr
                        "goodput_requests_per_usd", "prefill_utilisation")
 
 
-@door()
+# plan's keywords beside model, hardware and the chips, with their defaults: the bare search's (BARE_KEYWORDS and
+# top, batch, torus), the deployment's, and a serving plan's workload, engine, pools and objective
+BARE_KEYWORDS = {"context": 8192, "min_tokens_per_user": 0.0, "max_ttft": None, "hop_latency": None}
+PLAN_KEYWORDS = {**BARE_KEYWORDS, "batch": None, "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated",
+                 "torus": None, "top": 0, "usd_per_chip_hour": None, "mode": "agg", "concurrency": None, "rate": None,
+                 "isl": 1024, "osl": 1024, "ttft_slo": None, "tpot_slo": None, "engine": "vllm", "cache_hit": 0.0,
+                 "max_num_tokens": None, "max_batch": None, "prefill_chips": None, "decode_chips": None,
+                 "objective": None, "usd_per_kwh": None, "facility": None, "emit": None}
+
+
+@door(PLAN_KEYWORDS)
 @reports_hardware
 @emits
-def plan(model, hardware, *, chips=None, context=8192, min_tokens_per_user=0.0, max_ttft=None, batch=None,
-         weight_dtype=None, kv_dtype=None, efficiency="calibrated", hop_latency=None, torus=None, top=0,
-         usd_per_chip_hour=None, mode="agg", concurrency=None, rate=None, isl=1024, osl=1024, ttft_slo=None,
-         tpot_slo=None, engine="vllm", cache_hit=0.0, max_num_tokens=None, max_batch=None, prefill_chips=None,
-         decode_chips=None, objective=None, usd_per_kwh=None, facility=None, emit=None) -> Result:
+def plan(model, hardware, *, chips=None, **kw) -> Result:
     """The layout search (module docstring); a serving plan when a workload or ``mode="disagg"`` is given;
     ``objective`` (objectives.PLAN_OBJECTIVES) what an aggregated serving plan maximises. ``emit`` (vllm | sglang |
     trtllm | dynamo): the chosen plan's launch commands in ``extra["launch"]`` (answers/launch.py, docs/deploy.md);
     ``engine`` left out is then the engine ``emit`` names."""
     from tokenomy.answers.objectives import DEFAULT_PLAN_OBJECTIVE, plan_objective
 
+    v = {**PLAN_KEYWORDS, "chips": chips, **kw}
+    mode, objective, workload = v["mode"], v["objective"], v["concurrency"] is not None or v["rate"] is not None
     if mode not in ("agg", "disagg"):
         raise ValueError(f"mode: {mode!r}; allowed: agg, disagg")
     plan_objective(objective)
-    if objective not in (None, DEFAULT_PLAN_OBJECTIVE) and (mode == "disagg" or (concurrency is None and rate is None)):
+    if objective not in (None, DEFAULT_PLAN_OBJECTIVE) and (mode == "disagg" or not workload):
         raise ValueError(f"objective: {objective!r} ranks aggregated serving plans: give concurrency or rate "
                          "(mode agg); the bare search and mode disagg rank by their own rule")
-    if concurrency is not None or rate is not None or mode == "disagg":
+    if workload or mode == "disagg":
         # a workload brings its own lengths and SLOs: the bare search's knobs would be silently unused
-        unused = [n for n, v, d in (("context", context, 8192), ("min_tokens_per_user", min_tokens_per_user, 0.0),
-                                    ("max_ttft", max_ttft, None), ("hop_latency", hop_latency, None)) if v != d]
+        unused = [k for k, default in BARE_KEYWORDS.items() if v[k] != default]
         if unused:
             raise ValueError(f"{unused[0]}: not used with a workload (its lengths are isl/osl, its limits "
                              "ttft_slo/tpot_slo); leave it out")
-        given = {k: v for k, v in locals().items() if k in SERVING_PLAN_KEYWORDS}
-        return _serving_plan(model, hardware, given, dict(top=top, batch=batch, torus=torus, objective=objective))
-    if prefill_chips is not None or decode_chips is not None:
+        return _serving_plan(model, hardware, {k: v[k] for k in SERVING_PLAN_KEYWORDS},
+                             {k: v[k] for k in ("top", "batch", "torus", "objective")})
+    return _bare_plan(model, hardware, v)
+
+
+def _bare_plan(model, hardware, v: dict) -> Result:
+    """The bare decode search (module docstring) on plan's keywords ``v``: the Pareto front under the constraints."""
+    chips, context, min_tokens_per_user, max_ttft, hop_latency, top, batch, torus = (
+        v[k] for k in ("chips", "context", "min_tokens_per_user", "max_ttft", "hop_latency", "top", "batch", "torus"))
+    if v["prefill_chips"] is not None or v["decode_chips"] is not None:
         raise ValueError("prefill_chips: the pool sizes (prefill_chips, decode_chips) only with mode disagg")
-    kv_dtype = "bf16" if kv_dtype in (None, "auto") else kv_dtype  # a bare layout search has no engine
-    for name, v in (("context", context), ("max_ttft", max_ttft), ("hop_latency", hop_latency),
-                    ("min_tokens_per_user", min_tokens_per_user), ("top", top)):
-        inputs.optional(name, v)
+    kv_dtype = "bf16" if v["kv_dtype"] in (None, "auto") else v["kv_dtype"]  # a bare layout search has no engine
+    for name in ("context", "max_ttft", "hop_latency", "min_tokens_per_user", "top"):
+        inputs.optional(name, v[name])
     if min_tokens_per_user is None or top is None:
         raise ValueError(f"{'top' if top is None else 'min_tokens_per_user'}: required (a number)")
-    dep = deployment(model, hardware, layout=Layout(), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                     efficiency=efficiency, usd_per_chip_hour=usd_per_chip_hour)
+    dep = deployment(model, hardware, layout=Layout(), weight_dtype=v["weight_dtype"], kv_dtype=kv_dtype,
+                     efficiency=v["efficiency"], usd_per_chip_hour=v["usd_per_chip_hour"])
     dep = dep.with_(topology=topology(dep.hardware, torus=torus))
     budget = inputs.optional("chips", chips) or dep.hardware.num_chips
     cons = Constraints(float(context), float(min_tokens_per_user), math.inf if max_ttft is None else float(max_ttft))

@@ -224,28 +224,47 @@ def run(spec: Spec, *, out=None, client=None, tally: Tally | None = None):
     return _dataset(spec, full)
 
 
-def sweep(model=None, hardware=None, *, kind=None, weight_dtype=None, kv_dtype=None, efficiency=None, chips=None,
-          tp=None, ep=None, pp=None, dp=None, batch=None, context=None, len_pass=None, concurrency=None, rate=None,
-          isl=None, osl=None, layout=None, out=None, client=None, chunk_points=CHUNK_POINTS, usd_per_chip_hour=None,
-          engine="vllm", max_num_tokens=None, max_batch=None, cache_hit=0.0, arrivals="staggered", variables=None,
-          **unknown):
-    """The sweep (module docstring): an xarray.Dataset over the named axes, or the path of ``out``. A keyword that
-    is no axis or setting is refused naming it. ``workload`` multiturn | agentic: a session sweep over concurrency
-    (or rate), ``think_s`` and ``dram_bytes`` (answers/sweep_sessions.py)."""
+# the axes a sweep names (sweep_axes.py), each not swept unless given; a keyword that is neither an axis nor a
+# setting (SETTINGS) is refused naming it (spec_of)
+AXES = ("kind", "weight_dtype", "kv_dtype", "efficiency", "chips", "tp", "ep", "pp", "dp", "batch", "context",
+        "len_pass", "concurrency", "rate", "isl", "osl")
+
+
+def sweep(model=None, hardware=None, *, out=None, client=None, **kw):
+    """The sweep (module docstring): an xarray.Dataset over the named axes (AXES) under the settings (SETTINGS),
+    or the path of ``out``. A keyword that is no axis or setting is refused naming it. ``workload`` multiturn |
+    agentic: a session sweep over concurrency (or rate), ``think_s`` and ``dram_bytes`` (answers/sweep_sessions.py)."""
+    if kw.get("workload") not in (None, "steady"):
+        return _session_sweep(model, hardware, kw)
+    settings = {k: kw.pop(k) for k in SETTINGS if k in kw}
+    return run(spec_of({**dict.fromkeys(AXES), **kw, "model": model, "hardware": hardware}, settings), out=out,
+               client=client)
+
+
+def _session_sweep(model, hardware, kw: dict):
+    """tk.sweep(workload=...): the session sweep on the layout degrees given, the serving engine ``engine``."""
     from tokenomy.answers.sweep_sessions import SESSION_KEYS, session_sweep
 
-    if unknown.get("workload") not in (None, "steady"):
-        extra = {k: unknown.pop(k) for k in SESSION_KEYS if k in unknown}
-        layout_kw = {k: v for k, v in dict(chips=chips, tp=tp, ep=ep, pp=pp, dp=dp).items() if v is not None}
-        return session_sweep(model, hardware, concurrency=concurrency, rate=rate, serving_engine=engine, **extra,
-                             **layout_kw, **unknown)
-    axes = dict(**unknown, model=model, hardware=hardware, kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                efficiency=efficiency, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch, context=context,
-                len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
-    spec = spec_of(axes, dict(layout=layout, chunk_points=chunk_points, usd_per_chip_hour=usd_per_chip_hour,
-                              engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, cache_hit=cache_hit,
-                              arrivals=arrivals, variables=variables))
-    return run(spec, out=out, client=client)
+    kw = dict(kw)
+    extra = {k: kw.pop(k) for k in SESSION_KEYS if k in kw}
+    named = {k: kw.pop(k) for k in (*AXES, *SETTINGS) if k in kw}  # the load, the layout and the engine used
+    layout_kw = {k: named[k] for k in ("chips", "tp", "ep", "pp", "dp") if named.get(k) is not None}
+    return session_sweep(model, hardware, concurrency=named.get("concurrency"), rate=named.get("rate"),
+                         serving_engine=named.get("engine", SETTINGS["engine"]), **extra, **layout_kw, **kw)
+
+
+def _signature():
+    """help(tk.sweep): model, hardware, the axes and the settings by name, out and client, then any other axis."""
+    import inspect
+
+    P = inspect.Parameter
+    own = list(inspect.signature(sweep).parameters.values())
+    named = [P(k, P.KEYWORD_ONLY, default=None) for k in AXES] + [P(k, P.KEYWORD_ONLY, default=v)
+                                                                  for k, v in SETTINGS.items()]
+    return inspect.Signature(own[:-1] + named + own[-1:])
+
+
+sweep.__signature__ = _signature()
 
 
 __all__ = ["sweep", "spec_of", "run", "chunks", "CATEGORICAL", "Grid"]

@@ -170,16 +170,22 @@ def _names(value) -> tuple:
     return tuple(str(x).strip() for x in parts if str(x).strip())
 
 
-@door()
+# the keywords train takes beside model, hardware, published and search, with their defaults: the layout and its
+# schedule (TrainPlan), the batch, the efficiency, the dtypes (TrainBytes, Lowering) and the kernels
+TRAIN_KEYWORDS = {"dp": None, "chips": None, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "ep_overlap": 0.0, "zero": 1,
+                  "fsdp": False, "no_sp": False, "schedule": "1f1b", "virtual_stages": 1, "recompute": "selective",
+                  "micro_batch": 1, "seq_len": 4096, "global_batch": 1024, "tokens": None, "mfu": None,
+                  "flops_fraction": None, "efficiency": "calibrated", "tp_overlap": 0.0, "attention": "causal",
+                  "compute_dtype": "bf16", "weight_dtype": "bf16", "grad_dtype": "bf16", "optimizer_dtype": "fp32",
+                  "activation_dtype": "bf16", "moe_kernels": "unfused", "moe_dispatcher": "hybridep",
+                  "flash_attention": False, "dropout": False, "bf16_layers_at_end": 0, "attention_kernel": "fused",
+                  "offload_layers": 0, "fp8_scaling": "fused", "recompute_modules": ""}
+DTYPE_KEYWORDS = ("compute_dtype", "weight_dtype", "grad_dtype", "optimizer_dtype", "activation_dtype")
+
+
+@door(TRAIN_KEYWORDS)
 @reports_hardware
-def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, cp=1, ep=1, ep_overlap=0.0, zero=1,
-          fsdp=False, no_sp=False, schedule="1f1b", virtual_stages=1, recompute="selective", micro_batch=1,
-          seq_len=4096, global_batch=1024, tokens=None, mfu=None, flops_fraction=None, efficiency="calibrated",
-          tp_overlap=0.0, attention="causal",
-          compute_dtype="bf16", weight_dtype="bf16", grad_dtype="bf16", optimizer_dtype="fp32",
-          activation_dtype="bf16", moe_kernels="unfused", moe_dispatcher="hybridep", flash_attention=False,
-          dropout=False, published=None, search=False, bf16_layers_at_end=0, attention_kernel="fused", offload_layers=0,
-          fp8_scaling="fused", recompute_modules="") -> Result:
+def train(*, model=None, hardware="h100-sxm", published=None, search=False, **kw) -> Result:
     """A training step of the plan given (module docstring); ``global_batch`` may be a list (one row each);
     ``search``: the fastest layouts that fit instead (parallel/train_search.py), tp/pp/cp/ep/schedule/recompute
     and the EP overlap left to it. ``attention_kernel``: "fused" (cuDNN / FA3 class, Megatron and DeepSeek) or "fa2"
@@ -191,36 +197,48 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
     moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts; empty: core_attn; core/recompute_modules.py)."""
     if published:
         return published_runs(published)
+    v = {**TRAIN_KEYWORDS, **kw}
     if search:
         from tokenomy.answers.train_layouts import SEARCH_KEYWORDS, train_search
 
-        given = locals()
-        return train_search(model, hardware, {k: given[k] for k in SEARCH_KEYWORDS})
+        return train_search(model, hardware, {k: v[k] for k in SEARCH_KEYWORDS})
     if not model:
         raise ValueError("model: required (or published: a run name, or 'all')")
-    for field, v in (("compute_dtype", compute_dtype), ("weight_dtype", weight_dtype), ("grad_dtype", grad_dtype),
-                     ("optimizer_dtype", optimizer_dtype), ("activation_dtype", activation_dtype)):
-        if v is None:
-            raise ValueError(f"{field}: required")
-        dtype_of(field, v)
-    inputs.choice("schedule", schedule, SCHEDULES)
-    inputs.choice("recompute", recompute, STRATEGIES)
-    modules = check_modules(_names(recompute_modules), recompute)
-    inputs.choice("moe_kernels", moe_kernels, MOE_KERNELS)
-    inputs.choice("moe_dispatcher", moe_dispatcher, tuple(DISPATCHERS))
-    inputs.choice("attention", attention, ATTENTION_CONVENTIONS)
-    attention_kernel = inputs.choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)
-    fp8_scaling = inputs.choice("fp8_scaling", fp8_scaling, FP8_SCALINGS)
-    inputs.optional("mfu", mfu)
-    inputs.optional("flops_fraction", flops_fraction)
-    inputs.optional("tokens", tokens)
-    inputs.optional("tp_overlap", tp_overlap)
-    for field, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("virtual_stages", virtual_stages),
-                     ("micro_batch", micro_batch), ("seq_len", seq_len), ("chips", chips), ("dp", dp)):
-        inputs.optional(field, v)
-    if zero not in (0, 1, 2, 3):
-        raise ValueError(f"zero: {zero}; allowed: 0, 1, 2, 3")
+    v = _checked(v)
     m, hw = model_of(model), hardware_of(hardware)
+    plan = _train_plan(v, hw)
+    st = train_step(m, hw, plan, mfu=v["mfu"], efficiency=train_efficiency_of(hw, v["efficiency"]),
+                    flops_fraction=v["flops_fraction"], lowering=Lowering(v["attention"], v["compute_dtype"],
+                                                                          _train_bytes(v)))
+    return _train_result(m, hw, plan, st, v)
+
+
+def _checked(v: dict) -> dict:
+    """train's keywords ``v`` with each refused by name where it is not allowed, the choices canonical."""
+    for field in DTYPE_KEYWORDS:
+        if v[field] is None:
+            raise ValueError(f"{field}: required")
+        dtype_of(field, v[field])
+    inputs.choice("schedule", v["schedule"], SCHEDULES)
+    inputs.choice("recompute", v["recompute"], STRATEGIES)
+    v = {**v, "recompute_modules": check_modules(_names(v["recompute_modules"]), v["recompute"])}
+    for field, allowed in (("moe_kernels", MOE_KERNELS), ("moe_dispatcher", tuple(DISPATCHERS)),
+                           ("attention", ATTENTION_CONVENTIONS)):
+        inputs.choice(field, v[field], allowed)
+    v = {**v, "attention_kernel": inputs.choice("attention_kernel", v["attention_kernel"], ATTENTION_KERNELS),
+         "fp8_scaling": inputs.choice("fp8_scaling", v["fp8_scaling"], FP8_SCALINGS)}
+    for field in ("mfu", "flops_fraction", "tokens", "tp_overlap", "tp", "pp", "cp", "ep", "virtual_stages",
+                  "micro_batch", "seq_len", "chips", "dp"):
+        inputs.optional(field, v[field])
+    if v["zero"] not in (0, 1, 2, 3):
+        raise ValueError(f"zero: {v['zero']}; allowed: 0, 1, 2, 3")
+    return v
+
+
+def _train_plan(v: dict, hw) -> TrainPlan:
+    """The TrainPlan of train's keywords ``v`` (checked) on ``hw``: dp from the chips (all of a multi-chip system's,
+    else one replica) where it is not given, checked against them where both are."""
+    tp, pp, cp, dp, chips = v["tp"], v["pp"], v["cp"], v["dp"], v["chips"]
     inner = tp * pp * cp
     if dp is None:
         total = chips or (hw.num_chips if hw.num_chips > 1 else inner)
@@ -229,26 +247,32 @@ def train(*, model=None, hardware="h100-sxm", dp=None, chips=None, tp=1, pp=1, c
         dp = total // inner
     elif chips is not None and chips != dp * inner:
         raise ValueError(f"chips: {chips} != dp*tp*pp*cp = {dp * inner}")
-    gb = np.atleast_1d(np.asarray(global_batch, dtype=int))
-    plan = TrainPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=3 if fsdp else zero, sp=not no_sp, schedule=schedule,
-                     virtual_stages=virtual_stages, recompute=recompute, ep_overlap=ep_overlap, tp_overlap=tp_overlap,
-                     micro_batch=micro_batch, seq_len=seq_len, global_batch=gb, moe_kernels=moe_kernels,
-                     moe_dispatcher=moe_dispatcher, bf16_layers_at_end=bf16_layers_at_end,
-                     offload_layers=offload_layers, recompute_modules=modules,
-                     attention_kernel=attention_kernel, fp8_scaling=fp8_scaling)
-    opt_b = dtype_bytes(optimizer_dtype) * 2 + 4.0  # two Adam moments + an fp32 master copy
-    terms = train_efficiency_of(hw, efficiency)
-    stored = TrainBytes(dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), opt_b, dtype_bytes(activation_dtype),
-                        dropout, flash_attention)
-    st = train_step(m, hw, plan, mfu=mfu, efficiency=terms, flops_fraction=flops_fraction,
-                    lowering=Lowering(attention, compute_dtype, stored))
+    same = ("tp", "pp", "cp", "ep", "schedule", "virtual_stages", "recompute", "ep_overlap", "tp_overlap",
+            "micro_batch", "seq_len", "moe_kernels", "moe_dispatcher", "bf16_layers_at_end", "attention_kernel",
+            "fp8_scaling", "offload_layers", "recompute_modules")
+    return TrainPlan(dp=dp, zero=3 if v["fsdp"] else v["zero"], sp=not v["no_sp"],
+                     global_batch=np.atleast_1d(np.asarray(v["global_batch"], dtype=int)), **{k: v[k] for k in same})
+
+
+def _train_bytes(v: dict) -> TrainBytes:
+    """What a training step stores per element, from train's dtypes: Adam's two moments at the optimizer dtype
+    and an fp32 master copy per weight."""
+    opt_b = dtype_bytes(v["optimizer_dtype"]) * 2 + 4.0
+    return TrainBytes(dtype_bytes(v["weight_dtype"]), dtype_bytes(v["grad_dtype"]), opt_b,
+                      dtype_bytes(v["activation_dtype"]), v["dropout"], v["flash_attention"])
+
+
+def _train_result(m, hw, plan: TrainPlan, st, v: dict) -> Result:
+    """train's Result of step ``st``: one row per global batch, the run's days and dollars where ``tokens`` is
+    given, the derivation of each."""
+    tokens = v["tokens"]
     run = train_run(st, tokens, hw.usd_per_chip_hour) if tokens else None
     rows = train_rows(st, run, plan, train_energy(power_of(hw), st, run))
     derivation = [line for i, r in enumerate(rows) for line in
                   explain_train(m, hw, plan, st, run, i) + ([f"  [red]{r['why']}[/red]"] if not r["fits"] else [])]
-    title = (f"train: {m.name} on {rows[0]['chips']} x {hw.chip.name} (dp {dp}, tp {tp}, pp {pp}, cp {cp}, ep {ep}, "
-             f"{schedule}, recompute {recompute}, seq {seq_len}; "
-             f"{'MFU given' if mfu else f'training terms {st.efficiency}'})")
+    title = (f"train: {m.name} on {rows[0]['chips']} x {hw.chip.name} (dp {plan.dp}, tp {plan.tp}, pp {plan.pp}, "
+             f"cp {plan.cp}, ep {plan.ep}, {plan.schedule}, recompute {plan.recompute}, seq {plan.seq_len}; "
+             f"{'MFU given' if v['mfu'] else f'training terms {st.efficiency}'})")
     return Result("train", title, tuple(rows),
                   tuple(c for c in TRAIN_COLUMNS if run is not None or c not in ("days", "chip_hours", "usd")),
                   notes=tuple(f"global batch {r['global_batch']}: {r['why']}" for r in rows if not r["fits"]),

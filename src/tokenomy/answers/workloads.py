@@ -73,14 +73,20 @@ def _busy_prefill_notes(s, w: WorkloadRequest) -> tuple[str, ...]:
                  and s.batch[i] > 1.0)
 
 
-@door()
-def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, isl_dist=None, osl_dist=None,
-          trace=None, cache_hit=0.0, engine=None, max_num_tokens=None, max_batch=None, ttft_slo=None,
-          tpot_slo=None, method="analytic", arrivals="staggered", requests=None, seed=0, chips=None, tp=None,
-          ep=None, pp=None, dp=None, redundant_experts=None, attn_dp=None, kv_batch=None, weight_dtype=None,
-          kv_dtype=None, efficiency="calibrated", usd_per_chip_hour=None, mode="agg", pools=None,
-          usd_per_kwh=None, facility=None, emit=None, protocol="steady", workload="steady", turns=None,
-          think_s=None, kv_tiering=None, dram_bytes=None, nvme_bytes=None, routing=None) -> Result:
+# the keywords serve takes beside model, hardware, the load and the lengths, with their defaults: the workload's, the
+# serving engine's, the run's, the deployment's (decode's layout keywords, answers.resolve.layout_of) and the sessions'
+SERVE_KEYWORDS = {"isl_dist": None, "osl_dist": None, "trace": None, "cache_hit": 0.0, "engine": None,
+                  "max_num_tokens": None, "max_batch": None, "ttft_slo": None, "tpot_slo": None, "method": "analytic",
+                  "arrivals": "staggered", "requests": None, "seed": 0, "chips": None, "tp": None, "ep": None,
+                  "pp": None, "dp": None, "redundant_experts": None, "attn_dp": None, "kv_batch": None,
+                  "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated", "usd_per_chip_hour": None,
+                  "mode": "agg", "pools": None, "usd_per_kwh": None, "facility": None, "emit": None,
+                  "protocol": "steady", "workload": "steady", "turns": None, "think_s": None, "kv_tiering": None,
+                  "dram_bytes": None, "nvme_bytes": None, "routing": None}
+
+
+@door(SERVE_KEYWORDS)
+def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, **kw) -> Result:
     """The serving answer (module docstring): one row per workload point. The layout keywords are decode's
     (answers.resolve.layout_of). ``pools`` (disagg): prefill_chips, decode_chips and the pools' layout keywords
     (prefill_tp, ..., prefill_kv_batch, decode_tp, ...). ``emit`` (vllm | sglang | trtllm | dynamo): the launch
@@ -91,11 +97,11 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, i
     tiers (answers/session_serve.py): concurrency = concurrent sessions, rate = sessions/s; ``turns``,
     ``think_s`` (a list sweeps), ``kv_tiering`` (a catalog/kv_tiering policy; default HBM only), ``dram_bytes``
     (a list sweeps) and ``nvme_bytes`` per node, ``routing`` (compare round-robin, session-sticky, prefix-aware)."""
-    given = dict(locals())  # every keyword as the door parsed it
+    given = {**SERVE_KEYWORDS, "concurrency": concurrency, "rate": rate, "isl": isl, "osl": osl, **kw}  # as parsed
     sessions = {k: given.pop(k) for k in SESSION_KEYWORDS}
     if sessions["workload"] != "steady" or any(v is not None for k, v in sessions.items() if k != "workload"):
         return annotated(_sessions(model, hardware, {**given, **sessions}), hardware)
-    return serve_request(ServeRequest.of(given.pop("model"), given.pop("hardware"), given))
+    return serve_request(ServeRequest.of(model, hardware, given))
 
 
 def serve_request(req: ServeRequest) -> Result:
