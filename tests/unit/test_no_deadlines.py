@@ -37,3 +37,13 @@ def test_no_test_sets_a_deadline():
     files = [p for p in TESTS.rglob("*.py") if "hypothesis" in p.read_text()]
     assert len(files) > 5  # the scan sees the hypothesis tests
     assert [hit for p in files for hit in _deadlines(p)] == []
+
+
+def test_every_browser_context_waits_without_a_speed_limit():
+    """Playwright's waits end after 30 s unless told otherwise, which a loaded machine reached (a kv-tiers page took
+    70 s): every browser test opens its context through tests/web/browsing.new_context, whose limit is far beyond."""
+    web = TESTS / "web"
+    direct = [p.name for p in web.glob("*.py") if p.name != "browsing.py" and ".new_context(" in
+              p.read_text().replace("browsing.new_context(", "").replace(" new_context(browser", "")]
+    assert direct == []
+    assert "set_default_timeout(WAIT_MS)" in (web / "browsing.py").read_text()

@@ -12,6 +12,20 @@ from pathlib import Path
 SHOTS = Path(os.environ.get("TOKENOMY_SCREENSHOTS") or tempfile.mkdtemp(prefix="tokenomy-shots-"))
 
 
+# Playwright's waits end after 30 s by default: under load (8 agents on 2 cores) a page's answer took 70 s and failed
+# a test that was right. No wait here is a measure of speed: the limit is one a loaded machine does not reach, kept
+# only so that a page that never answers still ends the test
+WAIT_MS = 600_000
+
+
+def new_context(browser, **kw):
+    """A browser context whose every wait and navigation has the WAIT_MS limit (viewport etc. in ``kw``)."""
+    context = browser.new_context(**kw)
+    context.set_default_timeout(WAIT_MS)
+    context.set_default_navigation_timeout(WAIT_MS)
+    return context
+
+
 def mark(pg) -> None:
     """Remember the results on screen, so that settle waits for new ones."""
     pg.evaluate("() => { window.__old = document.querySelector('#results > *'); }")

@@ -71,7 +71,9 @@ def browser():
 @pytest.fixture
 def page(browser, live_server):
     """A fresh page; JavaScript errors and failed requests fail the test."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    from .browsing import new_context
+
+    context = new_context(browser, viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
     problems: list[str] = []
     pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .browsing import change, settle
+from .browsing import change, new_context, settle
 from .conftest import screenshot
 
 pytestmark = pytest.mark.browser
@@ -94,7 +94,7 @@ PHONE_PAGES = ["/serve", "/workload", "/compare", "/plan?top=6", "/train", "/lif
 
 
 def test_no_page_scrolls_sideways_on_a_phone(browser, live_server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    context = new_context(browser, viewport={"width": 390, "height": 844}, device_scale_factor=1)
     pg = context.new_page()
     try:
         for path in PHONE_PAGES:

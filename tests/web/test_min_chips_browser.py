@@ -8,7 +8,7 @@ import pytest
 
 from tokenomy.answers.sizing import USE_CASES
 
-from .browsing import SHOTS, change, mark, settle
+from .browsing import SHOTS, change, mark, new_context, settle
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +77,7 @@ def test_a_use_case_opens_the_workload_page_on_its_chips(page, live_server):
 
 
 def test_min_chips_and_lecture_fit_a_phone(browser, live_server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    context = new_context(browser, viewport={"width": 390, "height": 844}, device_scale_factor=1)
     pg = context.new_page()
     try:
         for path in ("/min_chips?model=llama-3.1-8b&hardware=h100-sxm&max_chips=8", "/lecture",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .browsing import SHOTS, change, mark, settle
+from .browsing import SHOTS, change, mark, new_context, settle
 
 pytestmark = pytest.mark.browser
 
@@ -121,7 +121,7 @@ def test_roofline_point_opens_its_op_and_kinds_add_up(page, live_server):
 
 
 def test_serve_with_pools_fits_a_phone(browser, live_server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    context = new_context(browser, viewport={"width": 390, "height": 844}, device_scale_factor=1)
     pg = context.new_page()
     try:
         pg.goto(live_server + "/serve?mode=disagg&prefill_chips=8&decode_chips=8")
