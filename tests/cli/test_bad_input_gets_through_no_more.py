@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.answers import inputs
 from tokenomy.cli import app, commands  # noqa: F401

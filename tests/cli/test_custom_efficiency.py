@@ -4,7 +4,7 @@ once shifted them, the HBM share landing in another field)."""
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli.app import app
 from tokenomy.cli.foundation import efficiency_option

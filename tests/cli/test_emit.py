@@ -3,7 +3,7 @@ cannot run is one line, exit 2 (tests/unit/test_launch.py parses the commands ag
 
 import json
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer.main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.cli.app import app

@@ -6,7 +6,7 @@ import io
 import json
 import re
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.cli.app import app

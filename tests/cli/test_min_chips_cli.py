@@ -3,7 +3,7 @@ headers in the table, bad input one line naming the flag with exit 2."""
 
 import json
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.answers.sizing import min_chips

@@ -4,7 +4,7 @@ tables at 80 columns, invalid layouts."""
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.cli import render

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers every command)
 from tokenomy.cli.app import app

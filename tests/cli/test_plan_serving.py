@@ -5,7 +5,7 @@ line with exit 2, and SLOs no plan meets give the closest plan (exit 0)."""
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.catalog import loader
 from tokenomy.cli import commands  # noqa: F401

@@ -2,7 +2,7 @@
 
 import json
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app

@@ -9,7 +9,7 @@ hands their columns to objectives.WORKLOAD's ranking)."""
 import json
 import sys
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from typer.main import get_command
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy as tk
 from tokenomy.cli import commands  # noqa: F401  (registers every command)

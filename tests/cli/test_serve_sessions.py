@@ -4,7 +4,7 @@ line naming the field (exit 2); the same answer through tk.serve with a workload
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app

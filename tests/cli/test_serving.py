@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.cli import app

@@ -1,6 +1,6 @@
 """tokenomy demo: the lecture table and the HTML report."""
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401
 from tokenomy.cli import app

@@ -5,7 +5,7 @@ is what a user can ask. The flags are written out by hand from each source, not 
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy as tk
 import tokenomy.cli.commands  # noqa: F401  (registers every command)

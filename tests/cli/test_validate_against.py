@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli import commands  # noqa: F401
 from tokenomy.cli.app import app

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers every command)
 from tokenomy.cli.app import app

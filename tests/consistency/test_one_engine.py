@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy as tk
 import tokenomy.cli.commands  # noqa: F401  (registers every command)

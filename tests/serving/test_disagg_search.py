@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.answers.layouts import plan
 from tokenomy.answers.resolve import deployment

@@ -5,7 +5,7 @@ points, a line naming the closest and by how much it misses, exit 0."""
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.answers.plan_serving import goodput_requests_per_s, meets, with_goodput
 from tokenomy.answers.workloads import serve

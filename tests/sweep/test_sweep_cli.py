@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.answers.passes import decode
 from tokenomy.answers.workloads import serve

@@ -66,7 +66,7 @@ def test_workers_write_their_own_parts_and_the_client_none(client, tmp_path, mon
 
 
 def test_cli_vars_and_dask_parts_with_axis_ranges(client, tmp_path):
-    from typer.testing import CliRunner
+    from cli_runner import CliRunner
 
     import tokenomy.cli.commands  # noqa: F401  (registers the commands)
     from tokenomy.cli.app import app

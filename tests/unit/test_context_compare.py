@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.answers import architectures as cc
 from tokenomy.answers.economics import deployment_request, serving

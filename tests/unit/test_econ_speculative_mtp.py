@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy.cli.commands  # noqa: F401  (registers the commands)
 from tokenomy.answers import economics

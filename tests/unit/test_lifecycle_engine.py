@@ -2,7 +2,7 @@
 it (train for the run's layout, serve for rollouts and inference), and the split moves the way its inputs say."""
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy as tk
 from tokenomy.answers.variants import hardware_with

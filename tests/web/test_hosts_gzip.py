@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.cli import commands  # noqa: F401  (registers the commands)
 from tokenomy.cli import web as cli_web

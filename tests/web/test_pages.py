@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from tokenomy.catalog import loader
 from tokenomy.cli import commands  # noqa: F401

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 import tokenomy as tk
 from tokenomy.cli import app, commands  # noqa: F401  (registers every command)
