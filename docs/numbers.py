@@ -226,7 +226,7 @@ def training_loso() -> dict[str, str]:
 
     from tokenomy.validation import run
 
-    p = run.prepare()
+    p = run.prepare_training_cases()
     moe = {c.id for c, m in zip(p.training.cases, p.training.moe) if m}
     rows = run.leave_one_source_out_training(p)
     med = lambda rs: statistics.median(abs(r["calibrated_error"]) for r in rs)  # noqa: E731

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from tokenomy.validation import load, run
+from tokenomy.validation import run
 from tokenomy.validation.train_fit import START, fit_training, ranges
-from tokenomy.validation.train_predict import TRAIN_FIELDS, case_plan, predict_training, prepare_training
+from tokenomy.validation.train_predict import TRAIN_FIELDS, case_plan, predict_training
 
-CASES = [c for c in load.cases() if c.kind == "training"]
-T = prepare_training(CASES)
+T = run.prepare().training  # the whole catalog's training cases, prepared (kept between processes: validation/kept.py)
+CASES = T.cases
 
 
 def test_every_case_runs_its_published_layout():

@@ -49,9 +49,8 @@ def validate(source=None, by=("metric", "chip"), cases=False, refit=False, loso=
         raise ValueError("refit: fits on every source; drop source")
     if training and write:
         raise ValueError("training: the report needs every case; drop write")
-    p = run.prepare(tuple(source) if source else None)
-    if training:  # the training cases alone: --refit refits only the training terms, --loso over them (seconds)
-        p = run.only_training(p)
+    # the training cases alone: --refit refits only the training terms, --loso over them (seconds)
+    p = (run.prepare_training_cases if training else run.prepare)(tuple(source) if source else None)
     if refit and training:
         for chip, f in run.refit_training(p).items():
             loader.catalog_path("efficiency", chip).write_text(calibrate_fit.to_toml(f))

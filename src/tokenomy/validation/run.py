@@ -10,6 +10,7 @@ from tokenomy.catalog import loader
 from tokenomy.validation import calibrate_fit as cf
 from tokenomy.validation import load
 from tokenomy.validation.disagg_cases import is_disagg, predict_disagg
+from tokenomy.validation.kept import kept
 from tokenomy.validation.metrics import optimism, signed_error
 from tokenomy.validation.predict import bound_names, predict_serving
 from tokenomy.validation.theta import gather, roofline_theta
@@ -28,8 +29,21 @@ class Prepared:
 
 
 def prepare(sources: tuple[str, ...] | None = None) -> Prepared:
+    """Every case of ``sources`` (None: the whole catalog, kept between processes: kept.py) lowered once."""
+    if sources is None:
+        return kept("validation-prepared", lambda: _prepare(None))
+    return _prepare(sources)
+
+
+def _prepare(sources: tuple[str, ...] | None) -> Prepared:
     cs = load.cases(sources)
     return Prepared(cs, prepare_serving(cs), prepare_training(cs))
+
+
+def prepare_training_cases(sources: tuple[str, ...] | None = None) -> Prepared:
+    """The training cases of ``sources`` alone, lowered; the serving side empty (`validate --training`)."""
+    cs = [c for c in load.cases(sources) if c.kind == "training"]
+    return Prepared(cs, prepare_serving([]), prepare_training(cs))
 
 
 def stored_terms(chips) -> dict[str, EfficiencyTerms]:
