@@ -54,14 +54,11 @@ def test_a_decode_step_replays_its_graph_unless_it_carries_prompt_tokens():
     assert np.allclose(mixed - mixed_plain, K * E, rtol=1e-9)
 
 
-def test_a_profile_takes_the_figure_from_its_prefill_launch_table_and_none_without_one():
-    from tokenomy.catalog.schema.engines import EnginePrefillLaunch
-    f = loader.engine_file("sglang")
-    assert f.prefill_launch is None and profile_of(f, 8).eager_prefill_s_per_kernel == 0.0  # none stated: none charged
-    sourced = f.model_copy(update={"prefill_launch": EnginePrefillLaunch(eager_s_per_kernel=E, source="test",
-                                                                         as_of="2025-10-26")})
-    prof = profile_of(sourced, 8)
-    assert prof.eager_prefill_s_per_kernel == E and prof.on(ROOFLINE).eager_prefill_s_per_kernel == E
+def test_the_engine_profiles_carry_the_figure_only_where_it_is_sourced():
+    assert profile_of(loader.engine_file("sglang"), 8).eager_prefill_s_per_kernel == E  # [prefill_launch]
+    assert profile_of(loader.engine_file("vllm"), 8).eager_prefill_s_per_kernel == 0.0
+    assert profile_of(loader.engine_file("trtllm"), 8).eager_prefill_s_per_kernel == 0.0
+    assert profile_of(loader.engine_file("sglang"), 8).on(ROOFLINE).eager_prefill_s_per_kernel == E
 
 
 def test_a_negative_figure_or_interval_is_refused_naming_the_field():
