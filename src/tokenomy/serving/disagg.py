@@ -18,7 +18,13 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
     decode pool   B running sequences, B = min(X·OSL·TPOT, B_cap), B_cap = min(B_kv, min(max_batch, N)·ranks_d) (a
                   decode-only step carries one token a sequence: the budget caps the batch too, ``decode_slots``);
                   TPOT = t(B, 0) at context ISL + OSL/2; capacity mu_d = B_cap / (OSL·TPOT(B_cap))
-    TTFT          W_p + t_p + t_kv + TPOT/2 (the KV lands during a decode step and joins at the next) + TPOT (the
+    bootstrap     the decode pool takes the request first and the prefill starts it only once the decode side has
+                  pre-allocated its KV (SGLang's PD hand-shake: python/sglang/srt/disaggregation/prefill.py
+                  PrefillBootstrapQueue.pop_bootstrapped, a request leaves for the prefill queue at KVPoll.WaitingForInput);
+                  a decode scheduler that receives every R-th step (--scheduler-recv-interval) makes it wait
+                  W_d = (R − 1)/2·TPOT where others decode (scheduler.poll_steps, times min(1, B − 1) as the
+                  aggregated model charges it: protocol_waves)
+    TTFT          W_d + W_p + t_p + t_kv + TPOT/2 (the KV lands during a decode step and joins at the next) + TPOT (the
                   first decode step) + o_req (the request overhead around the engine, Efficiency.request_overhead_s,
                   as the aggregated model adds it); checked against the disaggregated simulator (serving.sim_disagg)
     closed loop   X = min(C / (TTFT + (OSL − 1)·TPOT), mu_p, mu_d), B and X by fixed-point iteration; clients
@@ -43,7 +49,7 @@ from tokenomy.serving.disagg_pools import (  # noqa: F401  (re-exported: callers
     DecodeLoad, DecodePool, PoolDoesNotFit, PrefillTable, _busiest_tokens, _fits, _prefill_terms, checked_capacity,
     decode_load, decode_pool, decode_rate, decode_slots, prefill_capacity, prefill_columns, prefill_pass_s,
     prefill_table)
-from tokenomy.serving.scheduler import EngineProfile, kv_sequence_bytes, step_time
+from tokenomy.serving.scheduler import EngineProfile, kv_sequence_bytes, poll_steps, step_time
 
 ITERATIONS = 200
 RHO_MAX = 1.0 - 1e-6
@@ -84,13 +90,15 @@ class Disagg:
     decode_busy: tuple = ()
 
 
-def _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed: bool):
+def _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed: bool, poll_d=0.0, B=1.0):
     """(W_p, TTFT without the clients' queue, a request's cycle = TTFT + (OSL − 1)·TPOT): the module docstring's
-    queue and TTFT at request rate X, b_p prompts a pass of t_p seconds, the decode step TPOT."""
+    queue and TTFT at request rate X, b_p prompts a pass of t_p seconds, the decode step TPOT, the decode
+    scheduler's receive wait of ``poll_d`` steps where B − 1 others decode."""
     busy = np.minimum(X * t_p / b_p, 1.0)
     rho = np.minimum(X / mu_p, RHO_MAX)
     wait = busy * t_p / 2.0 + (0.0 if closed else rho / (1.0 - rho) * t_p / 2.0)
-    ttft0 = wait + t_p + t_kv + 1.5 * tpot + o_req
+    bootstrap = poll_d * np.clip(B - 1.0, 0.0, 1.0) * tpot
+    ttft0 = bootstrap + wait + t_p + t_kv + 1.5 * tpot + o_req
     return wait, ttft0, ttft0 + (osl - 1.0) * tpot
 
 
@@ -146,9 +154,10 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     B, b_p = np.minimum(np.ones_like(load), cap), np.ones_like(load)
     X = np.minimum(load, min(mu_p, mu_d)) if not closed else np.zeros_like(load)
     o_req = float(np.asarray(dec.eff.request_overhead_s))
+    poll_d = poll_steps(prof_d)
     for _ in range(ITERATIONS + 1):
         t_p, tpot = np.interp(b_p, bg, tg_p), np.interp(B, Bg, tg_d)
-        wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed)
+        wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed, poll_d, B)
         X = np.minimum(load / cycle, min(mu_p, mu_d)) if closed else np.minimum(load, min(mu_p, mu_d))
         b_new = np.clip(np.maximum(X * t_p, 1.0 + X * wait if closed else 1.0), 1.0, b_max)  # prompts a pass
         B_new = np.clip(X * osl * tpot, 1.0, cap)
@@ -160,7 +169,7 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     tpot, r = step_time(dec, B, ctx, terms=True)
     _, r_p = prefill_pass_s(pre, b_p, I, pctx, terms=True)
     duty = np.minimum(X * t_p / b_p, 1.0)
-    wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed)
+    wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed, poll_d, B)
     if closed:  # clients the pools cannot hold wait in the prefill queue (Little's law)
         limited = load / cycle >= min(mu_p, mu_d) * (1.0 - 1e-6)
         queue = np.maximum(load / X - cycle, 0.0)

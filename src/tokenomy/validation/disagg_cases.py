@@ -54,13 +54,11 @@ def pool_layout(p: Pool) -> Layout:
 
 
 def case_efficiency(c: ServingCase, terms: EfficiencyTerms | None) -> Efficiency:
-    """The chip's terms (None: the roofline) with the host and EP overlap of the case's engine at its version."""
+    """The chip's terms (None: the roofline) as the case's engine runs them at its version (EngineProfile.on: host
+    and EP overlap, and the eager launches of its prompt passes, which both pools' prefill passes pay)."""
     if terms is None:
         return ROOFLINE
-    prof = case_profile(c)
-    eff = Theta(**{f: float(term(terms, f)) for f in SERVING_FIELDS}).efficiency()
-    return eff.with_(host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap, ep_sm_normal=prof.ep_sm[0],
-                     ep_sm_low_latency=prof.ep_sm[1])
+    return case_profile(c).on(Theta(**{f: float(term(terms, f)) for f in SERVING_FIELDS}).efficiency())
 
 
 def _pool(c: ServingCase, p: Pool, eff: Efficiency):
