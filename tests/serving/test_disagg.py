@@ -100,3 +100,24 @@ def test_search_with_slos_no_plan_meets_names_the_closest():
                     tpot_slo=1e-4)
     assert r.extra["best"] is None and r.extra["closest"] is not None
     assert any("no plan meets" in n and "% over" in n for n in r.notes)
+
+
+def test_the_prefill_waits_for_the_decode_schedulers_receive(pools):
+    """SGLang's PD hand-shake: the prefill starts a request only once the decode side has received and pre-allocated
+    it, so a decode scheduler receiving every R-th step (--scheduler-recv-interval R) adds (R − 1)/2 of its steps
+    where others decode; one client lands on an idle decode pool, which receives at once."""
+    import dataclasses
+    pre, dec, prof = pools
+    slow = dataclasses.replace(prof, recv_interval=10)
+    load = DisaggLoad(ISL, OSL, concurrency=[1, 16, 64])
+    base = disagg(pre, dec, prof, prof, load)
+    polled = disagg(pre, dec, prof, slow, load)  # the decode pool's receive interval alone
+    one_client = float(polled.ttft_s[0] - base.ttft_s[0])
+    assert one_client == pytest.approx(0.0, abs=1e-3 * float(base.ttft_s[0]))  # B ~ 1: nothing else decodes
+    # at 16 and 64 clients: TTFT = 4.5 decode steps + the rest, each at the polled run's own step and waits
+    rest = polled.prefill_wait_s + polled.prefill_pass_s + polled.kv_transfer_s + 1.5 * polled.tpot_s + \
+        polled.queue_s + float(pre.eff.request_overhead_s)
+    assert np.allclose(polled.ttft_s[1:], rest[1:] + 4.5 * polled.tpot_s[1:], rtol=1e-9)
+    assert np.all(polled.ttft_s[1:] > base.ttft_s[1:])
+    # the prefill pool's receive interval does not delay it: a prefill step is followed by a receive
+    assert np.allclose(disagg(pre, dec, slow, prof, load).ttft_s, base.ttft_s, rtol=1e-9)
