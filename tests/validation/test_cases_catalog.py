@@ -38,7 +38,9 @@ def test_split_is_the_declared_hash_rule():
     """Every case without an explicit `split` override (a case file says why) follows the hash rule."""
     rule = load.split_rule()
     ruled = [c for c in CASES if c.case.split is None and getattr(c.case, "mode", "agg") == "agg"]
-    assert len(ruled) > 0.9 * len(CASES)
+    # the rest: disaggregated cases and rows a file holds out by choice, saying why (the best-GPU blogs' computed
+    # layouts; InferenceX SGLang 0.5.12's TTFT rows, which bent the die's decode terms when fitted)
+    assert len(ruled) > 0.85 * len(CASES)
     for c in ruled[:50]:
         assert c.split == load.split_of(c.id, rule)
     assert all(c.split == c.case.split for c in CASES if c.case.split is not None)

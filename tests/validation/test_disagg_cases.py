@@ -60,7 +60,8 @@ def test_disaggregated_cases_exist_and_are_held_out():
 def _by_hand(c: ServingCase):
     """serving.disagg on the case's pools, each built here from the pool's fields (workers side by side as dp,
     attention-DP over the EP ranks where stated), under the chip's calibrated terms with the host overlap of the
-    case's engine at its version, the scheduler caps and memory share the pool states."""
+    case's engine at its version, the scheduler caps and memory share the pool states and the case's scheduler
+    receive interval (the decode side's receive delays the prefill's start: serving/disagg.py, bootstrap)."""
     from tokenomy.validation.disagg_cases import case_efficiency
 
     eff = case_efficiency(c, load.efficiency_for(c.hardware).terms)
@@ -75,7 +76,8 @@ def _by_hand(c: ServingCase):
                           max_batch=pool.max_batch or 4096, version=c.engine_version)
         share = ((pool.gpu_memory_utilization, "total") if pool.gpu_memory_utilization else
                  (c.kv_free_fraction, "free"))
-        profs.append(dataclasses.replace(prof, hbm_fraction=share[0], fraction_of=share[1]))
+        profs.append(dataclasses.replace(prof, hbm_fraction=share[0], fraction_of=share[1],
+                                         recv_interval=c.scheduler_recv_interval or prof.recv_interval))
     return disagg(deps[0], deps[1], profs[0], profs[1], DisaggLoad(c.isl, c.osl, concurrency=c.concurrency))
 
 
