@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tokenomy.answers.engines import benchmark_protocol
+from tokenomy.catalog import loader
 from tokenomy.serving.protocol_waves import estimate
 from tokenomy.serving.steady import steady
 from tokenomy.validation import load
@@ -63,8 +64,12 @@ def test_validation_predicts_through_the_serving_model(predicted):
         if not np.isfinite(want):
             assert not np.isfinite(got), s.cases[i].case.id
             continue
-        moe = "mixtral" in s.cases[i].case.model or "qwen3" in s.cases[i].case.model
-        assert got == pytest.approx(want, rel=0.05 if moe else 0.02), s.cases[i].case.id
+        # a routed MoE's step is concave in its prompt tokens: validation times a step carrying several prompts (a
+        # burst's first wave) by the chord per prompt token to one prompt (prepare._chord_per_token), which reads the
+        # experts a prompt touches once per prompt; serve times each step at its own P. Measured: DeepSeek-R1 on 8
+        # H200, SGLang, 8 clients of 1k/1k: TTFT 0.103 s vs 0.095 s (8%); dense models agree within 2%
+        moe = any(layer.mlp.kind == "moe" for layer in loader.model(s.cases[i].case.model).layers)
+        assert got == pytest.approx(want, rel=0.10 if moe else 0.02), s.cases[i].case.id
         compared += 1
     assert compared >= 30
 
