@@ -55,7 +55,7 @@ def test_the_hit_rate_tends_to_the_reusable_share_with_unbounded_capacity(one_h1
 
 def test_the_tabulated_steady_state_stays_near_the_solved_one(one_h100):
     """steady_table (the sweep's shortcut) against steady.steady on random points below 80% of the capacity."""
-    from tokenomy.serving.steady import steady
+    from tokenomy.serving.steady import Prefix, steady
     from tokenomy.serving.steady_table import SteadyTable
 
     dep, prof, _ = one_h100
@@ -65,7 +65,7 @@ def test_the_tabulated_steady_state_stays_near_the_solved_one(one_h100):
     hit = rng.uniform(0.0, 0.95, 60)
     top = np.interp(hit, tab.hits, np.nanmax(tab.grid["requests_per_s"], axis=0))
     X = rng.uniform(0.05, 0.8, 60) * top
-    exact = steady(dep, prof, isl=isl, osl=osl, rate=X, cache_hit=hit)
+    exact = steady(dep, prof, isl=isl, osl=osl, rate=X, prefix=Prefix(hit))
     got = tab(X, hit)
     ok = np.isfinite(exact.ttft_s) & ~exact.capacity_limited
     assert ok.sum() > 40

@@ -14,7 +14,7 @@ from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving import steady as steady_mod
 from tokenomy.serving.scheduler import StepTimer, step_time
-from tokenomy.serving.steady import steady
+from tokenomy.serving.steady import Prefix, steady
 
 DEPS = [("llama-3.1-70b", "hgx-h100-8", Layout(8)), ("llama-3.1-8b", "hgx-h100-8", Layout(1, dp=2)),
         ("qwen3-30b-a3b", "hgx-h100-8", Layout(1, ep=8)), ("llama-3.1-70b", "hgx-h100-8", Layout(2, pp=2, dp=2))]
@@ -50,7 +50,7 @@ def dep(request):
 
 
 @pytest.mark.parametrize("engine_name", ["vllm", "trtllm"])
-@pytest.mark.parametrize("kw", [{}, {"cache_hit": 0.5}, {"arrivals": "together"}], ids=["plain", "hit", "together"])
+@pytest.mark.parametrize("kw", [{}, {"prefix": Prefix(0.5)}, {"arrivals": "together"}], ids=["plain", "hit", "together"])
 def test_closed_loop_points_alone_are_the_array(dep, engine_name, kw):
     prof = engine_profile(engine_name, int(dep.layout.tp))
     s = steady(dep, prof, isl=ISL, osl=OSL, concurrency=LOAD, **kw)
@@ -66,9 +66,9 @@ def test_closed_loop_on_one_context_points_alone_are_the_array(dep, engine_name)
     steps are timed once per whole batch and read off (StepTimer.many), the pieces share the contexts' lowerings."""
     prof = engine_profile(engine_name, int(dep.layout.tp))
     load = np.concatenate([np.arange(1.0, 600.0), RNG.uniform(1.0, 700.0, 200)])
-    s = steady(dep, prof, isl=2000.0, osl=300.0, concurrency=load, cache_hit=0.2)
+    s = steady(dep, prof, isl=2000.0, osl=300.0, concurrency=load, prefix=Prefix(0.2))
     for i in RNG.choice(load.size, 25, replace=False):
-        one = steady(dep, prof, isl=2000.0, osl=300.0, concurrency=[load[i]], cache_hit=0.2)
+        one = steady(dep, prof, isl=2000.0, osl=300.0, concurrency=[load[i]], prefix=Prefix(0.2))
         for k, v in _point(s, i).items():
             assert same(v, np.asarray(getattr(one, k))[0]), (k, i, v, getattr(one, k))
 
@@ -87,9 +87,9 @@ def test_open_loop_points_alone_agree_to_convergence(dep):
 def test_pieces_are_one_pass(dep, monkeypatch, lengths):
     isl, osl, load = lengths
     prof = engine_profile("vllm", int(dep.layout.tp))
-    whole = steady(dep, prof, isl=isl, osl=osl, concurrency=load, cache_hit=0.25)
+    whole = steady(dep, prof, isl=isl, osl=osl, concurrency=load, prefix=Prefix(0.25))
     monkeypatch.setattr(steady_mod, "PIECE_POINTS", 7 if np.ndim(isl) else 200)
-    cut = steady(dep, prof, isl=isl, osl=osl, concurrency=load, cache_hit=0.25)
+    cut = steady(dep, prof, isl=isl, osl=osl, concurrency=load, prefix=Prefix(0.25))
     for f in dataclasses.fields(whole):
         assert np.shape(getattr(cut, f.name)) == np.shape(getattr(whole, f.name)), f.name
         assert same(getattr(cut, f.name), getattr(whole, f.name)), f.name

@@ -147,7 +147,7 @@ def search_agg(dep, chips: int, w, eng, power) -> tuple[list[dict], int, int]:
     from tokenomy.answers.energy_cols import serving_energy
     from tokenomy.answers.serve_rows import row
     from tokenomy.parallel.search import Constraints, default_batches, search
-    from tokenomy.serving.steady import steady
+    from tokenomy.serving.steady import Prefix, steady
 
     isl, osl = w.isl_mean, w.osl_mean
     res = search(dep, chips=chips, constraints=Constraints(context=isl + osl / 2.0),
@@ -160,7 +160,7 @@ def search_agg(dep, chips: int, w, eng, power) -> tuple[list[dict], int, int]:
         d = dep.with_(layout=lay)
         prof = eng.profile(int(lay.tp))
         with np.errstate(divide="ignore", invalid="ignore"):  # a layout whose KV holds nothing: nan rows, skipped
-            s = steady(d, prof, isl=isl, osl=osl, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit)
+            s = steady(d, prof, isl=isl, osl=osl, concurrency=w.C, rate=w.R, prefix=Prefix(w.cache_hit))
         if not np.any(s.fits):
             continue
         energy = serving_energy(power, s, d.chips, isl)

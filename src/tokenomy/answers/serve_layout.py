@@ -37,7 +37,7 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.parallel.search import (Constraints, candidate_layouts, default_batches, exact_layouts, run_layouts,
                                       search)
 from tokenomy.serving.scheduler import kv_capacity
-from tokenomy.serving.steady import steady
+from tokenomy.serving.steady import Prefix, steady
 
 
 def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
@@ -113,7 +113,7 @@ def layout_pick(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest) -> 
     the points; none holding a sequence: the decode search's first, which says why when served."""
     isl, osl = w.isl_mean, w.osl_mean
     load_batch = ranking_batch(w.C, eng.max_batch or eng.profile().max_batch)
-    load = dict(isl=isl, osl=osl, concurrency=w.C, rate=w.R, cache_hit=w.cache_hit, arrivals=w.arrivals)
+    load = dict(isl=isl, osl=osl, concurrency=w.C, rate=w.R, arrivals=w.arrivals, prefix=Prefix(w.cache_hit))
     closed = w.C is not None
 
     def columns_of(states):

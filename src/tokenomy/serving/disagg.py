@@ -90,16 +90,30 @@ class Disagg:
     decode_busy: tuple = ()
 
 
-def _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed: bool, poll_d=0.0, B=1.0):
+@dataclass(frozen=True)
+class _Pools:
+    """What a load point's latency takes from the two pools and does not change across the fixed point: the prefill
+    capacity mu_p (prompts/s), the KV hand-off t_kv, the per-request overhead o_req, OSL, the loop's kind and the
+    decode scheduler's receive wait in steps (poll_d)."""
+
+    mu_p: float
+    t_kv: float
+    o_req: float
+    osl: float
+    closed: bool
+    poll_d: float = 0.0
+
+
+def _latency(X, b_p, t_p, tpot, B, k: _Pools):
     """(W_p, TTFT without the clients' queue, a request's cycle = TTFT + (OSL − 1)·TPOT): the module docstring's
     queue and TTFT at request rate X, b_p prompts a pass of t_p seconds, the decode step TPOT, the decode
-    scheduler's receive wait of ``poll_d`` steps where B − 1 others decode."""
+    scheduler's receive wait of ``k.poll_d`` steps where B − 1 others decode."""
     busy = np.minimum(X * t_p / b_p, 1.0)
-    rho = np.minimum(X / mu_p, RHO_MAX)
-    wait = busy * t_p / 2.0 + (0.0 if closed else rho / (1.0 - rho) * t_p / 2.0)
-    bootstrap = poll_d * np.clip(B - 1.0, 0.0, 1.0) * tpot
-    ttft0 = bootstrap + wait + t_p + t_kv + 1.5 * tpot + o_req
-    return wait, ttft0, ttft0 + (osl - 1.0) * tpot
+    rho = np.minimum(X / k.mu_p, RHO_MAX)
+    wait = busy * t_p / 2.0 + (0.0 if k.closed else rho / (1.0 - rho) * t_p / 2.0)
+    bootstrap = k.poll_d * np.clip(B - 1.0, 0.0, 1.0) * tpot
+    ttft0 = bootstrap + wait + t_p + k.t_kv + 1.5 * tpot + k.o_req
+    return wait, ttft0, ttft0 + (k.osl - 1.0) * tpot
 
 
 def kv_handoff(pre: Deployment, isl, crosses_domain: bool):
@@ -153,11 +167,10 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     tg_p = np.asarray(prefill_pass_s(pre, bg, I, pctx), float)
     B, b_p = np.minimum(np.ones_like(load), cap), np.ones_like(load)
     X = np.minimum(load, min(mu_p, mu_d)) if not closed else np.zeros_like(load)
-    o_req = float(np.asarray(dec.eff.request_overhead_s))
-    poll_d = poll_steps(prof_d)
+    fixed = _Pools(mu_p, t_kv, float(np.asarray(dec.eff.request_overhead_s)), osl, closed, poll_steps(prof_d))
     for _ in range(ITERATIONS + 1):
         t_p, tpot = np.interp(b_p, bg, tg_p), np.interp(B, Bg, tg_d)
-        wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed, poll_d, B)
+        wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, B, fixed)
         X = np.minimum(load / cycle, min(mu_p, mu_d)) if closed else np.minimum(load, min(mu_p, mu_d))
         b_new = np.clip(np.maximum(X * t_p, 1.0 + X * wait if closed else 1.0), 1.0, b_max)  # prompts a pass
         B_new = np.clip(X * osl * tpot, 1.0, cap)
@@ -169,7 +182,7 @@ def disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, prof_d: Engi
     tpot, r = step_time(dec, B, ctx, terms=True)
     _, r_p = prefill_pass_s(pre, b_p, I, pctx, terms=True)
     duty = np.minimum(X * t_p / b_p, 1.0)
-    wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, mu_p, t_kv, o_req, osl, closed, poll_d, B)
+    wait, ttft0, cycle = _latency(X, b_p, t_p, tpot, B, fixed)
     if closed:  # clients the pools cannot hold wait in the prefill queue (Little's law)
         limited = load / cycle >= min(mu_p, mu_d) * (1.0 - 1e-6)
         queue = np.maximum(load / X - cycle, 0.0)

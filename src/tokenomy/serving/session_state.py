@@ -8,7 +8,7 @@ rate h is:
             time plus a think time, and each spawn's sub-agent run D (a parent's turn waits for the slowest of its
             sub-agents: turn_types.TurnTypes.sub_run_s)
     X     = λ_s · requests per session                         requests/s on the replica
-    s     = steady.steady(rate = X, ISL, OSL the turn means, cache_hit = h)
+    s     = steady.steady(rate = X, ISL, OSL the turn means, prefix = Prefix(h, the shared system prompt))
     hits  = kv_che.che_hits at λ_s (HBM's capacity: the KV pool less the running requests' B·(ISL + OSL/2))
     load  = Σ_j r_j·(E[S_j] + W_j): r_j the share of requests reading from tier j, S_j = latency_j + h·s_j its
             read, W_j = λ_j·E[S_j²] / (2·(1 − ρ_j)) the wait for the tier's channel (M/G/1, Pollaczek–Khinchine;
@@ -29,7 +29,7 @@ import numpy as np
 from tokenomy.serving.kv_capacity import kv_tokens
 from tokenomy.serving.kv_che import CheHits, che_hits
 from tokenomy.serving.turn_types import turn_types
-from tokenomy.serving.steady import Steady, steady
+from tokenomy.serving.steady import Prefix, Steady, steady
 from tokenomy.serving.steady_table import TABLE_ABOVE, Fields, SteadyTable
 
 HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
@@ -98,7 +98,7 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
     lower = np.asarray(lower_capacities, float)
     shape = np.broadcast_shapes(load.shape, theta.shape, lower.shape[:-1])
     isl, osl = tt.mean(tt.isl), tt.mean(tt.osl)
-    one = dict(isl=isl, osl=osl, shared_tokens=tt.shared_tokens)  # the mean turn, its shared prefix held once
+    one = dict(isl=isl, osl=osl, prefix=Prefix(0.0, tt.shared_tokens))  # the mean turn, its shared prefix held once
     e2e0 = float(np.ravel(steady(dep1, prof, concurrency=1.0, **one).e2e_s)[0])  # unloaded
     solve_open, solve_closed = _solvers(dep1, prof, one, int(np.prod(shape)))
     return SessionProblem(tt, stack, np.broadcast_to(load, shape), np.broadcast_to(theta, shape),
@@ -148,13 +148,14 @@ def state_at(pb: SessionProblem, h, e2e, full=False, t_guess=None):
 
 def _solvers(dep1, prof, one: dict, points: int):
     """(open loop at rate, closed loop in flight) -> Steady at the mean turn ``one`` (steady's isl, osl,
-    shared_tokens): solved per point, or read from steady_table's grids for a sweep of more than TABLE_ABOVE points
+    prefix: its shared_tokens): solved per point, or read from steady_table's grids for a sweep of more than TABLE_ABOVE points
     (the marked shortcut)."""
     if points <= TABLE_ABOVE:
-        return (lambda X, h, names=None: steady(dep1, prof, rate=X, cache_hit=h, **one),
-                lambda C, h, names=None: steady(dep1, prof, concurrency=C, cache_hit=h, **one))
-    return (SteadyTable(dep1, prof, one["isl"], one["osl"], closed=False, shared_tokens=one["shared_tokens"]),
-            SteadyTable(dep1, prof, one["isl"], one["osl"], closed=True, shared_tokens=one["shared_tokens"]))
+        lengths, shared = dict(isl=one["isl"], osl=one["osl"]), one["prefix"].shared_tokens
+        return (lambda X, h, names=None: steady(dep1, prof, rate=X, prefix=Prefix(h, shared), **lengths),
+                lambda C, h, names=None: steady(dep1, prof, concurrency=C, prefix=Prefix(h, shared), **lengths))
+    return (SteadyTable(dep1, prof, one["isl"], one["osl"], closed=False, shared_tokens=one["prefix"].shared_tokens),
+            SteadyTable(dep1, prof, one["isl"], one["osl"], closed=True, shared_tokens=one["prefix"].shared_tokens))
 
 
 def _or_closed(s_open: Steady, closed) -> Steady:

@@ -28,6 +28,19 @@ PIECE_POINTS = 1 << 14  # closed-loop points per pass: its arrays stay in cache 
 
 
 @dataclass(frozen=True)
+class Prefix:
+    """What the prompts reuse: ``hit`` the share of each prompt's tokens the prefix cache already holds (a number
+    or one per point; prefill computes only the rest, workload.prefill_tokens), ``shared_tokens`` a prefix every
+    running request shares (a session workload's system prompt), held once in the KV pool (kv_capacity)."""
+
+    hit: object = 0.0
+    shared_tokens: float = 0.0
+
+
+NO_PREFIX = Prefix()
+
+
+@dataclass(frozen=True)
 class Steady:
     """Arrays over workload points."""
 
@@ -59,11 +72,11 @@ class Steady:
     busy_link: np.ndarray
 
 
-def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, cache_hit=0.0,
-           arrivals="staggered", shared_tokens=0.0) -> Steady:
+def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, arrivals="staggered",
+           prefix: Prefix = NO_PREFIX) -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
-    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way. ``shared_tokens``: a prompt
-    prefix the running requests share, held once in the KV pool (kv_capacity.kv_capacity; session workloads).
+    that do not fit come back NaN (``fits`` false) without numpy's warnings on the way. ``prefix``: the cache hit
+    and the shared prompt prefix (Prefix).
     Several dp replicas (serving.replicas): one replica's steady state at each share of the load (replica_shares: a
     closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by _combine: rates and
     batches summed over the replicas, latencies weighted by the requests/s each share serves, KV capacity times dp,
@@ -76,8 +89,8 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
     parts = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for x, k in shares:
-            pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=cache_hit,
-                                shared_tokens=shared_tokens)
+            pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=prefix.hit,
+                                shared_tokens=prefix.shared_tokens)
             if closed and pb.points.load.size > PIECE_POINTS:
                 parts.append((_closed_in_pieces(one, pb, arrivals), k))
                 continue

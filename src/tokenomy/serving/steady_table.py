@@ -15,7 +15,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from tokenomy.serving.steady import Steady, steady
+from tokenomy.serving.steady import Prefix, Steady, steady
 
 TABLE_ABOVE = 4096  # points: below this, solve each point (exact); above, the tables
 LOADS, HITS = 96, 34  # grid cells
@@ -25,17 +25,18 @@ class SteadyTable:
     def __init__(self, dep1, prof, isl: float, osl: float, closed: bool, shared_tokens: float = 0.0):
         self.hits = np.linspace(0.0, 0.99, HITS)
         self.closed = closed
-        one = dict(isl=isl, osl=osl, shared_tokens=shared_tokens)
+        one = dict(isl=isl, osl=osl)
+        hit = lambda h: Prefix(h, shared_tokens)  # noqa: E731
         if closed:
-            top = float(np.ravel(steady(dep1, prof, concurrency=1e6, cache_hit=0.0, **one).b_kv)[0])
+            top = float(np.ravel(steady(dep1, prof, concurrency=1e6, prefix=hit(0.0), **one).b_kv)[0])
             self.loads = np.geomspace(1.0, max(4.0 * top, 2.0), LOADS)
         else:
-            cap = steady(dep1, prof, concurrency=np.full(HITS, 1e6), cache_hit=self.hits, **one)
+            cap = steady(dep1, prof, concurrency=np.full(HITS, 1e6), prefix=hit(self.hits), **one)
             top = float(np.nanmax(cap.requests_per_s))
             self.loads = np.geomspace(top * 1e-5, top * 1.2, LOADS)
         L, H = np.meshgrid(self.loads, self.hits, indexing="ij")
         kw = dict(concurrency=L) if closed else dict(rate=L)
-        s = steady(dep1, prof, cache_hit=H, **one, **kw)
+        s = steady(dep1, prof, prefix=hit(H), **one, **kw)
         self.grid = {f.name: np.asarray(getattr(s, f.name), float) for f in fields(Steady)}
         self.log_loads = np.log(self.loads)
         self._stacks: dict = {}
