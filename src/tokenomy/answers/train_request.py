@@ -29,14 +29,6 @@ TRAIN_KEYWORDS = {"dp": None, "chips": None, "tp": 1, "pp": 1, "cp": 1, "ep": 1,
 DTYPE_KEYWORDS = ("compute_dtype", "weight_dtype", "grad_dtype", "optimizer_dtype", "activation_dtype")
 
 
-def _names(value) -> tuple:
-    """A list given as 'a,b' (CLI, web) or a sequence (Python) as a tuple of stripped names."""
-    if value is None:
-        return ()
-    parts = value.split(",") if isinstance(value, str) else list(value)
-    return tuple(str(x).strip() for x in parts if str(x).strip())
-
-
 def checked(v: dict) -> dict:
     """train's keywords ``v`` with each refused by name where it is not allowed, the choices canonical."""
     for field in DTYPE_KEYWORDS:
@@ -45,7 +37,7 @@ def checked(v: dict) -> dict:
         dtype_of(field, v[field])
     inputs.choice("schedule", v["schedule"], SCHEDULES)
     inputs.choice("recompute", v["recompute"], STRATEGIES)
-    v = {**v, "recompute_modules": check_modules(_names(v["recompute_modules"]), v["recompute"])}
+    v = {**v, "recompute_modules": check_modules(v["recompute_modules"], v["recompute"])}
     for field, allowed in (("moe_kernels", MOE_KERNELS), ("moe_dispatcher", tuple(DISPATCHERS)),
                            ("attention", ATTENTION_CONVENTIONS)):
         inputs.choice(field, v[field], allowed)

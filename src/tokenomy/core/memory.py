@@ -38,6 +38,7 @@ import numpy as np
 from tokenomy.arch.model import Layer, ModelArch
 from tokenomy.arch.params import count_params
 from tokenomy.core.op_sac import op_bytes_per_token
+from tokenomy.core.recompute_modules import effective
 # a schedule's in-flight micro-batches live with its bubble (core/schedules.py); re-exported for the doors
 from tokenomy.core.schedules import SCHEDULES, check_schedule, in_flight_microbatches  # noqa: F401
 from tokenomy.units import fmt_bytes
@@ -122,8 +123,9 @@ def _mlp_inner(F, gated: bool, e, g):
 
 
 def _mlp_act_inputs(F, gated: bool, e, g):
-    """An MLP under output-discarding recompute of its activation: the gate and up outputs alone (2F at e)."""
-    return 2 * F * e
+    """An MLP under output-discarding recompute of its activation: the activation's inputs alone, gate and up
+    (2F at e) or the up projection's output (F at e, ungated); nothing at g (the signature is _mlp_inner's)."""
+    return (2 if gated else 1) * F * e
 
 
 def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored()):
@@ -152,10 +154,8 @@ def layer_bytes_per_token(layer: Layer, D: int, seq_len, how: Stored = Stored())
     modules = strategy == "modules"
     # Megatron's module list (core/recompute_modules.py); the strategy "modules" is layernorm + mla_up_proj + the
     # activations of every MLP (dense and routed), the DeepSeek-V3 report's policy
-    mods = set(how.modules if strategy == "selective" else ()) | (
+    mods = set(effective(strategy, how.modules)) | (
         {"core_attn", "layernorm", "mla_up_proj", "moe_act"} if modules else set())
-    if strategy == "selective" and not how.modules:
-        mods.add("core_attn")
     score = 0.0 if ("core_attn" in mods or flash) else (((2 * e + m) if dropout else e) * a.num_heads * s_kv)
     norms = 0 if "layernorm" in mods else layer.norms * e * D
     # attention input, dropout masks, MLA latents (up-projection inputs), MLP input: GEMM inputs at g

@@ -25,14 +25,17 @@ and ["mla_up_proj", "mlp"] on H100; the DeepSeek-V3 report's own policy is the s
 from __future__ import annotations
 
 from tokenomy.arch.model import Layer, ModelArch
+from tokenomy.core.efficiency import FLOPS_PER_WEIGHT
 
 MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 DEFAULT = ("core_attn",)  # Megatron-Core's default list under "selective"
 
 
 def check_modules(modules, strategy: str) -> tuple[str, ...]:
-    """The list as a tuple; a name outside MODULES, or a list under any recompute but "selective", is refused."""
-    mods = tuple(modules or ())
+    """The list as a tuple of names, given as 'a,b' (CLI, web) or a sequence (Python); a name outside MODULES, or a
+    list under any recompute but "selective", is refused."""
+    parts = (modules or "").split(",") if isinstance(modules, str) or modules is None else list(modules)
+    mods = tuple(str(x).strip() for x in parts if str(x).strip())
     bad = [x for x in mods if x not in MODULES]
     if bad:
         raise ValueError(f"recompute_modules: {bad[0]!r} is not a module; allowed: {', '.join(MODULES)}")
@@ -49,11 +52,6 @@ def effective(strategy: str, modules) -> frozenset:
     return frozenset(modules or DEFAULT)
 
 
-def _mlp_gemm_flops(D: int, F: int, gated: bool) -> float:
-    """Forward FLOPs per token of an MLP of width F: 2·D·F per projection, 3 projections gated, 2 not."""
-    return 2.0 * D * F * (3 if gated else 2)
-
-
 def up_projection_layer_flops(a) -> float:
     """FLOPs per token of one MLA layer's up-projections (q from its latent, k_nope and v from the KV latent)."""
     if a.kind != "mla":
@@ -66,14 +64,13 @@ def layer_module_flops(ly: Layer, D: int, mods: frozenset) -> float:
     """Forward weight-GEMM FLOPs per token one layer repeats under ``mods`` (the module docstring's right column;
     core attention is the engine's, counted apart)."""
     out = up_projection_layer_flops(ly.attention) if "mla_up_proj" in mods else 0.0
-    mlp = ly.mlp
+    mlp = ly.mlp  # 2 FLOPs a weight per token (the model's own counts: Mlp.dense_params, expert_params)
     if mlp.kind == "dense":
-        return out + (_mlp_gemm_flops(D, mlp.intermediate_size, mlp.gated) if "mlp" in mods else 0.0)
-    shared = _mlp_gemm_flops(D, mlp.num_shared_experts * mlp.shared_intermediate_size, mlp.gated)
-    if "moe" in mods:
-        routed = mlp.experts_per_tok * _mlp_gemm_flops(D, mlp.expert_intermediate_size, mlp.gated)
-        return out + routed + shared + 2.0 * D * mlp.num_experts
-    return out + (shared if "shared_experts" in mods else 0.0)
+        return out + (FLOPS_PER_WEIGHT * mlp.dense_params(D) if "mlp" in mods else 0.0)
+    if "moe" in mods:  # the router, the shared experts and k routed experts
+        return out + FLOPS_PER_WEIGHT * (mlp.dense_params(D) + mlp.experts_per_tok * mlp.expert_params(D))
+    router = D * mlp.num_experts + mlp.num_experts * mlp.router_bias  # Mlp.dense_params' router term
+    return out + (FLOPS_PER_WEIGHT * (mlp.dense_params(D) - router) if "shared_experts" in mods else 0.0)
 
 
 def module_flops(m: ModelArch, mods: frozenset) -> float:

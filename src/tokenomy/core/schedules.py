@@ -3,7 +3,7 @@
 The backward split (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR 2024, arXiv 2401.10241 §2.3, Table 1):
 every weight GEMM of the forward has two GEMMs of its FLOPs in the backward, one for the input gradient (B) and one
 for the weight gradient (W); core attention has no weights, so its backward (2x its forward) is all B; a recomputed
-forward runs just before B. From the engine's FLOP split of a stage's forward (core/training.lower_step):
+forward runs just before B. From the engine's FLOP split of a stage's forward (core/train_lower.lower_step):
     T_F = t_fwd,   T_W = t_fwd − t_attn,   T_B = t_fwd + t_attn + t_recompute      (T_B + T_W = 2·T_F + recompute)
 which is their Table 1 per GPT layer: F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh·24h.
 Idle time of the busiest stage per step, p stages, m micro-batches (work m·(T_F + T_B + T_W)); the bubble fraction

@@ -77,6 +77,15 @@ def redoes_attention(strategy: str, modules=()) -> bool:
     return strategy not in ("none", "op")
 
 
+def recompute_extra(strategy: str, modules, att, up, whole):
+    """The forward work the backward runs again, in any unit: the whole forward ``whole`` under full and reversible
+    recompute, else the core attention ``att`` where redoes_attention says so plus the repeated weight GEMMs ``up``
+    (recompute_mm_flops: 0 under none)."""
+    if strategy in ("full", "reversible"):
+        return whole
+    return att * redoes_attention(strategy, modules) + up
+
+
 def per_token_flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str, strategy: str,
                     up_flops: float = 0.0, modules=()) -> TrainFlops:
     """Per-token training FLOPs from the engine's forward pass ``w`` (s tokens) and ``w_prev`` (s - 1 tokens);
@@ -92,9 +101,7 @@ def per_token_flops(w: engine.Work, w_prev: engine.Work, seq_len, attention: str
     conv = {"causal": att, "full": last, "none": 0.0 * att}[attention]
     matmul = 6 * n_active
     # op: the attention is saved (its SDPA output), only the every-second mms run again (core/op_sac.py)
-    sel = att * redoes_attention(strategy, modules) + up_flops
-    extra = {"none": 0.0 * att, "selective": sel, "modules": att + up_flops, "op": 0.0 * att + up_flops}.get(
-        strategy, 2 * n_active + att)
+    extra = recompute_extra(strategy, modules, att, up_flops, 2 * n_active + att) + 0.0 * att
     return TrainFlops(matmul, 3 * conv, extra, matmul + 3 * conv, matmul + 3 * att + extra, n_active, attention,
                       3 * att)
 

@@ -21,7 +21,8 @@ from tokenomy.core.schedules import BackwardSplit, schedule_bubble
 from tokenomy.core.ssd_scan import scan_s
 from tokenomy.core.train_comms import step_comms
 from tokenomy.core.pp_layout import imbalance
-from tokenomy.core.train_flops import TrainFlops, per_token_flops, recompute_mm_flops, redoes_attention
+from tokenomy.core.train_flops import (TrainFlops, per_token_flops, recompute_extra, recompute_mm_flops,
+                                       redoes_attention)
 from tokenomy.core.train_plan import TrainPlan, plan_problems, training_layout
 from tokenomy.core.train_time import TrainParts
 from tokenomy.specs import Hardware
@@ -139,10 +140,9 @@ def lower_step(m: ModelArch, hw: Hardware, plan: TrainPlan, how: Lowering = Lowe
     up_share = up / (np.asarray(w.flops, dtype=float) / (np.asarray(w.batch, dtype=float) * p.seq_len))
     # selective: the core attention when its list holds core_attn (the default), and the modules' GEMMs' share
     redo_att = float(redoes_attention(p.recompute, p.recompute_modules))
-    redo_share = {"none": 0.0 * fwd, "selective": redo_att * att / fwd + up_share, "modules": att / fwd + up_share,
-                  "op": up_share + 0.0 * fwd}.get(p.recompute, 1.0 + 0.0 * fwd)
+    redo_share = recompute_extra(p.recompute, p.recompute_modules, att / fwd, up_share, 1.0) + 0.0 * fwd
     total = 3 * fwd + redo_share * fwd  # forward, backward 2x (data + weight gradients), recompute
-    expert_total = expert * (3 + np.where(p.recompute in ("full", "reversible"), 1.0, 0.0))
+    expert_total = expert * (3 + redo)
     # the usable HBM of every door (specs.Chip); GEMM inputs kept as the FP8 recipe quantizes them (core/memory.py)
     mem = train_memory(m, p, hw.chip.exposed_hbm_bytes, with_gemm_inputs(how.nbytes, gemm_dtype, p.fp8_scaling))
     cm = step_comms(m, dep.shape.coeffs, hw.topology, p, mem, act_bytes, grad_bytes, p.recompute)

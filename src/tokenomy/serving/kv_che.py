@@ -15,8 +15,8 @@ sub-agent's turn, Exp(θ), is under T — the P(hit) above. Through the run it i
 the windows when no sub-agent references it, for at most T. A sub-agent leaves it unreferenced for its think gap
 and its next turn's wait W for admission (the lookup touched it, it is pinned when admitted), θ' = θ + W on
 average, and references it for the rest of its turn, e2e − W; taking the unreferenced stretches as Exp(θ'), all s
-are out a share q = (θ'/(e2e + θ'))^s of the run, in windows Exp(θ'/s) long:
-    held_fork(T) = D·(1 − q·e^{−sT/θ'}) + θ·(1 − e^{−T/θ}),   q = (θ'/(e2e + θ'))^s
+are out a share q = (θ'/(θ' + e2e − W))^s of the run, in windows Exp(θ'/s) long:
+    held_fork(T) = D·(1 − q·e^{−sT/θ'}) + θ·(1 − e^{−T/θ}),   q = (θ'/(θ' + e2e − W))^s
 with D the run until the slowest sub-agent's last turn ends, K_sub·e2e + θ·E[max of s Erlang(K_sub)] (turn_types.TurnTypes.
 sub_run_s; a Monte Carlo of the sub-agents' busy and idle windows agrees within 2% at T >= 2θ, tests/serving/test_kv_che.py;
 at T < θ, where a turn hits less than 63% of the time, the idle windows are not independent and it overstates)
@@ -60,7 +60,7 @@ def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
 
 def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
     """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ > T) = e^{−T/θ} (0 at
-    θ = 0), 1 for a last turn's object; a fork's adds D·q·(s/θ)·e^{−sT/θ}. The turn types share these held
+    θ = 0), 1 for a last turn's object; a fork's adds D·q·(s/θ')·e^{−sT/θ'}. The turn types share these held
     times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
     arrays = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s)))
     T, lam, th, D, W = (a.ravel() for a in arrays)  # flat arrays of one shape (_Occupancy works in place)
@@ -115,7 +115,7 @@ class _Occupancy:
                 e = np.multiply(self.k, T)
                 np.negative(e, out=e)
                 np.exp(e, out=e)
-                e *= self.fq  # F·D·q·e^{−sT/θ} (0 where θ = 0: q = 0)
+                e *= self.fq  # F·D·q·e^{−sT/θ'} (0 where θ = 0: q = 0)
                 total += self.fd
                 total -= e
                 e *= self.k

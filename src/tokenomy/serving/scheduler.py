@@ -165,7 +165,7 @@ def _between(n, f, t_lo, hi: engine.PassTerms):
 
 def _read_off(table: engine.PassTerms, n, f, c, shape) -> tuple:
     """(seconds, bound, reason) of the decode-only step at n decodes from the table over whole batches
-    (StepTimer._decode_table): its floor's and ceiling's entries, between them as _between takes them."""
+    (StepTimer._table_batches): its floor's and ceiling's entries, between them as _between takes them."""
     batches = (int(np.max(c)) + 1,)
     t_k, bound_k, reason_k = (np.broadcast_to(x, batches) for x in (table.step_s, table.bound, table.reason))
     lo = f.astype(np.intp)

@@ -30,9 +30,8 @@ from tokenomy.serving.kv_capacity import kv_tokens
 from tokenomy.serving.kv_che import CheHits, che_hits
 from tokenomy.serving.turn_types import turn_types
 from tokenomy.serving.steady import Prefix, Steady, steady
-from tokenomy.serving.steady_table import TABLE_ABOVE, Fields, SteadyTable
+from tokenomy.serving.steady_table import HIT_CAP, TABLE_ABOVE, Fields, SteadyTable
 
-HIT_CAP = 0.99  # steady's cache_hit stays below 1 (one token computed)
 LEAN = ("batch", "e2e_s", "ttft_s", "capacity_limited", "queue_s")  # the fields of steady's answer the solve reads
 
 

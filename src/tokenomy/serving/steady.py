@@ -176,7 +176,7 @@ class EngineProblem:
 def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0,
                    shared_tokens=0.0) -> EngineProblem:
     """The engine on ``dep`` under ``prof`` at each point of ``load`` (users or requests/s) as solve's inputs
-    (``shared_tokens``: steady's)."""
+    (``cache_hit``, ``shared_tokens``: steady's Prefix)."""
     load = np.atleast_1d(np.asarray(load, float))
     isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
     I = prefill_tokens(isl, cache_hit)

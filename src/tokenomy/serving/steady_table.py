@@ -19,11 +19,12 @@ from tokenomy.serving.steady import Prefix, Steady, steady
 
 TABLE_ABOVE = 4096  # points: below this, solve each point (exact); above, the tables
 LOADS, HITS = 96, 34  # grid cells
+HIT_CAP = 0.99  # steady's cache hit stays below 1 (one token computed): the grid's last row
 
 
 class SteadyTable:
     def __init__(self, dep1, prof, isl: float, osl: float, closed: bool, shared_tokens: float = 0.0):
-        self.hits = np.linspace(0.0, 0.99, HITS)
+        self.hits = np.linspace(0.0, HIT_CAP, HITS)
         self.closed = closed
         one = dict(isl=isl, osl=osl)
         hit = lambda h: Prefix(h, shared_tokens)  # noqa: E731
@@ -52,7 +53,7 @@ class SteadyTable:
         u = (np.log(np.minimum(np.maximum(load, self.loads[0]), self.loads[-1])) - lx[0]) / step
         i = np.minimum(np.maximum(np.floor(u).astype(np.intp), 0), LOADS - 2)
         fx = u - i
-        y = np.minimum(np.maximum(hit, 0.0), 0.99) / (0.99 / (HITS - 1))
+        y = np.minimum(np.maximum(hit, 0.0), HIT_CAP) / (HIT_CAP / (HITS - 1))
         j = np.minimum(np.maximum(np.floor(y).astype(np.intp), 0), HITS - 2)
         fy = y - j
         beyond = load > self.loads[-1] * (1 + 1e-9)

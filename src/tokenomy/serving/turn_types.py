@@ -25,7 +25,7 @@ class TurnTypes:
     spawn: np.ndarray  # bool: the turn spawns sub-agents that fork from its object
     last: np.ndarray
     system_tokens: float
-    sub_turns: int  # turns of a sub-agent (its run: sub_turns·(e2e + θ))
+    sub_turns: int  # turns of a sub-agent K_sub (a spawn's run: sub_run_s, K_sub·e2e + sub_thinks·θ)
     fork: np.ndarray = None  # the parent's prefix a sub-agent's turn starts with (0 for a main agent's)
     subagents: int = 0  # sub-agents a spawning turn starts (s)
     sub_thinks: float = 0.0  # E[the slowest of s sub-agents' summed think gaps] / θ (slowest_thinks)
