@@ -173,7 +173,8 @@ def train(*, model=None, hardware="h100-sxm", published=None, search=False, **kw
     if published:
         return published_runs(published)
     v = {**TRAIN_KEYWORDS, **kw}
-    if search:
+    if search:  # every value is checked as without search (one grammar), then the search reads its own
+        checked(v)
         from tokenomy.answers.train_layouts import SEARCH_KEYWORDS, train_search
 
         return train_search(model, hardware, {k: v[k] for k in SEARCH_KEYWORDS})
