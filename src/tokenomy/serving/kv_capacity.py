@@ -74,6 +74,11 @@ def sequences_held(dep: Deployment, prof: EngineProfile, isl, osl):
     return kv_capacity(dep, prof, isl, osl)[0]
 
 
+def shared_block_tokens(prof: EngineProfile, shared_tokens):
+    """The shared prefix as the block pool holds it: whole KV blocks (a partly filled block is each sequence's own)."""
+    return np.floor(np.asarray(shared_tokens, float) / prof.block_size) * prof.block_size
+
+
 def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.0):
     """(B_kv = kv_sequences, the KV capacity per DP replica in tokens from kv_tokens) at L = ISL + OSL rounded up to
     KV blocks. ``shared_tokens``: the prompt prefix every running sequence shares (a session workload's system
@@ -87,7 +92,7 @@ def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.
     full = kv_sequences(dep, kv, L)
     if np.all(np.asarray(shared_tokens) == 0):
         return full, kv.tokens
-    shared = np.floor(np.asarray(shared_tokens, float) / prof.block_size) * prof.block_size  # whole blocks shared
+    shared = shared_block_tokens(prof, shared_tokens)
     own = kv_sequences(dep, kv._replace(tokens=np.maximum(kv.tokens - shared, 0.0)), np.maximum(L - shared, 1.0))
     ctx = np.asarray(isl, float) + np.asarray(osl, float) / 2.0
     timed = float(dep.layout.dp) * np.floor(engine_tokens(dep, prof, kv) / ctx)

@@ -16,7 +16,7 @@ from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
 from tokenomy.serving.engine_profile import EngineProfile, poll_steps, pooled_limits
-from tokenomy.serving.kv_capacity import kv_capacity
+from tokenomy.serving.kv_capacity import kv_capacity, shared_block_tokens
 from tokenomy.serving.scheduler import StepTimer, rank_chunk
 from tokenomy.serving.steady_solve import Points, Solved, solve  # also steady.solve etc. (re-exported)
 from tokenomy.serving.workload import prefill_context, prefill_tokens
@@ -157,6 +157,7 @@ class EngineProblem:
     points: Points
     b_kv: np.ndarray
     kv_tokens: np.ndarray
+    shared_tokens: object = 0.0  # the prefix the running sequences share, in whole blocks (held once a replica)
 
     def pieces(self, most: int):
         """The problem over runs of at most ``most`` points of its flattened grid (_slices), the step timer's
@@ -170,7 +171,8 @@ class EngineProblem:
         for sl in _slices(int(np.prod(shape)), most):
             cut = lambda x: x[sl] if np.ndim(x) else x  # noqa: E731
             yield EngineProblem(st.piece(sl, context, prefill_context, chunk),
-                                Points(**{k: cut(v) for k, v in pts.items()}), cut(b_kv), cut(kv_tok))
+                                Points(**{k: cut(v) for k, v in pts.items()}), cut(b_kv), cut(kv_tok),
+                                self.shared_tokens)
 
 
 def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0,
@@ -188,7 +190,7 @@ def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cach
     pts = Points(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
                  whole_prompts=not prof.chunked_prefill,
                  request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)), poll_steps=poll_steps(prof))
-    return EngineProblem(step, pts, b_kv, kv_tok)
+    return EngineProblem(step, pts, b_kv, kv_tok, float(shared_block_tokens(prof, shared_tokens)))
 
 
 def _steady_of(dep: Deployment, pb: EngineProblem, s: Solved) -> Steady:
@@ -197,7 +199,9 @@ def _steady_of(dep: Deployment, pb: EngineProblem, s: Solved) -> Steady:
     b_kv, kv_tok, pts = pb.b_kv, pb.kv_tokens, pb.points
     isl, osl, load = pts.isl, pts.osl, pts.load
     X, out_tps = s.requests_per_s, s.requests_per_s * osl
-    occupancy = s.batch * (isl + osl / 2.0) / (kv_tok * float(dep.layout.dp))
+    # each sequence's own blocks at the mean context, and a shared prefix once on every replica (kv_capacity)
+    dp, shared = float(dep.layout.dp), pb.shared_tokens
+    occupancy = (s.batch * (isl - shared + osl / 2.0) + (s.batch > 0) * shared * dp) / (kv_tok * dp)
     fits = (s.reason == 0) & (b_kv >= 1)
     nan = np.where(fits, 0.0, np.nan)
     q = s.queue_s
