@@ -85,8 +85,7 @@ def predict_one(c: ServingCase, terms: EfficiencyTerms | None) -> tuple[float, s
         return np.nan, "memory", np.nan, False
     value = {"tpot_s": s.tpot_s, "ttft_s": s.ttft_s, "latency_s": s.e2e_s,
              "throughput_per_chip": s.tokens_per_s_per_chip}[c.metric]
-    bound = engine.BOUNDS[int(np.ravel(s.bound)[0])] if np.issubdtype(np.asarray(s.bound).dtype, np.integer) \
-        else str(np.ravel(s.bound)[0])
+    bound = engine.BOUNDS[int(np.ravel(s.bound)[0])]  # serving.disagg's bound: an index into engine.BOUNDS
     return (float(np.ravel(value)[0]), bound, float(np.ravel(s.batch)[0]),
             bool(np.ravel(s.capacity_limited)[0]))
 

@@ -42,8 +42,8 @@ HELP = {
     "zero": "ZeRO stage (1: optimizer, 2: + gradients, 3: + weights sharded over dp)",
     "schedule": "pipeline schedule: 1f1b, interleaved (with virtual stages), dualpipe (DeepSeek-V3's), zero-bubble "
                 "zb-h1 (1F1B's memory), zb-h2 (about 2x its activations), zb-v (two chunks a rank, 1F1B's memory), gpipe",
-    "recompute": "activation recompute: none, selective (core attention), modules (norms, MLA up-projections, "
-                 "SwiGLU), full",
+    "recompute": "activation recompute: none, selective (core attention, or the modules listed), modules (norms, "
+                 "MLA up-projections, SwiGLU), op (torchtitan's op-level: every second matmul), full, reversible",
     "recompute_modules": "with recompute selective: Megatron-Core's recompute_modules, comma-separated: core_attn, "
                          "moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts (empty: core_attn)",
     "micro_batch": "sequences per micro-batch",
