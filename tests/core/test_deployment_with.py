@@ -1,9 +1,13 @@
-"""Deployment.with_ keeps the lowered model shape when the model is unchanged (issue 27: one serve of two points
-lowered the model 20 times), and lowers again when the model changes."""
+"""Deployments of one model share its lowered shape (issue 27: one serve of two points lowered the model 20 times),
+and a changed model is lowered again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from unittest import mock
+
 from tokenomy.catalog import loader
+from tokenomy.core import deployment
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
 
@@ -18,10 +22,19 @@ def test_with_keeps_the_shape_unless_the_model_changes():
     assert moved.shape is not shape and moved.shape.coeffs.dense_params > shape.coeffs.dense_params
 
 
-def test_copies_of_a_fresh_deployment_share_one_lowering():
-    """with_ lowers the original once (if it had not yet) and every copy holds that same shape: serve's layout check
-    and each candidate's copy must not lower the model again."""
-    dep = Deployment(loader.model("llama-3.1-8b"), loader.hardware("h100-sxm"))
-    assert "shape" not in dep.__dict__  # nothing lowered at construction
-    first, second = dep.with_(kv_dtype="fp8"), dep.with_(layout=Layout(tp=1, dp=1))
-    assert first.__dict__["shape"] is dep.__dict__["shape"] is second.__dict__["shape"]
+def test_copies_of_a_deployment_lower_the_model_once():
+    """serve's layout check and each candidate's copy must not lower the model again: counted at shape_of."""
+    model = replace(loader.model("llama-3.1-8b"), name="llama-3.1-8b (a copy no other test lowered)")
+    dep = Deployment(model, loader.hardware("h100-sxm"))
+    with mock.patch.object(deployment, "shape_of", wraps=deployment.shape_of) as lowering:
+        copies = [dep.with_(kv_dtype="fp8"), dep.with_(layout=Layout(tp=1, dp=1)), dep]
+        shapes = {id(c.shape) for c in copies}
+    assert lowering.call_count == 1 and len(shapes) == 1
+
+
+def test_an_edited_model_is_lowered_afresh():
+    """The shape is keyed on the model's value: a model with another hidden size is not served the old shape."""
+    model = loader.model("llama-3.1-8b")
+    wider = replace(model, name=model.name + " wider", hidden_size=2 * model.hidden_size)
+    hw = loader.hardware("h100-sxm")
+    assert Deployment(wider, hw).shape.hidden_size == 2 * Deployment(model, hw).shape.hidden_size

@@ -10,7 +10,7 @@ fastest tensor-core dtype the chip has for the dense weights (units.COMPUTE_FALL
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -37,6 +37,13 @@ def usd_per_mtok(step_s, tokens_per_step, chips, usd_per_chip_hour):
     return usd_per_token(step_s, tokens_per_step, chips, usd_per_chip_hour, scale=1e6)
 
 
+@lru_cache(maxsize=64)
+def _lowered(model: ModelArch) -> ModelShape:
+    """shape_of once per model (the shape depends on the model alone, and lowering it, ~1.3 ms for DeepSeek-V3, is
+    most of a small question's time); keyed on the model's value, so an edited model is lowered afresh."""
+    return shape_of(model)
+
+
 @dataclass(frozen=True)
 class Deployment:
     model: ModelArch
@@ -55,7 +62,7 @@ class Deployment:
 
     @cached_property
     def shape(self) -> ModelShape:
-        return shape_of(self.model)
+        return _lowered(self.model)
 
     @property
     def topo(self) -> Topology:
@@ -115,13 +122,9 @@ class Deployment:
         return engine.times(self.work(batch, context, len_pass, **kw), self.topo, self.peaks, eff or self.eff)
 
     def with_(self, **kw) -> "Deployment":
-        """A copy with ``kw`` replaced, keeping the lowered model shape unless the model changes (the shape depends
-        on the model alone; re-lowering it is most of a small question's time): lowered here if not yet, so the
-        copies of one deployment (serve's layout check and each candidate's) share it."""
-        out = replace(self, **kw)
-        if "model" not in kw:
-            out.__dict__["shape"] = self.shape  # the cached_property's own slot
-        return out
+        """A copy with ``kw`` replaced. It shares the lowered model shape of every deployment of an equal model
+        (``_lowered``), so serve's layout check and each candidate's copy lower the model once."""
+        return replace(self, **kw)
 
     def usd_per_mtok(self, r: engine.PassTerms):
         """$ per million tokens of a pass on this deployment: its chips at its price for the step, per token."""

@@ -62,8 +62,7 @@ fields in seconds, M_½ in tokens: tests/dims).
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, fields
+from dataclasses import InitVar, dataclass, fields, replace
 
 import numpy as np
 
@@ -102,10 +101,14 @@ class Efficiency:
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
     fitted_on_cases: int = 0
+    # False only for a copy whose changed fields were checked one by one (with_, at_compute): the others were when
+    # the set was built, and a fit's evaluation copies a chip's set ~10^5 times
+    check_all: InitVar[bool] = True
 
-    def __post_init__(self) -> None:
-        for field in _RANGES:
-            _check(field, getattr(self, field))
+    def __post_init__(self, check_all: bool = True) -> None:
+        if check_all:
+            for field in _RANGES:
+                _check(field, getattr(self, field))
 
     def gemm_fraction(self, rows):
         """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
@@ -120,10 +123,8 @@ class Efficiency:
             return self
         # η_max·ρ of two validated shares is one too: the copy is not validated again (the engine asks for it on
         # every pass it times; validation's fit times hundreds of thousands)
-        out = copy.copy(self)
-        object.__setattr__(out, "flops_fraction", np.where(narrow, self.flops_fraction * self.narrow_flops_ratio,
-                                                           self.flops_fraction))
-        return out
+        return replace(self, check_all=False, flops_fraction=np.where(
+            narrow, self.flops_fraction * self.narrow_flops_ratio, self.flops_fraction))
 
     @property
     def kv_fraction(self):
@@ -143,11 +144,9 @@ class Efficiency:
         unknown = sorted(set(kw) - _FIELDS)
         if unknown:
             raise TypeError(f"Efficiency has no field {unknown[0]!r}")
-        out = copy.copy(self)
         for field, v in kw.items():
             _check(field, v)
-            object.__setattr__(out, field, v)
-        return out
+        return replace(self, check_all=False, **kw)
 
 
 # what each number may be: a share in (0, 1], a share in [0, 1], or a finite number >= 0; None is allowed where the

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from tokenomy.catalog import cache, loader
 from tokenomy.core.efficiency import Efficiency
+from tokenomy.validation.serving_terms import efficiency_kwargs
 
 if TYPE_CHECKING:
     from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
@@ -144,13 +145,5 @@ def efficiency_set(chip: str) -> Efficiency:
 
 
 def _as_efficiency(f: EfficiencyFile) -> Efficiency:
-    t = f.terms
-    return Efficiency(flops_fraction=t.flops_fraction_max, hbm_fraction=t.hbm_fraction,
-                      kv_hbm_fraction=t.kv_hbm_fraction, narrow_flops_ratio=t.narrow_flops_ratio,
-                      overhead_s=t.step_overhead_s, kernel_overhead_s=t.kernel_overhead_s,
-                      sequence_overhead_s=t.sequence_overhead_s, overlap_loss=t.overlap_loss,
-                      gemm_half_tokens=t.gemm_half_tokens, allreduce_latency_s=t.allreduce_latency_s,
-                      link_fraction=t.link_fraction, nccl_link_fraction=t.nccl_link_fraction,
-                      request_overhead_s=t.request_overhead_s,
-                      name="calibrated",
+    return Efficiency(**efficiency_kwargs(lambda name: getattr(f.terms, name)), name="calibrated",
                       terms_from=f.chip, fitted_on_cases=len(f.fitted_on))

@@ -11,15 +11,13 @@ import numpy as np
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.validation.prepare import Serving
 from tokenomy.validation.schema import EfficiencyTerms
-
-SERVING_FIELDS = ("flops_fraction_max", "gemm_half_tokens", "hbm_fraction", "kv_hbm_fraction", "step_overhead_s",
-                  "kernel_overhead_s", "sequence_overhead_s", "overlap_loss", "narrow_flops_ratio", "allreduce_latency_s",
-                  "link_fraction", "nccl_link_fraction", "request_overhead_s")
+from tokenomy.validation.serving_terms import ENGINE_NAME, SERVING_FIELDS, efficiency_kwargs
 
 
 @dataclass(frozen=True)
 class Theta:
-    """Efficiency terms as arrays aligned with the cases (or scalars); None = the roofline set."""
+    """Efficiency terms as arrays aligned with the cases (or scalars); None = the roofline set. Its fields are
+    serving_terms.SERVING_FIELDS (tests/validation/test_serving_terms.py)."""
 
     flops_fraction_max: object
     gemm_half_tokens: object
@@ -57,16 +55,7 @@ class Theta:
             v = np.asarray(v, dtype=float)
             v = v[idx] if v.ndim else v
             return v[:, None] if col and v.ndim else v
-        return Efficiency(flops_fraction=g(self.flops_fraction_max), gemm_half_tokens=g(self.gemm_half_tokens),
-                          hbm_fraction=g(self.hbm_fraction), kv_hbm_fraction=g(self.kv_hbm_fraction),
-                          narrow_flops_ratio=g(self.narrow_flops_ratio),
-                          overhead_s=g(self.step_overhead_s),
-                          kernel_overhead_s=g(self.kernel_overhead_s),
-                          sequence_overhead_s=g(self.sequence_overhead_s), overlap_loss=g(self.overlap_loss),
-                          allreduce_latency_s=g(self.allreduce_latency_s), link_fraction=g(self.link_fraction),
-                          nccl_link_fraction=g(self.nccl_link_fraction),
-                          request_overhead_s=g(self.request_overhead_s),
-                          name="custom")
+        return Efficiency(**efficiency_kwargs(lambda f: g(getattr(self, f))), name="custom")
 
 
 def term(t: EfficiencyTerms, field: str) -> float:
@@ -84,10 +73,6 @@ def gather(chips: np.ndarray, terms_by_chip: dict[str, EfficiencyTerms]) -> Thet
 def roofline_theta(s: Serving) -> Theta:
     """The roofline set (core.efficiency.ROOFLINE) for every case: peak FLOP/s, HBM and link bandwidth, the link's
     own latency, no overhead."""
-    return Theta(flops_fraction_max=ROOFLINE.flops_fraction, gemm_half_tokens=ROOFLINE.gemm_half_tokens,
-                 hbm_fraction=ROOFLINE.hbm_fraction, kv_hbm_fraction=ROOFLINE.kv_fraction,
-                 narrow_flops_ratio=ROOFLINE.narrow_flops_ratio, step_overhead_s=ROOFLINE.overhead_s,
-                 kernel_overhead_s=ROOFLINE.kernel_overhead_s, sequence_overhead_s=ROOFLINE.sequence_overhead_s,
-                 overlap_loss=ROOFLINE.overlap_loss,
-                 allreduce_latency_s=None, link_fraction=ROOFLINE.link_fraction, nccl_link_fraction=1.0,
-                 request_overhead_s=ROOFLINE.request_overhead_s)
+    # the roofline's KV share is η_hbm's and its ring share η_link's: the file's None read as term() reads it
+    own = {f: getattr(ROOFLINE, ENGINE_NAME.get(f, f)) for f in SERVING_FIELDS}
+    return Theta(**{**own, "kv_hbm_fraction": ROOFLINE.kv_fraction, "nccl_link_fraction": ROOFLINE.link_fraction})
