@@ -1,9 +1,11 @@
 """Sweep speed, measured in one run (medians; ratios between lines of the same run, never absolute claims):
 
-1. full engine: tk.sweep on a dense-model decode grid (calibrated efficiency, real tp layouts, every point through
-   core.engine.work + times in chunks) vs the same engine one configuration at a time (Deployment.run on scalars)
-   vs llm-analysis 0.2.2 on the same grid, run in its own venv (benchmarks/.venv-peers, bash
-   benchmarks/peers_env.sh; never a dependency of tokenomy) as a subprocess, one configuration per call.
+1. full engine: tk.sweep (the public API) on a dense-model decode grid (calibrated efficiency, real tp layouts,
+   every point through core.engine.work + times in chunks) vs the same engine one configuration at a time
+   (Deployment.run on scalars) vs llm-analysis 0.2.2 on the same grid, run in its own venv (benchmarks/.venv-peers,
+   bash benchmarks/peers_env.sh; never a dependency of tokenomy) as a subprocess, one configuration per call. The
+   three are interleaved: each of the 3 rounds times one of each, so a change of the machine's load between them
+   moves all three (the medians over the rounds are quoted).
    llm-analysis needs the FFN width to be a multiple of the hidden size: its models get the next multiple (its
    cost per call does not depend on the widths). It refuses a configuration that does not fit by raising, sooner
    than it answers one that fits, and most of this grid does not fit (long contexts at large batches): the ratio
@@ -36,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+import tokenomy as tk
 from tokenomy.answers.resolve import efficiency_of
-from tokenomy.answers.sweeps import run, spec_of
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
@@ -63,24 +65,41 @@ def timed(fn, repeats):
     return statistics.median(n / t for n, t in out), out[0][0]
 
 
-def full_engine(axes, repeats=3):
-    spec = spec_of(axes)
-    run(spec)  # warm: catalog, calibrated sets, shapes
-    return timed(lambda: run(spec).sizes and spec.grid.size, repeats)
+def interleaved(rounds: int, measures: dict) -> dict:
+    """{name: [result of one call per round]}: every round calls each measure once, in turn."""
+    got = {name: [] for name in measures}
+    for _ in range(rounds):
+        for name, once in measures.items():
+            got[name].append(once())
+    return got
+
+
+def full_engine(axes):
+    """One timing of tk.sweep over the grid: (configs, seconds). Warmed once (catalog, calibrated sets, shapes)."""
+    tk.sweep(**axes)
+    n = int(np.prod([len(v) if isinstance(v, list) else 1 for v in axes.values()]))
+
+    def once():
+        t0 = time.perf_counter()
+        tk.sweep(**axes)
+        return n, time.perf_counter() - t0
+    return once
 
 
 def one_at_a_time(axes, samples=2000):
+    """One timing of ``samples`` random configurations of the grid, each through Deployment.run on scalars."""
     hw = loader.hardware(HARDWARE)
     deps = {(m, tp): Deployment(loader.model(m), hw, Layout(tp=tp), eff=efficiency_of(hw)) for m in DENSE for tp in TP}
     rng = np.random.default_rng(0)
     picks = [(deps[(DENSE[rng.integers(3)], TP[rng.integers(4)])], float(rng.choice(axes["batch"])),
               float(rng.choice(axes["context"]))) for _ in range(samples)]
 
-    def go():
+    def once():
+        t0 = time.perf_counter()
         for d, b, c in picks:
             d.run(b, c)
-        return samples
-    return timed(go, 3)
+        return samples, time.perf_counter() - t0
+    return once
 
 
 def peer_model(name: str) -> dict:
@@ -93,31 +112,33 @@ def peer_model(name: str) -> dict:
 
 
 def llm_analysis(axes, samples=1000):
-    """(configs/s over all, over those that fit, the share that fits, how): llm-analysis refuses a configuration
-    that does not fit by raising, sooner than it answers one that fits (sweep_peer.py)."""
+    """One llm-analysis subprocess over ``samples`` configurations of the grid: its JSON line (configs, seconds,
+    fit, fit_seconds); llm-analysis refuses a configuration that does not fit by raising, sooner than it answers one
+    that fits (sweep_peer.py). None where its venv is missing."""
     if not PEERS.exists():
-        return None, None, None, "not run: bash benchmarks/peers_env.sh first"
+        return None
     spec = {"gpu": "h100-sxm-80gb", "models": [peer_model(m) for m in DENSE], "tp": list(TP),
             "batch": axes["batch"], "context": axes["context"], "samples": samples}
-    runs = []
-    for _ in range(3):
+
+    def once():
         p = subprocess.run([str(PEERS), str(HERE / "sweep_peer.py")], input=json.dumps(spec), capture_output=True,
                            text=True, check=True)
-        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    fit = [r["fit"] / r["fit_seconds"] if r["fit"] else float("nan") for r in runs]
-    return (statistics.median(r["configs"] / r["seconds"] for r in runs), statistics.median(fit),
-            runs[0]["fit"] / runs[0]["configs"], f"median of 3 x {samples} configs")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    return once
+
+
+def rates(runs) -> float:
+    return statistics.median(n / t for n, t in runs)
 
 
 def plan_kimi():
     axes = dict(model="kimi-k2-instruct", hardware="gb200-nvl72", chips=1152,
                 batch=[int(b) for b in 2.0 ** np.arange(13)], context=8192)
-    spec = spec_of(axes)
-    run(spec)
+    tk.sweep(**axes)
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        ds = run(spec)
+        ds = tk.sweep(**axes)
         times.append(time.perf_counter() - t0)
     from tokenomy.answers.sweep_eval import _CANDIDATES
 
@@ -194,21 +215,31 @@ def main() -> None:
     ap.add_argument("--rss-points", type=float, default=1e9)
     args = ap.parse_args()
     axes = dense_axes(64, 16) if args.quick else dense_axes(1024, 256)
-    vec, n = full_engine(axes)
-    loop, _ = one_at_a_time(axes)
-    peer, peer_fit, fit_share, how = llm_analysis(axes)
+    measures = {"engine": full_engine(axes), "loop": one_at_a_time(axes)}
+    peer_once = llm_analysis(axes)
+    if peer_once is not None:
+        measures["peer"] = peer_once
+    got = interleaved(3, measures)
+    vec, loop = rates(got["engine"]), rates(got["loop"])
+    n = got["engine"][0][0]
     print(f"grid: {len(DENSE)} dense models x {HARDWARE} x tp {TP} x {len(axes['batch'])} batches x "
           f"{len(axes['context'])} contexts = {n:,} configs (decode, calibrated, through tk.sweep)")
-    print(f"full engine: {vec:,.0f} configs/s (median of 3; one process, {os.cpu_count()} cores on the box)")
+    print(f"full engine: {vec:,.0f} configs/s (median of 3 interleaved rounds; one process, {os.cpu_count()} cores "
+          f"on the box)")
     print(f"one at a time: {loop:,.0f} configs/s (the same engine, Deployment.run per configuration)")
     print(f"vectorised / one at a time: {vec / loop:,.0f}x")
-    if peer:
+    peer = peer_fit = None
+    if "peer" in got:
+        runs = got["peer"]
+        peer = rates((r["configs"], r["seconds"]) for r in runs)
+        peer_fit = statistics.median(r["fit"] / r["fit_seconds"] if r["fit"] else float("nan") for r in runs)
         print(f"llm-analysis: {peer:,.0f} configs/s over all configs, {peer_fit:,.0f} configs/s over the "
-              f"{fit_share:.0%} it finds fit ({how}, llm-analysis 0.2.2 in benchmarks/.venv-peers)")
+              f"{runs[0]['fit'] / runs[0]['configs']:.0%} it finds fit (median of 3 interleaved rounds of "
+              f"{runs[0]['configs']} configs, llm-analysis 0.2.2 in benchmarks/.venv-peers)")
         print(f"full engine / llm-analysis: {vec / peer_fit:,.0f}x over the configs it answers (the figure quoted; "
               f"the engine's rate is the same for every point), {vec / peer:,.0f}x over all, its refusals included")
     else:
-        print(f"llm-analysis: {how}")
+        print("llm-analysis: not run: bash benchmarks/peers_env.sh first")
     t, n_lay, n_b, ok = plan_kimi()
     print(f"plan kimi-k2-instruct on 1,152 GB200 (gb200-nvl72): {n_lay} valid layouts x {n_b} batches at 8k: "
           f"{t * 1e3:,.0f} ms in process (median of 3; {ok} batches fit)")
