@@ -159,8 +159,9 @@ def test_a_simple_answer_validates_no_catalog_file_once_cached(tmp_path):
             for _ in range(2)]
     mods = [set(next(x for x in r.stderr.splitlines() if x.startswith("MODULES ")).split()[1:]) for r in runs]
     assert runs[0].stdout == runs[1].stdout and '"batch": 64' in runs[1].stdout
-    assert {"tokenomy.catalog.schema", "tokenomy.validation.schema"} <= mods[0]  # the first start validated
-    assert not {"tokenomy.catalog.schema", "tokenomy.validation.schema"} & mods[1]
+    schemas = {"tokenomy.catalog.schema", "tokenomy.validation.terms_schema"}  # the hardware's, the fitted terms'
+    assert schemas <= mods[0]  # the first start validated
+    assert not (schemas | {"tokenomy.validation.schema"}) & mods[1]
 
 
 def test_an_entry_records_the_validating_pydantic(catalog, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from tokenomy.catalog import loader
 from tokenomy.validation import anchors
 from tokenomy.validation.theta import SERVING_FIELDS
-from tokenomy.validation.schema import EfficiencyFile
+from tokenomy.validation.terms_schema import EfficiencyFile
 
 EFF = loader.ROOT / "efficiency"
 RANGES = tomllib.loads((EFF / "ranges.toml").read_text())

@@ -19,7 +19,7 @@ INTERFACE = {  # path:function or path:class -> why the users' word stays
     "answers/launch.py:launch_commands": "launch_commands(engine=...) (docs/deploy.md)",
     "validation/against.py:Setup": "a user's benchmark setup: the validation case's fields (--engine)",
 }
-FILE_FORMATS = ("catalog/schema/", "validation/schema.py")  # the TOML files' own field names
+FILE_FORMATS = ("catalog/schema/", "validation/schema.py", "validation/terms_schema.py")  # the TOML files' own field names
 
 
 def _commands(tree: ast.Module) -> set[str]:

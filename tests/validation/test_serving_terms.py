@@ -10,7 +10,7 @@ import numpy as np
 from tokenomy.catalog import loader
 from tokenomy.core.efficiency import Efficiency
 from tokenomy.validation import load
-from tokenomy.validation.schema import EfficiencyTerms
+from tokenomy.validation.terms_schema import EfficiencyTerms
 from tokenomy.validation.serving_terms import ENGINE_NAME, SERVING_FIELDS
 from tokenomy.validation.theta import Theta, gather
 

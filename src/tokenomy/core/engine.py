@@ -44,7 +44,7 @@ as an exponent is made a pure number, tokens/``units.TOKEN``).
 
 The engine in modules by meaning: core/lowering.py (a pass on a layout at a context, before its batch), core/work.py
 (the busiest chip's FLOPs, bytes and collectives at a batch), core/times.py (the critical path under an efficiency
-set), core/reasons.py (why a point has no time).
+set), core/pass_terms.py (what a pass costs, as the engine answers it), core/reasons.py (why a point has no time).
 No fast paths: the seven that skipped a term exactly 0 over the grid or narrowed an array (plus, affine, zero_of,
 first_code, fit without a mask, period of one kind of pass, an int8 bound) were each replaced by the formula they
 abbreviated in benchmarks/engine_fastpaths.py (at d947c137; CPU time, medians of interleaved rounds on this
@@ -61,8 +61,8 @@ from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
 from tokenomy.core.lowering import CacheTerms, Lowered, Pass, Precision, cache_terms, lower  # noqa: F401
 from tokenomy.core.reasons import BOUNDS, FIRST_POINT_REASON, FITS_REASON, REASONS, at, why_not  # noqa: F401
-from tokenomy.core.times import (Peaks, PassTerms, exposed_ep_s, exposed_host_s, kernel_terms,  # noqa: F401
-                                 times)
+from tokenomy.core.pass_terms import PassTerms
+from tokenomy.core.times import Peaks, exposed_ep_s, exposed_host_s, kernel_terms, times  # noqa: F401
 from tokenomy.core.work import (FP8_DISPATCH_SHARE, Work, batched, dispatch_combine_bytes,  # noqa: F401
                                 experts_touched, work)
 from tokenomy.specs import Topology

@@ -89,7 +89,7 @@ def poisson_tail(lam, k):
 
 def spill_share(others_per_step, prefill, last, room):
     """Open loop, P(spill): the chance that a request's last chunk does not finish in its step. The other prompts
-    that land in the same step are Poisson with mean λ (the open loop's R·E[T²]/E[T], steady_solve._step_times) and the
+    that land in the same step are Poisson with mean λ (the open loop's R·E[T²]/E[T], steady_steps.step_times) and the
     scheduler packs them FCFS, the request at a uniform place among them; each one ahead takes q = min(I, room) of
     the room, so the last r tokens spill into the next step when k* = floor((room − r)/q) + 1 or more are ahead:
     P = Σ_{K >= k*} Pois(K; λ)·(K + 1 − k*)/(K + 1) = P(K >= k*) − (k*/λ)·P(K >= k* + 1), since

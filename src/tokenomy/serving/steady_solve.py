@@ -1,6 +1,6 @@
 """The steady state of aggregated continuous batching from a step-time function alone, vectorised over workload
-points: ``solve`` (no Deployment; serving.steady runs it on the pass engine, validation on its cases' prepared work).
-
+points: ``solve`` (no Deployment; serving.steady runs it on the pass engine, validation on its cases' prepared work);
+the steps a point's requests see at its running batch: serving/steady_steps.py.
 
 Per point (means of the length distributions; I = ceil(ISL·(1−F)) prefill tokens computed per request, N_tok
 the token budget, t(B_d, P) one step of B_d decodes at context ISL + OSL/2 plus P prefill tokens,
@@ -29,7 +29,7 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA); plus
               for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
-              room and queues behind full-room chunks (_step_times); 0 for a closed loop (a client's next
+              room and queues behind full-room chunks (steady_steps.step_times); 0 for a closed loop (a client's next
               request lands at a step boundary); "together": all U prompts in the first steps, request j
               done after ceil(j·I/N_tok) prefill-only steps (whole prompts: ceil(j/k), k = floor(N_tok/I)
               a step), TTFT the mean of that (serving.first_wave)
@@ -44,13 +44,12 @@ capacity_limited when demand exceeds B_kv or max_batch, or the step's tokens B_d
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 
 from tokenomy.serving import first_wave
-from tokenomy.serving.engine_profile import budget_batch, prompt_slot
-from tokenomy.serving.prefill_queue import closed_loop_prompt, full_chunk_queue_s, gated_residual_s, spill_share
+from tokenomy.serving.engine_profile import budget_batch
+from tokenomy.serving.steady_steps import mean_step, step_times
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
 OPEN_LOOP_RTOL = 1e-10  # the running batch's convergence: a point's answer is the same alone or in a sweep to
@@ -74,28 +73,6 @@ class Points:
     whole_prompts: object = False
     request_overhead_s: object = 0.0
     poll_steps: object = 0.0  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
-
-
-class MeanStep(NamedTuple):
-    """A point's mean step (module docstring): the chunks of a prompt, the steps a request holds its slot, the
-    decodes B_d and prefill tokens P of the mean step."""
-
-    chunks: object
-    life: object
-    decodes: object
-    prefill: object
-
-
-def _mean_step(B, osl, I, budget, closed=False) -> MeanStep:
-    """(chunks, life, B_d, P) of the module docstring. A prompt's chunks take the room beside the decodes running
-    with it, at most B of them, B − 1 in a closed loop (the other clients: a lone client's 8192-token prompt is one
-    chunk under an 8192-token budget)."""
-    beside = np.maximum(B - 1.0, 0.0) if closed else B
-    chunks = np.ceil(I / np.maximum(budget - beside, 1.0))
-    life = chunks + osl - 1.0
-    B_d = B * (osl - 1.0) / life
-    P = np.minimum(B * I / life, np.maximum(budget - B_d, 0.0))
-    return MeanStep(chunks, life, B_d, P)
 
 
 @dataclass(frozen=True)
@@ -122,95 +99,6 @@ class Solved:
     reason: np.ndarray
 
 
-@dataclass(frozen=True)
-class StepTimes:
-    """The steps of a point (arrays over points), all at its B_d decodes."""
-
-    tpot_s: np.ndarray  # the mean step of a request's decode
-    mean_s: np.ndarray  # the mean step over all steps (a request's own prefill chunks included)
-    plain_s: np.ndarray  # a step without prefill
-    bound: np.ndarray  # of a step with prefill
-    reason: np.ndarray
-    residual_s: np.ndarray  # the rest of the step an arrival lands in
-    prefill_s: np.ndarray  # from a request's first prefill chunk to its first token
-    last_chunk_s: np.ndarray  # the step of its last chunk
-    served_prefill_s: object = None  # prefill_s less the open loop's wait behind full-room chunks (inf past capacity)
-
-
-def _step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=None) -> StepTimes:
-    """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
-    f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none. Its own chunks
-    precede its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks:
-    (B − 1)·c chunks in every ``life`` steps, a share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether
-    it runs or not: f_d = f); TPOT = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0) (8 users of 16k/256: 7 of the 8 prompts'
-    chunks land in a request's decode). (A mean step t(B_d, P) would overstate it where t is concave in P, as a
-    one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
-    Residual: an arrival lands in a step chosen by its length (the inspection paradox), so the rest of that step
-    is E[T²]/(2·E[T]) = [f·t_h² + (1 − f)·t_p²]/(2·E[T]), E[T] = f·t_h + (1 − f)·t_p the mean step, not TPOT/2;
-    an open loop's prompts of one chunk: E[T²] as gated batch service makes it (prefill_queue.gated_residual_s: the
-    prompts that arrived during a step share the next, so a long step makes the next long).
-    Prefill (``prefill``; else zeros): c − 1 full chunks of the room the decodes beside it leave (N_tok − B_d; a
-    closed loop's N_tok − B_d·(B − 1)/B, the other clients'), then the last r = I − (c − 1)·room tokens beside the
-    prompts that share its step. Closed loop (clients arrive at step boundaries; a lone client shares with no one): the others'
-    mean prefill P·(B − 1)/B up to the step's slot (the room, or for an engine that does not chunk floor(room/I)
-    whole prompts, scheduler.prompt_slot: one 4096-token prompt ahead under an 8192-token budget holds the next a
-    step even where the tokens would fit), then pushed back by the prompts ahead of it and filled by those behind
-    (prefill_queue.closed_loop_prompt), each extra step t(B_d, 0) and each extra token the chord
-    (t(B_d, room) − t(B_d, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
-    (t(B_d, L) − t(B_d, 0))/L at its load L = min(P/f, N_tok − B_d) (the step is near linear in its prefill tokens
-    past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
-    in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
-    after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
-    room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s).
-    ``many``: the step function's (solve), ``mean``: the point's mean step at B running (_mean_step)."""
-    chunks, life, B_d, P = mean
-    I, budget, whole_prompts = pts.prefill, pts.budget, pts.whole_prompts
-    f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
-    # a closed loop's others are the B − 1 other clients; Poisson arrivals come at R whether it runs or not
-    others_share = np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else 1.0
-    f_d = f * others_share
-    # the room a prompt's chunks take: beside the decodes running with it (a closed loop's: the other clients')
-    room = np.maximum(budget - B_d * others_share, 1.0)
-    r = I - (chunks - 1.0) * room
-    closed_others = P * others_share
-    closed = prefill and rate is None
-    full = prefill and bool(np.any(chunks > 1))  # some prompts take full-room chunks before their last
-    loads = [np.minimum(P / f, np.maximum(budget - B_d, 0.0)), np.zeros_like(P)] + ([room] if full else [])
-    if closed:  # the closed loop's last-chunk step rides in the same engine call
-        slot = prompt_slot(room, I, whole_prompts)  # what a step's prefill can take: the room, or whole prompts
-        loads += [np.minimum(r + closed_others, slot)]
-    out = many(B_d, loads)
-    (heavy, bound, reason), plain = out[0], out[1][0]
-    tpot = f_d * heavy + (1.0 - f_d) * plain
-    mean = f * heavy + (1.0 - f) * plain
-    residual = (f * heavy ** 2 + (1.0 - f) * plain ** 2) / (2.0 * np.maximum(mean, 1e-30))
-    if prefill and rate is not None:  # open loop, one-chunk prompts: steps as batch service makes them
-        prompt_s = (heavy - plain) * I / np.maximum(loads[0], 1.0)  # a prompt's share of a prefill step
-        gated = gated_residual_s(plain, mean, prompt_s, rate)
-        residual = np.where((chunks <= 1.0) & np.isfinite(gated), gated, residual)
-    if not prefill:
-        zero = np.zeros_like(tpot)
-        return StepTimes(tpot, mean, plain, bound, reason, residual, zero, zero)
-    t_full = out[2][0] if full else 0.0
-    if closed:
-        t_last = out[-1][0]
-        pf = (chunks - 1.0) * t_full + t_last
-        extra, tokens = closed_loop_prompt(closed_others / np.maximum(I, 1.0), I, slot, chunks, B - 1.0)
-        counted = (chunks - 1.0) * room + np.minimum(r + closed_others, slot)  # the tokens pf already times
-        # the step's seconds a prefill token: the chord to a full room where the prompt takes one, else to the
-        # prefill step a request decodes beside (I/c tokens; per point, so a sweep's pieces agree)
-        per_token = np.where(chunks > 1, (t_full - plain) / room, (heavy - plain) / np.maximum(loads[0], 1.0))
-        pf = pf + extra * plain + per_token * (tokens - counted)
-    else:  # the co-arrivals depend on the steps just timed: one more engine call
-        others = np.minimum(rate * I * 2.0 * residual, room)
-        t_last = many(B_d, [np.minimum(r + others, room)])[0][0]
-        spill = spill_share(others / np.maximum(I, 1.0), I, r, room)
-        served = (chunks - 1.0) * t_full + (1.0 + spill) * t_last
-        pf = served + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
-        return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last, served)
-    return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last)
-
-
 def _littles_law(many, pts: Points, cap):
     """The running batch of an open loop: the smallest root of B = g(B) = min(max(R·L(B), 1), cap), L(B) the time a
     request spends in the engine with B running (the rest of the step it lands in, its prefill, OSL − 1 decode
@@ -222,7 +110,7 @@ def _littles_law(many, pts: Points, cap):
     load, osl = pts.load, pts.osl
 
     def g(B_o):
-        st = _step_times(many, pts, B_o, _mean_step(B_o, osl, pts.prefill, pts.budget), rate=load)
+        st = step_times(many, pts, B_o, mean_step(B_o, osl, pts.prefill, pts.budget), rate=load)
         lifetime = st.residual_s + st.prefill_s + (osl - 1.0) * st.tpot_s
         return np.minimum(np.maximum(load * lifetime, 1.0), cap)
 
@@ -260,13 +148,13 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         B = np.minimum(load, cap)
     else:
         B = _littles_law(many, pts, cap)
-    mean = _mean_step(B, osl, I, budget, closed)
+    mean = mean_step(B, osl, I, budget, closed)
     chunks, life, B_d, P = mean
     together = closed and arrivals == "together"
     if together:  # U prompts at once: prefill-only steps, then U decodes per step
         B_d, P = B, np.zeros_like(B)
         mean = mean._replace(decodes=B_d, prefill=P)
-    st = _step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
+    st = step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
     if together:  # the first wave's staircase (serving.first_wave: whole prompts k a step, or chunks of N_tok)

@@ -26,7 +26,8 @@ from tokenomy.validation.metrics import optimism, signed_error
 from tokenomy.validation.predict import bound_names, predict_serving
 from tokenomy.validation.theta import gather, roofline_theta
 from tokenomy.validation.prepare import prepare_serving
-from tokenomy.validation.schema import EfficiencyTerms, ServingCase, Source
+from tokenomy.validation.schema import ServingCase, Source
+from tokenomy.validation.terms_schema import EfficiencyTerms
 
 CASE_METRIC = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "itl_s": "tpot_s", "output_tokens_per_s": "throughput_per_chip"}
 SHOWN = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "itl_s": "itl_s", "output_tokens_per_s": "throughput_per_chip"}

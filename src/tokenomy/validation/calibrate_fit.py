@@ -31,7 +31,7 @@ from tokenomy.validation.theta import SERVING_FIELDS, term  # noqa: F401
 from tokenomy.validation.prepare import Serving
 from tokenomy.validation.train_fit import fit_training
 from tokenomy.validation.train_predict import Training, predict_training
-from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
+from tokenomy.validation.terms_schema import EfficiencyFile, EfficiencyTerms
 
 START = EfficiencyTerms(flops_fraction_max=0.7, gemm_half_tokens=64.0, hbm_fraction=0.75, step_overhead_s=1e-3,
                         kernel_overhead_s=3e-6, sequence_overhead_s=2e-6, overlap_loss=0.3, kv_hbm_fraction=0.75, narrow_flops_ratio=0.8,

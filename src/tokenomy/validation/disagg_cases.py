@@ -31,7 +31,8 @@ from tokenomy.serving.disagg import DisaggLoad, PoolDoesNotFit, disagg
 from tokenomy.units import CHECKPOINT
 from tokenomy.validation.load import Case
 from tokenomy.validation.case_setup import case_profile
-from tokenomy.validation.schema import EfficiencyTerms, Pool, ServingCase
+from tokenomy.validation.schema import Pool, ServingCase
+from tokenomy.validation.terms_schema import EfficiencyTerms
 from tokenomy.validation.theta import SERVING_FIELDS, Theta, term
 
 

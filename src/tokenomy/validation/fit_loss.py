@@ -14,7 +14,7 @@ from tokenomy.validation import anchors
 from tokenomy.validation.metrics import pseudo_huber
 from tokenomy.validation.predict import predict_serving
 from tokenomy.validation.prepare import Serving
-from tokenomy.validation.schema import EfficiencyTerms
+from tokenomy.validation.terms_schema import EfficiencyTerms
 from tokenomy.validation.theta import SERVING_FIELDS, Theta, term
 
 FRACTIONS = {"narrow_flops_ratio", "flops_fraction_max", "hbm_fraction", "kv_hbm_fraction", "link_fraction", "overlap_loss",

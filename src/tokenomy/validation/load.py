@@ -1,6 +1,6 @@
 """Read the validation catalog and the fitted efficiency files; the declared train/test split.
 
-pydantic (validation/schema.py) is imported only where a file is validated: ``efficiency_set``, the one thing a
+pydantic (validation/schema.py, terms_schema.py) is imported only where a file is validated: ``efficiency_set``, the one thing a
 simple answer asks of this module, comes from the validated-value cache (catalog/cache.py) while its file is
 unchanged.
 """
@@ -16,8 +16,8 @@ from tokenomy.core.efficiency import Efficiency
 from tokenomy.validation.serving_terms import efficiency_kwargs
 
 if TYPE_CHECKING:
-    from tokenomy.validation.schema import (EfficiencyFile, ServingCase, SplitRule, Skipped, Source, TrainingCase,
-                                            ValidationFile)
+    from tokenomy.validation.schema import ServingCase, Skipped, Source, TrainingCase, ValidationFile
+    from tokenomy.validation.terms_schema import EfficiencyFile, SplitRule
 
 CASES, EFF = "validation", "efficiency"  # catalog/validation/*.toml (one source each), catalog/efficiency/*.toml
 
@@ -59,7 +59,7 @@ def _read(kind: str, stem: str, schema, raw: bytes | None = None):
 
 @lru_cache(maxsize=1)
 def split_rule() -> SplitRule:
-    from tokenomy.validation.schema import SplitRule
+    from tokenomy.validation.terms_schema import SplitRule
 
     return _read(EFF, "split", SplitRule)
 
@@ -106,7 +106,7 @@ def skipped() -> list[tuple[Source, Skipped]]:
 
 
 def efficiency_file(chip: str) -> EfficiencyFile | None:
-    from tokenomy.validation.schema import EfficiencyFile
+    from tokenomy.validation.terms_schema import EfficiencyFile
 
     return _read(EFF, chip, EfficiencyFile) if loader.catalog_path(EFF, chip).is_file() else None
 
@@ -115,7 +115,7 @@ def _efficiency_read(chip: str) -> tuple[EfficiencyFile, cache.Sources]:
     """The chip's fitted terms, else those of the chip on the same die (catalog chips' same_die_as: an export variant
     runs the same kernels), else the pooled fit, and the bytes they were validated from (the files passed over
     recorded absent, so adding one is seen)."""
-    from tokenomy.validation.schema import EfficiencyFile
+    from tokenomy.validation.terms_schema import EfficiencyFile
 
     own, pooled = loader.catalog_path(EFF, chip), loader.catalog_path(EFF, "pooled")
     die = loader.chip_file(chip).same_die_as if chip in loader.chip_names() else ""

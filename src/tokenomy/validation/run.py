@@ -16,7 +16,7 @@ from tokenomy.validation.predict import bound_names, predict_serving
 from tokenomy.validation.theta import gather, roofline_theta
 from tokenomy.validation.prepare import METRIC_CODE, Serving, prepare_serving
 from tokenomy.validation.train_predict import TRAIN_FIELDS, Training, predict_training, prepare_training
-from tokenomy.validation.schema import EfficiencyFile, EfficiencyTerms
+from tokenomy.validation.terms_schema import EfficiencyFile, EfficiencyTerms
 
 METRIC_NAMES = {v: k for k, v in METRIC_CODE.items()}
 

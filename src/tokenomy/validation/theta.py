@@ -10,8 +10,8 @@ import numpy as np
 
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
 from tokenomy.validation.prepare import Serving
-from tokenomy.validation.schema import EfficiencyTerms
 from tokenomy.validation.serving_terms import ENGINE_NAME, SERVING_FIELDS, efficiency_kwargs
+from tokenomy.validation.terms_schema import EfficiencyTerms
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from tokenomy.core.memory import TrainBytes
 from tokenomy.units import dtype_bytes
 from tokenomy.core.training import Lowering, TrainPlan, lower_step
 from tokenomy.validation.load import Case
-from tokenomy.validation.schema import EfficiencyTerms, TrainingCase
+from tokenomy.validation.schema import TrainingCase
+from tokenomy.validation.terms_schema import EfficiencyTerms
 
 TRAIN_FIELDS = ("train_flops_fraction", "train_other_dense", "train_other_moe", "train_expert_half_width",
                 "train_other_moe_fused", "train_moe_sync_s", "train_moe_layer_s", "train_fp4_flops_ratio",

@@ -23,7 +23,7 @@ from tokenomy.validation import anchors
 from tokenomy.validation.calibrate_fit import FRACTIONS, RIDGE_CHIP, START, fit_serving, log_residuals
 from tokenomy.validation.theta import SERVING_FIELDS, term
 from tokenomy.validation.prepare import Serving
-from tokenomy.validation.schema import EfficiencyTerms
+from tokenomy.validation.terms_schema import EfficiencyTerms
 
 MOVE_LOGIT = 0.25
 MOVE_TIMES = 1.5

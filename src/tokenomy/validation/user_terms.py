@@ -1,7 +1,7 @@
 """A user's calibrated efficiency terms: the file `tokenomy calibrate --from` writes and `--efficiency FILE.toml`
 reads back into decode, serve and validate. Never written into the package catalog.
 
-The file is the catalog's efficiency-file schema (schema.EfficiencyFile: chip, source, fitted, split rule, every
+The file is the catalog's efficiency-file schema (terms_schema.EfficiencyFile: chip, source, fitted, split rule, every
 term, the cases fitted on, the in-sample error) plus what a user fit must say about itself: which terms it
 refitted (the rest are the catalog's for the chip), the benchmark file, the held-out error before and after, and
 the range of the points outside which the refitted terms are untested. It is written whole or not at all (a
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from tokenomy.catalog import loader
 from tokenomy.core.efficiency import Efficiency
 from tokenomy.validation.load import _as_efficiency
-from tokenomy.validation.schema import EfficiencyFile
+from tokenomy.validation.terms_schema import EfficiencyFile
 
 SOURCE = "fitted: tokenomy calibrate --from (the user's benchmark file named in from_file)"
 
