@@ -174,8 +174,7 @@ def engine_eager_prefill(name: str) -> float:
 
     def build():
         f, raw = _file("engines", stem)
-        e = 0.0 if f.prefill_launch is None else f.prefill_launch.eager_s_per_kernel
-        return e, {ROOT / "engines" / f"{stem}.toml": raw}
+        return f.eager_prefill_s_per_kernel, {ROOT / "engines" / f"{stem}.toml": raw}
     return cache.cached(("engine-eager-prefill", stem, str(ROOT)), build)
 
 

@@ -73,8 +73,7 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
                          (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output,
                          f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0,
-                         eager_prefill_s_per_kernel=0.0 if f.prefill_launch is None
-                         else f.prefill_launch.eager_s_per_kernel, recv_interval=sch.recv_interval)
+                         eager_prefill_s_per_kernel=f.eager_prefill_s_per_kernel, recv_interval=sch.recv_interval)
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -100,6 +100,13 @@ class EngineFile(BaseModel):
     frontend: EngineFrontend | None = None  # None: the prompt's host time is not modelled
     prefill_launch: EnginePrefillLaunch | None = None  # None: prompt passes charged no eager launch time
 
+    @property
+    def eager_prefill_s_per_kernel(self) -> float:
+        """e: host seconds per kernel of a pass carrying prompt tokens that the engine launches eagerly
+        ([prefill_launch] eager_s_per_kernel), 0 where the profile states none: the one reading of it (the
+        calibrated set's, catalog/loader.engine_eager_prefill, and the engine profile's, serving's profile_of)."""
+        return 0.0 if self.prefill_launch is None else self.prefill_launch.eager_s_per_kernel
+
 class EngineFlag(BaseModel):
     """One tokenomy setting as an engine takes it: a command-line flag (``name``), a key of its YAML config file
     (``key``, a dotted path), or both; ``format`` says what value it takes and ``values`` maps tokenomy's spelling
