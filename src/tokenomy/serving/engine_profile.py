@@ -6,6 +6,7 @@
     step_budget     tokens one step carries: max_num_tokens, or a whole prompt beside the decodes where the engine
                     does not chunk prefill; pooled_limits over a layout's schedulers; budget_batch the running
                     sequences the budget sustains; prompt_slot the prefill tokens a step takes
+    poll_steps      the decode steps a request waits for the scheduler's next receive; poll_wait_s those seconds
     scheduler_ranks the engine schedulers a layout runs: dp·ep under attention-DP (each attention rank batches
                     its own sequences, SGLang/TensorRT-LLM wide EP), else dp
 """
@@ -92,6 +93,15 @@ def poll_steps(prof: EngineProfile):
     decode): InferenceX's DeepSeek-R1 FP8 on 8 x B300 (SGLang 0.5.12, R = 10 below 16 clients, 30 from 16) measures
     TTFT 71 ms at 1 client, 117 ms at 2 (4.5 steps of ~7.6 ms), and 146 -> 312 ms from 8 to 16 clients (R 10 -> 30)."""
     return (float(prof.recv_interval) - 1.0) / 2.0
+
+
+def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
+    """W = P·min(1, n)·t: the wait of a request for the scheduler's next receive, P = ``poll_steps`` ((R − 1)/2
+    decode steps, ``poll_steps`` above: SGLang's SchedulerRecvSkipper) of ``step_s`` each where others decode as it
+    lands, n of them: the B − 1 other clients in a closed loop, all B running by PASTA in an open one (Poisson
+    arrivals see the time average). An idle engine spins through its loop and receives at once (n = 0: no wait)."""
+    others = np.clip(np.asarray(batch, float) - (1.0 if closed else 0.0), 0.0, 1.0)
+    return poll_steps * others * step_s
 
 
 def overlaps(overlap_since: str | None, version: str, two_batch_overlap: bool) -> tuple[float, float]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.serving import first_wave
+from tokenomy.serving.engine_profile import poll_wait_s
 from tokenomy.serving.steady import Solved
 
 
@@ -77,7 +78,7 @@ def wave_figures(step, w: Waves, stag: Solved, tog: Solved) -> WaveFigures:
     group_ttft = (full * g * heavy + r * rest) / B  # each request's group, weighted by its size
     fixed = np.asarray(w.fixed, bool)
     # the scheduler's next receive (steady.solve: stag's TTFT holds it at its own plain step)
-    poll = w.poll_steps * np.clip(B - 1.0, 0.0, 1.0) * np.where(fixed, plain, stag.plain_step_s)
+    poll = poll_wait_s(w.poll_steps, B, np.where(fixed, plain, stag.plain_step_s))
     locked_ttft = np.where(one_step, tog.chunk_step_s, group_ttft) + poll + o_req
     others = (full - 1.0) * heavy + np.where(r > 0, rest, 0.0)  # the other groups' prefill steps in its decode
     locked_tpot = np.where(one_step, plain, (others + (O - S) * plain) / np.maximum(O - 1.0, 1.0))

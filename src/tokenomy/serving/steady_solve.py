@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tokenomy.serving import first_wave
-from tokenomy.serving.engine_profile import budget_batch
+from tokenomy.serving.engine_profile import budget_batch, poll_wait_s
 from tokenomy.serving.steady_steps import mean_step, step_times
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -166,8 +166,7 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         chunks = first_wave.steps_to(B, I, budget, whole)
     else:
         # + the scheduler's next receive, where others decode when it lands (an idle engine receives at once)
-        others = np.clip(B - 1.0, 0.0, 1.0) if closed else np.clip(B, 0.0, 1.0)
-        wait = (0.0 if closed else st.residual_s) + pts.poll_steps * others * t_plain
+        wait = (0.0 if closed else st.residual_s) + poll_wait_s(pts.poll_steps, B, t_plain, closed)
         ttft0 = wait + pf
         p50 = p99 = ttft0
     in_engine = ttft0 + (osl - 1.0) * tpot  # Little's law counts the time inside the engine
