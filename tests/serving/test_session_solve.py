@@ -12,10 +12,10 @@ from tokenomy.answers.engines import engine_profile
 from tokenomy.answers.resolve import deployment
 from tokenomy.core.layout import Layout
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
-from tokenomy.serving.kv_capacity import engine_tokens, kv_tokens
+from tokenomy.serving.kv_capacity import kv_capacity, kv_sequences, kv_tokens
 from tokenomy.serving.kv_che import characteristic_time
 from tokenomy.serving.replicas import one_replica
-from tokenomy.serving.scheduler import StepTimer
+from tokenomy.serving.scheduler import StepTimer, scheduler_ranks
 from tokenomy.serving.session_state import pool_tokens
 from tokenomy.serving.sessions import Agentic, MultiTurn, generate
 from tokenomy.serving.sim_sessions import prefill_context_tokens, simulate_sessions
@@ -127,16 +127,25 @@ def test_the_simulators_prefill_context_is_what_its_computed_tokens_attend(one_h
 
 @pytest.mark.parametrize("kv_batch,tp", [(True, 8), (False, 8)])
 def test_a_shared_prefix_batch_stops_where_the_pass_engine_stops_timing(kv_batch, tp):
-    """kv_capacity.engine_tokens (the cap on B_kv with a shared prefix) against the pass engine's own fit: at the
-    mean context of DeepSeek-V3's default agentic turn on a GB200 NVL72 replica, floor(engine_tokens/ctx) sequences
-    are timed and one more is not (core/times.py: weights + KV + activations over the usable HBM)."""
+    """B_kv with a shared prefix (kv_capacity: the prefix held once, so more sequences than without it) is capped
+    where the pass engine, which counts every sequence's KV in full, stops timing: at the mean context of DeepSeek-V3's
+    default agentic turn on a GB200 NVL72 replica, B_kv decodes beside a full token budget of prefill are timed and
+    one more is not (core/times.py: weights + KV + activations over the usable HBM); without the cap the shared
+    prefix would claim more (the sequences' own blocks alone)."""
     dep = one_replica(deployment("deepseek-v3", "gb200-nvl72", layout=Layout(tp=tp, dp=9, kv_batch=kv_batch)))
     prof = engine_profile("vllm", tp)
     tt = turn_types(Agentic())
-    isl, osl = tt.mean(tt.isl), tt.mean(tt.osl)
+    isl, osl = np.array([tt.mean(tt.isl)]), np.array([tt.mean(tt.osl)])
     ctx = isl + osl / 2.0
-    kv = kv_tokens(dep, prof, np.array([isl + osl]), np.array([isl]))
-    n = int(np.floor(float(np.ravel(engine_tokens(dep, prof, kv))[0]) / ctx))
-    step = StepTimer(dep, np.array([ctx]), np.array([isl]), None, (1,))
-    reason = [int(step.many(np.array([float(b)]), [np.array([2000.0])])[0][2][0]) for b in (n, n + 1)]
+    shared, _ = kv_capacity(dep, prof, isl, osl, tt.shared_tokens)
+    alone, _ = kv_capacity(dep, prof, isl, osl)
+    n = int(shared[0])
+    L = np.ceil((isl + osl) / prof.block_size) * prof.block_size
+    prefix = np.floor(tt.shared_tokens / prof.block_size) * prof.block_size
+    kv = kv_tokens(dep, prof, L, isl)
+    uncapped = kv_sequences(dep, kv._replace(tokens=kv.tokens - prefix), L - prefix)  # the own blocks alone
+    assert alone[0] < n < uncapped[0]  # the prefix counted once gains sequences, the engine's fit caps them
+    step = StepTimer(dep, ctx, isl, None, (1,))
+    full_step = prof.max_num_tokens * scheduler_ranks(dep.layout)  # every scheduler's budget, B of it decodes
+    reason = [int(step.many(np.array([float(b)]), [np.array([full_step - b])])[0][2][0]) for b in (n, n + 1)]
     assert n > 10 and reason[0] == 0 and reason[1] != 0

@@ -62,7 +62,8 @@ from tokenomy.core.layout import Layout
 from tokenomy.core.lowering import CacheTerms, Lowered, Pass, Precision, cache_terms, lower  # noqa: F401
 from tokenomy.core.reasons import BOUNDS, FIRST_POINT_REASON, FITS_REASON, REASONS, at, why_not  # noqa: F401
 from tokenomy.core.pass_terms import PassTerms
-from tokenomy.core.times import Peaks, exposed_ep_s, exposed_host_s, kernel_terms, times  # noqa: F401
+from tokenomy.core.times import (Peaks, exposed_ep_s, exposed_host_s, hbm_left_bytes, kernel_terms,  # noqa: F401
+                                 over_hbm, times, usable_hbm_bytes)
 from tokenomy.core.work import (FP8_DISPATCH_SHARE, Work, batched, dispatch_combine_bytes,  # noqa: F401
                                 experts_touched, work)
 from tokenomy.specs import Topology

@@ -154,6 +154,26 @@ def eager_prompt_s(w: Work, eff: Efficiency):
     return np.where(prompt, e * w.stage_kernels, 0.0)
 
 
+def usable_hbm_bytes(peaks: Peaks, eff: Efficiency = ROOFLINE):
+    """The HBM per chip that weights + KV + activations may fill: the chip's (the driver-exposed bytes,
+    Deployment.peaks) times the set's usable share."""
+    return peaks.hbm_bytes * eff.hbm_usable_fraction
+
+
+def hbm_left_bytes(w: Work, hbm_bytes):
+    """The pass engine's one fit rule: ``hbm_bytes`` (``usable_hbm_bytes``) − (weights + KV) − activations per chip,
+    the per-batch parts summed first (the activations are per load); the pass fits where it is >= 0. ``times`` masks
+    the points below with FITS_REASON (``over_hbm``), and the serving side asks it for the batch the engine times
+    (serving/kv_capacity.engine_sequences)."""
+    return hbm_bytes - (w.weight_bytes_per_chip + w.kv_bytes_per_chip) - w.act_bytes_per_chip
+
+
+def over_hbm(w: Work, hbm_bytes):
+    """Where a pass does not fit: ``hbm_left_bytes`` < 0 (the sign of a float difference is exact: the same points
+    as activations > HBM − (weights + KV))."""
+    return hbm_left_bytes(w, hbm_bytes) < 0
+
+
 def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> PassTerms:
     """Time a lowered pass under an efficiency set: stage terms, pass period, binding term, fit (module
     docstring). Every time gets ``nan`` (0, or NaN where the point is invalid or does not fit) added once."""
@@ -161,10 +181,8 @@ def times(w: Work, topo: Topology, peaks: Peaks, eff: Efficiency = ROOFLINE) -> 
     memory_s = weights_read_s + kv_s + act_s
     ring_share = 1.0 if eff.nccl_link_fraction is None else _f(eff.nccl_link_fraction) / _f(eff.link_fraction)
     tp_comm, ep_all = _comms_s(w, _calibrated(topo, eff), ring_share)
-    hbm = peaks.hbm_bytes * eff.hbm_usable_fraction
-    # weights + KV + activations > HBM, the per-batch parts summed first (the activations are per load)
-    over_hbm = w.act_bytes_per_chip > hbm - (w.weight_bytes_per_chip + w.kv_bytes_per_chip)
-    reason = np.where(np.asarray(w.structure) != 0, w.structure, np.where(over_hbm, FITS_REASON, 0))
+    hbm = usable_hbm_bytes(peaks, eff)
+    reason = np.where(np.asarray(w.structure) != 0, w.structure, np.where(over_hbm(w, hbm), FITS_REASON, 0))
     nan = np.where(reason == 0, 0.0, np.nan)  # every time gets it: NaN where the point is invalid or over HBM
     sm_share = _sm_share(w, eff)
     ep_comm = exposed_ep_s(ep_all, np.maximum(compute_s, memory_s), _f(eff.ep_overlap), sm_share,  # under the other's

@@ -54,19 +54,24 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVC
         per_tok, slots, w = (np.broadcast_to(x, L_all.shape) for x in (per_tok, slots, w))
     else:
         per_tok, slots, w = (np.reshape(np.broadcast_to(x, L.shape)[back], L_all.shape) for x in (per_tok, slots, w))
-    # each scheduler's largest step, per point: the token budget, which an engine admitting whole prompts sizes to
-    # hold one (step_budget; ``isl``: the prompts served, None: the budget as configured): its activations are
-    # reserved before the cache is sized (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's
-    # free_gpu_memory_fraction is of the memory left after weights and activations at max_num_tokens)
-    step_tokens = step_budget(prof, isl) if isl is not None else float(prof.max_num_tokens)
-    one_budget = uniform_value(step_tokens)  # mostly one budget for all the points: the engine's pass at a number
-    step_tokens = step_tokens if one_budget is None else one_budget
-    budget = np.asarray(step_tokens, float) * scheduler_ranks(dep.layout) * lo.microbatches
+    budget = largest_step_tokens(dep, prof, isl, lo.microbatches)
     act = np.asarray(engine.batched(dep.lower(1.0), lo.dp, prefill_tokens=budget).act_bytes_per_chip, float)
     hbm, f = float(dep.peaks.hbm_bytes), prof.hbm_fraction
     free = f * hbm - w - act if prof.fraction_of == "total" else f * (hbm - w - act)
     free = np.broadcast_to(free, L_all.shape)
     return KVCapacity(np.maximum(free, 0.0) / per_tok, per_tok, free, slots)
+
+
+def largest_step_tokens(dep: Deployment, prof: EngineProfile, isl, microbatches):
+    """The prefill tokens of every scheduler's largest step, over the deployment: its token budget, which an engine
+    admitting whole prompts sizes to hold one (step_budget; ``isl``: the prompts served, None: the budget as
+    configured), times the schedulers and the micro-batches. Its activations are reserved before the cache is sized
+    (vLLM profiles a forward pass at max_num_batched_tokens; TensorRT-LLM's free_gpu_memory_fraction is of the memory
+    left after weights and activations at max_num_tokens)."""
+    step_tokens = step_budget(prof, isl) if isl is not None else float(prof.max_num_tokens)
+    one_budget = uniform_value(step_tokens)  # mostly one budget for all the points: the engine's pass at a number
+    step_tokens = step_tokens if one_budget is None else one_budget
+    return np.asarray(step_tokens, float) * scheduler_ranks(dep.layout) * microbatches
 
 
 def sequences_held(dep: Deployment, prof: EngineProfile, isl, osl):
@@ -85,7 +90,7 @@ def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.
     prompt and forks, turn_types.TurnTypes.shared_tokens); vLLM's block pool references a cached block instead of
     copying it (vllm/v1/core/block_pool.py), so it is held once per replica and each sequence's own blocks are
     L − shared: B_kv = kv_sequences(tokens − shared, L − shared), but no more than the pass engine times (it counts
-    each sequence's KV in full at the step's mean context ISL + OSL/2 against its usable HBM: engine_tokens), nor
+    each sequence's KV in full at the step's mean context ISL + OSL/2 against its usable HBM: engine_sequences), nor
     fewer than without sharing."""
     L = np.ceil((np.asarray(isl, float) + np.asarray(osl, float)) / prof.block_size) * prof.block_size
     kv = kv_tokens(dep, prof, L, isl)
@@ -95,21 +100,43 @@ def kv_capacity(dep: Deployment, prof: EngineProfile, isl, osl, shared_tokens=0.
     shared = shared_block_tokens(prof, shared_tokens)
     own = kv_sequences(dep, kv._replace(tokens=np.maximum(kv.tokens - shared, 0.0)), np.maximum(L - shared, 1.0))
     ctx = np.asarray(isl, float) + np.asarray(osl, float) / 2.0
-    timed = float(dep.layout.dp) * np.floor(engine_tokens(dep, prof, kv) / ctx)
-    return np.maximum(np.minimum(own, timed), full), kv.tokens
+    timed = engine_sequences(dep, prof, np.broadcast_to(ctx, np.shape(own)), isl, most=own)
+    return np.maximum(timed, full), kv.tokens
 
 
-def engine_tokens(dep: Deployment, prof: EngineProfile, kv: KVCapacity):
-    """The KV tokens per replica the pass engine's fit leaves (core/times.py: weights + KV + activations <= usable
-    HBM, eff.hbm_usable_fraction of it), where the engine reserves prof.hbm_fraction (kv_tokens): the weights and
-    activations are what kv_tokens' free bytes leave of its fraction. DeepSeek-V3 at tp8 on a GB200 NVL72 replica,
-    62.7k-token contexts: 184 sequences by it, and the engine times 184, not 185 (kv-batch dp9; 23 at tp8 alone)."""
-    hbm, f = float(dep.peaks.hbm_bytes), float(prof.hbm_fraction)
-    free = np.asarray(kv.free_bytes, float)
-    w_act = f * hbm - free if prof.fraction_of == "total" else hbm - free / f
-    usable = hbm * float(np.asarray(dep.eff.hbm_usable_fraction))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(free > 0, np.asarray(kv.tokens, float) * np.maximum(usable - w_act, 0.0) / free, 0.0)
+def engine_sequences(dep: Deployment, prof: EngineProfile, context, isl, most):
+    """The most sequences at ``context``, up to ``most``, that the pass engine times on ``dep``, by its own fit
+    (engine.hbm_left_bytes: the usable HBM less weights, KV and activations per chip, >= 0) on the step of B decodes
+    beside the prefill that fills every scheduler's largest step (largest_step_tokens: the most a steady step
+    carries, B_d + P <= N_tok). The KV per chip grows with B in whole sequences per replica, rank and shard: B is
+    found over whole numbers in [0, most] where ``most`` does not fit, each step at the secant's zero of the headroom
+    and the number after it (near linear in B: one step mostly), bisecting after three. Broadcasts over ``context``
+    and ``most``. DeepSeek-V3 tp8 on a GB200 NVL72 replica (kv-batch, dp9), 62.7k-token contexts: 184."""
+    ctx_all = np.asarray(context, float)
+    one = uniform_value(ctx_all)
+    lo = dep.lower(ctx_all if one is None else one)
+    tokens = largest_step_tokens(dep, prof, isl, lo.microbatches)
+    hbm = engine.usable_hbm_bytes(dep.peaks, dep.eff)
+
+    def left(B):  # the engine's headroom per chip on the step of B decodes (B stacked on a first axis)
+        return np.asarray(engine.hbm_left_bytes(engine.batched(lo, B, np.maximum(tokens - B, 0.0)), hbm), float)
+
+    high = np.array(np.broadcast_to(np.floor(np.asarray(most, float)), ctx_all.shape))
+    low = np.zeros_like(high)  # none timed, or the weights and activations alone fill the HBM: 0
+    left_low, left_high = left(np.stack([low, high]))
+    low = np.where(left_high >= 0, high, low)  # ``most`` fits: the engine times it all
+    for step in range(64):
+        if not np.any(high - low > 1.0):
+            break
+        secant = low + np.floor((high - low) * left_low / np.maximum(left_low - left_high, 1e-30))
+        guess = secant if step < 3 else np.floor((low + high) / 2.0)
+        mid = np.clip(guess, low + 1.0, np.maximum(high - 1.0, low + 1.0))
+        for B, room in zip((mid, mid + 1.0), left(np.stack([mid, mid + 1.0]))):  # the guess and the number after
+            inside = (B > low) & (B < high)
+            ok, bad = inside & (room >= 0), inside & (room < 0)
+            low, left_low = np.where(ok, B, low), np.where(ok, room, left_low)
+            high, left_high = np.where(bad, B, high), np.where(bad, room, left_high)
+    return low
 
 
 def kv_sequences(dep: Deployment, kv: KVCapacity, seq_tokens):
