@@ -26,6 +26,7 @@ from typing import Mapping
 import numpy as np
 
 from tokenomy.answers import inputs
+from tokenomy.answers.door import public_signature
 from tokenomy.answers.resolve import hardware_of, model_of
 from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
@@ -253,18 +254,8 @@ def _session_sweep(model, hardware, kw: dict):
                          serving_engine=named.get("engine", SETTINGS["engine"]), **extra, **layout_kw, **kw)
 
 
-def _signature():
-    """help(tk.sweep): model, hardware, the axes and the settings by name, out and client, then any other axis."""
-    import inspect
-
-    P = inspect.Parameter
-    own = list(inspect.signature(sweep).parameters.values())
-    named = [P(k, P.KEYWORD_ONLY, default=None) for k in AXES] + [P(k, P.KEYWORD_ONLY, default=v)
-                                                                  for k, v in SETTINGS.items()]
-    return inspect.Signature(own[:-1] + named + own[-1:])
-
-
-sweep.__signature__ = _signature()
+# help(tk.sweep): model, hardware, out and client, then the axes and the settings by name (the doors' rule)
+sweep.__signature__ = public_signature(sweep, {**dict.fromkeys(AXES), **SETTINGS})
 
 
 __all__ = ["sweep", "spec_of", "run", "chunks", "CATEGORICAL", "Grid"]
