@@ -24,8 +24,7 @@ import numpy as np
 from tokenomy.validation import anchors
 from tokenomy.validation import nelder_mead as nm
 from tokenomy.validation.fit_loss import (  # noqa: F401  (re-exported: callers write cf.<name>)
-    FRACTIONS, MAX_STACKED_CASES, MAX_STACKS, NAN_RESIDUAL, SOFT_SCALE, Problem, _from_z, _ranges, _scale, _Stack,
-    _theta, _to_z, _weights, case_anchors, log_residuals, losses, problem)
+    FRACTIONS, Problem, _to_z, case_anchors, log_residuals, losses, problem)
 from tokenomy.validation.load import Case, split_rule
 from tokenomy.validation.theta import SERVING_FIELDS, term  # noqa: F401
 from tokenomy.validation.prepare import Serving
