@@ -31,20 +31,14 @@ import re
 from tokenomy.answers.input_bounds import (  # noqa: F401  (re-exported: callers write inputs.<name>)
     DEGREE, FIELDS, MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, MAX_WHOLE, PARAMS, POOL, SECONDS, SHARE, UTILISATION, Field,
     field_of, help_text, readable)
+from tokenomy import refusal
+from tokenomy.refusal import InputError  # noqa: F401  (re-exported: callers write inputs.InputError)
 
 SUFFIXES = {"k": 2**10, "m": 2**20, "g": 2**30}  # 128k = 131,072 tokens: how context lengths are quoted
 MAX_VALUES = 1 << 20  # values in one list or range (a sweep axis of a million contexts; the web asks fewer)
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?([kKmMgG]?)")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _STEP = re.compile(r"(.*?)(log)?", re.IGNORECASE)
-
-
-class InputError(ValueError):
-    """A refused user value, tied to the field that carries it ('context: ...')."""
-
-    def __init__(self, field: str, msg: str):
-        super().__init__(f"{field}: {msg}")
-        self.field, self.msg = field, msg
 
 
 def _count(name: str, text: str, f: Field | None = None) -> float:
@@ -264,8 +258,6 @@ def within_memory(name: str, count: int, bytes_each: float, what: str) -> None:
 
 
 def choice(name: str, value, allowed) -> str:
-    """One of ``allowed`` names (dtypes, engines, methods, ...), the refusal listing them."""
-    v = value.strip() if isinstance(value, str) else value
-    if v not in tuple(allowed):
-        raise InputError(name, f"{str(value)[:40]!r} is not allowed; allowed: {', '.join(map(str, allowed))}")
-    return v
+    """One of ``allowed`` names (dtypes, engines, methods, ...), as the grammar reads it (surrounding spaces
+    dropped), the refusal listing them (refusal.choice: the core's checks refuse the same way)."""
+    return refusal.choice(name, value.strip() if isinstance(value, str) else value, allowed)

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.refusal import choice
+
 ATTENTION_KERNELS = ("fused", "fa2")
 FA2_PEAK_SHARE = 0.35  # FlashAttention-2's share of the H100 BF16 peak (module docstring)
 
 
 def check_attention_kernel(kernel: str) -> str:
-    if kernel not in ATTENTION_KERNELS:
-        raise ValueError(f"attention_kernel: {kernel!r}; allowed: {', '.join(ATTENTION_KERNELS)}")
-    return kernel
+    return choice("attention_kernel", kernel, ATTENTION_KERNELS, "an attention kernel")
 
 
 def kernel_attention_s(kernel: str, attention_16_s):

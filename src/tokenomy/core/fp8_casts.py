@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.arch.model import ModelArch
+from tokenomy.refusal import choice
 
 FP8_SCALINGS = ("fused", "tensorwise")
 ACT_BYTES_PER_ELEM = 4.0  # amax fused with the previous op, bf16 read + row- and column-major float8 written
@@ -32,9 +33,7 @@ ACHIEVABLE_HBM = 0.92  # torchao roofline_utils: pointwise Triton kernels reach 
 
 
 def check_fp8_scaling(scaling: str) -> str:
-    if scaling not in FP8_SCALINGS:
-        raise ValueError(f"fp8_scaling: {scaling!r}; allowed: {', '.join(FP8_SCALINGS)}")
-    return scaling
+    return choice("fp8_scaling", scaling, FP8_SCALINGS, "an FP8 scaling")
 
 
 def linear_elems(m: ModelArch) -> tuple[float, float]:

@@ -41,6 +41,7 @@ from tokenomy.core.op_sac import op_bytes_per_token
 from tokenomy.core.recompute_modules import effective
 # a schedule's in-flight micro-batches live with its bubble (core/schedules.py); re-exported for the doors
 from tokenomy.core.schedules import SCHEDULES, check_schedule, in_flight_microbatches  # noqa: F401
+from tokenomy.refusal import choice
 from tokenomy.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -51,9 +52,7 @@ MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations")
 
 
 def check_strategy(strategy: str) -> str:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"recompute: {strategy!r} is not a strategy; allowed: {', '.join(STRATEGIES)}")
-    return strategy
+    return choice("recompute", strategy, STRATEGIES, "a strategy")
 
 
 def _a(x):

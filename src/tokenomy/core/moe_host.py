@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenomy.refusal import choice
+
 DISPATCHERS = {"token_drop": False, "hybridep": False, "alltoall": True, "deepep": True}
 
 
 def check_dispatcher(name: str) -> str:
-    if name not in DISPATCHERS:
-        raise ValueError(f"moe_dispatcher: {name!r}; allowed: {', '.join(DISPATCHERS)}")
-    return name
+    return choice("moe_dispatcher", name, DISPATCHERS, "a token dispatcher")
 
 
 def layer_passes(fused: bool, moe_layers: int, pp, microbatches):

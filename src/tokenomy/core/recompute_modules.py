@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from tokenomy.arch.model import Layer, ModelArch
 from tokenomy.core.efficiency import FLOPS_PER_WEIGHT
+from tokenomy.refusal import choice
 
 MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 DEFAULT = ("core_attn",)  # Megatron-Core's default list under "selective"
@@ -36,9 +37,8 @@ def check_modules(modules, strategy: str) -> tuple[str, ...]:
     list under any recompute but "selective", is refused."""
     parts = (modules or "").split(",") if isinstance(modules, str) or modules is None else list(modules)
     mods = tuple(str(x).strip() for x in parts if str(x).strip())
-    bad = [x for x in mods if x not in MODULES]
-    if bad:
-        raise ValueError(f"recompute_modules: {bad[0]!r} is not a module; allowed: {', '.join(MODULES)}")
+    for x in mods:
+        choice("recompute_modules", x, MODULES, "a module")
     if mods and strategy != "selective":
         raise ValueError(f"recompute_modules: only with recompute 'selective' (Megatron-Core's granularity for a "
                          f"module list), got recompute {strategy!r}")

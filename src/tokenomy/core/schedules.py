@@ -49,6 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.refusal import choice
+
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "dualpipe", "zb-h1", "zb-h2", "zb-v")
 ZERO_BUBBLE = ("zb-h1", "zb-h2", "zb-v")
 # W passes a zero-bubble schedule moves into 1F1B's idle slots, in units of p − 1 (module docstring)
@@ -56,9 +58,7 @@ _HIDDEN_W = {"zb-h1": 1.0, "zb-h2": 2.0, "zb-v": 2.0}
 
 
 def check_schedule(schedule: str) -> str:
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule: {schedule!r} is not a pipeline schedule; allowed: {', '.join(SCHEDULES)}")
-    return schedule
+    return choice("schedule", schedule, SCHEDULES, "a pipeline schedule")
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,13 @@ from tokenomy.core.layout import Layout
 from tokenomy.core.memory import check_strategy
 from tokenomy.core.op_sac import op_recompute_flops
 from tokenomy.core.recompute_modules import effective, module_flops, up_projection_layer_flops
+from tokenomy.refusal import choice
 
 ATTENTION_CONVENTIONS = ("full", "causal", "none")
 
 
 def check_attention(convention: str) -> str:
-    if convention not in ATTENTION_CONVENTIONS:
-        raise ValueError(f"attention: {convention!r}; allowed: {', '.join(ATTENTION_CONVENTIONS)}")
-    return convention
+    return choice("attention", convention, ATTENTION_CONVENTIONS, "an attention convention")
 
 
 @dataclass(frozen=True)

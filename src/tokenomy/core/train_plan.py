@@ -18,6 +18,7 @@ from tokenomy.core.memory import check_schedule, check_strategy
 from tokenomy.core.moe_host import check_dispatcher
 from tokenomy.core.recompute_modules import check_modules
 from tokenomy.core.schedules import ZERO_BUBBLE, chunks_per_rank
+from tokenomy.refusal import choice
 
 MOE_KERNELS = ("unfused", "fused")  # core/train_time.py: fused grouped GEMM + CUDA graphs (ψ_fused, g = 1)
 
@@ -67,8 +68,7 @@ class TrainPlan:
         check_strategy(self.recompute)
         object.__setattr__(self, "recompute_modules", check_modules(self.recompute_modules, self.recompute))
         check_dispatcher(self.moe_dispatcher)
-        if self.moe_kernels not in MOE_KERNELS:
-            raise ValueError(f"moe_kernels: {self.moe_kernels!r}; allowed: {', '.join(MOE_KERNELS)}")
+        choice("moe_kernels", self.moe_kernels, MOE_KERNELS, "a kind of MoE kernels")
         for f in ("dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "seq_len", "global_batch"):
             v = np.asarray(getattr(self, f), dtype=float)
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 1) or np.any(v != np.round(v)):
