@@ -1,4 +1,4 @@
-"""The serving terms a fit writes (catalog/efficiency/<chip>.toml, schema.EfficiencyTerms) and the engine's field
+"""The serving terms a fit writes (catalog/efficiency/<chip>.toml, terms_schema.EfficiencyTerms) and the engine's field
 each one sets (core.efficiency.Efficiency): one table, read by the loader's calibrated set and the fit's per-case
 sets (theta.Theta) alike."""
 
