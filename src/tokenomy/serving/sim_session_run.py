@@ -1,6 +1,6 @@
 """The session simulator's run (serving/sim_sessions.py's docstring: release, tokenize, lookup, load, register,
-store): serving/sim_run._Run with turns released by the turns they follow and each prompt's prefix looked up in the
-KV tiers (kv_hbm_pool.SharedPrefixCache) when it arrives."""
+store): serving/sim_run._Run whose hooks (sim_loop.run_loop's events) release turns after the turns they follow and
+look each prompt's prefix up in the KV tiers (kv_hbm_pool.SharedPrefixCache) when it arrives."""
 
 from __future__ import annotations
 
@@ -12,24 +12,26 @@ import numpy as np
 from tokenomy.serving.kv_cache_tiers import SYSTEM, TierStack
 from tokenomy.serving.kv_hbm_pool import SharedPrefixCache
 from tokenomy.serving.sessions import SessionPlan
-from tokenomy.serving.sim_run import EPS_S, Capacity, _Run
+from tokenomy.serving.sim_run import Capacity, _Run
 from tokenomy.serving.sim_session_table import base_tokens
 
 
 class _SessionRun(_Run):
-    """The simulator's run (serving/simulator._Run) with session release, tier lookups and loads (module docstring)."""
+    """The simulator's run (sim_run._Run) with session release, tier lookups and loads (module docstring): its own
+    ``hooks``, the events sim_loop.run_loop calls. ``extra``: the blocks the pool ledger counts twice, int((credit −
+    pinned tokens) // b), kept by _recount on each change: the loop's free count is the blocks free or in HBM's free
+    LRU, the running requests' blocks less what they share, less the pinned objects (each once)."""
 
     def __init__(self, cap: Capacity, isl, osl, plan: SessionPlan, stack: TierStack, concurrency, stagger_s=0.0):
         N = len(isl)
         arrival = [math.nan] * N
         super().__init__(cap, isl, osl, isl.copy(), arrival, None)
+        self.hooks = self
         self.plan, self.cache, self.stack = plan, SharedPrefixCache(stack), stack
         self.tok_s, self.tok_free = float(cap.prof.tokenize_s_per_token), 0.0  # the tokenizer: s/token, free from
         self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
-        self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice (taken off in free())
-        self.credit = 0.0
-        # extra = int((credit − pinned tokens) // b), kept by _recount on each change: free() counts the blocks free
-        # or in HBM's free LRU, the running requests' blocks less what they share, less the pinned objects (each once)
+        self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice
+        self.credit, self.extra = 0.0, 0
         self.chain_of = [None] * N  # r's prefix chain, from its lookup
         self.agent_chain = _agent_chains(plan)  # per agent: the system prompt and its ancestors' objects
         self.ctx_before = [int(c) for c in plan.ctx_before]
@@ -43,7 +45,6 @@ class _SessionRun(_Run):
         self.lat = [lv.latency_s for lv in stack.levels]
         self.layerwise = stack.load == "layerwise-overlapped"
         roots = [r for r in range(N) if plan.waits[r] == 0]
-        self.pending = []
         if concurrency is None:
             for r in roots:
                 self._release(r, float(plan.start_s[r]) if np.isfinite(plan.start_s[r]) else 0.0)
@@ -61,36 +62,27 @@ class _SessionRun(_Run):
         self.arrival[r] = t
         heapq.heappush(self.pending, (t, r))
 
-    def _recount(self) -> None:
-        """``extra`` after the shared credit or the pinned objects changed (free())."""
+    def _recount(self) -> int:
+        """``extra`` after the shared credit or the pinned objects changed."""
         self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
+        return self.extra
 
-    def blocks_to_admit(self, r: int) -> int:
-        """r's blocks beyond the cached objects it references (vLLM allocates only the uncached part), plus the
-        objects it will reference that now sit in the free LRU (free() counts them free until r pins them)."""
-        own = super().blocks_to_admit(r) - int(self.shared[r] // self.blk)
-        return max(own, 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
+    # -- the loop's events (sim_loop.run_loop) ------------------------------------------------------------------
+    def arrived(self, r: int, t: float, base_free: int) -> float:
+        """r is due at t: on its first arrival its prefix is looked up (``lookup``); it joins the queue when its
+        loads finish (returned). ``base_free``: the loop's free blocks less ``extra``."""
+        if self.looked_up[r]:
+            return t
+        self.looked_up[r] = True
+        ready = self.ready[r] = self.lookup(r, t, base_free + self.extra)
+        return ready
 
-    def arrivals(self) -> None:
-        pending, waiting, due = self.pending, self.waiting, self.now + EPS_S
-        while pending and pending[0][0] <= due:
-            t, r = heapq.heappop(pending)
-            if not self.looked_up[r]:
-                self.looked_up[r] = True
-                ready = self.lookup(r, t)
-                self.ready[r] = ready
-                if ready > t + EPS_S:
-                    heapq.heappush(pending, (ready, r))
-                    continue
-            self.qlen[r] = len(waiting)
-            waiting.append(r)
-
-    def lookup(self, r: int, t: float) -> float:
+    def lookup(self, r: int, t: float, free: int) -> float:
         """r's prefix from the tiers: its computed tokens, and when its loads finish."""
-        cache, plan = self.cache, self.plan
+        cache = self.cache
         if self.tok_s > 0:  # the tokenizer's FCFS queue: the engine sees r when its tokens are ready
             t = self.tok_free = max(t, self.tok_free) + float(self.isl[r]) * self.tok_s
-        cache.set_hbm_tokens(self.free() * self.blk)
+        cache.set_hbm_tokens(free * self.blk)
         a = self.agent[r]
         chain = self.chain_of[r] = self.agent_chain[a] + [(a, self.ctx_before[r])]  # [(SYSTEM, ·)] + plan.chain(r)
         hit, per = cache.lookup_for(r, chain, float(self.isl[r]))
@@ -108,55 +100,57 @@ class _SessionRun(_Run):
             done = max(t, done - self.need[r] * self.stack.prefill_s_per_token)
         return done
 
-    def prefilled(self, r: int) -> None:
+    def admit_blocks(self, r: int, blocks: int) -> int:
+        """r's ``blocks`` less the cached objects it references (vLLM allocates only the uncached part), plus the
+        objects it will reference that now sit in the free LRU (counted free until r pins them)."""
+        own = blocks - int(self.shared[r] // self.blk)
+        return max(own, 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
+
+    def admitted(self, rs: list[int]) -> int:
+        """The requests admitted now reference what their lookups read."""
+        for r in rs:
+            self.cache.pin_wanted(r)
+        return self._recount()
+
+    def computed(self, r: int) -> None:
         """r's prompt is computed: its objects are cached and shared (module docstring, register)."""
         chain = list(self.chain_of[r])  # its lookup's chain, its own context grown by this turn's input
         chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))
         self.cache.register(r, chain)
         self.shared[r] = float(self.isl[r])
-        super().prefilled(r)  # (reads no free blocks before it retires r, and retire recounts them first)
-        if r in self.running:  # decoding: its ledger blocks include the shared prompt
+
+    def decoding(self, r: int, running: bool) -> int:
+        """After ``computed``: a decoding r's ledger blocks include the shared prompt (not if r finished)."""
+        if running:
             self.credited[r] = self.shared[r]
             self.credit += self.shared[r]
-        self._recount()
+        return self._recount()
 
-    def admit(self) -> None:
-        if not self.waiting:  # nothing to admit (the common step): skip the scheduler's admission
-            return
-        n0 = self.serials
-        super().admit()
-        k = self.serials - n0
-        if k:  # the requests admitted now (the last k of the running set) reference what their lookups read
-            for r in list(self.running)[-k:]:
-                self.cache.pin_wanted(r)
-            self._recount()
-
-    def preempt(self, v: int) -> int:
+    def preempted(self, v: int) -> int:
+        """v lets go of its objects and its credit until admitted again."""
         self.credit -= self.credited[v]
         self.credited[v] = 0.0
         self.cache.unref(v)
-        self._recount()
-        return super().preempt(v)
+        return self._recount()
 
-    def retire(self, r: int) -> None:
-        del self.running[r]
-        self.reserved -= self.full[r] if self.reserve else 0
-        self.finish[r] = self.now
-        self.finished += 1
+    def retired(self, r: int, now: float, base_free: int) -> int:
+        """r is done: its object stored (module docstring, store), its references released, HBM's capacity set to
+        what is free now, and the turns that waited for it released after their think time."""
         self.credit -= self.credited[r]
         self.credited[r] = 0.0
         cache = self.cache
         cache.release(r, self.agent[r], float(self.own_after[r]))
-        self._recount()
-        cache.set_hbm_tokens(self.free() * self.blk)
+        extra = self._recount()
+        cache.set_hbm_tokens((base_free + extra) * self.blk)
         for s in self.succ[r]:
             self.waits[s] -= 1
             if self.waits[s] == 0:
-                self._release(s, self.now + self.gap[s])
+                self._release(s, now + self.gap[s])
         if self.closed_sessions and self.last[r] and self.queue_roots:
-            self._release(self.queue_roots.pop(), self.now)
+            self._release(self.queue_roots.pop(), now)
             if not self.queue_roots:
-                self.last_root_s = self.now
+                self.last_root_s = now
+        return extra
 
 
 def _agent_chains(plan: SessionPlan) -> list[list]:

@@ -1,0 +1,236 @@
+"""The simulator's loop (serving/simulator.py's docstring, steps 1-5) as one function over a ``sim_run._Run``.
+
+Each turn: (1) arrivals due by now join the FCFS queue; (2) admission; then either
+  a run     of pure-decode steps taken at once, when no request was just admitted, no prefill chunk fits beside the
+            decodes and at least one step's blocks fit: k steps up to the next completion, the next arrival or the
+            last step whose blocks fit (sim_blocks.DecodeBlocks.steps_within), timed in closed form
+            (sim_table.StepTable.decode_run). A run ends at each event and the next turn looks again, so it goes on
+            past an arrival that cannot be admitted or a completion that frees nothing the queue's head can use:
+            the checks are the step's own, and the steps and their order are those of stepping
+            (tests/serving/test_*stepwise.py: against ``_Run.stepwise``, one step per turn)
+  or a step (3) blocks for its decodes, preempting the latest-admitted request while one is missing; (4) prefill
+            chunks in admission order under what the decodes leave of the budget; (5) its time t(n, context, P);
+            prompts done emit their first token and decode on, decodes done retire.
+Why one function: the loop turns over a few times per request, and each turn's work is a few list reads; as methods
+(one per step above) the calls and attribute reads were most of the time. So the state the turns read is in local
+variables, the per request lists and queues are the run's (mutated in place), and the counters are written back to
+the run at the end. ``run.hooks`` (None for plain requests) is the session simulator's (sim_session_run): a prompt
+looked up in the KV tiers on arrival (it joins the queue when its loads finish), the blocks its prefix hit saves at
+admission, its prompt registered when computed, its references released when preempted or done; each hook that
+changes the shared prefixes returns ``extra``, the blocks the pool ledger counts twice (added to the free count).
+"""
+
+from __future__ import annotations
+
+import math
+from heapq import heappop, heappush
+
+EPS_S = 1e-12  # an arrival this close to a step boundary is in time for that step
+
+
+def run_loop(run) -> None:
+    """Step ``run`` until every request finished (module docstring); its counters are written back at the end."""
+    isl, osl, need0, need, done, gen = run.isl, run.osl, run.need0, run.need, run.done, run.gen
+    held, a, serial, full = run.held, run.a, run.serial, run.full
+    arrival, first, ttft, finish, qlen = run.arrival, run.first, run.ttft, run.finish, run.qlen
+    running, prefilling, waiting, pending, heap = run.running, run.prefilling, run.waiting, run.pending, run.heap
+    dec, table, hooks = run.dec, run.table, run.hooks
+    kv, blk, budget, max_batch, chunked, reserve = run.kv, run.blk, run.budget, run.max_batch, run.chunked, run.reserve
+    N, closed, runs = run.N, run.closed, not run.stepwise
+    now, S, finished, issued, serials = 0.0, 0, 0, run.issued, 0
+    held_pf = sum_a = reserved = extra = 0  # prefilling blocks, Σ a_r, reserve_output's blocks, the hooks' extra
+    tokens_out = prefilled_tokens = max_used = max_q = preemptions = 0
+
+    def retire(r: int) -> None:
+        """r is done: its place and blocks freed; a closed loop's client sends its next request (or the hooks
+        release the turns that follow r)."""
+        nonlocal finished, issued, reserved, extra
+        del running[r]
+        if reserve:
+            reserved -= full[r]
+        finish[r] = now
+        finished += 1
+        if hooks is not None:
+            extra = hooks.retired(r, now, kv - held_pf - dec.held_now)
+        elif closed and issued < N:
+            arrival[issued] = now
+            heappush(pending, (now, issued))
+            issued += 1
+
+    def preempt(v: int) -> int:
+        """Recompute: free v's blocks (returned), re-queue it at the front to prefill what it had cached again."""
+        nonlocal held_pf, sum_a, reserved, extra, preemptions
+        if hooks is not None:
+            extra = hooks.preempted(v)
+        if v in prefilling:
+            freed = held[v]
+            held_pf -= freed
+            del prefilling[v]
+        else:
+            av = a[v]
+            freed = -(-(av + S) // blk)
+            gen[v] = av + S - isl[v] + 1
+            dec.remove(av)
+            sum_a -= av
+        del running[v]
+        if reserve:
+            reserved -= full[v]
+        serial[v] = -1
+        need[v], done[v] = need0[v] + max(gen[v] - 1, 0), 0
+        waiting.appendleft(v)
+        preemptions += 1
+        return freed
+
+    def make_room(free: int) -> None:
+        """Blocks for this step's decodes (a decode takes at most one a step): each decoder at a block boundary
+        takes one, preempting the latest-admitted request while none is free."""
+        for r in list(running):
+            if r not in running or serial[r] < 0 or r in prefilling or (a[r] + S) % blk:
+                continue
+            while free < 1 and r in running:
+                free += preempt(next(reversed(running)))
+            if r in running:
+                free -= 1
+
+    def admit_blocks(r: int) -> int:
+        """ceil((ISL + max(g − 1, 0)) / b), less what the hooks' prefix hit holds already."""
+        g = gen[r]
+        b = -(-(isl[r] + (g - 1 if g > 1 else 0)) // blk)
+        return b if hooks is None else hooks.admit_blocks(r, b)
+
+    while finished < N:
+        # 1. arrivals (a session's turn joins the queue when its prefix's loads finish: the hooks' lookup)
+        due = now + EPS_S
+        while pending and pending[0][0] <= due:
+            t, r = heappop(pending)
+            if hooks is not None:
+                ready = hooks.arrived(r, t, kv - held_pf - dec.held_now)
+                if ready > t + EPS_S:
+                    heappush(pending, (ready, r))
+                    continue
+            qlen[r] = len(waiting)
+            waiting.append(r)
+        if not running and not waiting:
+            now = pending[0][0]
+            continue
+        # 2. admission in queue order while the batch has room and the head's blocks fit
+        admitted = []
+        if waiting and len(running) < max_batch:
+            free = kv - held_pf - dec.held_now + extra
+            while waiting and len(running) < max_batch:
+                r = waiting[0]
+                b = admit_blocks(r)
+                if b > free or (reserve and reserved + full[r] > kv):
+                    break
+                waiting.popleft()
+                free -= b
+                if reserve:
+                    reserved += full[r]
+                held[r] = b
+                held_pf += b
+                running[r] = prefilling[r] = None
+                serial[r] = serials
+                serials += 1
+                admitted.append(r)
+            if admitted and hooks is not None:
+                extra = hooks.admitted(admitted)
+        if len(waiting) > max_q:
+            max_q = len(waiting)
+        n = dec.n
+        # a run of pure-decode steps (module docstring)
+        if runs and n and not admitted:
+            if prefilling:  # does a chunk of the first prefilling request fit beside the decodes?
+                r, left = next(iter(prefilling)), budget - n
+                fits = left > 0 and (chunked or need[r] - done[r] <= left)
+            else:
+                fits = False
+            if not fits:
+                while serial[heap[0][2]] != heap[0][1]:
+                    heappop(heap)  # preempted since
+                k = dec.steps_within(S, kv - held_pf - dec.held_now + extra, heap[0][0] - S)
+                if k >= 1:
+                    T = pending[0][0] - EPS_S - now if pending else math.inf
+                    k, run_s = table.decode_run(n, sum_a / n + S + 1, T, k)
+                    now += run_s
+                    S += k
+                    dec.at(S)
+                    tokens_out += n * k
+                    if held_pf + dec.held_now > max_used:
+                        max_used = held_pf + dec.held_now
+                    while heap and heap[0][0] <= S:  # the decodes done
+                        _, ser, r = heappop(heap)
+                        if serial[r] == ser:
+                            ar = a[r]
+                            dec.remove(ar)
+                            sum_a -= ar
+                            serial[r] = -1
+                            gen[r] = osl[r]
+                            retire(r)
+                    continue
+        # 3. blocks for this step's decodes
+        free = kv - held_pf - dec.held_now + extra
+        if n > free and dec.held(S + 1) - dec.held_now > free:
+            make_room(free)
+            n = dec.n
+        # 4. prefill chunks in admission order under what the decodes leave of the budget
+        left, chunks, P = budget - n, [], 0
+        for r in prefilling:
+            if left <= 0:
+                break
+            rem = need[r] - done[r]
+            c = rem if rem < left else left
+            if c < rem and not chunked:
+                break
+            chunks.append((r, c))
+            left -= c
+            P += c
+        if not chunks and n == 0:  # nothing to run: a request preempted itself, or say why not
+            if waiting and not running and admit_blocks(waiting[0]) <= kv:
+                continue
+            raise ValueError("max_num_tokens: no request can be scheduled (a preempted request's prompt and "
+                             "generated tokens exceed the step budget of an engine that does not chunk prefill)")
+        # 5. the step: its time at the decodes' mean context (ISL + generated), then its events
+        now += table(n, sum_a / n + S + 1 if n else 1.0, P)
+        S += 1
+        dec.at(S)
+        tokens_out += n
+        prefilled_tokens += P
+        if held_pf + dec.held_now > max_used:
+            max_used = held_pf + dec.held_now
+        for r, c in chunks:
+            done[r] += c
+            if done[r] < need[r]:
+                continue
+            # r's prompt is in the cache: its first token (unless recomputing), then it decodes (or is done)
+            if hooks is not None:
+                hooks.computed(r)
+            del prefilling[r]
+            held_pf -= held[r]
+            g = gen[r]
+            if g == 0:
+                g = gen[r] = 1
+                tokens_out += 1
+                first[r] = now
+                ttft[r] = now - arrival[r]
+            if g >= osl[r]:
+                serial[r] = -1
+                retire(r)
+            else:
+                ar = isl[r] + g - 1 - S
+                a[r] = ar
+                dec.add(ar)
+                sum_a += ar
+                heappush(heap, (S + osl[r] - g, serial[r], r))
+            if hooks is not None:
+                extra = hooks.decoding(r, r in running)
+        while heap and heap[0][0] <= S:  # the decodes done
+            _, ser, r = heappop(heap)
+            if serial[r] == ser:
+                ar = a[r]
+                dec.remove(ar)
+                sum_a -= ar
+                serial[r] = -1
+                gen[r] = osl[r]
+                retire(r)
+    run.now, run.S, run.issued, run.preemptions, run.max_used, run.max_q = now, S, issued, preemptions, max_used, max_q
+    run.tokens_out, run.prefilled_tokens = tokens_out, prefilled_tokens
