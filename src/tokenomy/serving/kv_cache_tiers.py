@@ -96,11 +96,15 @@ class TieredCache:
             touch(key, j)
             if got < need:
                 break
-        hit = min(hit, max(isl - 1.0, 0.0))  # at least one token is computed (the engines recompute the last)
+        return self._counted(hit, per, isl), per
+
+    def _counted(self, hit: float, per: list[float], isl: float) -> float:
+        """A lookup's hit tokens, at most ISL − 1 (the engines compute the last token at least), counted with its
+        reads per tier."""
         self.looked += isl
         for j, t in enumerate(per):
             self.hits[j] += t
-        return hit, per
+        return min(hit, max(isl - 1.0, 0.0))
 
     def probe(self, chain: list[tuple[int, float]]) -> float:
         """The tokens ``lookup`` would serve, without touching anything (a router asking each replica)."""

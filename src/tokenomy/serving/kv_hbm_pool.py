@@ -36,19 +36,38 @@ class SharedPrefixCache(TieredCache):
         self.held_by: dict[int, list[int]] = {}
         self.wants: dict[int, list[int]] = {}  # request -> the objects its lookup read, pinned at admission
         self.pinned_tokens = 0.0
-        self._req = -1
         self.tail_first = stack.store == "write-through"
 
     # -- lookups ---------------------------------------------------------------------------------------------------
     def lookup_for(self, r: int, chain: list[tuple[int, float]], isl: float) -> tuple[float, list[float]]:
-        """``lookup`` on behalf of request r: what it reads is touched now and pinned for r from its admission
-        (``pin_wanted``) until ``release(r)``."""
-        self._req = r
-        self.wants[r] = []
-        try:
-            return self.lookup(chain, isl)
-        finally:
-            self._req = -1
+        """TieredCache.lookup on behalf of request r, with the pool's reads: each segment from ``_held``'s tier;
+        what r reads is wanted by it (pinned from its admission, ``pin_wanted``, until ``release(r)``) and touched
+        now (``_touch``) unless a running request references it (pinned: out of the LRU, nothing to touch).
+        A segment pinned whole, the common case, is read without a call."""
+        wants = self.wants[r] = []
+        per = [0.0] * len(self.lru)
+        hit = 0.0
+        pinned, worth = self.pinned, self.stack.worth_reading
+        for key, need in chain:
+            if need <= 0:
+                continue
+            t = pinned.get(key)
+            if t is not None and t >= need:
+                j, got = 0, need
+            else:
+                j, got = self._held(key, need)
+                if j != 0 and (j < 0 or not worth(j, got)):  # (HBM is always worth reading)
+                    if j > 0:
+                        self.skipped += got
+                    break
+                if key not in pinned:
+                    self._touch(key, j)
+            per[j] += got
+            hit += got
+            wants.append(key)
+            if got < need:
+                break
+        return self._counted(hit, per, isl), per
 
     def _held(self, key: int, need: float) -> tuple[int, float]:
         """The fastest tier holding the most of the segment: HBM may keep only the head of an object whose whole copy
@@ -63,28 +82,22 @@ class SharedPrefixCache(TieredCache):
         return (0, t) if t else (-1, 0.0)
 
     def _touch(self, key: int, j: int) -> None:
-        """A segment read for the current request: recent again (a lower tier's copy brought into HBM's LRU, in
-        place of the head HBM kept), and wanted by the request."""
-        if self._req >= 0:
-            self.wants[self._req].append(key)
-        if key in self.pinned:
-            return
+        """An unpinned segment read: recent again (a lower tier's copy brought into HBM's LRU, in place of the
+        head HBM kept)."""
         if j > 0 and key in self.lru[0]:
             self.used[0] -= self.lru[0].pop(key)
-        super()._touch(key, j)
+        TieredCache._touch(self, key, j)
 
     def pin_wanted(self, r: int) -> None:
         """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed)."""
-        self._req = r
-        self.held_by.setdefault(r, [])
-        for key in self.wants.pop(r, []):
-            if key in self.pinned:
-                self._pin(key, self.pinned[key])
-            elif key in self.lru[0]:
-                t = self.lru[0].pop(key)
+        held, pinned, hbm = self.held_by.setdefault(r, []), self.pinned, self.lru[0]
+        for key in self.wants.pop(r, ()):
+            if key in pinned:
+                self._pin(key, pinned[key], held)
+            elif key in hbm:
+                t = hbm.pop(key)
                 self.used[0] -= t
-                self._pin(key, t)
-        self._req = -1
+                self._pin(key, t, held)
 
     def unpinned_wanted(self, r: int) -> float:
         """Tokens of the objects r's lookup read that sit in the free LRU: admitting r takes them out of it."""
@@ -102,13 +115,13 @@ class SharedPrefixCache(TieredCache):
         self.wants[r] = list(keys)
         self._drop(r)
 
-    def _pin(self, key: int, tokens: float) -> None:
-        r = self._req
+    def _pin(self, key: int, tokens: float, held: list[int]) -> None:
+        """``key`` referenced by the request whose objects are ``held`` (once), pinned at ``tokens`` if it was not."""
         if key not in self.pinned:
             self.pinned[key] = tokens
             self.pinned_tokens += tokens
-        if r >= 0 and key not in self.held_by[r]:
-            self.held_by[r].append(key)
+        if key not in held:
+            held.append(key)
             self.refs[key] = self.refs.get(key, 0) + 1
 
     def take(self, key: int) -> None:
@@ -117,19 +130,18 @@ class SharedPrefixCache(TieredCache):
     # -- a request's prompt computed, a request done ---------------------------------------------------------------
     def register(self, r: int, segments: list[tuple[int, float]]) -> None:
         """r's prompt is computed: each (object, tokens) of it is cached and referenced by r, grown to ``tokens``."""
-        self._req = r
-        self.held_by.setdefault(r, [])
+        held, pinned, hbm = self.held_by.setdefault(r, []), self.pinned, self.lru[0]
         for key, tokens in segments:
             if tokens <= 0:
                 continue
-            old = self.lru[0].pop(key, None)
-            if old is not None:  # an unreferenced copy in the free LRU: referenced again
-                self.used[0] -= old
-                self._pin(key, old)
-            else:
-                self._pin(key, self.pinned.get(key, 0.0))
+            if key not in held:  # (one r references already is pinned, out of the free LRU: only grown)
+                old = hbm.pop(key, None)
+                if old is not None:  # an unreferenced copy in the free LRU: referenced again
+                    self.used[0] -= old
+                    self._pin(key, old, held)
+                else:
+                    self._pin(key, pinned.get(key, 0.0), held)
             self._grow(key, tokens)
-        self._req = -1
 
     def _grow(self, key: int, tokens: float) -> None:
         t = self.pinned[key]
@@ -144,10 +156,7 @@ class SharedPrefixCache(TieredCache):
         if own in self.pinned:
             self._grow(own, own_tokens)
         else:
-            self._req = r
-            self.held_by.setdefault(r, [])
-            self._pin(own, own_tokens)
-            self._req = -1
+            self._pin(own, own_tokens, self.held_by.setdefault(r, []))
         if self.through:
             for j in range(1, len(self.lru)):
                 self._put(j, own, own_tokens)
@@ -161,7 +170,7 @@ class SharedPrefixCache(TieredCache):
         """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
         keys = self.held_by.pop(r, [])
         order = keys[::-1]  # deepest first (a key is held once), the system prompt last
-        if SYSTEM in order:
+        if SYSTEM in keys and order[-1] != SYSTEM:
             order.remove(SYSTEM)
             order.append(SYSTEM)
         refs, pinned, lru = self.refs, self.pinned, self.lru[0]

@@ -37,8 +37,11 @@ class DecodeBlocks:
         self.held_now -= -(-(a + self.S) // self.b)
 
     def at(self, S: int) -> None:
-        """The run is at step S now."""
-        self.S, self.held_now = S, self.held(S)
+        """The run is at step S now: held(S) (its formula repeated here: one call a step, not two)."""
+        b = self.b
+        Q, s = divmod(S, b)
+        h = self.hist
+        self.S, self.held_now = S, self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""

@@ -114,12 +114,16 @@ def run_loop(run) -> None:
             now = pending[0][0]
             continue
         # 2. admission in queue order while the batch has room and the head's blocks fit
-        admitted = []
+        admitted = ()
         if waiting and len(running) < max_batch:
+            admitted = []
             free = kv - held_pf - dec.held_now + extra
             while waiting and len(running) < max_batch:
                 r = waiting[0]
-                b = admit_blocks(r)
+                g = gen[r]
+                b = -(-(isl[r] + (g - 1 if g > 1 else 0)) // blk)  # (admit_blocks)
+                if hooks is not None:
+                    b = hooks.admit_blocks(r, b)
                 if b > free or (reserve and reserved + full[r] > kv):
                     break
                 waiting.popleft()
@@ -202,8 +206,6 @@ def run_loop(run) -> None:
             if done[r] < need[r]:
                 continue
             # r's prompt is in the cache: its first token (unless recomputing), then it decodes (or is done)
-            if hooks is not None:
-                hooks.computed(r)
             del prefilling[r]
             held_pf -= held[r]
             g = gen[r]
@@ -212,6 +214,8 @@ def run_loop(run) -> None:
                 tokens_out += 1
                 first[r] = now
                 ttft[r] = now - arrival[r]
+            if hooks is not None:
+                extra = hooks.computed(r, g < osl[r])
             if g >= osl[r]:
                 serial[r] = -1
                 retire(r)
@@ -221,8 +225,6 @@ def run_loop(run) -> None:
                 dec.add(ar)
                 sum_a += ar
                 heappush(heap, (S + osl[r] - g, serial[r], r))
-            if hooks is not None:
-                extra = hooks.decoding(r, r in running)
         while heap and heap[0][0] <= S:  # the decodes done
             _, ser, r = heappop(heap)
             if serial[r] == ser:

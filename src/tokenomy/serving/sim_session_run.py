@@ -112,16 +112,14 @@ class _SessionRun(_Run):
             self.cache.pin_wanted(r)
         return self._recount()
 
-    def computed(self, r: int) -> None:
-        """r's prompt is computed: its objects are cached and shared (module docstring, register)."""
+    def computed(self, r: int, decodes: bool) -> int:
+        """r's prompt is computed: its objects are cached and shared (module docstring, register); a decoding r's
+        ledger blocks include the shared prompt (``decodes``: r goes on to decode, not done at its first token)."""
         chain = list(self.chain_of[r])  # its lookup's chain, its own context grown by this turn's input
         chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))
         self.cache.register(r, chain)
         self.shared[r] = float(self.isl[r])
-
-    def decoding(self, r: int, running: bool) -> int:
-        """After ``computed``: a decoding r's ledger blocks include the shared prompt (not if r finished)."""
-        if running:
+        if decodes:
             self.credited[r] = self.shared[r]
             self.credit += self.shared[r]
         return self._recount()
