@@ -30,7 +30,7 @@ from tokenomy.serving.kv_capacity import kv_tokens
 from tokenomy.serving.kv_che import CheHits, che_hits
 from tokenomy.serving.turn_types import turn_types
 from tokenomy.serving.steady import Prefix, Steady, steady
-from tokenomy.serving.steady_table import HIT_CAP, TABLE_ABOVE, Fields, SteadyTable
+from tokenomy.serving.steady_table import HIT_CAP, TABLE_ABOVE, Fields, SteadyTable, capacity
 
 LEAN = ("batch", "e2e_s", "ttft_s", "capacity_limited", "queue_s")  # the fields of steady's answer the solve reads
 
@@ -99,13 +99,13 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
     isl, osl = tt.mean(tt.isl), tt.mean(tt.osl)
     one = dict(isl=isl, osl=osl, prefix=Prefix(0.0, tt.shared_tokens))  # the mean turn, its shared prefix held once
     e2e0 = float(np.ravel(steady(dep1, prof, concurrency=1.0, **one).e2e_s)[0])  # unloaded
-    solve_open, solve_closed = _solvers(dep1, prof, one, int(np.prod(shape)))
+    cap = capacity(dep1, prof, isl, osl, tt.shared_tokens)  # at the tables' hit rates, the first h = 0
+    solve_open, solve_closed = _solvers(dep1, prof, one, int(np.prod(shape)), cap)
     return SessionProblem(tt, stack, np.broadcast_to(load, shape), np.broadcast_to(theta, shape),
                     np.broadcast_to(lower, shape + lower.shape[-1:]),
                     pool_tokens(dep1, prof, w) if pool is None else pool, isl, osl,
                     concurrency is not None, np.full(shape, e2e0),
-                    solve_open, solve_closed, isl * float(prof.tokenize_s_per_token),
-                    float(np.ravel(steady(dep1, prof, concurrency=1e6, **one).requests_per_s)[0]))
+                    solve_open, solve_closed, isl * float(prof.tokenize_s_per_token), float(cap.requests_per_s[0]))
 
 
 def state_of(pb: SessionProblem, h, x, bistable=None, full=False) -> SessionSteady:
@@ -145,16 +145,16 @@ def state_at(pb: SessionProblem, h, e2e, full=False, t_guess=None):
     return new, s, hits, wait, lam, hbm
 
 
-def _solvers(dep1, prof, one: dict, points: int):
+def _solvers(dep1, prof, one: dict, points: int, cap: Steady):
     """(open loop at rate, closed loop in flight) -> Steady at the mean turn ``one`` (steady's isl, osl,
-    prefix: its shared_tokens): solved per point, or read from steady_table's grids for a sweep of more than TABLE_ABOVE points
-    (the marked shortcut)."""
+    prefix: its shared_tokens): solved per point, or read from steady_table's grids for a sweep of more than
+    TABLE_ABOVE points (the marked shortcut; ``cap``: steady_table.capacity, their top load)."""
+    lengths, shared = dict(isl=one["isl"], osl=one["osl"]), one["prefix"].shared_tokens
     if points <= TABLE_ABOVE:
-        lengths, shared = dict(isl=one["isl"], osl=one["osl"]), one["prefix"].shared_tokens
         return (lambda X, h, names=None: steady(dep1, prof, rate=X, prefix=Prefix(h, shared), **lengths),
                 lambda C, h, names=None: steady(dep1, prof, concurrency=C, prefix=Prefix(h, shared), **lengths))
-    return (SteadyTable(dep1, prof, one["isl"], one["osl"], closed=False, shared_tokens=one["prefix"].shared_tokens),
-            SteadyTable(dep1, prof, one["isl"], one["osl"], closed=True, shared_tokens=one["prefix"].shared_tokens))
+    return (SteadyTable(dep1, prof, **lengths, closed=False, shared_tokens=shared, cap=cap),
+            SteadyTable(dep1, prof, **lengths, closed=True, shared_tokens=shared, cap=cap))
 
 
 def _or_closed(s_open: Steady, closed) -> Steady:

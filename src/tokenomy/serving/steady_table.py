@@ -22,17 +22,26 @@ LOADS, HITS = 96, 34  # grid cells
 HIT_CAP = 0.99  # steady's cache hit stays below 1 (one token computed): the grid's last row
 
 
+def capacity(dep1, prof, isl: float, osl: float, shared_tokens: float = 0.0) -> Steady:
+    """steady.steady at the replica's capacity (1e6 requests in flight) on the tables' hit rates: the open table's
+    top rate, the closed table's B_kv (at hit 0), solved once for both and for session_state's capacity."""
+    return steady(dep1, prof, concurrency=np.full(HITS, 1e6), prefix=Prefix(np.linspace(0.0, HIT_CAP, HITS),
+                                                                            shared_tokens), isl=isl, osl=osl)
+
+
 class SteadyTable:
-    def __init__(self, dep1, prof, isl: float, osl: float, closed: bool, shared_tokens: float = 0.0):
+    def __init__(self, dep1, prof, isl: float, osl: float, closed: bool, shared_tokens: float = 0.0,
+                 cap: Steady | None = None):
+        """``cap``: ``capacity`` at these arguments (solved here when None)."""
         self.hits = np.linspace(0.0, HIT_CAP, HITS)
         self.closed = closed
         one = dict(isl=isl, osl=osl)
         hit = lambda h: Prefix(h, shared_tokens)  # noqa: E731
+        cap = capacity(dep1, prof, isl, osl, shared_tokens) if cap is None else cap
         if closed:
-            top = float(np.ravel(steady(dep1, prof, concurrency=1e6, prefix=hit(0.0), **one).b_kv)[0])
+            top = float(np.ravel(cap.b_kv)[0])
             self.loads = np.geomspace(1.0, max(4.0 * top, 2.0), LOADS)
         else:
-            cap = steady(dep1, prof, concurrency=np.full(HITS, 1e6), prefix=hit(self.hits), **one)
             top = float(np.nanmax(cap.requests_per_s))
             self.loads = np.geomspace(top * 1e-5, top * 1.2, LOADS)
         L, H = np.meshgrid(self.loads, self.hits, indexing="ij")
