@@ -1,7 +1,8 @@
-"""The session simulator's runs taken at once (serving/sim_run._Run.fast_forward: closed-form spans of pure-decode
-steps, carried on past the arrivals, lookups and completions after which the next step is again pure decode)
-against the same scheduler stepping one iteration per loop turn (``_Run.stepwise``: no span is taken, every decode
-step is one ``step`` timed by the table's bilinear read, every block count read at its own step).
+"""The session simulator's runs taken at once (serving/sim_loop.run_loop: closed-form spans of pure-decode steps,
+carried on past the arrivals, lookups and completions after which the next step is again pure decode) against the
+same loop stepping one iteration per turn (``_Run.stepwise``: no span is taken, every decode step is one step timed
+by the table's bilinear read, every block count read at its own step). tests/serving/test_simulator_stepwise.py does
+the same for the plain simulator.
 
 Small agentic traces on Llama-3.1-8B / one H100 (vLLM profile): a closed loop with sub-agents on a KV pool tight
 enough to preempt, with a DRAM tier that the rule reads from; an open loop with layerwise loads, preempting too. Per request the

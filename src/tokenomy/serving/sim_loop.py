@@ -29,17 +29,47 @@ EPS_S = 1e-12  # an arrival this close to a step boundary is in time for that st
 
 
 def run_loop(run) -> None:
-    """Step ``run`` until every request finished (module docstring); its counters are written back at the end."""
+    """Step ``run`` until every request finished (module docstring). The steps' pieces are closures over the loop's
+    locals (``nonlocal`` for the counters they change); its counters are written back to ``run`` at the end."""
     isl, osl, need0, need, done, gen = run.isl, run.osl, run.need0, run.need, run.done, run.gen
     held, a, serial, full = run.held, run.a, run.serial, run.full
     arrival, first, ttft, finish, qlen = run.arrival, run.first, run.ttft, run.finish, run.qlen
     running, prefilling, waiting, pending, heap = run.running, run.prefilling, run.waiting, run.pending, run.heap
     dec, table, hooks = run.dec, run.table, run.hooks
     kv, blk, budget, max_batch, chunked, reserve = run.kv, run.blk, run.budget, run.max_batch, run.chunked, run.reserve
-    N, closed, runs = run.N, run.closed, not run.stepwise
+    N, closed = run.N, run.closed
     now, S, finished, issued, serials = 0.0, 0, 0, run.issued, 0
     held_pf = sum_a = reserved = extra = 0  # prefilling blocks, Σ a_r, reserve_output's blocks, the hooks' extra
     tokens_out = prefilled_tokens = max_used = max_q = preemptions = 0
+
+    def admit_blocks(r: int) -> int:
+        """ceil((ISL + max(g − 1, 0)) / b), less what the hooks' prefix hit holds already."""
+        g = gen[r]
+        b = -(-(isl[r] + (g - 1 if g > 1 else 0)) // blk)
+        return b if hooks is None else hooks.admit_blocks(r, b)
+
+    def admit() -> list[int]:
+        """Admission in queue order while the batch has room and the head's blocks fit; the requests admitted."""
+        nonlocal held_pf, reserved, serials, extra
+        admitted, free = [], kv - held_pf - dec.held_now + extra
+        while waiting and len(running) < max_batch:
+            r = waiting[0]
+            b = admit_blocks(r)
+            if b > free or (reserve and reserved + full[r] > kv):
+                break
+            waiting.popleft()
+            free -= b
+            if reserve:
+                reserved += full[r]
+            held[r] = b
+            held_pf += b
+            running[r] = prefilling[r] = None
+            serial[r] = serials
+            serials += 1
+            admitted.append(r)
+        if admitted and hooks is not None:
+            extra = hooks.admitted(admitted)
+        return admitted
 
     def retire(r: int) -> None:
         """r is done: its place and blocks freed; a closed loop's client sends its next request (or the hooks
@@ -92,11 +122,61 @@ def run_loop(run) -> None:
             if r in running:
                 free -= 1
 
-    def admit_blocks(r: int) -> int:
-        """ceil((ISL + max(g − 1, 0)) / b), less what the hooks' prefix hit holds already."""
+    def prefilled(r: int) -> None:
+        """r's prompt is in the cache: its first token (unless recomputing), then it decodes (or is done)."""
+        nonlocal held_pf, tokens_out, sum_a, extra
+        del prefilling[r]
+        held_pf -= held[r]
         g = gen[r]
-        b = -(-(isl[r] + (g - 1 if g > 1 else 0)) // blk)
-        return b if hooks is None else hooks.admit_blocks(r, b)
+        if g == 0:
+            g = gen[r] = 1
+            tokens_out += 1
+            first[r] = now
+            ttft[r] = now - arrival[r]
+        if hooks is not None:
+            extra = hooks.computed(r, g < osl[r])
+        if g >= osl[r]:
+            serial[r] = -1
+            retire(r)
+            return
+        ar = isl[r] + g - 1 - S
+        a[r] = ar
+        dec.add(ar)
+        sum_a += ar
+        heappush(heap, (S + osl[r] - g, serial[r], r))
+
+    def complete() -> None:
+        """The decodes done by step S retire (a heap entry whose serial is stale was preempted since)."""
+        nonlocal sum_a
+        while heap and heap[0][0] <= S:
+            _, ser, r = heappop(heap)
+            if serial[r] == ser:
+                ar = a[r]
+                dec.remove(ar)
+                sum_a -= ar
+                serial[r] = -1
+                gen[r] = osl[r]
+                retire(r)
+
+    def span(n: int) -> bool:
+        """A run of pure-decode steps of the n decodes at once (module docstring), up to the next completion, the
+        next arrival or the last step whose blocks fit; False where not one step fits (the loop steps instead)."""
+        nonlocal now, S, tokens_out, max_used
+        while serial[heap[0][2]] != heap[0][1]:
+            heappop(heap)  # preempted since
+        k = dec.steps_within(S, kv - held_pf - dec.held_now + extra, heap[0][0] - S)
+        if k < 1:
+            return False
+        T = pending[0][0] - EPS_S - now if pending else math.inf
+        k, run_s = table.decode_run(n, sum_a / n + S + 1, T, k)  # at the decodes' mean context
+        now += run_s
+        S += k
+        dec.at(S)
+        tokens_out += n * k
+        if held_pf + dec.held_now > max_used:
+            max_used = held_pf + dec.held_now
+        complete()
+        return True
 
     while finished < N:
         # 1. arrivals (a session's turn joins the queue when its prefix's loads finish: the hooks' lookup)
@@ -113,64 +193,16 @@ def run_loop(run) -> None:
         if not running and not waiting:
             now = pending[0][0]
             continue
-        # 2. admission in queue order while the batch has room and the head's blocks fit
-        admitted = ()
-        if waiting and len(running) < max_batch:
-            admitted = []
-            free = kv - held_pf - dec.held_now + extra
-            while waiting and len(running) < max_batch:
-                r = waiting[0]
-                g = gen[r]
-                b = -(-(isl[r] + (g - 1 if g > 1 else 0)) // blk)  # (admit_blocks)
-                if hooks is not None:
-                    b = hooks.admit_blocks(r, b)
-                if b > free or (reserve and reserved + full[r] > kv):
-                    break
-                waiting.popleft()
-                free -= b
-                if reserve:
-                    reserved += full[r]
-                held[r] = b
-                held_pf += b
-                running[r] = prefilling[r] = None
-                serial[r] = serials
-                serials += 1
-                admitted.append(r)
-            if admitted and hooks is not None:
-                extra = hooks.admitted(admitted)
+        # 2. admission; then a run of pure-decode steps where none was admitted and no prefill chunk fits
+        admitted = admit() if waiting and len(running) < max_batch else ()
         if len(waiting) > max_q:
             max_q = len(waiting)
         n = dec.n
-        # a run of pure-decode steps (module docstring)
-        if runs and n and not admitted:
-            if prefilling:  # does a chunk of the first prefilling request fit beside the decodes?
-                r, left = next(iter(prefilling)), budget - n
-                fits = left > 0 and (chunked or need[r] - done[r] <= left)
-            else:
-                fits = False
-            if not fits:
-                while serial[heap[0][2]] != heap[0][1]:
-                    heappop(heap)  # preempted since
-                k = dec.steps_within(S, kv - held_pf - dec.held_now + extra, heap[0][0] - S)
-                if k >= 1:
-                    T = pending[0][0] - EPS_S - now if pending else math.inf
-                    k, run_s = table.decode_run(n, sum_a / n + S + 1, T, k)
-                    now += run_s
-                    S += k
-                    dec.at(S)
-                    tokens_out += n * k
-                    if held_pf + dec.held_now > max_used:
-                        max_used = held_pf + dec.held_now
-                    while heap and heap[0][0] <= S:  # the decodes done
-                        _, ser, r = heappop(heap)
-                        if serial[r] == ser:
-                            ar = a[r]
-                            dec.remove(ar)
-                            sum_a -= ar
-                            serial[r] = -1
-                            gen[r] = osl[r]
-                            retire(r)
-                    continue
+        if n and not admitted and not run.stepwise:
+            r, left = next(iter(prefilling), -1), budget - n
+            fits = r >= 0 and left > 0 and (chunked or need[r] - done[r] <= left)  # the first prompt's chunk
+            if not fits and span(n):
+                continue
         # 3. blocks for this step's decodes
         free = kv - held_pf - dec.held_now + extra
         if n > free and dec.held(S + 1) - dec.held_now > free:
@@ -203,36 +235,8 @@ def run_loop(run) -> None:
             max_used = held_pf + dec.held_now
         for r, c in chunks:
             done[r] += c
-            if done[r] < need[r]:
-                continue
-            # r's prompt is in the cache: its first token (unless recomputing), then it decodes (or is done)
-            del prefilling[r]
-            held_pf -= held[r]
-            g = gen[r]
-            if g == 0:
-                g = gen[r] = 1
-                tokens_out += 1
-                first[r] = now
-                ttft[r] = now - arrival[r]
-            if hooks is not None:
-                extra = hooks.computed(r, g < osl[r])
-            if g >= osl[r]:
-                serial[r] = -1
-                retire(r)
-            else:
-                ar = isl[r] + g - 1 - S
-                a[r] = ar
-                dec.add(ar)
-                sum_a += ar
-                heappush(heap, (S + osl[r] - g, serial[r], r))
-        while heap and heap[0][0] <= S:  # the decodes done
-            _, ser, r = heappop(heap)
-            if serial[r] == ser:
-                ar = a[r]
-                dec.remove(ar)
-                sum_a -= ar
-                serial[r] = -1
-                gen[r] = osl[r]
-                retire(r)
+            if done[r] >= need[r]:
+                prefilled(r)
+        complete()
     run.now, run.S, run.issued, run.preemptions, run.max_used, run.max_q = now, S, issued, preemptions, max_used, max_q
     run.tokens_out, run.prefilled_tokens = tokens_out, prefilled_tokens

@@ -20,13 +20,13 @@ Runs of pure-decode steps up to the next event (a completion, an arrival, the st
 than are free) are taken at once: the blocks in closed form (sim_blocks.DecodeBlocks), the seconds in closed
 form (StepTable.decode_run), the same as stepping them one by one; a run goes on past each event after which the
 next step would again be pure decode (an arrival that cannot be admitted, a completion that frees nothing the
-queue's head can use), checked as the loop checks it (tests/serving/test_session_stepwise.py: against
-``_Run.stepwise``, one step per loop turn).
+queue's head can use), checked as the loop checks it (tests/serving/test_simulator_stepwise.py and
+test_session_stepwise.py: against ``_Run.stepwise``, one step per loop turn).
 Closed loop: each of C clients sends its next request when its last completes (all at t = 0 "together", or
 spread over one steady-state lifetime "staggered", _lifetime_s); open loop: the workload's Poisson arrivals or a trace's.
 Statistics skip the first and last C requests of a closed loop (warm-up and drain) when there are > 3·C.
 TTFT and end-to-end times add the request overhead outside the engine (Efficiency.request_overhead_s).
-The scheduler's state and its steps are sim_run.py's ``_Run``; this module sets a run up and reads its times.
+The scheduler's state is sim_run.py's ``_Run``, its loop sim_loop.py's; this module sets a run up and reads its times.
 """
 
 from __future__ import annotations
