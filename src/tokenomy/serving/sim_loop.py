@@ -11,10 +11,12 @@ Each turn: (1) arrivals due by now join the FCFS queue; (2) admission; then eith
   or a step (3) blocks for its decodes, preempting the latest-admitted request while one is missing; (4) prefill
             chunks in admission order under what the decodes leave of the budget; (5) its time t(n, context, P);
             prompts done emit their first token and decode on, decodes done retire.
-Why one function: the loop turns over a few times per request, and each turn's work is a few list reads; as methods
-(one per step above) the calls and attribute reads were most of the time. So the state the turns read is in local
-variables, the per request lists and queues are the run's (mutated in place), and the counters are written back to
-the run at the end. ``run.hooks`` (None for plain requests) is the session simulator's (sim_session_run): a prompt
+Why one function: the loop turns over about four times a request (an arrival, its loads done, a completion, a
+prefill), each turn a few list reads, so the state the turns read is in local variables (the steps' pieces are
+closures over them), the per request lists and queues are the run's (mutated in place), and the counters are
+written back to the run at the end. (As methods over attributes it took ~1.13x the CPU on benchmarks/sessions.py's
+agentic plan; what remains is spread: ~600 Python lines a request, a third the loop's, a sixth the step table's
+closed forms and block counts, the rest the session hooks' prefix cache.) ``run.hooks`` (None for plain requests) is the session simulator's (sim_session_run): a prompt
 looked up in the KV tiers on arrival (it joins the queue when its loads finish), the blocks its prefix hit saves at
 admission, its prompt registered when computed, its references released when preempted or done; each hook that
 changes the shared prefixes returns ``extra``, the blocks the pool ledger counts twice (added to the free count).
