@@ -113,6 +113,11 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
                           "count)"),
     "rollout_concurrency": _f(1, 1e7, "rollouts", "lifecycle --run: RL rollouts generated at once"),
     "inference_concurrency": _f(1, 1e7, "users", "lifecycle --run: users served at once"),
+    # the CLI's own commands (web, calibrate, revnet-demo, sweep): numbers no answer takes, bounded here all the same
+    "port": _w(1, 65_535, "", "TCP port to listen on"), "workers": _w(1, 256, "processes"),
+    "layers": _w(1, 10_000, "layers"), "divisor": _w(1, 2**16), "vocab": _w(16, 2**24, "tokens"),
+    "steps": _w(1, 10**7, "steps"), "every": _w(1, 10**7, "steps"), "matmul_size": _w(64, 2**16),
+    "copy_mb": _f(1, 1e6, "MB"), "chunk_points": _w(1, 2**30, "points", "points per chunk (default 262144)"),
 }
 for _pool in ("prefill", "decode"):  # a disaggregated pool's layout (serve --prefill-tp ...)
     FIELDS.update({f"{_pool}_{k}": FIELDS[k] for k in ("tp", "ep", "pp", "dp", "redundant_experts")})
@@ -122,8 +127,14 @@ def help_text(name: str, lists: bool = False) -> str:
     """An option's help from its row: what it is, then what is allowed (the CLI's --help, tk.*'s Options)."""
     f = field_of(name)
     what = (f.help[:1].upper() + f.help[1:] + "; ") if f.help else ""
+    return f"{what}{allowed(name, lists)}."
+
+
+def allowed(name: str, lists: bool = False) -> str:
+    """What field ``name`` takes, from its row: 'whole number in [1, 65,536] chips'."""
+    f = field_of(name)
     kind = f"{'whole ' if f.whole else ''}number{'s (a list)' if lists else ''}"
-    return f"{what}{kind} in {f}{' ' + f.unit if f.unit else ''}."
+    return f"{kind} in {f}{' ' + f.unit if f.unit else ''}"
 
 
 def field_of(name: str) -> Field:

@@ -39,6 +39,9 @@ def click_message(e: typer.TyperException) -> str:
         opts = getattr(param, "opts", None)
         name = opts[0] if param.param_type_name == "option" and opts else str(getattr(param, "name", None) or "argument").upper()
         return f"{name}: required{where}"
+    if _kind(e) == "BadParameter" and param is not None and getattr(param, "opts", None):
+        long = [o for o in param.opts if o.startswith("--")] or param.opts
+        return f"{long[0]}: {e.message}{where}"  # the answers' words: '--chips: 1.5 is not a whole number; ...'
     lines = [x.strip() for x in e.format_message().splitlines() if x.strip()]
     return " ".join(lines) + where
 
@@ -79,7 +82,21 @@ class OneLineErrors(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-app = typer.Typer(cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+class App(typer.Typer):
+    """The typer app whose commands read every number option through the one grammar (cli/numbers.graded)."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(fn: F) -> F:
+            from tokenomy.cli.numbers import graded
+
+            return register(graded(fn))
+
+        return decorator
+
+
+app = App(cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   rich_markup_mode=None,  # click's plain help: typer's rich panels import rich and markdown-it (~50 ms)
                   help="tokenomy: what it costs to train and serve an LLM, and why (roofline, layouts, $).")
 

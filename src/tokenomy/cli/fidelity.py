@@ -123,14 +123,14 @@ def calibrate_cmd(from_file: Path = typer.Option(None, "--from", help="A benchma
                   plot: str = PLOT,
                   model: str = typer.Option(None, "--model", help="Dense catalog model to scale down (default "
                                             "llama-3.2-1b); with --from: the model measured (default: the file's)."),
-                  layers: int = typer.Option(2, "--layers", min=1, help="Decoder layers to build."),
-                  divisor: int = typer.Option(4, "--divisor", min=1, help="Divide heads and widths by this."),
-                  vocab: int = typer.Option(8192, "--vocab", min=16, help="Vocabulary of the scaled model."),
+                  layers: int = typer.Option(2, "--layers", help="Decoder layers to build."),
+                  divisor: int = typer.Option(4, "--divisor", help="Divide heads and widths by this."),
+                  vocab: int = typer.Option(8192, "--vocab", help="Vocabulary of the scaled model."),
                   batch: str = typer.Option("1,4,16", "--batch", help="Decode batch sizes."),
                   context: str = typer.Option("128,512", "--context", help="Cached positions before the step."),
-                  steps: int = typer.Option(5, "--steps", min=1, help="Timed decode steps per point (fastest kept)."),
-                  matmul: int = typer.Option(1024, "--matmul-size", min=64, help="Square GEMM size for FLOP/s."),
-                  copy_mb: float = typer.Option(256.0, "--copy-mb", min=1.0, help="Buffer size for bandwidth."),
+                  steps: int = typer.Option(5, "--steps", help="Timed decode steps per point (fastest kept)."),
+                  matmul: int = typer.Option(1024, "--matmul-size", help="Square GEMM size for FLOP/s."),
+                  copy_mb: float = typer.Option(256.0, "--copy-mb", help="Buffer size for bandwidth."),
                   device: str = typer.Option(None, "--device", help="cpu or cuda (default: cuda when present)."),
                   as_json: bool = JSON, as_csv: bool = CSV) -> None:
     """Measure this machine (matmul FLOP/s, memory bandwidth) with PyTorch, time real decode steps of a small

@@ -4,6 +4,7 @@
 import typer
 
 from tokenomy.answers.inputs import help_text
+from tokenomy.cli.numbers import grammar
 
 # what-if hardware on every command that takes --hardware (answers/variants.py; fields: specs.OVERRIDABLE)
 SET = typer.Option(None, "--set", help="What-if hardware: field=value[,field=value...], a number in SI units or a "
@@ -20,20 +21,6 @@ def what_if(hardware, text: str | None):
     from tokenomy.answers.variants import hardware_with
 
     return hardware_with(hardware, text, door="--set")
-
-def grammar(name: str):
-    """typer's ``parser=`` for a number option: the one grammar (answers/inputs: 4k, 1e3) and its row of the bounds
-    table; a refusal is click's one line naming the option."""
-    def parse(text):
-        from tokenomy.answers import inputs
-
-        try:
-            return inputs.number(name, text)
-        except inputs.InputError as e:
-            raise ValueError(e.msg) from None
-
-    return parse
-
 
 def number(name: str, default, lists: bool = False):
     """A number option declared from its row of the table: its help and its grammar."""

@@ -41,14 +41,8 @@ def revnet_demo_cmd(steps: int = typer.Option(300, "--steps", help="Training ste
 
     Example: tokenomy revnet-demo --steps 300 --layers 8
     """
-    if steps < 1:
-        raise UsageError(f"--steps must be >= 1, got {steps}")
-    if every < 1:
-        raise UsageError(f"--every must be >= 1, got {every}")
     if size not in SIZES:
         raise UsageError(f"--size: {size!r} not known; allowed: {', '.join(SIZES)}")
-    if layers is not None and layers < 1:
-        raise UsageError(f"--layers must be >= 1, got {layers}")
     try:
         from tokenomy.reversible.demo import run_demo
     except ImportError:

@@ -14,18 +14,19 @@ import socket
 
 import typer
 
+from tokenomy.answers.input_bounds import FIELDS
 from tokenomy.cli.app import UsageError, app, guarded
 
 WILDCARDS = ("0.0.0.0", "::", "")
-MAX_WORKERS = 256
+MAX_WORKERS = int(FIELDS["workers"].hi)  # --workers' bound (answers/input_bounds.FIELDS)
 
 
 def default_workers() -> int:
     """One worker per core this process may run on."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        return min(MAX_WORKERS, max(1, len(os.sched_getaffinity(0))))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        return min(MAX_WORKERS, max(1, os.cpu_count() or 1))
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -76,11 +77,7 @@ def web_cmd(port: int = typer.Option(8000, "--port", help="TCP port to listen on
 
     Example: tokenomy web --port 8080
     """
-    if not 0 < port < 65536:
-        raise UsageError(f"--port must be in 1..65535, got {port}")
-    n = default_workers() if workers is None else workers
-    if not 1 <= n <= MAX_WORKERS:
-        raise UsageError(f"--workers must be in 1..{MAX_WORKERS}, got {workers}")
+    n = default_workers() if workers is None else workers  # --port and --workers: bounded by their rows of FIELDS
     bad = [h for h in allow_host if not h.strip() or any(c in h for c in "/ \\:@")]
     if bad:
         raise UsageError(f"--allow-host: {bad[0]!r} is not a host name (e.g. myhost.example.org or 10.0.0.5)")
