@@ -63,8 +63,10 @@ def test_main_builds_only_the_command_asked_and_restores_the_app(monkeypatch, ca
 
 
 @pytest.mark.parametrize("argv, code, text", [
-    (["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--chips", "abc"], 2, "valid integer"),
-    (["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--flops-fraction", "x"], 2, "valid number"),
+    (["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--chips", "abc"], 2,
+     "--chips: 'abc' is not a number; allowed: whole numbers in [1, 1,048,576]"),
+    (["decode", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--flops-fraction", "x"], 2,
+     "--flops-fraction: 'x' is not a number; allowed: numbers in [0.001, 1]"),
     (["nosuchcommand"], 2, "No such command"),
 ])
 def test_rejections_stay_one_line(monkeypatch, capsys, argv, code, text):

@@ -65,3 +65,58 @@ def test_three_doors_accept_and_refuse_the_same_strings(client, text):
 def test_the_ambiguous_thousands_get_the_hint_at_every_door(client):
     for ok, msg in (cli("8,192"), web(client, "8,192"), python("8,192")):
         assert not ok and "did you mean 8192?" in msg
+
+
+# ---- every option the CLI and /api share, from their registries ------------------------------------------------
+from tokenomy.answers import inputs  # noqa: E402
+from tokenomy.web import params as P  # noqa: E402
+
+from .three_doors import BASES, cli as cli_door, names_field, python as py_door, shared_options, web as web_door  # noqa: E402,I001
+
+NUMBER_KINDS = ("int", "float", "number", "int_list", "float_list")
+NAME_KINDS = ("choice", "dtype", "model", "hardware", "text")
+SHARED = shared_options()
+
+
+def number_strings(name: str, kind: str) -> list[tuple[str, bool]]:
+    """(text, refused by the grammar) for one numeric field: a suffix, a list, a range, a log range, the thousands
+    trap, a word, not finite, past the row's bound; a one-value field refuses lists and ranges."""
+    f = inputs.field_of(name)
+    lists = kind.endswith("_list")
+    inside = _inside(name)
+    out = [("abc", True), ("inf", True), ("1_000", True), ("8,192", True), (str(int(f.hi * 4)) if f.whole else f"{f.hi * 4:g}", True)]
+    out += [(inside, False)] if inside else []
+    lo = inputs.readable(max(f.lo, 1)) if f.admits(max(f.lo, 1)) else None
+    if lo is not None:
+        out += [(f"{lo}, {lo}", not lists), (f"{lo}..{inputs.readable(min(f.hi, 4 * max(f.lo, 1)))}", not lists)]
+    return out
+
+
+def _inside(name: str) -> str | None:
+    """A value inside the field's bounds written the grammar's way: with a k suffix where one fits, else 0.5 or 2."""
+    f = P.NUMBERS.get(name, inputs.field_of(name))  # inside the web's budget too (web/query.WEB_BUDGETS)
+    return next((t for t, x in (("1k", 1024), ("2", 2), ("0.5", 0.5), ("1", 1)) if f.admits(x)
+                 and (not f.whole or x == int(x))), None)
+
+
+CASES = [(q, n, o.kind, text, grammar_refuses) for q, opts in SHARED.items() for n, o in opts.items()
+         if o.kind in NUMBER_KINDS and n not in BASES.get(q, {}) for text, grammar_refuses in number_strings(n, o.kind)]
+CASES += [(q, n, o.kind, "bogus", True) for q, opts in SHARED.items() for n, o in opts.items() if o.kind in NAME_KINDS]
+
+
+def test_every_shared_question_has_a_base():
+    assert set(SHARED) <= set(BASES), set(SHARED) - set(BASES)
+
+
+@pytest.mark.parametrize("question, name, kind, text, grammar_refuses", CASES,
+                         ids=[f"{q}-{n}-{t}" for q, n, _, t, _ in CASES])
+def test_every_shared_option_reads_the_same_at_three_doors(client, question, name, kind, text, grammar_refuses):
+    params = {**BASES[question], name: text}
+    doors = {"cli": cli_door(question, params, name), "web": web_door(client, question, params, name),
+             "python": py_door(question, params, name)}
+    accepted = {door: ok for door, (ok, _) in doors.items()}
+    assert len(set(accepted.values())) == 1, (question, name, text, doors)
+    if grammar_refuses:
+        assert not any(accepted.values()), (question, name, text, doors)
+        for door, (_, out) in doors.items():
+            assert names_field(door, out, name), (door, question, name, text, out)

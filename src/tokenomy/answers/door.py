@@ -30,8 +30,13 @@ def takes_list(name: str, default) -> bool:
 
 
 def parse(name: str, default, value):
-    """One keyword's value through the grammar: numbers by the bounds table (lists where the keyword takes one);
-    anything else (names, dtypes, models, arrays for internal callers) is left to the answer's own checks."""
+    """One keyword's value through the grammar: numbers by the bounds table (lists where the keyword takes one),
+    names given as text by answers/input_names (choices, dtypes, catalog names); anything else (objects, arrays for
+    internal callers) is left to the answer's own checks."""
+    if isinstance(value, str) and name not in inputs.FIELDS:
+        from tokenomy.answers import input_names
+
+        return input_names.name(name, value) if input_names.checked(name) else value
     if value is None or name not in inputs.FIELDS:
         return value
     if takes_list(name, default):

@@ -44,9 +44,9 @@ DISAGG_PLAN_COLUMNS = ("best", "plan", "prefill_chips", "decode_chips", "concurr
 
 
 # plan's keywords beside model, hardware and the chips, with their defaults: the bare search's (BARE_KEYWORDS and
-# top, batch, torus), the deployment's, and a serving plan's workload, engine, pools and objective
+# top, batch (a list; () every batch), torus), the deployment's, and a serving plan's workload, engine, pools and objective
 BARE_KEYWORDS = {"context": 8192, "min_tokens_per_user": 0.0, "max_ttft": None, "hop_latency": None}
-PLAN_KEYWORDS = {**BARE_KEYWORDS, "batch": None, "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated",
+PLAN_KEYWORDS = {**BARE_KEYWORDS, "batch": (), "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated",
                  "torus": None, "top": 0, "usd_per_chip_hour": None, "mode": "agg", "concurrency": None, "rate": None,
                  "isl": 1024, "osl": 1024, "ttft_slo": None, "tpot_slo": None, "engine": "vllm", "cache_hit": 0.0,
                  "max_num_tokens": None, "max_batch": None, "prefill_chips": None, "decode_chips": None,
@@ -98,7 +98,7 @@ def _bare_plan(model, hardware, v: dict) -> Result:
     dep = dep.with_(topology=topology(dep.hardware, torus=torus))
     budget = inputs.optional("chips", chips) or dep.hardware.num_chips
     cons = Constraints(float(context), float(min_tokens_per_user), math.inf if max_ttft is None else float(max_ttft))
-    res = search(dep, chips=budget, constraints=cons, batches=None if batch is None else list(batch),
+    res = search(dep, chips=budget, constraints=cons, batches=list(batch) if batch else None,
                  hop_latency_s=hop_latency)
     chosen = plan_best(res)
     front = [res.row(int(i)) for i in res.front]
@@ -145,7 +145,7 @@ def _serving_plan(model, hardware, given: dict, search: dict) -> Result:
     from tokenomy.answers.requests import ServeRequest
 
     top = search["top"]
-    if search["batch"] is not None:
+    if search["batch"]:
         raise ValueError("batch: a serving plan runs the batches the workload makes; give --concurrency or --rate")
     if given["concurrency"] is None and given["rate"] is None:
         raise ValueError("concurrency: mode disagg plans for a workload; give concurrency (closed loop, users) or "

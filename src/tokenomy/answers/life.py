@@ -135,7 +135,7 @@ def _engine(req) -> RecordResult:
     try:
         hardware_of(req.serve_hardware)
     except ValueError as e:  # the catalog's refusal, named by the field it came through
-        raise ValueError(f"serve_hardware: {e}") from None
+        raise ValueError(f"serve_hardware: {str(e).removeprefix('hardware: ')}") from None
     row = engine_split(req)
     note = (f"{row['run']}: pre-training on its published layout ({row['train_hardware']}); RL rollouts and inference "
             f"served on {row['serve_hardware']} ({row['serve_plan']}); the lecture's constants on the same tokens "

@@ -27,7 +27,7 @@ def model_of(model: "str | ModelArch | None") -> ModelArch:
         return model
     if not model:
         raise ValueError("model: required; a catalog name (tokenomy models), a config.json path or a directory")
-    return loader.model(str(model))
+    return _named("model", loader.model, model)
 
 
 def hardware_of(hardware: "str | Hardware | None") -> Hardware:
@@ -35,7 +35,16 @@ def hardware_of(hardware: "str | Hardware | None") -> Hardware:
         return hardware
     if not hardware:
         raise ValueError("hardware: required; a chip or system name (tokenomy hardware)")
-    return loader.hardware(str(hardware))
+    return _named("hardware", loader.hardware, hardware)
+
+
+def _named(field: str, load, name) -> object:
+    """``load(name)``, a refusal (unknown name, bad file) worded as every door words it: 'model: unknown model ...'."""
+    try:
+        return load(str(name))
+    except ValueError as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(msg if msg.startswith(f"{field}:") else f"{field}: {msg}") from None
 
 
 def dtype_of(field: str, v: str | None) -> str | None:

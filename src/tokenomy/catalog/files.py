@@ -136,7 +136,9 @@ def resolve(kind: str, name: str) -> str | None:
 def _pick(kind: str, name: str) -> Path:
     stem = resolve(kind, name)
     if stem is None:
-        raise CatalogError(f"unknown {kind[:-1]} {name!r}; {did_you_mean(name, _index(kind))} "
+        what = kind.rsplit("/", 1)[-1]  # chips -> chip, kv_tiering and storage as they are
+        raise CatalogError(f"unknown {what[:-1] if what.endswith('s') else what} {name!r}; "
+                           f"{did_you_mean(name, _index(kind))} "
                            f"allowed: {', '.join(catalog_stems(kind))}")
     return ROOT / kind / f"{stem}.toml"
 

@@ -66,7 +66,7 @@ def lifecycle_cmd(
     """
     from tokenomy.answers.life import lifecycle
 
-    engine = {} if run is None else {
+    engine = {  # --run's engine keywords, checked by the answer's door whether or not --run is given (as /api does)
         "run": run, "serve_hardware": what_if(serve_hardware, set_), "pretrain_tokens": pretrain_tokens,
         "prompt_len": prompt_len, "output_len": output_len, "rollout_concurrency": rollout_concurrency, "isl": isl,
         "osl": osl, "inference_concurrency": inference_concurrency}

@@ -39,7 +39,7 @@ def parse_torus(text: str | None) -> tuple[int, ...] | None:
     try:
         shape = tuple(int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise ValueError(f"--torus: {text!r} is not a shape; use e.g. 4x4x4") from None
+        raise ValueError(f"torus: {text!r} is not a shape; use e.g. 4x4x4") from None
     if not shape or any(x <= 0 for x in shape):
-        raise ValueError(f"--torus: {text!r} needs positive sizes, e.g. 4x4x4")
+        raise ValueError(f"torus: {text!r} needs positive sizes, e.g. 4x4x4")
     return shape

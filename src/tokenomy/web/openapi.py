@@ -135,9 +135,10 @@ def parameter(name: str, opt: P.Option, options: dict[str, P.Option]) -> dict:
     text = help_of(name)
     if opt.kind == "int_list":
         text += (f" (a comma list, e.g. 1,8,64, or a range: 1..4096 powers of two, 1..4096:64 a step, 1k..1M:8log "
-                 f"log-spaced; at most {P.MAX_LIST} values, each in {P.NUMBERS[name]}; 128k = 131,072)")
+                 f"log-spaced; each in {P.NUMBERS[name]}; 128k = 131,072; at most {P.MAX_GRID:,} points a request)")
     elif opt.kind == "float_list":
-        text += f" (a comma list, e.g. 1,4,16; at most {P.MAX_LIST} values, each in {P.NUMBERS[name]})"
+        text += (f" (a comma list, e.g. 1,4,16, or a range as above; each in {P.NUMBERS[name]}; at most "
+                 f"{P.MAX_GRID:,} points a request)")
     elif opt.kind in ("int", "float", "number"):
         text += " (k, M, G: 2^10, 2^20, 2^30, e.g. 128k)"
     required = opt.required and not (name == "model" and "config" in options)

@@ -2,7 +2,7 @@
 
 A query for ``/api/<command>`` (or a page over it) becomes the keyword arguments of the answer function
 (tokenomy.answers): the parameters offered are the answer's own keywords (its signature), each parsed by kind —
-a list of ints ('1,8,64' or '1..4096', at most MAX_LIST values), a list of floats, an int, a float (finite,
+a list of ints ('1,8,64' or '1..4096'; at most MAX_GRID points a request), a list of floats, an int, a float (finite,
 bounded per name), a yes/no flag, or text (letters, digits and . , : + - only). Nothing here touches the file
 system: models and hardware are looked up by catalog name only, and an uploaded config.json travels inside the
 URL as ``config=<base64url(zlib(json))>``, parsed (never executed): query.py (a query, its values and errors)
@@ -13,33 +13,23 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Mapping
 
 from tokenomy import answers
-from tokenomy.answers import inputs
-from tokenomy.answers.door import LISTS
-from tokenomy.answers.engines import ENGINES, PROTOCOLS
+from tokenomy.answers import input_names, inputs
+from tokenomy.answers.door import LISTS, takes_list
 from tokenomy.answers.inputs import MAX_BATCH, MAX_CHIPS, MAX_CONTEXT, readable  # noqa: F401  (the pages' bounds)
-from tokenomy.answers.launch import EMIT
-from tokenomy.answers.objectives import PLAN_OBJECTIVES
 from tokenomy.catalog import loader
-from tokenomy.core.attention_kernel import ATTENTION_KERNELS
-from tokenomy.core.fp8_casts import FP8_SCALINGS
-from tokenomy.core.memory import SCHEDULES, STRATEGIES
-from tokenomy.core.moe_host import DISPATCHERS
-from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS
-from tokenomy.econ.speculative import DRAFT_KINDS
 from tokenomy.specs import Hardware
 from tokenomy.units import CHECKPOINT
 from tokenomy.web.config_token import (  # noqa: F401  (re-exported: the pages write P.<name>)
     encode_config, model_from, model_from_token, parse_config_bytes)
 from tokenomy.web.query import (  # noqa: F401
     MAX_CONFIG_BYTES, MAX_CONFIG_TOKEN_CHARS, MAX_GRID, MAX_LIST, MAX_MODELS, MAX_OVERHEAD_S, MAX_VALUE_CHARS, NUMBERS,
-    POOL_FIELDS, POOL_KINDS, WEB_BUDGETS, FieldError, Query, _field_error, field_of, hardware_by_name, hardware_names,
+    POOL_FIELDS, POOL_KINDS, WEB_BUDGETS, FieldError, budget, Query, _field_error, field_of, hardware_by_name, hardware_names,
     message_of, model_by_name, model_list, refuse_emptied)
 
 # ---- a query -> an answer's keyword arguments ------------------------------------------------------------
@@ -47,30 +37,15 @@ from tokenomy.web.query import (  # noqa: F401
 ANSWERS = answers.SERVED  # the questions /api/<command> answers (the answer layer's own table)
 NOT_OFFERED = {"decode": {"len_pass"},  # decode passes one new token: the CLI has no --len-pass for it
                "serve": {"trace", "pools"}}  # a trace is a file; the pools a dict (the CLI's --prefill-chips ...)
-KINDS = {  # parameters whose default (None) does not say their kind
-    "batch": "int_list", "context": "int_list", "global_batch": "int_list", "hold": "float_list", "chips": "int",
-    "tp": "int", "ep": "int", "pp": "int", "dp": "int", "cp": "int", "redundant_experts": "int", "len_pass": "int",
-    "top": "int", "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
+KINDS = {  # parameters whose default (None) does not say their kind (numbers: their FIELDS row and the door's lists)
+    "weight_dtype": "dtype", "kv_dtype": "dtype", "compute_dtype": "dtype", "grad_dtype": "dtype",
     "optimizer_dtype": "dtype", "activation_dtype": "dtype", "model": "model", "hardware": "hardware",
-    "torus": "text", "ids": "text",
-    "published": "text", "attn_dp": "bool", "kv_batch": "bool", "base_batch": "int", "max_num_tokens": "int",
-    "max_batch": "int", "requests": "int", "isl_dist": "text", "osl_dist": "text", "prefill_chips": "int",
-    "decode_chips": "int", "flops_fraction": "float", "use_case": "text", "run": "text",
-    "serve_hardware": "hardware", "pretrain_tokens": "float", "turns": "int", "nvme_bytes": "float",
-    "kv_tiering": "text",
+    "serve_hardware": "hardware", "torus": "text", "ids": "text", "published": "text", "attn_dp": "bool",
+    "kv_batch": "bool", "isl_dist": "text", "osl_dist": "text", "use_case": "text", "run": "text", "kv_tiering": "text",
 }
 ALWAYS = {"ids": "str_list", "models": "model_list",  # lists whatever the default (numbers: answers/door.LISTS)
           **{n: "int_list" if inputs.FIELDS[n].whole else "float_list" for n in LISTS}}
-CHOICES = {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": SCHEDULES,
-           "recompute": STRATEGIES, "moe_kernels": MOE_KERNELS, "attention": ATTENTION_CONVENTIONS,
-           "attention_kernel": ATTENTION_KERNELS, "fp8_scaling": FP8_SCALINGS, "moe_dispatcher": tuple(DISPATCHERS),
-           "draft": DRAFT_KINDS, "engine": ENGINES,
-           "method": ("analytic", "simulate"), "arrivals": ("staggered", "together"), "mode": ("agg", "disagg"),
-           "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
-           "objective": tuple(PLAN_OBJECTIVES),
-           "emit": EMIT, "protocol": PROTOCOLS,
-           "workload": ("steady", "multiturn", "agentic"),  # answers.workloads.serve (serving/sessions.WORKLOADS)
-           "routing": ("round-robin", "session-sticky", "prefix-aware")}  # serving/routing.ROUTERS
+CHOICES = input_names.choices()  # the one table of names (answers/input_names.py)
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 AUTO = object()  # kv_dtype=auto: leave the answer's default (serve and plan: the engine's KV dtype)
 SAFE = re.compile(r"[A-Za-z0-9_.,:+\- ]*")  # no '/', '\\' or '~': a value can never name a file
@@ -98,6 +73,9 @@ def _kind(name: str, default) -> str:
         return "choice"
     if name in ALWAYS:
         return ALWAYS[name]
+    if name in inputs.FIELDS:  # a number: a list exactly where the answer's door reads one (answers/door.takes_list)
+        whole = inputs.FIELDS[name].whole
+        return ("int_list" if whole else "float_list") if takes_list(name, default) else ("int" if whole else "float")
     if default is None:
         return KINDS.get(name, "number")
     if isinstance(default, (tuple, list)):
@@ -198,9 +176,9 @@ def answer_kwargs(command: str, params: Mapping[str, str]) -> dict:
     if missing:
         raise FieldError(missing[0], "required" + (": a catalog name, or upload a config.json"
                                                    if missing[0] == "model" else ""))
-    lists = {k: len(v) for k, v in kw.items() if isinstance(v, list)}
-    if len(lists) > 1 and math.prod(lists.values()) > MAX_GRID:
-        raise FieldError(next(iter(lists)), f"{' x '.join(map(str, lists.values()))} grid points; at most {MAX_GRID}")
+    lists = {k: len(v) for k, v in kw.items() if isinstance(v, list) and opts.get(k, Option("")).kind != "model_list"}
+    if lists:
+        budget(next(iter(lists)), list(lists.values()))
     if command == "plan":
         _search_budget(kw)
     return kw

@@ -18,8 +18,8 @@ from tokenomy.units import DTYPE_BYTES
 MAX_VALUE_CHARS = 200  # any one query value, except the config token
 MAX_CONFIG_TOKEN_CHARS = 24_000  # fits comfortably in a URL (uvicorn/h11 accept ~64 kB of request line)
 MAX_CONFIG_BYTES = 64_000  # an uploaded config.json; real ones are 1-5 kB
-MAX_LIST = 64  # values in a batch or context list
-MAX_GRID = 1024  # batch x context points in one request
+MAX_LIST = 64  # names in one list (lecture ids)
+MAX_GRID = 1024  # points one request evaluates: a list's values, or the product of its lists' lengths (budget())
 MAX_OVERHEAD_S = 10.0
 MAX_MODELS = 8  # models compared on one page
 
@@ -116,14 +116,26 @@ class Query:
         return x
 
     def numbers(self, name: str, default: str) -> list:
-        """A list of field ``name`` in the grammar (1,8,64, 1..4096, 1k..1M:8log), at most MAX_LIST values."""
+        """A list of field ``name`` in the grammar (1,8,64, 1..4096, 1k..1M:256log), within the web's budget."""
         values = _field_error(inputs.numbers, name, self.text(name, default))
-        if len(values) > MAX_LIST:
-            raise FieldError(name, f"{len(values)} values; at most {MAX_LIST}")
+        budget(name, [len(values)])
         return values
 
     def dtype(self, name: str, default: str | None) -> str | None:
         return self.choice(name, tuple(DTYPE_BYTES), default)
+
+
+def budget(name: str, lengths: list[int]) -> None:
+    """The one rule for lists at the web (docs/DEVNOTES.md, 'Lists'): every door reads a list by the same grammar
+    (up to inputs.MAX_VALUES values, 1k..1M:256log included); a web request also evaluates at most MAX_GRID points
+    (a list's values, or the product of its lists' lengths: one answer's arrays), refused naming the first list."""
+    n = 1
+    for k in lengths:
+        n *= k
+    if n > MAX_GRID:
+        shape = " x ".join(f"{k:,}" for k in lengths)
+        raise FieldError(name, f"{shape} = {n:,} points; the web answers at most {MAX_GRID:,} points a request "
+                               f"(tokenomy and tk.* take lists of up to {inputs.MAX_VALUES:,} values)")
 
 
 def refuse_emptied(params: Mapping[str, str], prefilled: Iterable[str]) -> None:
