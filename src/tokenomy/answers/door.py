@@ -45,6 +45,8 @@ def parse(name: str, default, value):
         return inputs.numbers(name, value)
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return inputs.number(name, value)
+    if isinstance(value, (list, tuple)):  # as the text '1,2' is refused here: never a raw TypeError further in
+        raise inputs.InputError(name, f"one value here, not a list of {len(value)}")
     return value
 
 

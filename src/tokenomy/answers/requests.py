@@ -240,6 +240,10 @@ class ServeRequest:
         from tokenomy.answers.launch import ENGINES, check_emit
 
         v = dict(values)
+        unknown = sorted(set(v) - SERVE_KEYS)
+        if unknown:  # a key no request object reads would be dropped silently (a session key: tk.serve takes it)
+            raise ValueError(f"{unknown[0]}: not a key of a serve request; allowed: {', '.join(sorted(SERVE_KEYS))}"
+                             + (" (session workloads: tk.serve(workload=...))" if unknown[0] in SESSION_KEYS else ""))
         emit = v.get("emit")
         if v.get("engine") is None:  # left out: the engine emit names (vllm for dynamo or no emit)
             v["engine"] = emit if emit in ENGINES else "vllm"
@@ -257,6 +261,14 @@ class ServeRequest:
     def __str__(self) -> str:
         return f"{self.deployment}; {self.workload}; engine {self.serving_engine}; {self.run}" + (
             f"; emit {self.emit}" if self.emit else "")
+
+
+SERVE_KEYS = frozenset({  # what ServeRequest.of reads: the workload, engine, run, deployment (layout_of's too), emit
+    "concurrency", "rate", "isl", "osl", "isl_dist", "osl_dist", "trace", "cache_hit", "arrivals", "ttft_slo",
+    "tpot_slo", "sessions", "engine", "max_num_tokens", "max_batch", "method", "requests", "seed", "protocol", "emit",
+    "mode", "pools", "chips", "tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout",
+    "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "usd_per_kwh", "facility"})
+SESSION_KEYS = frozenset({"workload", "turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing"})
 
 
 @dataclass(frozen=True)

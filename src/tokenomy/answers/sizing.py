@@ -78,7 +78,9 @@ def _refused_for_memory(e: ValueError) -> bool:
 def _at(model, hardware, n: int, u: UseCase, concurrency: float, options: dict) -> dict | None:
     """serve's row for use case ``u`` on ``n`` chips, or None where it does not fit."""
     try:
-        return serve(model, hardware, concurrency=[concurrency], isl=u.isl, osl=u.osl, chips=n, **options).rows()[0]
+        lengths = {"isl": u.isl, "osl": u.osl} if options.get("workload", "steady") == "steady" else {}  # a session
+        # workload draws its own turns' lengths (serve refuses isl/osl beside it)
+        return serve(model, hardware, concurrency=[concurrency], chips=n, **lengths, **options).rows()[0]
     except ValueError as e:
         if _refused_for_memory(e):
             return None

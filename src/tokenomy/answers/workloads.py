@@ -194,7 +194,8 @@ def _sessions(model, hardware, kw: dict) -> Result:
         given = next(k for k in ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
                      if kw[k] is not None)
         raise ValueError(f"{given}: for a session workload (workload multiturn | agentic)")
-    for name, default in (("mode", "agg"), ("protocol", "steady"), ("cache_hit", 0.0), ("isl_dist", None),
+    for name, default in (("mode", "agg"), ("protocol", "steady"), ("cache_hit", 0.0), ("isl", 1024), ("osl", 1024),
+                          ("isl_dist", None),
                           ("osl_dist", None), ("emit", None), ("ttft_slo", None), ("tpot_slo", None),
                           ("usd_per_kwh", None), ("facility", None)):
         if kw[name] != default:
