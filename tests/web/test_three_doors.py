@@ -120,3 +120,28 @@ def test_every_shared_option_reads_the_same_at_three_doors(client, question, nam
         assert not any(accepted.values()), (question, name, text, doors)
         for door, (_, out) in doors.items():
             assert names_field(door, out, name), (door, question, name, text, out)
+
+
+@pytest.mark.parametrize("name, text", [("isl", "2k"), ("osl", "7"), ("cache_hit", "0.5"), ("ttft_slo", "1")])
+def test_a_session_workload_refuses_steady_traffics_options_at_three_doors(client, name, text):
+    """Sessions draw their own turns' lengths and hits: --isl 2k beside --workload agentic was silently ignored."""
+    params = {**BASES["serve"], "workload": "agentic", name: text}
+    doors = {"cli": cli_door("serve", params, name), "web": web_door(client, "serve", params, name),
+             "python": py_door("serve", params, name)}
+    for door, (ok, out) in doors.items():
+        assert not ok and names_field(door, out, name), (door, out)
+
+
+def test_a_serve_request_names_the_key_it_would_drop():
+    from tokenomy.answers.requests import ServeRequest
+
+    with pytest.raises(ValueError, match=r"^bogus_key: not a key of a serve request"):
+        ServeRequest.of(MODEL, HW, {"bogus_key": 5, "concurrency": [8]})
+    with pytest.raises(ValueError, match=r"^workload: .*tk\.serve\(workload=\.\.\.\)"):
+        ServeRequest.of(MODEL, HW, {"workload": "agentic", "concurrency": [8]})
+
+
+def test_a_list_for_a_one_value_keyword_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"^nvme_bytes: one value here, not a list of 2$"):
+        tk.sweep(model="llama-3.2-1b", hardware="hgx-h100-8", concurrency=[8], workload="agentic",
+                 kv_tiering="lmcache", nvme_bytes=[0, 1e12])
