@@ -62,6 +62,18 @@ def test_three_doors_accept_and_refuse_the_same_strings(client, text):
         assert not any(accepted.values()), (text, doors)
 
 
+def test_the_issues_log_range_is_one_decision_at_three_doors(client):
+    """1k..1M:256log: 256 contexts at every door (the web's budget is 1,024 points a request, web/query.budget);
+    a range past the budget is the web's refusal alone, naming the list and the budget."""
+    doors = {"cli": cli("1k..1M:256log"), "web": web(client, "1k..1M:256log"), "python": python("1k..1M:256log")}
+    contexts = [c for _, c in doors.values()]
+    assert all(ok for ok, _ in doors.values()) and len(contexts[0]) == 256, doors
+    assert contexts[0] == contexts[1] == contexts[2] and contexts[0][0] == 1024 and contexts[0][-1] == 2**20
+    ok, msg = web(client, "1..2048:1")
+    assert not ok and "2,048 values; the web answers at most 1,024 points a request" in msg
+    assert cli("1..2048:1")[0] and python("1..2048:1")[0]
+
+
 def test_the_ambiguous_thousands_get_the_hint_at_every_door(client):
     for ok, msg in (cli("8,192"), web(client, "8,192"), python("8,192")):
         assert not ok and "did you mean 8192?" in msg
@@ -78,29 +90,30 @@ NAME_KINDS = ("choice", "dtype", "model", "hardware", "text")
 SHARED = shared_options()
 
 
-def number_strings(name: str, kind: str) -> list[tuple[str, bool]]:
-    """(text, refused by the grammar) for one numeric field: a suffix, a list, a range, a log range, the thousands
-    trap, a word, not finite, past the row's bound; a one-value field refuses lists and ranges."""
+def number_strings(name: str, opt) -> list[tuple[str, bool]]:
+    """(text, refused by the grammar) for one numeric field: a word, the thousands trap, past the row's bound, a
+    value inside it (its default, with a k suffix where it is a multiple of 1,024), a list, a range and a log range
+    (which a one-value field refuses)."""
     f = inputs.field_of(name)
-    lists = kind.endswith("_list")
-    inside = _inside(name)
-    out = [("abc", True), ("inf", True), ("1_000", True), ("8,192", True), (str(int(f.hi * 4)) if f.whole else f"{f.hi * 4:g}", True)]
-    out += [(inside, False)] if inside else []
-    lo = inputs.readable(max(f.lo, 1)) if f.admits(max(f.lo, 1)) else None
-    if lo is not None:
-        out += [(f"{lo}, {lo}", not lists), (f"{lo}..{inputs.readable(min(f.hi, 4 * max(f.lo, 1)))}", not lists)]
+    lists = opt.kind.endswith("_list")
+    out = [("abc", True), ("8,192", True), (str(int(f.hi * 4)) if f.whole else f"{f.hi * 4:g}", True),
+           (_inside(name, opt.default), False)]
+    one = max(f.lo, 1)
+    if f.admits(one):
+        a, b = inputs.readable(one), inputs.readable(min(f.hi, 4 * one))
+        out += [(f"{a}, {b}", not lists), (f"{a}..{b}", not lists), (f"{a}..{b}:3log", not lists)]
     return out
 
 
-def _inside(name: str) -> str | None:
-    """A value inside the field's bounds written the grammar's way: with a k suffix where one fits, else 0.5 or 2."""
-    f = P.NUMBERS.get(name, inputs.field_of(name))  # inside the web's budget too (web/query.WEB_BUDGETS)
-    return next((t for t, x in (("1k", 1024), ("2", 2), ("0.5", 0.5), ("1", 1)) if f.admits(x)
-                 and (not f.whole or x == int(x))), None)
+def _inside(name: str, default) -> str:
+    """The option's default (or 1 where it has none) written the grammar's way: 4096 as 4k."""
+    x = (default[0] if default else None) if isinstance(default, (list, tuple)) else default
+    x = 1 if not isinstance(x, (int, float)) or isinstance(x, bool) or not inputs.field_of(name).admits(x) else x
+    return f"{int(x) // 1024}k" if 1024 <= x < 2**30 and x % 1024 == 0 else f"{x:g}"
 
 
 CASES = [(q, n, o.kind, text, grammar_refuses) for q, opts in SHARED.items() for n, o in opts.items()
-         if o.kind in NUMBER_KINDS and n not in BASES.get(q, {}) for text, grammar_refuses in number_strings(n, o.kind)]
+         if o.kind in NUMBER_KINDS and n not in BASES.get(q, {}) for text, grammar_refuses in number_strings(n, o)]
 CASES += [(q, n, o.kind, "bogus", True) for q, opts in SHARED.items() for n, o in opts.items() if o.kind in NAME_KINDS]
 
 

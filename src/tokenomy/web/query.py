@@ -133,8 +133,8 @@ def budget(name: str, lengths: list[int]) -> None:
     for k in lengths:
         n *= k
     if n > MAX_GRID:
-        shape = " x ".join(f"{k:,}" for k in lengths)
-        raise FieldError(name, f"{shape} = {n:,} points; the web answers at most {MAX_GRID:,} points a request "
+        shape = f"{' x '.join(f'{k:,}' for k in lengths)} = {n:,} points" if len(lengths) > 1 else f"{n:,} values"
+        raise FieldError(name, f"{shape}; the web answers at most {MAX_GRID:,} points a request "
                                f"(tokenomy and tk.* take lists of up to {inputs.MAX_VALUES:,} values)")
 
 
