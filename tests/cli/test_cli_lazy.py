@@ -90,4 +90,5 @@ def test_command_modules_name_where_each_command_is_registered():
 def test_a_command_loads_only_its_own_cli_module():
     mods, _ = loaded("hardware", "h100-sxm", "--json")
     cli = {m for m in mods if m.startswith("tokenomy.cli.")}
-    assert cli <= {"tokenomy.cli.app", "tokenomy.cli.foundation", "tokenomy.cli.options", "tokenomy.cli.render"}
+    assert cli <= {"tokenomy.cli.app", "tokenomy.cli.foundation", "tokenomy.cli.options", "tokenomy.cli.render",
+                   "tokenomy.cli.numbers"}  # every command's number options read the grammar (cli/numbers.graded)
