@@ -108,5 +108,5 @@ def test_default_stays_the_steady_state():
 
 
 def test_bad_protocol_name_is_a_value_error_naming_protocol():
-    with pytest.raises(ValueError, match=r"^protocol: 'bogus'; allowed: steady, .*inferencex"):
+    with pytest.raises(ValueError, match=r"^protocol: 'bogus' is not allowed; allowed: steady, .*inferencex"):
         tk.serve("llama-3.1-8b", "h100-sxm", concurrency=8, protocol="bogus")
