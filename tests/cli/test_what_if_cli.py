@@ -84,7 +84,7 @@ def test_a_partial_toml_is_a_hardware(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(p.read_text().replace("hbm_bytes_per_s", "hbm_speed"))
     r = RUN.invoke(app, ["decode", "--model", "llama-3.1-70b", "--hardware", str(bad)])
-    assert r.exit_code == 2 and r.output.startswith("error: bad.toml: field 'hbm_speed': not a hardware field")
+    assert r.exit_code == 2 and r.output.startswith("error: --hardware: bad.toml: field 'hbm_speed': not a hardware field")
 
 
 def test_what_if_sweep_table_json_and_plot(tmp_path):

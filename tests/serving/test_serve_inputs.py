@@ -28,7 +28,7 @@ def test_cache_hit_outside_zero_one_is_refused_for_every_method(hit):
 
 
 def test_unknown_arrival_pattern_is_refused():
-    with pytest.raises(ValueError, match="^arrivals: 'foo'; allowed: together, staggered"):
+    with pytest.raises(ValueError, match="^arrivals: 'foo' is not allowed; allowed: staggered, together"):
         serve("llama-3.1-8b", "h100-sxm", concurrency=[4], arrivals="foo")
 
 
