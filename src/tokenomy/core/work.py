@@ -121,7 +121,6 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         b_a, p_a = b, p_mb
     T = b * S + p_mb
     T_a = T if b_a is b else b_a * S + p_a  # without attention-DP the attention replica is the stage's chip
-    pad = np.zeros(np.shape(T))  # T's shape for the operand widths (efficiency.balance_rows)
     kvs, kv_batch = lo.kv_split_heads, np.asarray(lay.kv_batch, dtype=bool)
     kv_split = np.where(kv_batch, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs) if np.any(kv_batch) \
         else kvs
@@ -132,7 +131,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     grid = np.broadcast_shapes(*(np.shape(c) for c in conds), np.shape(lo.layout_code))
     structure = np.select([np.broadcast_to(c, grid) for c in conds], [lo.layout_code, 6, 7, 8], 0)
     return Work(
-        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels + 0.0 * b,
+        n=lo.chips, batch=B, context=lo.context, len_pass=S, micro_batch=b, pp=pp, stage_kernels=f * m.kernels,
         microbatches=M, decode=lo.decode,
         # (the per-point factors multiply the grid once: scalars and layout columns are folded first)
         flops=B * (S * (m.matmul_flops_per_token + attn_tok)) + P * (m.matmul_flops_per_token + attn_pf),
@@ -140,7 +139,9 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         dense_flops=b_a * (S * dense_ftok * (f / a)) + p_a * ((dense_ftok + attn_pf) * (f / a)),
         dense_rows=T_a, attn_flops=b_a * (f * S * attn_tok / a),
         attn_rows=S * shape.num_heads / np.maximum(_f(shape.kv_heads), a),
-        dense_w=_f(pr.dense_w) + pad, expert_w=_f(pr.expert_w) + pad, kv_w=_f(pr.kv) + pad,
+        # (the operand widths and the kernel count stay the deployment's numbers, not spread over the grid: the
+        # balance rows they give broadcast against the rows; validation/work_table stacks them to its grid)
+        dense_w=_f(pr.dense_w), expert_w=_f(pr.expert_w), kv_w=_f(pr.kv),
         expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a + expert_bytes,
         kv_bytes=b_a * (lo.kv_bytes_per_seq * (f / kv_split)) + p_a * (lo.chunk_kv_bytes_per_token * (f / kv_split)),

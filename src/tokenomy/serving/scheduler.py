@@ -43,15 +43,21 @@ class StepTimer:
         self._uniform = uniform_value(context), uniform_value(prefill_context)
         self._table_chunk = None if chunk_tokens is None else uniform_value(chunk_tokens)  # many's decode table's
         self._at: dict = {}
+        # many's decode-only tables by chunk size: (whole batches 0..k − 1 timed, their PassTerms), shared with the
+        # timer's pieces, and the most whole batches a piece of the grid can ask (piece's ``top``): a sweep's pieces
+        # time that table once, not one per piece
+        self._tables: dict = {}
+        self._top = None
 
-    def piece(self, sl: slice, context, prefill_context, chunk_tokens) -> "StepTimer":
+    def piece(self, sl: slice, context, prefill_context, chunk_tokens, top=None) -> "StepTimer":
         """The timer over the points ``sl`` of a flat grid (the contexts and chunk tokens given flat, sliced here),
-        sharing this one's lowerings at a uniform context: a closed loop solved in pieces (serving.steady) lowers
-        its contexts once, not once a piece."""
+        sharing this one's lowerings at a uniform context and its decode-only tables: a closed loop solved in pieces
+        (serving.steady) lowers its contexts once, not once a piece, and times its decode-only steps at every whole
+        batch up to ``top`` (the most running sequences over the whole grid) once."""
         cut = lambda x: x[sl] if np.ndim(x) else x  # noqa: E731
         part = StepTimer(self.dep, cut(context), cut(prefill_context), None if chunk_tokens is None else
                          cut(chunk_tokens), (sl.stop - sl.start,))
-        part._at = self._at
+        part._at, part._tables, part._top = self._at, self._tables, top
         return part
 
     def _lower(self, busy) -> engine.Lowered:
@@ -133,18 +139,32 @@ class StepTimer:
         if timed:
             P = np.stack(np.broadcast_arrays(*(np.asarray(x, float) for x in timed)))
             r = engine.times(self._batched(f, P), d.topo, d.peaks, d.eff)
-            t = np.asarray(r.step_s)
+            t, bound, reason = np.asarray(r.step_s), r.bound, r.reason
+            del r  # the floor's other terms freed before the ceiling's are formed (a smaller peak of memory)
             if np.any(c != f):
                 t = _between(n, f, t, engine.times(self._batched(c, P), d.topo, d.peaks, d.eff))
             shape = (len(timed), *self.shape) if self.shape is not None else \
-                np.broadcast_shapes(np.shape(t), np.shape(r.bound), np.shape(r.reason))
-            t, bound, reason = (np.broadcast_to(x, shape) for x in (t, r.bound, r.reason))
+                np.broadcast_shapes(np.shape(t), np.shape(bound), np.shape(reason))
+            t, bound, reason = (np.broadcast_to(x, shape) for x in (t, bound, reason))
             out = [(t[i], bound[i], reason[i]) for i in range(len(timed))]
         if batches is not None:  # the decode-only step at every whole batch, once
-            table = engine.times(self._batched(batches, 0.0, self._table_chunk), d.topo, d.peaks, d.eff)
-            idle = _read_off(table, n, f, c, self.shape)
+            idle = _read_off(self._decode_table(batches), n, f, c, self.shape)
         each = iter(out)
         return [idle if z else next(each) for z in plain]
+
+    def _decode_table(self, batches) -> tuple:
+        """(k, the decode-only PassTerms at the whole batches 0..k − 1), k >= batches.size: the one of this timer
+        and its pieces where it reaches far enough, else timed at 0..max(batches, top) and kept (the engine is
+        elementwise in the batch: entry i is the same number in a table of any length)."""
+        k, d = batches.size, self.dep
+        have = self._tables.get(self._table_chunk)
+        if have is None or have[0] < k:
+            if self._top is not None and np.isfinite(self._top):
+                k = max(k, int(np.ceil(self._top)) + 1)
+            have = (k, engine.times(self._batched(np.arange(float(k)), 0.0, self._table_chunk), d.topo, d.peaks,
+                                    d.eff))
+            self._tables[self._table_chunk] = have
+        return have
 
     def _table_batches(self, c):
         """The whole batches 0, 1, ..., max ⌈n⌉ at which many times the decode-only step once, where every point
@@ -163,10 +183,11 @@ def _between(n, f, t_lo, hi: engine.PassTerms):
     return t_lo + (n - f) * (np.asarray(hi.step_s) - t_lo)
 
 
-def _read_off(table: engine.PassTerms, n, f, c, shape) -> tuple:
+def _read_off(timed: tuple, n, f, c, shape) -> tuple:
     """(seconds, bound, reason) of the decode-only step at n decodes from the table over whole batches
-    (StepTimer._table_batches): its floor's and ceiling's entries, between them as _between takes them."""
-    batches = (int(np.max(c)) + 1,)
+    (StepTimer._decode_table: (k, PassTerms at 0..k − 1)): its floor's and ceiling's entries, between them as
+    _between takes them."""
+    batches, table = (timed[0],), timed[1]
     t_k, bound_k, reason_k = (np.broadcast_to(x, batches) for x in (table.step_s, table.bound, table.reason))
     lo = f.astype(np.intp)
     t = t_k[lo]

@@ -132,13 +132,19 @@ def _combine(parts, reps: int) -> Steady:
 def _closed_in_pieces(dep: Deployment, pb: "EngineProblem", arrivals) -> Steady:
     """The closed loop in pieces of at most PIECE_POINTS points: every formula is per point, so the pieces give
     the numbers of one pass; each piece's arrays stay in cache, and the problem (KV capacity, limits, the
-    contexts' lowerings) is formed once for all of them. (The open loop's secant steps run until every point has
-    converged: its points share the iteration count, and it runs in one pass.)"""
-    shape = pb.points.load.shape
-    parts = [_steady_of(dep, p, solve(p.step, p.points, closed=True, arrivals=arrivals))
-             for p in pb.pieces(PIECE_POINTS)]
-    return Steady(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).reshape(shape)
-                     for f in fields(Steady)})
+    contexts' lowerings, the decode-only steps at each whole batch) is formed once for all of them. Each piece is
+    written into the answer's arrays as it is solved, so its own arrays are freed before the next is formed (the
+    allocator reuses their memory instead of holding every piece until a final concatenation). (The open loop's
+    secant steps run until every point has converged: its points share the iteration count, and it runs in one
+    pass.)"""
+    shape, out = pb.points.load.shape, None
+    for sl, p in pb.pieces(PIECE_POINTS):
+        part = _steady_of(dep, p, solve(p.step, p.points, closed=True, arrivals=arrivals))
+        if out is None:
+            out = {f.name: np.empty(int(np.prod(shape)), np.result_type(getattr(part, f.name))) for f in fields(Steady)}
+        for name, x in out.items():
+            x[sl] = getattr(part, name)
+    return Steady(**{name: x.reshape(shape) for name, x in out.items()})
 
 
 def _slices(points: int, most: int) -> list[slice]:
@@ -160,19 +166,23 @@ class EngineProblem:
     shared_tokens: object = 0.0  # the prefix the running sequences share, in whole blocks (held once a replica)
 
     def pieces(self, most: int):
-        """The problem over runs of at most ``most`` points of its flattened grid (_slices), the step timer's
-        lowerings shared (StepTimer.piece)."""
+        """(slice, the problem over it) for runs of at most ``most`` points of its flattened grid (_slices), the step
+        timer's lowerings and decode-only tables shared (StepTimer.piece): its tables reach the most running
+        sequences of any point, min(load, cap), where that is fewer batches than points."""
         shape, st = self.points.load.shape, self.step
         flat = lambda x: np.ravel(np.broadcast_to(x, shape)) if np.ndim(x) else x  # noqa: E731
         pts = {f.name: flat(getattr(self.points, f.name)) for f in fields(Points)}
         b_kv, kv_tok = flat(self.b_kv), flat(self.kv_tokens)
         context, prefill_context, chunk = (None if x is None else flat(x)
                                            for x in (st.context, st.prefill_context, st.chunk_tokens))
-        for sl in _slices(int(np.prod(shape)), most):
+        size = int(np.prod(shape))
+        top = float(np.max(np.minimum(pts["load"], pts["cap"]))) if size else None
+        top = top if top is not None and top + 1.0 <= size else None
+        for sl in _slices(size, most):
             cut = lambda x: x[sl] if np.ndim(x) else x  # noqa: E731
-            yield EngineProblem(st.piece(sl, context, prefill_context, chunk),
-                                Points(**{k: cut(v) for k, v in pts.items()}), cut(b_kv), cut(kv_tok),
-                                self.shared_tokens)
+            yield sl, EngineProblem(st.piece(sl, context, prefill_context, chunk, top),
+                                    Points(**{k: cut(v) for k, v in pts.items()}), cut(b_kv), cut(kv_tok),
+                                    self.shared_tokens)
 
 
 def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0,
