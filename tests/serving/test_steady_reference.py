@@ -82,13 +82,16 @@ def test_open_loop_points_alone_agree_to_convergence(dep):
             assert close(v, np.asarray(getattr(one, k))[0], 1e-9), (k, i)
 
 
-@pytest.mark.parametrize("lengths", [(ISL, OSL, LOAD), (1024.0, 512.0, np.arange(1.0, 900.0))],
-                         ids=["mixed", "one-context"])
+@pytest.mark.parametrize("lengths", [(ISL, OSL, LOAD, 7), (1024.0, 512.0, np.arange(1.0, 900.0), 200),
+                                     (1024.0, 512.0, np.linspace(1.0, 300.0, 3000), 500)],
+                         ids=["mixed", "one-context", "one-table"])
 def test_pieces_are_one_pass(dep, monkeypatch, lengths):
-    isl, osl, load = lengths
+    """"one-table": every piece reads its decode-only steps off the one table the first piece timed up to the
+    grid's most running sequences (StepTimer._decode_table), longer than that piece's own batches."""
+    isl, osl, load, piece = lengths
     prof = engine_profile("vllm", int(dep.layout.tp))
     whole = steady(dep, prof, isl=isl, osl=osl, concurrency=load, prefix=Prefix(0.25))
-    monkeypatch.setattr(steady_mod, "PIECE_POINTS", 7 if np.ndim(isl) else 200)
+    monkeypatch.setattr(steady_mod, "PIECE_POINTS", piece)
     cut = steady(dep, prof, isl=isl, osl=osl, concurrency=load, prefix=Prefix(0.25))
     for f in dataclasses.fields(whole):
         assert np.shape(getattr(cut, f.name)) == np.shape(getattr(whole, f.name)), f.name
