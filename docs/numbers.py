@@ -412,7 +412,7 @@ def speed() -> dict[str, str]:
         "sp_sweep_vs_peer": g3(sw.get("vs_peer_answered", float("nan"))),
         "sp_sweep_vs_peer_all": g3(sw.get("vs_peer_all", float("nan"))),
         "sp_sweep_peer": big(sw.get("peer_configs_per_s_answered", float("nan"))),
-        "sp_sweep_kimi_ms": f"{sw['plan_kimi_s'] * 1e3:.3g} ms", "sp_dask_cpu": f"{dk['speedup_cpu']:.3g}x",
+        "sp_sweep_kimi_ms": f"{sw['plan_kimi_s'] * 1e3:.3g} ms", "sp_dask_cpu": f"{dk['speedup_cpu']:.3f}x",
         "sp_stream_points": big(sw["streamed_points"]), "sp_stream_s": f"{sw['streamed_s']:.3g} s",
         "sp_stream_rss": f"{sw['streamed_peak_rss_bytes'] / 1e9:.2g} GB", "sp_sweep_run": _run_text(sw_run),
         "sp_sweep_when": _when(sw_run), "sp_serve_when": _when(sv_run), "sp_search_when": _when(se_run),
