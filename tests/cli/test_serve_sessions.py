@@ -46,11 +46,19 @@ def test_think_time_axis_lowers_the_hit_rate_at_a_fixed_session_rate():
     assert hits[0] > hits[1] > hits[2]
 
 
-def test_routing_compares_three_routers(tmp_path):
+def test_routing_compares_four_routers(tmp_path):
     r = R.invoke(app, BASE + ["--workload", "multiturn", "--concurrency", "256", "--routing", "prefix-aware"])
     assert r.exit_code == 0, r.output
-    for name in ("round-robin", "session-sticky", "prefix-aware"):
+    for name in ("round-robin", "session-sticky", "prefix-aware", "kv-router"):
         assert f"routing {name}: hit rate" in r.output
+
+
+def test_one_replica_has_nothing_to_route():
+    r = R.invoke(app, ["serve", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--workload", "multiturn",
+                       "--concurrency", "8", "--routing", "kv-router"])
+    assert r.exit_code == 0, r.output
+    assert "one replica (dp 1)" in r.output and "nothing to choose" in r.output
+    assert "routing round-robin: hit rate" not in r.output
 
 
 def test_a_session_trace_replays(tmp_path):

@@ -38,7 +38,7 @@ def choices() -> dict[str, tuple[str, ...]]:
             "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
             "objective": tuple(PLAN_OBJECTIVES), "emit": tuple(EMIT), "protocol": tuple(PROTOCOLS),
             "workload": ("steady", "multiturn", "agentic"),  # answers.workloads.serve (serving/sessions.WORKLOADS)
-            "routing": ("round-robin", "session-sticky", "prefix-aware")}  # serving/routing.ROUTERS
+            "routing": ("round-robin", "session-sticky", "prefix-aware", "kv-router")}  # serving/routing.ROUTERS
 
 
 DTYPES = ("weight_dtype", "kv_dtype", "compute_dtype", "grad_dtype", "optimizer_dtype", "activation_dtype")

@@ -5,8 +5,9 @@ Reached through ``serve(..., workload="multiturn" | "agentic" | a serving.sessio
     method "analytic"  serving.session_steady: the Che approximation of LRU per tier inside the steady state
     method "simulate"  serving.sim_sessions: the iteration-level simulator with the tiers' LRUs (percentiles)
 Replicas: the deployment's dp replicas each serve their share of the sessions, routed session-sticky (a session
-stays on its replica); ``routing`` compares round-robin, session-sticky and prefix-aware routing on the cache
-(serving/routing.py: hit rate and load imbalance each gives).
+stays on its replica); ``routing`` compares round-robin, session-sticky, prefix-aware (llm-d's scorers) and
+kv-router (Dynamo's cost) routing on the cache (serving/routing.py: hit rate and load imbalance each gives; one
+replica has nothing to choose, and says so).
 $ per million tokens, split (the chips' time split by the steady state's step shares, the storage by the bytes held):
     input-miss  the prefill's share of the chip-seconds over the tokens computed
     input-hit   the tiers' holding $ (HBM priced at the accelerator's rental, DRAM and NVMe at their devices') over
@@ -28,6 +29,7 @@ from tokenomy.econ.session_tiers import hold_usd_per_s, replica_tiers
 from tokenomy.serving.replicas import one_replica, replica_count
 from tokenomy.serving.scheduler import kv_tokens, step_time
 from tokenomy.serving.session_steady import session_steady
+from tokenomy.serving.routing import ROUTERS as ROUTINGS  # any one asks for the comparison of all
 from tokenomy.serving.sessions import WORKLOADS, workload_of
 
 COLUMNS = ("concurrency", "rate", "think_s", "dram_bytes", "hit_rate", "ttft_s", "tpot_s", "requests_per_s",
@@ -78,10 +80,15 @@ def serve_sessions(dep, prof, q: SessionRequest, run) -> Result:
                   "read channel: the queue grows without bound)" for r in rows if r["ttft_s"] is None)
     notes += (f"where a cache should live at this load: 5-minute hold {extra['tier_for_hold']['300']}, 1-hour hold "
              f"{extra['tier_for_hold']['3600']} (econ.kv_tiers: hold + retrieve vs recompute at the miss price)",)
-    if routing is not None:
+    if routing is not None and reps < 2:
+        extra["routing"] = []
+        notes += ("routing: one replica (dp 1): every router sends every request to it, nothing to choose; give "
+                  "--dp N (N >= 2) to compare them",)
+    elif routing is not None:
         from tokenomy.serving.routing import compare_routing
 
-        extra["routing"] = compare_routing(w, stacks[drams[0]].stack, reps, rows[0], run.seed)
+        pool = float(np.ravel(cap.tokens)[0])
+        extra["routing"] = compare_routing(w, stacks[drams[0]].stack, (reps, pool), rows[0], run.seed)
         notes += tuple(f"routing {r['routing']}: hit rate {r['hit_rate']:.3f}, load imbalance (max/mean prefill "
                        f"tokens per replica) {r['load_imbalance']:.2f}" for r in extra["routing"])
     return rows, extra, notes
@@ -244,9 +251,6 @@ def sessions_answer(d, e, run, q: SessionRequest) -> Result:
                "cached tokens served; output = decode share / output tokens (answers/session_serve.py)")
     return Result("serve", title, tuple(rows), COLUMNS, {"plan": lay.as_dict(), "layout_rule": rule,
                   "engine": prof.name, **extra}, notes, explain, rows_key="")
-
-
-ROUTINGS = ("round-robin", "session-sticky", "prefix-aware")
 
 
 def _replay(dep, prof, q: SessionRequest, rule) -> Result:

@@ -96,7 +96,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, *
     ``workload`` multiturn | agentic (or a serving.sessions MultiTurn/Agentic object): session traffic with KV
     tiers (answers/session_serve.py): concurrency = concurrent sessions, rate = sessions/s; ``turns``,
     ``think_s`` (a list sweeps), ``kv_tiering`` (a catalog/kv_tiering policy; default HBM only), ``dram_bytes``
-    (a list sweeps) and ``nvme_bytes`` per node, ``routing`` (compare round-robin, session-sticky, prefix-aware)."""
+    (a list sweeps) and ``nvme_bytes`` per node, ``routing`` (compare round-robin, session-sticky, prefix-aware, kv-router)."""
     given = {**SERVE_KEYWORDS, "concurrency": concurrency, "rate": rate, "isl": isl, "osl": osl, **kw}  # as parsed
     sessions = {k: given.pop(k) for k in SESSION_KEYWORDS}
     if sessions["workload"] != "steady" or any(v is not None for k, v in sessions.items() if k != "workload"):

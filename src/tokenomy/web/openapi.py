@@ -21,7 +21,7 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "workload": "steady (requests of isl/osl) | multiturn | agentic: sessions with growing contexts and KV tiers "
                 "(concurrency = concurrent sessions, rate = sessions/s)",
     "kv_tiering": "sessions: the tiered KV cache policy (catalog/kv_tiering, e.g. lmcache); empty: HBM only",
-    "routing": "sessions: compare routers across replicas: round-robin, session-sticky, prefix-aware",
+    "routing": "sessions: compare routers across replicas: round-robin, session-sticky, prefix-aware (llm-d), kv-router (Dynamo)",
     "usd_per_kwh": "electricity price, $ per kWh; empty: catalog/power/facility.toml's (0.08, US industrial)",
     "facility": "deployment class for the facility overhead (PUE): hyperscale (default), colocation, ai-liquid",
     "objective": "what a serving plan maximises under the SLOs: goodput-per-usd (default), tokens-per-joule, tco",
