@@ -296,6 +296,20 @@ def kv_tiers_readme() -> dict[str, str]:
     return out
 
 
+@group("kvp_")
+def published_prices() -> dict[str, str]:
+    """Providers' published API prices per M tokens for a cache miss (base input), a hit (cached input) and output,
+    as catalog/prices holds them with their sources: the table the README sets the $ split beside."""
+    from tokenomy.answers.prefix_cache import published_price_rows
+
+    f = lambda v: "-" if v is None else f"${v:.3g}"  # noqa: E731
+    lines = ["| provider, model | input miss | input hit (cached) | output | source |", "|---|---:|---:|---:|---|"]
+    lines += [f"| {r['provider']} {r['model']} | {f(r['usd_per_mtok_input_miss'])} | {f(r['usd_per_mtok_input_hit'])} | "
+              f"{f(r['usd_per_mtok_output'])} | [{r['source'].split('/')[2]}]({r['source']}), {r['as_of']} |"
+              for r in published_price_rows("deepseek-v3")]
+    return {"kvp_table": "\n".join(lines)}
+
+
 @group("rev_")
 def reversible() -> dict[str, str]:
     """The reversible-network benchmark's table, from the results file it writes (benchmarks/reversible_results.py)."""

@@ -133,3 +133,15 @@ def test_simulate_runs_each_replica_at_its_share_and_prices_the_simulated_throug
     assert s["ttft_s"] == pytest.approx(a["ttft_s"], rel=0.5)
     assert s["usd_per_mtok_output"] == pytest.approx(
         a["usd_per_mtok_output"] * a["requests_per_s"] / s["requests_per_s"], rel=1e-6)
+
+
+def test_the_split_is_shown_beside_published_prices():
+    from tokenomy.catalog import loader
+
+    r = R.invoke(app, ["serve", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--workload", "agentic",
+                       "--concurrency", "64"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("$/Mtok input miss / input hit / output: this workload"))
+    p = loader.price_file("deepseek-v3")  # the model served leads: miss / cached / output as published
+    assert lines[at + 1].strip().startswith(f"{p.provider} {p.model}: 0.27 / 0.07 / 1.1 ({p.source}")

@@ -34,3 +34,14 @@ def test_simulate_draws_ttft_by_turn(client):
 def test_bad_input_is_422_naming_the_field(client, query, field):
     r = client.get("/kv-tiers?" + query)
     assert r.status_code == 422 and f'data-field="{field}"' in r.text, r.text[-300:]
+
+
+def test_the_split_sits_beside_published_cached_input_prices(client):
+    from tokenomy.catalog import loader
+
+    r = client.get(Q)
+    assert r.status_code == 200
+    assert 'id="kv-published"' in r.text
+    p = loader.price_file("deepseek-v3")  # DeepSeek's sheet: 0.27 miss, 0.07 cached, 1.10 output (its source)
+    row = next(x for x in r.text.split("<tr>") if p.model in x)
+    assert "0.07" in row and "0.27" in row and "api-docs.deepseek.com" in row

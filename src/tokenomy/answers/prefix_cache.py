@@ -26,6 +26,21 @@ def published_cache_rows() -> list[dict]:
     return rows
 
 
+def published_price_rows(first: str | None = None) -> list[dict]:
+    """Each price sheet's published $ per M input tokens on a cache miss (its base input price), on a cache hit
+    (``cache_read_usd_per_mtok``) and per M output tokens, with its source and date: what a workload's $/Mtok split
+    (input miss / input hit / output) is read beside. ``first``: the sheet of that name leads (the model served)."""
+    from tokenomy.catalog import loader
+
+    rows = []
+    for n in loader.price_names():
+        p = loader.price_file(n)
+        rows.append({"price_sheet": n, "provider": p.provider, "model": p.model,
+                     "usd_per_mtok_input_miss": p.input_usd_per_mtok, "usd_per_mtok_input_hit": p.cache_read_usd_per_mtok,
+                     "usd_per_mtok_output": p.output_usd_per_mtok, "source": p.source, "as_of": p.as_of.isoformat()})
+    return sorted(rows, key=lambda r: r["price_sheet"] != first)
+
+
 @door(ECONOMICS_KEYWORDS)
 @reports_hardware
 def cache(*, model=None, hardware=None, chips=None, prefix_tokens=32768, hold=HOLDS, stall=0.0, prefill_batch=1,

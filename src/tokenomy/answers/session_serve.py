@@ -80,6 +80,8 @@ def serve_sessions(dep, prof, q: SessionRequest, run) -> Result:
                   "read channel: the queue grows without bound)" for r in rows if r["ttft_s"] is None)
     notes += (f"where a cache should live at this load: 5-minute hold {extra['tier_for_hold']['300']}, 1-hour hold "
              f"{extra['tier_for_hold']['3600']} (econ.kv_tiers: hold + retrieve vs recompute at the miss price)",)
+    extra["published_prices"], price_notes = _published_beside(dep, rows[0])
+    notes += price_notes
     if routing is not None and reps < 2:
         extra["routing"] = []
         notes += ("routing: one replica (dp 1): every router sends every request to it, nothing to choose; give "
@@ -175,6 +177,21 @@ def _row(dep, q: SessionRequest, rt, a, point, reps, sim) -> dict:
                         **_dollars(k * miss * (1.0 - sim.hit_rate), k * pick(s.usd_per_mtok_output), Xs * a.isl,
                                    sim.hit_rate, hold_s)})
     return row
+
+
+def _published_beside(dep, row: dict) -> tuple[list[dict], tuple[str, ...]]:
+    """Providers' published $/Mtok (catalog/prices: base input = a miss, cache read = a hit, output), the sheet of the
+    model served first, and the notes that set the workload's split beside them."""
+    from tokenomy.answers.prefix_cache import published_price_rows
+
+    rows = published_price_rows(dep.model.name)
+    f = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
+    split = lambda r: " / ".join(f(r[k]) for k in ("usd_per_mtok_input_miss", "usd_per_mtok_input_hit",  # noqa: E731
+                                                    "usd_per_mtok_output"))
+    notes = (f"$/Mtok input miss / input hit / output: this workload {split(row)} (first row); providers' published "
+             "API prices (catalog/prices: base input, cached input, output):",)
+    notes += tuple(f"  {r['provider']} {r['model']}: {split(r)} ({r['source']}, as of {r['as_of']})" for r in rows)
+    return rows, notes
 
 
 def _dollars(usd_in, usd_out, in_tok_s, hit, hold_s) -> dict:

@@ -1,7 +1,8 @@
 """The KV tiers page (issue 28): a model serving multi-turn or agentic sessions on a system, with a tiered KV cache
 (a catalog/kv_tiering policy) swept over the host DRAM given to it, and what that buys: the hit rate in all and per
 tier, TTFT by turn, and $ per M tokens split into input miss, input hit and output (tokenomy.answers.workloads.serve
-with ``workload=``, the same answer as ``tokenomy serve --workload`` and ``/api/serve``)."""
+with ``workload=``, the same answer as ``tokenomy serve --workload`` and ``/api/serve``), beside providers' published
+API prices for a miss (base input), a hit (cached input) and output (catalog/prices, each with its source)."""
 
 from __future__ import annotations
 
@@ -74,4 +75,5 @@ def view(params: Mapping[str, str]) -> dict:
         figures["turns"] = kp.ttft_by_turn(rows, f"TTFT by turn{on}")
     return {"rows": rows, "columns": [c for c in COLUMNS if any(r.get(c) is not None for r in rows)],
             "title": res.title, "notes": list(res.notes), "figures": figures,
-            "tiers": res.extra.get("tiers", []), "tier_for_hold": res.extra.get("tier_for_hold", {})}
+            "tiers": res.extra.get("tiers", []), "tier_for_hold": res.extra.get("tier_for_hold", {}),
+            "published": res.extra.get("published_prices", [])}
