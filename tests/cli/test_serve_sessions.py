@@ -110,8 +110,8 @@ def test_tk_sweep_over_think_time_and_dram_bytes():
 
     ds = tk.sweep("llama-3.1-8b", "hgx-h100-8", tp=1, dp=8, workload="multiturn", concurrency=[256, 2048],
                   think_s=[5, 30], dram_bytes=[0, 5e11], kv_tiering="lmcache", nvme_bytes=0)
-    assert dict(ds.sizes) == {"concurrency": 2, "think_s": 2, "dram_bytes": 2}
-    h = ds.hit_rate
+    assert dict(ds.sizes) == {"concurrency": 2, "think_s": 2, "dram_bytes": 2, "nvme_bytes": 1}
+    h = ds.hit_rate.sel(nvme_bytes=0)
     # the busy point (2,048 sessions, 5 s think) is where HBM runs short and the DRAM tier pays
     assert float(h.sel(concurrency=2048, think_s=5, dram_bytes=5e11)) > float(h.sel(concurrency=2048, think_s=5,
                                                                                       dram_bytes=0)) + 0.1

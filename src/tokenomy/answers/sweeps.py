@@ -231,12 +231,21 @@ AXES = ("kind", "weight_dtype", "kv_dtype", "efficiency", "chips", "tp", "ep", "
         "len_pass", "concurrency", "rate", "isl", "osl")
 
 
+# a session sweep's own keywords (answers/sweep_sessions.py SESSION_KEYS less workload), in tk.sweep's signature
+SESSION_AXES = ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes")
+
+
 def sweep(model=None, hardware=None, *, out=None, client=None, **kw):
     """The sweep (module docstring): an xarray.Dataset over the named axes (AXES) under the settings (SETTINGS),
     or the path of ``out``. A keyword that is no axis or setting is refused naming it. ``workload`` multiturn |
-    agentic: a session sweep over concurrency (or rate), ``think_s`` and ``dram_bytes`` (answers/sweep_sessions.py)."""
+    agentic: a session sweep over concurrency (or rate), ``think_s``, ``dram_bytes`` and ``nvme_bytes``
+    (answers/sweep_sessions.py; ``turns``, ``kv_tiering`` one value each)."""
     if kw.get("workload") not in (None, "steady"):
-        return _session_sweep(model, hardware, kw)
+        return _session_sweep(model, hardware, {**kw, "out": out})
+    kw.pop("workload", None)
+    given = next((k for k in SESSION_AXES if kw.get(k) is not None), None)
+    if given is not None:
+        raise ValueError(f"{given}: an axis of a session sweep; give workload='multiturn' or 'agentic' with it")
     settings = {k: kw.pop(k) for k in SETTINGS if k in kw}
     return run(spec_of({**dict.fromkeys(AXES), **kw, "model": model, "hardware": hardware}, settings), out=out,
                client=client)
@@ -247,15 +256,15 @@ def _session_sweep(model, hardware, kw: dict):
     from tokenomy.answers.sweep_sessions import SESSION_KEYS, session_sweep
 
     kw = dict(kw)
-    extra = {k: kw.pop(k) for k in SESSION_KEYS if k in kw}
+    extra = {k: kw.pop(k) for k in (*SESSION_KEYS, "out") if kw.get(k) is not None}
     named = {k: kw.pop(k) for k in (*AXES, *SETTINGS) if k in kw}  # the load, the layout and the engine used
     layout_kw = {k: named[k] for k in ("chips", "tp", "ep", "pp", "dp") if named.get(k) is not None}
     return session_sweep(model, hardware, concurrency=named.get("concurrency"), rate=named.get("rate"),
                          serving_engine=named.get("engine", SETTINGS["engine"]), **extra, **layout_kw, **kw)
 
 
-# help(tk.sweep): model, hardware, out and client, then the axes and the settings by name (the doors' rule)
-sweep.__signature__ = public_signature(sweep, {**dict.fromkeys(AXES), **SETTINGS})
+# help(tk.sweep): model, hardware, out and client, then the axes, the session keys and the settings by name (the doors' rule)
+sweep.__signature__ = public_signature(sweep, {**dict.fromkeys(AXES + ("workload",) + SESSION_AXES), **SETTINGS})
 
 
 __all__ = ["sweep", "spec_of", "run", "chunks", "CATEGORICAL", "Grid"]

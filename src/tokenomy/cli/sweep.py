@@ -87,6 +87,16 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
               isl: str = typer.Option(None, "--isl", help="Serving: input tokens per request."),
               osl: str = typer.Option(None, "--osl", help="Serving: output tokens per request."),
               engine: str = typer.Option("vllm", "--engine", help="Serving: vllm | sglang | trtllm."),
+              workload: str = typer.Option(None, "--workload", help="Sessions: multiturn | agentic (a session sweep "
+                                           "over --concurrency or --rate, --think-s, --dram-bytes, --nvme-bytes)."),
+              turns: str = typer.Option(None, "--turns", help="Sessions: turns of a session's main agent."),
+              think_s: str = typer.Option(None, "--think-s", help="Sessions: think times between turns, s (a list)."),
+              kv_tiering: str = typer.Option(None, "--kv-tiering", help="Sessions: the tiered KV cache policy "
+                                             "(catalog/kv_tiering: lmcache, ...); default HBM only."),
+              dram_bytes: str = typer.Option(None, "--dram-bytes", help="Sessions: host DRAM per node for the KV "
+                                             "tier, bytes (a list)."),
+              nvme_bytes: str = typer.Option(None, "--nvme-bytes", help="Sessions: local NVMe per node for the KV "
+                                             "tier, bytes (a list; 0: none)."),
               out: str = typer.Option(None, "--out", help="Stream to a .parquet, .csv or .nc file (with --dask and "
                                       ".parquet: a new folder of parts, one per chunk, written by the workers)."),
               vars_: str = typer.Option(None, "--vars", help="Only these output variables (comma list; reason is "
@@ -114,6 +124,20 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     from tokenomy.answers.sweeps import CHUNK_POINTS, chunks, run, spec_of
     from tokenomy.answers.sweep_front import AXES_OF
     from tokenomy.answers.sweep_tally import Tally
+
+    sessions = dict(workload=workload, turns=turns, think_s=think_s, kv_tiering=kv_tiering, dram_bytes=dram_bytes,
+                    nvme_bytes=nvme_bytes)
+    if workload not in (None, "steady"):
+        not_here = {"--set": set_, "--kind": kind, "--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype,
+                    "--efficiency": efficiency, "--batch": batch, "--context": context, "--len-pass": len_pass,
+                    "--isl": isl, "--osl": osl, "--vars": vars_, "--plot": plot, "--dask": dask,
+                    "--chunk-points": chunk_points}
+        return _session_sweep(dict(model=model, hardware=hardware, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp,
+                                   concurrency=concurrency, rate=rate, engine=engine, **sessions),
+                              [k for k, v in not_here.items() if v is not None], out, as_csv)
+    given = next((k for k, v in sessions.items() if v is not None and k != "workload"), None)
+    if given is not None:
+        raise UsageError(f"--{given.replace('_', '-')}: a session sweep's axis; give --workload multiturn or agentic")
 
     hw = _words("hardware", hardware)
     axes = dict(model=_words("model", model), hardware=hw if set_ is None else [what_if(h, set_) for h in hw], kind=_words("kind", kind),
@@ -153,3 +177,25 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     typer.echo(_summary(spec, res, tally.by_code(), len(chunks(spec))))
     if plot:
         typer.echo(f"plot: {plot}")
+
+
+def _session_sweep(values: dict, not_here: list[str], out: str | None, as_csv: bool) -> None:
+    """tokenomy sweep --workload multiturn|agentic: tk.sweep's session sweep (answers/sweep_sessions.py) over the
+    load, think times, DRAM and NVMe sizes given, printed as a table (or CSV) or written to ``out``."""
+    from tokenomy.answers.sweeps import sweep
+
+    if not_here:
+        raise UsageError(f"{not_here[0]}: not an axis of a session sweep (--workload); its axes: --concurrency or "
+                         "--rate, --think-s, --dram-bytes, --nvme-bytes")
+    if as_csv and out:
+        raise UsageError("--csv: prints the points; with --out they go to the file instead, choose one")
+    for name in ("model", "hardware"):
+        if len(_words(name, values[name])) > 1:
+            raise UsageError(f"--{name}: a session sweep takes one {name}")
+    res = sweep(**{k: v for k, v in values.items() if v is not None}, out=out)
+    if out:
+        typer.echo(f"written: {res}")
+        return
+    table = res.to_dataframe().reset_index()
+    typer.echo(table.to_csv(index=False) if as_csv else f"{res.attrs['title']}\n{table.to_string(index=False)}",
+               nl=not as_csv)
