@@ -27,8 +27,8 @@ def serve_cmd(model: str = MODEL,
               trace: str = typer.Option(None, "--trace", help="A recorded trace: requests as CSV arrival_s, "
                                         "input_tokens, output_tokens; with --workload, sessions as tokenomy CSV/JSONL "
                                         "(session_id, parent_id, timestamp_s, new_input_tokens, output_tokens, "
-                                        "fork_tokens), AIPerf mooncake_trace or Mooncake FAST'25 JSONL (docs/serving.md, "
-                                        "Trace formats)."),
+                                        "fork_tokens), AIPerf mooncake_trace or Mooncake FAST'25 JSONL "
+                                        "(docs/serving.md, Trace formats)."),
               cache_hit: float = CACHE_HIT,
               engine: str = PLAN_ENGINE,
               emit: str = EMIT,
