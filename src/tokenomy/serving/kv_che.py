@@ -6,8 +6,12 @@ keeps an object for a characteristic time T after its last use, T the root of
 and a request finds its object when the time since the object's last use is under T. Session traffic
 (serving/sessions.py) reuses an agent's own context at its next turn after the think time τ ~ Exp(θ), so per turn
 type i (n_i a session, object O_i after it):
-    held_i(T)   = E[min(τ, T)] = θ·(1 − e^{−T/θ})                   (the last turn of an agent: T, never reused)
+    held_i(T)   = E[min(τ, T)] + P(τ < T)·min(W, T) = (θ + min(W, T))·(1 − e^{−T/θ})
+                                                                    (the last turn of an agent: T, never reused)
     P(hit)_i    = P(τ < T) = 1 − e^{−T/θ}
+W the turn's wait from its lookup (on arrival) to its admission, when its blocks are pinned (the tiers' reads, the
+admission queue: serving/sim_session_run.py looks up on arrival and pins on admission); an object found is held
+unreferenced through it (for W = 0, the form before).
 A parent's turn that spawns s sub-agents leaves the object they fork from; each sub-agent turn reads that fork (its
 lookup touches it, the running turn references it, a turn that missed it recomputes and caches it again), so the
 object is busy through the sub-agents' run D and the parent's next turn finds it when the gap after the LAST
@@ -27,7 +31,7 @@ with λ_s sessions per second per replica (closed loop: C sessions over a sessio
 tier: write-through keeps an LRU copy in every tier, each with its own T_j (from its own capacity); on-evict moves
 what HBM evicts down, so tiers 0..j behave as one LRU of their summed capacity (T_{<=j}). A turn's reuse is served
 by the fastest tier whose T exceeds its gap, when the lecture's rule says reading beats recomputing. T is solved by
-Newton's method (occupancy is concave in T), vectorised over workload points (capacities, loads, think times as arrays).
+Newton's method (occupancy is concave in T where W = 0; convex below W otherwise), vectorised over workload points (capacities, loads, think times as arrays).
 Checked against the simulator (serving/sim_sessions.py) in tests/serving/test_session_agreement.py over the grid stated there.
 """
 
@@ -60,7 +64,8 @@ def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
 
 def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
     """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ > T) = e^{−T/θ} (0 at
-    θ = 0), 1 for a last turn's object; a fork's adds D·q·(s/θ')·e^{−sT/θ'}. The turn types share these held
+    θ = 0) + min(W, T)·e^{−T/θ}/θ + (1 − e^{−T/θ})·[T < W], 1 for a last turn's object; a fork's adds
+    D·q·(s/θ')·e^{−sT/θ'}. The turn types share these held
     times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
     arrays = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s)))
     T, lam, th, D, W = (a.ravel() for a in arrays)  # flat arrays of one shape (_Occupancy works in place)
@@ -77,6 +82,8 @@ class _Occupancy:
         self.A, self.B = float(np.sum(nO[~tt.last])), float(np.sum(nO[tt.last]))
         F, s = float(np.sum(nO[tt.spawn & ~tt.last])), max(int(tt.subagents), 1)
         self.lam, self.th, self.S = lam, th, tt.system_tokens
+        self.W = np.broadcast_to(np.asarray(W, float), np.shape(lam))
+        self.waits = bool(np.any(self.W > 0))  # reused objects held unreferenced from their lookup to admission
         self.pos = th > 0
         self.all_pos = bool(np.all(self.pos))  # the common case: every θ > 0 (no mask to apply)
         self.th_safe = th if self.all_pos else np.where(self.pos, th, 1.0)
@@ -106,10 +113,17 @@ class _Occupancy:
         if not self.all_pos:
             surv = np.where(self.pos, surv, 0.0)
         total = np.subtract(1.0, surv)
+        if self.waits:  # after the lookup that found it, min(W, T) more until its turn is admitted and pins it
+            held_w = np.minimum(self.W, T)
+            wait_total = self.A * total * held_w
+            wait_slope = self.A * (surv * held_w / self.th_safe + total * (T < self.W))
         total *= self.a_theta
         total += self.B * T
         slope = self.A * surv
         slope += self.B
+        if self.waits:
+            total += wait_total
+            slope += wait_slope
         if self.forks:
             with np.errstate(over="ignore", invalid="ignore"):
                 e = np.multiply(self.k, T)
@@ -130,6 +144,7 @@ class _Occupancy:
         out = object.__new__(_Occupancy)
         out.A, out.B, out.S, out.forks = self.A, self.B, self.S, self.forks
         out.lam, out.th, out.all_pos = self.lam[keep], self.th[keep], self.all_pos
+        out.W, out.waits = self.W[keep], self.waits
         out.pos = None if self.all_pos else self.pos[keep]  # read only where some θ = 0
         out.th_safe = out.th if self.all_pos else self.th_safe[keep]
         out.a_theta = self.a_theta[keep]
@@ -149,7 +164,9 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     times s/θ (each survival term e^{−T/θ} has slope −1/θ of itself, a fork's e^{−sT/θ} −s/θ; s >= 1), so after a
     step δ from T the residual is at most f'(T)·δ²·s/(2θ) (_settled). A point that stopped keeps its T (the others
     are evaluated beside it until fewer than half still move, then alone). T = 0 where the capacity is under the
-    occupancy at T = 0 (the system prompt, and the forks while their sub-agents run)."""
+    occupancy at T = 0 (the system prompt, and the forks while their sub-agents run). A reused object held
+    through its turn's wait W adds (1 − e^{−T/θ})·min(W, T), convex below W: there no step settles unlooked, and
+    from above a step may land above the root (still above it, Newton descends to it)."""
     cap, lam, th, D, W = (np.asarray(v, float) for v in (capacity_tokens, sessions_per_s, theta, sub_run_s, queue_s))
     shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, D.shape, W.shape)
     cap, lam, th, D, W = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, D, W))
@@ -176,6 +193,8 @@ def _solve_t(cap, occ: "_Occupancy", f0, tt: TurnTypes, guess=None):
         xl, capl = x, cap
     tol = T_RTOL * capl
     settle = SETTLE * 2.0 * tol * th / max(int(tt.subagents), 1)
+    if occ.waits:  # held through a wait W, occupancy is convex below W: no curvature bound, every step is looked at
+        settle = np.where(occ.W > 0, 0.0, settle)
     open_ = np.ones(live.size, bool)
     df_pos = B > 0 and bool(np.all(occ.lam > 0))  # the slope is at least λ·B: no zero to guard
     for _ in range(NEWTON_STEPS):

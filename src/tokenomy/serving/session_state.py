@@ -138,7 +138,12 @@ def state_at(pb: SessionProblem, h, e2e, full=False, t_guess=None):
     running = np.nan_to_num(np.reshape(s.batch, shape) * (pb.isl - pb.tt.shared_tokens + pb.osl / 2.0))
     hbm = np.maximum(pb.pool - running, 0.0)
     caps = [hbm] + [pb.lower[..., j] for j in range(pb.lower.shape[-1])]
-    queue = np.nan_to_num(np.reshape(s.queue_s, shape), posinf=0.0)  # a turn's wait for admission (the forks' hold)
+    # a turn's wait before it references its blocks (the forks' hold, kv_che's W): the admission queue, and before it
+    # the tokenizer and the tiers' reads, which the simulator starts on arrival and the scheduler admits after
+    # (sim_session_run: pinned at admission); their wait is e2e − s.e2e at the fixed point, so the trial e2e gives it
+    # (counted as pinned, a congested read channel pinned every fork and held HBM on a second, inconsistent branch)
+    before = np.nan_to_num(np.where(np.isfinite(e2e), e2e, 0.0) - np.reshape(s.e2e_s, shape), nan=0.0, neginf=0.0)
+    queue = np.nan_to_num(np.reshape(s.queue_s, shape), posinf=0.0) + np.clip(before, 0.0, None)
     hits = che_hits(tt, pb.stack, caps, lam, pb.theta, tt.sub_run_s(e2e, pb.theta), t_guess, queue)
     wait = _load_wait(pb.stack, hits, X, pb.isl * (1.0 - hits.hit_rate)) + _tokenizer_wait(pb.tokenize_s, X)
     new = np.reshape(s.e2e_s, shape) + wait
