@@ -155,6 +155,7 @@ def test_a_serve_request_names_the_key_it_would_drop():
 
 
 def test_a_list_for_a_one_value_keyword_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"^nvme_bytes: one value here, not a list of 2$"):
+    # (nvme_bytes, dram_bytes and think_s are a session sweep's axes: tests/sweep/test_sweep_sessions.py)
+    with pytest.raises(ValueError, match=r"^turns: one value here, not a list of 2$"):
         tk.sweep(model="llama-3.2-1b", hardware="hgx-h100-8", concurrency=[8], workload="agentic",
-                 kv_tiering="lmcache", nvme_bytes=[0, 1e12])
+                 kv_tiering="lmcache", turns=[4, 8])
