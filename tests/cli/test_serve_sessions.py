@@ -77,9 +77,9 @@ def test_a_session_trace_replays(tmp_path):
      "--dram-bytes: 5e+12 B per node is more than hgx-h100-8's"),
     (["--workload", "agentic", "--concurrency", "8", "--kv-tiering", "lmcache", "--nvme-bytes", "1e15"],
      "--nvme-bytes:"),
-    (["--workload", "chat", "--concurrency", "8"], "--workload: 'chat'; allowed: steady, multiturn, agentic"),
+    (["--workload", "chat", "--concurrency", "8"], "--workload: 'chat' is not allowed; allowed: steady, multiturn, agentic"),
     (["--concurrency", "8", "--think-s", "3"], "--think-s: for a session workload"),
-    (["--workload", "agentic", "--concurrency", "8", "--routing", "random"], "--routing: 'random'; allowed"),
+    (["--workload", "agentic", "--concurrency", "8", "--routing", "random"], "--routing: 'random' is not allowed; allowed"),
     (["--workload", "agentic", "--concurrency", "8", "--dram-bytes", "1e11"], "--dram-bytes: a tier below HBM"),
 ])
 def test_bad_input_names_the_field(args, words):
