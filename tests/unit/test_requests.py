@@ -102,11 +102,11 @@ def test_load_points_are_the_tuple_and_its_read_only_array():
     grid = np.array([1, 8, 64, 512], dtype=float)
     w, same = WorkloadRequest.of({"concurrency": grid}), WorkloadRequest.of({"concurrency": [1, 8, 64, 512]})
     assert w == same and hash(w.concurrency) == hash((1.0, 8.0, 64.0, 512.0))
-    assert w.concurrency == (1.0, 8.0, 64.0, 512.0) and w.C.tolist() == [1.0, 8.0, 64.0, 512.0]
+    assert w.concurrency == (1.0, 8.0, 64.0, 512.0) and w.U.tolist() == [1.0, 8.0, 64.0, 512.0]
     with pytest.raises(ValueError):
-        w.C[0] = 2.0
+        w.U[0] = 2.0
     grid[0] = 3.0
-    assert w.C[0] == 1.0 and w.at(2).concurrency == (64.0,) and w.at(2).C.tolist() == [64.0]
+    assert w.U[0] == 1.0 and w.at(2).concurrency == (64.0,) and w.at(2).U.tolist() == [64.0]
     assert pickle.loads(pickle.dumps(w)) == w
     with pytest.raises(ValueError, match="^concurrency"):
         WorkloadRequest.of({"concurrency": np.array([1.0, 0.5])})

@@ -54,9 +54,9 @@ def _split(dep, pre: PoolRequest, dec: PoolRequest, req: ServeRequest, caches: t
     w, e = req.workload, req.serving_engine
     caches = caches or ({}, {})
     dec_dep, prof_d, pool = decode_side(dep, dec, w, e, caches[0])
-    x_d = decode_rate(pool, w.osl_mean, w.C, w.R)
+    x_d = decode_rate(pool, w.osl_mean, w.U, w.lam)
     pre_dep, prof_p, _ = prefill_side(dep, pre, x_d, w, e, caches[1])
-    s = disagg(pre_dep, dec_dep, prof_p, prof_d, DisaggLoad(w.isl_mean, w.osl_mean, w.C, w.R, w.cache_hit),
+    s = disagg(pre_dep, dec_dep, prof_p, prof_d, DisaggLoad(w.isl_mean, w.osl_mean, w.U, w.lam, w.cache_hit),
                decode=pool, prefill=_table_terms(caches[1], pre.chips, pre_dep))
     return pre_dep, prof_p, dec_dep, prof_d, s
 
@@ -222,7 +222,7 @@ def _plan_rows(dep, req: ServeRequest, splits) -> tuple[list[dict], dict]:
             except PoolDoesNotFit as e:
                 refused[("decode", D)] = str(e)
                 continue
-            x_d = decode_rate(pool, w.osl_mean, w.C, w.R)
+            x_d = decode_rate(pool, w.osl_mean, w.U, w.lam)
             for P in _balanced(dep, Ps, x_d, one, caches[1], refused):
                 try:
                     pre, _, dec, prof_d, s = _split(dep, PoolRequest("prefill", P), PoolRequest("decode", D), one,

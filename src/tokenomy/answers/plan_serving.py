@@ -39,12 +39,12 @@ def overloaded(r: dict) -> bool:
 def meets(r: dict, ttft_slo, tpot_slo) -> bool:
     """A workload point meets the SLOs in steady state when its TTFT and TPOT are within them and it is not an
     open loop beyond capacity. Such a point has no steady state: its queue grows without bound (the k-th request
-    waits about k·(1/mu − 1/R) at R requests/s offered and mu served), so past a finite transient every request
+    waits about k·(1/mu − 1/λ) at λ requests/s offered and mu served), so past a finite transient every request
     misses any TTFT SLO; and under a TPOT SLO alone its requests still wait without bound for their turn — it serves
-    mu of the R offered and the rest pile up. Counting the served rate mu would make the cheapest overloaded plan
+    mu of the λ offered and the rest pile up. Counting the served rate mu would make the cheapest overloaded plan
     the best under a TPOT-only SLO, so it meets nothing and its goodput is 0 (a finite simulation's first requests,
     served before the queue has grown, are a transient, not a rate it sustains). A closed loop beyond capacity is
-    another matter: its C clients wait in a queue of finite length (Little's law), their TTFT counts that wait,
+    another matter: its U clients wait in a queue of finite length (Little's law), their TTFT counts that wait,
     and the point meets the SLOs or not on those values."""
     if overloaded(r) or r["tpot_s"] is None or r["ttft_s"] is None:
         return False
@@ -160,7 +160,7 @@ def search_agg(dep, chips: int, w, eng, power) -> tuple[list[dict], int, int]:
         d = dep.with_(layout=lay)
         prof = eng.profile(int(lay.tp))
         with np.errstate(divide="ignore", invalid="ignore"):  # a layout whose KV holds nothing: nan rows, skipped
-            s = steady(d, prof, isl=isl, osl=osl, concurrency=w.C, rate=w.R, prefix=Prefix(w.cache_hit))
+            s = steady(d, prof, isl=isl, osl=osl, concurrency=w.U, rate=w.lam, prefix=Prefix(w.cache_hit))
         if not np.any(s.fits):
             continue
         energy = serving_energy(power, s, d.chips, isl)

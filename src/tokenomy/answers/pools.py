@@ -1,7 +1,7 @@
 """The disaggregated pools' default layouts (serving.disagg's docstring says how they are sized for each other).
 
     decode pool   objectives.DECODE_POOL over the layouts the decode search ranks first at the running batches the
-                  pool must hold (B0 = min(C, max_batch·D), open loop Little's law R·OSL·TPOT(1), and B0's
+                  pool must hold (B0 = min(U, max_batch·D), open loop Little's law λ·OSL·TPOT(1), and B0's
                   halvings), each evaluated on the pool alone (serving.disagg.decode_load at every load point)
     prefill pool  objectives.PREFILL_POOL over every valid layout of its chips at the decode pool's rate
                   (serving.disagg.prefill_table, prefill_columns), the ranked ones checked in order against the
@@ -67,24 +67,24 @@ def decode_side(dep, pool: PoolRequest, w: WorkloadRequest, eng: EngineRequest, 
 
 
 def _running_batches(dep, D: int, w: WorkloadRequest, cap: float) -> np.ndarray:
-    """B0 (closed loop min(C, cap); open loop Little's law at the batch-1 layout's step, R·OSL·TPOT(1)) and its
+    """B0 (closed loop min(U, cap); open loop Little's law at the batch-1 layout's step, λ·OSL·TPOT(1)) and its
     halvings, whole sequences (a fractional batch is no layout's point: every one was refused and the search fell
     back to its first candidate, tp1 dp8 for DeepSeek-R1 on 8 H200 under --rate)."""
-    C, R, osl = w.C, w.R, w.osl_mean
+    U, lam, osl = w.U, w.lam, w.osl_mean
     ctx = w.isl_mean + osl / 2.0
-    if C is not None:
-        B0 = max(min(float(np.max(C)), cap), 1.0)
+    if U is not None:
+        B0 = max(min(float(np.max(U)), cap), 1.0)
     else:
         one = dep.with_(layout=_ranked(dep, "decode", D, 1.0, ctx, 1.0)[0])
         t1 = float(one.run(float(one.layout.dp), ctx).step_s)  # nan where no layout runs a sequence: each says why
-        B0 = min(max(float(np.max(R)) * osl * t1, 1.0), cap) if np.isfinite(t1) else 1.0
+        B0 = min(max(float(np.max(lam)) * osl * t1, 1.0), cap) if np.isfinite(t1) else 1.0
     return np.unique(np.maximum(np.round(B0 / 2.0 ** np.arange(0, int(np.log2(B0)) + 1)), 1.0))
 
 
 def _decode_choice(dep, D: int, w: WorkloadRequest, eng: EngineRequest, pool_of):
     """The decode pool's default layout and terms, ``pool_of(layout)``'s, by objectives.DECODE_POOL (module
     docstring); the first PoolDoesNotFit where none holds a sequence."""
-    C, R, osl = w.C, w.R, w.osl_mean
+    U, lam, osl = w.U, w.lam, w.osl_mean
     points = _running_batches(dep, D, w, float(eng.profile().max_batch) * D)
     ranked = _ranked(dep, "decode", D, points, w.isl_mean + osl / 2.0, 1.0)[:USABLE_CHECKS]
     n = np.size(w.load)
@@ -95,7 +95,7 @@ def _decode_choice(dep, D: int, w: WorkloadRequest, eng: EngineRequest, pool_of)
         for lay in lays:
             try:
                 pools[id(lay)] = p = pool_of(lay)
-                d = decode_load(p[2], osl, C, R)
+                d = decode_load(p[2], osl, U, lam)
                 vals = (d.holds, d.decode_s, d.requests_per_s)
             except PoolDoesNotFit as e:  # its KV share holds no sequence: below every layout that does
                 refused.append(e)

@@ -1,6 +1,6 @@
 """Request objects: what a serving question asks, as small frozen types the doors build and the answers take.
 
-    WorkloadRequest    the load points (closed loop C users or open loop R requests/s, or a trace's mean rate),
+    WorkloadRequest    the load points (closed loop U users or open loop λ requests/s, or a trace's mean rate),
                        ISL and OSL lengths, prefix-cache hit, arrivals, SLOs
     EngineRequest      the serving engine's profile by name and its two knobs (token budget, batch cap)
     RunRequest         how the figures are produced: analytic | simulate, the benchmark protocol, requests, seed
@@ -97,26 +97,26 @@ class WorkloadRequest:
             raise ValueError(f"arrivals: {arrivals!r}; allowed: {', '.join(ARRIVALS)}")
         trace = v.get("trace")
         tr = read_trace(trace) if trace is not None and not hasattr(trace, "isl") else trace
-        C, R = _points("concurrency", v.get("concurrency")), _points("rate", v.get("rate"))
-        given = [n for n, x in (("concurrency", C), ("rate", R)) if x is not None]
+        U, lam = _points("concurrency", v.get("concurrency")), _points("rate", v.get("rate"))
+        given = [n for n, x in (("concurrency", U), ("rate", lam)) if x is not None]
         if tr is not None and given:
             raise ValueError(f"{given[0]}: not with trace (the trace's arrivals are the load); give one")
-        if tr is None and (C is None) == (R is None):
-            raise ValueError("concurrency, rate: give one (closed loop C users, or open loop R requests/s)")
+        if tr is None and (U is None) == (lam is None):
+            raise ValueError("concurrency, rate: give one (closed loop of U users, or open loop of λ requests/s)")
         if tr is not None:
-            R = (len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9),)
+            lam = (len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9),)
         slos = {name: inputs.optional(name, v.get(name)) for name in ("ttft_slo", "tpot_slo")}
-        return cls(C, R, _lengths("isl", v.get("isl", 1024), v.get("isl_dist")),
+        return cls(U, lam, _lengths("isl", v.get("isl", 1024), v.get("isl_dist")),
                    _lengths("osl", v.get("osl", 1024), v.get("osl_dist")), tr, float(hit), arrivals,
                    sessions=v.get("sessions"), **slos)
 
     @property
-    def C(self) -> np.ndarray | None:
+    def U(self) -> np.ndarray | None:
         """The closed loop's users per point (None: open loop)."""
         return _array(self.concurrency)
 
     @property
-    def R(self) -> np.ndarray | None:
+    def lam(self) -> np.ndarray | None:
         """The open loop's requests/s per point (None: closed loop)."""
         return _array(self.rate)
 

@@ -112,9 +112,9 @@ def layout_pick(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest) -> 
     arrivals; its SLOs): the degrees given (one candidate); else objectives.WORKLOAD over ``candidates``, summed over
     the points; none holding a sequence: the decode search's first, which says why when served."""
     isl, osl = w.isl_mean, w.osl_mean
-    load_batch = ranking_batch(w.C, eng.max_batch or eng.profile().max_batch)
-    load = dict(isl=isl, osl=osl, concurrency=w.C, rate=w.R, arrivals=w.arrivals, prefix=Prefix(w.cache_hit))
-    closed = w.C is not None
+    load_batch = ranking_batch(w.U, eng.max_batch or eng.profile().max_batch)
+    load = dict(isl=isl, osl=osl, concurrency=w.U, rate=w.lam, arrivals=w.arrivals, prefix=Prefix(w.cache_hit))
+    closed = w.U is not None
 
     def columns_of(states):
         return steady_columns(states, closed, w.slos)

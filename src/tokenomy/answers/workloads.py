@@ -8,7 +8,7 @@ batch cap overridable. Comma lists of concurrency or rate sweep. SLOs: goodput b
 uses); when no point meets them, a note names the closest and by how much it misses (an answer, as plan gives).
     protocol           the benchmark tool whose run the figures reproduce (catalog/protocols; default "steady": the
                        steady state users plan with): any other runs serving.protocol_run — the simulator from the
-                       first wave of C clients at t = 0 for the tool's prompt count, lengths drawn as the tool draws
+                       first wave of U clients at t = 0 for the tool's prompt count, lengths drawn as the tool draws
                        them, each metric reduced as the tool reduces it (aggregated mode; either method)
     mode "disagg"      a prefill pool and a decode pool (answers/disagg_plans.py: serve_disagg, and plan_disagg's
                        search over pool splits)
@@ -61,11 +61,11 @@ def _busy_prefill_notes(s, w: WorkloadRequest) -> tuple[str, ...]:
     own feedback bounds the queue (-11..+11% with output lengths that vary; with fixed lengths the simulator's
     clients phase-lock and rarely collide: up to 45% less). Not where there is no one to queue behind (one running
     request) or the prompts all arrive together (that queue is modelled step by step)."""
-    C, R = w.C, w.R
-    if C is not None and w.arrivals == "together":
+    U, lam = w.U, w.lam
+    if U is not None and w.arrivals == "together":
         return ()
-    load, unit = (R, " requests/s") if C is None else (C, " users")
-    told = "up to 40% more" if C is None else "-11% to +11% with varied output lengths, up to 45% less with fixed ones"
+    load, unit = (lam, " requests/s") if U is None else (U, " users")
+    told = "up to 40% more" if U is None else "-11% to +11% with varied output lengths, up to 45% less with fixed ones"
     return tuple(f"{load[i]:g}{unit}: the engine spends {s.prefill_share[i]:.0%} of its time on prefill; above "
                  f"{BUSY_PREFILL:.0%} prompts queue for the token budget beyond what the analytic TTFT is checked for "
                  f"(the simulator measured {told}): try --method simulate"

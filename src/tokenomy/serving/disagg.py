@@ -10,7 +10,7 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
                   mu_p = b_max / t_p(b_max) requests/s
     queue         W_p = u·t_p/2 (the pass under way, found with probability u = min(1, X·t_p/b_p), the share of
                   time the pool is busy: X/b_p passes a second of t_p each) + open loop: the M/D/1 wait
-                  rho/(1 − rho)·t_p/2 at rho = R/mu_p
+                  rho/(1 − rho)·t_p/2 at rho = λ/mu_p
     KV transfer   one message per request of kv(ISL) bytes (engine cache terms: what the sequence caches at ISL)
                   from the prefill pool to the decode pool: t_kv = alpha + bytes/beta over scale-up when both pools
                   sit in one scale-up domain, else scale-out (core.collectives.p2p); not overlapped with the
@@ -21,15 +21,15 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
     bootstrap     the decode pool takes the request first and the prefill starts it only once the decode side has
                   pre-allocated its KV (SGLang's PD hand-shake: python/sglang/srt/disaggregation/prefill.py
                   PrefillBootstrapQueue.pop_bootstrapped, a request leaves for the prefill queue at KVPoll.WaitingForInput);
-                  a decode scheduler that receives every R-th step (--scheduler-recv-interval) makes it wait
-                  W_d = (R − 1)/2·TPOT where others decode (scheduler.poll_wait_s: times min(1, B − 1), as the
+                  a decode scheduler that receives every r_recv-th step (--scheduler-recv-interval) makes it wait
+                  W_d = (r_recv − 1)/2·TPOT where others decode (scheduler.poll_wait_s: times min(1, B − 1), as the
                   aggregated model charges a closed loop)
     TTFT          W_d + W_p + t_p + t_kv + TPOT/2 (the KV lands during a decode step and joins at the next) + TPOT (the
                   first decode step) + o_req (the request overhead around the engine, Efficiency.request_overhead_s,
                   as the aggregated model adds it); checked against the disaggregated simulator (serving.sim_disagg)
-    closed loop   X = min(C / (TTFT + (OSL − 1)·TPOT), mu_p, mu_d), B and X by fixed-point iteration; clients
-                  beyond what the pools hold queue (Little's law: C/X − cycle)
-    open loop     X = R; capacity-limited (the queue grows without bound) when R >= min(mu_p, mu_d)
+    closed loop   X = min(U / (TTFT + (OSL − 1)·TPOT), mu_p, mu_d), B and X by fixed-point iteration; clients
+                  beyond what the pools hold queue (Little's law: U/X − cycle)
+    open loop     X = λ; capacity-limited (the queue grows without bound) when λ >= min(mu_p, mu_d)
     $             input tokens pay the prefill pool's chip-seconds, output tokens the decode pool's:
                   $/Mtok in = 1e6·P·price/(X·ISL), out = 1e6·D·price/(X·OSL); tokens/s per chip = X·OSL/(P + D)
 
@@ -134,7 +134,7 @@ def crosses(pre: Deployment, dec: Deployment, crosses_domain: bool | None) -> bo
 @dataclass(frozen=True)
 class DisaggLoad:
     """The workload points a disaggregated deployment serves: the mean ISL and OSL, the load — ``concurrency`` U
-    (a closed loop) or ``rate`` R requests/s (an open one), a list of points — and the prefix-cache hit rate."""
+    (a closed loop) or ``rate`` λ requests/s (an open one), a list of points — and the prefix-cache hit rate."""
 
     isl: float
     osl: float

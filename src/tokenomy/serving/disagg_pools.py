@@ -4,14 +4,14 @@ capacity); a pool that cannot hold its work is refused by name (PoolDoesNotFit).
 
 The pools' default layouts, sized for each other (neither idles):
     decode pool   of the layouts over its D chips that the decode search ranks first at the running batches it
-                  must hold, B0 = min(C, max_batch·D) (closed loop; open loop B0 = R·OSL·TPOT(1)) and its halvings,
+                  must hold, B0 = min(U, max_batch·D) (closed loop; open loop B0 = λ·OSL·TPOT(1)) and its halvings,
                   objectives.DECODE_POOL picks on the pool alone (answers/pools.py), ``decode_load``
-                  at each load point: holding the load (open loop R < mu_d; closed loop C <= B_cap) at the most
+                  at each load point: holding the load (open loop λ < mu_d; closed loop U <= B_cap) at the most
                   points, then the shortest time in the pool (OSL·TPOT, + a closed loop's wait for a slot), then the
                   most requests/s — not the shortest step, which had put DeepSeek-V3 on 16 GB200 at 10 req/s of
                   4096/1024 on tp16 (mu_d 6.97 req/s) beside a tp1 ep16 attention-DP pool serving them at 16.6 ms
                   TPOT; plan_disagg chooses it at each load point (a plan of its own). Its rate
-                  X_d = min(C / (OSL·TPOT(min(C, B_cap))), mu_d) (closed) or min(R, mu_d) (open)
+                  X_d = min(U / (OSL·TPOT(min(U, B_cap))), mu_d) (closed) or min(λ, mu_d) (open)
     prefill pool  it must take the prompts the decode pool's rate implies: X_d requests/s, X_d·I tokens/s — not
                   the floor(N/I) prompts of one scheduler step. Over every valid layout l of its P chips, with
                   b_max(l) = ranks(l)·max(1, floor(N/I)) prompts a pass and t_l(b) the prefill-only pass of b
@@ -110,23 +110,23 @@ class DecodeLoad:
     holds: np.ndarray  # the pool holds the load: an open loop's rate below mu_d, a closed loop's users within B_cap
     tpot_s: np.ndarray  # t(B)
     requests_per_s: np.ndarray  # X
-    decode_s: np.ndarray  # a request's time in the pool: OSL·TPOT, + the wait for a slot (C/X closed, inf open)
+    decode_s: np.ndarray  # a request's time in the pool: OSL·TPOT, + the wait for a slot (U/X closed, inf open)
 
 
 def decode_load(pool: DecodePool, osl: float, concurrency=None, rate=None) -> DecodeLoad:
     """The decode pool alone at each load point (the module docstring's decode pool, no prefill pool). Open loop:
-    holds where R < mu_d; X = min(R, mu_d); B the least fixed point of B = X·OSL·t(B) in [1, B_cap] (Little's law:
+    holds where λ < mu_d; X = min(λ, mu_d); B the least fixed point of B = X·OSL·t(B) in [1, B_cap] (Little's law:
     the root on the pool's table of whole batches, exact as t is linear between them); decode_s = OSL·t(B), inf
-    where the queue grows without bound. Closed loop: holds where C <= B_cap (no user waits for a slot);
-    B = min(C, B_cap), X = min(C/(OSL·t(B)), mu_d), decode_s = C/X (Little's law: OSL·t(B) + the wait for a slot)."""
+    where the queue grows without bound. Closed loop: holds where U <= B_cap (no user waits for a slot);
+    B = min(U, B_cap), X = min(U/(OSL·t(B)), mu_d), decode_s = U/X (Little's law: OSL·t(B) + the wait for a slot)."""
     Bg, tg = pool.batches, pool.step_s
     if concurrency is not None:
-        C = np.atleast_1d(np.asarray(concurrency, float))
-        tpot = np.interp(np.minimum(C, pool.cap), Bg, tg)
-        X = np.minimum(C / (osl * tpot), pool.capacity)
-        return DecodeLoad(C <= pool.cap, tpot, X, C / X)
-    R = np.atleast_1d(np.asarray(rate, float))
-    X = np.minimum(R, pool.capacity)
+        U = np.atleast_1d(np.asarray(concurrency, float))
+        tpot = np.interp(np.minimum(U, pool.cap), Bg, tg)
+        X = np.minimum(U / (osl * tpot), pool.capacity)
+        return DecodeLoad(U <= pool.cap, tpot, X, U / X)
+    lam = np.atleast_1d(np.asarray(rate, float))
+    X = np.minimum(lam, pool.capacity)
     gap = Bg[None, :] - (X * osl)[:, None] * tg[None, :]  # B − X·OSL·t(B) on the table, >= 0 from the root on
     past = gap >= 0.0
     j = np.argmax(past, axis=1)  # the first whole batch at or past the root
@@ -135,7 +135,7 @@ def decode_load(pool: DecodePool, osl: float, concurrency=None, rate=None) -> De
     with np.errstate(divide="ignore", invalid="ignore"):
         B = np.where(j > 0, Bg[lo] + (Bg[j] - Bg[lo]) * g0 / (g0 - g1), Bg[j])  # g0 < 0 <= g1 where j > 0
     B = np.clip(np.where(past.any(axis=1), B, pool.cap), 1.0, pool.cap)  # no root: the pool runs full
-    tpot, holds = np.interp(B, Bg, tg), R < pool.capacity
+    tpot, holds = np.interp(B, Bg, tg), lam < pool.capacity
     return DecodeLoad(holds, tpot, X, np.where(holds, osl * tpot, np.inf))
 
 

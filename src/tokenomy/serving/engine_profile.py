@@ -39,7 +39,7 @@ class EngineProfile:
     reserve_output: bool = False  # admission reserves the whole ISL + OSL of KV blocks (TensorRT-LLM GUARANTEED_NO_EVICT)
     tokenize_s_per_token: float = 0.0  # the API server's host seconds per prompt token (catalog/engines [frontend])
     eager_prefill_s_per_kernel: float = 0.0  # e: host s per kernel of a prompt pass run eagerly ([prefill_launch])
-    recv_interval: int = 1  # R: the scheduler receives new requests every R-th decode step ([scheduler])
+    recv_interval: int = 1  # r_recv: the scheduler receives new requests every r_recv-th decode step ([scheduler])
 
     def on(self, eff):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap and the
@@ -83,20 +83,21 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def poll_steps(prof: EngineProfile):
-    """(R − 1)/2: the decode steps a request that arrives while the engine decodes waits for the scheduler's next
-    receive, R = ``recv_interval``. SGLang's SchedulerRecvSkipper (python/sglang/srt/managers/
-    scheduler_recv_skipper.py, --scheduler-recv-interval R) counts 1 per decode step and polls the tokenizer's socket
-    when the count reaches R, then restarts it; a prefill step weighs 1000 (a poll right after it). A request lands
-    on a step boundary (a closed loop's client answers a finish; the engine's own phase is unrelated to it), so it
-    waits 0, 1, ..., R − 1 steps with equal chance: (R − 1)/2 on average, 0 at R = 1 (every step polls). An idle
-    engine spins through its loop and receives at once (serving.steady.solve charges the wait only where others
-    decode): InferenceX's DeepSeek-R1 FP8 on 8 x B300 (SGLang 0.5.12, R = 10 below 16 clients, 30 from 16) measures
-    TTFT 71 ms at 1 client, 117 ms at 2 (4.5 steps of ~7.6 ms), and 146 -> 312 ms from 8 to 16 clients (R 10 -> 30)."""
+    """(r_recv − 1)/2: the decode steps a request that arrives while the engine decodes waits for the scheduler's next
+    receive, r_recv = ``recv_interval``. SGLang's SchedulerRecvSkipper (python/sglang/srt/managers/
+    scheduler_recv_skipper.py, --scheduler-recv-interval r_recv) counts 1 per decode step and polls the tokenizer's
+    socket when the count reaches r_recv, then restarts it; a prefill step weighs 1000 (a poll right after it). A
+    request lands on a step boundary (a closed loop's client answers a finish; the engine's own phase is unrelated to
+    it), so it waits 0, 1, ..., r_recv − 1 steps with equal chance: (r_recv − 1)/2 on average, 0 at r_recv = 1 (every
+    step polls). An idle engine spins through its loop and receives at once (serving.steady.solve charges the wait
+    only where others decode): InferenceX's DeepSeek-R1 FP8 on 8 x B300 (SGLang 0.5.12, r_recv = 10 below 16
+    clients, 30 from 16) measures TTFT 71 ms at 1 client, 117 ms at 2 (4.5 steps of ~7.6 ms), and 146 -> 312 ms from
+    8 to 16 clients (r_recv 10 -> 30)."""
     return (float(prof.recv_interval) - 1.0) / 2.0
 
 
 def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
-    """W = P·min(1, n)·t: the wait of a request for the scheduler's next receive, P = ``poll_steps`` ((R − 1)/2
+    """W = P·min(1, n)·t: the wait of a request for the scheduler's next receive, P = ``poll_steps`` ((r_recv − 1)/2
     decode steps, ``poll_steps`` above: SGLang's SchedulerRecvSkipper) of ``step_s`` each where others decode as it
     lands, n of them: the B − 1 other clients in a closed loop, all B running by PASTA in an open one (Poisson
     arrivals see the time average). An idle engine spins through its loop and receives at once (n = 0: no wait)."""

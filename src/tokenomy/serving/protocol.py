@@ -2,7 +2,7 @@
 
     load      arrivals: "steady" (no run: the steady state users plan with), "burst" (request rate inf: every
               prompt due at t = 0, at most C in flight, a client's next sent as its last completes), "poisson"
-              (open loop at R requests/s for at least min_duration_s), "offline" (every prompt queued at t = 0, no
+              (open loop at λ requests/s for at least min_duration_s), "offline" (every prompt queued at t = 0, no
               client limit: the engine admits what its batch cap and KV allow)
     prompts   the timed prompt count: prompts_per_client·C where the tool's runs set it so (InferenceX 10·C), else
               the tool's default ``prompts`` (a case's own count overrides); warm-up requests run before the timer

@@ -1,10 +1,10 @@
 """A benchmark protocol run: the iteration-level simulator from the first wave, reported as the tool reports it.
 
-    burst     C clients send at t = 0 (Workload arrivals "together"), each its next prompt as its last completes,
+    burst     U clients send at t = 0 (Workload arrivals "together"), each its next prompt as its last completes,
               until the protocol's prompt count (serving.protocol.Protocol.prompt_count) has been sent
-    offline   every prompt queued at t = 0 (a closed loop of C = the prompt count): the engine admits what its batch
+    offline   every prompt queued at t = 0 (a closed loop of U = the prompt count): the engine admits what its batch
               cap, KV cache and token budget take, the rest wait in its queue
-    poisson   Poisson arrivals at R requests/s for the prompt count (a burst tool given a request rate, as vllm bench
+    poisson   Poisson arrivals at λ requests/s for the prompt count (a burst tool given a request rate, as vllm bench
               serve's --request-rate: the same)
 The engine is the deployment's on its profile (whole prompts or chunked prefill under the token budget, KV blocks,
 batch cap: serving.simulator). Every timed request counts — ramp-up and drain included, no statistics window —
@@ -12,7 +12,7 @@ each metric reduced by the tool's rule (Protocol.reduce): TTFT from send to firs
 outside the engine), TPOT per request (latency − TTFT)/(out − 1) or latency/out, ITL the pooled gaps
 Σ(latency − TTFT)/Σ(out − 1), output throughput Σ out / (last response − first send). Warm-up requests run before
 the timer on an idle engine, so the timed run starts from an empty batch as simulated. dp replicas are independent
-(serving.replicas): one replica runs ceil(C/dp) clients (an open loop R/dp) and ceil(n/dp) prompts; throughput is
+(serving.replicas): one replica runs ceil(U/dp) clients (an open loop λ/dp) and ceil(n/dp) prompts; throughput is
 the replicas' sum. Poisson gaps only: a burstiness other than 1 (vllm bench serve's gamma gaps) is not simulated
 (every catalog protocol states 1).
 """
@@ -92,10 +92,11 @@ def protocol_workload(p: Protocol, isl: Lengths | int, osl: Lengths | int, concu
         return Workload(li, lo, rate=float(rate), seed=seed), n
     if rate is not None:
         raise ValueError(f"rate: protocol {p.name} queues every prompt at once; give a concurrency, not a rate")
-    C = n if p.arrivals == "offline" and concurrency is None else concurrency
-    if C is None:
-        raise ValueError(f"concurrency: protocol {p.name} runs C clients at request rate inf; give --concurrency")
-    return Workload(li, lo, concurrency=float(min(C, n)), arrivals="together", seed=seed), n
+    U = n if p.arrivals == "offline" and concurrency is None else concurrency
+    if U is None:
+        raise ValueError(f"concurrency: protocol {p.name} starts every client at once (request rate inf); "
+                         "give --concurrency")
+    return Workload(li, lo, concurrency=float(min(U, n)), arrivals="together", seed=seed), n
 
 
 def run_protocol(dep: Deployment, prof: EngineProfile, p: Protocol, isl, osl, *, concurrency=None, rate=None,
@@ -105,10 +106,10 @@ def run_protocol(dep: Deployment, prof: EngineProfile, p: Protocol, isl, osl, *,
 
     reps = replica_count(dep)
     one = one_replica(dep) if reps > 1 else dep
-    C = None if concurrency is None else math.ceil(float(concurrency) / reps)
-    R = None if rate is None else float(rate) / reps
+    U = None if concurrency is None else math.ceil(float(concurrency) / reps)
+    lam = None if rate is None else float(rate) / reps
     n_all = p.prompt_count(concurrency, rate, prompts)
-    w, n = protocol_workload(p, isl, osl, C, R, seed, math.ceil(n_all / reps))
+    w, n = protocol_workload(p, isl, osl, U, lam, seed, math.ceil(n_all / reps))
     sim = simulate(one, prof, w, n)
     req = w.requests(n)
     return ProtocolRun(p, sim.ttft_s, sim.e2e_s, np.maximum(req.osl, 1).astype(float), sim.arrival_s, sim.finish_s,

@@ -1,9 +1,9 @@
 """Data-parallel replicas are independent servers: a request is routed to one of them and never leaves it.
 
 A deployment of dp replicas (each tp·ep·pp chips) serves a load as dp copies of one replica, each with its share:
-an open loop's Poisson stream of R requests/s splits into dp streams of R/dp (random routing keeps them Poisson); a
-closed loop's C clients spread as evenly as whole clients go (C = q·dp + r: r replicas hold q + 1, the rest q), and
-with fewer clients than replicas C replicas hold one client each while the rest idle. Latencies (TTFT, TPOT) are
+an open loop's Poisson stream of λ requests/s splits into dp streams of λ/dp (random routing keeps them Poisson); a
+closed loop's U clients spread as evenly as whole clients go (U = q·dp + r: r replicas hold q + 1, the rest q), and
+with fewer clients than replicas U replicas hold one client each while the rest idle. Latencies (TTFT, TPOT) are
 one replica's; throughput is the busy replicas' sum; the idle ones still cost. Pooling the replicas instead (one
 scheduler with dp times the budget) would run one prompt's prefill across all of them: an 8,000-token prompt of
 Qwen3-32B on 4 x H100 at tp1 dp4 came out at 0.20 s, under the 0.53 s one H100 needs for its FLOPs. Attention-DP
@@ -31,14 +31,14 @@ def one_replica(dep: Deployment) -> Deployment:
 
 
 def replica_shares(load, replicas: int, closed: bool) -> list:
-    """[(load per replica, replicas carrying it)] per point: a closed loop's C clients spread as evenly as whole
-    clients go, C = q·dp + r as r replicas with q + 1 and dp − r with q (fewer clients than replicas: C replicas with
-    one, the rest idle: 0 of them carry q = 0); an open loop's R requests/s as R/dp on every replica."""
+    """[(load per replica, replicas carrying it)] per point: a closed loop's U clients spread as evenly as whole
+    clients go, U = q·dp + r as r replicas with q + 1 and dp − r with q (fewer clients than replicas: U replicas with
+    one, the rest idle: 0 of them carry q = 0); an open loop's λ requests/s as λ/dp on every replica."""
     x = np.asarray(load, float)
     if not closed:
         return [(x / replicas, np.full_like(x, float(replicas)))]
-    C = np.round(x)
-    q, r = np.floor_divide(C, replicas), np.mod(C, replicas)
+    U = np.round(x)
+    q, r = np.floor_divide(U, replicas), np.mod(U, replicas)
     return [(q + 1.0, r), (np.maximum(q, 1.0), np.where(q >= 1, replicas - r, 0.0))]
 
 

@@ -179,12 +179,12 @@ def compare_routing(w, stack: TierStack, replicas: tuple, row: dict, seed: int =
     replicas, pool_tokens = replicas
     from dataclasses import replace
 
-    C = int(row.get("concurrency") or max(replicas, 1))
+    U = int(row.get("concurrency") or max(replicas, 1))
     e2e = float(row.get("e2e_s") or 1.0)
     ttft = float(row.get("ttft_s") or 0.0)
     hbm = float(row.get("hbm_cache_tokens") or 0.0)
     levels = (replace(stack.levels[0], capacity_tokens=hbm),) + stack.levels[1:]
     st = replace(stack, levels=levels)
-    plan = generate(w, max(3 * C, 2 * replicas), seed)
-    t = arrivals(plan, C, e2e, w.turns * (w.think_s + e2e))
+    plan = generate(w, max(3 * U, 2 * replicas), seed)
+    t = arrivals(plan, U, e2e, w.turns * (w.think_s + e2e))
     return [route(plan, t, st, r, (max(replicas, 1), max(pool_tokens, 1.0), ttft, e2e)) for r in ROUTERS]

@@ -3,7 +3,7 @@ serving/session_steady.py solves for their fixed point, vectorised over workload
 
 Per point (arrays: concurrent sessions or session rate, tier capacities, think time), the state at a token hit
 rate h is:
-    λ_s   = C / D_session (closed loop: C sessions back to back) or the session rate (open)
+    λ_s   = U / D_session (closed loop: U sessions back to back) or the session rate (open)
             D_session = K·(e2e + θ) + spawns·D: the session's critical path, its K turns each an end-to-end
             time plus a think time, and each spawn's sub-agent run D (a parent's turn waits for the slowest of its
             sub-agents: turn_types.TurnTypes.sub_run_s)
@@ -15,7 +15,7 @@ rate h is:
             λ_j = X·r_j, ρ_j = λ_j·E[S_j]); "layerwise-overlapped" hides the prefill of the computed tokens
             I·s_prefill under it
     TTFT  = s.TTFT + load,  e2e = s.e2e + load
-s is steady's open loop at X (a turn lands after a random think time, mid-step, as Poisson arrivals do); for C
+s is steady's open loop at X (a turn lands after a random think time, mid-step, as Poisson arrivals do); for U
 sessions past the replica's capacity, where the open loop has no steady state, its closed loop at the requests in
 flight (Little: X·e2e).
 """
@@ -157,7 +157,7 @@ def _solvers(dep1, prof, one: dict, points: int, cap: Steady):
     lengths, shared = dict(isl=one["isl"], osl=one["osl"]), one["prefix"].shared_tokens
     if points <= TABLE_ABOVE:
         return (lambda X, h, names=None: steady(dep1, prof, rate=X, prefix=Prefix(h, shared), **lengths),
-                lambda C, h, names=None: steady(dep1, prof, concurrency=C, prefix=Prefix(h, shared), **lengths))
+                lambda U, h, names=None: steady(dep1, prof, concurrency=U, prefix=Prefix(h, shared), **lengths))
     return (SteadyTable(dep1, prof, **lengths, closed=False, shared_tokens=shared, cap=cap),
             SteadyTable(dep1, prof, **lengths, closed=True, shared_tokens=shared, cap=cap))
 

@@ -95,7 +95,7 @@ def solve_warm(pb: SessionProblem) -> SessionSteady:
 def _first_guess(flat: SessionProblem) -> np.ndarray:
     """The first scan cell's log e2e guess (h = 0): the unloaded e2e, or where the closed loop's sessions would
     ask for more than the replica serves at h = 0 (X_max requests/s, the capacity of its open loop), the e2e that
-    brings them down to it: λ_s·M = X_max at λ_s = C/(turns·(e2e + θ)) (Little's law on the sessions)."""
+    brings them down to it: λ_s·M = X_max at λ_s = U/(turns·(e2e + θ)) (Little's law on the sessions)."""
     if not flat.closed:
         return np.log(flat.e2e0)
     X_max = flat.capacity_per_s

@@ -4,9 +4,9 @@ A workload request object (small, frozen; what ``serve(..., workload=...)`` take
 requests of ``sessions`` session trees in the order they are issued, with what each one reuses.
 
     agent       one growing context: a session's main agent, or a sub-agent. Turn k of an agent sends
-                    input_k = S + F + sum_{j<k} (new_j + out_j) + new_k
-                S the shared system prompt (one object every session reuses), F the tokens of the parent's context
-                the sub-agent forked from (0 for a main agent), new_k the turn's new tokens (the user's message or
+                    input_k = I_sys + I_fork + sum_{j<k} (new_j + out_j) + new_k
+                I_sys the shared system prompt (one object every session reuses), I_fork the tokens of the parent's
+                context the sub-agent forked from (0 for a main agent), new_k the turn's new tokens (the user's message or
                 the tool results appended), out_j the outputs the agent generated; the turn generates out_k
     think       the gap between a turn's last token and the agent's next turn (the user reading, the tool running),
                 exponential with mean ``think_s`` (tool calls and users: Poisson-like gaps)
@@ -14,7 +14,7 @@ requests of ``sessions`` session trees in the order they are issued, with what e
                 its context after that turn (a snapshot: their own context is not folded back) and run
                 ``subagent_turns`` turns each; the parent's next turn waits for all of them (fork-join: a Task tool
                 call blocks the turn that made it)
-    load        ``concurrency`` C concurrent sessions (a slot starts a new session when its last one ends), or
+    load        ``concurrency`` U concurrent sessions (a slot starts a new session when its last one ends), or
                 ``rate`` sessions per second (Poisson starts); the requests of a session follow each other in time
 Lengths per turn are lognormal around their means (sigma 0.5 of ln tokens: heavy-tailed tool outputs), seeded.
 
@@ -142,7 +142,7 @@ class SessionPlan:
 
 class _Builder:
     def __init__(self, system_tokens: float):
-        self.S = float(system_tokens)
+        self.I_sys = float(system_tokens)
         self.rows: list[list] = []  # agent, turn, isl, osl, ctx_before, gap
         self.preds: list[list[int]] = []
         self.parent: list[int] = []
@@ -156,7 +156,7 @@ class _Builder:
         return len(self.parent) - 1
 
     def turn(self, a: int, k: int, ctx: int, new: int, out: int, gap: float, preds: list[int]) -> int:
-        base = self.S + (self.fork[a] + _ancestor_tokens(self, a) if self.parent[a] >= 0 else 0)
+        base = self.I_sys + (self.fork[a] + _ancestor_tokens(self, a) if self.parent[a] >= 0 else 0)
         self.rows.append([a, k, base + ctx + new, out, ctx, gap])
         self.preds.append(preds)
         return len(self.rows) - 1
@@ -229,7 +229,7 @@ def _plan(b: _Builder, rows: np.ndarray, start: np.ndarray, last: np.ndarray) ->
                        rows[:, 3].astype(np.int64), rows[:, 4].astype(np.int64), rows[:, 5], start,
                        np.array([len(p) for p in b.preds], np.int64), tuple(tuple(s) for s in succ),
                        np.array(b.parent, np.int64), np.array(b.fork, np.int64), np.array(b.session, np.int64),
-                       float(b.S), last)
+                       float(b.I_sys), last)
 
 
 def session_start_times(rate: float, sessions: int, seed: int = 0) -> np.ndarray:

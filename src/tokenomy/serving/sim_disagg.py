@@ -14,8 +14,8 @@ discrete-event loop: whichever acts first goes — the prefill pool at its next 
 next step — and a decode run never starts a step past the prefill pool's next pass (that pass's prompts land after
 it: a pass takes time, the hand-off too, and a step admits only what has landed). The same inputs as the aggregated
 simulator (Workload: lengths, closed/open loop, arrivals, trace, seed; deterministic for a seed); closed loop: a
-client's next request enters the prefill queue when its last one finishes, the first C at t = 0 ("together") or
-spread over C/B lifetimes ("staggered", _first_arrivals).
+client's next request enters the prefill queue when its last one finishes, the first U at t = 0 ("together") or
+spread over U/B lifetimes ("staggered", _first_arrivals).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def simulate_disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, pro
     pctx = float(prefill_context(np.mean(isl), w.cache_hit, np.mean(need)))
     t_kv = kv_handoff(pre, isl.astype(float), crosses(pre, dec, crosses_domain))[1].tolist()
     pf, dp = PrefillPool(pre, prof_p, isl, need, pctx), DecodePool(dec, prof_d, isl, osl)
-    N, C = len(isl), int(w.concurrency) if w.closed else 0
+    N, U = len(isl), int(w.concurrency) if w.closed else 0
     arrival = _first_arrivals(w, req.arrival_s, pf, dp, need, osl, float(np.mean(t_kv)))
-    issued = min(C, N) if w.closed else N
+    issued = min(U, N) if w.closed else N
     for r in range(issued):
         pf.push(arrival[r], r)
     finished = 0
@@ -78,7 +78,7 @@ def simulate_disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, pro
                 pf.push(t, issued)
                 issued += 1
     o_req = float(np.asarray(dec.eff.request_overhead_s))
-    ttft, tpot, e2e, counted = request_times(arrival, dp.first, dp.finish, osl, o_req, w.closed, C)
+    ttft, tpot, e2e, counted = request_times(arrival, dp.first, dp.finish, osl, o_req, w.closed, U)
     return DisaggSimulation(ttft, tpot, e2e, np.array(arrival, float), np.array(dp.finish, float), counted, dp.S, 0,
                             dp.max_used, dp.kv, pf.max_queue, np.array(pf.qlen, np.int64),
                             np.array(dp.first, float), dp.tokens_out, int(np.sum(need)), pf.passes, dp.max_queue,
@@ -87,7 +87,7 @@ def simulate_disagg(pre: Deployment, dec: Deployment, prof_p: EngineProfile, pro
 
 def _first_arrivals(w: Workload, arrival_s, pf: PrefillPool, dp: DecodePool, need, osl, t_kv: float) -> list:
     """simulator.first_arrivals with a disaggregated lifetime: a one-prompt pass + the hand-off + OSL decode steps
-    at B = min(C, the decode pool's cap) running."""
+    at B = min(U, the decode pool's cap) running."""
     def running_and_lifetime(first: int) -> tuple[int, float]:
         B = max(min(first, dp.cap, dp.kv // int(np.ceil(np.mean(dp.need)))), 1)
         ctx = float(np.mean(dp.isl)) + float(np.mean(osl)) / 2.0

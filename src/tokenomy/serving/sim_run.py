@@ -32,7 +32,7 @@ class Capacity:
 class _Run:
     """The scheduler's state (module docstring). Decoders carry an offset a_r: K_r = a_r + S tokens cached after S
     steps, so their generated tokens, blocks and mean context need no per-step update. ``clients``: the closed
-    loop's C (None: open loop); ``need0``: each request's prompt tokens to compute. ``hooks``: None, or the session
+    loop's U (None: open loop); ``need0``: each request's prompt tokens to compute. ``hooks``: None, or the session
     simulator's events (sim_session_run._SessionRun). ``stepwise``: one step per loop turn, no runs taken at once
     (the reference the runs are tested against: tests/serving/test_*stepwise.py)."""
 
@@ -41,8 +41,8 @@ class _Run:
 
     def __init__(self, cap: Capacity, isl, osl, need0, arrival, clients: int | None):
         N, prof = len(isl), cap.prof
-        closed, C = clients is not None, clients or 0
-        self.prof, self.closed, self.C, self.table, self.kv = prof, closed, C, cap.table, cap.kv_blocks
+        closed, U = clients is not None, clients or 0
+        self.prof, self.closed, self.U, self.table, self.kv = prof, closed, U, cap.table, cap.kv_blocks
         self.blk, self.budget, self.max_batch = int(prof.block_size), int(cap.budget), int(cap.max_batch)
         self.chunked, self.reserve = bool(prof.chunked_prefill), bool(prof.reserve_output)
         self.isl, self.osl, self.need0, self.arrival = isl.tolist(), osl.tolist(), need0.tolist(), arrival
@@ -57,7 +57,7 @@ class _Run:
         self.prefilling: dict[int, None] = {}  # admission order
         self.waiting: deque[int] = deque()
         # a heap by (arrival, request): FCFS, ties by index; a NaN arrival is not known yet (a subclass releases it)
-        first = [i for i in range(N if not closed else min(C, N)) if arrival[i] == arrival[i]]
+        first = [i for i in range(N if not closed else min(U, N)) if arrival[i] == arrival[i]]
         self.pending = sorted((arrival[i], i) for i in first)  # (a sorted list is a heap)
         self.issued, self.N = len(first), N
         self.heap: list[tuple[int, int, int]] = []  # (step it finishes at, serial, request)

@@ -49,10 +49,10 @@ class _SessionRun(_Run):
             for r in roots:
                 self._release(r, float(plan.start_s[r]) if np.isfinite(plan.start_s[r]) else 0.0)
         else:
-            C = int(concurrency)
-            self.queue_roots = roots[C:][::-1]
-            for i, r in enumerate(roots[:C]):
-                self._release(r, i * stagger_s / C)
+            U = int(concurrency)
+            self.queue_roots = roots[U:][::-1]
+            for i, r in enumerate(roots[:U]):
+                self._release(r, i * stagger_s / U)
         self.warm_s = (min(int(concurrency), len(roots)) - 1) * stagger_s / int(concurrency) if concurrency else 0.0
         self.last_root_s = math.inf
         self.closed_sessions = concurrency is not None

@@ -4,7 +4,7 @@ they follow and each prompt's prefix looked up in the KV tiers when it arrives.
 On top of the simulator's steps (its docstring), per request r of a SessionPlan on one replica:
   release   r arrives ``gap_s`` (think time) after the last of its predecessors finishes (the agent's previous turn;
             a parent's turn after its sub-agents, fork-join); a session's first turn at its start time (open loop)
-            or, closed loop, when one of the C session slots frees (its session's last turn finished)
+            or, closed loop, when one of the U session slots frees (its session's last turn finished)
   tokenize  the engine's API server first tokenizes the prompt: ISL·s_tok seconds on one worker, first come first
             served (EngineProfile.tokenize_s_per_token, catalog/engines [frontend]); the lookup and loads follow
   lookup    on arrival its prefix chain is looked up in the tiers (kv_hbm_pool.SharedPrefixCache: HBM's capacity is
@@ -63,7 +63,7 @@ class SessionSimulation:
 def simulate_sessions(dep: Deployment, prof: EngineProfile, plan: SessionPlan, stack: TierStack, kv_blocks: int,
                       concurrency: int | None = None, table: StepTable | None = None,
                       stagger_s: float = 0.0) -> SessionSimulation:
-    """Run the plan on one replica (module docstring). ``concurrency``: session slots (closed loop), the first C
+    """Run the plan on one replica (module docstring). ``concurrency``: session slots (closed loop), the first U
     sessions started evenly over ``stagger_s`` (one session's duration puts them at random phases, as in the steady
     state); statistics from the requests arriving after the last of those starts and before the last session
     starts (warm-up and drain left out). None: the plan's own start times, every request counted. ``kv_blocks``:

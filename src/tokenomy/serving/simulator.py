@@ -22,9 +22,9 @@ form (StepTable.decode_run), the same as stepping them one by one; a run goes on
 next step would again be pure decode (an arrival that cannot be admitted, a completion that frees nothing the
 queue's head can use), checked as the loop checks it (tests/serving/test_simulator_stepwise.py and
 test_session_stepwise.py: against ``_Run.stepwise``, one step per loop turn).
-Closed loop: each of C clients sends its next request when its last completes (all at t = 0 "together", or
+Closed loop: each of U clients sends its next request when its last completes (all at t = 0 "together", or
 spread over one steady-state lifetime "staggered", _lifetime_s); open loop: the workload's Poisson arrivals or a trace's.
-Statistics skip the first and last C requests of a closed loop (warm-up and drain) when there are > 3·C.
+Statistics skip the first and last U requests of a closed loop (warm-up and drain) when there are > 3·U.
 TTFT and end-to-end times add the request overhead outside the engine (Efficiency.request_overhead_s).
 The scheduler's state is sim_run.py's ``_Run``, its loop sim_loop.py's; this module sets a run up and reads its times.
 """
@@ -46,7 +46,7 @@ __all__ = ["C_GRID", "P_GRID", "Simulation", "StepTable", "simulate"]
 MAX_P_CELLS = 128  # prefill cells at most where a kept-whole chunk bends the step (16 attention ranks of 8,192: 1,024)
 
 # measured: peak RSS grows 408-434 B per simulated request (llama-3.1-8b on h100-sxm, ISL 512 / OSL 64, 1e5 -> 4e5
-# requests, open loop at 50 requests/s and closed loop at C = 64; ru_maxrss), rounded up: what a run of n needs
+# requests, open loop at 50 requests/s and closed loop at U = 64; ru_maxrss), rounded up: what a run of n needs
 BYTES_PER_REQUEST = 512
 
 
@@ -137,7 +137,7 @@ def _check_fits(isl, osl, blk, kv_blocks) -> None:
 
 def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n_max: int, kv_blocks: int,
                     blk: int) -> list:
-    """Arrival times: the open loop's (or trace's); a closed loop's first C at 0 or spread over one lifetime."""
+    """Arrival times: the open loop's (or trace's); a closed loop's first U at 0 or spread over one lifetime."""
     def running_and_lifetime(first: int) -> tuple[int, float]:
         B = max(min(first, n_max, kv_blocks // math.ceil(float(np.mean(isl + osl)) / blk)), 1)
         return B, _lifetime_s(B, isl, osl, need0, table)
@@ -146,8 +146,8 @@ def _first_arrivals(w: Workload, arrival_s, isl, osl, need0, table: StepTable, n
 
 
 def first_arrivals(w: Workload, arrival_s, running_and_lifetime) -> list:
-    """Arrival times: the open loop's (or trace's); a closed loop's first C at t = 0 ("together") or spread evenly
-    over C/B lifetimes ("staggered"), (B, lifetime) = ``running_and_lifetime(C)``: the requests the deployment runs
+    """Arrival times: the open loop's (or trace's); a closed loop's first U at t = 0 ("together") or spread evenly
+    over U/B lifetimes ("staggered"), (B, lifetime) = ``running_and_lifetime(U)``: the requests the deployment runs
     at once and the seconds each holds its place, so B finish per lifetime and the loop starts near its steady
     state. The later requests' arrivals are set when a client's last request finishes."""
     arrival = np.array(arrival_s, float)
@@ -164,8 +164,8 @@ def first_arrivals(w: Workload, arrival_s, running_and_lifetime) -> list:
 def _lifetime_s(B, isl, osl, need0, table: StepTable) -> float:
     """A request's lifetime in the steady state of B running requests (the analytic model's, on the table):
     L = c + OSL − 1 steps (c = ceil(I / (N − B)) prefill chunks), n = B·(OSL − 1)/L decodes and P = B·I/L prefill
-    tokens a step, lifetime = c·t(n, min(I, N − n)) + (OSL − 1)·t(n, P). C clients finish B per lifetime, so
-    their first arrivals spread over C/B lifetimes start the loop in its steady state; over a shorter time (the
+    tokens a step, lifetime = c·t(n, min(I, N − n)) + (OSL − 1)·t(n, P). U clients finish B per lifetime, so
+    their first arrivals spread over U/B lifetimes start the loop in its steady state; over a shorter time (the
     pure-decode lifetime, without the prefill share) the first prompts queue behind each other and, with fixed
     lengths, stay in lockstep convoys for the whole run."""
     I, O, N = float(np.mean(need0)), float(np.mean(osl)), table.budget
@@ -176,7 +176,7 @@ def _lifetime_s(B, isl, osl, need0, table: StepTable) -> float:
     return chunks * table(n, ctx, min(I, max(N - n, 0.0))) + (O - 1.0) * table(n, ctx, B * I / L)
 
 
-def request_times(arrival, first, finish, osl, o_req: float, closed: bool, C: int):
+def request_times(arrival, first, finish, osl, o_req: float, closed: bool, U: int):
     """(TTFT, TPOT, end-to-end, counted) per request from the absolute times of its arrival, first token and last:
     TTFT = first − arrival + o_req, e2e = finish − arrival + o_req, TPOT = (e2e − TTFT)/(OSL − 1) (NaN at OSL 1);
     counted: a closed loop's statistics window (module docstring)."""
@@ -186,14 +186,14 @@ def request_times(arrival, first, finish, osl, o_req: float, closed: bool, C: in
         tpot = np.where(osl > 1, (e2e - ttft) / (osl - 1), np.nan)
     N = len(arrival)
     counted = np.ones(N, bool)
-    if closed and N > 3 * C:
-        counted[:C] = False
-        counted[N - C:] = False
+    if closed and N > 3 * U:
+        counted[:U] = False
+        counted[N - U:] = False
     return ttft, tpot, e2e, counted
 
 
 def _result(run: _Run, isl, osl, o_req: float) -> Simulation:
-    ttft, tpot, e2e, counted = request_times(run.arrival, run.first, run.finish, osl, o_req, run.closed, run.C)
+    ttft, tpot, e2e, counted = request_times(run.arrival, run.first, run.finish, osl, o_req, run.closed, run.U)
     return Simulation(ttft, tpot, e2e, np.array(run.arrival, float), np.array(run.finish, float), counted, run.S,
                       run.preemptions, run.max_used, run.kv, run.max_q, np.array(run.qlen, np.int64),
                       np.array(run.first, float), run.tokens_out, run.prefilled_tokens)

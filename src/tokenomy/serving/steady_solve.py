@@ -24,8 +24,8 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               steps and those behind fill its last step (prefill_queue.closed_loop_prompt; an engine that does
               not chunk packs floor(room/I) whole prompts a step). Checked against the iteration-level simulator
               (tests/serving/test_serve_steady_and_sim.py: 1k-16k-token prompts, chunked and whole-prompt)
-              wait: a scheduler that receives new requests every R-th decode step (SGLang
-              --scheduler-recv-interval R) adds (R − 1)/2 plain decode steps (scheduler.poll_steps) where
+              wait: a scheduler that receives new requests every r_recv-th decode step (SGLang
+              --scheduler-recv-interval r_recv) adds (r_recv − 1)/2 plain decode steps (scheduler.poll_steps) where
               others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA); plus
               for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the

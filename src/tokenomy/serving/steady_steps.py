@@ -76,7 +76,7 @@ def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=
     (prefill_queue.closed_loop_prompt), each extra step t(B_d, 0) and each extra token the chord
     (t(B_d, room) − t(B_d, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
     (t(B_d, L) − t(B_d, 0))/L at its load L = min(P/f, N_tok − B_d) (the step is near linear in its prefill tokens
-    past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate R: those that landed
+    past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate λ: those that landed
     in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
     after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
     room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s).

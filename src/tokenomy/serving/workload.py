@@ -1,9 +1,9 @@
 """A serving workload: who sends what, and when.
 
-    closed loop  C clients, each sending its next request when the last one completes (zero think time);
+    closed loop  U clients, each sending its next request when the last one completes (zero think time);
                  arrivals "together" (all C at t = 0, as benchmark clients start) or "staggered" (spread over one
                  request lifetime, the steady state)
-    open loop    Poisson arrivals at R requests/s (exponential gaps, mean 1/R)
+    open loop    Poisson arrivals at λ requests/s (exponential gaps, mean 1/λ)
     lengths      fixed:N, uniform:a:b (whole tokens, both ends included), lognormal:mu:sigma (ln tokens ~ N(mu,
                  sigma^2), mean exp(mu + sigma^2/2), rounded, at least 1), or a trace CSV (arrival_s, input_tokens,
                  output_tokens; a header row is allowed)
@@ -140,7 +140,7 @@ class Workload:
 
     def __post_init__(self) -> None:
         if (self.concurrency is None) == (self.rate is None) and self.trace is None:
-            raise ValueError("concurrency, rate: give one (closed loop C, or open loop R requests/s)")
+            raise ValueError("concurrency, rate: give one (closed loop of U users, or open loop of λ requests/s)")
         for name in ("concurrency", "rate"):
             v = getattr(self, name)
             if v is not None and not v > 0:

@@ -161,14 +161,14 @@ NON_STREAMING_SHARE = 14273 / (14273 + 3268)
 
 
 def agentic(w, reuse: bool, users: int | None = None) -> Replay:
-    C = int(users or w.concurrency)
+    U = int(users or w.concurrency)
     tester = w.trace.startswith("kv-cache-tester")
-    plan = generate(CLAUDE_CODE_REPLAY if tester else Agentic(), sessions=2 * C, seed=SEED)
+    plan = generate(CLAUDE_CODE_REPLAY if tester else Agentic(), sessions=2 * U, seed=SEED)
     if not reuse:
         plan = replace(plan, ctx_before=np.zeros_like(plan.ctx_before), fork_tokens=np.zeros_like(plan.fork_tokens),
                        system_tokens=0.0)
     streamed = np.random.default_rng(SEED).random(len(plan.isl)) >= NON_STREAMING_SHARE if tester else None
-    return Replay(plan, C, np.ones(len(plan.isl), bool), streamed=streamed)
+    return Replay(plan, U, np.ones(len(plan.isl), bool), streamed=streamed)
 
 
 def replays(case, users: int | None = None) -> list[Replay]:

@@ -1,7 +1,7 @@
 """Predict every validation case from its lowered work (prepare.py) timed by the engine under efficiency terms.
 
 Every step and pass time is ``engine.times(work, topology, peaks, Efficiency(...))`` with one efficiency set per
-case (arrays gathered by chip). Runs a serving engine schedules — concurrency (closed loop of C clients), request
+case (arrays gathered by chip). Runs a serving engine schedules — concurrency (closed loop of U clients), request
 rate (open loop, Poisson) and max throughput (every request queued at once: a closed loop at the scheduler cap) —
 are predicted by the serving model users run, ``serving.steady.solve`` (continuous batching with chunked
 prefill under the token budget, KV capacity from the case's engine profile, queueing), its step(n, P) the engine

@@ -18,7 +18,7 @@ class EngineScheduler(Sourced):
     # admission reserves a request's whole ISL + OSL of KV blocks (TensorRT-LLM's GUARANTEED_NO_EVICT capacity
     # policy: never preempts), else its prompt's, new blocks taken as decodes grow (vLLM, SGLang: preempt when none)
     reserve_output: bool = False
-    # new requests received every R-th decode step (SGLang --scheduler-recv-interval; 1: every step)
+    # new requests received every r_recv-th decode step (SGLang --scheduler-recv-interval; 1: every step)
     recv_interval: PositiveInt = 1
 
 
@@ -172,7 +172,7 @@ class EngineFlagsFile(BaseModel):
 
 class ProtocolLoad(Sourced):
     """How the tool issues requests: ``burst`` (request rate inf: every request due at t = 0, at most C in flight,
-    each client's next sent when its last completes), ``poisson`` (gamma gaps of shape ``burstiness``, mean 1/R),
+    each client's next sent when its last completes), ``poisson`` (gamma gaps of shape ``burstiness``, mean 1/λ),
     ``offline`` (every sample in one query at t = 0, no concurrency limit) or ``steady`` (no run: the steady state)."""
 
     arrivals: Literal["steady", "burst", "poisson", "offline"]
