@@ -286,9 +286,7 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
     isl_tokens = float(np.sum(tt.n * tt.isl))
     by = [(read_tok[0] + np.where(T[0] > 0, tt.system_tokens, 0.0) * n_req) / isl_tokens]  # HBM: every request
     by += [read_tok[j] / isl_tokens for j in range(1, J)]  # uses the system prompt
-    hit = by[0]
-    for b in by[1:]:
-        hit = hit + b
+    hit = sum(by[1:], by[0])  # the tiers in order
     with np.errstate(invalid="ignore", divide="ignore"):
         sq = [q / np.where(r > 0, r, 1.0) for q, r in zip(sq, reads)]
     return CheHits(hit, tuple(by), tuple(T), tuple(r / n_req for r in read_tok), tuple(r / n_req for r in reads),
