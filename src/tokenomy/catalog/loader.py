@@ -166,16 +166,16 @@ def engine_overlap(name: str) -> tuple[str, str | None, bool, tuple[float, float
 
 
 @lru_cache(maxsize=None)
-def engine_eager_prefill(name: str) -> float:
-    """Host seconds per kernel of a pass carrying prompt tokens that the serving engine launches eagerly
-    ([prefill_launch] eager_s_per_kernel; 0 where the profile states none), from the cache while the file is
-    unchanged."""
+def engine_prompt_passes(name: str) -> tuple[float, bool]:
+    """How the serving engine runs prompt tokens: (host seconds per kernel of a pass carrying them where it launches
+    them eagerly, [prefill_launch] eager_s_per_kernel, 0 where the profile states none; whether a prompt chunk rides
+    in the decode step, [scheduler] mixed_prefill), from the cache while the file is unchanged."""
     stem = _pick("engines", name).stem
 
     def build():
         f, raw = _file("engines", stem)
-        return f.eager_prefill_s_per_kernel, {ROOT / "engines" / f"{stem}.toml": raw}
-    return cache.cached(("engine-eager-prefill", stem, str(ROOT)), build)
+        return (f.eager_prefill_s_per_kernel, f.scheduler.mixed_prefill), {ROOT / "engines" / f"{stem}.toml": raw}
+    return cache.cached(("engine-prompt-passes", stem, str(ROOT)), build)
 
 
 @lru_cache(maxsize=None)

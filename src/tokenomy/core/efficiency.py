@@ -53,6 +53,12 @@
                                               so a short prompt's pass waits on its launches (SGLang PR 12160: a
                                               1-token DeepSeek-V3 prefill 82.6 ms eager, 23.1 ms under a CUDA
                                               graph). Added to the host time, hidden under the GPU's as h says
+    mixed prefill                           = m: 1 where a prompt chunk rides in the running batch's decode step
+                                              (vLLM V1, TensorRT-LLM in-flight batching), 0 where it runs as a
+                                              pass of its own while the decodes wait (SGLang without
+                                              --enable-mixed-chunk): that step is the prompt's pass plus the
+                                              decode step (serving/scheduler.unmixed_step; catalog/engines
+                                              [scheduler] mixed_prefill; not a chip's term, not fitted)
     per-request overhead                    = o_req on time to first token (HTTP, tokenizer, queue entry)
 The roofline is the set of ideal values (``ROOFLINE``); a calibrated set holds a chip's fitted terms (built from
 catalog/efficiency/<chip>.toml by the answer layer: the core reads no file). Every field may be a float or a numpy
@@ -98,6 +104,8 @@ class Efficiency:
     request_overhead_s: object = 0.0  # per request, on time to first token
     eager_prefill_s_per_kernel: object = 0.0  # e: host seconds per kernel of a pass carrying prompt tokens that the
     #                                           engine launches eagerly (engine profile [prefill_launch]; not a chip's term)
+    mixed_prefill: object = 1.0  # m: 1 where prompt chunks ride in the decode step, 0 where they run as their own
+    #                              pass (engine profile [scheduler]; read by serving.scheduler, not by the pass)
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
     fitted_on_cases: int = 0
@@ -154,7 +162,8 @@ class Efficiency:
 _SHARE, _PART, _AMOUNT = "in (0, 1]", "in [0, 1]", "a finite number >= 0"
 _RANGES = {**dict.fromkeys(("flops_fraction", "narrow_flops_ratio", "hbm_fraction", "kv_hbm_fraction",
                             "hbm_usable_fraction", "link_fraction", "nccl_link_fraction"), _SHARE),
-           **dict.fromkeys(("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency"), _PART),
+           **dict.fromkeys(("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency",
+                            "mixed_prefill"), _PART),
            **dict.fromkeys(("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens",
                             "request_overhead_s", "allreduce_latency_s", "eager_prefill_s_per_kernel"), _AMOUNT)}
 _MAY_BE_NONE = {"kv_hbm_fraction", "nccl_link_fraction", "allreduce_latency_s"}

@@ -40,12 +40,14 @@ class EngineProfile:
     tokenize_s_per_token: float = 0.0  # the API server's host seconds per prompt token (catalog/engines [frontend])
     eager_prefill_s_per_kernel: float = 0.0  # e: host s per kernel of a prompt pass run eagerly ([prefill_launch])
     recv_interval: int = 1  # r_recv: the scheduler receives new requests every r_recv-th decode step ([scheduler])
+    mixed_prefill: bool = True  # prompt chunks ride in the decode step, else a pass of their own ([scheduler])
 
     def on(self, eff):
-        """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap and the
-        eager launch time of its prompt passes."""
+        """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap, the
+        eager launch time of its prompt passes and whether its prompt chunks share the decode step."""
         return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap, ep_sm_normal=self.ep_sm[0],
-                         ep_sm_low_latency=self.ep_sm[1], eager_prefill_s_per_kernel=self.eager_prefill_s_per_kernel)
+                         ep_sm_low_latency=self.ep_sm[1], eager_prefill_s_per_kernel=self.eager_prefill_s_per_kernel,
+                         mixed_prefill=float(self.mixed_prefill))
 
     def kv_dtype_for(self, weight_dtype: str) -> str:
         """The KV-cache dtype this engine picks by default for a checkpoint of ``weight_dtype``."""
@@ -74,7 +76,8 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
                          (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output,
                          f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0,
-                         eager_prefill_s_per_kernel=f.eager_prefill_s_per_kernel, recv_interval=sch.recv_interval)
+                         eager_prefill_s_per_kernel=f.eager_prefill_s_per_kernel, recv_interval=sch.recv_interval,
+                         mixed_prefill=sch.mixed_prefill)
 
 
 def _release(version: str) -> tuple[int, ...]:

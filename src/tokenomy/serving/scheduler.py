@@ -3,7 +3,9 @@ context c_p, timed by the pass engine as Deployment.run times it.
 
     step_time       one mixed step; a fractional n (a steady-state mean) interpolates between floor and ceil, and
                     n = 0 (a prefill-only step) is timed as one one-token sequence beside the chunk (the engine needs
-                    a batch >= 1)
+                    a batch >= 1); an engine that does not mix (Efficiency.mixed_prefill m = 0: SGLang without
+                    --enable-mixed-chunk) runs a step carrying P > 0 prompt tokens as the prompt's own pass and
+                    then the decode step: t(0, P) + min(n, 1)·t(n, 0) (``unmixed_step``)
     StepTimer       the same for many steps at one context, lowered once (engine.lower) and batched per step
                     (engine.batched): steady.solve's step function
     rank_chunk      a prompt chunk's tokens where the layout would spread it over micro-batches or attention ranks
@@ -116,21 +118,44 @@ class StepTimer:
 
     def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
         """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between
-        floor and ceil, t = t(⌊n⌋) + (n − ⌊n⌋)·(t(⌈n⌉) − t(⌊n⌋)); ``terms``: also the PassTerms at the floor."""
+        floor and ceil, t = t(⌊n⌋) + (n − ⌊n⌋)·(t(⌈n⌉) − t(⌊n⌋)); an engine that does not mix, the prompt's
+        pass and the decode step (``unmixed_step``); ``terms``: also the PassTerms of the mixed step at the floor."""
+        t, r_lo = self._mixed(n_dec, prefill)
+        if _splits(self.dep.eff, prefill):
+            n = np.maximum(np.asarray(n_dec, float), 0.0)
+            t = unmixed_step(t, self._mixed(0.0 * n, prefill)[0], self._mixed(n, 0.0)[0], n, prefill,
+                             self.dep.eff.mixed_prefill)
+        return (t, r_lo) if terms else t
+
+    def _mixed(self, n_dec, prefill):
+        """(seconds, PassTerms at the floor) of the step with the prompt tokens in the decodes' pass."""
         n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
         f, c = np.floor(n), np.ceil(n)
         r_lo = engine.times(self._batched(f, prefill), d.topo, d.peaks, d.eff)
         t = np.asarray(r_lo.step_s)
         if np.any(c != f):
             t = _between(n, f, t, engine.times(self._batched(c, prefill), d.topo, d.peaks, d.eff))
-        return (t, r_lo) if terms else t
+        return t, r_lo
 
     def many(self, n_dec, loads) -> list[tuple]:
         """[(seconds, bound, reason) of the step at P beside the same n_dec decodes for P in loads], each over
-        ``shape``: steady.solve's step function. One engine call for all the loads (stacked on a leading axis), so
-        what depends on the batch alone is formed once; a load of no prefill tokens at all read off the decode-only
-        steps of each whole batch (_table_batches), where every point has one context. The engine is called here,
-        not through __call__ or a helper, to keep the serving path short (elementwise: __call__'s numbers)."""
+        ``shape``: steady.solve's step function; an engine that does not mix, each step carrying prompt tokens as
+        the prompt's pass and the decode step (``unmixed_step``; the mixed step's bound and reason)."""
+        out = self._many_mixed(n_dec, loads)
+        if not any(_splits(self.dep.eff, P) for P in loads):
+            return out
+        n = np.maximum(np.asarray(n_dec, float), 0.0)
+        prompt = self._many_mixed(0.0 * n, loads)
+        decode = self._many_mixed(n, [np.zeros_like(n)])[0][0]
+        m = self.dep.eff.mixed_prefill
+        return [(unmixed_step(t, tp, decode, n, P, m), b, r) for (t, b, r), (tp, _, _), P in zip(out, prompt, loads)]
+
+    def _many_mixed(self, n_dec, loads) -> list[tuple]:
+        """``many`` with every prompt chunk in the decodes' pass. One engine call for all the loads (stacked on a
+        leading axis), so what depends on the batch alone is formed once; a load of no prefill tokens at all read
+        off the decode-only steps of each whole batch (_table_batches), where every point has one context. The
+        engine is called here, not through __call__ or a helper, to keep the serving path short (elementwise:
+        __call__'s numbers)."""
         n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
         f, c = np.floor(n), np.ceil(n)
         batches = self._table_batches(c) if any(np.ndim(x) and not np.any(x) for x in loads) else None
@@ -177,6 +202,22 @@ class StepTimer:
                 or not np.isfinite(top) or top + 1.0 > np.size(c) or self.shape is None:
             return None
         return np.arange(top + 1.0)
+
+def unmixed_step(mixed_s, prompt_s, decode_s, n_dec, prefill, mixed):
+    """A scheduler step's seconds where the engine does not mix prompt chunks into the decode step (m = ``mixed``
+    < 1/2: SGLang's default, server_args enable_mixed_chunk False; catalog/engines/sglang.toml [scheduler]): a step
+    carrying P > 0 prompt tokens is the prompt's own pass t(0, P) and then the running batch's decode step t(n, 0),
+    the decodes waiting through the first, so every decoding request's next token comes t(0, P) + t(n, 0) after its
+    last; min(n, 1)·t(n, 0) where a steady-state mean holds fewer than one decode (none: the prompt's pass alone).
+    Where the engine mixes (vLLM V1, TensorRT-LLM) or the step carries no prompt tokens: ``mixed_s`` = t(n, P)."""
+    split = (np.asarray(mixed) < 0.5) & (np.asarray(prefill) > 0)
+    return np.where(split, prompt_s + np.minimum(n_dec, 1.0) * decode_s, mixed_s)
+
+
+def _splits(eff, prefill) -> bool:
+    """Whether any point's step splits into the prompt's pass and the decode step (``unmixed_step``)."""
+    return bool(np.any(np.asarray(eff.mixed_prefill) < 0.5) and np.any(np.asarray(prefill) > 0))
+
 
 def _between(n, f, t_lo, hi: engine.PassTerms):
     """A fractional batch n's step, linear between its floor f's (t_lo) and its ceiling's (``hi``)."""

@@ -64,6 +64,7 @@ class Serving:
     ep_sm_normal: np.ndarray  # the SMs its dispatch/combine kernels hold under that overlap (EngineProfile.ep_sm)
     ep_sm_low_latency: np.ndarray
     eager_prefill: np.ndarray  # e: host s per kernel of its prompt passes, where its engine runs them eagerly
+    mixed: np.ndarray  # m: 1 where its engine runs prompt chunks in the decode step, 0 as a pass of their own
     poll: np.ndarray  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
     prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
@@ -153,7 +154,8 @@ def _case_values(c: ServingCase, d: Deployment, bmax: float, step: tuple[float, 
                 rate=given(c.request_rate), cap=c.max_batch or DEFAULT_MAX_BATCH, budget=budget,
                 whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
                 ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
-                eager_prefill=prof.eager_prefill_s_per_kernel, poll=poll_steps(prof), burst=burst, prompts=prompts,
+                eager_prefill=prof.eager_prefill_s_per_kernel, mixed=float(prof.mixed_prefill),
+                poll=poll_steps(prof), burst=burst, prompts=prompts,
                 locked=locked, median=median, bmax=bmax, step_batch=b, step_prefill=p, flops_per_s=pk.flops_per_s,
                 narrow=float(pk.narrow), attn_flops_per_s=pk.attn_flops_per_s, attn_narrow=float(pk.attn_narrow),
                 hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes, measured=c.value)

@@ -20,6 +20,9 @@ class EngineScheduler(Sourced):
     reserve_output: bool = False
     # new requests received every r_recv-th decode step (SGLang --scheduler-recv-interval; 1: every step)
     recv_interval: PositiveInt = 1
+    # a prompt chunk rides in the running batch's decode step (vLLM V1, TensorRT-LLM in-flight batching), else it
+    # runs as a pass of its own while the decodes wait (SGLang without --enable-mixed-chunk)
+    mixed_prefill: bool = True
 
 
 class EngineKv(Sourced):
@@ -104,7 +107,7 @@ class EngineFile(BaseModel):
     def eager_prefill_s_per_kernel(self) -> float:
         """e: host seconds per kernel of a pass carrying prompt tokens that the engine launches eagerly
         ([prefill_launch] eager_s_per_kernel), 0 where the profile states none: the one reading of it (the
-        calibrated set's, catalog/loader.engine_eager_prefill, and the engine profile's, serving's profile_of)."""
+        calibrated set's, catalog/loader.engine_prompt_passes, and the engine profile's, serving's profile_of)."""
         return 0.0 if self.prefill_launch is None else self.prefill_launch.eager_s_per_kernel
 
 class EngineFlag(BaseModel):

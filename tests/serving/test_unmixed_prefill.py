@@ -1,0 +1,63 @@
+"""Prompt chunks outside the decode step (serving/scheduler.unmixed_step): SGLang runs a prefill (extend) batch on
+its own unless --enable-mixed-chunk (server_args enable_mixed_chunk False; scheduler.get_new_batch_prefill mixes the
+running decodes in only under is_mixed_chunk), so a step carrying P prompt tokens is the prompt's pass and then the
+decode step, t(0, P) + t(n, 0); vLLM V1 and TensorRT-LLM put the chunk in the decode step, t(n, P)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tokenomy.catalog import loader
+from tokenomy.core.deployment import Deployment
+from tokenomy.core.efficiency import ROOFLINE
+from tokenomy.core.layout import Layout
+from tokenomy.serving.scheduler import StepTimer, profile_of, unmixed_step
+
+MIXED, SPLIT = replace(ROOFLINE, mixed_prefill=1.0), replace(ROOFLINE, mixed_prefill=0.0)
+
+
+def _timer(eff, model="llama-3.1-70b", hardware="hgx-h100-8", tp=4, ctx=2048.0):
+    d = Deployment(loader.model(model), loader.hardware(hardware), Layout(tp=tp), eff=eff)
+    return StepTimer(d, ctx, ctx)
+
+
+def test_the_profiles_say_which_engines_mix():
+    assert profile_of(loader.engine_file("sglang"), 8).mixed_prefill is False
+    assert profile_of(loader.engine_file("vllm"), 8).mixed_prefill is True
+    assert profile_of(loader.engine_file("trtllm"), 8).mixed_prefill is True
+    assert profile_of(loader.engine_file("sglang"), 8).on(ROOFLINE).mixed_prefill == 0.0
+
+
+def test_a_step_with_a_chunk_is_the_prompt_pass_then_the_decode_step():
+    mixed, split = _timer(MIXED), _timer(SPLIT)
+    n, P = np.array([1.0, 16.0, 64.0, 256.0]), np.array([512.0, 2048.0, 4096.0, 8192.0])
+    alone = mixed(0.0, P)  # the prompt's pass: no decodes beside it (one 1-token row, as a prefill-only step)
+    decode = mixed(n, 0.0)
+    assert np.allclose(split(n, P), alone + decode, rtol=1e-12)
+    # the decode step's weights are read twice and its kernels launched twice: never faster than mixing
+    assert np.all(split(n, P) > mixed(n, P))
+    assert np.allclose(split(n, 0.0), decode, rtol=1e-12)  # a step without prompt tokens is the decode step
+    assert np.allclose(split(0.0, P), alone, rtol=1e-12)  # and one without decodes the prompt's pass
+
+
+def test_many_gives_the_same_steps_as_one_at_a_time():
+    split = _timer(SPLIT)
+    split.shape = (3,)
+    n = np.array([2.0, 8.5, 40.0])
+    loads = [np.zeros(3), np.array([0.0, 300.0, 1024.0]), 600.0]
+    got = split.many(n, loads)
+    for (t, _, _), P in zip(got, loads):
+        assert np.allclose(t, split(n, P), rtol=1e-12)
+
+
+def test_fewer_than_one_decode_scales_the_decode_step():
+    t = unmixed_step(mixed_s=5.0, prompt_s=3.0, decode_s=2.0, n_dec=np.array([0.0, 0.5, 1.0, 7.0]),
+                     prefill=100.0, mixed=0.0)
+    assert np.allclose(t, [3.0, 4.0, 5.0, 5.0])
+    assert np.allclose(unmixed_step(5.0, 3.0, 2.0, 7.0, 100.0, 1.0), 5.0)  # a mixing engine keeps t(n, P)
+
+
+def test_the_engine_flag_is_checked():
+    with pytest.raises(ValueError, match="mixed_prefill"):
+        replace(ROOFLINE, mixed_prefill=2.0)
