@@ -203,6 +203,7 @@ class StepTimer:
             return None
         return np.arange(top + 1.0)
 
+
 def unmixed_step(mixed_s, prompt_s, decode_s, n_dec, prefill, mixed):
     """A scheduler step's seconds where the engine does not mix prompt chunks into the decode step (m = ``mixed``
     < 1/2: SGLang's default, server_args enable_mixed_chunk False; catalog/engines/sglang.toml [scheduler]): a step
