@@ -75,26 +75,51 @@ def _pool(c: ServingCase, p: Pool, eff: Efficiency):
     return dep, prof
 
 
-def predict_one(c: ServingCase, terms: EfficiencyTerms | None) -> tuple[float, str, float, bool]:
-    """(value, bound, decode batch, capacity-limited) of one disaggregated case (module docstring)."""
+# what a case records about its measurement rather than the point run: the cases of one point (a source's TPOT,
+# TTFT and throughput at one concurrency) differ only in these, and share one solve
+MEASUREMENT_FIELDS = frozenset({"id", "metric", "value", "published", "split"})
+
+
+def point_key(c: ServingCase) -> str:
+    """The case's point: every field but MEASUREMENT_FIELDS (pools included), as one hashable string."""
+    return c.model_dump_json(exclude=set(MEASUREMENT_FIELDS))
+
+
+def solve_point(c: ServingCase, terms: EfficiencyTerms | None):
+    """serving.disagg's steady state at the case's point (its two pools, its load), or None where a pool cannot hold
+    its work (PoolDoesNotFit)."""
     eff = case_efficiency(c, terms)
     (pre, prof_p), (dec, prof_d) = _pool(c, c.prefill, eff), _pool(c, c.decode, eff)
     load = DisaggLoad(c.isl, c.osl, concurrency=c.concurrency, rate=c.request_rate)
     try:
-        s = disagg(pre, dec, prof_p, prof_d, load)
+        return disagg(pre, dec, prof_p, prof_d, load)
     except PoolDoesNotFit:
+        return None
+
+
+def read_metric(s, metric: str) -> tuple[float, str, float, bool]:
+    """(value, bound, decode batch, capacity-limited) of one case's metric from its point's solve ``s`` (module
+    docstring); a point that does not fit: (NaN, "memory", NaN, False)."""
+    if s is None:
         return np.nan, "memory", np.nan, False
     value = {"tpot_s": s.tpot_s, "ttft_s": s.ttft_s, "latency_s": s.e2e_s,
-             "throughput_per_chip": s.tokens_per_s_per_chip}[c.metric]
+             "throughput_per_chip": s.tokens_per_s_per_chip}[metric]
     bound = engine.BOUNDS[int(np.ravel(s.bound)[0])]  # serving.disagg's bound: an index into engine.BOUNDS
     return (float(np.ravel(value)[0]), bound, float(np.ravel(s.batch)[0]),
             bool(np.ravel(s.capacity_limited)[0]))
 
 
 def predict_disagg(cases: list[Case], terms: dict[str, EfficiencyTerms] | None) -> DisaggPrediction:
-    """Every disaggregated case under its chip's terms (``terms`` None: the roofline)."""
-    out = [predict_one(k.case, None if terms is None else terms[k.case.hardware]) for k in cases]
+    """Every disaggregated case under its chip's terms (``terms`` None: the roofline), each distinct point solved
+    once (point_key: a source's metrics at one load are one steady state; the catalog's 49 cases are 21 points)."""
+    solved: dict[str, object] = {}
+    out = []
+    for k in cases:
+        c = k.case
+        key = point_key(c)
+        if key not in solved:
+            solved[key] = solve_point(c, None if terms is None else terms[c.hardware])
+        out.append(read_metric(solved[key], c.metric))
     cols = list(zip(*out)) if out else [(), (), (), ()]
     return DisaggPrediction(np.array(cols[0], float), list(cols[1]), np.array(cols[2], float),
                             np.array(cols[3], bool))
-
