@@ -1,6 +1,15 @@
-"""Suite-wide settings: no test depends on wall-clock speed, so hypothesis runs without deadlines everywhere."""
+"""Suite-wide settings: no test depends on wall-clock speed, so hypothesis runs without deadlines everywhere; every
+process of the suite (the pytest workers and the commands they start) runs one OpenMP/BLAS thread."""
 
-import numpy as np
+import os
+
+# `make test` runs two workers on two cores: a second intra-op thread per process (torch's OpenMP pool, OpenBLAS's)
+# only spin-waits on a core the other worker holds. Measured under load: `tokenomy revnet-demo --steps 6 --size nano
+# --layers 4` took 19.2 CPU-s with torch's default two threads, 3.6 with one. Set here, before a worker imports torch
+# or numpy (they read it when they load) and before any test starts a process (it inherits the environment).
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import numpy as np  # noqa: E402
 import pytest
 from hypothesis import settings
 
