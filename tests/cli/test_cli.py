@@ -1,17 +1,23 @@
-"""The CLI through its real entry point: JSON keys, formats, and the bad-input contract (exit 2, one line)."""
+"""The CLI as the ``tokenomy`` process runs a command line (tests/cli_runner: in-process, only the command named
+built, as cli.app.main does): JSON keys, formats, and the bad-input contract (exit 2, one line on stderr). The
+installed entry point itself, in a process of its own: tests/cli/test_serving.py::test_entry_point_subprocess."""
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from cli_runner import CliRunner
 
-BIN = Path(sys.executable).parent / "tokenomy"
+from tokenomy.cli import commands  # noqa: F401  (registers the commands)
+from tokenomy.cli.app import app
 
 
 def run(*args):
-    return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=120)
+    """The command line's exit code, stdout and stderr (apart, as a process's)."""
+    r = CliRunner().invoke(app, list(args))
+    r.returncode = r.exit_code
+    return r
 
 
 def test_model_json_keys():
