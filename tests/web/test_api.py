@@ -8,19 +8,20 @@ import zlib
 from pathlib import Path
 
 import pytest
-import subprocess
-import sys
+from cli_runner import CliRunner
 
 from tokenomy.catalog import loader
+from tokenomy.cli import commands  # noqa: F401  (registers the commands)
+from tokenomy.cli.app import app
 
 CONFIGS = Path(loader.ROOT) / "models"
-TOKENOMY = Path(sys.executable).with_name("tokenomy")
 
 
 def cli_json(*args: str) -> str:
-    """The CLI itself, in its own process: what a user's `tokenomy ... --json` prints."""
-    r = subprocess.run([str(TOKENOMY), *args, "--json"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    """What a user's `tokenomy ... --json` prints: the command line run as the tokenomy process runs it
+    (tests/cli_runner), its stdout apart from its stderr."""
+    r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.stderr
     return r.stdout
 
 
