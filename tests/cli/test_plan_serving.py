@@ -44,17 +44,32 @@ def test_agg_best_row_equals_serve_for_its_layout(llama):
         assert row[k] == pytest.approx(best[k], rel=1e-9), k
 
 
-@pytest.mark.parametrize("args", [LLAMA, DS])
+DS_TWO_LOADS = [*DS[:DS.index("--concurrency") + 1], "256,1024", *DS[DS.index("--concurrency") + 2:]]
+
+
+@pytest.mark.parametrize("args", [LLAMA, DS_TWO_LOADS], ids=["agg", "disagg"])
 def test_the_rule_holds_over_the_table_and_top_1_is_the_best(args):
+    """The one check of a plan search's ranking, agg and disaggregated (over two load points): the best meets the
+    SLOs and heads the table; every row meets them, none has more goodput per dollar, none is beaten on both
+    tokens/s per chip and per user (a front) and none matches or beats the best on both; a disaggregated best fits
+    its chips with neither pool capacity-limited; a second search for the top 1 gives the best row, field for field.
+    (tk.plan and serving's plan_disagg are this answer; serve --search's door: test_serve.py.)"""
     d = _json(args)
     rows, best = d["front"], d["best"]
-    assert rows[0]["best"] and best["meets_slos"]
+    ttft_slo, tpot_slo = (float(args[args.index(k) + 1]) for k in ("--ttft-slo", "--tpot-slo"))
+    assert "goodput per dollar" in d["rule"]
+    assert rows[0]["best"] and rows[0]["plan"] == best["plan"] and best["meets_slos"]
     for r in rows:
+        assert r["ttft_s"] <= ttft_slo and r["tpot_s"] <= tpot_slo
         assert r["goodput_requests_per_usd"] <= best["goodput_requests_per_usd"]
         assert not any(x["tokens_per_s_per_chip"] > r["tokens_per_s_per_chip"]
                        and x["tokens_per_s_per_user"] > r["tokens_per_s_per_user"] for x in rows)
+    assert not [x for x in rows[1:] if x["tokens_per_s_per_chip"] >= best["tokens_per_s_per_chip"]
+                and x["tokens_per_s_per_user"] >= best["tokens_per_s_per_user"]]
+    if best["mode"] == "disagg":
+        assert best["prefill_chips"] + best["decode_chips"] <= 288 and not best["capacity_limited"]
     (top,) = _json(args + ["--top", "1"])["front"]
-    assert top["plan"] == best["plan"] and top["tokens_per_s_per_chip"] == best["tokens_per_s_per_chip"]
+    assert top == best
 
 
 def test_usd_per_mtok_in_and_out_pay_the_chips(llama):

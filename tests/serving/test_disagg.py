@@ -1,11 +1,12 @@
-"""Disaggregated serving: the KV hand-off in TTFT, TPOT as the decode pool's step, chips of both pools, refusals,
-and the pool-split search (its best plan meets the SLOs and sits on its front)."""
+"""Disaggregated serving: the KV hand-off in TTFT, TPOT as the decode pool's step, chips of both pools, refusals.
+The pool-split search's ranking (its best plan meets the SLOs and sits on its front; SLOs no plan meets name the
+closest): tests/cli/test_plan_serving.py, one check for agg and disagg."""
 
 import numpy as np
 import pytest
 
 from tokenomy.answers.resolve import deployment
-from tokenomy.answers.workloads import engine_profile, plan_disagg, serve
+from tokenomy.answers.workloads import engine_profile, serve
 from tokenomy.arch.params import kv_bytes_at_context
 from tokenomy.core.layout import Layout
 from tokenomy.serving.disagg import DisaggLoad, PoolDoesNotFit, disagg
@@ -79,27 +80,6 @@ def test_a_pool_that_does_not_fit_is_refused_by_name():
         disagg(big, one, prof, prof, DisaggLoad(ISL, OSL, concurrency=[4]))
     with pytest.raises(PoolDoesNotFit, match="does not fit: prefill pool"):
         disagg(one, big, prof, prof, DisaggLoad(ISL, OSL, concurrency=[4]))
-
-
-def test_search_best_plan_meets_the_slos_and_is_on_its_front_deterministically():
-    kw = dict(chips=288, concurrency=[256, 1024], isl=4096, osl=1024, engine="sglang", ttft_slo=2.0, tpot_slo=0.05)
-    r = plan_disagg("deepseek-v3", "gb200-nvl72", **kw)
-    best = r.extra["best"]
-    assert best is not None and best["ttft_s"] <= 2.0 and best["tpot_s"] <= 0.05 and not best["capacity_limited"]
-    assert best["prefill_chips"] + best["decode_chips"] <= 288
-    front = r.rows()
-    assert front[0]["best"] and front[0]["plan"] == best["plan"]
-    beaten = [x for x in front[1:] if x["tokens_per_s_per_chip"] >= best["tokens_per_s_per_chip"]
-              and x["tokens_per_s_per_user"] >= best["tokens_per_s_per_user"] and x["goodput_requests_per_s"]]
-    assert not beaten  # no plan meeting the SLOs beats the best on both axes
-    assert plan_disagg("deepseek-v3", "gb200-nvl72", **kw).rows() == front
-
-
-def test_search_with_slos_no_plan_meets_names_the_closest():
-    r = plan_disagg("deepseek-v3", "gb200-nvl72", chips=288, concurrency=[256], isl=4096, osl=1024,
-                    tpot_slo=1e-4)
-    assert r.extra["best"] is None and r.extra["closest"] is not None
-    assert any("no plan meets" in n and "% over" in n for n in r.notes)
 
 
 def test_the_prefill_waits_for_the_decode_schedulers_receive(pools):
