@@ -22,9 +22,9 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.engine_profile import (EngineProfile, budget_batch, overlaps, overlaps_host,  # noqa: F401
-                                             poll_steps, pooled_limits, profile_of, prompt_slot, scheduler_ranks,
-                                             step_budget)
+from tokenomy.serving.engine_profile import (EngineProfile, batch_wait_steps, budget_batch, overlaps,  # noqa: F401
+                                             overlaps_host, poll_steps, pooled_limits, profile_of, prompt_slot,
+                                             scheduler_ranks, step_budget)
 from tokenomy.serving.kv_capacity import (KVCapacity, kv_capacity, kv_sequence_bytes, kv_sequences,  # noqa: F401
                                           kv_tokens, sequences_held, uniform_value)
 

@@ -23,6 +23,11 @@ class EngineScheduler(Sourced):
     # a prompt chunk rides in the running batch's decode step (vLLM V1, TensorRT-LLM in-flight batching), else it
     # runs as a pass of its own while the decodes wait (SGLang without --enable-mixed-chunk)
     mixed_prefill: bool = True
+    # TensorRT-LLM's delayed batching: new prompts held while others decode for up to this many iterations, or until
+    # they and the decodes fill this share of max_num_tokens (batch_wait_timeout_iters, batch_wait_max_tokens_ratio;
+    # both 0, off, by default; serving.engine_profile.batch_wait_steps)
+    batch_wait_iters: int = Field(default=0, ge=0)
+    batch_wait_tokens_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
 class EngineKv(Sourced):
