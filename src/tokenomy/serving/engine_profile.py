@@ -112,29 +112,29 @@ def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
 
 
 def batch_wait_steps(prof: EngineProfile, clients, prefill, osl):
-    """W: the decode steps a later request of a closed loop of C clients waits under TensorRT-LLM's delayed batching
+    """W: the decode steps a later request of a closed loop of U clients waits under TensorRT-LLM's delayed batching
     (PyExecutor._waiting_requests, github.com/NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor.py at
     9521caf): while generation requests run, new prompts are held and a counter advances once an iteration until it
     reaches T = ``batch_wait_iters`` or the held prompts' tokens plus one per running sequence reach ρ_w·N_tok
     (``batch_wait_tokens_ratio`` x ``max_num_tokens``); all are then released together. Prompts of I tokens arrive
-    at random, a = C/O a decode step (each client's request lives ~O steps); k = max(ceil((ρ_w·N_tok − (C − 1))/I), 1)
+    at random, a = U/O a decode step (each client's request lives ~O steps); k = max(ceil((ρ_w·N_tok − (U − 1))/I), 1)
     prompts fill the window the first opens. With N ~ Poisson(a·T) arrivals after the first within T steps: the
     timeout closes it (N <= k − 2) after T steps holding 1 + N prompts, the first waiting T, the others T/2 on
-    average; else the (k − 1)-th arrival closes it at S ~ Gamma(k − 1, a) holding k prompts that wait S·k/2 together,
-    E[S; S <= T] = (k − 1)/a·P(N >= k). Per request (renewal reward):
+    average; else the (k − 1)-th arrival closes it at t_k ~ Gamma(k − 1, a) holding k prompts that wait t_k·k/2
+    together, E[t_k; t_k <= T] = (k − 1)/a·P(N >= k). Per request (renewal reward):
         W = (Σ_{n<=k−2} p_n·(T + n·T/2) + (k − 1)/a·P(N >= k)·k/2) / (Σ_{n<=k−2} p_n·(1 + n) + k·P(N >= k − 1)).
-    0 where T or ρ_w is 0 (the engine's test passes at once: nothing waits, its default) and where C <= 1 (no
+    0 where T or ρ_w is 0 (the engine's test passes at once: nothing waits, its default) and where U <= 1 (no
     decodes: serving.steady.solve charges the wait only where others decode). Checked against a replay of the
     counter (tests/serving/test_batch_wait.py). InferenceX's DeepSeek-R1 FP8 on 8 x B200 (TensorRT-LLM 1.3.0rc14,
     T = 40, ρ_w = 0.8, N_tok = 8192, 922-token prompts): W = 25 steps at 64 clients, 19 at 128; the catalog case
     measures TTFT 569 and 592 ms against ~130 and ~210 ms without it."""
-    C, I, O = np.broadcast_arrays(*(np.asarray(x, float) for x in (clients, prefill, osl)))
+    U, I, O = np.broadcast_arrays(*(np.asarray(x, float) for x in (clients, prefill, osl)))
     T, ratio = float(prof.batch_wait_iters), float(prof.batch_wait_tokens_ratio)
     if T <= 0.0 or ratio <= 0.0:
-        return np.zeros(C.shape)
-    a = np.maximum(C / np.maximum(O, 1.0), 1e-12)
-    k = np.maximum(np.ceil((ratio * prof.max_num_tokens - np.maximum(C - 1.0, 0.0)) / np.maximum(I, 1.0)), 1.0)
-    n = np.arange(int(np.max(k)) + 1, dtype=float).reshape((-1,) + (1,) * C.ndim)
+        return np.zeros(U.shape)
+    a = np.maximum(U / np.maximum(O, 1.0), 1e-12)
+    k = np.maximum(np.ceil((ratio * prof.max_num_tokens - np.maximum(U - 1.0, 0.0)) / np.maximum(I, 1.0)), 1.0)
+    n = np.arange(int(np.max(k)) + 1, dtype=float).reshape((-1,) + (1,) * U.ndim)
     log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1.0, n.shape[0])))))
     lam = a * T
     pmf = np.exp(-lam + n * np.log(lam) - log_fact.reshape(n.shape))  # P(N = n), N ~ Poisson(a·T)
@@ -144,7 +144,7 @@ def batch_wait_steps(prof: EngineProfile, clients, prefill, osl):
     waits = np.sum(np.where(timeout, pmf * (T + n * T / 2.0), 0.0), axis=0) + (k - 1.0) / a * np.maximum(
         1.0 - p_timeout - p_at_k1, 0.0) * k / 2.0
     held = np.sum(np.where(timeout, pmf * (1.0 + n), 0.0), axis=0) + k * (1.0 - p_timeout)
-    return np.where(C > 1.0, waits / held, 0.0)
+    return np.where(U > 1.0, waits / held, 0.0)
 
 
 def overlaps(overlap_since: str | None, version: str, two_batch_overlap: bool) -> tuple[float, float]:
