@@ -87,7 +87,7 @@ def test_open_loop_points_alone_agree_to_convergence(dep):
                          ids=["mixed", "one-context", "one-table"])
 def test_pieces_are_one_pass(dep, monkeypatch, lengths):
     """"one-table": every piece reads its decode-only steps off the one table the first piece timed up to the
-    grid's most running sequences (StepTimer._decode_table), longer than that piece's own batches."""
+    grid's most running sequences (the table StepTimer.many keeps), longer than that piece's own batches."""
     isl, osl, load, piece = lengths
     prof = engine_profile("vllm", int(dep.layout.tp))
     whole = steady(dep, prof, isl=isl, osl=osl, concurrency=load, prefix=Prefix(0.25))

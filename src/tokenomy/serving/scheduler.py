@@ -137,25 +137,14 @@ class StepTimer:
             t = _between(n, f, t, engine.times(self._batched(c, prefill), d.topo, d.peaks, d.eff))
         return t, r_lo
 
-    def many(self, n_dec, loads) -> list[tuple]:
+    def many(self, n_dec, loads, *, mixed_only: bool = False) -> list[tuple]:
         """[(seconds, bound, reason) of the step at P beside the same n_dec decodes for P in loads], each over
-        ``shape``: steady.solve's step function; an engine that does not mix, each step carrying prompt tokens as
-        the prompt's pass and the decode step (``unmixed_step``; the mixed step's bound and reason)."""
-        out = self._many_mixed(n_dec, loads)
-        if not any(_splits(self.dep.eff, P) for P in loads):
-            return out
-        n = np.maximum(np.asarray(n_dec, float), 0.0)
-        prompt = self._many_mixed(0.0 * n, loads)
-        decode = self._many_mixed(n, [np.zeros_like(n)])[0][0]
-        m = self.dep.eff.mixed_prefill
-        return [(unmixed_step(t, tp, decode, n, P, m), b, r) for (t, b, r), (tp, _, _), P in zip(out, prompt, loads)]
-
-    def _many_mixed(self, n_dec, loads) -> list[tuple]:
-        """``many`` with every prompt chunk in the decodes' pass. One engine call for all the loads (stacked on a
-        leading axis), so what depends on the batch alone is formed once; a load of no prefill tokens at all read
-        off the decode-only steps of each whole batch (_table_batches), where every point has one context. The
-        engine is called here, not through __call__ or a helper, to keep the serving path short (elementwise:
-        __call__'s numbers)."""
+        ``shape``: steady.solve's step function. One engine call for all the loads (stacked on a leading axis), so
+        what depends on the batch alone is formed once; a load of no prefill tokens at all read off the decode-only
+        steps of each whole batch (_table_batches), where every point has one context. An engine that does not mix
+        (unless ``mixed_only``): each step carrying prompt tokens as the prompt's pass and the decode step
+        (``unmixed_step``; the mixed step's bound and reason). The engine is called here, not through __call__ or a
+        helper, to keep the serving path short (elementwise: __call__'s numbers; tests/cli/test_serve_hops.py)."""
         n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
         f, c = np.floor(n), np.ceil(n)
         batches = self._table_batches(c) if any(np.ndim(x) and not np.any(x) for x in loads) else None
@@ -172,24 +161,30 @@ class StepTimer:
                 np.broadcast_shapes(np.shape(t), np.shape(bound), np.shape(reason))
             t, bound, reason = (np.broadcast_to(x, shape) for x in (t, bound, reason))
             out = [(t[i], bound[i], reason[i]) for i in range(len(timed))]
-        if batches is not None:  # the decode-only step at every whole batch, once
-            idle = _read_off(self._decode_table(batches), n, f, c, self.shape)
+        if batches is not None:  # the decode-only step at every whole batch, once (kept for the pieces)
+            k = self._table_size(batches)
+            if k is not None:
+                self._tables[self._table_chunk] = (k, engine.times(
+                    self._batched(np.arange(float(k)), 0.0, self._table_chunk), d.topo, d.peaks, d.eff))
+            idle = _read_off(self._tables[self._table_chunk], n, f, c, self.shape)
         each = iter(out)
-        return [idle if z else next(each) for z in plain]
+        out = [idle if z else next(each) for z in plain]
+        if mixed_only or not any(_splits(d.eff, P) for P in loads):
+            return out
+        prompt = self.many(0.0 * n, loads, mixed_only=True)
+        decode = self.many(n, [np.zeros_like(n)], mixed_only=True)[0][0]
+        m = d.eff.mixed_prefill
+        return [(unmixed_step(t, tp, decode, n, P, m), b, r) for (t, b, r), (tp, _, _), P in zip(out, prompt, loads)]
 
-    def _decode_table(self, batches) -> tuple:
-        """(k, the decode-only PassTerms at the whole batches 0..k − 1), k >= batches.size: the one of this timer
-        and its pieces where it reaches far enough, else timed at 0..max(batches, top) and kept (the engine is
-        elementwise in the batch: entry i is the same number in a table of any length)."""
-        k, d = batches.size, self.dep
+    def _table_size(self, batches) -> int | None:
+        """How many whole batches 0..k − 1 the decode-only table must time for ``batches`` (k >= batches.size, up
+        to the timer's top where it has one), or None where the table this timer and its pieces keep reaches far
+        enough (the engine is elementwise in the batch: entry i is the same number in a table of any length)."""
         have = self._tables.get(self._table_chunk)
-        if have is None or have[0] < k:
-            if self._top is not None and np.isfinite(self._top):
-                k = max(k, int(np.ceil(self._top)) + 1)
-            have = (k, engine.times(self._batched(np.arange(float(k)), 0.0, self._table_chunk), d.topo, d.peaks,
-                                    d.eff))
-            self._tables[self._table_chunk] = have
-        return have
+        if have is not None and have[0] >= batches.size:
+            return None
+        k = batches.size
+        return max(k, int(np.ceil(self._top)) + 1) if self._top is not None and np.isfinite(self._top) else k
 
     def _table_batches(self, c):
         """The whole batches 0, 1, ..., max ⌈n⌉ at which many times the decode-only step once, where every point
@@ -227,7 +222,7 @@ def _between(n, f, t_lo, hi: engine.PassTerms):
 
 def _read_off(timed: tuple, n, f, c, shape) -> tuple:
     """(seconds, bound, reason) of the decode-only step at n decodes from the table over whole batches
-    (StepTimer._decode_table: (k, PassTerms at 0..k − 1)): its floor's and ceiling's entries, between them as
+    (StepTimer.many's table: (k, PassTerms at 0..k − 1)): its floor's and ceiling's entries, between them as
     _between takes them."""
     batches, table = (timed[0],), timed[1]
     t_k, bound_k, reason_k = (np.broadcast_to(x, batches) for x in (table.step_s, table.bound, table.reason))
