@@ -25,7 +25,8 @@ def step_table(dep: Deployment, prof: EngineProfile, plan: SessionPlan, n_max: i
     cells = P_GRID if chunk is None else max(P_GRID, min(math.ceil(2.0 * budget / float(chunk)), 128))
     tab = StepTable.for_deployment(dep, n_max, budget, float(np.min(isl)), float(np.max(isl + osl)),
                                    prefill_context_tokens(plan), p_cells=cells, chunk_tokens=chunk)
-    return StepTable(_extrapolated(tab.t), tab.budget, tab.c_lo, tab.dc)
+    first = None if tab.first is None else _extrapolated(tab.first[:, None, :])[:, 0, :]
+    return StepTable(_extrapolated(tab.t), tab.budget, tab.c_lo, tab.dc, first)
 
 
 def new_tokens(plan: SessionPlan) -> np.ndarray:

@@ -2,7 +2,10 @@
 
     grid        t[n, j, i] = scheduler.step_time(n decodes, context c_i, P_j prefill tokens), n = 0..n_max,
                 P_j = j·N/P_GRID (N the token budget), c_i = c_lo + i·dc (dc = (c_hi − c_lo)/C_GRID, >= 1 token)
-    one step    t(n, c, P): bilinear in (P, c) between grid points, clamped to the grid's edges
+    one step    t(n, c, P): bilinear in (P, c) between grid points, clamped to the grid's edges; an engine that runs
+                a prompt chunk as its own pass (scheduler.unmixed_step: t(0, P) + t(n, 0), a jump at P > 0) reads
+                its first P cell from a row at one prompt token instead of P = 0 (``first``), so a small chunk is
+                not interpolated down toward the decode-only step
     a run       k pure-decode steps of n decodes whose mean context starts at c and grows one token a step:
                 Σ_{j<k} t(n, c + j, 0). t is linear in c inside a context cell (slope s per token), so each cell
                 the run crosses adds m·t(n, c') + s·m(m − 1)/2 for its m steps — the same seconds as stepping
@@ -24,9 +27,12 @@ C_GRID = 8  # context grid cells
 class StepTable:
     """Step seconds t(n decodes, context, P prefill tokens) from a grid ``t[n, P, context]`` (module docstring)."""
 
-    def __init__(self, t: np.ndarray, budget: float, c_lo: float, dc: float):
+    def __init__(self, t: np.ndarray, budget: float, c_lo: float, dc: float, first=None):
         t = np.asarray(t, float)
         self.t = np.where(np.isfinite(t), t, np.inf)
+        # t[n, context] at one prompt token, where the step jumps at P > 0 (module docstring); None: no jump
+        self.first = None if first is None else np.where(np.isfinite(first), np.asarray(first, float), np.inf)
+        self._first = None if self.first is None else self.first.tolist()
         self.budget, self.c_lo, self.dc = float(budget), float(c_lo), float(dc)
         self.dp = self.budget / (self.t.shape[1] - 1)
         self.c_cells, self.p_cells = self.t.shape[2] - 1, self.t.shape[1] - 1
@@ -45,7 +51,11 @@ class StepTable:
         n = np.arange(n_max + 1, dtype=float)[:, None, None]
         P = np.linspace(0.0, float(budget), p_cells + 1)[None, :, None]
         C = (c_lo + dc * np.arange(c_cells + 1))[None, None, :]
-        return cls(np.asarray(step_time(dep, n, C, P, pctx, chunk_tokens=chunk_tokens), float), budget, c_lo, dc)
+        t = np.asarray(step_time(dep, n, C, P, pctx, chunk_tokens=chunk_tokens), float)
+        first = None
+        if np.any(np.asarray(dep.eff.mixed_prefill) < 0.5):
+            first = np.asarray(step_time(dep, n[:, 0], C[0], 1.0, pctx, chunk_tokens=chunk_tokens), float)
+        return cls(t, budget, c_lo, dc, first)
 
     def __call__(self, n: int, ctx: float, P: float) -> float:
         """One step: bilinear in P and context (clamped to the grid)."""
@@ -66,6 +76,8 @@ class StepTable:
             y = y if y > 0.0 else 0.0
         rows = self._rows[n]
         lo, hi = rows[j], rows[j + 1]
+        if j == 0 and y > 0.0 and self._first is not None:
+            lo = self._first[n]
         a = lo[i] + fx * (lo[i + 1] - lo[i])
         b = hi[i] + fx * (hi[i + 1] - hi[i])
         return a + (y - j) * (b - a)
