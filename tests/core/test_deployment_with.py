@@ -35,6 +35,6 @@ def test_copies_of_a_deployment_lower_the_model_once():
 def test_an_edited_model_is_lowered_afresh():
     """The shape is keyed on the model's value: a model with another hidden size is not served the old shape."""
     model = loader.model("llama-3.1-8b")
-    wider = replace(model, name=model.name + " wider", hidden_size=2 * model.hidden_size)
+    wider = replace(model, hidden_size=2 * model.hidden_size)  # the same name: the key is the value, not the name
     hw = loader.hardware("h100-sxm")
     assert Deployment(wider, hw).shape.hidden_size == 2 * Deployment(model, hw).shape.hidden_size

@@ -102,7 +102,7 @@ class WorkloadRequest:
         if tr is not None and given:
             raise ValueError(f"{given[0]}: not with trace (the trace's arrivals are the load); give one")
         if tr is None and (U is None) == (lam is None):
-            raise ValueError("concurrency, rate: give one (closed loop of U users, or open loop of λ requests/s)")
+            raise ValueError("concurrency, rate: give one (users of a closed loop, or requests/s of an open loop)")
         if tr is not None:
             lam = (len(tr) / max(float(tr.arrival_s[-1] - tr.arrival_s[0]), 1e-9),)
         slos = {name: inputs.optional(name, v.get(name)) for name in ("ttft_slo", "tpot_slo")}

@@ -97,7 +97,7 @@ def grid_of(axes: dict) -> Grid:
         raise ValueError(f"{unknown[0]}: not a sweep axis; allowed: {', '.join(AXES)}")
     serving = any(axes.get(n) is not None for n in ("concurrency", "rate"))
     if axes.get("concurrency") is not None and axes.get("rate") is not None:
-        raise ValueError("concurrency, rate: give one (closed loop of U users, or open loop of λ requests/s)")
+        raise ValueError("concurrency, rate: give one (users of a closed loop, or requests/s of an open loop)")
     for n in ("model", "hardware"):
         if axes.get(n) is None:
             raise ValueError(f"{n}: required; a catalog name or a list of them")

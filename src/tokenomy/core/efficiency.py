@@ -109,12 +109,12 @@ class Efficiency:
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
     terms_from: str = ""  # the chip whose fitted terms these are ("pooled" for the prior)
     fitted_on_cases: int = 0
-    # False only for a copy whose changed fields were checked one by one (with_, at_compute): the others were when
+    # True only for a copy whose changed fields were checked one by one (with_, at_compute): the others were when
     # the set was built, and a fit's evaluation copies a chip's set ~10^5 times
-    check_all: InitVar[bool] = True
+    _checked_fields: InitVar[bool] = False
 
-    def __post_init__(self, check_all: bool = True) -> None:
-        if check_all:
+    def __post_init__(self, _checked_fields: bool = False) -> None:
+        if not _checked_fields:
             for field in _RANGES:
                 _check(field, getattr(self, field))
 
@@ -131,7 +131,7 @@ class Efficiency:
             return self
         # η_max·ρ of two validated shares is one too: the copy is not validated again (the engine asks for it on
         # every pass it times; validation's fit times hundreds of thousands)
-        return replace(self, check_all=False, flops_fraction=np.where(
+        return replace(self, _checked_fields=True, flops_fraction=np.where(
             narrow, self.flops_fraction * self.narrow_flops_ratio, self.flops_fraction))
 
     @property
@@ -154,7 +154,7 @@ class Efficiency:
             raise TypeError(f"Efficiency has no field {unknown[0]!r}")
         for field, v in kw.items():
             _check(field, v)
-        return replace(self, check_all=False, **kw)
+        return replace(self, _checked_fields=True, **kw)
 
 
 # what each number may be: a share in (0, 1], a share in [0, 1], or a finite number >= 0; None is allowed where the

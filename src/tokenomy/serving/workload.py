@@ -140,7 +140,7 @@ class Workload:
 
     def __post_init__(self) -> None:
         if (self.concurrency is None) == (self.rate is None) and self.trace is None:
-            raise ValueError("concurrency, rate: give one (closed loop of U users, or open loop of λ requests/s)")
+            raise ValueError("concurrency, rate: give one (users of a closed loop, or requests/s of an open loop)")
         for name in ("concurrency", "rate"):
             v = getattr(self, name)
             if v is not None and not v > 0:
