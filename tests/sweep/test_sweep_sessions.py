@@ -34,6 +34,9 @@ def test_the_session_keys_are_in_the_signature():
     (dict(think_s=[1, 2]), "think_s: an axis of a session sweep"),
     (dict(workload="agentic", concurrency=[8], kv_tiering="lmcache", nvme_bytes=[-5]), "nvme_bytes: -5"),
     (dict(workload="agentic", concurrency=[8], dram_bytes="abc"), "dram_bytes: 'abc'"),
+    # a pass axis or setting the session sweep would drop unread (it had answered without them, review)
+    (dict(workload="agentic", concurrency=[4], batch=[1]), "batch: not an axis of a session sweep"),
+    (dict(workload="multiturn", concurrency=[4], efficiency="roofline"), "efficiency: not an axis of a session"),
 ])
 def test_tk_refuses_by_name(kw, words):
     with pytest.raises(ValueError, match=words):

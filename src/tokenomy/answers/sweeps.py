@@ -231,6 +231,8 @@ AXES = ("kind", "weight_dtype", "kv_dtype", "efficiency", "chips", "tp", "ep", "
         "len_pass", "concurrency", "rate", "isl", "osl")
 
 
+# the axes and settings a session sweep reads beside its own keywords: the load, the layout and the serving engine
+SESSION_USES = ("concurrency", "rate", "chips", "tp", "ep", "pp", "dp", "engine")
 # a session sweep's own keywords (answers/sweep_sessions.py SESSION_KEYS less workload), in tk.sweep's signature
 SESSION_AXES = ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes")
 
@@ -258,6 +260,10 @@ def _session_sweep(model, hardware, kw: dict):
     kw = dict(kw)
     extra = {k: kw.pop(k) for k in (*SESSION_KEYS, "out") if kw.get(k) is not None}
     named = {k: kw.pop(k) for k in (*AXES, *SETTINGS) if k in kw}  # the load, the layout and the engine used
+    unused = next((k for k, v in named.items() if v is not None and k not in SESSION_USES), None)
+    if unused is not None:  # a pass axis (batch, context, ...) or setting a session sweep would drop unread
+        raise ValueError(f"{unused}: not an axis of a session sweep (workload={kw.get('workload')!r}); its axes: "
+                         "concurrency or rate, think_s, dram_bytes, nvme_bytes (and chips, tp, ep, pp, dp, engine)")
     layout_kw = {k: named[k] for k in ("chips", "tp", "ep", "pp", "dp") if named.get(k) is not None}
     return session_sweep(model, hardware, concurrency=named.get("concurrency"), rate=named.get("rate"),
                          serving_engine=named.get("engine", SETTINGS["engine"]), **extra, **layout_kw, **kw)
