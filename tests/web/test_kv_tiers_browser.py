@@ -1,6 +1,7 @@
 """The KV tiers page as a person uses it, in Debian's chromium: four input changes (the policy, the DRAM sweep, the
 workload, the simulator for TTFT by turn), then Back twice and Forward once. After each step the table has one row
-per DRAM size asked, every plot is drawn with its title inside its box, and the form shows the URL's state."""
+per DRAM size asked, every plot is drawn with its title inside its box, the providers' published prices stand
+beside the $ split, and the form shows the URL's state."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def state(pg, where: str) -> dict:
         assert p["plotly"] and p["titleInside"] and p["traces"] >= 1, f"{where}: {p}"
     return {"rows": len(pg.query_selector_all("#kv-table tbody tr")), "plots": [p["id"] for p in plots],
             "title": pg.inner_text("#kv-title"), "policy": pg.input_value("select[name='kv_tiering']"),
-            "dram": pg.input_value("input[name='dram_bytes']")}
+            "dram": pg.input_value("input[name='dram_bytes']"),
+            "published": [r.inner_text() for r in pg.query_selector_all("#kv-published tbody tr td:first-child")]}
 
 
 def test_kv_tiers_survives_use(page, live_server):
@@ -36,6 +38,7 @@ def test_kv_tiers_survives_use(page, live_server):
     settle(page)
     seen, urls = [state(page, "load")], [page.url]
     assert seen[0]["rows"] == 2 and seen[0]["plots"] == ["fig-hits", "fig-cost"]
+    assert seen[0]["published"], "the providers' published prices beside the $ split"
     for sel, value in CHANGES:
         change(page, sel, value)
         seen.append(state(page, f"after {sel}={value}"))
