@@ -81,3 +81,20 @@ def test_the_simulators_table_keeps_a_small_chunks_jump(eff):
         engine = float(step_time(d, 32.0, 2000.0, P, 1000.0))
         assert tab(32, 2000.0, P) == pytest.approx(engine, rel=0.05), P
     assert tab(32, 2000.0, 0.0) == pytest.approx(float(step_time(d, 32.0, 2000.0, 0.0, 1000.0)), rel=1e-9)
+
+
+def test_split_steps_is_the_one_rule_by_hand():
+    """scheduler.split_steps, the composition StepTimer and validation's case steps share: from a mixed step
+    t(n, P) = 1 + n + P/100 (made up, so each term is visible), an engine that does not mix answers t(0, P) +
+    min(n, 1)·t(n, 0) where P > 0 and t(n, 0) elsewhere; one that mixes, t(n, P); the bound and reason stay the
+    mixed step's."""
+    from tokenomy.serving.scheduler import split_steps
+
+    def mixed_many(n, loads):
+        return [(1.0 + np.asarray(n) + np.asarray(P) / 100.0, "b", "r") for P in loads]
+
+    n = np.array([0.0, 0.5, 3.0])
+    got = split_steps(mixed_many, n, [np.array([0.0, 200.0, 200.0]), 0.0], 0.0)
+    assert np.allclose(got[0][0], [1.0, 3.0 + 0.5 * 1.5, 3.0 + 4.0]) and got[0][1:] == ("b", "r")
+    assert np.allclose(got[1][0], 1.0 + n)
+    assert np.allclose(split_steps(mixed_many, n, [200.0], 1.0)[0][0], 3.0 + n)

@@ -5,7 +5,8 @@ context c_p, timed by the pass engine as Deployment.run times it.
                     n = 0 (a prefill-only step) is timed as one one-token sequence beside the chunk (the engine needs
                     a batch >= 1); an engine that does not mix (Efficiency.mixed_prefill m = 0: SGLang without
                     --enable-mixed-chunk) runs a step carrying P > 0 prompt tokens as the prompt's own pass and
-                    then the decode step: t(0, P) + min(n, 1)·t(n, 0) (``unmixed_step``)
+                    then the decode step: t(0, P) + min(n, 1)·t(n, 0) (``unmixed_step``; ``split_steps`` the one rule
+                    that composes a step function's steps so)
     StepTimer       the same for many steps at one context, lowered once (engine.lower) and batched per step
                     (engine.batched): steady.solve's step function
     rank_chunk      a prompt chunk's tokens where the layout would spread it over micro-batches or attention ranks
@@ -119,12 +120,10 @@ class StepTimer:
     def __call__(self, n_dec, prefill=0.0, *, terms: bool = False):
         """Seconds of one step of ``n_dec`` decodes beside ``prefill`` tokens: a fractional n interpolated between
         floor and ceil, t = t(⌊n⌋) + (n − ⌊n⌋)·(t(⌈n⌉) − t(⌊n⌋)); an engine that does not mix, the prompt's
-        pass and the decode step (``unmixed_step``); ``terms``: also the PassTerms of the mixed step at the floor."""
+        pass and the decode step (``split_steps``); ``terms``: also the PassTerms of the mixed step at the floor."""
         t, r_lo = self._mixed(n_dec, prefill)
-        if _splits(self.dep.eff, prefill):
-            n = np.maximum(np.asarray(n_dec, float), 0.0)
-            t = unmixed_step(t, self._mixed(0.0 * n, prefill)[0], self._mixed(n, 0.0)[0], n, prefill,
-                             self.dep.eff.mixed_prefill)
+        t = split_steps(lambda n, loads: [(self._mixed(n, P)[0], None, None) for P in loads], n_dec, [prefill],
+                        self.dep.eff.mixed_prefill, timed=[(t, None, None)])[0][0]
         return (t, r_lo) if terms else t
 
     def _mixed(self, n_dec, prefill):
@@ -143,7 +142,7 @@ class StepTimer:
         what depends on the batch alone is formed once; a load of no prefill tokens at all read off the decode-only
         steps of each whole batch (_table_batches), where every point has one context. An engine that does not mix
         (unless ``mixed_only``): each step carrying prompt tokens as the prompt's pass and the decode step
-        (``unmixed_step``; the mixed step's bound and reason). The engine is called here, not through __call__ or a
+        (``split_steps``; the mixed step's bound and reason). The engine is called here, not through __call__ or a
         helper, to keep the serving path short (elementwise: __call__'s numbers; tests/cli/test_serve_hops.py)."""
         n, d = np.maximum(np.asarray(n_dec, float), 0.0), self.dep
         f, c = np.floor(n), np.ceil(n)
@@ -169,12 +168,9 @@ class StepTimer:
             idle = _read_off(self._tables[self._table_chunk], n, f, c, self.shape)
         each = iter(out)
         out = [idle if z else next(each) for z in plain]
-        if mixed_only or not any(_splits(d.eff, P) for P in loads):
+        if mixed_only:
             return out
-        prompt = self.many(0.0 * n, loads, mixed_only=True)
-        decode = self.many(n, [np.zeros_like(n)], mixed_only=True)[0][0]
-        m = d.eff.mixed_prefill
-        return [(unmixed_step(t, tp, decode, n, P, m), b, r) for (t, b, r), (tp, _, _), P in zip(out, prompt, loads)]
+        return split_steps(lambda k, P: self.many(k, P, mixed_only=True), n, loads, d.eff.mixed_prefill, out)
 
     def _table_size(self, batches) -> int | None:
         """How many whole batches 0..k − 1 the decode-only table must time for ``batches`` (k >= batches.size, up
@@ -210,9 +206,19 @@ def unmixed_step(mixed_s, prompt_s, decode_s, n_dec, prefill, mixed):
     return np.where(split, prompt_s + np.minimum(n_dec, 1.0) * decode_s, mixed_s)
 
 
-def _splits(eff, prefill) -> bool:
-    """Whether any point's step splits into the prompt's pass and the decode step (``unmixed_step``)."""
-    return bool(np.any(np.asarray(eff.mixed_prefill) < 0.5) and np.any(np.asarray(prefill) > 0))
+def split_steps(mixed_many, n_dec, loads, mixed, timed=None) -> list[tuple]:
+    """[(seconds, bound, reason) of the step at P beside n_dec decodes for P in ``loads``] from ``mixed_many(n,
+    loads)``, the same steps with the prompt tokens in the decodes' pass (``timed``: its answer at these n and loads
+    where already formed): where the engine does not mix (m = ``mixed`` < 1/2) a step carrying P > 0 prompt tokens
+    is t(0, P) + min(n, 1)·t(n, 0) (``unmixed_step``; the mixed step's bound and reason). The one rule StepTimer
+    (``__call__``, ``many``) and validation's case steps (validation/case_step.py) compose their steps by."""
+    out = mixed_many(n_dec, loads) if timed is None else timed
+    if not (np.any(np.asarray(mixed) < 0.5) and any(np.any(np.asarray(P) > 0) for P in loads)):
+        return out
+    n = np.maximum(np.asarray(n_dec, float), 0.0)
+    prompt = mixed_many(np.zeros_like(n), loads)
+    decode = mixed_many(n, [np.zeros_like(n)])[0][0]
+    return [(unmixed_step(t, tp, decode, n, P, mixed), b, r) for (t, b, r), (tp, _, _), P in zip(out, prompt, loads)]
 
 
 def _between(n, f, t_lo, hi: engine.PassTerms):

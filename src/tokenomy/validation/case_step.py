@@ -12,7 +12,7 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
-from tokenomy.serving.scheduler import unmixed_step
+from tokenomy.serving.scheduler import split_steps
 from tokenomy.validation.prepare import Serving
 from tokenomy.validation.work_table import add_prefill, take_work
 from tokenomy.validation.theta import Theta
@@ -104,16 +104,8 @@ class _CaseStep:
     def many(self, n, loads):
         """[(seconds, bound, reason)] of the steps at each load P beside n decodes; where the case's engine does not
         mix prompt chunks into the decode step (Serving.mixed 0), a step carrying P > 0 prompt tokens is the
-        prompt's pass and the decode step (serving.scheduler.unmixed_step; the mixed step's bound)."""
-        out = self._many_mixed(n, loads)
-        split = self.s.mixed < 0.5
-        if not np.any(split) or not any(np.any(np.asarray(P) > 0) for P in loads):
-            return out
-        n = np.asarray(n, float)
-        prompt = self._many_mixed(np.zeros_like(n), loads)
-        decode = self._many_mixed(n, [0.0])[0][0]
-        return [(unmixed_step(t, tp, decode, n, P, self.s.mixed), b, r)
-                for (t, b, r), (tp, _, _), P in zip(out, prompt, loads)]
+        prompt's pass and the decode step (serving.scheduler.split_steps; the mixed step's bound)."""
+        return split_steps(self._many_mixed, n, loads, self.s.mixed)
 
     def _many_mixed(self, n, loads):
         gw = work_at(self.s, np.maximum(n, 1.0))
