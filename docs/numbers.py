@@ -268,7 +268,7 @@ def kv_tier_validation() -> dict[str, str]:
     from tokenomy.validation import kv_tiering as kt
 
     rows = kt.scored()
-    return {"kvval_cases": str(len(rows)), "kvval_sources": str(len(loader.kv_tier_validation())),
+    return {"kvval_cases": str(len(rows)), "kvval_sources": str(sum(1 for f in loader.kv_tier_validation() if f.case)),
             "kvval_summary": "\n".join(kt.summary_lines(rows)), "kvval_table": "\n".join(kt.table_lines(rows)),
             "kvval_by_source": "\n".join(kt.source_lines_by_metric(rows)),
             "kvval_sources_list": "\n".join(kt.source_lines())}

@@ -213,8 +213,10 @@ def summary_lines(rows=None) -> list[str]:
 
 
 def source_lines() -> list[str]:
+    """Every cased source with its client, how its figures are defined and what it published that is not used (the
+    sources read with no case are validation/kv_tier_report's)."""
     L = []
-    for f in loader.kv_tier_validation():
+    for f in (f for f in loader.kv_tier_validation() if f.case):
         s = f.source
         L.append(f"- `{s.id}` ({s.kind}, {s.engine} {s.engine_version}, {s.as_of}): {s.title}. <{s.url}> "
                  f"Client: {s.tool}. {s.how}")

@@ -173,8 +173,7 @@ def markdown(rows: list[dict], terms: dict, loso: list[dict] | None, runtime_s: 
     L += ["", "Rows of these sources that were not used, and why:", ""]
     L += [f"- `{src.id}`: {s.what}: {s.why}" for src, s in load.skipped()]
     L += ["", *energy_section()]
-    L += ["", "Tiered KV caching and prefix-aware routing (issue 28) are scored against their own published "
-          "measurements in docs/kv-tiers-validation.md (`python docs/numbers.py --write`)."]
+    L += ["", *kv_tier_section()]
     L += ["", "## Largest held-out errors", ""]
     worst = sorted((r for r in rows if r["split"] == "test" and np.isfinite(r["calibrated_error"])),
                    key=lambda r: -abs(r["calibrated_error"]))[:12]
@@ -189,6 +188,14 @@ def energy_section() -> list[str]:
     from tokenomy.validation import energy_cases, energy_claims
 
     return [*energy_cases.report_lines(), "", *energy_claims.report_lines()]
+
+
+def kv_tier_section() -> list[str]:
+    """Tiered KV caching and prefix-aware routing against their published measurements (validation/kv_tier_report.py:
+    the session simulator per case, scored by metric family, what was not cased and why, the residuals' mechanisms)."""
+    from tokenomy.validation import kv_tier_report
+
+    return kv_tier_report.report_lines()
 
 
 LOSO_BY = (("engine", "engine"), ("chip family", "chip_family"), ("dense/MoE", "moe"), ("agg/disagg", "mode"))

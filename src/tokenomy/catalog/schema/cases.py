@@ -105,12 +105,24 @@ class KvTierCase(BaseModel):
 
 
 class KvTierValidationFile(BaseModel):
-    """``catalog/validation/kv_tiering/<source>.toml``: one source's cases, and what it published that is not used."""
+    """``catalog/validation/kv_tiering/<source>.toml``: one source's cases, what it published that is not used, and
+    what its residuals point to. A source read whose figures cannot be cased (figures only, hardware or load not
+    stated, a chip outside the catalog) has no case and says why in ``skipped``: the report counts it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     source: KvTierSource
-    case: tuple[KvTierCase, ...] = Field(min_length=1)
+    case: tuple[KvTierCase, ...] = ()
     skipped: tuple[dict[str, str], ...] = ()  # {what, why}
+    residual: tuple[str, ...] = ()  # the mechanisms its remaining errors point to, each with its evidence
+
+    @model_validator(mode="after")
+    def _said(self):
+        if not self.case and not self.skipped:
+            raise ValueError(f"source {self.source.id}: no case and no skipped entry saying why")
+        for k in self.skipped:
+            if set(k) != {"what", "why"}:
+                raise ValueError(f"source {self.source.id}: a skipped entry has the keys what and why, not {sorted(k)}")
+        return self
 
 
 # ---- energy validation: measurements (catalog/validation/energy/) and vendors' claims (energy_claims/) -----------
