@@ -265,13 +265,16 @@ def kv_tier_validation() -> dict[str, str]:
     """The tiered-KV and prefix-routing validation (docs/kv-tiers-validation.md): every published case predicted by
     the session simulator (validation/kv_tiering.py)."""
     from tokenomy.catalog import loader
+    from tokenomy.validation import kv_tier_report as kr
     from tokenomy.validation import kv_tiering as kt
 
-    rows = kt.scored()
-    return {"kvval_cases": str(len(rows)), "kvval_sources": str(sum(1 for f in loader.kv_tier_validation() if f.case)),
+    rows, files = kt.scored(), loader.kv_tier_validation()
+    return {"kvval_cases": str(len(rows)), "kvval_sources": str(sum(1 for f in files if f.case)),
             "kvval_summary": "\n".join(kt.summary_lines(rows)), "kvval_table": "\n".join(kt.table_lines(rows)),
             "kvval_by_source": "\n".join(kt.source_lines_by_metric(rows)),
-            "kvval_sources_list": "\n".join(kt.source_lines())}
+            "kvval_sources_list": "\n".join(kt.source_lines()),
+            "kvval_residuals": "\n".join(kr.residual_lines(rows, files)),
+            "kvval_not_cased": "\n".join(kr.not_cased_lines(files))}
 
 
 KVR_SESSIONS = 1024  # the README's agentic load on one GB200 NVL72 (the issue's closing scenario)

@@ -47,3 +47,14 @@ def _broken(tmp_path, old: str, new: str):
 def test_a_malformed_case_names_its_field(tmp_path, old, new, msg):
     with pytest.raises(CatalogError, match=msg):
         _validate(_broken(tmp_path, old, new), KvTierValidationFile)
+
+
+def test_a_ratio_names_its_baseline_and_only_a_ratio_does(tmp_path):
+    text = (DIR / "lmcache-gke-tiered-h100.toml").read_text()
+    p = tmp_path / "no_baseline.toml"
+    p.write_text(text.replace('baseline_policy = "hbm"\n', "", 1))
+    with pytest.raises(CatalogError, match="baseline_policy is given exactly for a _ratio metric"):
+        _validate(p, KvTierValidationFile)
+    p.write_text(text.replace('metric = "ttft_mean_ratio"', 'metric = "ttft_mean_s"', 1))
+    with pytest.raises(CatalogError, match="baseline_policy is given exactly"):
+        _validate(p, KvTierValidationFile)

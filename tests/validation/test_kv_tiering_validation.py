@@ -19,7 +19,7 @@ def _case(cid):
 
 def _predict(cid):
     src, c = _case(cid)
-    return kt._metric(c, kt._run(c, src))
+    return kt.predict(c, src)
 
 
 def test_a_prefix_read_from_hbm_beats_dram_beats_recomputing_it():
@@ -113,3 +113,27 @@ def test_a_non_streamed_request_counts_its_whole_response_as_the_testers_ttft():
                                               arrival_s=np.zeros(2)))
     rp = SimpleNamespace(measured=np.ones(2, bool), streamed=np.array([True, False]))
     assert kt._tester_ttft(c, [(sim, rp)]) == pytest.approx((1.0 + 9.0) / 2)
+
+
+def test_bench_serving_sends_every_shared_prefix_prompt_once_in_a_shuffled_order():
+    """SGLang bench_serving's generated-shared-prefix set: groups x prompts_per_group prompts, each sent once."""
+    _, c = _case("gke-t2-p10k-cpu-ttft")
+    (rp,) = replays(c)
+    w = c.workload
+    assert len(rp.plan.isl) == w.groups * w.prompts_per_group
+    assert set(rp.plan.isl) == {w.prefix_tokens + w.unique_tokens}
+    roots = rp.plan.parent < 0  # the first request of each group computes its prefix, the rest fork from it
+    assert roots.sum() == w.groups and set(rp.plan.fork_tokens[~roots]) == {w.prefix_tokens}
+
+
+def test_a_dram_tier_over_a_working_set_larger_than_hbm_cuts_ttft_and_raises_throughput():
+    """LMCache on 8 x H100, Test 2 (4.2M tokens of prefixes and answers over a 1.4M-token HBM pool, under 1 TiB of
+    DRAM): the paired arm with the DRAM tier hits more, so its TTFT ratio to HBM only is below 1, its throughput's
+    above."""
+    src, c = _case("gke-t2-p10k-cpu-ttft")
+    ttft, hit = kt.predict(c, src)
+    base = c.model_copy(update={"metric": "ttft_mean_s", "policy": "hbm", "dram_bytes": None})
+    _, base_hit = kt.predict(base, src)
+    assert hit > base_hit and ttft < 1.0
+    tput, _ = _predict("gke-t2-p10k-cpu-input")
+    assert tput > 1.0

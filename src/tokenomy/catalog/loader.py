@@ -95,9 +95,10 @@ def kv_tier_validation() -> tuple:
     allowed = {"recompute", "hbm", *kv_tiering_names()}
     for f in files:
         for c in f.case:
-            if c.policy not in allowed:
-                raise CatalogError(f"validation/kv_tiering/{f.source.id}: case {c.id}: policy {c.policy!r}; allowed: "
-                                   f"{', '.join(sorted(allowed))}")
+            for field, policy in (("policy", c.policy), ("baseline_policy", c.baseline_policy or c.policy)):
+                if policy not in allowed:
+                    raise CatalogError(f"validation/kv_tiering/{f.source.id}: case {c.id}: {field} {policy!r}; "
+                                       f"allowed: {', '.join(sorted(allowed))}")
             if catalog_model(c.model) is None or not (resolve("chips", c.hardware) or resolve("systems", c.hardware)):
                 raise CatalogError(f"validation/kv_tiering/{f.source.id}: case {c.id}: model {c.model!r} or hardware "
                                    f"{c.hardware!r} is not in the catalog")

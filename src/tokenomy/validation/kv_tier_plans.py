@@ -85,8 +85,11 @@ def single(w, hit_tier: str) -> Replay:
 
 
 def _draws(w, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(prompt drawn, arrival s) per request: closed loop in draw order, open loop Poisson warm-up then the stage."""
+    """(prompt drawn, arrival s) per request: closed loop in draw order (each prompt once, shuffled, where the
+    source's tool sends its set once), open loop Poisson warm-up then the stage."""
     prompts = int(w.groups) * int(w.prompts_per_group or 1)
+    if w.request_rate is None and w.each_prompt_once:  # SGLang bench_serving's generated-shared-prefix set: every
+        return rng.permutation(prompts), np.full(prompts, np.nan)  # prompt once, shuffled (unless --disable-shuffle)
     if w.request_rate is None:
         n = int(w.requests or 4 * prompts)
         return rng.integers(0, prompts, n), np.full(n, np.nan)

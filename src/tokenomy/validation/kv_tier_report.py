@@ -15,8 +15,8 @@ import numpy as np
 from tokenomy.catalog import loader
 from tokenomy.validation import kv_tiering as kt
 
-FAMILIES = {"hit rate": ("hit_rate",), "TTFT": ("ttft_mean_s", "ttft_p50_s"),
-            "throughput": ("input_tokens_per_s", "output_tokens_per_s")}
+FAMILIES = {"hit rate": ("hit_rate",), "TTFT": ("ttft_mean_s", "ttft_p50_s", "ttft_mean_ratio"),
+            "throughput": ("input_tokens_per_s", "output_tokens_per_s", "input_tokens_per_s_ratio")}
 
 
 def family_errors(rows) -> dict[str, np.ndarray]:

@@ -104,6 +104,14 @@ def _tester_ttft(case, runs) -> float:
 
 
 def _run_at(case, source, users):
+    """Per replica at ``users`` (None: the case's own load): its simulation and its replay; the arms of one load
+    (a source's TTFT and tokens/s cases) share one run."""
+    what = {"id": "", "metric": "ttft_mean_s", "value": 1.0, "published": "", "baseline_policy": None}
+    return _simulated(case.model_copy(update=what), source, users)
+
+
+@lru_cache(maxsize=256)
+def _simulated(case, source, users):
     dep, prof = deployment(case, source)
     out = []
     for rp in replays(case, users):
@@ -122,46 +130,67 @@ def _run_at(case, source, users):
 
 
 def _metric(case, runs) -> tuple[float, float]:
-    """(the case's metric, the token hit rate) over the measured requests of every replica."""
+    """(the case's metric, the token hit rate) over the measured requests of every replica. Tokens/s: a timed
+    replay's tokens of the requests finished within it over its duration; otherwise (a benchmark that sends its set
+    and waits for it, as SGLang's bench_serving) every measured request's tokens over first send to last finish."""
     w = case.workload
-    ttft, isl, hit, t_in, t_out = [], [], [], 0.0, 0.0
+    ttft, isl, hit, t_in, t_out, start, end = [], [], [], 0.0, 0.0, np.inf, 0.0
+    timed = w.kind == "agentic-trace" and w.duration_s is not None
     for sim, rp in runs:
         m = rp.measured.copy()
-        if w.kind == "agentic-trace" and w.duration_s:
+        if timed:
             m &= sim.sim.arrival_s < float(w.duration_s)
-            done = m & (sim.sim.finish_s <= float(w.duration_s))
-            t_in += float(np.sum(sim.isl[done]))
-            t_out += float(np.sum(rp.plan.osl[done]))
+        done = m & (sim.sim.finish_s <= float(w.duration_s)) if timed else m
+        t_in += float(np.sum(sim.isl[done]))
+        t_out += float(np.sum(rp.plan.osl[done]))
+        start, end = min(start, float(np.min(sim.sim.arrival_s[m]))), max(end, float(np.max(sim.sim.finish_s[m])))
         ttft.append(sim.sim.ttft_s[m])
         isl.append(sim.isl[m])
         hit.append(sim.hit_tokens[m])
     ttft, isl, hit = (np.concatenate(x) for x in (ttft, isl, hit))
     rate = float(np.sum(hit) / np.sum(isl))
-    span = float(w.duration_s or 1.0)
+    span = float(w.duration_s) if timed else end - start
     tester = any(rp.streamed is not None for _, rp in runs)
     value = {"ttft_mean_s": _tester_ttft(case, runs) if tester else float(np.mean(ttft)), "ttft_p50_s": float(np.median(ttft)), "hit_rate": rate,
              "input_tokens_per_s": t_in / span, "output_tokens_per_s": t_out / span}[case.metric]
     return value, rate
 
 
+RATIO_OF = {"ttft_mean_ratio": "ttft_mean_s", "input_tokens_per_s_ratio": "input_tokens_per_s"}
+
+
+def predict(case, source) -> tuple[float, float]:
+    """(the case's metric, the token hit rate); a _ratio metric is its arm's metric over the same load's with the
+    baseline policy (no lower tiers)."""
+    if case.metric not in RATIO_OF:
+        return _metric(case, _run(case, source))
+    arm = case.model_copy(update={"metric": RATIO_OF[case.metric]})
+    ref = arm.model_copy(update={"policy": case.baseline_policy, "dram_bytes": None, "nvme_bytes": None})
+    value, rate = _metric(arm, _run(arm, source))
+    return value / _metric(ref, _run(ref, source))[0], rate
+
+
 @lru_cache(maxsize=1)
 def scored() -> tuple[Scored, ...]:
-    """Every case predicted (one simulation per case; cases of one source share nothing)."""
+    """Every case predicted (one simulation per case and arm; cases of one source share nothing)."""
     out = []
     for f in loader.kv_tier_validation():
         for c in f.case:
-            value, rate = _metric(c, _run(c, f.source))
+            value, rate = predict(c, f.source)
             out.append(Scored(f.source.id, c, value, rate))
     return tuple(out)
 
 
 UNITS = {"ttft_mean_s": ("TTFT mean", "s"), "ttft_p50_s": ("TTFT p50", "s"), "hit_rate": ("hit rate", ""),
-         "input_tokens_per_s": ("input tok/s", ""), "output_tokens_per_s": ("output tok/s", "")}
+         "input_tokens_per_s": ("input tok/s", ""), "output_tokens_per_s": ("output tok/s", ""),
+         "ttft_mean_ratio": ("TTFT mean / baseline's", "x"), "input_tokens_per_s_ratio": ("input tok/s / baseline's", "x")}
 
 
 def _fmt(metric: str, x: float) -> str:
     if metric == "hit_rate":
         return f"{x * 100:.1f}%"
+    if metric.endswith("_ratio"):
+        return f"{x:.2f}x"
     unit = UNITS[metric][1]
     return (f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}") + (f" {unit}" if unit else "")
 

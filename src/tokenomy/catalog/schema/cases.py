@@ -51,6 +51,7 @@ class KvTierWorkload(BaseModel):
     trace: str = ""  # the recorded corpus an agentic-trace replays
     max_context_tokens: PositiveInt | None = None  # the replay's context cap
     max_ttft_s: PositiveFloat | None = None  # agentic-trace: the tester adds users while TTFT stays under this
+    each_prompt_once: bool = False  # shared-prefix closed loop: every prompt sent once, shuffled (SGLang bench_serving)
 
     @model_validator(mode="after")
     def _needs(self):
@@ -69,7 +70,8 @@ class KvTierCase(BaseModel):
     (llm-d's random / load-aware / approximate and precise prefix-cache-aware schedulers). Capacities are per replica:
     ``hbm_kv_tokens`` the engine's KV pool where the source states it, ``dram_bytes`` / ``nvme_bytes`` the offload
     tiers' sizes. Metrics: TTFT in seconds (mean or p50 as the source gives it), the token hit rate (cached prompt
-    tokens / prompt tokens, 0..1), input or output tokens/s of the whole deployment."""
+    tokens / prompt tokens, 0..1), input or output tokens/s of the whole deployment; a ``_ratio`` metric is the
+    source's change against its own ``baseline_policy`` arm on the same load (1 + the published change)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(min_length=3)
@@ -87,7 +89,9 @@ class KvTierCase(BaseModel):
     dram_bytes: PositiveFloat | None = None
     nvme_bytes: PositiveFloat | None = None
     workload: KvTierWorkload
-    metric: Literal["ttft_mean_s", "ttft_p50_s", "hit_rate", "input_tokens_per_s", "output_tokens_per_s"]
+    metric: Literal["ttft_mean_s", "ttft_p50_s", "hit_rate", "input_tokens_per_s", "output_tokens_per_s",
+                    "ttft_mean_ratio", "input_tokens_per_s_ratio"]
+    baseline_policy: str | None = None  # a _ratio metric's other arm
     value: PositiveFloat
     published: str  # the cell(s) as published
 
@@ -101,6 +105,8 @@ class KvTierCase(BaseModel):
             raise ValueError(f"case {self.id}: hit_tier is given exactly for single-request workloads")
         if self.routing != "single" and self.replicas < 2:
             raise ValueError(f"case {self.id}: routing {self.routing} needs replicas >= 2")
+        if self.metric.endswith("_ratio") != (self.baseline_policy is not None):
+            raise ValueError(f"case {self.id}: baseline_policy is given exactly for a _ratio metric")
         return self
 
 
