@@ -28,6 +28,42 @@ def test_the_boards_on_one_die_are_named():
     assert all(die in loader.chip_names() and loader.chip_family(die) == loader.chip_family(c) for c, die in BOARDS)
 
 
+LENT = [(c, loader.chip_file(c).tensor_cores_as) for c in loader.chip_names() if loader.chip_file(c).tensor_cores_as]
+
+
+def test_a_chip_on_anothers_tensor_cores_names_another_die_of_its_family():
+    pairs = dict(LENT)
+    assert pairs["b300"] == "b200"
+    for chip, src in LENT:
+        assert src in loader.chip_names() and loader.chip_family(src) == loader.chip_family(chip), chip
+        assert cf.die_of(src) != cf.die_of(chip), chip  # the same die shares every term already (same_die_as)
+        assert not cf.tensor_cores_of(cf.die_of(src)), chip  # one step: the lender runs its own tensor cores
+        peaks = loader.chip_file(chip).peak_flops_per_s, loader.chip_file(src).peak_flops_per_s
+        assert peaks[0].fp8 == peaks[1].fp8 and peaks[0].bf16 == peaks[1].bf16, chip  # the rates lent are equal
+
+
+@pytest.mark.parametrize("chip", [c for c in loader.chip_names()
+                                  if cf.tensor_cores_of(cf.die_of(c)) and (EFF / f"{c}.toml").is_file()])
+def test_stored_gemm_terms_are_the_lenders(chip):
+    """B300's (and GB300's, its die) η_max, ρ and M_½ are B200's fitted ones; the rest are its own fit's."""
+    src = cf.die_of(cf.tensor_cores_of(cf.die_of(chip)))
+    mine, theirs = _terms(chip), _terms(src)
+    assert {f: mine[f] for f in cf.GEMM_FIELDS} == {f: theirs[f] for f in cf.GEMM_FIELDS}
+    assert any(mine[f] != theirs[f] for f in FITTED if f not in cf.GEMM_FIELDS)
+
+
+def test_a_die_on_anothers_tensor_cores_is_fitted_with_its_gemm_terms():
+    """DeepSeek-R1 under SGLang on B300 (decode-bound TPOT rows) beside TensorRT-LLM's on B200: B300's fit holds
+    B200's GEMM shares and moves its other terms on its own cases."""
+    p = run.prepare(("inferencex-sglang-0.5.12-b300", "trtllm-issue-5929-dsr1"))
+    keep = {c.id for c in p.cases if c.metric == "tpot_s"}
+    fit = cf.fit_folds(p.serving, p.training, [keep])[0]
+    b300, b200 = fit.terms["b300"], fit.terms["b200"]
+    assert cf.gemm_terms(b300) == cf.gemm_terms(b200)
+    assert fit.fitted_on["b300"] == sorted(c.id for c in p.cases if c.id in keep and c.case.hardware == "b300")
+    assert any(getattr(b300, f) != getattr(b200, f) for f in FITTED if f not in cf.GEMM_FIELDS)
+
+
 @pytest.mark.parametrize("chip,die", [(c, d) for c, d in BOARDS if (EFF / f"{c}.toml").is_file()])
 def test_stored_terms_of_one_die_are_one_set(chip, die):
     """An H100 fitted apart from an H200 (one GH100) had taken its per-kernel floor and GEMM shares from its own

@@ -226,6 +226,12 @@ def _dies(s, mask) -> dict[str, list[str]]:
     return out
 
 
+def _lent(die: str) -> dict[str, float] | None:
+    """The GEMM terms a die's fit holds at the stored ones of the die whose tensor cores it runs (B300: B200's)."""
+    src = cf.tensor_cores_of(die)
+    return cf.gemm_terms(load.efficiency_file(cf.die_of(src)).terms) if src else None
+
+
 def test_refit_reproduces_the_stored_terms_of_the_declared_chips(catalog):
     """catalog/efficiency/<chip>.toml is what `tokenomy validate --refit` computes from the catalog (reproducible),
     for the chips of REPRODUCED (each its die's one board), from the stored pooled terms (their prior)."""
@@ -260,7 +266,8 @@ def test_stored_terms_are_optima_of_their_loss(catalog):
     assert dies["h100-sxm"] == ["h100-sxm", "h200"], dies  # one GH100: one fit
     missing = [c for cs in dies.values() for c in cs if load.efficiency_file(c) is None]
     assert not missing, f"no fitted terms for {missing}: run tokenomy validate --refit"
-    probs += [cf.group_problem(s, mask, cs, pooled, load.efficiency_file(cs[0]).terms) for cs in dies.values()]
+    probs += [cf.group_problem(s, mask, cs, pooled, load.efficiency_file(cs[0]).terms, _lent(d))
+              for d, cs in dies.items()]
     for prob in probs:
         z = prob.x0()
         steps = np.vstack([z] + [z + sign * STEP * e for e in np.eye(z.size) for sign in (1, -1)])

@@ -4,7 +4,8 @@ Serving terms: minimise Σ w·softL1(log(pred/measured)) over a group's training
 equally), plus a ridge pulling every term toward the group's prior, so groups with few cases borrow strength
 instead of over-fitting. The groups: every chip's cases (pooled), a die's — the boards on one silicon,
 chips/<name>.toml same_die_as — (prior: pooled), and for a die without cases its chip family's (prior: pooled);
-each chip's terms are its die's. (A family's fit as the dies' prior moved B200's weakly pinned terms to Blackwell's
+each chip's terms are its die's, a die whose chip runs another die's tensor cores (chips/<name>.toml
+tensor_cores_as: B300 and B200) fitted with that die's GEMM terms held (GEMM_FIELDS). (A family's fit as the dies' prior moved B200's weakly pinned terms to Blackwell's
 mean and B200's held-out energy error from 10% to 18%: the prior stays pooled.)
 Nelder–Mead in an unconstrained space (each fitted term kept inside its plausible range of catalog/efficiency/ranges.toml, logit of its place there; logit for other fractions, log
 for other positive terms) over the free terms only: the anchored ones (validation/anchors.py: η_hbm, each chip's
@@ -97,6 +98,23 @@ def die_of(chip: str) -> str:
     return (loader.chip_file(chip).same_die_as or chip) if chip in loader.chip_names() else chip
 
 
+GEMM_FIELDS = ("flops_fraction_max", "narrow_flops_ratio", "gemm_half_tokens")  # η_max, ρ, M_½: the GEMMs' shares
+
+
+def tensor_cores_of(chip: str) -> str:
+    """The chip whose tensor cores run ``chip``'s GEMMs on another die of its family (chips/<name>.toml
+    ``tensor_cores_as``: B300 runs B200's FP8/BF16 rates and kernels), else "": whose die's GEMM terms ``chip``'s
+    die is held at."""
+    from tokenomy.catalog import loader
+
+    return loader.chip_file(chip).tensor_cores_as if chip in loader.chip_names() else ""
+
+
+def gemm_terms(t: EfficiencyTerms) -> dict[str, float]:
+    """The GEMM terms (GEMM_FIELDS) of a fit: what a die lends the dies that name it ``tensor_cores_as``."""
+    return {f: getattr(t, f) for f in GEMM_FIELDS}
+
+
 def per_chip_value(values: dict[str, float], chip: str) -> float:
     """A per-chip training term (train_fit.fit_training's {chip: value, "pooled": value}) of ``chip``: its own, else
     its die's (die_of: the H800 and the 500 W HBM2e H100 run the H100's kernels), else the pooled one."""
@@ -110,11 +128,13 @@ def family_of(chip: str) -> str:
 
 
 def group_problem(s: Serving, mask: np.ndarray, chips, prior: EfficiencyTerms,
-                  start: EfficiencyTerms | None = None) -> Problem:
+                  start: EfficiencyTerms | None = None, held: dict[str, float] | None = None) -> Problem:
     """The fit of the serving terms shared by ``chips`` (a die's boards, or a family's dies) on the cases of
-    ``mask``: ``prior`` as the ridge's centre, each case's anchored terms at its own chip's value."""
+    ``mask``: ``prior`` as the ridge's centre, each case's anchored terms at its own chip's value, the ``held``
+    terms (a lent die's GEMM terms: gemm_terms) not moved."""
     idx = np.flatnonzero(mask & np.isin(s.chip, list(chips)))
-    return problem(idx, prior, RIDGE_CHIP, anchors.anchored("pooled"), start, case_anchors(s, idx))
+    return problem(idx, prior, RIDGE_CHIP, dict(anchors.anchored("pooled"), **(held or {})), start,
+                   case_anchors(s, idx))
 
 
 def _levels(chips) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -127,10 +147,12 @@ def _levels(chips) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return fams, dies
 
 
-def _fit_level(s: Serving, ms: list[np.ndarray], groups: dict[str, list[str]], prior, fallback, warm) -> list[dict]:
-    """Per fold, group -> (terms, serving case indices fitted on): each group's fit with ``prior(k)`` as its prior,
-    the folds and groups searched in lockstep; a group without cases in a fold takes ``fallback(k, group)``."""
-    probs = {(k, g): group_problem(s, ms[k], chips, prior(k), warm(chips))
+def _fit_level(s: Serving, ms: list[np.ndarray], groups: dict[str, list[str]], prior, fallback, warm,
+               held=lambda k, g: None) -> list[dict]:
+    """Per fold, group -> (terms, serving case indices fitted on): each group's fit with ``prior(k)`` as its prior
+    and ``held(k, group)`` not moved, the folds and groups searched in lockstep; a group without cases in a fold
+    takes ``fallback(k, group)``."""
+    probs = {(k, g): group_problem(s, ms[k], chips, prior(k), warm(chips), held(k, g))
              for k in range(len(ms)) for g, chips in groups.items()}
     probs = {key: p for key, p in probs.items() if p.idx.size >= MIN_CASES_FOR_CHIP_FIT}
     fitted = dict(zip(probs, fit_problems(s, list(probs.values())))) if probs else {}
@@ -144,7 +166,8 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
     leaving out B300's one serving source had fallen to the pooled fit) — the terms of silicon and of the
     kernels it runs are shared by the boards built on it (H100 and H200: leaving vLLM's gpt-oss on H100 out read
     +29% TPOT with the H100's cases alone, +7% beside the H200's) — on the training ids of each fold.
-    A family without any cases takes the pooled fit. The folds' searches
+    A die naming another's tensor cores (tensor_cores_of) is fitted after it, that die's GEMM terms held
+    (_lent_gemms). A family without any cases takes the pooled fit. The folds' searches
     run in lockstep (one engine pass values a point of every fold), a level at a time. ``start``: a fit nearby
     (the full fit, for leave-one-source-out) that each search starts from, the same loss minimised
     (calibrate_fit.WARM_STEPS)."""
@@ -164,7 +187,7 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
     every = lambda k, g: (pooled[k], pooled_probs[k].idx)  # noqa: E731  (a fold's pooled fit and its cases)
     fam = _fit_level(s, ms, fams, lambda k: pooled[k], every, warm)
     multi = {d: cs for d, cs in dies.items() if len(fams[family_of(cs[0])]) > len(cs)}  # a family of one die: its fit
-    die = _fit_level(s, ms, multi, lambda k: pooled[k], lambda k, d: fam[k][family_of(dies[d][0])], warm)
+    die = _lent_gemms(s, ms, multi, pooled, lambda k, d: fam[k][family_of(d)], warm)  # a die is a chip of its family
     for k, (fit, (per, shared)) in enumerate(zip(fits, trained)):
         for d, chips in dies.items():
             own, idx = die[k][d] if d in multi else fam[k][family_of(chips[0])]
@@ -176,6 +199,27 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
     return fits
 
 
+def _lent_gemms(s: Serving, ms: list[np.ndarray], multi: dict[str, list[str]], pooled, fallback, warm) -> list[dict]:
+    """Per fold, die -> (terms, case indices): the dies that run their own tensor cores first, then each die that
+    names another's (tensor_cores_of) with that die's GEMM terms held (a die without cases in the fold: its
+    fallback, the same terms held). B300's serving cases are decode-bound and leave its GEMM shares where the prior
+    put them; B200's prompt-bound cases pin the rates both dies' tensor cores run at."""
+    lent = {d: cs for d, cs in multi.items() if tensor_cores_of(d)}
+    own = _fit_level(s, ms, {d: cs for d, cs in multi.items() if d not in lent}, lambda k: pooled[k], fallback, warm)
+
+    def lender(k, d):
+        src = die_of(tensor_cores_of(d))
+        return own[k][src][0] if src in own[k] else fallback(k, src)[0]
+
+    def fallback_held(k, d):
+        terms, idx = fallback(k, d)
+        return terms.model_copy(update=gemm_terms(lender(k, d))), idx
+
+    borrowed = _fit_level(s, ms, lent, lambda k: pooled[k], fallback_held, warm,
+                          lambda k, d: gemm_terms(lender(k, d)))
+    return [dict(o, **b) for o, b in zip(own, borrowed)]
+
+
 def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[str, EfficiencyFile]:
     today = dt.date.today().isoformat()
     return {chip: EfficiencyFile(chip=chip, fitted=today, split_rule=split_rule().rule, terms=terms,
@@ -185,8 +229,15 @@ def efficiency_files(fit: Fit, in_sample: dict[str, dict[str, float]]) -> dict[s
                                        "pooled = every chip's training split, the prior of each die's fit and the "
                                        "fallback for chips without a file; the serving terms are fitted per die "
                                        f"(this chip's: {die_of(chip)}; chips/<name>.toml same_die_as), a die without "
-                                       "cases taking its chip family's fit. " + anchors.provenance(chip) + "."))
+                                       "cases taking its chip family's fit. " + _lent_note(chip)
+                                       + anchors.provenance(chip) + "."))
             for chip, terms in fit.terms.items()}
+
+
+def _lent_note(chip: str) -> str:
+    src = tensor_cores_of(die_of(chip))
+    return (f"{', '.join(GEMM_FIELDS)} held at {die_of(src)}'s fit: this chip's GEMMs run on {src}'s tensor cores "
+            "(chips/<name>.toml tensor_cores_as). ") if src else ""
 
 
 def to_toml(f: EfficiencyFile) -> str:

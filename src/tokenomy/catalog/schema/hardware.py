@@ -86,6 +86,9 @@ class ChipFile(BaseModel):
     family: str = ""  # architecture generation (hopper, blackwell, cdna3, ...); "": the chip is its own family
     same_die_as: str = ""  # a catalog chip on the same silicon (an export variant with other links): its kernels,
     # hence its fitted efficiency terms, apply to this chip where it has none of its own
+    tensor_cores_as: str = ""  # a catalog chip on another die of the same family whose tensor cores run this chip's
+    # 16- and 8-bit GEMMs at the same dense rates with the same kernels (B300 and B200): the serving fit holds this
+    # chip's GEMM terms (eta_max, rho, M_1/2) at that chip's die's (validation/calibrate_fit.GEMM_FIELDS)
     kind: Literal["gpu", "tpu", "accelerator", "cpu"]
     preliminary: bool = False
     peak_flops_per_s: Flops
