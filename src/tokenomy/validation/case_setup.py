@@ -41,11 +41,11 @@ def case_deployment(c: ServingCase) -> Deployment:
 
 def case_profile(c: ServingCase) -> EngineProfile:
     """The case's serving-engine profile (catalog/engines) at the case's engine version (its overlap scheduler) and
-    settings (two-batch overlap, the scheduler's receive interval, delayed batching), its cache share the one the
+    settings (token budget, two-batch overlap, the scheduler's receive interval, delayed batching), its cache share the one the
     source states (kv_free_fraction of the memory free after weights and activations, TensorRT-LLM's rule) and its
     batch cap."""
-    prof = profile_of(loader.engine_file(c.engine), c.tp, max_batch=c.max_batch or DEFAULT_MAX_BATCH,
-                      version=c.engine_version or None)
+    prof = profile_of(loader.engine_file(c.engine), c.tp, max_num_tokens=c.max_num_tokens,
+                      max_batch=c.max_batch or DEFAULT_MAX_BATCH, version=c.engine_version or None)
     given = lambda x, default: default if x is None else x  # noqa: E731
     return dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free",
                                ep_overlap=max(prof.ep_overlap, float(c.two_batch_overlap)),

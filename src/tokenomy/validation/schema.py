@@ -109,6 +109,9 @@ class ServingCase(_Strict):
     concurrency: int | None = Field(default=None, gt=0)  # closed-loop clients
     request_rate: float | None = Field(default=None, gt=0)  # requests/s, Poisson
     max_batch: int | None = Field(default=None, gt=0)  # scheduler cap when published
+    # the recipe's tokens per scheduler step (vLLM --max-num-batched-tokens, TensorRT-LLM --max_num_tokens, SGLang the
+    # smaller of --chunked-prefill-size and --max-prefill-tokens); None: the engine profile's [scheduler] default
+    max_num_tokens: int | None = Field(default=None, gt=0)
     kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
     engine: str = "trtllm"  # the serving engine's profile: a catalog/engines/<engine>.toml
     engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
