@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tokenomy.answers import inputs
 from tokenomy.answers.resolve import DEFAULT_ENGINE
 from tokenomy.catalog import loader
@@ -20,6 +22,27 @@ def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) 
         raise ValueError(f"engine: {name!r}; allowed: {', '.join(ENGINES)}")
     return profile_of(loader.engine_file(name), tp, inputs.optional("max_num_tokens", max_num_tokens),
                       inputs.optional("max_batch", max_batch))
+
+
+def delayed_batching(prof: EngineProfile, iters=None, tokens_ratio=None) -> EngineProfile:
+    """``prof`` with TensorRT-LLM's delayed batching set (serving.engine_profile.held_steps): ``iters`` =
+    batch_wait_timeout_iters, ``tokens_ratio`` = batch_wait_max_tokens_ratio (TorchLlmArgs; None: the profile's,
+    0 and 0.0 in the catalog). Refused, naming the field: on an engine without it (vLLM and SGLang hold no prompt),
+    and one of the two above 0 while the other is 0 (PyExecutor._waiting_requests passes at once where either is 0:
+    the setting would do nothing)."""
+    if iters is None and tokens_ratio is None:
+        return prof
+    field = "batch_wait_iters" if iters is not None else "batch_wait_tokens_ratio"
+    if prof.name != "trtllm":
+        raise ValueError(f"{field}: TensorRT-LLM's delayed batching (engine trtllm); engine {prof.name} has none")
+    T = int(inputs.optional("batch_wait_iters", iters)) if iters is not None else prof.batch_wait_iters
+    ratio = (float(inputs.optional("batch_wait_tokens_ratio", tokens_ratio)) if tokens_ratio is not None
+             else prof.batch_wait_tokens_ratio)
+    if (T > 0) != (ratio > 0):
+        other = "batch_wait_tokens_ratio" if T > 0 else "batch_wait_iters"
+        raise ValueError(f"{field}: delayed batching waits only where batch_wait_iters and batch_wait_tokens_ratio "
+                         f"are both above 0; give {other} too (0 and 0: off)")
+    return replace(prof, batch_wait_iters=T, batch_wait_tokens_ratio=ratio)
 
 
 def benchmark_protocol(name: str):

@@ -87,6 +87,10 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
     "osl": _w(1, MAX_CONTEXT, "tokens", "output tokens per request"),
     "cache_hit": _f(0, 0.99, "", "fraction of input tokens served from a prefix cache"),
     "max_num_tokens": _w(1, MAX_CONTEXT, "tokens", "token budget per step"),
+    "batch_wait_iters": _w(0, 10**6, "iterations", "TensorRT-LLM delayed batching: iterations new prompts are held "
+                           "while others decode (batch_wait_timeout_iters; 0: off)"),
+    "batch_wait_tokens_ratio": _f(0, 1, "", "TensorRT-LLM delayed batching: ... or until the held prompts and the "
+                                  "decodes fill this share of max_num_tokens (batch_wait_max_tokens_ratio; 0: off)"),
     "ttft_slo": _f(1e-6, 1e6, "s", "TTFT SLO (goodput)"), "tpot_slo": _f(1e-6, 1e6, "s", "TPOT SLO (goodput)"),
     "requests": _w(1, 10**8, "requests", "simulate: requests to run (default 2000); --protocol: the run's prompt "
                    "count (default: the tool's)"),

@@ -170,28 +170,36 @@ class WorkloadRequest:
 @dataclass(frozen=True)
 class EngineRequest:
     """The serving engine's profile (catalog/engines/<name>.toml) and its knobs: the token budget per step
-    (``max_num_tokens``) and the batch cap (``max_batch``); None: the profile's."""
+    (``max_num_tokens``), the batch cap (``max_batch``) and TensorRT-LLM's delayed batching (``batch_wait_iters``,
+    ``batch_wait_tokens_ratio``: answers.engines.delayed_batching); None: the profile's."""
 
     name: str = "vllm"
     max_num_tokens: int | None = None
     max_batch: int | None = None
+    batch_wait_iters: int | None = None
+    batch_wait_tokens_ratio: float | None = None
 
     @classmethod
     def of(cls, values: Mapping) -> "EngineRequest":
-        """From a door's keywords (engine, max_num_tokens, max_batch); the profile is looked up to check them."""
-        req = cls(values.get("engine") or "vllm", inputs.optional("max_num_tokens", values.get("max_num_tokens")),
-                  inputs.optional("max_batch", values.get("max_batch")))
+        """From a door's keywords (engine, max_num_tokens, max_batch, batch_wait_*); the profile is looked up to
+        check them."""
+        opt = lambda k: inputs.optional(k, values.get(k))  # noqa: E731
+        req = cls(values.get("engine") or "vllm", opt("max_num_tokens"), opt("max_batch"), opt("batch_wait_iters"),
+                  opt("batch_wait_tokens_ratio"))
         req.profile()
         return req
 
     def profile(self, tp: int = 1):
         """serving.scheduler.EngineProfile at tensor-parallel degree ``tp`` (answers.engines.engine_profile)."""
-        from tokenomy.answers.engines import engine_profile
+        from tokenomy.answers.engines import delayed_batching, engine_profile
 
-        return engine_profile(self.name, int(tp), self.max_num_tokens, self.max_batch)
+        return delayed_batching(engine_profile(self.name, int(tp), self.max_num_tokens, self.max_batch),
+                                self.batch_wait_iters, self.batch_wait_tokens_ratio)
 
     def __str__(self) -> str:
-        knobs = [f"{k} {v}" for k, v in (("max_num_tokens", self.max_num_tokens), ("max_batch", self.max_batch))
+        knobs = [f"{k} {v}" for k, v in (("max_num_tokens", self.max_num_tokens), ("max_batch", self.max_batch),
+                                         ("batch_wait_iters", self.batch_wait_iters),
+                                         ("batch_wait_tokens_ratio", self.batch_wait_tokens_ratio))
                  if v is not None]
         return self.name + (f" ({', '.join(knobs)})" if knobs else "")
 
@@ -265,7 +273,8 @@ class ServeRequest:
 
 SERVE_KEYS = frozenset({  # what ServeRequest.of reads: the workload, engine, run, deployment (layout_of's too), emit
     "concurrency", "rate", "isl", "osl", "isl_dist", "osl_dist", "trace", "cache_hit", "arrivals", "ttft_slo",
-    "tpot_slo", "sessions", "engine", "max_num_tokens", "max_batch", "method", "requests", "seed", "protocol", "emit",
+    "tpot_slo", "sessions", "engine", "max_num_tokens", "max_batch", "batch_wait_iters", "batch_wait_tokens_ratio",
+    "method", "requests", "seed", "protocol", "emit",
     "mode", "pools", "chips", "tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout",
     "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "usd_per_kwh", "facility"})
 SESSION_KEYS = frozenset({"workload", "turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing"})

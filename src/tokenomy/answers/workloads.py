@@ -76,7 +76,8 @@ def _busy_prefill_notes(s, w: WorkloadRequest) -> tuple[str, ...]:
 # the keywords serve takes beside model, hardware, the load and the lengths, with their defaults: the workload's, the
 # serving engine's, the run's, the deployment's (decode's layout keywords, answers.resolve.layout_of) and the sessions'
 SERVE_KEYWORDS = {"isl_dist": None, "osl_dist": None, "trace": None, "cache_hit": 0.0, "engine": None,
-                  "max_num_tokens": None, "max_batch": None, "ttft_slo": None, "tpot_slo": None, "method": "analytic",
+                  "max_num_tokens": None, "max_batch": None, "batch_wait_iters": None,
+                  "batch_wait_tokens_ratio": None, "ttft_slo": None, "tpot_slo": None, "method": "analytic",
                   "arrivals": "staggered", "requests": None, "seed": 0, "chips": None, "tp": None, "ep": None,
                   "pp": None, "dp": None, "redundant_experts": None, "attn_dp": None, "kv_batch": None,
                   "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated", "usd_per_chip_hour": None,

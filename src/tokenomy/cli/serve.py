@@ -34,6 +34,8 @@ def serve_cmd(model: str = MODEL,
               emit: str = EMIT,
               max_num_tokens: int = number("max_num_tokens", None),
               max_batch: int = number("max_batch", None),
+              batch_wait_iters: int = number("batch_wait_iters", None),
+              batch_wait_tokens_ratio: float = number("batch_wait_tokens_ratio", None),
               ttft_slo: float = TTFT_SLO,
               tpot_slo: float = TPOT_SLO,
               method: str = typer.Option("analytic", "--method", help="analytic | simulate (either mode)."),
@@ -119,7 +121,8 @@ def serve_cmd(model: str = MODEL,
     # the request objects, at once: the workload, the engine, what is served and how (answers/requests.py)
     given = dict(concurrency=concurrency, rate=rate, isl=isl, osl=osl, isl_dist=isl_dist, osl_dist=osl_dist,
                  trace=trace, cache_hit=cache_hit, arrivals=arrivals, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
-                 engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, weight_dtype=weight_dtype,
+                 engine=engine, max_num_tokens=max_num_tokens, max_batch=max_batch, batch_wait_iters=batch_wait_iters,
+                 batch_wait_tokens_ratio=batch_wait_tokens_ratio, weight_dtype=weight_dtype,
                  kv_dtype=kv_dtype, efficiency=efficiency, usd_per_kwh=usd_per_kwh, facility=facility, mode=mode)
     hw = what_if(hardware, set_)
     if search:

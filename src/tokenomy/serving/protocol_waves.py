@@ -55,7 +55,8 @@ class Waves:
     fixed: np.ndarray
     request_overhead_s: object = 0.0
     ttft_median: object = False  # where the tool reports the median TTFT, not the mean
-    poll_steps: object = 0.0  # decode steps a later request waits for the scheduler's next receive (steady.Points)
+    poll_steps: object = 0.0  # decode steps a later request waits before its prompt is scheduled (steady.Solved
+    #                           wait_steps: the scheduler's next receive and delayed batching's hold)
 
 
 @dataclass(frozen=True)
@@ -133,5 +134,5 @@ def estimate(dep, prof, p, isl: int, osl: int, concurrency, prompts=None, *, as_
     pts = pb.points
     w = Waves(U, n_req, pts.prefill, pts.osl, pts.budget, np.full(U.shape, pts.whole_prompts),
               np.full(U.shape, li.kind == "fixed" and lo.kind == "fixed"), pts.request_overhead_s,
-              np.full(U.shape, p.ttft_statistic == "median"), pts.poll_steps)
+              np.full(U.shape, p.ttft_statistic == "median"), stag.wait_steps)
     return wave_figures(pb.step, w, stag, tog)

@@ -23,7 +23,8 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.engine_profile import (EngineProfile, batch_wait_steps, budget_batch, overlaps,  # noqa: F401
+from tokenomy.serving.engine_profile import (EngineProfile, batch_wait_of, batch_wait_steps, budget_batch,  # noqa: F401
+                                             held_steps, overlaps,
                                              overlaps_host, poll_steps, pooled_limits, profile_of, prompt_slot,
                                              scheduler_ranks, step_budget)
 from tokenomy.serving.kv_capacity import (KVCapacity, kv_capacity, kv_sequence_bytes, kv_sequences,  # noqa: F401

@@ -15,7 +15,7 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
-from tokenomy.serving.engine_profile import EngineProfile, poll_steps, pooled_limits
+from tokenomy.serving.engine_profile import EngineProfile, batch_wait_of, poll_steps, pooled_limits
 from tokenomy.serving.kv_capacity import kv_capacity, shared_block_tokens
 from tokenomy.serving.scheduler import StepTimer, rank_chunk
 from tokenomy.serving.steady_solve import Points, Solved, solve  # also steady.solve etc. (re-exported)
@@ -197,9 +197,11 @@ def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cach
     step = StepTimer(dep, ctx, pctx, rank_chunk(dep, prof, I), load.shape)  # a chunk on one rank
     max_batch, _ = pooled_limits(prof, dep.layout, I, 0.0)
     cap = np.minimum(b_kv, max_batch)
+    T, wait_tokens = batch_wait_of(prof, dep.layout)  # TensorRT-LLM's delayed batching (off by default)
     pts = Points(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
                  whole_prompts=not prof.chunked_prefill,
-                 request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)), poll_steps=poll_steps(prof))
+                 request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)), poll_steps=poll_steps(prof),
+                 batch_wait_iters=T, batch_wait_tokens=wait_tokens)
     return EngineProblem(step, pts, b_kv, kv_tok, float(shared_block_tokens(prof, shared_tokens)))
 
 

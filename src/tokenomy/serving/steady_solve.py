@@ -26,7 +26,8 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               (tests/serving/test_serve_steady_and_sim.py: 1k-16k-token prompts, chunked and whole-prompt)
               wait: a scheduler that receives new requests every r_recv-th decode step (SGLang
               --scheduler-recv-interval r_recv) adds (r_recv − 1)/2 plain decode steps (scheduler.poll_steps) where
-              others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA); plus
+              others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA), and the steps
+              TensorRT-LLM's delayed batching holds its prompt (engine_profile.held_steps, batch_wait_*); plus
               for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (steady_steps.step_times); 0 for a closed loop (a client's next
@@ -48,7 +49,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tokenomy.serving import first_wave
-from tokenomy.serving.engine_profile import budget_batch, poll_wait_s
+from tokenomy.serving.engine_profile import budget_batch, held_steps, poll_wait_s
 from tokenomy.serving.steady_steps import mean_step, step_times
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -73,6 +74,10 @@ class Points:
     whole_prompts: object = False
     request_overhead_s: object = 0.0
     poll_steps: object = 0.0  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
+    # TensorRT-LLM's delayed batching: the iterations T and the tokens ρ_w·N_tok it holds new prompts for while
+    # others decode (engine_profile.batch_wait_of; 0: off)
+    batch_wait_iters: object = 0.0
+    batch_wait_tokens: object = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class Solved:
     prefill_share: np.ndarray
     bound: np.ndarray
     reason: np.ndarray
+    wait_steps: object = 0.0  # decode steps a later request waits before its prompt is scheduled (receive + held)
 
 
 def _littles_law(many, pts: Points, cap):
@@ -164,9 +170,15 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         ttft0 = first_wave.mean_steps(B, I, budget, whole) * t_chunk
         p50, p99 = steps(0.5) * t_chunk, steps(0.99) * t_chunk
         chunks = first_wave.steps_to(B, I, budget, whole)
-    else:
-        # + the scheduler's next receive, where others decode when it lands (an idle engine receives at once)
-        wait = (0.0 if closed else st.residual_s) + poll_wait_s(pts.poll_steps, B, t_plain, closed)
+    # the steps before its prompt is scheduled: the scheduler's next receive and delayed batching's hold
+    # (engine_profile.held_steps: a = B/life arrivals a step beside the B − 1 other clients' decodes in a closed loop;
+    # R·t(B_d, 0) beside B by PASTA in an open one, Poisson there; the whole prompt's ISL tokens count)
+    wait_steps = pts.poll_steps + held_steps(pts.batch_wait_iters, pts.batch_wait_tokens,
+                                             B / life if closed else load * t_plain,
+                                             np.maximum(B - 1.0, 0.0) if closed else B, pts.isl)
+    if not together:
+        # + those steps, where others decode when it lands (an idle engine receives and schedules at once)
+        wait = (0.0 if closed else st.residual_s) + poll_wait_s(wait_steps, B, t_plain, closed)
         ttft0 = wait + pf
         p50 = p99 = ttft0
     in_engine = ttft0 + (osl - 1.0) * tpot  # Little's law counts the time inside the engine
@@ -185,4 +197,4 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
     X = np.where(closed, B / lifetime, np.where(demand, B / served, load))
     share = np.clip(np.where(together, chunks * t_chunk / lifetime, (st.mean_s - t_plain) / st.mean_s), 0.0, 1.0)
     return Solved(B, B_d, P, chunks, tpot, t_plain, t_chunk, ttft0, p50, p99, lifetime, queue, demand, over_budget,
-                  X, share, bound, reason)
+                  X, share, bound, reason, wait_steps)

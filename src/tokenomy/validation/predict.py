@@ -55,7 +55,8 @@ def _served(s: Serving, th: Theta, closed: bool, arrivals: str = "staggered") ->
     o_req = np.asarray(th.request_overhead_s, float)
     with np.errstate(invalid="ignore", divide="ignore"):
         pts = steady.Points(isl=s.isl, osl=s.osl, prefill=s.isl, load=_load(s, closed), cap=np.minimum(s.bmax, s.cap),
-                            budget=s.budget, whole_prompts=s.whole > 0, request_overhead_s=o_req, poll_steps=s.poll)
+                            budget=s.budget, whole_prompts=s.whole > 0, request_overhead_s=o_req, poll_steps=s.poll,
+                            batch_wait_iters=s.wait_iters, batch_wait_tokens=s.wait_tokens)
         return steady.solve(step_function(s, th), pts, closed=closed, arrivals=arrivals)
 
 
@@ -71,7 +72,7 @@ def _protocol_runs(s: Serving, th: Theta, r: steady.Solved) -> tuple[np.ndarray,
     stag = steady.Solved(**{f.name: np.asarray(getattr(r, f.name))[idx] for f in fields(steady.Solved)})
     tog = _served(sk, tk, True, "together")
     w = Waves(_load(sk, True), sk.prompts, sk.isl, sk.osl, sk.budget, sk.whole > 0, sk.locked > 0,
-              np.asarray(tk.request_overhead_s, float), sk.median > 0, sk.poll)
+              np.asarray(tk.request_overhead_s, float), sk.median > 0, stag.wait_steps)
     with np.errstate(invalid="ignore", divide="ignore"):
         f = wave_figures(step_function(sk, tk), w, stag, tog)
     tpot[idx], ttft[idx], X[idx] = f.tpot_s, f.ttft_s, f.requests_per_s

@@ -26,11 +26,11 @@ import numpy as np
 from tokenomy.catalog import loader
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import batch_wait_steps, poll_steps, step_budget
+from tokenomy.serving.scheduler import batch_wait_of, poll_steps, step_budget
 from tokenomy.serving.workload import prefill_context
 from tokenomy.specs import Topology
-from tokenomy.validation.case_setup import (DEFAULT_MAX_BATCH, capacity_batch, case_deployment, case_profile,
-                                            case_protocol)
+from tokenomy.validation.case_setup import (DEFAULT_MAX_BATCH, capacity_batch, case_deployment, case_layout,
+                                            case_profile, case_protocol)
 from tokenomy.validation.load import Case
 from tokenomy.validation.schema import ServingCase
 from tokenomy.validation.work_table import WORK_FIELDS, GridTable, numeric, stack_work, take_work
@@ -65,8 +65,9 @@ class Serving:
     ep_sm_low_latency: np.ndarray
     eager_prefill: np.ndarray  # e: host s per kernel of its prompt passes, where its engine runs them eagerly
     mixed: np.ndarray  # m: 1 where its engine runs prompt chunks in the decode step, 0 as a pass of their own
-    poll: np.ndarray  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps) or
-    #                   its delayed batching releases it (scheduler.batch_wait_steps)
+    poll: np.ndarray  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
+    wait_iters: np.ndarray  # TensorRT-LLM's delayed batching: T iterations and ρ_w·N_tok tokens (batch_wait_of; 0 off),
+    wait_tokens: np.ndarray  # the held steps charged by steady.solve at its batch (engine_profile.held_steps)
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
     prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
     locked: np.ndarray  # 1 where it draws fixed lengths (phase-locked waves)
@@ -156,17 +157,17 @@ def _case_values(c: ServingCase, d: Deployment, bmax: float, step: tuple[float, 
                 whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
                 ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
                 eager_prefill=prof.eager_prefill_s_per_kernel, mixed=float(prof.mixed_prefill),
-                poll=_wait_steps(c, prof), burst=burst, prompts=prompts,
+                poll=poll_steps(prof), **_batch_wait(c, prof), burst=burst, prompts=prompts,
                 locked=locked, median=median, bmax=bmax, step_batch=b, step_prefill=p, flops_per_s=pk.flops_per_s,
                 narrow=float(pk.narrow), attn_flops_per_s=pk.attn_flops_per_s, attn_narrow=float(pk.attn_narrow),
                 hbm_bytes_per_s=pk.hbm_bytes_per_s, hbm_bytes=pk.hbm_bytes, measured=c.value)
 
 
-def _wait_steps(c: ServingCase, prof) -> float:
-    """Decode steps a later request of the case waits before the scheduler takes its prompt: the receive interval's
-    (scheduler.poll_steps) and, in a closed loop, delayed batching's (scheduler.batch_wait_steps)."""
-    clients = c.concurrency if c.scenario == "concurrency" and c.concurrency else 0.0
-    return poll_steps(prof) + float(batch_wait_steps(prof, clients, c.isl, c.osl))
+def _batch_wait(c: ServingCase, prof) -> dict:
+    """The case's delayed batching (scheduler.batch_wait_of on its layout), as steady.solve charges it: the held
+    steps of a later request at the solved batch, closed loop or open."""
+    T, tokens = batch_wait_of(prof, case_layout(c))
+    return dict(wait_iters=T, wait_tokens=tokens)
 
 
 def _prepare_case(c: ServingCase) -> tuple[dict, tuple[engine.Work, ...], np.ndarray]:
