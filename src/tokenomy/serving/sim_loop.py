@@ -37,7 +37,7 @@ def run_loop(run) -> None:
     held, a, serial, full = run.held, run.a, run.serial, run.full
     arrival, first, ttft, finish, qlen = run.arrival, run.first, run.ttft, run.finish, run.qlen
     running, prefilling, waiting, pending, heap = run.running, run.prefilling, run.waiting, run.pending, run.heap
-    dec, table, hooks = run.dec, run.table, run.hooks
+    dec, table, hooks, gate = run.dec, run.table, run.hooks, run.gate
     kv, blk, budget, max_batch, chunked, reserve = run.kv, run.blk, run.budget, run.max_batch, run.chunked, run.reserve
     N, closed = run.N, run.closed
     now, S, finished, issued, serials = 0.0, 0, 0, run.issued, 0
@@ -222,6 +222,9 @@ def run_loop(run) -> None:
             chunks.append((r, c))
             left -= c
             P += c
+        # TensorRT-LLM's delayed batching holds the prompts picked while others decode (serving/batch_wait_gate.py)
+        if gate is not None and chunks and n and gate.holds(sum(isl[r] for r, _ in chunks), n):
+            chunks, P = [], 0
         if not chunks and n == 0:  # nothing to run: a request preempted itself, or say why not
             if waiting and not running and admit_blocks(waiting[0]) <= kv:
                 continue

@@ -38,6 +38,7 @@ class _Run:
 
     stepwise = False
     hooks = None
+    gate = None  # TensorRT-LLM's delayed batching counter (batch_wait_gate.BatchWaitGate), where it is on
 
     def __init__(self, cap: Capacity, isl, osl, need0, arrival, clients: int | None):
         N, prof = len(isl), cap.prof

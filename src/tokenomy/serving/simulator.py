@@ -13,6 +13,7 @@ Each step, as vLLM, SGLang and TensorRT-LLM schedule one:
      prompt and the g − 1 tokens it had cached, then decodes on from g);
   4. prefill chunks fill the rest of the budget in admission order (whole prompts only, when the engine does
      not chunk: its budget is then at least the longest prompt beside max_batch decodes, scheduler.step_budget);
+     TensorRT-LLM's delayed batching, where on, holds them while others decode (batch_wait_gate.py);
      a prompt's last chunk emits its first token (time to first token);
   5. the step takes t(n decodes at their mean context, P prefill tokens), the engine on a grid
      (sim_table.StepTable); requests that reached their OSL finish and free their blocks.
@@ -37,7 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.scheduler import EngineProfile, kv_tokens, pooled_limits, rank_chunk, step_budget
+from tokenomy.serving.batch_wait_gate import BatchWaitGate
+from tokenomy.serving.scheduler import (EngineProfile, batch_wait_of, kv_tokens, pooled_limits, rank_chunk,
+                                        step_budget)
 from tokenomy.serving.sim_run import EPS_S, Capacity, _Run  # noqa: F401  (re-exported: sim_sessions)
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
 from tokenomy.serving.workload import Workload, prefill_context, prefill_tokens
@@ -122,6 +125,9 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
     run = _Run(Capacity(prof, budget, max_batch, table, int(kv_blocks)), isl, osl, need0, arrival,
                int(w.concurrency) if w.closed else None)
+    held = batch_wait_of(prof, dep.layout if dep is not None else None)
+    if held[0] > 0.0:  # delayed batching on: the engine's counter, step by step
+        run.gate = BatchWaitGate(*held)
     run.loop()
     return _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)) if dep is not None else 0.0)
 
