@@ -113,6 +113,19 @@ def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
     return poll_steps * others * step_s
 
 
+def receive_wait_open_s(poll_steps, batch, step_s):
+    """W = min(1, B)·(P + 1/2)·t: the wait of a Poisson arrival for the scheduler's next receive, P = ``poll_steps``
+    = (r_recv − 1)/2 (``poll_steps``), B = ``batch`` running, steps of t = ``step_s`` back to back. The scheduler
+    receives at steps 0, r_recv, 2·r_recv, ...; an arrival at a random instant (Poisson arrivals see the time
+    average) finds the next receive r_recv·u steps away, u uniform on (0, 1]: r_recv/2 = P + 1/2 steps on average —
+    the P whole steps a closed loop's arrival at a step boundary waits (``poll_wait_s``) and the rest of the step
+    under way, 1/2 (the aggregated open loop charges that part as its residual E[T²]/(2·E[T]): steady_steps). It
+    waits only where the engine is busy, a share min(1, B) of the time; an idle engine receives at once. At
+    r_recv = 1 (every step receives): t/2, the step under way alone. serving.disagg's bootstrap (the decode
+    scheduler receives the request before its prefill starts) charges it in an open loop."""
+    return (np.asarray(poll_steps, float) + 0.5) * np.clip(np.asarray(batch, float), 0.0, 1.0) * step_s
+
+
 def batch_wait_steps(prof: EngineProfile, clients, prefill, osl):
     """W: the decode steps a later request of a closed loop of U clients waits under TensorRT-LLM's delayed batching
     (``held_steps``), its prompts of I = ``prefill`` tokens arriving a = U/O a decode step (each client's request
