@@ -105,20 +105,26 @@ def test_the_prefill_waits_for_the_decode_schedulers_receive(pools):
 
 def test_an_open_loops_arrival_waits_for_the_receive_from_a_random_point_of_its_cycle(pools):
     """Open loop (Poisson arrivals): the decode scheduler receives at steps 0, R, 2R, ... and an arrival at a random
-    instant waits R/2 steps on average (engine_profile.receive_wait_open_s: the (R − 1)/2 whole steps and the rest of
-    the step under way), where the pool is busy, a share min(1, B) of the time; not the closed loop's (R − 1)/2
-    beside B − 1 others. The formula against the cycle itself (random instants, polls every R steps), then in
-    disagg's TTFT at a light load (B < 2: the closed form would charge about nothing) and a heavier one."""
+    instant waits R/2 steps on average, 1/2 of it the rest of the step under way that a scheduler receiving every
+    step (R = 1) waits too; the interval adds (R − 1)/2 steps where the pool is busy, a share min(1, B) of the time
+    (engine_profile.poll_wait_s, closed=False), not the closed loop's beside B − 1 others. The formula against the
+    cycle itself (random instants, receives every R steps), then in disagg's TTFT at a light load (B < 2: the closed
+    loop's form would charge about nothing) and a heavier one."""
     import dataclasses
 
-    from tokenomy.serving.engine_profile import receive_wait_open_s
+    from tokenomy.serving.engine_profile import poll_wait_s
 
     t, rng = 0.013, np.random.default_rng(3)
-    for R in (1, 10, 30):
+
+    def sampled(R):  # the mean wait of random instants for the next receive
         instants = rng.uniform(0.0, 1000.0 * R * t, 200_000)
-        waits = np.ceil(instants / (R * t)) * R * t - instants  # to the next receive
-        assert receive_wait_open_s((R - 1) / 2.0, 7.0, t) == pytest.approx(float(np.mean(waits)), rel=0.01)
-    assert receive_wait_open_s(4.5, 0.25, t) == pytest.approx(0.25 * 5.0 * t, rel=1e-12)  # busy a quarter of the time
+        return float(np.mean(np.ceil(instants / (R * t)) * R * t - instants))
+
+    every_step = sampled(1)
+    assert every_step == pytest.approx(t / 2.0, rel=0.01)
+    for R in (10, 30):
+        assert poll_wait_s((R - 1) / 2.0, 7.0, t, closed=False) == pytest.approx(sampled(R) - every_step, rel=0.01)
+    assert poll_wait_s(4.5, 0.25, t, closed=False) == pytest.approx(0.25 * 4.5 * t, rel=1e-12)  # busy a quarter
 
     pre, dec, prof = pools
     slow = dataclasses.replace(prof, recv_interval=10)
@@ -127,5 +133,5 @@ def test_an_open_loops_arrival_waits_for_the_receive_from_a_random_point_of_its_
     rest = polled.prefill_wait_s + polled.prefill_pass_s + polled.kv_transfer_s + 1.5 * polled.tpot_s + \
         float(pre.eff.request_overhead_s)
     busy = np.minimum(polled.batch, 1.0)
-    assert np.allclose(polled.ttft_s, rest + busy * 5.0 * polled.tpot_s, rtol=1e-9)
+    assert np.allclose(polled.ttft_s, rest + busy * 4.5 * polled.tpot_s, rtol=1e-9)
     assert polled.batch[0] < 2.0 and polled.ttft_s[0] - base.ttft_s[0] > 4.0 * float(polled.tpot_s[0]) * busy[0]

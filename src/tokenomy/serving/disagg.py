@@ -24,8 +24,9 @@ budget; every time is a scheduler step, scheduler.step_time, i.e. one Deployment
                   a decode scheduler that receives every r_recv-th step (--scheduler-recv-interval) makes it wait
                   W_d = (r_recv − 1)/2·TPOT where others decode in a closed loop (scheduler.poll_wait_s: times
                   min(1, B − 1), as the aggregated model charges it); an open loop's Poisson arrival lands at a
-                  random point of the receive cycle, W_d = min(1, B)·r_recv/2·TPOT (engine_profile.
-                  receive_wait_open_s: the whole steps and the rest of the step under way)
+                  random point of the receive cycle, r_recv/2 steps from the next receive, the interval adding
+                  W_d = (r_recv − 1)/2·TPOT·min(1, B) to the rest of the step under way an engine receiving every
+                  step waits too (poll_wait_s's open loop; that half step: the KV's TPOT/2 below)
     TTFT          W_d + W_p + t_p + t_kv + TPOT/2 (the KV lands during a decode step and joins at the next) + TPOT (the
                   first decode step) + o_req (the request overhead around the engine, Efficiency.request_overhead_s,
                   as the aggregated model adds it); checked against the disaggregated simulator (serving.sim_disagg)
@@ -51,7 +52,7 @@ from tokenomy.serving.disagg_pools import (  # noqa: F401  (re-exported: callers
     DecodeLoad, DecodePool, PoolDoesNotFit, PrefillTable, _busiest_tokens, _fits, _prefill_terms, checked_capacity,
     decode_load, decode_pool, decode_rate, decode_slots, prefill_capacity, prefill_columns, prefill_pass_s,
     prefill_table)
-from tokenomy.serving.engine_profile import poll_wait_s, receive_wait_open_s
+from tokenomy.serving.engine_profile import poll_wait_s
 from tokenomy.serving.scheduler import EngineProfile, kv_sequence_bytes, poll_steps, step_time
 
 ITERATIONS = 200
@@ -115,7 +116,7 @@ def _latency(X, b_p, t_p, tpot, B, k: _Pools):
     rho = np.minimum(X / k.mu_p, RHO_MAX)
     wait = busy * t_p / 2.0 + (0.0 if k.closed else rho / (1.0 - rho) * t_p / 2.0)
     # a closed loop's client answers at a step boundary beside B − 1 others; a Poisson arrival lands mid-cycle
-    bootstrap = poll_wait_s(k.poll_d, B, tpot) if k.closed else receive_wait_open_s(k.poll_d, B, tpot)
+    bootstrap = poll_wait_s(k.poll_d, B, tpot, k.closed)
     ttft0 = bootstrap + wait + t_p + k.t_kv + 1.5 * tpot + k.o_req
     return wait, ttft0, ttft0 + (k.osl - 1.0) * tpot
 

@@ -108,22 +108,15 @@ def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
     """W = P·min(1, n)·t: the wait of a request for the scheduler's next receive, P = ``poll_steps`` ((r_recv − 1)/2
     decode steps, ``poll_steps`` above: SGLang's SchedulerRecvSkipper) of ``step_s`` each where others decode as it
     lands, n of them: the B − 1 other clients in a closed loop, all B running by PASTA in an open one (Poisson
-    arrivals see the time average). An idle engine spins through its loop and receives at once (n = 0: no wait)."""
+    arrivals see the time average). An idle engine spins through its loop and receives at once (n = 0: no wait).
+    Open loop: the scheduler receives at steps 0, r_recv, 2·r_recv, ...; a Poisson arrival lands at a random
+    instant, r_recv·u steps before the next receive (u uniform on (0, 1]): r_recv/2 steps on average, of which 1/2
+    — the rest of the step under way — an engine receiving every step (r_recv = 1) waits as well (charged where the
+    model charges it: the aggregated open loop's residual E[T²]/(2·E[T]), steady_steps; disagg's KV joining at the
+    next decode step); the interval adds r_recv/2 − 1/2 = P steps, as a closed loop's arrival at a step boundary
+    waits, busy a share min(1, B) of the time (tests/serving/test_disagg.py samples the cycle)."""
     others = np.clip(np.asarray(batch, float) - (1.0 if closed else 0.0), 0.0, 1.0)
     return poll_steps * others * step_s
-
-
-def receive_wait_open_s(poll_steps, batch, step_s):
-    """W = min(1, B)·(P + 1/2)·t: the wait of a Poisson arrival for the scheduler's next receive, P = ``poll_steps``
-    = (r_recv − 1)/2 (``poll_steps``), B = ``batch`` running, steps of t = ``step_s`` back to back. The scheduler
-    receives at steps 0, r_recv, 2·r_recv, ...; an arrival at a random instant (Poisson arrivals see the time
-    average) finds the next receive r_recv·u steps away, u uniform on (0, 1]: r_recv/2 = P + 1/2 steps on average —
-    the P whole steps a closed loop's arrival at a step boundary waits (``poll_wait_s``) and the rest of the step
-    under way, 1/2 (the aggregated open loop charges that part as its residual E[T²]/(2·E[T]): steady_steps). It
-    waits only where the engine is busy, a share min(1, B) of the time; an idle engine receives at once. At
-    r_recv = 1 (every step receives): t/2, the step under way alone. serving.disagg's bootstrap (the decode
-    scheduler receives the request before its prefill starts) charges it in an open loop."""
-    return (np.asarray(poll_steps, float) + 0.5) * np.clip(np.asarray(batch, float), 0.0, 1.0) * step_s
 
 
 def batch_wait_steps(prof: EngineProfile, clients, prefill, osl):
