@@ -7,8 +7,7 @@
                     does not chunk prefill; pooled_limits over a layout's schedulers; budget_batch the running
                     sequences the budget sustains; prompt_slot the prefill tokens a step takes
     poll_steps      the decode steps a request waits for the scheduler's next receive; poll_wait_s those seconds
-    held_steps      the decode steps TensorRT-LLM's delayed batching holds a prompt (batch_wait_of its settings;
-                    batch_wait_steps in a closed loop)
+    (TensorRT-LLM's delayed batching, the steps it holds a prompt: batch_wait.py)
     scheduler_ranks the engine schedulers a layout runs: dp·ep under attention-DP (each attention rank batches
                     its own sequences, SGLang/TensorRT-LLM wide EP), else dp
 """
@@ -117,66 +116,6 @@ def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
     waits, busy a share min(1, B) of the time (tests/serving/test_disagg.py samples the cycle)."""
     others = np.clip(np.asarray(batch, float) - (1.0 if closed else 0.0), 0.0, 1.0)
     return poll_steps * others * step_s
-
-
-def batch_wait_steps(prof: EngineProfile, clients, prefill, osl):
-    """W: the decode steps a later request of a closed loop of U clients waits under TensorRT-LLM's delayed batching
-    (``held_steps``), its prompts of I = ``prefill`` tokens arriving a = U/O a decode step (each client's request
-    lives ~O steps) beside the U − 1 other clients' decodes; 0 where U <= 1 (no decodes: the engine takes the prompt
-    at once). InferenceX's DeepSeek-R1 FP8 on 8 x B200 (TensorRT-LLM 1.3.0rc14, T = 40, ρ_w = 0.8, N_tok = 8192,
-    922-token prompts): W = 25 steps at 64 clients, 19 at 128; the catalog case measures TTFT 569 and 592 ms against
-    ~130 and ~210 ms without it. (serving.steady_solve.solve charges the same wait at its solved batch.)"""
-    U, I, O = np.broadcast_arrays(*(np.asarray(x, float) for x in (clients, prefill, osl)))
-    T, tokens = batch_wait_of(prof)
-    held = held_steps(T, tokens, U / np.maximum(O, 1.0), np.maximum(U - 1.0, 0.0), I)
-    return np.where(U > 1.0, held, 0.0)
-
-
-def batch_wait_of(prof: EngineProfile, layout=None) -> tuple[float, float]:
-    """(T, ρ_w·N_tok): the iterations and the tokens TensorRT-LLM's delayed batching waits for (``held_steps``), or
-    (0, 0) where it is off: either setting 0 (its default), or attention-DP on ``layout`` (PyExecutor._schedule
-    waits only ``if not self.enable_attention_dp``; ``scheduler_ranks`` above dp)."""
-    T, ratio = float(prof.batch_wait_iters), float(prof.batch_wait_tokens_ratio)
-    attn_dp = layout is not None and np.any(np.asarray(scheduler_ranks(layout)) > np.asarray(layout.dp))
-    if T <= 0.0 or ratio <= 0.0 or attn_dp:
-        return 0.0, 0.0
-    return T, ratio * float(prof.max_num_tokens)
-
-
-def held_steps(wait_iters, wait_tokens, arrivals_per_step, decodes, prompt_tokens):
-    """W: the mean decode steps a prompt is held by TensorRT-LLM's delayed batching (PyTorch backend,
-    github.com/NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor.py at 9521caf4696c, PyExecutor._schedule
-    and _waiting_requests): while generation requests run, the scheduled context requests are held and a counter
-    advances once an iteration until it reaches T = ``wait_iters`` or the held prompts' tokens plus one per running
-    generation request (n = ``decodes``) reach ``wait_tokens`` = ρ_w·N_tok (batch_wait_max_tokens_ratio x
-    max_num_tokens); all are then released together and the counter restarts. Prompts of I = ``prompt_tokens`` tokens
-    (the whole prompt: len(get_tokens(0))) arrive at random, a = ``arrivals_per_step`` a decode step;
-    k = max(ceil((ρ_w·N_tok − n)/I), 1) prompts fill the window the first opens. With N ~ Poisson(a·T) arrivals after
-    the first within T steps: the timeout closes it (N <= k − 2) after T steps holding 1 + N prompts, the first
-    waiting T, the others T/2 on average; else the (k − 1)-th arrival closes it at t_k ~ Gamma(k − 1, a) holding k
-    prompts that wait t_k·k/2 together, E[t_k; t_k <= T] = (k − 1)/a·P(N >= k). Per request (renewal reward):
-        W = (Σ_{n<=k−2} p_n·(T + n·T/2) + (k − 1)/a·P(N >= k)·k/2) / (Σ_{n<=k−2} p_n·(1 + n) + k·P(N >= k − 1)).
-    0 where T or ρ_w·N_tok is 0 (the engine's test passes at once: nothing waits, its default). Exact for Poisson
-    arrivals on steps of one length; a closed loop's arrivals are not Poisson: checked against the simulator running
-    the engine's counter step by step (tests/serving/test_batch_wait_replay.py)."""
-    T, thr, a, n_dec, I = np.broadcast_arrays(*(np.asarray(x, float) for x in (
-        wait_iters, wait_tokens, arrivals_per_step, decodes, prompt_tokens)))
-    on = (T > 0.0) & (thr > 0.0)
-    if not np.any(on):
-        return np.zeros(T.shape)
-    a = np.maximum(a, 1e-12)
-    k = np.where(on, np.maximum(np.ceil((thr - n_dec) / np.maximum(I, 1.0)), 1.0), 1.0)
-    n = np.arange(int(np.max(k)) + 1, dtype=float).reshape((-1,) + (1,) * T.ndim)
-    log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1.0, n.shape[0])))))
-    lam = np.maximum(a * T, 1e-300)
-    pmf = np.exp(-lam + n * np.log(lam) - log_fact.reshape(n.shape))  # P(N = n), N ~ Poisson(a·T)
-    timeout = n <= k - 2.0
-    p_timeout = np.sum(np.where(timeout, pmf, 0.0), axis=0)
-    p_at_k1 = np.sum(np.where(n == k - 1.0, pmf, 0.0), axis=0)
-    waits = np.sum(np.where(timeout, pmf * (T + n * T / 2.0), 0.0), axis=0) + (k - 1.0) / a * np.maximum(
-        1.0 - p_timeout - p_at_k1, 0.0) * k / 2.0
-    held = np.sum(np.where(timeout, pmf * (1.0 + n), 0.0), axis=0) + k * (1.0 - p_timeout)
-    return np.where(on, waits / held, 0.0)
 
 
 def overlaps(overlap_since: str | None, version: str, two_batch_overlap: bool) -> tuple[float, float]:

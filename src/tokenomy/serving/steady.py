@@ -15,7 +15,8 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment, usd_per_mtok
 from tokenomy.serving.replicas import one_replica, replica_count, replica_shares
-from tokenomy.serving.engine_profile import EngineProfile, batch_wait_of, poll_steps, pooled_limits
+from tokenomy.serving.batch_wait import batch_wait_of
+from tokenomy.serving.engine_profile import EngineProfile, poll_steps, pooled_limits
 from tokenomy.serving.kv_capacity import kv_capacity, shared_block_tokens
 from tokenomy.serving.scheduler import StepTimer, rank_chunk
 from tokenomy.serving.steady_solve import Points, Solved, solve  # also steady.solve etc. (re-exported)

@@ -49,7 +49,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tokenomy.serving import first_wave
-from tokenomy.serving.engine_profile import budget_batch, held_steps, poll_wait_s
+from tokenomy.serving.batch_wait import held_steps
+from tokenomy.serving.engine_profile import budget_batch, poll_wait_s
 from tokenomy.serving.steady_steps import mean_step, step_times
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
