@@ -1,6 +1,6 @@
 """TensorRT-LLM's delayed batching (batch_wait_timeout_iters T, batch_wait_max_tokens_ratio ρ_w): while others
 decode, new prompts are held until T iterations pass or they fill ρ_w of the step budget; a later request of a
-closed loop waits W decode steps on average (serving.engine_profile.batch_wait_steps), checked here by hand and
+closed loop waits W decode steps on average (serving.batch_wait.batch_wait_steps), checked here by hand and
 against a step-by-step replay of the engine's counter."""
 
 from dataclasses import replace

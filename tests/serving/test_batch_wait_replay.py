@@ -1,5 +1,5 @@
 """TensorRT-LLM's delayed batching run step by step by the simulator (serving/batch_wait_gate.py: PyExecutor's own
-counter) against its closed form (engine_profile.held_steps, batch_wait_steps). The closed form assumes Poisson
+counter) against its closed form (batch_wait.held_steps, batch_wait_steps). The closed form assumes Poisson
 arrivals at a = U/O a step beside U − 1 decodes; the simulator assumes none of that: its clients send their next
 request when their last finishes, its decodes are whoever runs, its gate counts the prompts its budget picked.
 Every step takes 1 s (a flat table), so a request's TTFT is the steps it was held plus its prompt's step, and the

@@ -1,5 +1,5 @@
 """Delayed batching (TensorRT-LLM's batch_wait_timeout_iters / batch_wait_max_tokens_ratio) in serve's steady state
-and as an engine setting at every door: steady_solve.solve adds the held steps (engine_profile.held_steps) to the
+and as an engine setting at every door: steady_solve.solve adds the held steps (batch_wait.held_steps) to the
 plain decode steps a later request waits, closed loop and open; the setting is refused by name on an engine
 without it and where one of the two would leave it off."""
 

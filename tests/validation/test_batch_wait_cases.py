@@ -1,7 +1,7 @@
 """A case that carries its recipe's TensorRT-LLM delayed batching (batch_wait_timeout_iters, batch_wait_max_tokens_ratio)
 waits for it in the prediction: InferenceX's DeepSeek-R1 FP8 on 8 x B200 (TensorRT-LLM 1.3.0rc14) sets 40 and 0.8 at
 1k/1k from 64 clients (benchmarks/single_node/dsr1_fp8_b200_trt.sh), and its later requests wait
-serving.engine_profile.batch_wait_steps decode steps before their prompt is scheduled."""
+serving.batch_wait.batch_wait_steps decode steps before their prompt is scheduled."""
 
 import dataclasses
 

@@ -25,7 +25,7 @@ def engine_profile(name: str, tp: int = 1, max_num_tokens=None, max_batch=None) 
 
 
 def delayed_batching(prof: EngineProfile, iters=None, tokens_ratio=None) -> EngineProfile:
-    """``prof`` with TensorRT-LLM's delayed batching set (serving.engine_profile.held_steps): ``iters`` =
+    """``prof`` with TensorRT-LLM's delayed batching set (serving.batch_wait.held_steps): ``iters`` =
     batch_wait_timeout_iters, ``tokens_ratio`` = batch_wait_max_tokens_ratio (TorchLlmArgs; None: the profile's,
     0 and 0.0 in the catalog). Refused, naming the field: on an engine without it (vLLM and SGLang hold no prompt),
     and one of the two above 0 while the other is 0 (PyExecutor._waiting_requests passes at once where either is 0:

@@ -7,14 +7,14 @@ need to wait, to avoid dead waiting"). ``_waiting_requests`` counts the picked p
 the whole prompt) plus 1 per generation request; it releases every picked prompt where its counter has reached
 batch_wait_timeout_iters T or the count reaches batch_wait_max_tokens_ratio·max_num_tokens, the counter then 0;
 else it holds them all this iteration and the counter advances by one. serving/sim_loop.py asks ``holds`` at step 4
-with the prompts its budget admits; the analytic mean of the hold is engine_profile.held_steps.
+with the prompts its budget admits; the analytic mean of the hold is batch_wait.held_steps.
 """
 
 from __future__ import annotations
 
 
 class BatchWaitGate:
-    """The counter (module docstring): ``iters`` T, ``tokens`` ρ_w·N_tok (engine_profile.batch_wait_of)."""
+    """The counter (module docstring): ``iters`` T, ``tokens`` ρ_w·N_tok (batch_wait.batch_wait_of)."""
 
     def __init__(self, iters: float, tokens: float):
         self.iters, self.tokens, self.count = iters, tokens, 0

@@ -27,7 +27,7 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               wait: a scheduler that receives new requests every r_recv-th decode step (SGLang
               --scheduler-recv-interval r_recv) adds (r_recv − 1)/2 plain decode steps (scheduler.poll_steps) where
               others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA), and the steps
-              TensorRT-LLM's delayed batching holds its prompt (engine_profile.held_steps, batch_wait_*); plus
+              TensorRT-LLM's delayed batching holds its prompt (batch_wait.held_steps, batch_wait_*); plus
               for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (steady_steps.step_times); 0 for a closed loop (a client's next
@@ -76,7 +76,7 @@ class Points:
     request_overhead_s: object = 0.0
     poll_steps: object = 0.0  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
     # TensorRT-LLM's delayed batching: the iterations T and the tokens ρ_w·N_tok it holds new prompts for while
-    # others decode (engine_profile.batch_wait_of; 0: off)
+    # others decode (batch_wait.batch_wait_of; 0: off)
     batch_wait_iters: object = 0.0
     batch_wait_tokens: object = 0.0
 
@@ -172,7 +172,7 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         p50, p99 = steps(0.5) * t_chunk, steps(0.99) * t_chunk
         chunks = first_wave.steps_to(B, I, budget, whole)
     # the steps before its prompt is scheduled: the scheduler's next receive and delayed batching's hold
-    # (engine_profile.held_steps: a = B/life arrivals a step beside the B − 1 other clients' decodes in a closed loop;
+    # (batch_wait.held_steps: a = B/life arrivals a step beside the B − 1 other clients' decodes in a closed loop;
     # R·t(B_d, 0) beside B by PASTA in an open one, Poisson there; the whole prompt's ISL tokens count)
     wait_steps = pts.poll_steps + held_steps(pts.batch_wait_iters, pts.batch_wait_tokens,
                                              B / life if closed else load * t_plain,

@@ -67,7 +67,7 @@ class Serving:
     mixed: np.ndarray  # m: 1 where its engine runs prompt chunks in the decode step, 0 as a pass of their own
     poll: np.ndarray  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
     wait_iters: np.ndarray  # TensorRT-LLM's delayed batching: T iterations and ρ_w·N_tok tokens (batch_wait_of; 0 off),
-    wait_tokens: np.ndarray  # the held steps charged by steady.solve at its batch (engine_profile.held_steps)
+    wait_tokens: np.ndarray  # the held steps charged by steady.solve at its batch (batch_wait.held_steps)
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
     prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
     locked: np.ndarray  # 1 where it draws fixed lengths (phase-locked waves)

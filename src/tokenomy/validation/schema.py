@@ -118,7 +118,7 @@ class ServingCase(_Strict):
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
     scheduler_recv_interval: int | None = Field(default=None, gt=0)  # the recipe's SGLang --scheduler-recv-interval
     # the recipe's TensorRT-LLM delayed batching (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; None: the
-    # engine profile's, off): serving.engine_profile.batch_wait_steps
+    # engine profile's, off): serving.batch_wait.batch_wait_steps
     batch_wait_timeout_iters: int | None = Field(default=None, ge=0)
     batch_wait_max_tokens_ratio: float | None = Field(default=None, ge=0, le=1)
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)

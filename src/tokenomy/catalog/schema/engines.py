@@ -25,7 +25,7 @@ class EngineScheduler(Sourced):
     mixed_prefill: bool = True
     # TensorRT-LLM's delayed batching: new prompts held while others decode for up to this many iterations, or until
     # they and the decodes fill this share of max_num_tokens (batch_wait_timeout_iters, batch_wait_max_tokens_ratio;
-    # both 0, off, by default; serving.engine_profile.batch_wait_steps)
+    # both 0, off, by default; serving.batch_wait.batch_wait_steps)
     batch_wait_iters: int = Field(default=0, ge=0)
     batch_wait_tokens_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
 
