@@ -79,3 +79,9 @@ def test_bad_settings_are_refused_by_name_at_every_door(kw, says):
                                            **{k: str(v) for k, v in kw.items()}})
     assert resp.status_code == 422, resp.text
     assert resp.json()["detail"][0]["loc"][-1] == says.split(":")[0]
+
+
+def test_disaggregated_serving_refuses_it_rather_than_drop_it():
+    with pytest.raises(ValueError, match="^batch_wait_iters: delayed batching is modelled on aggregated serving"):
+        serve("llama-3.1-8b", "hgx-h100-8", concurrency=[8], mode="disagg", engine="trtllm", batch_wait_iters=40,
+              batch_wait_tokens_ratio=0.8, pools={"prefill_chips": 4, "decode_chips": 4})

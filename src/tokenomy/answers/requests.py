@@ -264,6 +264,10 @@ class ServeRequest:
         if not proto.steady and (dep.mode == "disagg" or work.trace is not None):
             raise ValueError(f"protocol: {run.protocol!r} runs on aggregated serving without a trace; give "
                              "protocol=steady with mode=disagg or a trace")
+        held = [k for k in ("batch_wait_iters", "batch_wait_tokens_ratio") if v.get(k) is not None]
+        if held and dep.mode == "disagg":  # the pools' models hold no prompt: refused, not dropped unread
+            raise ValueError(f"{held[0]}: delayed batching is modelled on aggregated serving (mode=agg); "
+                             "the disaggregated pools do not hold prompts")
         return cls(dep, work, EngineRequest.of(v), run, emit)
 
     def __str__(self) -> str:
