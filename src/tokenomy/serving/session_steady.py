@@ -36,6 +36,7 @@ HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
 SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
+F_FALL = 1.0  # f(h) falls at most this per unit of h (measured <= 0.51 over tests/serving/test_session_solve.py's grid)
 
 
 def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=None, think_s=None,
@@ -49,23 +50,16 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
 
 
 def solve_warm(pb: SessionProblem) -> SessionSteady:
-    """The solve with warm starts: the scan cell by cell, each cell's e2e root started from the previous cells'
-    (extrapolated; the first cell's from the unloaded e2e) with a Newton step at the previous cell's slope of g, to
-    SCAN_TOL (the cells only place the crossing); the crossing's e2e roots started between its cell's ends, to
-    E2E_TOL, and its last one kept for the answer's state. ~27 evaluations of the state per point (63 with
-    brackets around each guess, 84 before: benchmarks/sessions.py), but one call per cell: it pays where the points
-    are many (read from steady_table's grids); few points are solved faster all at once."""
+    """The solve with warm starts: the scan (``_scan``: the grid's nodes a point needs, each node's e2e root started
+    from the point's previous nodes', to SCAN_TOL: the nodes only place the crossing); the crossing's e2e roots
+    started between its cell's ends, to E2E_TOL, and its last one kept for the answer's state. ~15 evaluations of
+    the state per point (27 scanning every node, 63 with brackets around each guess, 84 before:
+    benchmarks/sessions.py), but one call per round of nodes: it pays where the points are many (read from
+    steady_table's grids); few points are solved faster all at once."""
     flat = pb.take(np.ones(pb.load.shape, bool))
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
-    xs = np.empty(flat.load.shape + (HIT_GRID,))  # log e2e per scan cell: the next cell's and the crossing's guess
-    gap = np.empty_like(xs)
-    slope = np.ones(flat.load.shape)  # g's slope in log e2e per point, from the previous cell (Newton's first step)
     t_seen = np.full((len(pb.stack.levels),) + flat.load.shape, np.nan)  # each point's last T per tier (Newton's start)
-    for k, hk in enumerate(grid):
-        guess = _first_guess(flat) if k == 0 else _extrapolated(xs[:, :k])
-        hs = np.full(flat.load.shape, hk)
-        xs[:, k], f = _log_e2e(flat, hs, guess, with_hits=True, tol=SCAN_TOL, slope=slope, t_seen=t_seen)
-        gap[:, k] = f - hk
+    xs, gap = _scan(flat, grid, t_seen)
     lo, hi, bistable = _lowest_crossing(grid, gap)
     k = np.searchsorted(grid, lo)
     rows = np.arange(len(k))
@@ -92,6 +86,83 @@ def solve_warm(pb: SessionProblem) -> SessionSteady:
     return state_of(pb, h.reshape(shape), x.reshape(shape), bistable.reshape(shape), True)
 
 
+def _scan(flat: SessionProblem, grid, t_seen):
+    """(log e2e, f(h) − h) on the nodes of ``grid`` each point needs to place its lowest downward crossing and the
+    crossings above it, in rounds (one _log_e2e call each, every point at its own next node):
+      search  from node 0 up: a node's gap γ = f(h) − h >= 0 vouches for the nodes up to h + γ/(1 + F_FALL) (f falls
+              at most F_FALL per unit of h, so f(h') − h' >= γ − (1 + F_FALL)(h' − h) >= 0 there): they are skipped
+              (gap +inf, log e2e NaN); the next node is the first past that
+      lower   a node found below zero whose lower neighbour was skipped: that neighbour is evaluated (the crossing
+              cell's ends both solved, as the crossing's regula falsi starts from their gaps and log e2e)
+      above   once the crossing is placed, every node above it (a second downward crossing: ``bistable``)
+    The crossings are then those of scanning every node (tests/serving/test_session_solve.py: against solve_plain
+    over a stated grid). A node's e2e root starts from the point's previous nodes' (the polynomial through the last
+    three at most; the first node's from the unloaded e2e) with a Newton step at the previous node's slope of g."""
+    n, K = flat.load.shape[0], len(grid)
+    xs, gap = np.full((n, K), np.nan), np.full((n, K), np.inf)
+    done = np.zeros((n, K), bool)
+    hist_h, hist_x = np.full((n, 3), np.nan), np.full((n, 3), np.nan)  # the last three nodes solved, newest last
+    slope = np.ones(n)  # g's slope in log e2e per point, from the previous node (Newton's first step)
+    nxt = np.zeros(n, int)  # each point's next node (-1: its scan is done)
+    above = np.zeros(n, bool)  # the crossing is placed: the nodes above it follow
+    first = _first_guess(flat)
+    while True:
+        m = np.flatnonzero(nxt >= 0)
+        if not m.size:
+            return xs, gap
+        k = nxt[m]
+        h = grid[k]
+        guess = np.where(k == 0, first[m], _lagrange(hist_h[m], hist_x[m], h))
+        s_m, t_m = slope[m], t_seen[:, m]
+        x, f = _log_e2e(flat.take(m), h, guess, with_hits=True, tol=SCAN_TOL, slope=s_m, t_seen=t_m)
+        slope[m], t_seen[:, m] = s_m, t_m
+        xs[m, k], gap[m, k], done[m, k] = x, f - h, True
+        hist_h[m], hist_x[m] = np.roll(hist_h[m], -1, 1), np.roll(hist_x[m], -1, 1)
+        hist_h[m, 2], hist_x[m, 2] = h, x
+        nxt[m] = _next_node(grid, gap[m], done[m], k, f - h, above, m)
+
+
+def _next_node(grid, gap, done, k, g, above, m):
+    """The next node of the points ``m`` (``_scan``'s rules) after node k gave them gap g; -1 where done;
+    ``above`` (over every point) set where the crossing is now placed."""
+    K, rows = len(grid), np.arange(len(k))
+    out = np.full(len(k), -1)
+    up = above[m]
+    # search: vouched-for nodes skipped (the first node past h + γ/(1 + F_FALL), the top one at most)
+    jump = np.minimum(np.searchsorted(grid, grid[k] + g / (1.0 + F_FALL), "right"), K - 1)
+    jump = np.where(np.isfinite(g), np.maximum(jump, k + 1), k + 1)
+    below = g < 0
+    low_known = (k == 0) | done[rows, np.maximum(k - 1, 0)]
+    lower = ~up & below & ~low_known  # its lower neighbour skipped: evaluate it
+    out = np.where(~up & ~below & (k < K - 1), jump, out)
+    out = np.where(lower, k - 1, out)
+    top = np.minimum(k + 1, K - 1)  # a lower neighbour solved after the node above it was found below zero
+    placed = ~up & ((below & low_known & (k > 0)) | (~below & (k < K - 1) & done[rows, top] & (gap[rows, top] < 0)))
+    out = np.where(~up & below & (k == 0), 1, out)  # (f(0) >= 0 always: a NaN state searches on)
+    above[m] = up | placed
+    # above: every node above the crossing not yet solved
+    later = ~done & (np.arange(K) > np.where(placed | up, k, K)[:, None])
+    later &= np.cumsum(gap < 0, 1) > 0  # (nodes above the first one found below zero)
+    nxt_above = np.where(np.any(later, 1), np.argmax(later, 1), -1)
+    return np.where(placed | up, nxt_above, out)
+
+
+def _lagrange(hh, xx, h):
+    """The polynomial through the finite (hh, xx) pairs of each row (three at most), at h: a node's log e2e guess
+    from the point's previous nodes'."""
+    ok = np.isfinite(hh) & np.isfinite(xx)
+    out = np.zeros(len(h))
+    for i in range(hh.shape[1]):
+        w = np.where(ok[:, i], 1.0, 0.0)
+        for j in range(hh.shape[1]):
+            if j != i:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    term = (h - hh[:, j]) / (hh[:, i] - hh[:, j])
+                w = w * np.where(ok[:, j], term, 1.0)
+        out += np.where(ok[:, i], w * xx[:, i], 0.0)
+    return np.where(np.any(ok, 1), out, np.nan)
+
+
 def _first_guess(flat: SessionProblem) -> np.ndarray:
     """The first scan cell's log e2e guess (h = 0): the unloaded e2e, or where the closed loop's sessions would
     ask for more than the replica serves at h = 0 (X_max requests/s, the capacity of its open loop), the e2e that
@@ -103,16 +174,6 @@ def _first_guess(flat: SessionProblem) -> np.ndarray:
     e2e_sat = (flat.load * tt.requests_per_session / X_max - tt.session_s(0.0, 1.0) * flat.theta) / \
         tt.session_s(1.0, 0.0)
     return np.log(np.maximum(flat.e2e0, e2e_sat))
-
-
-def _extrapolated(xs):
-    """The next scan cell's log e2e from the previous cells' (polynomial through the last three at most)."""
-    k = xs.shape[-1]
-    if k == 1:
-        return xs[:, 0]
-    if k == 2:
-        return 2.0 * xs[:, 1] - xs[:, 0]
-    return 3.0 * xs[:, k - 1] - 3.0 * xs[:, k - 2] + xs[:, k - 3]
 
 
 def solve_plain(pb: SessionProblem) -> SessionSteady:
