@@ -13,9 +13,9 @@ The answer is then a fixed point of the hit rate's map
 f(h) = hits.hit_rate at that state, h = f(h). f need not be monotone nor a contraction: more hits mean less prefill,
 fewer running requests and more HBM for the prefix cache (more hits), but also faster turns and more sessions per
 second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.99) <= 0.99 always; the many-point
-solve skips the nodes a lower node vouches for, ``_scan``) and its LOWEST downward crossing solved (regula falsi, Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest
-is the state a cold engine reaches: it starts with an empty cache (h = 0), and the hit rate it climbs to stops at
-the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
+solve skips the nodes a lower node vouches for, ``_scan``) and its LOWEST downward crossing solved (regula falsi,
+Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest is the state a cold engine reaches: it
+starts with an empty cache (h = 0), and the hit rate it climbs to stops at the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
 only from a warm cache). The DeepSeek case above has a single crossing (f(h) >= 0.92 for every h: at saturation the
 running set leaves 3-5e6 tokens of HBM, enough for the few sessions thinking): 0.960, as the session simulator with
 vLLM's shared block pool (serving/kv_hbm_pool.py) finds (tests/serving/test_session_agreement.py). Counting the queue's KV as held (vLLM admits a waiting request as soon as its prompt's blocks fit) gave a
@@ -90,7 +90,7 @@ def _scan(flat: SessionProblem, grid, t_seen):
     """(log e2e, f(h) − h) on the nodes of ``grid`` each point needs to place its lowest downward crossing and the
     crossings above it, in rounds (one _log_e2e call each, every point at its own next node):
       search  from node 0 up: a node's gap γ = f(h) − h >= 0 vouches for the nodes up to h + γ/(1 + F_FALL) (f falls
-              at most F_FALL per unit of h, so f(h') − h' >= γ − (1 + F_FALL)(h' − h) >= 0 there): they are skipped
+              at most F_FALL per unit of h, so f(h') − h' >= γ − (1 + F_FALL)(h' − h) >= 0 there): skipped
               (gap +inf, log e2e NaN); the next node is the first past that
       lower   a node found below zero whose lower neighbour was skipped: that neighbour is evaluated (the crossing
               cell's ends both solved, as the crossing's regula falsi starts from their gaps and log e2e)
