@@ -35,7 +35,7 @@ from tokenomy.serving.steady_table import TABLE_ABOVE
 HIT_GRID = 12  # scan cells of f(h) − h over [0, HIT_CAP]
 HIT_TOL = 1e-5  # |f(h) − h| at the answer
 E2E_TOL = 1e-5  # |log e2e − log model(e2e)| at the answer
-SCAN_TOL = 1e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
+SCAN_TOL = 3e-3  # the same on the scan's cells, which only place the crossing (its cell is then solved to E2E_TOL)
 F_FALL = 1.0  # f(h) falls at most this per unit of h (measured <= 0.51 over tests/serving/test_session_solve.py's grid)
 
 
