@@ -52,7 +52,7 @@ def session_steady(dep1, prof, w, stack, lower_capacities, *, concurrency=None, 
 def solve_warm(pb: SessionProblem) -> SessionSteady:
     """The solve with warm starts: the scan (``_scan``: the grid's nodes a point needs, each node's e2e root started
     from the point's previous nodes', to SCAN_TOL: the nodes only place the crossing); the crossing's e2e roots
-    started between its cell's ends, to E2E_TOL, and its last one kept for the answer's state. ~17 evaluations of
+    started between its cell's ends, to E2E_TOL, and its last one kept for the answer's state. ~16 evaluations of
     the state per point (27 scanning every node, 63 with brackets around each guess, 84 before:
     benchmarks/sessions.py), but one call per round of nodes: it pays where the points are many (read from
     steady_table's grids); few points are solved faster all at once."""
