@@ -41,3 +41,15 @@ def test_load_aware_routers_keep_the_replicas_even_and_beat_round_robin_on_hits(
     assert compared["kv-router"]["load_imbalance"] < 1.1
     for r in ("prefix-aware", "kv-router"):
         assert compared[r]["hit_rate"] > compared["round-robin"]["hit_rate"] + 0.05
+
+
+def test_an_unknown_router_is_refused_by_name_not_run_as_the_kv_router():
+    from tokenomy.serving.routing import ROUTERS, arrivals, route
+    from tokenomy.serving.sessions import generate
+
+    plan = generate(workload_of("multiturn"), 4, seed=0)
+    t = arrivals(plan, 2, 10.0, 20.0)
+    stack = TierStack((TierLevel("hbm", 1e6, 0.0),))
+    with pytest.raises(ValueError, match=r"^routing: 'kv_router'; allowed: " + ", ".join(ROUTERS) + "$"):
+        route(plan, t, stack, "kv_router", (2, 1e5, 1.0, 10.0))
+    assert route(plan, t, stack, "kv-router", (2, 1e5, 1.0, 10.0))["routing"] == "kv-router"

@@ -37,6 +37,7 @@ def test_the_session_keys_are_in_the_signature():
     # a pass axis or setting the session sweep would drop unread (it had answered without them, review)
     (dict(workload="agentic", concurrency=[4], batch=[1]), "batch: not an axis of a session sweep"),
     (dict(workload="multiturn", concurrency=[4], efficiency="roofline"), "efficiency: not an axis of a session"),
+    (dict(workload="agentic", concurrency=[4], client=object()), "^client: a session sweep .* not on a dask"),
 ])
 def test_tk_refuses_by_name(kw, words):
     with pytest.raises(ValueError, match=words):
@@ -59,6 +60,12 @@ def test_the_cli_sweeps_sessions_over_think_time_and_nvme(tmp_path):
     (["--workload", "agentic", "--concurrency", "8", "--batch", "4"], "--batch: not an axis of a session sweep"),
     (["--workload", "agentic", "--concurrency", "8", "--think-s", "abc"], "--think-s: 'abc' is not a number"),
     (["--workload", "chat", "--concurrency", "8"], "--workload: 'chat'"),
+    # the pass sweep's options, refused by tk.sweep by its keyword's name and worded as the CLI's option
+    (["--workload", "agentic", "--concurrency", "8", "--vars", "step_s"], "--vars: not an axis of a session sweep"),
+    (["--workload", "agentic", "--concurrency", "8", "--chunk-points", "5"], "--chunk-points: not an axis of a"),
+    (["--workload", "agentic", "--concurrency", "8", "--dask", "tcp://127.0.0.1:9"],
+     "--dask: a session sweep (workload='agentic') runs in this process"),
+    (["--workload", "agentic", "--concurrency", "8", "--plot", "s.html"], "--plot: not with a session sweep"),
 ])
 def test_the_cli_refuses_by_name(args, words):
     r = R.invoke(app, ["sweep", "--model", M, "--hardware", H] + args)

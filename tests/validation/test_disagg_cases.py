@@ -7,6 +7,7 @@ import dataclasses
 import math
 import re
 
+import numpy as np
 import pytest
 
 from tokenomy.catalog import loader
@@ -135,3 +136,33 @@ def test_an_aggregated_case_states_expert_parallelism():
     assert case_layout(ServingCase(**{**BASE, "tp": 1, "ep": 8, "attn_dp": True})).attn_dp is True
     with pytest.raises(ValueError, match=re.escape("chips must be a multiple of tp*ep")):
         ServingCase(**{**BASE, "tp": 2, "ep": 8})
+
+
+def test_the_point_key_joins_only_a_points_measurements():
+    """point_key: the cases of one point (a source's metrics at one load) share a key; a field of the point run
+    (the load, a pool's layout) parts them."""
+    from tokenomy.validation.disagg_cases import point_key
+
+    c = _disagg_cases()[0].case
+    other_metric = c.model_copy(update={"id": c.id + "-x", "metric": "ttft_s", "value": c.value * 2})
+    assert point_key(other_metric) == point_key(c)
+    assert point_key(c.model_copy(update={"concurrency": (c.concurrency or 1) + 1})) != point_key(c)
+    pool = c.decode.model_copy(update={"tp": c.decode.tp * 2})
+    assert point_key(c.model_copy(update={"decode": pool})) != point_key(c)
+
+
+def test_the_point_cache_changes_no_prediction(monkeypatch):
+    """predict_disagg solves each point once (point_key): the same predictions as solving every case on its own."""
+    from tokenomy.validation import disagg_cases as dc
+
+    every = _disagg_cases()
+    keys = list(dict.fromkeys(dc.point_key(k.case) for k in every))[:2]  # two points, each with several metrics
+    cases = [k for k in every if dc.point_key(k.case) in keys]
+    assert len(cases) > len(keys)  # cases share a point: the cache is used
+    shared = dc.predict_disagg(cases, None)
+    monkeypatch.setattr(dc, "point_key", lambda c: c.id)  # no two cases share a key: each solved alone
+    alone = dc.predict_disagg(cases, None)
+    np.testing.assert_array_equal(shared.value, alone.value)
+    np.testing.assert_array_equal(shared.batch, alone.batch)
+    np.testing.assert_array_equal(shared.capacity_limited, alone.capacity_limited)
+    assert shared.bound == alone.bound

@@ -28,6 +28,8 @@ def choices() -> dict[str, tuple[str, ...]]:
     from tokenomy.core.moe_host import DISPATCHERS
     from tokenomy.core.training import ATTENTION_CONVENTIONS, MOE_KERNELS
     from tokenomy.econ.speculative import DRAFT_KINDS
+    from tokenomy.serving.routing import ROUTERS
+    from tokenomy.serving.sessions import WORKLOADS
 
     return {"efficiency": ("calibrated", "roofline"), "layout": ("ideal",), "schedule": tuple(SCHEDULES),
             "recompute": tuple(STRATEGIES), "moe_kernels": tuple(MOE_KERNELS),
@@ -37,8 +39,7 @@ def choices() -> dict[str, tuple[str, ...]]:
             "mode": ("agg", "disagg"),
             "facility": ("hyperscale", "colocation", "ai-liquid"),  # catalog/power/facility.toml (a test keeps them equal)
             "objective": tuple(PLAN_OBJECTIVES), "emit": tuple(EMIT), "protocol": tuple(PROTOCOLS),
-            "workload": ("steady", "multiturn", "agentic"),  # answers.workloads.serve (serving/sessions.WORKLOADS)
-            "routing": ("round-robin", "session-sticky", "prefix-aware", "kv-router")}  # serving/routing.ROUTERS
+            "workload": ("steady", *WORKLOADS), "routing": tuple(ROUTERS)}
 
 
 DTYPES = ("weight_dtype", "kv_dtype", "compute_dtype", "grad_dtype", "optimizer_dtype", "activation_dtype")

@@ -17,7 +17,7 @@ from its options; the answers below the door take them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -281,9 +281,6 @@ SERVE_KEYS = frozenset({  # what ServeRequest.of reads: the workload, engine, ru
     "method", "requests", "seed", "protocol", "emit",
     "mode", "pools", "chips", "tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout",
     "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "usd_per_kwh", "facility"})
-SESSION_KEYS = frozenset({"workload", "turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing"})
-
-
 @dataclass(frozen=True)
 class SessionRequest:
     """serve's session question beside its deployment, engine and run (answers/requests.py): the session workload
@@ -295,9 +292,9 @@ class SessionRequest:
     concurrency: Any = None
     rate: Any = None
     think_s: Any = None
+    kv_tiering: str | None = None
     dram_bytes: Any = None
     nvme_bytes: float | None = None
-    kv_tiering: str | None = None
     routing: str | None = None
     trace: Any = None
 
@@ -309,3 +306,9 @@ class SessionRequest:
         load = "trace" if self.trace is not None else (
             f"{self.concurrency} sessions" if self.closed else f"{self.rate} sessions/s")
         return f"{self.workload.kind}: {load}; tiers {self.kv_tiering or 'HBM only'}"
+
+
+# serve's session keywords, from the session request: its own fields but the load and the trace (serve's, steady
+# traffic's too) and the workload's ``turns`` (a field of the workload object it builds); every door's list is this
+SESSION_KEYS = ("workload", "turns") + tuple(f.name for f in fields(SessionRequest)
+                                             if f.name not in ("workload", "concurrency", "rate", "trace"))

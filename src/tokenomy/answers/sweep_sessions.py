@@ -12,7 +12,10 @@ format; .nc NetCDF-4).
 
 from __future__ import annotations
 
-SESSION_KEYS = ("workload", "turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes")
+from tokenomy.answers.requests import SESSION_KEYS as SERVE_SESSION_KEYS
+
+# serve's session keywords but routing (a session sweep compares no routers); sweeps.SESSION_AXES less workload
+SESSION_KEYS = tuple(k for k in SERVE_SESSION_KEYS if k != "routing")
 DIMS = ("think_s", "dram_bytes", "nvme_bytes")  # after the load
 VARIABLES = ("hit_rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
              "usd_per_mtok_input_miss", "usd_per_mtok_input_hit", "usd_per_mtok_output", "hit_rate_for_10x",

@@ -32,6 +32,7 @@ from tokenomy.answers.workloads import engine_profile
 from tokenomy.answers.sweep_axes import CATEGORICAL, DEGREES, Grid, blocks, grid_of, labels
 from tokenomy.answers.sweep_eval import REASONS, Spec, evaluate_block
 from tokenomy.answers.sweep_io import check_out, check_parts, part_path, writer
+from tokenomy.answers.sweep_sessions import SESSION_KEYS
 from tokenomy.answers.sweep_tally import Tally
 from tokenomy.core.engine import BOUNDS
 
@@ -234,7 +235,7 @@ AXES = ("kind", "weight_dtype", "kv_dtype", "efficiency", "chips", "tp", "ep", "
 # the axes and settings a session sweep reads beside its own keywords: the load, the layout and the serving engine
 SESSION_USES = ("concurrency", "rate", "chips", "tp", "ep", "pp", "dp", "engine")
 # a session sweep's own keywords (answers/sweep_sessions.py SESSION_KEYS less workload), in tk.sweep's signature
-SESSION_AXES = ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes")
+SESSION_AXES = tuple(k for k in SESSION_KEYS if k != "workload")
 
 
 def sweep(model=None, hardware=None, *, out=None, client=None, **kw):
@@ -243,6 +244,9 @@ def sweep(model=None, hardware=None, *, out=None, client=None, **kw):
     agentic: a session sweep over concurrency (or rate), ``think_s``, ``dram_bytes`` and ``nvme_bytes``
     (answers/sweep_sessions.py; ``turns``, ``kv_tiering`` one value each)."""
     if kw.get("workload") not in (None, "steady"):
+        if client is not None:  # it would be dropped unread
+            raise ValueError(f"client: a session sweep (workload={kw['workload']!r}) runs in this process, not on "
+                             "a dask cluster")
         return _session_sweep(model, hardware, {**kw, "out": out})
     kw.pop("workload", None)
     given = next((k for k in SESSION_AXES if kw.get(k) is not None), None)
@@ -255,7 +259,7 @@ def sweep(model=None, hardware=None, *, out=None, client=None, **kw):
 
 def _session_sweep(model, hardware, kw: dict):
     """tk.sweep(workload=...): the session sweep on the layout degrees given, the serving engine ``engine``."""
-    from tokenomy.answers.sweep_sessions import SESSION_KEYS, session_sweep
+    from tokenomy.answers.sweep_sessions import session_sweep
 
     kw = dict(kw)
     extra = {k: kw.pop(k) for k in (*SESSION_KEYS, "out") if kw.get(k) is not None}

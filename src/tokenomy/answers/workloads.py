@@ -18,7 +18,7 @@ run); ``serve_request`` answers a request, as ``tokenomy serve`` builds it.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 
@@ -28,8 +28,8 @@ from tokenomy.answers.disagg_plans import (DISAGG_COLUMNS, disagg_plan, plan_dis
 from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import power_of, serving_energy
 from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa: F401  (engine_profile: re-exported)
-from tokenomy.answers.requests import (DeploymentRequest, EngineRequest, RunRequest, ServeRequest, SessionRequest,
-                                       WorkloadRequest)
+from tokenomy.answers.requests import (SESSION_KEYS, DeploymentRequest, EngineRequest, RunRequest, ServeRequest,
+                                       SessionRequest, WorkloadRequest)
 from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Later, Result, Rows
 from tokenomy.answers.serve_layout import layout_pick
@@ -39,8 +39,6 @@ from tokenomy.answers.variants import annotated
 from tokenomy.core.layout import Layout
 from tokenomy.serving.steady import bound_name, steady
 from tokenomy.units import fmt_seconds
-
-SESSION_KEYWORDS = ("workload", "turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
 
 COLUMNS = ("concurrency", "rate", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "tokens_per_s_per_chip",
            "tokens_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "j_per_output_token",
@@ -82,8 +80,7 @@ SERVE_KEYWORDS = {"isl_dist": None, "osl_dist": None, "trace": None, "cache_hit"
                   "pp": None, "dp": None, "redundant_experts": None, "attn_dp": None, "kv_batch": None,
                   "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated", "usd_per_chip_hour": None,
                   "mode": "agg", "pools": None, "usd_per_kwh": None, "facility": None, "emit": None,
-                  "protocol": "steady", "workload": "steady", "turns": None, "think_s": None, "kv_tiering": None,
-                  "dram_bytes": None, "nvme_bytes": None, "routing": None}
+                  "protocol": "steady", **dict.fromkeys(SESSION_KEYS), "workload": "steady"}
 
 
 @door(SERVE_KEYWORDS)
@@ -99,7 +96,7 @@ def serve(model, hardware, *, concurrency=None, rate=None, isl=1024, osl=1024, *
     ``think_s`` (a list sweeps), ``kv_tiering`` (a catalog/kv_tiering policy; default HBM only), ``dram_bytes``
     (a list sweeps) and ``nvme_bytes`` per node, ``routing`` (compare round-robin, session-sticky, prefix-aware, kv-router)."""
     given = {**SERVE_KEYWORDS, "concurrency": concurrency, "rate": rate, "isl": isl, "osl": osl, **kw}  # as parsed
-    sessions = {k: given.pop(k) for k in SESSION_KEYWORDS}
+    sessions = {k: given.pop(k) for k in SESSION_KEYS}
     if sessions["workload"] != "steady" or any(v is not None for k, v in sessions.items() if k != "workload"):
         return annotated(_sessions(model, hardware, {**given, **sessions}), hardware)
     return serve_request(ServeRequest.of(model, hardware, given))
@@ -192,8 +189,7 @@ def _sessions(model, hardware, kw: dict) -> Result:
     from tokenomy.answers.session_serve import session_workload, sessions_answer
 
     if kw["workload"] == "steady":
-        given = next(k for k in ("turns", "think_s", "kv_tiering", "dram_bytes", "nvme_bytes", "routing")
-                     if kw[k] is not None)
+        given = next(k for k in SESSION_KEYS if k != "workload" and kw[k] is not None)
         raise ValueError(f"{given}: for a session workload (workload multiturn | agentic)")
     for name, default in (("mode", "agg"), ("protocol", "steady"), ("cache_hit", 0.0), ("isl", 1024), ("osl", 1024),
                           ("isl_dist", None),
@@ -206,8 +202,7 @@ def _sessions(model, hardware, kw: dict) -> Result:
     d = DeploymentRequest.of(model, hardware, kw)
     e = EngineRequest.of({**kw, "engine": kw["engine"] or "vllm"})
     d = replace(d, kv_dtype=serving_kv_dtype(model, e.name, d.weight_dtype, d.kv_dtype))
-    q = SessionRequest(w, kw["concurrency"], kw["rate"], kw["think_s"], kw["dram_bytes"], kw["nvme_bytes"],
-                       kw["kv_tiering"], kw["routing"], kw["trace"])
+    q = SessionRequest(w, **{f.name: kw[f.name] for f in fields(SessionRequest) if f.name != "workload"})
     return sessions_answer(d, e, RunRequest.of(kw), q)
 
 

@@ -59,7 +59,8 @@ def serve_cmd(model: str = MODEL,
               nvme_bytes: float = typer.Option(None, "--nvme-bytes", help="Sessions: local NVMe per node for the "
                                                "KV tier, bytes (default all of it; 0: none)."),
               routing: str = typer.Option(None, "--routing", help="Sessions: compare routing across replicas "
-                                          "(round-robin | session-sticky | prefix-aware | kv-router; dp >= 2): hit rate, imbalance."),
+                                          "(round-robin | session-sticky | prefix-aware | kv-router; dp >= 2): "
+                                          "hit rate, imbalance."),
               prefill_chips: int = typer.Option(None, "--prefill-chips", help="disagg: chips of the prefill pool."),
               decode_chips: int = typer.Option(None, "--decode-chips", help="disagg: chips of the decode pool."),
               prefill_tp: int = typer.Option(None, "--prefill-tp", help="disagg: prefill pool TP (default: best)."),

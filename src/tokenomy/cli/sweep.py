@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tokenomy.cli.app import UsageError, app, guarded
+from tokenomy.cli.app import UsageError, app, as_option, guarded
 from tokenomy.cli.options import what_if
 
 LIST = "comma list"
@@ -127,20 +127,21 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
 
     sessions = dict(workload=workload, turns=turns, think_s=think_s, kv_tiering=kv_tiering, dram_bytes=dram_bytes,
                     nvme_bytes=nvme_bytes)
-    if workload not in (None, "steady"):
-        not_here = {"--set": set_, "--kind": kind, "--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype,
-                    "--efficiency": efficiency, "--batch": batch, "--context": context, "--len-pass": len_pass,
-                    "--isl": isl, "--osl": osl, "--vars": vars_, "--plot": plot, "--dask": dask,
-                    "--chunk-points": chunk_points}
+    if workload not in (None, "steady"):  # what tk.sweep's session sweep does not read, tk refuses by name
+        passes = dict(kind=kind, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, batch=batch,
+                      context=context, len_pass=len_pass, isl=isl, osl=osl, variables=vars_,
+                      chunk_points=chunk_points, client=dask)
         return _session_sweep(dict(model=model, hardware=hardware, chips=chips, tp=tp, ep=ep, pp=pp, dp=dp,
-                                   concurrency=concurrency, rate=rate, engine=engine, **sessions),
-                              [k for k, v in not_here.items() if v is not None], out, as_csv)
+                                   concurrency=concurrency, rate=rate, engine=engine, **sessions, **passes),
+                              next((k for k, v in {"--set": set_, "--plot": plot}.items() if v is not None), None),
+                              out, as_csv)
     given = next((k for k, v in sessions.items() if v is not None and k != "workload"), None)
     if given is not None:
         raise UsageError(f"--{given.replace('_', '-')}: a session sweep's axis; give --workload multiturn or agentic")
 
     hw = _words("hardware", hardware)
-    axes = dict(model=_words("model", model), hardware=hw if set_ is None else [what_if(h, set_) for h in hw], kind=_words("kind", kind),
+    hw = hw if set_ is None else [what_if(h, set_) for h in hw]
+    axes = dict(model=_words("model", model), hardware=hw, kind=_words("kind", kind),
                 weight_dtype=_words("weight-dtype", weight_dtype), kv_dtype=_words("kv-dtype", kv_dtype),
                 efficiency=_words("efficiency", efficiency), chips=chips, tp=tp, ep=ep, pp=pp, dp=dp, batch=batch,
                 context=context, len_pass=len_pass, concurrency=concurrency, rate=rate, isl=isl, osl=osl)
@@ -152,10 +153,8 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
     try:
         spec = spec_of(axes, {"chunk_points": CHUNK_POINTS if chunk_points is None else chunk_points, "engine": engine,
                               "variables": None if vars_ is None else _words("vars", vars_)})
-    except ValueError as e:  # tk.sweep's variables= is the CLI's --vars
-        if str(e).startswith("variables:"):
-            raise UsageError("--vars:" + str(e).partition(":")[2]) from None
-        raise
+    except ValueError as e:
+        raise UsageError(_in_cli_words(e)) from None
     if as_csv and spec.grid.size > MAX_PRINTED:
         raise UsageError(f"--csv: {spec.grid.size:,} points is over the {MAX_PRINTED:,} printed; use --out")
     if plot and vars_ is not None:
@@ -179,20 +178,34 @@ def sweep_cmd(model: str = typer.Option(..., "--model", help=f"Catalog model nam
         typer.echo(f"plot: {plot}")
 
 
-def _session_sweep(values: dict, not_here: list[str], out: str | None, as_csv: bool) -> None:
+# tk.sweep's keywords that the CLI names otherwise (the rest: --the-same-name, cli.app.as_option)
+CLI_NAMES = {"variables": "--vars", "client": "--dask"}
+
+
+def _in_cli_words(e: ValueError) -> str:
+    """tk.sweep's refusal 'name: ...' as '--option: ...' (one line)."""
+    name, sep, rest = str(e).splitlines()[0].partition(":")
+    return f"{CLI_NAMES[name]}:{rest}" if sep and name in CLI_NAMES else as_option(str(e).splitlines()[0])
+
+
+def _session_sweep(values: dict, cli_only: str | None, out: str | None, as_csv: bool) -> None:
     """tokenomy sweep --workload multiturn|agentic: tk.sweep's session sweep (answers/sweep_sessions.py) over the
-    load, think times, DRAM and NVMe sizes given, printed as a table (or CSV) or written to ``out``."""
+    load, think times, DRAM and NVMe sizes given, printed as a table (or CSV) or written to ``out``; the pass
+    sweep's options given are refused by tk by name, the CLI's own (``cli_only``: --set, --plot) here."""
     from tokenomy.answers.sweeps import sweep
 
-    if not_here:
-        raise UsageError(f"{not_here[0]}: not an axis of a session sweep (--workload); its axes: --concurrency or "
+    if cli_only:
+        raise UsageError(f"{cli_only}: not with a session sweep (--workload); its axes: --concurrency or "
                          "--rate, --think-s, --dram-bytes, --nvme-bytes")
     if as_csv and out:
         raise UsageError("--csv: prints the points; with --out they go to the file instead, choose one")
     for name in ("model", "hardware"):
         if len(_words(name, values[name])) > 1:
             raise UsageError(f"--{name}: a session sweep takes one {name}")
-    res = sweep(**{k: v for k, v in values.items() if v is not None}, out=out)
+    try:
+        res = sweep(**{k: v for k, v in values.items() if v is not None}, out=out)
+    except ValueError as e:
+        raise UsageError(_in_cli_words(e)) from None
     if out:
         typer.echo(f"written: {res}")
         return

@@ -118,6 +118,8 @@ def arrivals(plan: SessionPlan, concurrency: int, e2e_s: float, stagger_s: float
 def route(plan: SessionPlan, arrival: np.ndarray, stack: TierStack, router: str, replica: tuple) -> dict:
     """Replay the plan through tier caches under ``router`` (module docstring); ``replica`` = (replicas, the KV pool's
     tokens of one, ttft_s, e2e_s)."""
+    if router not in ROUTERS:  # refused by name: an unknown router is no kv-router
+        raise ValueError(f"routing: {router!r}; allowed: {', '.join(ROUTERS)}")
     replicas, pool_tokens, ttft_s, e2e_s = replica
     caches = [TieredCache(stack) for _ in range(replicas)]
     load, hits = _Load(replicas), 0.0
@@ -138,7 +140,7 @@ def route(plan: SessionPlan, arrival: np.ndarray, stack: TierStack, router: str,
             got = np.array([c.probe(chain) for c in caches])
             if router == "prefix-aware":
                 k = int(np.argmax(llmd_scores(got / isl, load.waiting, load.active_tokens / pool_tokens)))
-            else:
+            else:  # kv-router (the others refused above)
                 k = int(np.argmin(dynamo_logits(isl, got, load.queued_tokens, load.active_tokens)))
         hit, _ = caches[k].lookup(chain, isl)
         caches[k].take(int(plan.agent[r]))
