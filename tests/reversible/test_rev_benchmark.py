@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -31,14 +33,28 @@ def test_worker_env_sets_the_allocator_only_when_asked(monkeypatch):
     assert keep["PATH"] == default["PATH"]
 
 
-def test_tiny_sweep_writes_both_allocator_settings(tmp_path):
+def test_tiny_sweep_writes_both_allocator_settings(tmp_path, monkeypatch):
+    """The harness end to end, its workers run in this process: the command line and the environment it gives each
+    worker are what a worker process would get (the environment's allocator setting: the test above), the worker's
+    main runs on that command line and its JSON line is parsed as the harness parses a process's output (a process
+    per worker costs a torch import each: 8 here)."""
+    bench, worker = _load(BENCH / "reversible.py"), _load(BENCH / "reversible_worker.py")
+    tunables = []
+
+    def run_worker(cmd, capture_output, text, timeout, env):
+        assert cmd[:2] == [sys.executable, str(BENCH / "reversible_worker.py")] and capture_output and text
+        tunables.append(env.get("GLIBC_TUNABLES"))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = worker.main(cmd[2:])
+        return subprocess.CompletedProcess(cmd, rc, out.getvalue(), "")
+
+    monkeypatch.setattr(bench.subprocess, "run", run_worker)
     out = tmp_path / "results.py"
-    cmd = [sys.executable, str(BENCH / "reversible.py"), "--depths", "2", "4",
-           "--methods", "plain", "tokenomy", "--d-stream", "32", "--heads", "2",
-           "--seq", "64", "--batch", "2", "--steps", "1", "--warmup", "1", "--rounds", "1",
-           "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert bench.main(["--depths", "2", "4", "--methods", "plain", "tokenomy", "--d-stream", "32", "--heads", "2",
+                       "--seq", "64", "--batch", "2", "--steps", "1", "--warmup", "1", "--rounds", "1",
+                       "--out", str(out)]) == 0
+    assert len(tunables) == 8 and tunables.count(bench.MALLOC_ENV["keep"]) == tunables.count(None) == 4
     res = _load(out)
     assert set(res.SUMMARY_BY_MALLOC) == {"keep", "default"}
     assert res.SUMMARY == res.SUMMARY_BY_MALLOC["keep"]  # the first setting is the headline
