@@ -35,7 +35,9 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               done after ceil(j·I/N_tok) prefill-only steps (whole prompts: ceil(j/k), k = floor(N_tok/I)
               a step), TTFT the mean of that (serving.first_wave)
     queue   = (U − B)·lifetime/B when U > B (closed loop, Little's law); open loop: B = R·lifetime, its smallest root
-              by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap
+              by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap;
+              a finite run of N prompts (Points.prompts) holds the trapezoid's request-weighted mean instead,
+              R·a·(1 − a/(3b)), a = min(N/R, lifetime), b = max(N/R, lifetime) (serving/finite_run.py)
     X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
     $       chips·$/chip-s split by time: the prefill share of the mean step (E[t] − t(B_d, 0))/E[t] to the input
             tokens
@@ -51,6 +53,7 @@ import numpy as np
 from tokenomy.serving import first_wave
 from tokenomy.serving.batch_wait import held_steps
 from tokenomy.serving.engine_profile import budget_batch, poll_wait_s
+from tokenomy.serving.finite_run import finite_occupancy
 from tokenomy.serving.steady_steps import mean_step, step_times
 
 OPEN_LOOP_ITERATIONS = 60  # at most; the secant steps converge in a few
@@ -79,6 +82,7 @@ class Points:
     # others decode (batch_wait.batch_wait_of; 0: off)
     batch_wait_iters: object = 0.0
     batch_wait_tokens: object = 0.0
+    prompts: object = np.inf  # an open loop's prompts sent, then no more (a finite run: serving.finite_run); inf steady
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def _littles_law(many, pts: Points, cap):
     def g(B_o):
         st = step_times(many, pts, B_o, mean_step(B_o, osl, pts.prefill, pts.budget), rate=load)
         lifetime = st.residual_s + st.prefill_s + (osl - 1.0) * st.tpot_s
-        return np.minimum(np.maximum(load * lifetime, 1.0), cap)
+        return np.minimum(np.maximum(finite_occupancy(load, pts.prompts, lifetime), 1.0), cap)
 
     lo = np.minimum(np.ones_like(load), cap)
     hi = np.full_like(lo, np.inf)
@@ -189,7 +193,7 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         queue = np.where(load > B, (load - B) * lifetime / B, 0.0)
         demand = load > cap
     else:
-        demand = load * in_engine > cap * (1.0 + 1e-9)
+        demand = finite_occupancy(load, pts.prompts, in_engine) > cap * (1.0 + 1e-9)
         queue = np.where(demand, np.inf, 0.0)
     over_budget = B_d + B * I / life > budget + 1e-9
     # past capacity the engine serves B per lifetime spent in it, the queue behind full chunks (unbounded) aside

@@ -7,6 +7,7 @@ cases (disagg_cases.py) and the checks through `serve` (tests/validation) build 
 from __future__ import annotations
 
 import dataclasses
+import math
 from functools import lru_cache
 
 from tokenomy.catalog import loader
@@ -63,13 +64,25 @@ def _protocol(name: str) -> Protocol:
 def case_protocol(c: ServingCase) -> tuple[float, float, float, float]:
     """(burst, prompts, locked, median) of the case's protocol (module docstring): a closed-loop run only for the
     scenarios a serving engine runs as one (concurrency, max throughput); the tool's prompt count at the case's C;
-    whether the tool reports the median TTFT."""
+    whether the tool reports the median TTFT. An open loop (request rate) gives its run's prompts (open_loop_prompts)
+    and nothing else."""
     p = _protocol(c.protocol)
+    if c.scenario == "request_rate":  # an open loop: its run's prompts, a finite run (serving.finite_run)
+        return 0.0, float(open_loop_prompts(c)), 0.0, 0.0
     closed = p.arrivals in ("burst", "offline") and c.scenario in ("concurrency", "max_throughput")
     if not closed or (p.arrivals == "burst" and c.scenario == "max_throughput"):
         return 0.0, 0.0, 0.0, 0.0
     n = float(p.prompt_count(c.concurrency if c.scenario == "concurrency" else None, None, c.prompts))
     return 1.0, n, float(p.draw == "fixed"), float(p.ttft_statistic == "median")
+
+
+def open_loop_prompts(c: ServingCase) -> float:
+    """The prompts an open-loop case's run sends: the count its source states, else its tool's (a Poisson run of
+    vllm bench serve sends --num-prompts), inf under the steady protocol with none stated (the steady state)."""
+    if c.prompts:
+        return float(c.prompts)
+    p = _protocol(c.protocol)
+    return math.inf if p.steady else float(p.prompt_count(None, c.request_rate))
 
 
 def capacity_batch(d: Deployment, c: ServingCase) -> float:

@@ -2,7 +2,7 @@
 
 Every step and pass time is ``engine.times(work, topology, peaks, Efficiency(...))`` with one efficiency set per
 case (arrays gathered by chip). Runs a serving engine schedules — concurrency (closed loop of U clients), request
-rate (open loop, Poisson) and max throughput (every request queued at once: a closed loop at the scheduler cap) —
+rate (open loop, Poisson; a run of N prompts holds at most N: serving/finite_run.py) and max throughput (every request queued at once: a closed loop at the scheduler cap) —
 are predicted by the serving model users run, ``serving.steady.solve`` (continuous batching with chunked
 prefill under the token budget, KV capacity from the case's engine profile, queueing), its step(n, P) the engine
 on the case's work interpolated on a batch grid (case_step.py); a closed loop whose benchmark protocol runs from
@@ -56,7 +56,8 @@ def _served(s: Serving, th: Theta, closed: bool, arrivals: str = "staggered") ->
     with np.errstate(invalid="ignore", divide="ignore"):
         pts = steady.Points(isl=s.isl, osl=s.osl, prefill=s.isl, load=_load(s, closed), cap=np.minimum(s.bmax, s.cap),
                             budget=s.budget, whole_prompts=s.whole > 0, request_overhead_s=o_req, poll_steps=s.poll,
-                            batch_wait_iters=s.wait_iters, batch_wait_tokens=s.wait_tokens)
+                            batch_wait_iters=s.wait_iters, batch_wait_tokens=s.wait_tokens,
+                            prompts=np.inf if closed else s.prompts)  # an open loop's finite run (finite_run.py)
         return steady.solve(step_function(s, th), pts, closed=closed, arrivals=arrivals)
 
 

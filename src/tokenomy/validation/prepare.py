@@ -69,7 +69,7 @@ class Serving:
     wait_iters: np.ndarray  # TensorRT-LLM's delayed batching: T iterations and ρ_w·N_tok tokens (batch_wait_of; 0 off),
     wait_tokens: np.ndarray  # the held steps charged by steady.solve at its batch (batch_wait.held_steps)
     burst: np.ndarray  # 1 where the case's protocol runs a closed loop from the first wave (burst or offline)
-    prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too)
+    prompts: np.ndarray  # its timed prompts (offline: the one wave's clients too; an open loop's run: inf unstated)
     locked: np.ndarray  # 1 where it draws fixed lengths (phase-locked waves)
     median: np.ndarray  # 1 where the tool reports the median TTFT (LLMPerf's p50), not the mean
     bmax: np.ndarray  # KV-capacity batch limit at ISL + OSL per sequence
