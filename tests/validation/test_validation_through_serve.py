@@ -18,7 +18,7 @@ from tokenomy.serving.steady import steady
 from tokenomy.validation import load
 from tokenomy.validation.predict import SERVED, predict_serving
 from tokenomy.validation.theta import gather
-from tokenomy.validation.case_setup import case_deployment, case_profile, case_protocol
+from tokenomy.validation.case_setup import case_deployment, case_profile, case_protocol, open_loop_prompts
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def _serve_value(case) -> float:
         return {"tpot_s": f.tpot_s, "ttft_s": f.ttft_s,
                 "throughput_per_chip": f.requests_per_s * c.osl / c.chips}[c.metric][0]
     if c.scenario == "request_rate":
-        r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate])
+        r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate], prompts=open_loop_prompts(c))
     else:
         load_ = c.concurrency if c.scenario == "concurrency" else prof.max_batch
         r = steady(dep, prof, isl=c.isl, osl=c.osl, concurrency=[load_])
@@ -92,3 +92,15 @@ def test_moe_cases_at_small_batch_match_the_serving_model(predicted):
         if s.burst[i] > 0 and s.cases[i].case.metric == "ttft_s":
             continue
         assert pr.value[i] == pytest.approx(want, rel=0.05), s.cases[i].case.id
+
+
+def test_finite_open_loops_match_the_serving_model(predicted):
+    """The open loops of a stated prompt count (trtllm-0.14-online: 500 requests) are finite runs in both
+    (serving.finite_run): past the engine's capacity, too, where the steady state's queue would grow without end."""
+    s, pr = predicted
+    idx = [i for i, c in enumerate(s.cases) if c.case.scenario == "request_rate" and c.case.metric == "tpot_s"
+           and c.case.request_rate >= 32 and open_loop_prompts(c.case) < np.inf]
+    assert len(idx) >= 8
+    for i in idx:
+        assert pr.batch[i] <= open_loop_prompts(s.cases[i].case)
+        assert pr.value[i] == pytest.approx(_serve_value(s.cases[i]), rel=0.02), s.cases[i].case.id

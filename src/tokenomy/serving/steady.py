@@ -74,10 +74,11 @@ class Steady:
 
 
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, arrivals="staggered",
-           prefix: Prefix = NO_PREFIX) -> Steady:
+           prefix: Prefix = NO_PREFIX, prompts: float = np.inf) -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
     that do not fit come back NaN (``fits`` false) without numpy's warnings on the way. ``prefix``: the cache hit
-    and the shared prompt prefix (Prefix).
+    and the shared prompt prefix (Prefix); ``prompts``: an open loop's run of that many prompts (serving.finite_run;
+    inf: the steady state), shared evenly by the replicas.
     Several dp replicas (serving.replicas): one replica's steady state at each share of the load (replica_shares: a
     closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by _combine: rates and
     batches summed over the replicas, latencies weighted by the requests/s each share serves, KV capacity times dp,
@@ -91,7 +92,7 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for x, k in shares:
             pb = engine_problem(one, prof, isl=isl, osl=osl, load=x, cache_hit=prefix.hit,
-                                shared_tokens=prefix.shared_tokens)
+                                shared_tokens=prefix.shared_tokens, prompts=prompts / reps)
             if closed and pb.points.load.size > PIECE_POINTS:
                 parts.append((_closed_in_pieces(one, pb, arrivals), k))
                 continue
@@ -187,9 +188,9 @@ class EngineProblem:
 
 
 def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cache_hit=0.0,
-                   shared_tokens=0.0) -> EngineProblem:
+                   shared_tokens=0.0, prompts=np.inf) -> EngineProblem:
     """The engine on ``dep`` under ``prof`` at each point of ``load`` (users or requests/s) as solve's inputs
-    (``cache_hit``, ``shared_tokens``: steady's Prefix)."""
+    (``cache_hit``, ``shared_tokens``: steady's Prefix; ``prompts``: an open loop's finite run, Points.prompts)."""
     load = np.atleast_1d(np.asarray(load, float))
     isl, osl = (np.broadcast_to(np.asarray(x, float), load.shape) for x in (isl, osl))
     I = prefill_tokens(isl, cache_hit)
@@ -202,7 +203,7 @@ def engine_problem(dep: Deployment, prof: EngineProfile, *, isl, osl, load, cach
     pts = Points(isl=isl, osl=osl, prefill=I, load=load, cap=cap, budget=pooled_limits(prof, dep.layout, I, cap)[1],
                  whole_prompts=not prof.chunked_prefill,
                  request_overhead_s=float(np.asarray(dep.eff.request_overhead_s)), poll_steps=poll_steps(prof),
-                 batch_wait_iters=T, batch_wait_tokens=wait_tokens)
+                 batch_wait_iters=T, batch_wait_tokens=wait_tokens, prompts=prompts)
     return EngineProblem(step, pts, b_kv, kv_tok, float(shared_block_tokens(prof, shared_tokens)))
 
 
