@@ -41,8 +41,8 @@ def test_limits_steady_state_and_all_at_once():
 
 
 # Llama-3.1-70B TP4 on H200 under TensorRT-LLM's profile, 500 prompts (trtllm-0.14-online's rows); (R, ISL, OSL)
-# where the decode batch, not the prompt budget, is the load. Measured when written: finite-run TPOT 1.09-1.17x
-# the simulator's (its drain thins the batch sooner than the fluid trapezoid), the steady state's 1.5-4.4x.
+# where the decode batch, not the prompt budget, is the load. Measured when written: finite-run TPOT 1.13-1.18x
+# the simulator's (its drain thins the batch sooner than the fluid trapezoid), the steady state's 1.6-4.4x.
 RUNS = [(32.0, 467, 256), (16.0, 467, 256), (32.0, 202, 214)]
 
 
