@@ -42,13 +42,16 @@ def case_deployment(c: ServingCase) -> Deployment:
 
 def case_profile(c: ServingCase) -> EngineProfile:
     """The case's serving-engine profile (catalog/engines) at the case's engine version (its overlap scheduler) and
-    settings (token budget, two-batch overlap, the scheduler's receive interval, delayed batching), its cache share the one the
-    source states (kv_free_fraction of the memory free after weights and activations, TensorRT-LLM's rule) and its
-    batch cap."""
+    settings (token budget, two-batch overlap, the scheduler's receive interval, delayed batching), its cache share
+    the one the source states — kv_free_fraction of the memory free after weights and activations (TensorRT-LLM's
+    rule) or gpu_memory_utilization of the total (vLLM's and SGLang's), else the engine's own rule and default — and
+    its batch cap."""
     prof = profile_of(loader.engine_file(c.engine), c.tp, max_num_tokens=c.max_num_tokens,
                       max_batch=c.max_batch or DEFAULT_MAX_BATCH, version=c.engine_version or None)
     given = lambda x, default: default if x is None else x  # noqa: E731
-    return dataclasses.replace(prof, hbm_fraction=c.kv_free_fraction, fraction_of="free",
+    memory = ({"hbm_fraction": c.gpu_memory_utilization, "fraction_of": "total"} if c.gpu_memory_utilization else
+              {"hbm_fraction": c.kv_free_fraction, "fraction_of": "free"} if c.kv_free_fraction else {})
+    return dataclasses.replace(prof, **memory,
                                ep_overlap=max(prof.ep_overlap, float(c.two_batch_overlap)),
                                recv_interval=c.scheduler_recv_interval or prof.recv_interval,
                                batch_wait_iters=given(c.batch_wait_timeout_iters, prof.batch_wait_iters),

@@ -76,7 +76,7 @@ class Pool(_Strict):
     max_batch: int | None = Field(default=None, gt=0)  # sequences per scheduler (vLLM --max-num-seqs) when published
     max_num_tokens: int | None = Field(default=None, gt=0)  # tokens per scheduler step (--max-num-batched-tokens)
     # share of total HBM the engine takes for weights, activations and KV (vLLM --gpu-memory-utilization, SGLang
-    # --mem-fraction-static); None: the case's kv_free_fraction of the memory free after weights (TensorRT-LLM's rule)
+    # --mem-fraction-static); None: the case's own rule (ServingCase: kv_free_fraction, gpu_memory_utilization)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
 
     @model_validator(mode="after")
@@ -112,7 +112,12 @@ class ServingCase(_Strict):
     # the recipe's tokens per scheduler step (vLLM --max-num-batched-tokens, TensorRT-LLM --max_num_tokens, SGLang the
     # smaller of --chunked-prefill-size and --max-prefill-tokens); None: the engine profile's [scheduler] default
     max_num_tokens: int | None = Field(default=None, gt=0)
-    kv_free_fraction: float = Field(default=0.9, gt=0, le=1)  # share of free HBM given to the KV cache
+    # the engine's memory rule where the source states it: kv_free_fraction of the HBM free after weights and
+    # activations (TensorRT-LLM's free_gpu_memory_fraction), or gpu_memory_utilization of the total for weights,
+    # activations and KV (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static); neither: the engine's own
+    # rule and default (catalog/engines [kv_cache]: TensorRT-LLM 0.9 free, vLLM 0.9 total, SGLang 0.88 total)
+    kv_free_fraction: float | None = Field(default=None, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     engine: str = "trtllm"  # the serving engine's profile: a catalog/engines/<engine>.toml
     engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
