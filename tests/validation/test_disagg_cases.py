@@ -61,8 +61,9 @@ def test_disaggregated_cases_exist_and_are_held_out():
 def _by_hand(c: ServingCase):
     """serving.disagg on the case's pools, each built here from the pool's fields (workers side by side as dp,
     attention-DP over the EP ranks where stated), under the chip's calibrated terms with the host overlap of the
-    case's engine at its version, the scheduler caps and memory share the pool states and the case's scheduler
-    receive interval (the decode side's receive delays the prefill's start: serving/disagg.py, bootstrap)."""
+    case's engine at its version, the scheduler caps and memory share the pool states (else the case's, else its
+    engine's own rule) and the case's scheduler receive interval (the decode side's receive delays the prefill's
+    start: serving/disagg.py, bootstrap)."""
     from tokenomy.validation.disagg_cases import case_efficiency
 
     eff = case_efficiency(c, load.efficiency_for(c.hardware).terms)
@@ -76,7 +77,8 @@ def _by_hand(c: ServingCase):
         prof = profile_of(loader.engine_file(c.engine), pool.tp, max_num_tokens=pool.max_num_tokens,
                           max_batch=pool.max_batch or 4096, version=c.engine_version)
         share = ((pool.gpu_memory_utilization, "total") if pool.gpu_memory_utilization else
-                 (c.kv_free_fraction, "free"))
+                 (c.gpu_memory_utilization, "total") if c.gpu_memory_utilization else
+                 (c.kv_free_fraction, "free") if c.kv_free_fraction else (prof.hbm_fraction, prof.fraction_of))
         profs.append(dataclasses.replace(prof, hbm_fraction=share[0], fraction_of=share[1],
                                          recv_interval=c.scheduler_recv_interval or prof.recv_interval))
     return disagg(deps[0], deps[1], profs[0], profs[1], DisaggLoad(c.isl, c.osl, concurrency=c.concurrency))
