@@ -70,8 +70,8 @@ def test_scenario_needs_its_load_setting():
 
 # Cases the model cannot predict, each for a stated reason (anything else that predicts NaN is a wrong setting):
 # Pope et al.'s 2D weight-stationary layouts shard PaLM over 64 chips, more than its 48 heads, which no
-# Layout(tp, dp) reproduces; at 32 QPS the TensorRT-LLM 0.14 open loop is past saturation (no steady state: the
-# 467/16 point on 4 x H100 too, whose published ITL of 482 ms is itself a saturated engine's).
+# Layout(tp, dp) reproduces. (TensorRT-LLM 0.14's open loops at 32 QPS, past saturation, had no steady state until
+# they ran as what they were, finite runs of 500 requests: serving/finite_run.py.)
 # (gpt-oss at 32768/1024 max throughput was NaN until the KV capacity left room for the activations of a step that
 # holds a whole 32k-token prompt, as the engine reserves them: serving/scheduler.kv_tokens.)
 UNPREDICTABLE = {
@@ -79,9 +79,6 @@ UNPREDICTABLE = {
                       "pope22-palm-540b-prefill-tpu-v4-64-b512-bf16", "pope22-palm-540b-decode-tpu-v4-64-b512-bf16",
                       "pope22-palm-62b-prefill-tpu-v4-32-b512-bf16", "pope22-palm-62b-decode-tpu-v4-8-b512-bf16",
                       "pope22-palm-540b-decode-tpu-v4-64-b64-bf16-tpot"},
-    "trtllm-0.14-online": {"trtllm014-llama-3-1-70b-h100-sxm-tp4-467-256-qps32-ttft",
-                           "trtllm014-llama-3-1-70b-h200-tp4-467-256-qps32-ttft",
-                           "trtllm014-llama-3-1-70b-h100-sxm-tp4-467-16-qps32-ttft"},
 }
 
 
