@@ -40,7 +40,7 @@ test: $(STAMP_TEST)
 			|| echo "warning: could not install chromium (no root/sudo?); the browser tests will fail"; \
 	fi
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 bench: $(STAMP_TEST)
 	$(BIN)/python benchmarks/sweep.py

@@ -11,6 +11,10 @@ from tokenomy.validation import kv_tier_report as kr
 from tokenomy.validation import report
 from tokenomy.validation.kv_tiering import Scored
 
+# kv_tiering.scored() simulates every case once per process (~40 CPU-s, lru_cache): both files that read it run in one
+# xdist worker (make test: --dist loadgroup), so the suite pays it once
+pytestmark = pytest.mark.xdist_group("kv_tiering_scored")
+
 
 def _rows(factor_of):
     """Every catalog case 'predicted' at a chosen multiple of its measured value."""

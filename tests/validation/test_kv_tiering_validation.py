@@ -8,6 +8,10 @@ from tokenomy.catalog import loader
 from tokenomy.validation import kv_tiering as kt
 from tokenomy.validation.kv_tier_plans import replays
 
+# kv_tiering.scored() simulates every case once per process (~40 CPU-s, lru_cache): both files that read it run in one
+# xdist worker (make test: --dist loadgroup), so the suite pays it once
+pytestmark = pytest.mark.xdist_group("kv_tiering_scored")
+
 
 def _case(cid):
     for f in loader.kv_tier_validation():
