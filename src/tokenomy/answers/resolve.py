@@ -68,13 +68,15 @@ def weight_dtype_of(v: str | None) -> str | None:
 
 
 def _as_engine_runs(eff: Efficiency, serving_engine: str) -> Efficiency:
-    """``eff`` with the serving engine's host and EP overlap, its prompt passes' eager launch time and whether its
-    prompt chunks share the decode step (serving.scheduler.EngineProfile.on)."""
+    """``eff`` with the serving engine's host and EP overlap, its prompt passes' eager launch time, whether its
+    prompt chunks share the decode step and the tile its default MoE grouped GEMM pads each expert to
+    (serving.scheduler.EngineProfile.on)."""
     version, since, two_batch, (sm_normal, sm_low) = loader.engine_overlap(serving_engine)
     h, eps = overlaps(since, version, two_batch)
     eager, mixed = loader.engine_prompt_passes(serving_engine)
     return eff.with_(host_overlap=h, ep_overlap=eps, ep_sm_normal=sm_normal, ep_sm_low_latency=sm_low,
-                     eager_prefill_s_per_kernel=eager, mixed_prefill=float(mixed))
+                     eager_prefill_s_per_kernel=eager, mixed_prefill=float(mixed),
+                     expert_tile_rows=loader.engine_expert_tile(serving_engine))
 
 
 @lru_cache(maxsize=64)

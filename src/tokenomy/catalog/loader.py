@@ -180,6 +180,19 @@ def engine_prompt_passes(name: str) -> tuple[float, bool]:
 
 
 @lru_cache(maxsize=None)
+def engine_expert_tile(name: str) -> float:
+    """B_M of the serving engine's default MoE grouped GEMM ([moe_kernel]; 0 where the profile states none), from the
+    cache while the file is unchanged (a named kernel: serving.engine_profile.EngineProfile.expert_tile_rows)."""
+    stem = _pick("engines", name).stem
+
+    def build():
+        f, raw = _file("engines", stem)
+        k = f.moe_kernel  # its default is one of its kernels (schema.EngineMoeKernel)
+        return (0.0 if k is None else k.kernels[k.default]), {ROOT / "engines" / f"{stem}.toml": raw}
+    return cache.cached(("engine-expert-tile", stem, str(ROOT)), build)
+
+
+@lru_cache(maxsize=None)
 def chip_family(name: str) -> str:
     """A chip's architecture family (chips/<name>.toml ``family``: hopper, blackwell, cdna3, ...; the chip's own
     name where the file gives none), from the cache while the file is unchanged."""

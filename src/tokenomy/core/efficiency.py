@@ -53,6 +53,11 @@
                                               so a short prompt's pass waits on its launches (SGLang PR 12160: a
                                               1-token DeepSeek-V3 prefill 82.6 ms eager, 23.1 ms under a CUDA
                                               graph). Added to the host time, hidden under the GPU's as h says
+    expert tile                             = B_M: the rows a grouped GEMM pads each routed expert's tokens to (the
+                                              engine's MoE kernel: Triton fused_moe's BLOCK_SIZE_M, DeepGEMM's
+                                              128-row contiguous segments; catalog/engines [moe_kernel]); the
+                                              tensor cores compute the padded rows (core/times.expert_rows_padded);
+                                              0: no padding (the roofline)
     mixed prefill                           = m: 1 where a prompt chunk rides in the running batch's decode step
                                               (vLLM V1, TensorRT-LLM in-flight batching), 0 where it runs as a
                                               pass of its own while the decodes wait (SGLang without
@@ -104,6 +109,8 @@ class Efficiency:
     request_overhead_s: object = 0.0  # per request, on time to first token
     eager_prefill_s_per_kernel: object = 0.0  # e: host seconds per kernel of a pass carrying prompt tokens that the
     #                                           engine launches eagerly (engine profile [prefill_launch]; not a chip's term)
+    expert_tile_rows: object = 0.0  # B_M: rows each routed expert's tokens are padded to by the engine's grouped GEMM
+    #                                 (engine profile [moe_kernel]; not a chip's term, not fitted)
     mixed_prefill: object = 1.0  # m: 1 where prompt chunks ride in the decode step, 0 where they run as their own
     #                              pass (engine profile [scheduler]; read by serving.scheduler, not by the pass)
     name: str = "roofline"  # "roofline", "calibrated" or "custom"
@@ -165,7 +172,8 @@ _RANGES = {**dict.fromkeys(("flops_fraction", "narrow_flops_ratio", "hbm_fractio
            **dict.fromkeys(("overlap_loss", "host_overlap", "ep_overlap", "ep_sm_normal", "ep_sm_low_latency",
                             "mixed_prefill"), _PART),
            **dict.fromkeys(("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens",
-                            "request_overhead_s", "allreduce_latency_s", "eager_prefill_s_per_kernel"), _AMOUNT)}
+                            "request_overhead_s", "allreduce_latency_s", "eager_prefill_s_per_kernel",
+                            "expert_tile_rows"), _AMOUNT)}
 _MAY_BE_NONE = {"kv_hbm_fraction", "nccl_link_fraction", "allreduce_latency_s"}
 _FIELDS = {f.name for f in fields(Efficiency)}
 

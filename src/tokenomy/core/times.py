@@ -1,8 +1,9 @@
 """The critical path of a pass from its work (core/work.py) under an efficiency set (the pass engine's times,
 core/engine.py): per stage and micro-batch
 
-    compute   = [F_dense/η(T_a) + F_expert/η(A/x)] / peak + F_attn/η_a(S·H/max(K, a))/peak_a
-                (the attention at the KV cache's dtype: ``Peaks``; ``_compute_s``)
+    compute   = [F_dense/η(T_a) + max(F_expert/η(m), F_expert·(m_p/m)/η_max)] / peak + F_attn/η_a(S·H/max(K, a))/peak_a,
+                m = A/x rows per expert, m_p those rows padded to the engine's MoE kernel tile (``expert_rows_padded``);
+                the attention at the KV cache's dtype (``Peaks``; ``_compute_s``)
     memory    = (1 + ε)·weights/(bw·η_hbm) + KV/(bw·η_kv) + activations/(bw·η_hbm)          (``kernel_terms``)
     TP, EP    = n_AR·all-reduce + q all-to-alls; dispatch + combine all-to-alls              (``_comms_s``)
     EP left   = EP − ε·hidden under the kernels, by DeepEP mode                              (``exposed_ep_s``)
@@ -26,6 +27,7 @@ from tokenomy.core.pass_terms import PassTerms
 from tokenomy.core.reasons import FITS_REASON
 from tokenomy.core.work import Work
 from tokenomy.specs import Topology
+from tokenomy import units
 from tokenomy.units import floats
 
 _f = floats
@@ -65,10 +67,14 @@ def kernel_terms(w: Work, peaks: Peaks, eff: Efficiency = ROOFLINE) -> tuple:
 
 
 def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
-    """[F_dense / η(M_dense) + F_expert / η(M_expert)] / peak + F_attn / η_a(M_attn) / peak_a, each GEMM at rows no
-    fewer than its balance rows: below them it is memory-bound and its time is the read, counted in memory_s
-    (efficiency.py). η_max is the set's 16-bit share, times ρ where the GEMM's dtype is narrow
-    (``Efficiency.at_compute``): the weight GEMMs' the compute dtype, the attention's the KV cache's (``Peaks``)."""
+    """[F_dense / η(M_dense) + max(F_expert / η(M_expert), F_expert·(m_p/m) / η_max)] / peak + F_attn / η_a(M_attn) /
+    peak_a, each GEMM at rows no fewer than its balance rows: below them it is memory-bound and its time is the read,
+    counted in memory_s (efficiency.py). η_max is the set's 16-bit share, times ρ where the GEMM's dtype is narrow
+    (``Efficiency.at_compute``): the weight GEMMs' the compute dtype, the attention's the KV cache's (``Peaks``).
+    The routed experts' grouped GEMM computes every expert's rows padded to its kernel's tile, m_p
+    (``expert_rows_padded``): those tiles run at the full share η_max, a floor under the small-M share η(m) (a
+    128-row DeepGEMM segment for one token is 128 rows of MMA whatever M_½ says; charged at η(m_p) instead, a
+    16-row Triton tile would take a chip whose balance rows are few, an H20, ~6x its read at batch 1)."""
     peak_a = peaks.flops_per_s if peaks.attn_flops_per_s is None else peaks.attn_flops_per_s
     eff_a = eff.at_compute(peaks.narrow if peaks.attn_narrow is None else peaks.attn_narrow)
     eff = eff.at_compute(peaks.narrow)
@@ -79,8 +85,27 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     split = _tbo(eff)  # two-batch overlap: each micro-batch's weight GEMMs get half the rows
     flops_s = w.dense_flops / share(eff, peaks.flops_per_s, w.dense_rows / split, w.dense_w)
     if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
-        flops_s = flops_s + w.expert_flops / share(eff, peaks.flops_per_s, w.expert_rows / split, w.expert_w)
+        rows = w.expert_rows / split
+        expert_s = w.expert_flops / share(eff, peaks.flops_per_s, rows, w.expert_w)
+        if np.any(eff.expert_tile_rows):  # the padded tiles at the full rate: a floor under the small-M share
+            tiles_s = w.expert_flops * (expert_rows_padded(rows, eff.expert_tile_rows) / rows) / eff.flops_fraction
+            expert_s = np.maximum(expert_s, tiles_s)
+        flops_s = flops_s + expert_s
     return flops_s / peaks.flops_per_s + w.attn_flops / share(eff_a, peak_a, w.attn_rows, w.kv_w, True) / peak_a
+
+
+def expert_rows_padded(rows, tile_rows):
+    """m_p: the rows a grouped GEMM computes for each routed expert that gets m = ``rows`` tokens when it pads every
+    expert's tokens to whole tiles of B_M = ``tile_rows`` rows (Triton fused_moe's BLOCK_SIZE_M, DeepGEMM's 128-row
+    contiguous segments: catalog/engines [moe_kernel]): the expected B_M·ceil(m_e/B_M) over experts whose loads
+    spread about m, taken as max(B_M, m + B_M/2) — one whole tile for an expert with fewer tokens than a tile (the
+    decode case: every expert read computes B_M rows), half a tile wasted on average at loads of many tiles. B_M = 0:
+    m itself (no padding: the roofline). The padded rows cost tensor-core time, not HBM reads: the expert's weights
+    are read once whatever its rows."""
+    if not np.any(tile_rows):
+        return rows
+    tile = _f(tile_rows) * units.TOKEN  # a count of rows: tokens (tests/dims)
+    return np.where(np.asarray(tile_rows) > 0, np.maximum(tile, rows + tile / 2.0), rows)
 
 
 def _comms_s(w: Work, topo: Topology, ring_share=1.0):

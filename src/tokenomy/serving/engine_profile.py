@@ -44,13 +44,29 @@ class EngineProfile:
     mixed_prefill: bool = True  # prompt chunks ride in the decode step, else a pass of their own ([scheduler])
     batch_wait_iters: int = 0  # T: TensorRT-LLM holds new prompts up to T iterations while others decode ([scheduler])
     batch_wait_tokens_ratio: float = 0.0  # ρ_w: ... or until they fill ρ_w·max_num_tokens (batch_wait_steps)
+    moe_kernel: str = ""  # the MoE grouped GEMM it runs by default ([moe_kernel] default)
+    expert_tiles: tuple[tuple[str, float], ...] = ()  # B_M of each of its MoE kernels ([moe_kernel] kernels)
 
-    def on(self, eff):
+    def on(self, eff, moe_kernel: str | None = None):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap, the
-        eager launch time of its prompt passes and whether its prompt chunks share the decode step."""
+        eager launch time of its prompt passes, whether its prompt chunks share the decode step, and the tile its
+        MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to."""
         return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap, ep_sm_normal=self.ep_sm[0],
                          ep_sm_low_latency=self.ep_sm[1], eager_prefill_s_per_kernel=self.eager_prefill_s_per_kernel,
-                         mixed_prefill=float(self.mixed_prefill))
+                         mixed_prefill=float(self.mixed_prefill),
+                         expert_tile_rows=self.expert_tile_rows(moe_kernel))
+
+    def expert_tile_rows(self, moe_kernel: str | None = None) -> float:
+        """B_M: the rows the engine's MoE grouped GEMM ``moe_kernel`` (None: its default) pads each routed expert's
+        tokens to (catalog/engines [moe_kernel]; 0 where the profile states none). A ValueError names a kernel the
+        engine does not have."""
+        tiles = dict(self.expert_tiles)
+        name = moe_kernel or self.moe_kernel
+        if not name:
+            return 0.0
+        if name not in tiles:
+            raise ValueError(f"moe_kernel: {name!r} is not a MoE kernel of {self.name}; allowed: {', '.join(tiles)}")
+        return tiles[name]
 
     def kv_dtype_for(self, weight_dtype: str) -> str:
         """The KV-cache dtype this engine picks by default for a checkpoint of ``weight_dtype``."""
@@ -81,7 +97,9 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0,
                          eager_prefill_s_per_kernel=f.eager_prefill_s_per_kernel, recv_interval=sch.recv_interval,
                          mixed_prefill=sch.mixed_prefill, batch_wait_iters=sch.batch_wait_iters,
-                         batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio)
+                         batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio,
+                         moe_kernel=f.moe_kernel.default if f.moe_kernel is not None else "",
+                         expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else ())
 
 
 def _release(version: str) -> tuple[int, ...]:

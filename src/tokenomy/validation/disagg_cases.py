@@ -56,10 +56,12 @@ def pool_layout(p: Pool) -> Layout:
 
 def case_efficiency(c: ServingCase, terms: EfficiencyTerms | None) -> Efficiency:
     """The chip's terms (None: the roofline) as the case's engine runs them at its version (EngineProfile.on: host
-    and EP overlap, and the eager launches of its prompt passes, which both pools' prefill passes pay)."""
+    and EP overlap, the eager launches of its prompt passes, which both pools' prefill passes pay, and its MoE
+    kernel's expert tile)."""
     if terms is None:
         return ROOFLINE
-    return case_profile(c).on(Theta(**{f: float(term(terms, f)) for f in SERVING_FIELDS}).efficiency())
+    return case_profile(c).on(Theta(**{f: float(term(terms, f)) for f in SERVING_FIELDS}).efficiency(),
+                              c.moe_kernel)
 
 
 def _pool(c: ServingCase, p: Pool, eff: Efficiency):

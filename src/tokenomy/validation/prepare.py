@@ -65,6 +65,7 @@ class Serving:
     ep_sm_low_latency: np.ndarray
     eager_prefill: np.ndarray  # e: host s per kernel of its prompt passes, where its engine runs them eagerly
     mixed: np.ndarray  # m: 1 where its engine runs prompt chunks in the decode step, 0 as a pass of their own
+    expert_tile: np.ndarray  # B_M: rows its engine's MoE grouped GEMM pads each expert to ([moe_kernel])
     poll: np.ndarray  # decode steps a new request waits for the scheduler's next receive (scheduler.poll_steps)
     wait_iters: np.ndarray  # TensorRT-LLM's delayed batching: T iterations and ρ_w·N_tok tokens (batch_wait_of; 0 off),
     wait_tokens: np.ndarray  # the held steps charged by steady.solve at its batch (batch_wait.held_steps)
@@ -157,6 +158,7 @@ def _case_values(c: ServingCase, d: Deployment, bmax: float, step: tuple[float, 
                 whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
                 ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
                 eager_prefill=prof.eager_prefill_s_per_kernel, mixed=float(prof.mixed_prefill),
+                expert_tile=prof.expert_tile_rows(c.moe_kernel),
                 poll=poll_steps(prof), **_batch_wait(c, prof), burst=burst, prompts=prompts,
                 locked=locked, median=median, bmax=bmax, step_batch=b, step_prefill=p, flops_per_s=pk.flops_per_s,
                 narrow=float(pk.narrow), attn_flops_per_s=pk.attn_flops_per_s, attn_narrow=float(pk.attn_narrow),

@@ -121,6 +121,8 @@ class ServingCase(_Strict):
     engine: str = "trtllm"  # the serving engine's profile: a catalog/engines/<engine>.toml
     engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
+    moe_kernel: str | None = None  # the MoE grouped GEMM the source says the engine ran (catalog/engines [moe_kernel]
+    #                                kernels), where it is not the engine's default
     scheduler_recv_interval: int | None = Field(default=None, gt=0)  # the recipe's SGLang --scheduler-recv-interval
     # the recipe's TensorRT-LLM delayed batching (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; None: the
     # engine profile's, off): serving.batch_wait.batch_wait_steps

@@ -92,6 +92,23 @@ class EnginePrefillLaunch(Sourced):
     eager_s_per_kernel: float = Field(ge=0.0)
 
 
+class EngineMoeKernel(Sourced):
+    """The grouped GEMMs the engine runs the routed experts of a decode step with, each as the tile of rows it pads
+    every expert's tokens to (core/times.expert_rows_padded): ``kernels`` by name, ``default`` the one it runs unless
+    a case names another (a validation case's moe_kernel); read by serving.engine_profile.EngineProfile."""
+
+    default: str
+    kernels: dict[str, float]
+
+    @model_validator(mode="after")
+    def _default_named(self):
+        if self.default not in self.kernels:
+            raise ValueError(f"default: {self.default!r} is not among kernels; allowed: {', '.join(self.kernels)}")
+        if any(v < 0 for v in self.kernels.values()):
+            raise ValueError("kernels: tile rows must be >= 0")
+        return self
+
+
 class EngineFile(BaseModel):
     """``catalog/engines/<name>.toml``: a serving engine's scheduler and KV-cache defaults, each from its docs or code."""
 
@@ -107,6 +124,7 @@ class EngineFile(BaseModel):
     overlap: EngineOverlap
     frontend: EngineFrontend | None = None  # None: the prompt's host time is not modelled
     prefill_launch: EnginePrefillLaunch | None = None  # None: prompt passes charged no eager launch time
+    moe_kernel: EngineMoeKernel | None = None  # None: no expert tile stated, no padding charged
 
     @property
     def eager_prefill_s_per_kernel(self) -> float:
