@@ -56,6 +56,9 @@ def test_serve_charges_it_on_trtllm_and_only_where_it_is_on():
     ({"engine": "vllm", "batch_wait_iters": 40, "batch_wait_tokens_ratio": 0.8},
      "batch_wait_iters: TensorRT-LLM's delayed batching (engine trtllm); engine vllm has none"),
     ({"engine": "trtllm", "batch_wait_iters": 40}, "batch_wait_iters: delayed batching waits only where"),
+    ({"engine": "trtllm", "batch_wait_iters": 0, "batch_wait_tokens_ratio": 0.8},
+     "batch_wait_iters: delayed batching waits only where batch_wait_iters and batch_wait_tokens_ratio are both above "
+     "0; batch_wait_iters is 0 (the profile's where not given), and 0 turns it off; set both above 0, or both 0"),
     ({"engine": "trtllm", "batch_wait_tokens_ratio": 1.5}, "batch_wait_tokens_ratio: 1.5 is out of range"),
     ({"engine": "trtllm", "batch_wait_iters": -1}, "batch_wait_iters: -1 is out of range"),
 ])
@@ -85,3 +88,18 @@ def test_disaggregated_serving_refuses_it_rather_than_drop_it():
     with pytest.raises(ValueError, match="^batch_wait_iters: delayed batching is modelled on aggregated serving"):
         serve("llama-3.1-8b", "hgx-h100-8", concurrency=[8], mode="disagg", engine="trtllm", batch_wait_iters=40,
               batch_wait_tokens_ratio=0.8, pools={"prefill_chips": 4, "decode_chips": 4})
+
+
+def test_the_web_schema_says_omit_where_an_empty_value_is_refused():
+    """An empty batch_wait_iters or max_num_tokens is a 422 naming it, so the schema tells users to omit it."""
+    from fastapi.testclient import TestClient
+
+    from tokenomy.web.app import create_app
+
+    with TestClient(create_app(allowed_hosts=("testserver",))) as c:
+        params = {p["name"]: p for p in c.get("/openapi.json").json()["paths"]["/api/serve"]["get"]["parameters"]}
+        for field in ("batch_wait_iters", "batch_wait_tokens_ratio", "max_num_tokens"):
+            resp = c.get("/api/serve", params={"model": "llama-3.1-8b", "hardware": "h100-sxm", "concurrency": "4",
+                                               "engine": "trtllm", field: ""})
+            assert resp.status_code == 422 and resp.json()["detail"][0]["loc"][-1] == field, resp.text
+            assert "omit:" in params[field]["description"] and "empty" not in params[field]["description"]

@@ -68,6 +68,20 @@ def test_scenario_needs_its_load_setting():
                     kv_dtype="fp8", scenario="concurrency", metric="tpot_s", isl=1, osl=2, value=1.0, published="")
 
 
+@pytest.mark.parametrize("engine,memory,refused", [
+    ("vllm", {"kv_free_fraction": 0.9, "gpu_memory_utilization": 0.9}, "together"),
+    ("trtllm", {"gpu_memory_utilization": 0.9}, "gpu_memory_utilization is not engine trtllm's"),
+    ("sglang", {"kv_free_fraction": 0.9}, "kv_free_fraction is not engine sglang's"),
+])
+def test_one_memory_rule_and_the_engines_own(engine, memory, refused):
+    base = dict(id="x", model="llama-3.1-8b", hardware="h100-sxm", chips=1, tp=1, weight_dtype="fp8", kv_dtype="fp8",
+                scenario="concurrency", concurrency=1, metric="tpot_s", isl=1, osl=2, value=1.0, published="")
+    with pytest.raises(ValueError, match=refused):
+        ServingCase(**base, engine=engine, **memory)
+    rule = "kv_free_fraction" if engine == "trtllm" else "gpu_memory_utilization"
+    assert getattr(ServingCase(**base, engine=engine, **{rule: 0.9}), rule) == 0.9
+
+
 # Cases the model cannot predict, each for a stated reason (anything else that predicts NaN is a wrong setting):
 # Pope et al.'s 2D weight-stationary layouts shard PaLM over 64 chips, more than its 48 heads, which no
 # Layout(tp, dp) reproduces. (TensorRT-LLM 0.14's open loops at 32 QPS, past saturation, had no steady state until

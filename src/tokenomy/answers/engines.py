@@ -39,9 +39,10 @@ def delayed_batching(prof: EngineProfile, iters=None, tokens_ratio=None) -> Engi
     ratio = (float(inputs.optional("batch_wait_tokens_ratio", tokens_ratio)) if tokens_ratio is not None
              else prof.batch_wait_tokens_ratio)
     if (T > 0) != (ratio > 0):
-        other = "batch_wait_tokens_ratio" if T > 0 else "batch_wait_iters"
+        zero = "batch_wait_tokens_ratio" if T > 0 else "batch_wait_iters"
         raise ValueError(f"{field}: delayed batching waits only where batch_wait_iters and batch_wait_tokens_ratio "
-                         f"are both above 0; give {other} too (0 and 0: off)")
+                         f"are both above 0; {zero} is 0 (the profile's where not given), and 0 turns it off; set "
+                         "both above 0, or both 0")
     return replace(prof, batch_wait_iters=T, batch_wait_tokens_ratio=ratio)
 
 

@@ -115,7 +115,8 @@ class ServingCase(_Strict):
     # the engine's memory rule where the source states it: kv_free_fraction of the HBM free after weights and
     # activations (TensorRT-LLM's free_gpu_memory_fraction), or gpu_memory_utilization of the total for weights,
     # activations and KV (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static); neither: the engine's own
-    # rule and default (catalog/engines [kv_cache]: TensorRT-LLM 0.9 free, vLLM 0.9 total, SGLang 0.88 total)
+    # rule and default (catalog/engines [kv_cache]: TensorRT-LLM 0.9 free, vLLM 0.9 total, SGLang by TP: 0.88 at
+    # TP1 down to 0.79 at TP16, its by_tp table). One at most, the one of the case's engine's rule (_memory_rule).
     kv_free_fraction: float | None = Field(default=None, gt=0, le=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     engine: str = "trtllm"  # the serving engine's profile: a catalog/engines/<engine>.toml
@@ -161,6 +162,22 @@ class ServingCase(_Strict):
             raise ValueError(f"case {self.id}: prefill/decode pools need mode = 'disagg'")
         if self.chips % (self.tp * self.ep):
             raise ValueError(f"case {self.id}: chips must be a multiple of tp*ep")
+        return self._memory_rule()
+
+    def _memory_rule(self) -> "ServingCase":
+        """kv_free_fraction (a share of the memory free after weights, TensorRT-LLM's free_gpu_memory_fraction) and
+        gpu_memory_utilization (a share of the total, vLLM's and SGLang's) are two engines' rules: one at most, and
+        only the one the case's engine applies (catalog/engines [kv_cache] fraction_of)."""
+        from tokenomy.catalog import loader
+
+        if self.kv_free_fraction is not None and self.gpu_memory_utilization is not None:
+            raise ValueError(f"case {self.id}: kv_free_fraction and gpu_memory_utilization together; give the one "
+                             "of the engine's rule (kv_free_fraction: trtllm; gpu_memory_utilization: vllm, sglang)")
+        given = {"free": "gpu_memory_utilization", "total": "kv_free_fraction"}
+        wrong = given[loader.engine_file(self.engine).kv_cache.fraction_of]
+        if getattr(self, wrong) is not None:
+            raise ValueError(f"case {self.id}: {wrong} is not engine {self.engine}'s memory rule (a share of the "
+                             f"{loader.engine_file(self.engine).kv_cache.fraction_of} memory)")
         return self
 
     def _disagg(self) -> "ServingCase":

@@ -42,10 +42,10 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "cache_hit": "share of the prompt's tokens found in the prefix cache",
     "engine": "serving-engine profile from the catalog (token budget, batch cap, KV share); default vllm, or emit's",
     "emit": "launch commands for the chosen plan: vllm, sglang, trtllm or dynamo (flags from catalog/engines/flags)",
-    "max_num_tokens": "tokens the engine schedules per step; empty: the profile's",
-    "batch_wait_iters": "trtllm: delayed batching, iterations new prompts are held while others decode; empty: off",
+    "max_num_tokens": "tokens the engine schedules per step; omit: the profile's",
+    "batch_wait_iters": "trtllm: delayed batching, iterations new prompts are held while others decode; omit: off",
     "batch_wait_tokens_ratio": "trtllm: delayed batching, ... or until they fill this share of max_num_tokens; "
-                               "empty: off",
+                               "omit: off",
     "ttft_slo": "SLO: longest time to first token, seconds (goodput counts requests within it)",
     "tpot_slo": "SLO: longest time per output token, seconds",
     "method": "analytic: the steady state; simulate: the iteration-level simulator",
