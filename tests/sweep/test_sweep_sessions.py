@@ -35,7 +35,8 @@ def test_the_session_keys_are_in_the_signature():
     (dict(workload="agentic", concurrency=[8], kv_tiering="lmcache", nvme_bytes=[-5]), "nvme_bytes: -5"),
     (dict(workload="agentic", concurrency=[8], dram_bytes="abc"), "dram_bytes: 'abc'"),
     # a pass axis or setting the session sweep would drop unread (it had answered without them, review)
-    (dict(workload="agentic", concurrency=[4], batch=[1]), "batch: not an axis of a session sweep"),
+    (dict(workload="agentic", concurrency=[4], batch=[1]),
+     r"batch: not an axis of a session sweep \(workload='agentic'\); its axes: concurrency or rate, think_s"),
     (dict(workload="multiturn", concurrency=[4], efficiency="roofline"), "efficiency: not an axis of a session"),
     (dict(workload="agentic", concurrency=[4], client=object()), "^client: a session sweep .* not on a dask"),
 ])
@@ -57,14 +58,15 @@ def test_the_cli_sweeps_sessions_over_think_time_and_nvme(tmp_path):
     (["--think-s", "2"], "--think-s: a session sweep's axis; give --workload"),
     (["--workload", "agentic", "--concurrency", "8", "--kv-tiering", "lmcache", "--nvme-bytes", "-5"],
      "--nvme-bytes: -5 is out of range"),
-    (["--workload", "agentic", "--concurrency", "8", "--batch", "4"], "--batch: not an axis of a session sweep"),
+    (["--workload", "agentic", "--concurrency", "8", "--batch", "4"], "--batch: not an axis of a session sweep "
+     "(--workload agentic); its axes: --concurrency or --rate, --think-s, --dram-bytes, --nvme-bytes (and --chips"),
     (["--workload", "agentic", "--concurrency", "8", "--think-s", "abc"], "--think-s: 'abc' is not a number"),
     (["--workload", "chat", "--concurrency", "8"], "--workload: 'chat'"),
     # the pass sweep's options, refused by tk.sweep by its keyword's name and worded as the CLI's option
     (["--workload", "agentic", "--concurrency", "8", "--vars", "step_s"], "--vars: not an axis of a session sweep"),
     (["--workload", "agentic", "--concurrency", "8", "--chunk-points", "5"], "--chunk-points: not an axis of a"),
     (["--workload", "agentic", "--concurrency", "8", "--dask", "tcp://127.0.0.1:9"],
-     "--dask: a session sweep (workload='agentic') runs in this process"),
+     "--dask: a session sweep (--workload agentic) runs in this process"),
     (["--workload", "agentic", "--concurrency", "8", "--plot", "s.html"], "--plot: not with a session sweep"),
 ])
 def test_the_cli_refuses_by_name(args, words):

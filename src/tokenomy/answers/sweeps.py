@@ -234,6 +234,8 @@ AXES = ("kind", "weight_dtype", "kv_dtype", "efficiency", "chips", "tp", "ep", "
 
 # the axes and settings a session sweep reads beside its own keywords: the load, the layout and the serving engine
 SESSION_USES = ("concurrency", "rate", "chips", "tp", "ep", "pp", "dp", "engine")
+# what a session sweep varies, as its refusal lists it (the CLI shows these names as its flags: cli/sweep.py)
+SESSION_SWEEP_AXES = "concurrency or rate, think_s, dram_bytes, nvme_bytes (and chips, tp, ep, pp, dp, engine)"
 # a session sweep's own keywords (answers/sweep_sessions.py SESSION_KEYS less workload), in tk.sweep's signature
 SESSION_AXES = tuple(k for k in SESSION_KEYS if k != "workload")
 
@@ -266,8 +268,8 @@ def _session_sweep(model, hardware, kw: dict):
     named = {k: kw.pop(k) for k in (*AXES, *SETTINGS) if k in kw}  # the load, the layout and the engine used
     unused = next((k for k, v in named.items() if v is not None and k not in SESSION_USES), None)
     if unused is not None:  # a pass axis (batch, context, ...) or setting a session sweep would drop unread
-        raise ValueError(f"{unused}: not an axis of a session sweep (workload={kw.get('workload')!r}); its axes: "
-                         "concurrency or rate, think_s, dram_bytes, nvme_bytes (and chips, tp, ep, pp, dp, engine)")
+        raise ValueError(f"{unused}: not an axis of a session sweep (workload={extra.get('workload')!r}); its "
+                         f"axes: {SESSION_SWEEP_AXES}")
     layout_kw = {k: named[k] for k in ("chips", "tp", "ep", "pp", "dp") if named.get(k) is not None}
     return session_sweep(model, hardware, concurrency=named.get("concurrency"), rate=named.get("rate"),
                          serving_engine=named.get("engine", SETTINGS["engine"]), **extra, **layout_kw, **kw)

@@ -3,6 +3,7 @@ cluster, with an HTML page of the Pareto fronts; a thin layer over answers.sweep
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -183,9 +184,16 @@ CLI_NAMES = {"variables": "--vars", "client": "--dask"}
 
 
 def _in_cli_words(e: ValueError) -> str:
-    """tk.sweep's refusal 'name: ...' as '--option: ...' (one line)."""
-    name, sep, rest = str(e).splitlines()[0].partition(":")
-    return f"{CLI_NAMES[name]}:{rest}" if sep and name in CLI_NAMES else as_option(str(e).splitlines()[0])
+    """tk.sweep's refusal 'name: ...' as '--option: ...' (one line); a session sweep's list of its axes
+    (answers/sweeps.SESSION_SWEEP_AXES) and its workload=... as the flags that set them."""
+    from tokenomy.answers.sweeps import SESSION_SWEEP_AXES
+
+    line = str(e).splitlines()[0]
+    flags = re.sub(r"[a-z_]+", lambda m: m[0] if m[0] in ("or", "and") else "--" + m[0].replace("_", "-"),
+                   SESSION_SWEEP_AXES)
+    line = re.sub(r"\(workload='(\w+)'\)", r"(--workload \1)", line.replace(SESSION_SWEEP_AXES, flags))
+    name, sep, rest = line.partition(":")
+    return f"{CLI_NAMES[name]}:{rest}" if sep and name in CLI_NAMES else as_option(line)
 
 
 def _session_sweep(values: dict, cli_only: str | None, out: str | None, as_csv: bool) -> None:
