@@ -114,3 +114,18 @@ def test_the_session_simulator_holds_prompts_as_the_analytic_sessions_do():
                                for m, h in (("simulate", {}), ("simulate", hold), ("analytic", hold)))
     assert sim_on > sim_off + 0.1  # ~25 held decode steps of ~7 ms
     assert sim_on == pytest.approx(ana_on, rel=0.25)
+
+
+def test_explain_and_the_engine_label_state_the_hold():
+    """--explain gives T, ρ_w·N_tok and the held steps W at each point (W = the steady state's wait beyond the
+    receive, the same held_steps the TTFT charges), and the profile's label names the setting; off: neither."""
+    kw = dict(engine="trtllm", tp=8, concurrency=[64], isl=922, osl=922)
+    on = serve("deepseek-r1", "hgx-b200-8", batch_wait_iters=40, batch_wait_tokens_ratio=0.8, **kw)
+    off = serve("deepseek-r1", "hgx-b200-8", **kw)
+    line = next(x for x in on.explain() if x.startswith("delayed batching"))
+    assert "T = 40 iterations" in line and "0.8 x 8192 = 6553.6 tokens" in line
+    W = float(line.rsplit("64: ", 1)[1])
+    step = off.rows()[0]["tpot_s"]  # whole prompts beside decodes: ~ the plain step at this load
+    assert 5 < W <= 40 and (on.rows()[0]["ttft_s"] - off.rows()[0]["ttft_s"]) / step == pytest.approx(W, rel=0.2)
+    assert "delayed batching 40 iterations / 0.8 of the budget" in on.title
+    assert not any("delayed batching" in x for x in off.explain()) and "delayed batching" not in off.title

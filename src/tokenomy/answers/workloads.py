@@ -223,12 +223,30 @@ def _agg_runs(dep, prof, proto, w: WorkloadRequest, run: RunRequest) -> list:
     return [None] * len(w.load)
 
 
+def _explain_hold(dep, prof, s, load) -> tuple[str, ...]:
+    """TensorRT-LLM's delayed batching in --explain: T, ρ_w·N_tok and the held steps W at each point (the steps a
+    request waits beyond the next receive, serving.batch_wait.held_steps), where the profile sets it."""
+    from tokenomy.serving.scheduler import batch_wait_of, poll_steps
+
+    if prof.batch_wait_iters <= 0 and prof.batch_wait_tokens_ratio <= 0:
+        return ()
+    T, tokens = batch_wait_of(prof, dep.layout)
+    if T <= 0:
+        return (f"delayed batching (batch_wait_iters {prof.batch_wait_iters}, batch_wait_tokens_ratio "
+                f"{prof.batch_wait_tokens_ratio:g}): off here (attention-DP: PyExecutor._schedule waits only without it)",)
+    held = ", ".join(f"{x:g}: {float(np.ravel(s.wait_steps)[i]) - poll_steps(prof):.3g}" for i, x in enumerate(load))
+    return (f"delayed batching: new prompts are held while others decode until T = {T:g} iterations pass or they "
+            f"fill ρ_w·N_tok = {prof.batch_wait_tokens_ratio:g} x {prof.max_num_tokens} = {tokens:g} tokens; held "
+            f"steps W (serving.batch_wait.held_steps, added to TTFT at the plain step's time) by point: {held}",)
+
+
 def _explain(dep, prof, s, load, isl, osl) -> tuple[str, ...]:
     lines = [f"engine profile: {prof.label()}",
              f"all-reduce ({prof.name}): {prof.all_reduce}; timed as the fastest of the one-shot, two-shot and ring "
              f"costs inside the scale-up domain (core.collectives.all_reduce_cost)",
              f"B_kv = KV capacity / (ISL + OSL = {isl + osl:g} tokens, rounded to blocks of {prof.block_size}) = "
              f"{float(np.ravel(s.b_kv)[0]):g} sequences"]
+    lines += _explain_hold(dep, prof, s, load)
     if int(dep.layout.dp) > 1:
         lines.append(f"dp = {int(dep.layout.dp)} replicas, each a server of its own (serving/replicas.py): the step "
                      "times, TPOT and TTFT below are one replica's at its share of the load; B, n, P, B_kv and "

@@ -75,7 +75,9 @@ class EngineProfile:
     def label(self) -> str:
         return (f"{self.name} {self.version}: budget {self.max_num_tokens} tokens/step, max batch {self.max_batch}, "
                 f"{'chunked' if self.chunked_prefill else 'whole-prompt'} prefill, KV blocks of {self.block_size}, "
-                f"{self.hbm_fraction:g} of {'total' if self.fraction_of == 'total' else 'free'} HBM")
+                f"{self.hbm_fraction:g} of {'total' if self.fraction_of == 'total' else 'free'} HBM"
+                + (f", delayed batching {self.batch_wait_iters} iterations / {self.batch_wait_tokens_ratio:g} of the "
+                   "budget" if self.batch_wait_iters > 0 and self.batch_wait_tokens_ratio > 0 else ""))
 
 
 def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int | None = None,

@@ -71,6 +71,9 @@ class Steady:
     busy_compute: np.ndarray
     busy_hbm: np.ndarray
     busy_link: np.ndarray
+    # decode steps a request landing while others decode waits before its prompt is scheduled: the next receive
+    # (poll_steps) + TensorRT-LLM's delayed-batching hold (batch_wait.held_steps); serve's --explain prints them
+    wait_steps: np.ndarray
 
 
 def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, arrivals="staggered",
@@ -103,7 +106,7 @@ def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, 
 BUSY = ("busy_compute", "busy_hbm", "busy_link")
 SUMMED = ("batch", "decodes", "prefill_per_step", "requests_per_s", "output_tokens_per_s")
 RATE_WEIGHTED = ("tpot_s", "ttft_s", "ttft_p50_s", "ttft_p99_s", "queue_s", "chunk_step_s", "e2e_s", "prefill_share",
-                 "chunks")
+                 "chunks", "wait_steps")
 
 
 def _combine(parts, reps: int) -> Steady:
@@ -230,7 +233,8 @@ def _steady_of(dep: Deployment, pb: EngineProblem, s: Solved) -> Steady:
                   usd_per_mtok_input=usd_per_mtok(s.prefill_share, X * isl, dep.chips, dep.price) + nan,
                   usd_per_mtok_output=usd_per_mtok(1.0 - s.prefill_share, out_tps, dep.chips, dep.price) + nan,
                   kv_occupancy=occupancy + nan, capacity_limited=s.demand_limited | s.over_budget,
-                  bound=s.bound, fits=fits, busy_compute=busy[0], busy_hbm=busy[1], busy_link=busy[2])
+                  bound=s.bound, fits=fits, busy_compute=busy[0], busy_hbm=busy[1], busy_link=busy[2],
+                  wait_steps=np.broadcast_to(s.wait_steps, load.shape) + nan)
 
 
 def bound_name(i) -> str:
