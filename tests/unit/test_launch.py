@@ -172,6 +172,19 @@ def test_dynamo_workers_take_the_engine_flags():
         check_round_trip(worker, r.extra["plan"], 4)
 
 
+@pytest.mark.parametrize("emit", ["trtllm", "dynamo"])
+def test_delayed_batching_reaches_the_trtllm_config(emit):
+    """The hold the plan was served under is in the YAML TorchLlmArgs reads (batch_wait_timeout_iters,
+    batch_wait_max_tokens_ratio); off, neither key is written (the engine's default, 0)."""
+    kw = dict(concurrency=[16], engine="trtllm", emit=emit)
+    on = tk.serve("llama-3.1-8b", "h100-sxm", batch_wait_iters=40, batch_wait_tokens_ratio=0.8, **kw)
+    config = on.extra["launch"][-1]["config"]
+    assert config["batch_wait_timeout_iters"] == 40 and config["batch_wait_max_tokens_ratio"] == 0.8
+    assert "batch_wait_max_tokens_ratio: 0.8" in on.extra["launch"][-1]["text"]
+    off = tk.serve("llama-3.1-8b", "h100-sxm", **kw).extra["launch"][-1]["config"]
+    assert not {"batch_wait_timeout_iters", "batch_wait_max_tokens_ratio"} & set(off)
+
+
 @pytest.fixture(scope="module")
 def disagg():
     return {e: tk.plan("llama-3.1-70b", "hgx-h200-8", chips=8, mode="disagg", concurrency=[32], engine=e, emit=e)

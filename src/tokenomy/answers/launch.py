@@ -38,6 +38,8 @@ class LaunchRequest:
     max_num_tokens: int | None
     max_batch: int | None
     pools: tuple
+    # TensorRT-LLM's delayed batching the plan ran under: (batch_wait_iters, batch_wait_tokens_ratio); 0: off
+    batch_wait: tuple[int, float] = (0, 0.0)
 
 
 def check_emit(emit, serving_engine: str) -> None:
@@ -74,6 +76,8 @@ def settings(req: LaunchRequest, table, lay: dict) -> tuple[dict, int]:
     weights = req.weight_dtype or ckpt
     values.update(dtypes(req.serving_engine, table, weights, ckpt, req.kv_dtype, prof.kv_dtype_for(weights)))
     values.update(scheduler(req.serving_engine, prof))
+    if req.batch_wait[0] > 0 and req.batch_wait[1] > 0:  # only trtllm takes them (answers.engines.delayed_batching)
+        values.update(batch_wait_iters=int(req.batch_wait[0]), batch_wait_tokens_ratio=float(req.batch_wait[1]))
     return values, replicas
 
 

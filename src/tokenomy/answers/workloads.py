@@ -125,7 +125,8 @@ def _with_launch(res: Result, req: ServeRequest) -> Result:
     d, e = req.deployment, req.serving_engine
     kv = serving_kv_dtype(d.model, e.name, d.weight_dtype, d.kv_dtype)
     return with_launch(res, LaunchRequest(req.emit, e.name, model_of(d.model), weight_dtype_of(d.weight_dtype), kv,
-                                          e.max_num_tokens, e.max_batch, ()))
+                                          e.max_num_tokens, e.max_batch, (),
+                                          (e.batch_wait_iters or 0, e.batch_wait_tokens_ratio or 0.0)))
 
 
 def _served(req: ServeRequest, layout: Layout):
