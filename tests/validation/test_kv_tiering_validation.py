@@ -1,6 +1,8 @@
 """The tiered-KV validation (validation/kv_tiering.py): every published case gets a prediction through the session
 simulator, the physics orders the single-request tiers as a cache must, and the report shows every case."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,15 @@ def test_a_dram_tier_over_a_working_set_larger_than_hbm_cuts_ttft_and_raises_thr
     assert hit > base_hit and ttft < 1.0
     tput, _ = _predict("gke-t2-p10k-cpu-input")
     assert tput > 1.0
+
+
+@pytest.mark.parametrize("metric", ["ttft_mean_s", "input_tokens_per_s", "hit_rate"])
+def test_a_replica_without_a_measured_request_counts_for_nothing(metric):
+    """A replica none of whose requests is measured (a router sending a short run's measured set elsewhere) adds
+    nothing to the metric, and is no error (np.min over its empty mask raised)."""
+    src, c = _case("llmd73-precise-qps3-ttft")
+    case = c.model_copy(update={"metric": metric})
+    runs = kt._run(case, src)
+    sim, rp = runs[0]
+    idle = (sim, dataclasses.replace(rp, measured=np.zeros_like(rp.measured)))
+    assert len(runs) > 1 and kt._metric(case, [*runs, idle]) == kt._metric(case, runs)

@@ -140,6 +140,8 @@ def _metric(case, runs) -> tuple[float, float]:
         m = rp.measured.copy()
         if timed:
             m &= sim.sim.arrival_s < float(w.duration_s)
+        if not np.any(m):  # a replica none of whose measured requests arrived in the run: nothing of it to count
+            continue
         done = m & (sim.sim.finish_s <= float(w.duration_s)) if timed else m
         t_in += float(np.sum(sim.isl[done]))
         t_out += float(np.sum(rp.plan.osl[done]))
@@ -172,7 +174,8 @@ def predict(case, source) -> tuple[float, float]:
 
 @lru_cache(maxsize=1)
 def scored() -> tuple[Scored, ...]:
-    """Every case predicted (one simulation per case and arm; cases of one source share nothing)."""
+    """Every case predicted: one simulation per load and arm (_simulated, cached: a source's cases of one load and
+    policy, its TTFT and tokens/s cases, share one run; a ramp's rungs are runs of their own)."""
     out = []
     for f in loader.kv_tier_validation():
         for c in f.case:
