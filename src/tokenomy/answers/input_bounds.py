@@ -93,7 +93,7 @@ FIELDS: dict[str, Field] = {  # the one table: every number a user gives, by nam
                                   "decodes fill this share of max_num_tokens (batch_wait_max_tokens_ratio; 0: off)"),
     "ttft_slo": _f(1e-6, 1e6, "s", "TTFT SLO (goodput)"), "tpot_slo": _f(1e-6, 1e6, "s", "TPOT SLO (goodput)"),
     "requests": _w(1, 10**8, "requests", "simulate: requests to run (default 2000); --protocol: the run's prompt "
-                   "count (default: the tool's)"),
+                   "count (default: the tool's); an analytic open loop: a finite run of that many (default: endless)"),
     "seed": _w(0, 2**32 - 1, "", "simulate: random seed"),
     "prefill_chips": POOL, "decode_chips": POOL,
     "max_chips": _w(1, 4096, "chips", "min-chips: the largest chip count tried (powers of two up to it)"),

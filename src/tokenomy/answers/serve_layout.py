@@ -107,14 +107,18 @@ class LayoutPick:
         return self.dep.with_(layout=lay), self.eng.profile(int(lay.tp)), rule, self.staged.results[i]
 
 
-def layout_pick(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest) -> LayoutPick:
+def layout_pick(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest, prompts=None) -> LayoutPick:
     """serve's layout choice over the load points of ``w`` (serving.steady's concurrency or rate, cache_hit,
     arrivals; its SLOs): the degrees given (one candidate); else objectives.WORKLOAD over ``candidates``, summed over
-    the points; none holding a sequence: the decode search's first, which says why when served."""
+    the points; none holding a sequence: the decode search's first, which says why when served. ``prompts``: an open
+    loop's run of that many requests (RunRequest.requests), steady's finite run (serving.finite_run: no more
+    running than were sent, the trapezoid's mean); None: the steady state of an endless stream."""
     isl, osl = w.isl_mean, w.osl_mean
     load_batch = ranking_batch(w.U, eng.max_batch or eng.profile().max_batch)
     load = dict(isl=isl, osl=osl, concurrency=w.U, rate=w.lam, arrivals=w.arrivals, prefix=Prefix(w.cache_hit))
     closed = w.U is not None
+    if prompts is not None and not closed:
+        load["prompts"] = float(prompts)
 
     def columns_of(states):
         return steady_columns(states, closed, w.slos)

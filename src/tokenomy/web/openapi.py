@@ -51,7 +51,7 @@ HELP = {  # parameters the forms do not show (views.HELP has the rest)
     "method": "analytic: the steady state; simulate: the iteration-level simulator",
     "arrivals": "closed loop: staggered (steady state) or together (all at t = 0)",
     "protocol": "the benchmark tool whose run the figures reproduce (steady: the steady state users plan with)",
-    "requests": "simulate: requests to run",
+    "requests": "simulate: requests to run; analytic open loop (rate): a finite run of that many (omit: endless)",
     "seed": "simulate: random seed of the lengths and arrivals",
     "mode": "agg: prefill and decode on the same chips; disagg: separate pools",
     "prefill_chips": "disagg: chips of the prefill pool; empty: searched",
