@@ -1,4 +1,4 @@
-"""serve's session keywords are one list (answers/requests.SESSION_KEYS, from the session request's fields) that every
+"""serve's session keywords are one list (answers/session_request.SESSION_KEYS, from the session request's fields) that every
 door reads, and the names the doors offer for a workload and a routing are the ones the serving code takes (they
 were copied by hand in input_names.choices)."""
 
@@ -11,7 +11,7 @@ import typer.main
 
 import tokenomy as tk
 from tokenomy.answers.input_names import choices
-from tokenomy.answers.requests import SESSION_KEYS
+from tokenomy.answers.session_request import SESSION_KEYS
 from tokenomy.cli import app, commands  # noqa: F401  (registers every command)
 
 M, H = "llama-3.2-1b", "h100-sxm"

@@ -7,8 +7,8 @@
     DeploymentRequest  what is served (answers/deployment_request.py): model, hardware, chips, layout, dtypes,
                        efficiency set, prices, and for disaggregated serving its two pools (PoolRequest)
     ServeRequest       the four together, and the engine whose launch commands to write
-    SessionRequest     serve's session workloads beside the deployment, engine and run: the sessions, their load,
-                       the think times and DRAM swept, NVMe, the KV tiering policy, the routing, a trace
+    SessionRequest     serve's session workloads (answers/session_request.py, with SESSION_KEYS)
+    SERVE_KEYWORDS     serve's keywords with their defaults; SERVE_KEYS, what ServeRequest.of reads, derived from it
 Each is built from a door's keywords by ``of(values)`` (every value through answers/inputs' grammar and bounds: the
 CLI, the web and ``tk.*`` accept and refuse the same strings), checks itself there (a ValueError naming the public
 keyword), and prints a one-line summary (``str``). ``tk.serve`` builds them from its keywords; ``tokenomy serve``
@@ -17,13 +17,14 @@ from its options; the answers below the door take them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
 
 from tokenomy.answers import inputs
 from tokenomy.answers.deployment_request import DeploymentRequest, PoolRequest  # noqa: F401  (one import place)
+from tokenomy.answers.session_request import SESSION_KEYS
 from tokenomy.serving.workload import Lengths, read_trace
 from tokenomy.units import fmt_seconds
 
@@ -275,40 +276,18 @@ class ServeRequest:
             f"; emit {self.emit}" if self.emit else "")
 
 
-SERVE_KEYS = frozenset({  # what ServeRequest.of reads: the workload, engine, run, deployment (layout_of's too), emit
-    "concurrency", "rate", "isl", "osl", "isl_dist", "osl_dist", "trace", "cache_hit", "arrivals", "ttft_slo",
-    "tpot_slo", "sessions", "engine", "max_num_tokens", "max_batch", "batch_wait_iters", "batch_wait_tokens_ratio",
-    "method", "requests", "seed", "protocol", "emit",
-    "mode", "pools", "chips", "tp", "ep", "pp", "dp", "redundant_experts", "attn_dp", "kv_batch", "layout",
-    "weight_dtype", "kv_dtype", "efficiency", "usd_per_chip_hour", "usd_per_kwh", "facility"})
-@dataclass(frozen=True)
-class SessionRequest:
-    """serve's session question beside its deployment, engine and run (answers/requests.py): the session workload
-    (a serving.sessions MultiTurn or Agentic), its load (``concurrency`` concurrent sessions or ``rate`` sessions/s;
-    a ``trace`` replays its own timestamps), the think times and the DRAM bytes per node swept (None: the
-    workload's, the machine's), the NVMe bytes per node, the tiering policy and the routing to compare."""
-
-    workload: Any
-    concurrency: Any = None
-    rate: Any = None
-    think_s: Any = None
-    kv_tiering: str | None = None
-    dram_bytes: Any = None
-    nvme_bytes: float | None = None
-    routing: str | None = None
-    trace: Any = None
-
-    @property
-    def closed(self) -> bool:
-        return self.concurrency is not None
-
-    def __str__(self) -> str:
-        load = "trace" if self.trace is not None else (
-            f"{self.concurrency} sessions" if self.closed else f"{self.rate} sessions/s")
-        return f"{self.workload.kind}: {load}; tiers {self.kv_tiering or 'HBM only'}"
-
-
-# serve's session keywords, from the session request: its own fields but the load and the trace (serve's, steady
-# traffic's too) and the workload's ``turns`` (a field of the workload object it builds); every door's list is this
-SESSION_KEYS = ("workload", "turns") + tuple(f.name for f in fields(SessionRequest)
-                                             if f.name not in ("workload", "concurrency", "rate", "trace"))
+# the keywords serve takes beside model, hardware, the load and the lengths, with their defaults: the workload's, the
+# serving engine's, the run's, the deployment's (decode's layout keywords, answers.resolve.layout_of) and the sessions'
+SERVE_KEYWORDS = {"isl_dist": None, "osl_dist": None, "trace": None, "cache_hit": 0.0, "engine": None,
+                  "max_num_tokens": None, "max_batch": None, "batch_wait_iters": None,
+                  "batch_wait_tokens_ratio": None, "ttft_slo": None, "tpot_slo": None, "method": "analytic",
+                  "arrivals": "staggered", "requests": None, "seed": 0, "chips": None, "tp": None, "ep": None,
+                  "pp": None, "dp": None, "redundant_experts": None, "attn_dp": None, "kv_batch": None,
+                  "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated", "usd_per_chip_hour": None,
+                  "mode": "agg", "pools": None, "usd_per_kwh": None, "facility": None, "emit": None,
+                  "protocol": "steady", **dict.fromkeys(SESSION_KEYS), "workload": "steady"}
+# what ServeRequest.of reads: serve's keywords but the sessions' (tk.serve answers those apart), the load and the
+# lengths (serve's own arguments), a Layout given whole (the CLI's, DeploymentRequest.of) and steady traffic's
+# sessions (WorkloadRequest)
+SERVE_KEYS = (frozenset(SERVE_KEYWORDS).difference(SESSION_KEYS)
+              | {"concurrency", "rate", "isl", "osl", "layout", "sessions"})

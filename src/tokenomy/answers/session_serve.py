@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenomy.answers import inputs
-from tokenomy.answers.requests import SessionRequest
+from tokenomy.answers.session_request import SessionRequest
 from tokenomy.answers.result import Result
 from tokenomy.econ.session_tiers import hold_usd_per_s, replica_tiers
 from tokenomy.serving.replicas import one_replica, replica_count

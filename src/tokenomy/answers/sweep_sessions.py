@@ -12,7 +12,7 @@ format; .nc NetCDF-4).
 
 from __future__ import annotations
 
-from tokenomy.answers.requests import SESSION_KEYS as SERVE_SESSION_KEYS
+from tokenomy.answers.session_request import SESSION_KEYS as SERVE_SESSION_KEYS
 
 # serve's session keywords but routing (a session sweep compares no routers); sweeps.SESSION_AXES less workload
 SESSION_KEYS = tuple(k for k in SERVE_SESSION_KEYS if k != "routing")

@@ -28,8 +28,9 @@ from tokenomy.answers.disagg_plans import (DISAGG_COLUMNS, disagg_plan, plan_dis
 from tokenomy.answers.door import door
 from tokenomy.answers.energy_cols import power_of, serving_energy
 from tokenomy.answers.engines import benchmark_protocol, engine_profile  # noqa: F401  (engine_profile: re-exported)
-from tokenomy.answers.requests import (SESSION_KEYS, DeploymentRequest, EngineRequest, RunRequest, ServeRequest,
-                                       SessionRequest, WorkloadRequest)
+from tokenomy.answers.requests import (SERVE_KEYWORDS, DeploymentRequest, EngineRequest, RunRequest,
+                                       ServeRequest, WorkloadRequest)
+from tokenomy.answers.session_request import SESSION_KEYS, SessionRequest
 from tokenomy.answers.resolve import deployment, hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Later, Result, Rows
 from tokenomy.answers.serve_layout import layout_pick
@@ -69,18 +70,6 @@ def _busy_prefill_notes(s, w: WorkloadRequest) -> tuple[str, ...]:
                  f"(the simulator measured {told}): try --method simulate"
                  for i in range(len(load)) if s.prefill_share[i] > BUSY_PREFILL and not s.capacity_limited[i]
                  and s.batch[i] > 1.0)
-
-
-# the keywords serve takes beside model, hardware, the load and the lengths, with their defaults: the workload's, the
-# serving engine's, the run's, the deployment's (decode's layout keywords, answers.resolve.layout_of) and the sessions'
-SERVE_KEYWORDS = {"isl_dist": None, "osl_dist": None, "trace": None, "cache_hit": 0.0, "engine": None,
-                  "max_num_tokens": None, "max_batch": None, "batch_wait_iters": None,
-                  "batch_wait_tokens_ratio": None, "ttft_slo": None, "tpot_slo": None, "method": "analytic",
-                  "arrivals": "staggered", "requests": None, "seed": 0, "chips": None, "tp": None, "ep": None,
-                  "pp": None, "dp": None, "redundant_experts": None, "attn_dp": None, "kv_batch": None,
-                  "weight_dtype": None, "kv_dtype": None, "efficiency": "calibrated", "usd_per_chip_hour": None,
-                  "mode": "agg", "pools": None, "usd_per_kwh": None, "facility": None, "emit": None,
-                  "protocol": "steady", **dict.fromkeys(SESSION_KEYS), "workload": "steady"}
 
 
 @door(SERVE_KEYWORDS)
