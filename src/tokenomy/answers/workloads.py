@@ -98,8 +98,9 @@ def serve_request(req: ServeRequest) -> Result:
         res = serve_disagg(req)
     else:  # each candidate's steady state run from here, given or searched: the CLI reaches the engine in 6 calls
         m, hw, dep = _agg_served(req)  # (tests/cli/test_serve_hops.py)
+        finite = req.run.method == "analytic" and req.run.protocol == "steady"  # else the run's own rows count them
         pick = layout_pick(dep, req.deployment.chips, req.deployment.layout, req.workload, req.serving_engine,
-                           req.run.requests)
+                           req.run.requests if finite else None)
         for on_layout, prof in pick.pending():  # objectives.WORKLOAD's candidates, stage by stage
             pick.staged.results.append(steady(on_layout, prof, **pick.load))
         res = _serve_agg(req, m, hw, *pick.chosen())
