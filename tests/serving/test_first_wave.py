@@ -15,7 +15,7 @@ from tokenomy.serving.protocol_run import run_protocol
 from tokenomy.serving.protocol_waves import estimate
 from tokenomy.serving.scheduler import step_time
 from tokenomy.serving.simulator import simulate
-from tokenomy.serving.steady import engine_problem, steady
+from tokenomy.serving.steady import Sending, engine_problem, steady
 from tokenomy.serving.workload import Lengths, Workload, prefill_context
 
 
@@ -37,7 +37,7 @@ def test_whole_prompts_one_a_step_average_c_plus_one_over_two_prefills(trt):
     assert not prof.chunked_prefill and budget < 2 * isl  # one 5,000-token prompt a step
     o_req = float(np.asarray(dep.eff.request_overhead_s))
     hand = (C + 1) / 2.0 * _prefill_s(dep, isl, osl, isl) + o_req  # prompt j waits j prefills: mean (C + 1)/2
-    got = float(steady(dep, prof, isl=isl, osl=osl, concurrency=[C], arrivals="together").ttft_s[0])
+    got = float(steady(dep, prof, isl=isl, osl=osl, concurrency=[C], sending=Sending("together")).ttft_s[0])
     assert got == pytest.approx(hand, rel=1e-6)
     # a chunked count of the same tokens (8 x 5,000 in 8,192-token steps: 5 steps) would give 3 prefills, not 4.5
     assert got > 1.4 * (3.0 * _prefill_s(dep, isl, osl, isl) + o_req)

@@ -14,7 +14,7 @@ from tokenomy.answers.workloads import engine_profile
 from tokenomy.core.layout import Layout
 from tokenomy.serving import steady as steady_mod
 from tokenomy.serving.scheduler import StepTimer, step_time
-from tokenomy.serving.steady import Prefix, steady
+from tokenomy.serving.steady import Prefix, Sending, steady
 
 DEPS = [("llama-3.1-70b", "hgx-h100-8", Layout(8)), ("llama-3.1-8b", "hgx-h100-8", Layout(1, dp=2)),
         ("qwen3-30b-a3b", "hgx-h100-8", Layout(1, ep=8)), ("llama-3.1-70b", "hgx-h100-8", Layout(2, pp=2, dp=2))]
@@ -50,7 +50,8 @@ def dep(request):
 
 
 @pytest.mark.parametrize("engine_name", ["vllm", "trtllm"])
-@pytest.mark.parametrize("kw", [{}, {"prefix": Prefix(0.5)}, {"arrivals": "together"}], ids=["plain", "hit", "together"])
+@pytest.mark.parametrize("kw", [{}, {"prefix": Prefix(0.5)}, {"sending": Sending("together")}],
+                         ids=["plain", "hit", "together"])
 def test_closed_loop_points_alone_are_the_array(dep, engine_name, kw):
     prof = engine_profile(engine_name, int(dep.layout.tp))
     s = steady(dep, prof, isl=ISL, osl=OSL, concurrency=LOAD, **kw)

@@ -15,7 +15,7 @@ from tokenomy.answers.objectives import (DECODE_POOL, FASTEST_STEP, GOODPUT_PER_
                                          TOKENS_PER_CHIP, WORKLOAD, Objective, Term)
 from tokenomy.answers.resolve import deployment
 from tokenomy.core.layout import Layout
-from tokenomy.serving.steady import Prefix
+from tokenomy.serving.steady import Prefix, Sending
 
 SRC = Path(tk.__file__).parent
 THE_ONE = "answers/objectives.py"
@@ -146,7 +146,7 @@ def test_serve_chooses_by_the_workload_objective():
     dep = deployment("qwen3-32b", "hgx-h100-8", layout=Layout(), kv_dtype="bf16", serving_engine="vllm")
     eng = EngineRequest("vllm")
     first, rest, _ = candidates(dep, 8, ranking_batch(None, 256), 2048.0, 512.0, eng)
-    w = dict(concurrency=None, rate=np.array([0.5, 4.0]), arrivals="staggered", prefix=Prefix(0.0))
+    w = dict(concurrency=None, rate=np.array([0.5, 4.0]), sending=Sending("staggered"), prefix=Prefix(0.0))
     cols = workload_columns(dep, first, eng, 2048.0, 512.0, w)
     i = objectives.rank(WORKLOAD, cols)[0]
     assert cols["meets"][i].all()  # the first stage's best holds both rates: the rest is not searched

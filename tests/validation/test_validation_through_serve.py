@@ -14,7 +14,7 @@ import pytest
 from tokenomy.answers.engines import benchmark_protocol
 from tokenomy.catalog import loader
 from tokenomy.serving.protocol_waves import estimate
-from tokenomy.serving.steady import steady
+from tokenomy.serving.steady import Sending, steady
 from tokenomy.validation import load
 from tokenomy.validation.predict import SERVED, predict_serving
 from tokenomy.validation.theta import gather
@@ -32,7 +32,8 @@ def predicted(whole_catalog):
 def _serve_value(case) -> float:
     c = case.case
     prof = case_profile(c)  # the case's engine at its version: its host and EP overlap on the chip's terms
-    dep = dataclasses.replace(case_deployment(c), eff=prof.on(load.efficiency_set(c.hardware)))
+    # and the MoE kernel the case's source says the engine ran (its tile), as validation's prepared work has it
+    dep = dataclasses.replace(case_deployment(c), eff=prof.on(load.efficiency_set(c.hardware), c.moe_kernel))
     burst, prompts, _, _ = case_protocol(c)
     if burst:
         wave = c.concurrency if c.scenario == "concurrency" else prompts
@@ -40,7 +41,8 @@ def _serve_value(case) -> float:
         return {"tpot_s": f.tpot_s, "ttft_s": f.ttft_s,
                 "throughput_per_chip": f.requests_per_s * c.osl / c.chips}[c.metric][0]
     if c.scenario == "request_rate":
-        r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate], prompts=open_loop_prompts(c))
+        r = steady(dep, prof, isl=c.isl, osl=c.osl, rate=[c.request_rate],
+                   sending=Sending(prompts=open_loop_prompts(c)))
     else:
         load_ = c.concurrency if c.scenario == "concurrency" else prof.max_batch
         r = steady(dep, prof, isl=c.isl, osl=c.osl, concurrency=[load_])

@@ -37,7 +37,7 @@ from tokenomy.core.deployment import Deployment
 from tokenomy.parallel.search import (Constraints, candidate_layouts, default_batches, exact_layouts, run_layouts,
                                       search)
 from tokenomy.serving.scheduler import kv_capacity
-from tokenomy.serving.steady import Prefix, steady
+from tokenomy.serving.steady import Prefix, Sending, steady
 
 
 def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
@@ -89,7 +89,7 @@ class LayoutPick:
 
     dep: Deployment  # its layout ignored
     eng: EngineRequest
-    load: dict  # serving.steady's keywords: isl, osl, concurrency, rate, cache_hit, arrivals
+    load: dict  # serving.steady's keywords: isl, osl, concurrency, rate, prefix, sending
     staged: objectives.Staged
     rule: str | None  # None: WORKLOAD's, over the candidates scored
 
@@ -115,10 +115,9 @@ def layout_pick(dep, chips, degrees, w: WorkloadRequest, eng: EngineRequest, pro
     running than were sent, the trapezoid's mean); None: the steady state of an endless stream."""
     isl, osl = w.isl_mean, w.osl_mean
     load_batch = ranking_batch(w.U, eng.max_batch or eng.profile().max_batch)
-    load = dict(isl=isl, osl=osl, concurrency=w.U, rate=w.lam, arrivals=w.arrivals, prefix=Prefix(w.cache_hit))
     closed = w.U is not None
-    if prompts is not None and not closed:
-        load["prompts"] = float(prompts)
+    run = Sending(w.arrivals, float(prompts) if prompts is not None and not closed else np.inf)
+    load = dict(isl=isl, osl=osl, concurrency=w.U, rate=w.lam, prefix=Prefix(w.cache_hit), sending=run)
 
     def columns_of(states):
         return steady_columns(states, closed, w.slos)
@@ -152,7 +151,7 @@ def per_point(dep, first, rest, eng: EngineRequest, isl, osl, load: dict) -> tup
 
 def workload_columns(dep, layouts, eng: EngineRequest, isl, osl, load: dict, slos=(None, None)) -> dict:
     """objectives.WORKLOAD's columns [layout, point] from serving.steady of each layout at ``load`` (its concurrency
-    or rate, cache_hit, arrivals): ``steady_columns``."""
+    or rate, prefix, sending): ``steady_columns``."""
     states = [steady(dep.with_(layout=lay), eng.profile(int(lay.tp)), isl=isl, osl=osl, **load) for lay in layouts]
     return steady_columns(states, load.get("concurrency") is not None, slos)
 

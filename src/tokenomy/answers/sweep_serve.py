@@ -17,7 +17,7 @@ from tokenomy.answers.workloads import engine_profile
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
-from tokenomy.serving.steady import Prefix, steady
+from tokenomy.serving.steady import Prefix, Sending, steady
 
 
 def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
@@ -42,7 +42,7 @@ def _serve_layout(spec: Spec, dep: Deployment, point: dict, load, isl, osl):
             lays, pick = [fallback], np.zeros(idx.size, dtype=int)
         else:  # each point's best, from one steady call per candidate over the group's points
             w = {"concurrency" if closed else "rate": load[idx], "prefix": Prefix(spec.cache_hit),
-                 "arrivals": spec.arrivals}
+                 "sending": Sending(spec.arrivals)}
             lays, pick = per_point(dep, first, rest, eng, i, o, w)
         for k in np.unique(pick):
             lay = lays[k]
@@ -62,7 +62,7 @@ def _serve_group(spec: Spec, point: dict, arrays: dict, shape) -> dict:
         dep = dep0.with_(layout=lay)
         prof = engine_profile(spec.serving_engine, int(lay.tp), spec.max_num_tokens, spec.max_batch)
         ld = {"concurrency" if closed else "rate": load[idx]}
-        s = steady(dep, prof, isl=isl[idx], osl=osl[idx], arrivals=spec.arrivals,
+        s = steady(dep, prof, isl=isl[idx], osl=osl[idx], sending=Sending(spec.arrivals),
                    prefix=Prefix(spec.cache_hit), **ld)
         with np.errstate(divide="ignore", invalid="ignore"):
             vals = {"ttft_s": s.ttft_s, "tpot_s": s.tpot_s, "e2e_s": s.e2e_s, "requests_per_s": s.requests_per_s,

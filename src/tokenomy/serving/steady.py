@@ -42,6 +42,19 @@ NO_PREFIX = Prefix()
 
 
 @dataclass(frozen=True)
+class Sending:
+    """How the run sends its requests: a closed loop's clients start ``arrivals`` "staggered" (the steady state) or
+    "together" (phase-locked waves, steady_solve); an open loop sends ``prompts`` requests in all (serving.finite_run:
+    no more running than were sent; inf: an endless stream, the steady state)."""
+
+    arrivals: str = "staggered"
+    prompts: float = np.inf
+
+
+STEADY_SENDING = Sending()
+
+
+@dataclass(frozen=True)
 class Steady:
     """Arrays over workload points."""
 
@@ -76,18 +89,19 @@ class Steady:
     wait_steps: np.ndarray
 
 
-def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None, arrivals="staggered",
-           prefix: Prefix = NO_PREFIX, prompts: float = np.inf) -> Steady:
+def steady(dep: Deployment, prof: EngineProfile, *, isl, osl, concurrency=None, rate=None,
+           prefix: Prefix = NO_PREFIX, sending: Sending = STEADY_SENDING) -> Steady:
     """The steady state at each point (module docstring); ``concurrency`` or ``rate`` an array of points. Points
     that do not fit come back NaN (``fits`` false) without numpy's warnings on the way. ``prefix``: the cache hit
-    and the shared prompt prefix (Prefix); ``prompts``: an open loop's run of that many prompts (serving.finite_run;
-    inf: the steady state), shared evenly by the replicas.
+    and the shared prompt prefix (Prefix); ``sending``: the clients' start and an open loop's run of that many prompts
+    (Sending; the prompts shared evenly by the replicas).
     Several dp replicas (serving.replicas): one replica's steady state at each share of the load (replica_shares: a
     closed loop's U = q·dp + r clients as r replicas of q + 1 and dp − r of q), combined by _combine: rates and
     batches summed over the replicas, latencies weighted by the requests/s each share serves, KV capacity times dp,
     the whole deployment's KV occupancy and $ per token (idle replicas are paid for too). The solve is called from
     here, so `tokenomy serve` reaches the engine in 6 calls (tests/cli/test_serve_hops.py)."""
     closed, reps = concurrency is not None, replica_count(dep)
+    arrivals, prompts = sending.arrivals, sending.prompts
     one = one_replica(dep) if reps > 1 else dep
     load = concurrency if closed else rate
     shares = replica_shares(load, reps, closed) if reps > 1 else [(load, 1)]
