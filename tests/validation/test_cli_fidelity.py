@@ -22,6 +22,9 @@ def test_validate_subset_json():
     assert out["headline_decode_time_per_token"]["cases"] > 0
 
 
+# the report carries the tiered-KV section (kv_tiering.scored(), ~40 CPU-s, lru_cache per process): in the xdist group
+# of the other files that read it (make test: --dist loadgroup), so the suite simulates that catalog once
+@pytest.mark.xdist_group("kv_tiering_scored")
 def test_validate_writes_the_report(tmp_path):
     path = tmp_path / "validation.md"
     r = RUN.invoke(app, ["validate", "--source", "rocm-vllm-0.10-mi300x", "--write", str(path)])
