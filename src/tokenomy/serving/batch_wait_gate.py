@@ -12,6 +12,8 @@ with the prompts its budget admits; the analytic mean of the hold is batch_wait.
 
 from __future__ import annotations
 
+from tokenomy.serving.batch_wait import batch_wait_of
+
 
 class BatchWaitGate:
     """The counter (module docstring): ``iters`` T, ``tokens`` ρ_w·N_tok (batch_wait.batch_wait_of)."""
@@ -27,3 +29,10 @@ class BatchWaitGate:
             return False
         self.count += 1
         return True
+
+
+def gate_for(prof, layout=None) -> BatchWaitGate | None:
+    """The engine's counter for ``prof`` on ``layout`` (the simulators' ``_Run.gate``), or None where delayed
+    batching is off (batch_wait.batch_wait_of: either setting 0, or attention-DP)."""
+    iters, tokens = batch_wait_of(prof, layout)
+    return BatchWaitGate(iters, tokens) if iters > 0.0 else None

@@ -33,8 +33,8 @@ import numpy as np
 
 from tokenomy.core.deployment import Deployment
 from tokenomy.serving.kv_cache_tiers import TierStack
-from tokenomy.serving.batch_wait_gate import BatchWaitGate
-from tokenomy.serving.scheduler import EngineProfile, batch_wait_of, pooled_limits
+from tokenomy.serving.batch_wait_gate import gate_for
+from tokenomy.serving.scheduler import EngineProfile, pooled_limits
 from tokenomy.serving.sessions import SessionPlan
 from tokenomy.serving.sim_run import Capacity
 from tokenomy.serving.sim_session_run import _SessionRun
@@ -85,9 +85,7 @@ def simulate_sessions(dep: Deployment, prof: EngineProfile, plan: SessionPlan, s
         stack = replace(stack, prefill_s_per_token=prefill_s_per_token(table, float(np.mean(isl))))
     run = _SessionRun(Capacity(prof, budget, max_batch, table, int(kv_blocks)), isl, osl, plan, stack, concurrency,
                       stagger_s)
-    held = batch_wait_of(prof, dep.layout)
-    if held[0] > 0.0:  # TensorRT-LLM's delayed batching on: the engine's counter, step by step (as simulator.simulate)
-        run.gate = BatchWaitGate(*held)
+    run.gate = gate_for(prof, dep.layout)  # TensorRT-LLM's delayed batching: the engine's counter, step by step
     run.loop()
     res = _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)))
     arrival = np.array(run.arrival, float)

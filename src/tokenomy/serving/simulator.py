@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenomy.core.deployment import Deployment
-from tokenomy.serving.batch_wait_gate import BatchWaitGate
-from tokenomy.serving.scheduler import (EngineProfile, batch_wait_of, kv_tokens, pooled_limits, rank_chunk,
+from tokenomy.serving.batch_wait_gate import gate_for
+from tokenomy.serving.scheduler import (EngineProfile, kv_tokens, pooled_limits, rank_chunk,
                                         step_budget)
 from tokenomy.serving.sim_run import EPS_S, Capacity, _Run  # noqa: F401  (re-exported: sim_sessions)
 from tokenomy.serving.sim_table import C_GRID, P_GRID, StepTable
@@ -125,9 +125,7 @@ def simulate(dep: Deployment, prof: EngineProfile, w: Workload, n_requests: int,
     arrival = _first_arrivals(w, req.arrival_s, isl, osl, need0, table, n_max, int(kv_blocks), blk)
     run = _Run(Capacity(prof, budget, max_batch, table, int(kv_blocks)), isl, osl, need0, arrival,
                int(w.concurrency) if w.closed else None)
-    held = batch_wait_of(prof, dep.layout if dep is not None else None)
-    if held[0] > 0.0:  # delayed batching on: the engine's counter, step by step
-        run.gate = BatchWaitGate(*held)
+    run.gate = gate_for(prof, dep.layout if dep is not None else None)  # delayed batching: the engine's counter
     run.loop()
     return _result(run, isl, osl, float(np.asarray(dep.eff.request_overhead_s)) if dep is not None else 0.0)
 
