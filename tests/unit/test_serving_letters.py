@@ -11,7 +11,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src" / "tokenomy"
 OLD = {
     "C for the clients": r"\bC (clients|users|sessions)\b|concurrency\W{1,3}C\b|\bC = (np\.\w+\()*.*\bconcurrency\b",
-    "R for the rate": r"\bR requests/s|\brate R\b|\bR/dp\b|\bR < mu|min\(R, mu|\bR = (np\.\w+\()*.*\brate\b",
+    "R for the rate": r"\bR requests/s|\brate R\b|\bR/dp\b|\bR < mu|min\(R, mu|\bR = (np\.\w+\()*.*\brate\b"
+                      r"|\bR·(lifetime|L\(|a·|t\()|N/R\b",
     "R for the receive interval": r"\bR-th\b|\(R − 1\)/2|--scheduler-recv-interval R\b",
 }
 
@@ -33,6 +34,8 @@ def test_the_patterns_catch_what_they_name():
                "R for the receive interval": "receives every R-th decode step"}
     for what, text in samples.items():
         assert re.search(OLD[what], text), what
+    for text in ("open loop: B = R·lifetime", "a = min(N/R, lifetime)"):  # the finite run's formula, as once written
+        assert re.search(OLD["R for the rate"], text), text
     assert not any(re.search(p, "U clients at λ requests/s, every r_recv-th step") for p in OLD.values())
 
 

@@ -34,10 +34,10 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               request lands at a step boundary); "together": all U prompts in the first steps, request j
               done after ceil(j·I/N_tok) prefill-only steps (whole prompts: ceil(j/k), k = floor(N_tok/I)
               a step), TTFT the mean of that (serving.first_wave)
-    queue   = (U − B)·lifetime/B when U > B (closed loop, Little's law); open loop: B = R·lifetime, its smallest root
-              by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when R·lifetime > B_cap;
+    queue   = (U − B)·lifetime/B when U > B (closed loop, Little's law); open loop: B = λ·lifetime, its smallest root
+              by bracketed secant steps (_littles_law), capacity-limited (queue grows without bound) when λ·lifetime > B_cap;
               a finite run of N prompts (Points.prompts) holds the trapezoid's request-weighted mean instead,
-              R·a·(1 − a/(3b)), a = min(N/R, lifetime), b = max(N/R, lifetime) (serving/finite_run.py)
+              λ·a·(1 − a/(3b)), a = min(N/λ, lifetime), b = max(N/λ, lifetime) (serving/finite_run.py)
     X       = B / lifetime requests/s,  lifetime = TTFT − queue + (OSL − 1)·TPOT
     $       chips·$/chip-s split by time: the prefill share of the mean step (E[t] − t(B_d, 0))/E[t] to the input
             tokens
@@ -111,9 +111,9 @@ class Solved:
 
 
 def _littles_law(many, pts: Points, cap):
-    """The running batch of an open loop: the smallest root of B = g(B) = min(max(R·L(B), 1), cap), L(B) the time a
+    """The running batch of an open loop: the smallest root of B = g(B) = min(max(λ·L(B), 1), cap), L(B) the time a
     request spends in the engine with B running (the rest of the step it lands in, its prefill, OSL − 1 decode
-    steps). Plain iteration from B = 1 climbs to it but crawls near saturation (R·L'(B) -> 1: 200 steps at 3% under capacity),
+    steps). Plain iteration from B = 1 climbs to it but crawls near saturation (λ·L'(B) -> 1: 200 steps at 3% under capacity),
     so each step is the secant's fixed point through the last two (B, g(B)) — below the root while g is convex,
     the chord lying under g past its last point — kept inside the bracket [lo, hi] of points known below
     (g >= B) and above (g < B) the root, bisected when the secant leaves it. ``cap``: the running batch's cap with
@@ -177,7 +177,7 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
         chunks = first_wave.steps_to(B, I, budget, whole)
     # the steps before its prompt is scheduled: the scheduler's next receive and delayed batching's hold
     # (batch_wait.held_steps: a = B/life arrivals a step beside the B − 1 other clients' decodes in a closed loop;
-    # R·t(B_d, 0) beside B by PASTA in an open one, Poisson there; the whole prompt's ISL tokens count)
+    # λ·t(B_d, 0) beside B by PASTA in an open one, Poisson there; the whole prompt's ISL tokens count)
     wait_steps = pts.poll_steps + held_steps(pts.batch_wait_iters, pts.batch_wait_tokens,
                                              B / life if closed else load * t_plain,
                                              np.maximum(B - 1.0, 0.0) if closed else B, pts.isl)
