@@ -36,12 +36,13 @@ class DecodeBlocks:
         self.n -= 1
         self.held_now -= -(-(a + self.S) // self.b)
 
-    def at(self, S: int) -> None:
-        """The run is at step S now: held(S) (its formula repeated here: one call a step, not two)."""
+    def at(self, S: int) -> int:
+        """The run is at step S now: held(S), returned (its formula repeated here: one call a step, not two)."""
         b = self.b
         Q, s = divmod(S, b)
         h = self.hist
         self.S, self.held_now = S, self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
+        return self.held_now
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""
