@@ -115,7 +115,9 @@ class SharedPrefixCache(TieredCache):
                     d.move_to_end(key)
 
     def pin_wanted(self, r: int) -> None:
-        """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed)."""
+        """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed).
+        r references nothing before (its references are dropped when it finishes or is preempted) and a lookup
+        reads each object once, so each is referenced once."""
         held, pinned, hbm, refs = self.held_by.setdefault(r, []), self.pinned, self.lru[0], self.refs
         for key in self.wants.pop(r, ()):
             t = pinned.get(key)
@@ -126,9 +128,8 @@ class SharedPrefixCache(TieredCache):
                 self.used[0] -= t
                 pinned[key] = t
                 self.pinned_tokens += t
-            if key not in held:
-                held.append(key)
-                refs[key] = refs.get(key, 0) + 1
+            held.append(key)
+            refs[key] = refs.get(key, 0) + 1
 
     def unpinned_wanted(self, r: int) -> float:
         """Tokens of the objects r's lookup read that sit in the free LRU: admitting r takes them out of it."""
@@ -197,7 +198,11 @@ class SharedPrefixCache(TieredCache):
             for j in range(1, len(self.lru)):
                 self._put(j, own, own_tokens)
                 if system is not None:
-                    self._put(j, SYSTEM, system)
+                    d = self.lru[j]
+                    if d.get(SYSTEM) == system:  # put again at its size: only recent again (nothing to evict)
+                        d.move_to_end(SYSTEM)
+                    else:
+                        self._put(j, SYSTEM, system)
         self._drop(r)
         if self.used[0] > self.cap[0]:
             self._evict(0)

@@ -130,7 +130,9 @@ class StepTable:
                 q = 1
             while q > 1 and total + ((q - 1) * f0 + s * ((q - 1) * (q - 2) / 2.0)) >= T:  # G(q − 1) reaches T
                 q -= 1
-            while q < m and total + (q * f0 + s * (q * (q - 1) / 2.0)) < T:  # G(q) short of T
+            while True:
+                got = total + (q * f0 + s * (q * (q - 1) / 2.0))
+                if q >= m or got >= T:  # (else G(q) short of T: one step more)
+                    return j + q, got
                 q += 1
-            return j + q, total + (q * f0 + s * (q * (q - 1) / 2.0))
         return k_max, total
