@@ -252,6 +252,7 @@ def run_loop(run) -> None:
             done[r] += c
             if done[r] >= need[r]:
                 prefilled(r)
-        complete()
+        if heap and heap[0][0] <= S:
+            complete()
     run.now, run.S, run.issued, run.preemptions, run.max_used, run.max_q = now, S, issued, preemptions, max_used, max_q
     run.tokens_out, run.prefilled_tokens = tokens_out, prefilled_tokens
