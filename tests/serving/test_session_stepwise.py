@@ -5,7 +5,8 @@ by the table's bilinear read, every block count read at its own step). tests/ser
 the same for the plain simulator.
 
 Small agentic traces on Llama-3.1-8B / one H100 (vLLM profile): a closed loop with sub-agents on a KV pool tight
-enough to preempt, with a DRAM tier that the rule reads from; an open loop with layerwise loads, preempting too. Per request the
+enough to preempt, with a DRAM tier that the rule reads from; an open loop with layerwise loads, preempting too.
+And benchmarks/sessions.py's plan (Agentic defaults) cut to four sessions on a quarter of the pool. Per request the
 arrival, TTFT, TPOT and hit tokens must agree (times to float rounding: a span's seconds are summed in closed form,
 the steps' one by one), and the counts (steps, preemptions, tokens, deepest queue) exactly.
 """
@@ -43,6 +44,7 @@ def _both(monkeypatch, run):
 CASES = {  # name: (sessions, C (None: open loop), share of the pool, DRAM tokens, load policy)
     "closed, preempting, DRAM read": (10, 6, 0.035, 2e5, "before-prefill"),
     "open loop, layerwise loads": (8, None, 0.06, 1e5, "layerwise-overlapped"),
+    "benchmarks/sessions.py's plan, cut": (4, 4, 0.25, 2e6, "before-prefill"),  # Agentic defaults
 }
 
 
@@ -53,10 +55,11 @@ def test_spans_taken_at_once_equal_stepping_one_iteration_at_a_time(monkeypatch,
     stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", ddr, bpt / 64e9, 1e-5)), load=load,
                       prefill_s_per_token=3e-5)
     start = None if C else session_start_times(1.0, sessions, seed=2)
-    plan = generate(SMALL, sessions, seed=4, start_s=start)
-    blocks = int(share * pool_tokens(dep, prof, SMALL) // prof.block_size)
+    w = Agentic() if case.startswith("benchmarks") else SMALL
+    plan = generate(w, sessions, seed=4, start_s=start)
+    blocks = int(share * pool_tokens(dep, prof, w) // prof.block_size)
     fast, slow = _both(monkeypatch, lambda: simulate_sessions(dep, prof, plan, stack, blocks, concurrency=C,
-                                                              stagger_s=SMALL.turns * SMALL.think_s if C else 0.0))
+                                                              stagger_s=w.turns * w.think_s if C else 0.0))
     f, s = fast.sim, slow.sim
     assert f.steps == s.steps > 20 * len(plan.isl)  # a run of many steps per request, each stepped in the reference
     assert (f.preemptions, f.tokens_out, f.prefill_tokens, f.max_queue) == (s.preemptions, s.tokens_out,

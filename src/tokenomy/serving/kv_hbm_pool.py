@@ -27,7 +27,9 @@ from tokenomy.serving.kv_cache_tiers import SYSTEM, TieredCache, TierStack
 
 class SharedPrefixCache(TieredCache):
     """TieredCache with vLLM's HBM pool behaviour (module docstring). ``pinned``: object -> tokens of the objects
-    referenced by requests; ``refs``: object -> references; ``held_by``: request -> the objects it references."""
+    referenced by requests; ``refs``: object -> references; ``held_by``: request -> the objects it references.
+    Every count is a whole number of tokens (a float adding whole numbers is exact), so the ledger is the same
+    whatever order the session simulator's events add to it."""
 
     def __init__(self, stack: TierStack):
         super().__init__(stack)
@@ -37,6 +39,9 @@ class SharedPrefixCache(TieredCache):
         self.wants: dict[int, list[int]] = {}  # request -> the objects its lookup read, pinned at admission
         self.pinned_tokens = 0.0
         self.tail_first = stack.store == "write-through"
+        # the rule's terms per tier (TierStack.worth_reading), read per segment
+        self._lat = [lv.latency_s for lv in stack.levels]
+        self._read = [lv.read_s_per_token for lv in stack.levels]
 
     # -- lookups ---------------------------------------------------------------------------------------------------
     def lookup_for(self, r: int, chain: list[tuple[int, float]], isl: float) -> tuple[float, list[float]]:
@@ -45,29 +50,42 @@ class SharedPrefixCache(TieredCache):
         now (``_touch``) unless a running request references it (pinned: out of the LRU, nothing to touch).
         A segment pinned whole, the common case, is read without a call."""
         wants = self.wants[r] = []
-        per = [0.0] * len(self.lru)
+        lru = self.lru
+        per = [0.0] * len(lru)
         hit = 0.0
-        pinned, worth = self.pinned, self.stack.worth_reading
+        pinned, hbm, s_pre = self.pinned, lru[0], self.stack.prefill_s_per_token
         for key, need in chain:
             if need <= 0:
                 continue
             t = pinned.get(key)
             if t is not None and t >= need:
                 j, got = 0, need
+            elif t is None and hbm.get(key, 0.0) >= need:  # whole in the free LRU: recent again (_touch)
+                j, got = 0, need
+                hbm.move_to_end(key)
+                if self.through:
+                    for d in lru[1:]:
+                        if key in d:
+                            d.move_to_end(key)
             else:
                 j, got = self._held(key, need)
-                if j != 0 and (j < 0 or not worth(j, got)):  # (HBM is always worth reading)
+                # the rule (TierStack.worth_reading): HBM is always worth reading
+                if j != 0 and (j < 0 or not self._lat[j] + got * self._read[j] < got * s_pre):
                     if j > 0:
                         self.skipped += got
                     break
-                if key not in pinned:
+                if t is None:
                     self._touch(key, j)
             per[j] += got
             hit += got
             wants.append(key)
             if got < need:
                 break
-        return self._counted(hit, per, isl), per
+        self.looked += isl  # TieredCache._counted, inline
+        hits = self.hits
+        for j, t in enumerate(per):
+            hits[j] += t
+        return min(hit, max(isl - 1.0, 0.0)), per
 
     def _held(self, key: int, need: float) -> tuple[int, float]:
         """The fastest tier holding the most of the segment: HBM may keep only the head of an object whose whole copy
@@ -84,20 +102,34 @@ class SharedPrefixCache(TieredCache):
     def _touch(self, key: int, j: int) -> None:
         """An unpinned segment read: recent again (a lower tier's copy brought into HBM's LRU, in place of the
         head HBM kept)."""
-        if j > 0 and key in self.lru[0]:
-            self.used[0] -= self.lru[0].pop(key)
-        TieredCache._touch(self, key, j)
+        lru = self.lru
+        if j > 0:
+            if key in lru[0]:
+                self.used[0] -= lru[0].pop(key)
+            TieredCache._touch(self, key, j)
+            return
+        lru[0].move_to_end(key)  # (TieredCache._touch for HBM)
+        if self.through:
+            for d in lru[1:]:
+                if key in d:
+                    d.move_to_end(key)
 
     def pin_wanted(self, r: int) -> None:
-        """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed)."""
-        held, pinned, hbm = self.held_by.setdefault(r, []), self.pinned, self.lru[0]
+        """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed).
+        r references nothing before (its references are dropped when it finishes or is preempted) and a lookup
+        reads each object once, so each is referenced once."""
+        held, pinned, hbm, refs = self.held_by.setdefault(r, []), self.pinned, self.lru[0], self.refs
         for key in self.wants.pop(r, ()):
-            if key in pinned:
-                self._pin(key, pinned[key], held)
-            elif key in hbm:
-                t = hbm.pop(key)
+            t = pinned.get(key)
+            if t is None:
+                t = hbm.pop(key, None)
+                if t is None:
+                    continue
                 self.used[0] -= t
-                self._pin(key, t, held)
+                pinned[key] = t
+                self.pinned_tokens += t
+            held.append(key)
+            refs[key] = refs.get(key, 0) + 1
 
     def unpinned_wanted(self, r: int) -> float:
         """Tokens of the objects r's lookup read that sit in the free LRU: admitting r takes them out of it."""
@@ -130,7 +162,7 @@ class SharedPrefixCache(TieredCache):
     # -- a request's prompt computed, a request done ---------------------------------------------------------------
     def register(self, r: int, segments: list[tuple[int, float]]) -> None:
         """r's prompt is computed: each (object, tokens) of it is cached and referenced by r, grown to ``tokens``."""
-        held, pinned, hbm = self.held_by.setdefault(r, []), self.pinned, self.lru[0]
+        held, pinned, hbm, refs = self.held_by.setdefault(r, []), self.pinned, self.lru[0], self.refs
         for key, tokens in segments:
             if tokens <= 0:
                 continue
@@ -138,50 +170,62 @@ class SharedPrefixCache(TieredCache):
                 old = hbm.pop(key, None)
                 if old is not None:  # an unreferenced copy in the free LRU: referenced again
                     self.used[0] -= old
-                    self._pin(key, old, held)
-                else:
-                    self._pin(key, pinned.get(key, 0.0), held)
-            self._grow(key, tokens)
-
-    def _grow(self, key: int, tokens: float) -> None:
-        t = self.pinned[key]
-        if tokens > t:
-            self.pinned[key] = float(tokens)
-            self.pinned_tokens += tokens - t
+                    if key not in pinned:
+                        pinned[key] = old
+                        self.pinned_tokens += old
+                elif key not in pinned:
+                    pinned[key] = 0.0
+                held.append(key)
+                refs[key] = refs.get(key, 0) + 1
+            t = pinned[key]  # grown to ``tokens``
+            if tokens > t:
+                pinned[key] = float(tokens)
+                self.pinned_tokens += tokens - t
 
     def release(self, r: int, own: int, own_tokens: float) -> None:
         """r finished: its own object holds ``own_tokens`` (its context after the turn) and is stored write-through
         below HBM; every object r referenced loses a reference, and those referenced by no one join the free LRU,
         deepest first (its tail is the first to go)."""
-        if own in self.pinned:
-            self._grow(own, own_tokens)
-        else:
+        pinned = self.pinned
+        t = pinned.get(own)
+        if t is None:
             self._pin(own, own_tokens, self.held_by.setdefault(r, []))
+        elif own_tokens > t:  # grown
+            pinned[own] = float(own_tokens)
+            self.pinned_tokens += own_tokens - t
         if self.through:
+            system = pinned.get(SYSTEM)
             for j in range(1, len(self.lru)):
                 self._put(j, own, own_tokens)
-                if SYSTEM in self.pinned:
-                    self._put(j, SYSTEM, self.pinned[SYSTEM])
+                if system is not None:
+                    d = self.lru[j]
+                    if d.get(SYSTEM) == system:  # put again at its size: only recent again (nothing to evict)
+                        d.move_to_end(SYSTEM)
+                    else:
+                        self._put(j, SYSTEM, system)
         self._drop(r)
         if self.used[0] > self.cap[0]:
             self._evict(0)
 
     def _drop(self, r: int) -> None:
         """r's references released, the unreferenced objects to the free LRU deepest first, the system prompt last."""
-        keys = self.held_by.pop(r, [])
-        order = keys[::-1]  # deepest first (a key is held once), the system prompt last
-        if SYSTEM in keys and order[-1] != SYSTEM:
-            order.remove(SYSTEM)
-            order.append(SYSTEM)
+        keys = self.held_by.pop(r, None)
+        if not keys:
+            return
+        if keys[0] != SYSTEM and SYSTEM in keys:  # the system prompt last of all
+            keys.remove(SYSTEM)
+            keys.insert(0, SYSTEM)
         refs, pinned, lru = self.refs, self.pinned, self.lru[0]
-        for key in order:
-            refs[key] -= 1
-            if refs[key] == 0:
-                del refs[key]
-                t = pinned.pop(key)
-                self.pinned_tokens -= t
-                lru[key] = t
-                self.used[0] += t
+        for key in reversed(keys):  # deepest first (a key is held once)
+            left = refs[key] - 1
+            if left:
+                refs[key] = left
+                continue
+            del refs[key]
+            t = pinned.pop(key)
+            self.pinned_tokens -= t
+            lru[key] = t
+            self.used[0] += t
 
     def _evict(self, j: int) -> None:
         """HBM (write-through): trim the least recent object from its tail until the free LRU fits (module

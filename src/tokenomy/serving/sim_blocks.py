@@ -36,12 +36,13 @@ class DecodeBlocks:
         self.n -= 1
         self.held_now -= -(-(a + self.S) // self.b)
 
-    def at(self, S: int) -> None:
-        """The run is at step S now: held(S) (its formula repeated here: one call a step, not two)."""
+    def at(self, S: int) -> int:
+        """The run is at step S now: held(S), returned (its formula repeated here: one call a step, not two)."""
         b = self.b
         Q, s = divmod(S, b)
         h = self.hist
         self.S, self.held_now = S, self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
+        return self.held_now
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""
@@ -51,16 +52,21 @@ class DecodeBlocks:
         return self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
 
     def steps_within(self, S: int, free: int, k_max: int) -> int:
-        """The most steps k <= k_max from S whose new blocks held(S + k) − held(S) fit in ``free``."""
+        """The most steps k <= k_max from S whose new blocks Δ(k) = held(S + k) − held(S) fit in ``free`` (0 where
+        none). Step S + t takes h[(−(S + t)) mod b] blocks, the decoders on a block boundary, so b steps take n:
+        Δ(k) = n·(k div b) + Σ_{t < k mod b} h[(−(S + t)) mod b] — whole cycles, then the next cycle's steps while
+        they fit."""
         b, n = self.b, self.n
         if n * -(-k_max // b) <= free:  # each decoder takes at most ceil(k/b) blocks in k steps
             return k_max
-        h0 = self.held(S)
-        lo, hi = 0, k_max  # held(S + lo) − h0 <= free < held(S + hi + 1) − h0 ... bisect the largest fit
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.held(S + mid) - h0 <= free:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        if free < 0:
+            return 0
+        c = min(free // n, k_max // b)
+        k, left, h = c * b, free - c * n, self.hist
+        while k < k_max:
+            took = h[-(S + k) % b]
+            if took > left:
+                break
+            left -= took
+            k += 1
+        return k

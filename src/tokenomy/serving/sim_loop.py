@@ -15,17 +15,19 @@ Why one function: the loop turns over about four times a request (an arrival, it
 prefill), each turn a few list reads, so the state the turns read is in local variables (the steps' pieces are
 closures over them), the per request lists and queues are the run's (mutated in place), and the counters are
 written back to the run at the end. (As methods over attributes it took ~1.13x the CPU on benchmarks/sessions.py's
-agentic plan; what remains is spread: ~600 Python lines a request, a third the loop's, a sixth the step table's
-closed forms and block counts, the rest the session hooks' prefix cache.) ``run.hooks`` (None for plain requests) is the session simulator's (sim_session_run): a prompt
-looked up in the KV tiers on arrival (it joins the queue when its loads finish), the blocks its prefix hit saves at
-admission, its prompt registered when computed, its references released when preempted or done; each hook that
-changes the shared prefixes returns ``extra``, the blocks the pool ledger counts twice (added to the free count).
+agentic plan; what remains is spread: ~4,900 bytecodes and ~55 Python calls a request (cachegrind: ~45% of the
+instructions in CPython's eval loop itself), three fifths the loop's (spans, the step table's closed forms, block
+counts), the rest the session hooks' prefix cache.) ``run.hooks`` (None for plain requests) is the session
+simulator's (sim_session_run): a prompt looked up in the KV tiers on arrival (it joins the queue when its loads
+finish), the blocks its prefix hit saves at admission, its prompt registered when computed, its references released
+when preempted or done; each hook that changes the shared prefixes returns ``extra``, the blocks the pool ledger
+counts twice (added to the free count).
 """
 
 from __future__ import annotations
 
-import math
 from heapq import heappop, heappush
+from math import inf
 
 EPS_S = 1e-12  # an arrival this close to a step boundary is in time for that step
 
@@ -38,8 +40,12 @@ def run_loop(run) -> None:
     arrival, first, ttft, finish, qlen = run.arrival, run.first, run.ttft, run.finish, run.qlen
     running, prefilling, waiting, pending, heap = run.running, run.prefilling, run.waiting, run.pending, run.heap
     dec, table, hooks, gate = run.dec, run.table, run.hooks, run.gate
+    decode_run = table.decode_run
     kv, blk, budget, max_batch, chunked, reserve = run.kv, run.blk, run.budget, run.max_batch, run.chunked, run.reserve
-    N, closed = run.N, run.closed
+    N, closed, stepwise = run.N, run.closed, run.stepwise
+    if hooks is not None:  # its events, bound once
+        h_arrived, h_blocks, h_admitted = hooks.arrived, hooks.admit_blocks, hooks.admitted
+        h_computed, h_preempted, h_retired = hooks.computed, hooks.preempted, hooks.retired
     now, S, finished, issued, serials = 0.0, 0, 0, run.issued, 0
     held_pf = sum_a = reserved = extra = 0  # prefilling blocks, Σ a_r, reserve_output's blocks, the hooks' extra
     tokens_out = prefilled_tokens = max_used = max_q = preemptions = 0
@@ -48,13 +54,13 @@ def run_loop(run) -> None:
         """ceil((ISL + max(g − 1, 0)) / b), less what the hooks' prefix hit holds already."""
         g = gen[r]
         b = -(-(isl[r] + (g - 1 if g > 1 else 0)) // blk)
-        return b if hooks is None else hooks.admit_blocks(r, b)
+        return b if hooks is None else h_blocks(r, b)
 
     def admit() -> list[int]:
         """Admission in queue order while the batch has room and the head's blocks fit; the requests admitted."""
         nonlocal held_pf, reserved, serials, extra
         admitted, free = [], kv - held_pf - dec.held_now + extra
-        while waiting and len(running) < max_batch:
+        while waiting and len(running) < max_batch and free > 0:  # (a request takes a block at least)
             r = waiting[0]
             b = admit_blocks(r)
             if b > free or (reserve and reserved + full[r] > kv):
@@ -70,7 +76,7 @@ def run_loop(run) -> None:
             serials += 1
             admitted.append(r)
         if admitted and hooks is not None:
-            extra = hooks.admitted(admitted)
+            extra = h_admitted(admitted)
         return admitted
 
     def retire(r: int) -> None:
@@ -83,7 +89,7 @@ def run_loop(run) -> None:
         finish[r] = now
         finished += 1
         if hooks is not None:
-            extra = hooks.retired(r, now, kv - held_pf - dec.held_now)
+            extra = h_retired(r, now, kv - held_pf - dec.held_now)
         elif closed and issued < N:
             arrival[issued] = now
             heappush(pending, (now, issued))
@@ -93,7 +99,7 @@ def run_loop(run) -> None:
         """Recompute: free v's blocks (returned), re-queue it at the front to prefill what it had cached again."""
         nonlocal held_pf, sum_a, reserved, extra, preemptions
         if hooks is not None:
-            extra = hooks.preempted(v)
+            extra = h_preempted(v)
         if v in prefilling:
             freed = held[v]
             held_pf -= freed
@@ -116,9 +122,7 @@ def run_loop(run) -> None:
     def make_room(free: int) -> None:
         """Blocks for this step's decodes (a decode takes at most one a step): each decoder at a block boundary
         takes one, preempting the latest-admitted request while none is free."""
-        for r in list(running):
-            if r not in running or serial[r] < 0 or r in prefilling or (a[r] + S) % blk:
-                continue
+        for r in [r for r in running if r not in prefilling and not (a[r] + S) % blk]:  # (running: serial >= 0)
             while free < 1 and r in running:
                 free += preempt(next(reversed(running)))
             if r in running:
@@ -136,7 +140,7 @@ def run_loop(run) -> None:
             first[r] = now
             ttft[r] = now - arrival[r]
         if hooks is not None:
-            extra = hooks.computed(r, g < osl[r])
+            extra = h_computed(r, g < osl[r])
         if g >= osl[r]:
             serial[r] = -1
             retire(r)
@@ -164,20 +168,24 @@ def run_loop(run) -> None:
         """A run of pure-decode steps of the n decodes at once (module docstring), up to the next completion, the
         next arrival or the last step whose blocks fit; False where not one step fits (the loop steps instead)."""
         nonlocal now, S, tokens_out, max_used
-        while serial[heap[0][2]] != heap[0][1]:
+        top = heap[0]
+        while serial[top[2]] != top[1]:
             heappop(heap)  # preempted since
-        k = dec.steps_within(S, kv - held_pf - dec.held_now + extra, heap[0][0] - S)
-        if k < 1:
-            return False
-        T = pending[0][0] - EPS_S - now if pending else math.inf
-        k, run_s = table.decode_run(n, sum_a / n + S + 1, T, k)  # at the decodes' mean context
-        now += run_s
+            top = heap[0]
+        k, free = top[0] - S, kv - held_pf - dec.held_now + extra
+        if n * -(-k // blk) > free:  # (else all k fit: DecodeBlocks.steps_within's first test)
+            k = dec.steps_within(S, free, k)
+            if k < 1:
+                return False
+        k, run_s = decode_run(n, sum_a / n + S + 1, pending[0][0] - EPS_S - now if pending else inf, k)
+        now += run_s  # (the decodes at their mean context)
         S += k
-        dec.at(S)
+        used = held_pf + dec.at(S)
         tokens_out += n * k
-        if held_pf + dec.held_now > max_used:
-            max_used = held_pf + dec.held_now
-        complete()
+        if used > max_used:
+            max_used = used
+        if top[0] <= S:
+            complete()
         return True
 
     while finished < N:
@@ -186,7 +194,7 @@ def run_loop(run) -> None:
         while pending and pending[0][0] <= due:
             t, r = heappop(pending)
             if hooks is not None:
-                ready = hooks.arrived(r, t, kv - held_pf - dec.held_now)
+                ready = h_arrived(r, t, kv - held_pf - dec.held_now)
                 if ready > t + EPS_S:
                     heappush(pending, (ready, r))
                     continue
@@ -200,14 +208,16 @@ def run_loop(run) -> None:
         if len(waiting) > max_q:
             max_q = len(waiting)
         n = dec.n
-        if n and not admitted and not run.stepwise:
-            r, left = next(iter(prefilling), -1), budget - n
-            fits = r >= 0 and left > 0 and (chunked or need[r] - done[r] <= left)  # the first prompt's chunk
+        if n and not admitted and not stepwise:
+            fits = False  # the first prompt's chunk
+            if prefilling:
+                r, left = next(iter(prefilling)), budget - n
+                fits = left > 0 and (chunked or need[r] - done[r] <= left)
             if not fits and span(n):
                 continue
         # 3. blocks for this step's decodes
         free = kv - held_pf - dec.held_now + extra
-        if n > free and dec.held(S + 1) - dec.held_now > free:
+        if n > free and dec.hist[-S % blk] > free:  # held(S + 1) − held(S): the decoders at a block boundary
             make_room(free)
             n = dec.n
         # 4. prefill chunks in admission order under what the decodes leave of the budget
@@ -233,15 +243,16 @@ def run_loop(run) -> None:
         # 5. the step: its time at the decodes' mean context (ISL + generated), then its events
         now += table(n, sum_a / n + S + 1 if n else 1.0, P)
         S += 1
-        dec.at(S)
+        used = held_pf + dec.at(S)
         tokens_out += n
         prefilled_tokens += P
-        if held_pf + dec.held_now > max_used:
-            max_used = held_pf + dec.held_now
+        if used > max_used:
+            max_used = used
         for r, c in chunks:
             done[r] += c
             if done[r] >= need[r]:
                 prefilled(r)
-        complete()
+        if heap and heap[0][0] <= S:
+            complete()
     run.now, run.S, run.issued, run.preemptions, run.max_used, run.max_q = now, S, issued, preemptions, max_used, max_q
     run.tokens_out, run.prefilled_tokens = tokens_out, prefilled_tokens

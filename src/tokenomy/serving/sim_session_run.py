@@ -19,7 +19,7 @@ from tokenomy.serving.sim_session_table import base_tokens
 class _SessionRun(_Run):
     """The simulator's run (sim_run._Run) with session release, tier lookups and loads (module docstring): its own
     ``hooks``, the events sim_loop.run_loop calls. ``extra``: the blocks the pool ledger counts twice, int((credit −
-    pinned tokens) // b), kept by _recount on each change: the loop's free count is the blocks free or in HBM's free
+    pinned tokens) // b), kept on each change: the loop's free count is the blocks free or in HBM's free
     LRU, the running requests' blocks less what they share, less the pinned objects (each once)."""
 
     def __init__(self, cap: Capacity, isl, osl, plan: SessionPlan, stack: TierStack, concurrency, stagger_s=0.0):
@@ -62,55 +62,52 @@ class _SessionRun(_Run):
         self.arrival[r] = t
         heapq.heappush(self.pending, (t, r))
 
-    def _recount(self) -> int:
-        """``extra`` after the shared credit or the pinned objects changed."""
-        self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
-        return self.extra
-
     # -- the loop's events (sim_loop.run_loop) ------------------------------------------------------------------
     def arrived(self, r: int, t: float, base_free: int) -> float:
-        """r is due at t: on its first arrival its prefix is looked up (``lookup``); it joins the queue when its
-        loads finish (returned). ``base_free``: the loop's free blocks less ``extra``."""
+        """r is due at t: on its first arrival its prefix is looked up in the tiers (``lookup``; HBM holds what is
+        free now: ``base_free``, the loop's free blocks, plus ``extra``) and its tokens to compute set; it joins the
+        queue when its loads finish (returned)."""
         if self.looked_up[r]:
             return t
         self.looked_up[r] = True
-        ready = self.ready[r] = self.lookup(r, t, base_free + self.extra)
-        return ready
-
-    def lookup(self, r: int, t: float, free: int) -> float:
-        """r's prefix from the tiers: its computed tokens, and when its loads finish."""
         cache = self.cache
+        isl = self.isl[r]
         if self.tok_s > 0:  # the tokenizer's FCFS queue: the engine sees r when its tokens are ready
-            t = self.tok_free = max(t, self.tok_free) + float(self.isl[r]) * self.tok_s
-        cache.set_hbm_tokens(free * self.blk)
+            t = self.tok_free = max(t, self.tok_free) + isl * self.tok_s
+        cache.set_hbm_tokens((base_free + self.extra) * self.blk)
         a = self.agent[r]
         chain = self.chain_of[r] = self.agent_chain[a] + [(a, self.ctx_before[r])]  # [(SYSTEM, ·)] + plan.chain(r)
-        hit, per = cache.lookup_for(r, chain, float(self.isl[r]))
+        hit, per = cache.lookup_for(r, chain, float(isl))
         self.shared[r] = float(sum(per))
         self.hit[r] = hit
         self.per_tier[r] = per
-        self.need0[r] = self.need[r] = max(int(self.isl[r] - hit), 1)
+        self.need0[r] = self.need[r] = max(int(isl - hit), 1)
         done = t
+        free_at = self.free_at
         for j in range(1, len(per)):
             if per[j] > 0:
-                start = max(t, self.free_at[j])
-                self.free_at[j] = start + self.lat[j] + per[j] * self.read_s[j]
-                done = max(done, self.free_at[j])
+                start = t if t > free_at[j] else free_at[j]
+                end = free_at[j] = start + self.lat[j] + per[j] * self.read_s[j]
+                if end > done:
+                    done = end
         if self.layerwise and done > t:
             done = max(t, done - self.need[r] * self.stack.prefill_s_per_token)
+        self.ready[r] = done
         return done
 
     def admit_blocks(self, r: int, blocks: int) -> int:
         """r's ``blocks`` less the cached objects it references (vLLM allocates only the uncached part), plus the
         objects it will reference that now sit in the free LRU (counted free until r pins them)."""
         own = blocks - int(self.shared[r] // self.blk)
-        return max(own, 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
+        return (own if own > 1 else 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
 
     def admitted(self, rs: list[int]) -> int:
-        """The requests admitted now reference what their lookups read."""
+        """The requests admitted now reference what their lookups read; ``extra`` recounted (class docstring)."""
+        cache = self.cache
         for r in rs:
-            self.cache.pin_wanted(r)
-        return self._recount()
+            cache.pin_wanted(r)
+        self.extra = int((self.credit - cache.pinned_tokens) // self.blk)
+        return self.extra
 
     def computed(self, r: int, decodes: bool) -> int:
         """r's prompt is computed: its objects are cached and shared (module docstring, register); a decoding r's
@@ -122,14 +119,16 @@ class _SessionRun(_Run):
         if decodes:
             self.credited[r] = self.shared[r]
             self.credit += self.shared[r]
-        return self._recount()
+        self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
+        return self.extra
 
     def preempted(self, v: int) -> int:
         """v lets go of its objects and its credit until admitted again."""
         self.credit -= self.credited[v]
         self.credited[v] = 0.0
         self.cache.unref(v)
-        return self._recount()
+        self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
+        return self.extra
 
     def retired(self, r: int, now: float, base_free: int) -> int:
         """r is done: its object stored (module docstring, store), its references released, HBM's capacity set to
@@ -138,12 +137,14 @@ class _SessionRun(_Run):
         self.credited[r] = 0.0
         cache = self.cache
         cache.release(r, self.agent[r], float(self.own_after[r]))
-        extra = self._recount()
+        extra = self.extra = int((self.credit - cache.pinned_tokens) // self.blk)
         cache.set_hbm_tokens((base_free + extra) * self.blk)
+        waits, arrival = self.waits, self.arrival
         for s in self.succ[r]:
-            self.waits[s] -= 1
-            if self.waits[s] == 0:
-                self._release(s, now + self.gap[s])
+            waits[s] -= 1
+            if waits[s] == 0:  # (_release)
+                t = arrival[s] = now + self.gap[s]
+                heapq.heappush(self.pending, (t, s))
         if self.closed_sessions and self.last[r] and self.queue_roots:
             self._release(self.queue_roots.pop(), now)
             if not self.queue_roots:

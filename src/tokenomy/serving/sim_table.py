@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from math import ceil, floor, inf, isfinite, sqrt
 
 import numpy as np
 
@@ -38,6 +39,9 @@ class StepTable:
         self.c_cells, self.p_cells = self.t.shape[2] - 1, self.t.shape[1] - 1
         self._rows = self.t.tolist()  # Python floats: the per-step reads stay off numpy
         self._decode = [r[0] for r in self._rows]  # P = 0 rows, t[n][i]
+        # per P = 0 row its cells' rises row[i + 1] − row[i] and slopes per token (the same floats decode_run needs)
+        self._rise = [[b - a for a, b in zip(r, r[1:])] for r in self._decode]
+        self._slope = [[d / self.dc for d in r] for r in self._rise]
 
     @classmethod
     def for_deployment(cls, dep, n_max: int, budget: float, c_lo: float, c_hi: float, pctx: float, *,
@@ -94,33 +98,41 @@ class StepTable:
         """(m, decode_run_s(n, ctx, m)) for the fewest m in 1..k_max whose seconds reach T (m = k_max when none,
         T = inf: the whole run): one walk over the run's linear pieces for both."""
         total, j = 0.0, 0
-        reach = T < math.inf
-        row, c_lo, dc, top = self._decode[n], self.c_lo, self.dc, self.c_cells
+        reach = T < inf
+        row, rise, slope = self._decode[n], self._rise[n], self._slope[n]
+        c_lo, dc, top = self.c_lo, self.dc, self.c_cells
         while j < k_max:
             # the next m steps sharing one linear piece of t(n, ·, 0): value f0 at ctx + j, slope s per token
             c, left = ctx + j, k_max - j
             x = (c - c_lo) / dc
             if x <= 0.0:  # below the grid: the first value, flat, until the context passes c_lo
-                m, f0, s = max(min(left, math.floor(c_lo - c) + 1), 1), row[0], 0.0
+                m, f0, s = max(min(left, floor(c_lo - c) + 1), 1), row[0], 0.0
             elif x >= top:  # above it: the last value, flat
                 m, f0, s = left, row[top], 0.0
             else:
                 i = int(x)
-                m = max(min(left, math.ceil(c_lo + (i + 1) * dc - c)), 1)  # to where the next piece starts
-                s = (row[i + 1] - row[i]) / dc
-                f0 = row[i] + (x - i) * (row[i + 1] - row[i])
+                m = ceil(c_lo + (i + 1) * dc - c)  # to where the next piece starts
+                m = 1 if m < 1 else (left if m > left else m)
+                s = slope[i]
+                f0 = row[i] + (x - i) * rise[i]
             seg = m * f0 + s * (m * (m - 1) / 2.0)
             if not reach or total + seg < T:
                 total, j = total + seg, j + m
                 continue
             R = T - total
             b = f0 - s / 2.0  # G(q) = (s/2)q² + b·q reaches R at q = 2R / (b + sqrt(b² + 2sR))
-            q = 2.0 * R / (b + math.sqrt(max(b * b + 2.0 * s * R, 0.0)))
+            q = 2.0 * R / (b + sqrt(max(b * b + 2.0 * s * R, 0.0)))
             # an infinite step (the batch's KV over the cache at this context: t = inf, its slope NaN) reaches T at once
-            q = min(max(math.ceil(q), 1), m) if math.isfinite(q) else 1
+            if isfinite(q):
+                q = ceil(q)
+                q = 1 if q < 1 else (m if q > m else q)
+            else:
+                q = 1
             while q > 1 and total + ((q - 1) * f0 + s * ((q - 1) * (q - 2) / 2.0)) >= T:  # G(q − 1) reaches T
                 q -= 1
-            while q < m and total + (q * f0 + s * (q * (q - 1) / 2.0)) < T:  # G(q) short of T
+            while True:
+                got = total + (q * f0 + s * (q * (q - 1) / 2.0))
+                if q >= m or got >= T:  # (else G(q) short of T: one step more)
+                    return j + q, got
                 q += 1
-            return j + q, total + (q * f0 + s * (q * (q - 1) / 2.0))
         return k_max, total
