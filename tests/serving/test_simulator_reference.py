@@ -1,8 +1,9 @@
 """The fast simulator against a deliberately naive reference: the same scheduling rules, one step at a time, every
 request's blocks counted explicitly, no closed forms. Per-request times must agree to float rounding, counts exactly.
 
-The rules (simulator module docstring): arrivals due by now join a FCFS queue; admit in order while under max_batch
-and ceil((ISL + max(g − 1, 0)) / b) blocks fit; each decode caches one token (ISL + g − 1 cached) and takes a
+The rules (simulator module docstring): arrivals due by now join a FCFS queue; admit in order while under max_batch,
+ceil((ISL + max(g − 1, 0)) / b) blocks fit and (chunking) the step's budget has room after the running decodes and
+chunks; each decode caches one token (ISL + g − 1 cached) and takes a
 block when it has none left, preempting the latest-admitted running request while none is free (the victim
 re-queues at the front, to prefill its uncached prompt plus g − 1 tokens); chunks fill the budget left after the
 decodes in admission order (whole prompts only, when not chunking); a prompt's last chunk emits the first token.
@@ -61,12 +62,15 @@ def reference(w, n_requests, prof, table, kv_blocks):
             now = arrival[pending[0]]
             continue
         free = kv_blocks - sum(held[r] for r in running)
-        while waiting and len(running) < prof.max_batch:
+        # a chunking engine admits while the step's budget has room after the running decodes and chunks
+        room = budget - sum(1 if done[r] >= need[r] else need[r] - done[r] for r in running)
+        while waiting and len(running) < prof.max_batch and (room > 0 or not prof.chunked_prefill):
             r = waiting[0]
             blocks = -(-(isl[r] + max(gen[r] - 1, 0)) // b)
             if blocks > free:
                 break
             waiting.pop(0)
+            room -= need[r] - done[r]
             running.append(r)
             held[r], free = blocks, free - blocks
         max_q = max(max_q, len(waiting))

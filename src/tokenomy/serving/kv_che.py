@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenomy.serving.kv_che_occupancy import Occupancy
 from tokenomy.serving.turn_types import TurnTypes
 
 NEWTON_STEPS = 60  # at most (from the upper bound a few suffice: tests/serving/test_kv_che.py)
@@ -68,158 +69,82 @@ def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queu
     t_run·q·(s/θ')·e^{−sT/θ'}. The turn types share these held
     times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
     arrays = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s)))
-    T, lam, th, t_run, W = (a.ravel() for a in arrays)  # flat arrays of one shape (_Occupancy works in place)
-    f, df = _Occupancy(tt, lam, th, t_run, W)(T)
+    T, lam, th, t_run, W = (a.ravel() for a in arrays)  # flat arrays of one shape (Occupancy works in place)
+    f, df = Occupancy(tt, lam, th, t_run, W)(T)
     return f.reshape(arrays[0].shape), df.reshape(arrays[0].shape)
 
 
-class _Occupancy:
-    """occupancy_and_slope at fixed (λ, θ, t_run) over points, for many T (Newton's steps): what does not depend on T
-    is formed once. O_reuse: the objects reused after Exp(θ) (forks included), O_last: the last turns', O_fork: the
-    forks'."""
-
-    def __init__(self, tt: TurnTypes, lam, th, t_run, W=0.0):
-        nO = tt.n * tt.obj
-        self.O_reuse, self.O_last = float(np.sum(nO[~tt.last])), float(np.sum(nO[tt.last]))
-        O_fork, s = float(np.sum(nO[tt.spawn & ~tt.last])), max(int(tt.subagents), 1)
-        self.lam, self.th, self.I_sys = lam, th, tt.system_tokens
-        self.W = np.broadcast_to(np.asarray(W, float), np.shape(lam))
-        self.waits = bool(np.any(self.W > 0))  # reused objects held unreferenced from their lookup to admission
-        self.pos = th > 0
-        self.all_pos = bool(np.all(self.pos))  # the common case: every θ > 0 (no mask to apply)
-        self.th_safe = th if self.all_pos else np.where(self.pos, th, 1.0)
-        self.a_theta = self.O_reuse * np.where(self.pos, th, 0.0)
-        self.forks = O_fork > 0
-        if self.forks:  # held_fork = t_run·(1 − q·e^{−sT/θ'}): O_fork·t_run, O_fork·t_run·q and the rate s/θ' per point
-            with np.errstate(divide="ignore", invalid="ignore"):
-                e2e = np.maximum(t_run - tt.sub_thinks * th, 0.0) / max(tt.sub_turns, 1)  # t_run = K_sub·e2e + m·θ
-                idle = th + W  # a sub-agent's fork unreferenced: its think gap and its turn's wait for admission
-                pinned = np.maximum(e2e - W, 0.0)
-                q = np.where((idle > 0) & (t_run > 0), idle / np.where(idle > 0, idle + pinned, 1.0), 0.0)
-                # t_run = inf: no root
-                self.fd, self.fq, self.k = O_fork * t_run, O_fork * t_run * q ** s, s / np.where(idle > 0, idle, 1.0)
-
-    def at_zero(self):
-        """occupancy(0) per point without an exp pass: λ·(O_fork·t_run − O_fork·t_run·q) + I_sys (the forks held
-        while their sub-agents run; e^0 = 1, so the same floats as ``self(0)[0]``)."""
-        total = 0.0 + self.fd - self.fq if self.forks else 0.0
-        return self.lam * total + self.I_sys
-
-    def __call__(self, T):
-        """(occupancy, slope) at T, an array of the points' shape. In place on fresh arrays (each 100k-point
-        temporary costs as much as the arithmetic), in the order of the formulas: the same floats."""
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            surv = np.divide(T, self.th_safe)
-            np.negative(surv, out=surv)
-            np.exp(surv, out=surv)  # P(Exp(θ) > T)
-        if not self.all_pos:
-            surv = np.where(self.pos, surv, 0.0)
-        total = np.subtract(1.0, surv)
-        if self.waits:  # after the lookup that found it, min(W, T) more until its turn is admitted and pins it
-            held_w = np.minimum(self.W, T)
-            wait_total = self.O_reuse * total * held_w
-            wait_slope = self.O_reuse * (surv * held_w / self.th_safe + total * (T < self.W))
-        total *= self.a_theta
-        total += self.O_last * T
-        slope = self.O_reuse * surv
-        slope += self.O_last
-        if self.waits:
-            total += wait_total
-            slope += wait_slope
-        if self.forks:
-            with np.errstate(over="ignore", invalid="ignore"):
-                e = np.multiply(self.k, T)
-                np.negative(e, out=e)
-                np.exp(e, out=e)
-                e *= self.fq  # O_fork·t_run·q·e^{−sT/θ'} (0 where θ = 0: q = 0)
-                total += self.fd
-                total -= e
-                e *= self.k
-                slope += e
-        total *= self.lam
-        total += self.I_sys
-        slope *= self.lam
-        return total, slope
-
-    def take(self, keep) -> "_Occupancy":
-        """The points ``keep`` (a mask or indices over the points)."""
-        out = object.__new__(_Occupancy)
-        out.O_reuse, out.O_last, out.I_sys, out.forks = self.O_reuse, self.O_last, self.I_sys, self.forks
-        out.lam, out.th, out.all_pos = self.lam[keep], self.th[keep], self.all_pos
-        out.W, out.waits = self.W[keep], self.waits
-        out.pos = None if self.all_pos else self.pos[keep]  # read only where some θ = 0
-        out.th_safe = out.th if self.all_pos else self.th_safe[keep]
-        out.a_theta = self.a_theta[keep]
-        if self.forks:
-            out.fd, out.fq, out.k = (np.broadcast_to(v, self.lam.shape)[keep] for v in (self.fd, self.fq, self.k))
-        return out
-
-
 def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, sub_run_s, guess=None, queue_s=0.0):
-    """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing. Newton's method from an
-    upper bound: occupancy is increasing and concave in T (its slope, a sum of survival probabilities, falls), so
-    the tangent at a point above the root lands at or below it, and from below Newton's steps rise monotonically
-    to it (quadratically near it). Start: ``guess`` (a T near the answer) where under T_hi, else
-    T_hi = (Cap − f(0))/(λ·O_last), the root of the lower bound f(0) + λ·O_last·T (the last turns' objects, held
-    T); stops at |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS. A step up from below settles its point without another
-    evaluation where the residual it leaves is provably within that: occupancy's curvature is at most its slope
-    times s/θ (each survival term e^{−T/θ} has slope −1/θ of itself, a fork's e^{−sT/θ} −s/θ; s >= 1), so after a
-    step δ from T the residual is at most f'(T)·δ²·s/(2θ) (_settled). A point that stopped keeps its T (the others
-    are evaluated beside it until fewer than half still move, then alone). T = 0 where the capacity is under the
-    occupancy at T = 0 (the system prompt, and the forks while their sub-agents run). A reused object held
-    through its turn's wait W adds (1 − e^{−T/θ})·min(W, T), convex below W: there no step settles unlooked, and
-    from above a step may land above the root (still above it, Newton descends to it)."""
+    """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing (under the occupancy at T = 0:
+    the system prompt, the forks while their sub-agents run). Newton's method from ``guess`` (a T near the answer)
+    where under T_hi = (Cap − f(0))/(λ·O_last) (the root of the lower bound f(0) + λ·O_last·T), else from T_hi:
+    occupancy is increasing and, where T >= W, concave, so from above a step lands at or below the root and from
+    below the steps rise to it (quadratically near it); below W, (1 − e^{−T/θ})·min(W, T) makes it convex (from
+    above a step may land above the root, still above it). Stops at |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS,
+    every point still in the arrays taking each round's step (one within tolerance only comes nearer), the stopped
+    ones leaving once fewer than half still move. A step settles its point unlooked where the residual it leaves
+    is provably within tolerance: where T >= W the curvature |f''| is a sum of decaying exponentials of rates <= s/θ
+    (e^{−T/θ}, a fork's e^{−sT/θ'}; s >= 1), so over a step δ it stays under |f''(T)|·e^{s|δ|/θ} and the residual
+    under ½|f''(T)|·δ²·e^{s|δ|/θ} <= |f''(T)|·δ² for s|δ| <= θ/2, either direction (the slope times s/θ bounded
+    it before, far above it where the last turns' linear term dominates the slope: 84 evaluations a point over
+    benchmarks/sessions.py's solve, 101 before)."""
     cap, lam, th, t_run, W = (np.asarray(v, float)
                               for v in (capacity_tokens, sessions_per_s, theta, sub_run_s, queue_s))
     shape = np.broadcast_shapes(cap.shape, lam.shape, th.shape, t_run.shape, W.shape)
     cap, lam, th, t_run, W = (np.broadcast_to(v, shape).ravel() for v in (cap, lam, th, t_run, W))
-    occ = _Occupancy(tt, lam, th, t_run, W)
+    occ = Occupancy(tt, lam, th, t_run, W)
     return _solve_t(cap, occ, occ.at_zero(), tt, guess).reshape(shape)
 
 
-def _solve_t(cap, occ: "_Occupancy", f0, tt: TurnTypes, guess=None):
+def _solve_t(cap, occ: "Occupancy", f0, tt: TurnTypes, guess=None):
     """characteristic_time's Newton steps on flat points: ``occ`` the occupancy at those points, ``f0`` its value at
     T = 0 (both shared by the tiers of one state: che_hits forms them once)."""
-    lam, th = occ.lam, occ.th
     c = cap - f0
-    O_last = occ.O_last
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.where(c > 0, c / np.maximum(lam * O_last, 1e-300), 0.0)
-    x = np.minimum(np.where(np.isnan(x), 0.0, x), T_MAX)  # NaN: 0; inf: T_MAX
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.minimum(c * occ.inv_l_last, T_MAX)  # inf: T_MAX
     if guess is not None:  # any start converges (concave: from above the first step lands below the root)
         g = np.broadcast_to(np.asarray(guess, float), cap.shape).ravel()
         x = np.where((g > 0) & (g < x), g, x)
-    live = np.flatnonzero(c > 0)  # the points still moving
+    df_pos = occ.O_last > 0 and bool(np.all(occ.lam > 0))  # the slope is at least λ·O_last: no zero to guard
+    live = np.flatnonzero(c > 0)  # the points still moving (T = 0 at the others)
     if live.size < c.size:  # else every point moves: no copies
-        occ, xl, capl, th = occ.take(live), x[live], cap[live], th[live]
+        x[~(c > 0)] = 0.0
+        occ, xl, capl = occ.take(live), x[live], cap[live]
     else:
         xl, capl = x, cap
-    tol = T_RTOL * capl
-    settle = SETTLE * 2.0 * tol * th / max(int(tt.subagents), 1)
-    if occ.waits:  # held through a wait W, occupancy is convex below W: no curvature bound, every step is looked at
-        settle = np.where(occ.W > 0, 0.0, settle)
-    open_ = np.ones(live.size, bool)
-    df_pos = O_last > 0 and bool(np.all(occ.lam > 0))  # the slope is at least λ·O_last: no zero to guard
+    tol, settle, reach2 = T_RTOL * capl, (SETTLE * T_RTOL) * capl, occ.reach2
+    W = occ.W if occ.waits else None
     for _ in range(NEWTON_STEPS):
         if live.size == 0:
             break
-        f, df = occ(xl)
-        r = f - capl
-        moving = open_ & (np.abs(r) > tol)
-        if not np.any(moving):
-            break
+        f, df, d2f = occ(xl, curvature=True)
+        r = np.subtract(f, capl, out=f)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = r / df if df_pos else np.where(df > 0, r / np.where(df > 0, df, 1.0), 0.0)
-        xl = np.where(moving, np.maximum(xl - step, 0.0), xl)
-        open_ = moving & ~((r < 0) & (df * step * step <= settle))  # _settled: within tolerance without a look
-        n_open = int(np.count_nonzero(open_))
+        done = np.abs(r) <= tol  # (its step, within tolerance too, only brings it nearer)
+        x_new = np.subtract(xl, step, out=r)
+        np.maximum(x_new, 0.0, out=x_new)
+        # settled: the residual the step leaves is within tolerance without a look (docstring)
+        np.square(step, out=step)
+        settled = step <= reach2
+        settled &= x_new > 0
+        if W is not None:  # only where occupancy is concave over the step (T >= W at both ends)
+            settled &= np.minimum(xl, x_new) >= W
+        step *= d2f
+        settled &= step <= settle
+        if not df_pos:  # (no slope: no step)
+            settled &= df > 0
+        done |= settled
+        xl = x_new
+        n_open = live.size - int(np.count_nonzero(done))
         if n_open == 0:
             break
         if 2 * n_open < live.size:  # the slowest do not hold the rest: the stopped points leave
             x[live] = xl
-            live, xl, capl, tol, settle, occ = (live[open_], xl[open_], capl[open_], tol[open_], settle[open_],
-                                                occ.take(open_))
-            open_ = np.ones(live.size, bool)
+            keep = np.flatnonzero(~done)
+            live, xl, capl, tol, settle = (v[keep] for v in (live, xl, capl, tol, settle))
+            occ = occ.take(keep)
+            W, reach2 = occ.W if occ.waits else None, occ.reach2
     x[live] = xl
     return x
 
@@ -260,7 +185,7 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
     # the occupancy's per-point terms and its value at T = 0 depend on the load, not on the tier: formed once
     lam, th, t_run, W = (np.asarray(v, float) for v in (sessions_per_s, theta, sub_run_s, queue_s))
     shape = np.broadcast_shapes(lam.shape, th.shape, t_run.shape, W.shape, *(c.shape for c in caps))
-    occ = _Occupancy(tt, *(np.broadcast_to(v, shape).ravel() for v in (lam, th, t_run, W)))
+    occ = Occupancy(tt, *(np.broadcast_to(v, shape).ravel() for v in (lam, th, t_run, W)))
     f0 = occ.at_zero()
     T = []
     for j in range(J):

@@ -60,13 +60,18 @@ def run_loop(run) -> None:
         """Admission in queue order while the batch has room and the head's blocks fit; the requests admitted."""
         nonlocal held_pf, reserved, serials, extra
         admitted, free = [], kv - held_pf - dec.held_now + extra
-        while waiting and len(running) < max_batch and free > 0:  # (a request takes a block at least)
+        # a chunking engine admits only while the step's token budget has room after the running requests' decodes
+        # and prompt chunks (vLLM v1 Scheduler.schedule, vllm/v1/core/sched/scheduler.py: "while self.waiting and
+        # token_budget > 0"; SGLang's PrefillAdder the same): the others wait, holding no blocks
+        left = budget - dec.n - sum(need[r] - done[r] for r in prefilling) if chunked else inf
+        while waiting and len(running) < max_batch and free > 0 and left > 0:  # (a request takes a block at least)
             r = waiting[0]
             b = admit_blocks(r)
             if b > free or (reserve and reserved + full[r] > kv):
                 break
             waiting.popleft()
             free -= b
+            left -= need[r] - done[r]
             if reserve:
                 reserved += full[r]
             held[r] = b
