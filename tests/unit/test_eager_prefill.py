@@ -57,8 +57,34 @@ def test_a_decode_step_replays_its_graph_unless_it_carries_prompt_tokens():
 def test_the_engine_profiles_carry_the_figure_only_where_it_is_sourced():
     assert profile_of(loader.engine_file("sglang"), 8).eager_prefill_s_per_kernel == E  # [prefill_launch]
     assert profile_of(loader.engine_file("vllm"), 8).eager_prefill_s_per_kernel == 0.0
-    assert profile_of(loader.engine_file("trtllm"), 8).eager_prefill_s_per_kernel == 0.0
     assert profile_of(loader.engine_file("sglang"), 8).on(ROOFLINE).eager_prefill_s_per_kernel == E
+
+
+def test_tensorrt_llm_runs_prompts_eagerly_from_its_pytorch_flow_on():
+    """[prefill_launch] since = "1.0": the PyTorch backend's context iterations run outside its generation-only CUDA
+    graphs; the C++ runtime before it (0.9-0.17, and 0.21's default) replays compiled engines."""
+    trt = loader.engine_file("trtllm")
+    assert [profile_of(trt, 8, version=v).eager_prefill_s_per_kernel for v in ("0.14.0", "0.21.0rc2", "1.0",
+                                                                             "1.3.0rc14")] == [0.0, 0.0, E, E]
+    assert trt.eager_prefill_at("0.17") == 0.0 and trt.eager_prefill_at("1.1") == E
+
+
+def test_a_case_states_whether_its_prompt_passes_run_from_graphs():
+    """ServingCase.prefill_cuda_graph: True (piecewise CUDA graphs: InferenceX's TensorRT-LLM recipe from 64 clients)
+    charges no launch, False the engine's eager figure before its version gate (a PyTorch-backend run of 0.21),
+    None the engine file at the case's version."""
+    from tokenomy.validation.case_setup import case_profile
+    from tokenomy.validation.schema import ServingCase
+
+    base = dict(id="t", metric="ttft_s", value=0.1, model="deepseek-r1", hardware="b200", chips=8, tp=8,
+                engine="trtllm", scenario="concurrency", concurrency=4, isl=922, osl=922, weight_dtype="fp8",
+                kv_dtype="fp8", published="test")
+    at = lambda **kw: case_profile(ServingCase(**(base | kw))).eager_prefill_s_per_kernel  # noqa: E731
+    assert at(engine_version="1.3.0rc14") == E
+    assert at(engine_version="1.3.0rc14", prefill_cuda_graph=True) == 0.0
+    assert at(engine_version="0.21.0rc2") == 0.0
+    assert at(engine_version="0.21.0rc2", prefill_cuda_graph=False) == E
+    assert at(engine="vllm", engine_version="0.10.1", prefill_cuda_graph=False) == 0.0  # no figure stated: none
 
 
 def test_a_negative_figure_or_interval_is_refused_naming_the_field():

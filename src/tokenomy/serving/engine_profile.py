@@ -14,10 +14,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
+
+from tokenomy.catalog.schema.engines import release
 
 
 @dataclass(frozen=True)
@@ -97,16 +98,13 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
                          (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output,
                          f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0,
-                         eager_prefill_s_per_kernel=f.eager_prefill_s_per_kernel, recv_interval=sch.recv_interval,
+                         eager_prefill_s_per_kernel=f.eager_prefill_at(version or f.version), recv_interval=sch.recv_interval,
                          mixed_prefill=sch.mixed_prefill, batch_wait_iters=sch.batch_wait_iters,
                          batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio,
                          moe_kernel=f.moe_kernel.default if f.moe_kernel is not None else "",
                          expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else ())
 
 
-def _release(version: str) -> tuple[int, ...]:
-    """'0.5.12' -> (0, 5, 12): a version's numeric release parts, for ordering."""
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
 def poll_steps(prof: EngineProfile):
@@ -149,7 +147,7 @@ def overlaps_host(overlap_since: str | None, version: str) -> bool:
     ``overlap_since`` on (catalog/engines [host]; None: never by default)."""
     if overlap_since is None:
         return False
-    return _release(version) >= _release(overlap_since)
+    return release(version) >= release(overlap_since)
 
 
 def _all_reduce(a) -> str:

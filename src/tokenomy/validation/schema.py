@@ -129,6 +129,11 @@ class ServingCase(_Strict):
     # engine profile's, off): serving.batch_wait.batch_wait_steps
     batch_wait_timeout_iters: int | None = Field(default=None, ge=0)
     batch_wait_max_tokens_ratio: float | None = Field(default=None, ge=0, le=1)
+    # whether the run launches its prompt-carrying passes from CUDA graphs: True where the recipe captures them
+    # (TensorRT-LLM torch_compile_config.enable_piecewise_cuda_graph, SGLang --enable-piecewise-cuda-graph): no eager
+    # launch time; False where it runs them eagerly whatever the engine file's version gate (a PyTorch-backend run
+    # of a version before its default); None: the engine file's [prefill_launch] at the case's version
+    prefill_cuda_graph: bool | None = None
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
     protocol: Protocol = "steady"  # the benchmark tool that produced the figure (PROTOCOLS)
     prompts: int | None = Field(default=None, gt=0)  # timed prompts of the run where the source states them

@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from tokenomy.catalog.schema.hardware import Sourced
+
+
+def release(version: str) -> tuple[int, ...]:
+    """'0.5.12' -> (0, 5, 12): a version's numeric release parts, for ordering (the one reading of an engine version's
+    order: [host] overlap_since, [prefill_launch] since)."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
 class EngineScheduler(Sourced):
@@ -86,10 +93,14 @@ class EngineFrontend(Sourced):
 class EnginePrefillLaunch(Sourced):
     """How the engine launches a pass that carries prompt tokens: outside CUDA graphs (eagerly, every kernel from
     Python) at ``eager_s_per_kernel`` host seconds per kernel the layers launch (arch/kernels.py's count; the pass
-    engine adds it to the host time of such a pass, core/times.eager_prompt_s). Absent: no figure is stated, and
-    none is charged."""
+    engine adds it to the host time of such a pass, core/times.eager_prompt_s), from version ``since`` on (None:
+    every version; TensorRT-LLM's PyTorch backend, whose context iterations run outside its generation-only CUDA
+    graphs, is its default flow from 1.0, the C++ engine runtime before it replays compiled engines). Absent: no
+    figure is stated, and none is charged. A run that captures its prompt passes (piecewise CUDA graphs) states so
+    per case (validation ServingCase.prefill_cuda_graph)."""
 
     eager_s_per_kernel: float = Field(ge=0.0)
+    since: str | None = None
 
 
 class EngineMoeKernel(Sourced):
@@ -131,7 +142,14 @@ class EngineFile(BaseModel):
         """e: host seconds per kernel of a pass carrying prompt tokens that the engine launches eagerly
         ([prefill_launch] eager_s_per_kernel), 0 where the profile states none: the one reading of it (the
         calibrated set's, catalog/loader.engine_prompt_passes, and the engine profile's, serving's profile_of)."""
-        return 0.0 if self.prefill_launch is None else self.prefill_launch.eager_s_per_kernel
+        return self.eager_prefill_at(self.version)
+
+    def eager_prefill_at(self, version: str) -> float:
+        """e of the engine at ``version``: [prefill_launch] eager_s_per_kernel from its ``since`` on, else 0."""
+        pl = self.prefill_launch
+        if pl is None or (pl.since is not None and release(version or self.version) < release(pl.since)):
+            return 0.0
+        return pl.eager_s_per_kernel
 
 class EngineFlag(BaseModel):
     """One tokenomy setting as an engine takes it: a command-line flag (``name``), a key of its YAML config file
