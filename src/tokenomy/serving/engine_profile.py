@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenomy.catalog.schema.engines import release
+from tokenomy.catalog.versions import release
 
 
 @dataclass(frozen=True)

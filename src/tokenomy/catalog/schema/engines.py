@@ -10,12 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from tokenomy.catalog.schema.hardware import Sourced
-
-
-def release(version: str) -> tuple[int, ...]:
-    """'0.5.12' -> (0, 5, 12): a version's numeric release parts, for ordering (the one reading of an engine version's
-    order: [host] overlap_since, [prefill_launch] since)."""
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+from tokenomy.catalog.versions import release
 
 
 class EngineScheduler(Sourced):
