@@ -4,7 +4,8 @@ branch — every sub-agent's fork counted as pinned while its turn waited for th
 0.41 and a 164 s wait for the channel — while 240 GB of DRAM put HBM at 0.96 and the wait at 0.18 s. The simulator
 looks a turn up on arrival and pins its blocks when the scheduler admits it (sim_session_run), and puts the same
 share in HBM with and without the DRAM (0.506 / 0.507), its read channel waiting 0.84 s at no DRAM (tokenomy serve
-... --method simulate --requests 6000, 2026-12-05): the wait before admission leaves an object unreferenced,
+... --method simulate --requests 6000, 2026-12-05, before its admission followed the token budget:
+docs/serving.md): the wait before admission leaves an object unreferenced,
 whichever queue it is spent in (session_state.state_at, kv_che's W)"""
 
 import pytest
