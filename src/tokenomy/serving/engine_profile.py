@@ -98,13 +98,12 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
                          (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output,
                          f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0,
-                         eager_prefill_s_per_kernel=f.eager_prefill_at(version or f.version), recv_interval=sch.recv_interval,
+                         eager_prefill_s_per_kernel=f.eager_prefill_at(version or f.version),
+                         recv_interval=sch.recv_interval,
                          mixed_prefill=sch.mixed_prefill, batch_wait_iters=sch.batch_wait_iters,
                          batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio,
                          moe_kernel=f.moe_kernel.default if f.moe_kernel is not None else "",
                          expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else ())
-
-
 
 
 def poll_steps(prof: EngineProfile):
@@ -155,7 +154,6 @@ def _all_reduce(a) -> str:
     cap = f"; custom kernels up to {a.custom_max_bytes / 2**20:g} MiB" if a.custom_max_bytes else ""
     sizes = f", groups of {'/'.join(map(str, a.world_sizes))}" if a.world_sizes else ""
     return f"{a.implementation}{cap}{sizes}"
-
 
 
 def step_budget(prof: EngineProfile, isl, running=0.0):

@@ -62,7 +62,8 @@ def run_loop(run) -> None:
         admitted, free = [], kv - held_pf - dec.held_now + extra
         # a chunking engine admits only while the step's token budget has room after the running requests' decodes
         # and prompt chunks (vLLM v1 Scheduler.schedule, vllm/v1/core/sched/scheduler.py: "while self.waiting and
-        # token_budget > 0"; SGLang's PrefillAdder the same): the others wait, holding no blocks
+        # token_budget > 0"): the others wait, holding no blocks. SGLang's PrefillAdder subtracts the running decodes
+        # only under --enable-mixed-chunk; the loop charges them for every chunking engine (an approximation there)
         left = budget - dec.n - sum(need[r] - done[r] for r in prefilling) if chunked else inf
         while waiting and len(running) < max_batch and free > 0 and left > 0:  # (a request takes a block at least)
             r = waiting[0]

@@ -47,11 +47,11 @@ def case_profile(c: ServingCase) -> EngineProfile:
     the one the source states — kv_free_fraction of the memory free after weights and activations (TensorRT-LLM's
     rule) or gpu_memory_utilization of the total (vLLM's and SGLang's), else the engine's own rule and default — and
     its batch cap."""
-    prof = profile_of(loader.engine_file(c.engine), c.tp, max_num_tokens=c.max_num_tokens,
+    f = loader.engine_file(c.engine)
+    prof = profile_of(f, c.tp, max_num_tokens=c.max_num_tokens,
                       max_batch=c.max_batch or DEFAULT_MAX_BATCH, version=c.engine_version or None)
     given = lambda x, default: default if x is None else x  # noqa: E731
-    launch = loader.engine_file(c.engine).prefill_launch  # the engine's eager figure, before its version gate
-    eager = {True: 0.0, False: launch.eager_s_per_kernel if launch else 0.0, None: prof.eager_prefill_s_per_kernel}
+    eager = {True: 0.0, False: f.eager_prefill_at(f.version, gated=False), None: prof.eager_prefill_s_per_kernel}
     memory = ({"hbm_fraction": c.gpu_memory_utilization, "fraction_of": "total"} if c.gpu_memory_utilization else
               {"hbm_fraction": c.kv_free_fraction, "fraction_of": "free"} if c.kv_free_fraction else {})
     return dataclasses.replace(prof, **memory,

@@ -139,10 +139,11 @@ class EngineFile(BaseModel):
         calibrated set's, catalog/loader.engine_prompt_passes, and the engine profile's, serving's profile_of)."""
         return self.eager_prefill_at(self.version)
 
-    def eager_prefill_at(self, version: str) -> float:
-        """e of the engine at ``version``: [prefill_launch] eager_s_per_kernel from its ``since`` on, else 0."""
+    def eager_prefill_at(self, version: str, gated: bool = True) -> float:
+        """e of the engine at ``version``: [prefill_launch] eager_s_per_kernel from its ``since`` on, else 0
+        (``gated=False``: the figure whatever the version, for a run its source states was launched eagerly)."""
         pl = self.prefill_launch
-        if pl is None or (pl.since is not None and release(version or self.version) < release(pl.since)):
+        if pl is None or (gated and pl.since is not None and release(version or self.version) < release(pl.since)):
             return 0.0
         return pl.eager_s_per_kernel
 
