@@ -165,7 +165,7 @@ def host_sequence_share(cpp_executor_before: str | None, version: str) -> float:
     36 ms a step at 3,000 running, that table predicted 22% slow); on the Python schedulers alone it fits ~18 us."""
     if cpp_executor_before is None:
         return 1.0
-    return float(_release(version) >= _release(cpp_executor_before))
+    return float(release(version) >= release(cpp_executor_before))
 
 
 def _all_reduce(a) -> str:
