@@ -65,6 +65,8 @@ def dsr1_folds():
     return p, {name: (keep, fit) for (name, keep), fit in zip(folds.items(), fits)}
 
 
+# the two tests that read dsr1_folds (~70 CPU-s) run in one xdist worker (make test: --dist loadgroup), which fits once
+@pytest.mark.xdist_group("dsr1_folds")
 def test_a_die_on_anothers_tensor_cores_is_fitted_with_its_gemm_terms(dsr1_folds):
     """DeepSeek-R1 under SGLang on B300 (decode-bound TPOT rows) beside TensorRT-LLM's on B200: B300's fit holds
     B200's GEMM shares and moves its other terms on its own cases."""
@@ -85,6 +87,7 @@ def test_stored_terms_of_one_die_are_one_set(chip, die):
     assert mine["hbm_fraction"] == pytest.approx(anchors.anchored(chip)["hbm_fraction"])  # its own anchor
 
 
+@pytest.mark.xdist_group("dsr1_folds")
 def test_a_die_without_cases_is_fitted_on_its_familys(dsr1_folds):
     # DeepSeek-R1 at batch 1: B300 under SGLang, B200 and H200 under TensorRT-LLM (two Blackwell dies, one Hopper)
     p, folds = dsr1_folds
