@@ -52,12 +52,26 @@ def test_stored_gemm_terms_are_the_lenders(chip):
     assert any(mine[f] != theirs[f] for f in FITTED if f not in cf.GEMM_FIELDS)
 
 
-def test_a_die_on_anothers_tensor_cores_is_fitted_with_its_gemm_terms():
+@pytest.fixture(scope="module")
+def dsr1_folds():
+    """DeepSeek-R1 at batch 1 (B300 under SGLang; B200 and H200 under TensorRT-LLM) fitted on two folds of its TPOT
+    cases in one call: every case (``with_b300``) and all but B300's (``without_b300``). fit_folds advances the
+    folds' searches in lockstep, each visiting the points it visits alone (test_loso: lockstep searches), so each
+    fold's fit is the one a call of its own returns, at one shared engine pass per step instead of two runs."""
+    p = run.prepare(("inferencex-sglang-0.5.12-b300", "trtllm-issue-5929-dsr1"))
+    folds = {"with_b300": {c.id for c in p.cases if c.metric == "tpot_s"},
+             "without_b300": {c.id for c in p.cases if c.case.hardware != "b300" and c.metric == "tpot_s"}}
+    fits = cf.fit_folds(p.serving, p.training, list(folds.values()))
+    return p, {name: (keep, fit) for (name, keep), fit in zip(folds.items(), fits)}
+
+
+# the two tests that read dsr1_folds (~70 CPU-s) run in one xdist worker (make test: --dist loadgroup), which fits once
+@pytest.mark.xdist_group("dsr1_folds")
+def test_a_die_on_anothers_tensor_cores_is_fitted_with_its_gemm_terms(dsr1_folds):
     """DeepSeek-R1 under SGLang on B300 (decode-bound TPOT rows) beside TensorRT-LLM's on B200: B300's fit holds
     B200's GEMM shares and moves its other terms on its own cases."""
-    p = run.prepare(("inferencex-sglang-0.5.12-b300", "trtllm-issue-5929-dsr1"))
-    keep = {c.id for c in p.cases if c.metric == "tpot_s"}
-    fit = cf.fit_folds(p.serving, p.training, [keep])[0]
+    p, folds = dsr1_folds
+    keep, fit = folds["with_b300"]
     b300, b200 = fit.terms["b300"], fit.terms["b200"]
     assert cf.gemm_terms(b300) == cf.gemm_terms(b200)
     assert fit.fitted_on["b300"] == sorted(c.id for c in p.cases if c.id in keep and c.case.hardware == "b300")
@@ -73,12 +87,11 @@ def test_stored_terms_of_one_die_are_one_set(chip, die):
     assert mine["hbm_fraction"] == pytest.approx(anchors.anchored(chip)["hbm_fraction"])  # its own anchor
 
 
-def test_a_die_without_cases_is_fitted_on_its_familys():
+@pytest.mark.xdist_group("dsr1_folds")
+def test_a_die_without_cases_is_fitted_on_its_familys(dsr1_folds):
     # DeepSeek-R1 at batch 1: B300 under SGLang, B200 and H200 under TensorRT-LLM (two Blackwell dies, one Hopper)
-    p = run.prepare(("inferencex-sglang-0.5.12-b300", "trtllm-issue-5929-dsr1"))
-    s = p.serving
-    keep = {c.id for c in p.cases if c.case.hardware != "b300" and c.metric == "tpot_s"}
-    fit = cf.fit_folds(s, p.training, [keep])[0]
+    p, folds = dsr1_folds
+    keep, fit = folds["without_b300"]
     b200 = sorted(c.id for c in p.cases if c.id in keep and c.case.hardware == "b200")
     assert b200 and fit.fitted_on["b300"] == b200  # the Blackwell family's cases, not the H200's
     assert fit.fitted_on["h200"] == sorted(c.id for c in p.cases if c.id in keep and c.case.hardware == "h200")
