@@ -85,9 +85,6 @@ def test_a_case_states_whether_its_prompt_passes_run_from_graphs():
     assert at(engine_version="0.21.0rc2") == 0.0
     assert at(engine_version="0.21.0rc2", prefill_cuda_graph=False) == E
     assert at(engine="vllm", engine_version="0.10.1", prefill_cuda_graph=False) == 0.0  # no figure stated: none
-    seq = lambda **kw: case_profile(ServingCase(**(base | kw))).host_per_sequence  # noqa: E731
-    assert seq(engine_version="0.17.0") == 0.0  # the C++ executor before 1.0
-    assert seq(engine_version="0.21.0rc2", prefill_cuda_graph=False) == 1.0  # issue 5929: the PyTorch backend
 
 
 def test_a_negative_figure_or_interval_is_refused_naming_the_field():

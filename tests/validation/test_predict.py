@@ -7,7 +7,6 @@ import pytest
 from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.layout import Layout
-from tokenomy.serving.engine_profile import profile_of
 from tokenomy.units import CHECKPOINT
 from tokenomy.validation import anchors
 from tokenomy.validation import calibrate_fit as cf
@@ -35,16 +34,12 @@ def calibrated(prepared):
     return predict_serving(s, gather(s.chip, run.stored_terms(s.chip)))
 
 
-def _deployment(c, engine_runs: bool = False) -> Deployment:
-    """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code);
-    ``engine_runs``: as its engine's profile at the case's version runs it (EngineProfile.on: e.g. no per-sequence
-    host time under TensorRT-LLM's C++ executor)."""
+def _deployment(c) -> Deployment:
+    """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code)."""
     layout = Layout(tp=c.tp, dp=c.chips // c.tp, kv_batch=c.kv_batch)
     weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype  # the checkpoint's own (gpt-oss: mixed)
-    eff = load.efficiency_set(c.hardware)
-    if engine_runs:
-        eff = profile_of(loader.engine_file(c.engine), c.tp, version=c.engine_version).on(eff)
-    return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, weights, c.kv_dtype, eff)
+    return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, weights, c.kv_dtype,
+                      load.efficiency_set(c.hardware))
 
 
 def _first(s, scenario, metric, pred=lambda c: True):
@@ -104,7 +99,7 @@ def test_max_throughput_runs_the_capacity_batch_and_pays_every_prompt(prepared, 
         steps = 1.0 + c.osl - 1.0  # TensorRT-LLM does not chunk: a whole prompt in one step (budget >= ISL + B)
         _close(calibrated.prefill_tokens[i], min(b * c.isl / steps, s.budget[i] - b * (c.osl - 1) / steps))
         # output tokens/s = B·OSL / lifetime, and a lifetime is at least its OSL - 1 decode steps
-        d = _deployment(c, engine_runs=True)
+        d = _deployment(c)
         n = b * (c.osl - 1) / steps
         step_hi = float(d.run(np.ceil(n), c.isl + c.osl / 2, prefill_tokens=calibrated.prefill_tokens[i],
                               prefill_context=c.isl / 2).step_s)  # no cache hit: half the prompt
@@ -123,7 +118,7 @@ def test_concurrency_tpot_is_the_engine_step(prepared, calibrated):
     assert b == min(c.concurrency, s.bmax[i])
     n, share = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
     _close(calibrated.prefill_tokens[i], b * c.isl / c.osl)
-    d = _deployment(c, engine_runs=True)
+    d = _deployment(c)
     lo, hi = (_mixed_step(d, c, x, calibrated.prefill_tokens[i] / share, share * (b - 1) / b)
               for x in (np.floor(n), np.ceil(n)))
     assert lo * (1 - 1e-9) <= calibrated.value[i] <= hi * (1 + 1e-9), (c.id, n, lo, calibrated.value[i], hi)
@@ -140,7 +135,7 @@ def test_request_rate_step_lies_between_the_whole_batches_around_it(prepared, ca
         c = s.cases[i].case
         b, p = calibrated.batch[i], calibrated.prefill_tokens[i]
         n, share = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
-        d = _deployment(c, engine_runs=True)
+        d = _deployment(c)
         lo, hi = (_mixed_step(d, c, x, p / share, share) for x in (np.floor(n), np.ceil(n)))
         assert lo * (1 - 1e-9) <= calibrated.value[i] <= hi * (1 + 1e-9), (c.id, n, lo, calibrated.value[i], hi)
 

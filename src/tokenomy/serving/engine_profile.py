@@ -47,15 +47,12 @@ class EngineProfile:
     batch_wait_tokens_ratio: float = 0.0  # ρ_w: ... or until they fill ρ_w·max_num_tokens (batch_wait_steps)
     moe_kernel: str = ""  # the MoE grouped GEMM it runs by default ([moe_kernel] default)
     expert_tiles: tuple[tuple[str, float], ...] = ()  # B_M of each of its MoE kernels ([moe_kernel] kernels)
-    host_per_sequence: float = 1.0  # the share of o_seq its runtime pays: 0 for a C++ executor (host_sequence_share)
 
     def on(self, eff, moe_kernel: str | None = None):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap, the
         eager launch time of its prompt passes, whether its prompt chunks share the decode step, and the tile its
-        MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to, and the per-sequence host time its
-        runtime pays (host_sequence_share)."""
+        MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to."""
         return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap, ep_sm_normal=self.ep_sm[0],
-                         sequence_overhead_s=eff.sequence_overhead_s * self.host_per_sequence,
                          ep_sm_low_latency=self.ep_sm[1], eager_prefill_s_per_kernel=self.eager_prefill_s_per_kernel,
                          mixed_prefill=float(self.mixed_prefill),
                          expert_tile_rows=self.expert_tile_rows(moe_kernel))
@@ -106,8 +103,7 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          mixed_prefill=sch.mixed_prefill, batch_wait_iters=sch.batch_wait_iters,
                          batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio,
                          moe_kernel=f.moe_kernel.default if f.moe_kernel is not None else "",
-                         expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else (),
-                         host_per_sequence=host_sequence_share(f.host.cpp_executor_before, version or f.version))
+                         expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else ())
 
 
 def poll_steps(prof: EngineProfile):
@@ -151,21 +147,6 @@ def overlaps_host(overlap_since: str | None, version: str) -> bool:
     if overlap_since is None:
         return False
     return release(version) >= release(overlap_since)
-
-
-def host_sequence_share(cpp_executor_before: str | None, version: str) -> float:
-    """The share of the fitted per-sequence host time o_seq (core/times: host = o_step + o_seq·B) the engine's
-    runtime pays at ``version``: 1 for a scheduler that keeps each request's bookkeeping in Python (vLLM, SGLang,
-    TensorRT-LLM's PyTorch backend: PyExecutor), 0 before ``cpp_executor_before`` (catalog/engines [host]), where a
-    C++ executor schedules, prepares inputs and updates every request per iteration (TensorRT-LLM's batch manager
-    running built TensorRT engines: trtllm-bench --engine_dir, gptManagerBenchmark, the Triton backend). Its C++
-    loops over the requests are taken as free (an estimate, not a measurement: at ~1 us a request or less, <= 3 ms
-    at 3,000 running beside steps of 30-100 ms there). Charged to every engine alike, o_seq was fitted on the C++
-    runs' large batches (2.65 us) and, with TensorRT-LLM 0.17's table left out, on the Python engines' (11.9 us:
-    36 ms a step at 3,000 running, that table predicted 22% slow); on the Python schedulers alone it fits ~18 us."""
-    if cpp_executor_before is None:
-        return 1.0
-    return float(release(version) >= release(cpp_executor_before))
 
 
 def _all_reduce(a) -> str:

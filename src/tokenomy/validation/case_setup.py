@@ -58,9 +58,6 @@ def case_profile(c: ServingCase) -> EngineProfile:
                                ep_overlap=max(prof.ep_overlap, float(c.two_batch_overlap)),
                                recv_interval=c.scheduler_recv_interval or prof.recv_interval,
                                eager_prefill_s_per_kernel=eager[c.prefill_cuda_graph],
-                               # a case stating how its prompt passes launch states a PyTorch-flow run, whose
-                               # scheduler keeps each request in Python: it pays o_seq whatever its version
-                               host_per_sequence=1.0 if c.prefill_cuda_graph is not None else prof.host_per_sequence,
                                batch_wait_iters=given(c.batch_wait_timeout_iters, prof.batch_wait_iters),
                                batch_wait_tokens_ratio=given(c.batch_wait_max_tokens_ratio,
                                                              prof.batch_wait_tokens_ratio))

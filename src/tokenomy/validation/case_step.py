@@ -19,19 +19,17 @@ from tokenomy.validation.theta import Theta
 
 def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
     """The cases' efficiency set as their engines run it: the chip's terms with each case's host and EP overlap and
-    its prompt passes' eager launch time and the tile its MoE grouped GEMM pads each expert to, and the per-sequence
-    host time its runtime pays (EngineProfile.on)."""
+    its prompt passes' eager launch time and the tile its MoE grouped GEMM pads each expert to."""
     if th.allreduce_latency_s is None:  # the roofline: scalars, the link's own latency, no host time to hide
         return ROOFLINE
 
     def g(v):
         v = v[idx]
         return v[:, None] if col else v
-    eff = th.efficiency(idx, col)
-    return eff.with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap),
-                     sequence_overhead_s=eff.sequence_overhead_s * g(s.host_seq),
-                     ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency),
-                     eager_prefill_s_per_kernel=g(s.eager_prefill), expert_tile_rows=g(s.expert_tile))
+    return th.efficiency(idx, col).with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap),
+                                         ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency),
+                                         eager_prefill_s_per_kernel=g(s.eager_prefill),
+                                         expert_tile_rows=g(s.expert_tile))
 
 
 @dataclass(frozen=True)

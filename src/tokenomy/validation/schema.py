@@ -132,9 +132,7 @@ class ServingCase(_Strict):
     # whether the run launches its prompt-carrying passes from CUDA graphs: True where the recipe captures them
     # (TensorRT-LLM torch_compile_config.enable_piecewise_cuda_graph, SGLang --enable-piecewise-cuda-graph): no eager
     # launch time; False where it runs them eagerly whatever the engine file's version gate (a PyTorch-backend run
-    # of a version before its default); None: the engine file's [prefill_launch] at the case's version. Either
-    # value states a PyTorch-flow run (graph capture of prompt passes is its setting): the run pays the per-sequence
-    # host time o_seq even before [host] cpp_executor_before (serving.engine_profile.host_sequence_share)
+    # of a version before its default); None: the engine file's [prefill_launch] at the case's version
     prefill_cuda_graph: bool | None = None
     kv_batch: bool = False  # KV cache batch-sharded over the TP group beyond its KV heads (Pope et al. 2022 §3.3)
     protocol: Protocol = "steady"  # the benchmark tool that produced the figure (PROTOCOLS)

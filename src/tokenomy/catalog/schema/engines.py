@@ -60,12 +60,9 @@ class EngineKvDtype(Sourced):
 
 class EngineHost(Sourced):
     """Whether the engine's scheduler runs its CPU work for step i + 1 while the GPU runs step i (an overlap or
-    async scheduler), by version: on by default from ``overlap_since`` (None: opt-in only at every version); and
-    where its per-request bookkeeping runs: versions before ``cpp_executor_before`` serve through a C++ executor
-    (None: a Python scheduler at every version)."""
+    async scheduler), by version: on by default from ``overlap_since`` (None: opt-in only at every version)."""
 
     overlap_since: str | None = None  # the first version that turns it on by default
-    cpp_executor_before: str | None = None  # versions before it run the C++ executor (no per-sequence host time)
 
 
 class EngineOverlap(Sourced):
