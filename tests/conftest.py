@@ -35,7 +35,6 @@ def hopper_bands(monkeypatch):
     error_bars._find.cache_clear()
 
 
-
 LOST_GROUP = pytest.StashKey[str]()
 
 

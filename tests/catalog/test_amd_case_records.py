@@ -5,8 +5,6 @@ published cell names ('max num seqs N'). InferenceX's Llama-70B MI300X/MI355X vL
 0.94 and --max-num-seqs (C on MI300X, 1024 on MI355X) as the note reads them from benchmarks/70b_*.sh."""
 
 import re
-import tomllib
-from pathlib import Path
 
 from tokenomy.catalog import loader
 
@@ -14,7 +12,7 @@ SOURCES = ("rocm-vllm-0.10-mi300x", "rocm-vllm-0.7.3-mi300x")
 
 
 def _file(source: str) -> dict:
-    return tomllib.loads((Path(loader.ROOT) / "validation" / f"{source}.toml").read_text())
+    return loader.read_toml("validation", source)
 
 
 def _throughput_rows(source: str) -> tuple[dict, list[dict]]:

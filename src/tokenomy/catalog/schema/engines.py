@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
@@ -146,6 +145,7 @@ class EngineFile(BaseModel):
         if pl is None or (gated and pl.since is not None and release(version or self.version) < release(pl.since)):
             return 0.0
         return pl.eager_s_per_kernel
+
 
 class EngineFlag(BaseModel):
     """One tokenomy setting as an engine takes it: a command-line flag (``name``), a key of its YAML config file
