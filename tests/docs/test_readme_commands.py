@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from web_process import start_web, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -45,28 +43,8 @@ def test_python_block_runs(code):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_web_command_serves_the_page():
     """`tokenomy web` as shown, on a free port (the shown default, 8000, may be taken on a shared machine)."""
     shown = next(c for c in COMMANDS if shlex.split(c)[1] == "web")
-    port = _free_port()
-    p = subprocess.Popen([sys.executable, "-c", ENTRY, *shlex.split(shown)[1:], "--port", str(port)], cwd=ROOT,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline, status = time.monotonic() + 600, None  # a hang ends; a loaded machine never reaches it
-        while time.monotonic() < deadline and p.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as resp:
-                    status = resp.status
-                    break
-            except OSError:
-                time.sleep(0.5)
-        assert status == 200, p.stderr.read() if p.poll() is not None else "no answer"
-    finally:
-        p.terminate()
-        p.wait(timeout=30)
+    proc, _ = start_web([sys.executable, "-c", ENTRY, *shlex.split(shown)[1:]], probe="/", cwd=ROOT)
+    stop(proc)

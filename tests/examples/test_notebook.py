@@ -4,7 +4,9 @@ network) and the numbers it prints are the ones tk gives."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat")  # dev extra; `make test` installs it
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
+KernelManager = pytest.importorskip("jupyter_client").KernelManager
 pytest.importorskip("matplotlib")
 
 import tokenomy as tk  # noqa: E402
@@ -23,20 +26,28 @@ KERNEL = "tokenomy-venv"
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The notebook after running every cell, in a kernel that is this interpreter (a kernelspec written to a
-    temporary JUPYTER_PATH: whatever "python" is on PATH plays no part); figures come back as PNG outputs."""
+    temporary JUPYTER_PATH: whatever "python" is on PATH plays no part); figures come back as PNG outputs.
+
+    The kernel talks over Unix sockets (transport "ipc"), not TCP: jupyter_client picks free TCP ports by binding and
+    releasing them, and another test of the parallel run (a web server, a Dask cluster) can take one before the kernel
+    binds it ("Address already in use", CI of 2026-12-06). Socket files in a fresh directory cannot be taken."""
     spec = tmp_path_factory.mktemp("jupyter") / "kernels" / KERNEL
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "tokenomy venv", "language": "python", "env": {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}}))
     mp = pytest.MonkeyPatch()
+    sockets = Path(tempfile.mkdtemp(prefix="tk-nb-"))
     mp.setenv("JUPYTER_PATH", str(spec.parent.parent))
     try:
         nb = nbformat.read(NOTEBOOK, as_version=4)
-        nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=600,
+        # a short directory of its own: a Unix socket path must stay under ~107 bytes
+        km = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(sockets / "k"))
+        nbclient.NotebookClient(nb, km=km, kernel_name=KERNEL, timeout=600,
                                 resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
     finally:
         mp.undo()
+        shutil.rmtree(sockets, ignore_errors=True)
     return nb
 
 

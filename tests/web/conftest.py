@@ -32,20 +32,17 @@ def client(app):
         yield c
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def live_server(app):
-    """uvicorn in a thread on 127.0.0.1:<free port>; stopped after the session."""
+    """uvicorn in a thread on a loopback socket bound here and handed over still bound (a port chosen, released
+    and bound again could be taken in between by another worker of the parallel run); stopped after the session."""
     import uvicorn
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
@@ -55,6 +52,7 @@ def live_server(app):
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+    sock.close()
 
 
 @pytest.fixture(scope="session")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from cli_runner import CliRunner
+from web_process import start_web, stop
 
 from tokenomy.cli import commands  # noqa: F401  (registers the commands)
 from tokenomy.cli import web as cli_web
@@ -75,29 +73,13 @@ def test_web_refuses_bad_options(monkeypatch, args, needle):
     assert result.exit_code == 2 and needle in result.output and not calls
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_web_runs_the_workers_asked_for():
     """The real command with 2 workers: both processes start (the app factory travels to them) and answer."""
-    port = free_port()
-    proc = subprocess.Popen([str(TOKENOMY), "web", "--port", str(port), "--workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc, port = start_web([str(TOKENOMY), "web", "--workers", "2"])
     try:
-        deadline, ok = time.monotonic() + 600, False  # a hang ends; a loaded machine never reaches it
-        while time.monotonic() < deadline and not ok:
-            try:
-                ok = httpx.get(f"http://127.0.0.1:{port}/api/models", timeout=5).status_code == 200
-            except httpx.TransportError:
-                time.sleep(0.2)
-        assert ok, proc.stderr.read1().decode() if proc.poll() is not None else "no answer"
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         workers = [c for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
         assert len(workers) == 2
         assert httpx.get(f"http://127.0.0.1:{port}/api/models", headers={"Host": "evil.example"}).status_code == 400
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc)
