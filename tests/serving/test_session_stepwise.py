@@ -22,6 +22,7 @@ from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
 from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.session_state import pool_tokens
 from tokenomy.serving.sessions import Agentic, generate, session_start_times
+from tokenomy.serving.sim_session_run import _SessionRun
 from tokenomy.serving.sim_sessions import simulate_sessions
 
 SMALL = Agentic(turns=6, subagent_every=3, subagent_turns=2, system_prompt_tokens=3000, first_input_tokens=1500,
@@ -70,3 +71,30 @@ def test_spans_taken_at_once_equal_stepping_one_iteration_at_a_time(monkeypatch,
                       (fast.load_wait_s, slow.load_wait_s)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     assert fast.hit_rate == slow.hit_rate
+
+
+def test_each_lookup_sees_the_free_blocks_of_its_own_step(monkeypatch, h100):
+    """sim_loop's span carries a run past a lookup (a turn arriving mid-run with no queue is looked up and the run
+    goes on): the lookup must still happen at the step where stepping one iteration at a time does it, its HBM
+    capacity set from the blocks free at that step. Per request, the free blocks each lookup sees agree exactly with
+    the step-by-step reference's; a lookup moved to the end of a run would see the blocks the decodes took since."""
+    dep, prof, bpt = h100
+    stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", 2e6, bpt / 64e9, 1e-5)),
+                      prefill_s_per_token=3e-5)
+    plan = generate(Agentic(), 4, seed=4)
+    blocks = int(0.25 * pool_tokens(dep, prof, Agentic()) // prof.block_size)
+    seen = []
+    arrived = _SessionRun.arrived
+
+    def spy(self, r, t, base_free):
+        seen[-1][r] = base_free
+        return arrived(self, r, t, base_free)
+
+    monkeypatch.setattr(_SessionRun, "arrived", spy)
+    for stepwise in (False, True):
+        monkeypatch.setattr(sim_run._Run, "stepwise", stepwise)
+        seen.append({})
+        simulate_sessions(dep, prof, plan, stack, blocks, concurrency=4, stagger_s=96.0)
+    fast, slow = seen
+    assert len(fast) == len(plan.isl) and fast == slow
+    assert len(set(fast.values())) > len(plan.isl) // 2  # the free blocks move from lookup to lookup

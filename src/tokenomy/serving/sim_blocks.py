@@ -38,11 +38,11 @@ class DecodeBlocks:
 
     def at(self, S: int) -> int:
         """The run is at step S now: held(S), returned (its formula repeated here: one call a step, not two)."""
-        b = self.b
-        Q, s = divmod(S, b)
-        h = self.hist
-        self.S, self.held_now = S, self.sum_q + self.n * (Q + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
-        return self.held_now
+        b, h = self.b, self.hist
+        s = S % b
+        held = self.held_now = self.sum_q + self.n * (S // b + 1) + (sum(h[b + 1 - s:]) if s else -h[0])
+        self.S = S
+        return held
 
     def held(self, S: int) -> int:
         """Σ_r ceil((a_r + S) / b)."""

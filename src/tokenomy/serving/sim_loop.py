@@ -4,10 +4,12 @@ Each turn: (1) arrivals due by now join the FCFS queue; (2) admission; then eith
   a run     of pure-decode steps taken at once, when no request was just admitted, no prefill chunk fits beside the
             decodes and at least one step's blocks fit: k steps up to the next completion, the next arrival or the
             last step whose blocks fit (sim_blocks.DecodeBlocks.steps_within), timed in closed form
-            (sim_table.StepTable.decode_run). A run ends at each event and the next turn looks again, so it goes on
-            past an arrival that cannot be admitted or a completion that frees nothing the queue's head can use:
-            the checks are the step's own, and the steps and their order are those of stepping
-            (tests/serving/test_*stepwise.py: against ``_Run.stepwise``, one step per turn)
+            (sim_table.StepTable.decode_run). A run ends at each event; where the next turn would only take a run
+            again (no queue, no prompt prefilling, decodes left: an arrival only looked up, a completion that
+            leaves decodes) ``span`` takes it in place, else the next turn looks again, so runs go on past an
+            arrival that cannot be admitted or a completion that frees nothing the queue's head can use: the checks
+            are the step's own, and the steps and their order are those of stepping (tests/serving/
+            test_*stepwise.py: against ``_Run.stepwise``, one step per turn; each lookup at its own step)
   or a step (3) blocks for its decodes, preempting the latest-admitted request while one is missing; (4) prefill
             chunks in admission order under what the decodes leave of the budget; (5) its time t(n, context, P);
             prompts done emit their first token and decode on, decodes done retire.
@@ -15,9 +17,10 @@ Why one function: the loop turns over about four times a request (an arrival, it
 prefill), each turn a few list reads, so the state the turns read is in local variables (the steps' pieces are
 closures over them), the per request lists and queues are the run's (mutated in place), and the counters are
 written back to the run at the end. (As methods over attributes it took ~1.13x the CPU on benchmarks/sessions.py's
-agentic plan; what remains is spread: ~4,900 bytecodes and ~55 Python calls a request (cachegrind: ~45% of the
-instructions in CPython's eval loop itself), three fifths the loop's (spans, the step table's closed forms, block
-counts), the rest the session hooks' prefix cache.) ``run.hooks`` (None for plain requests) is the session
+agentic plan; what remains is spread: ~4,000 bytecodes and ~41 Python calls a request (sys.settrace's opcode
+events on 100 of its sessions; cachegrind: ~45% of the instructions in CPython's eval loop itself), three fifths the
+loop's (spans ~1,000 with the step table's closed forms ~500, steps and admission ~1,100), the rest ~1,600 the
+session hooks' prefix cache (lookup, pins, register, release).) ``run.hooks`` (None for plain requests) is the session
 simulator's (sim_session_run): a prompt looked up in the KV tiers on arrival (it joins the queue when its loads
 finish), the blocks its prefix hit saves at admission, its prompt registered when computed, its references released
 when preempted or done; each hook that changes the shared prefixes returns ``extra``, the blocks the pool ledger
@@ -46,6 +49,7 @@ def run_loop(run) -> None:
     if hooks is not None:  # its events, bound once
         h_arrived, h_blocks, h_admitted = hooks.arrived, hooks.admit_blocks, hooks.admitted
         h_computed, h_preempted, h_retired = hooks.computed, hooks.preempted, hooks.retired
+        looked_up = hooks.looked_up  # per request: its lookup done (its arrival, then its loads done)
     now, S, finished, issued, serials = 0.0, 0, 0, run.issued, 0
     held_pf = sum_a = reserved = extra = 0  # prefilling blocks, Σ a_r, reserve_output's blocks, the hooks' extra
     tokens_out = prefilled_tokens = max_used = max_q = preemptions = 0
@@ -64,7 +68,7 @@ def run_loop(run) -> None:
         # and prompt chunks (vLLM v1 Scheduler.schedule, vllm/v1/core/sched/scheduler.py: "while self.waiting and
         # token_budget > 0"): the others wait, holding no blocks. SGLang's PrefillAdder subtracts the running decodes
         # only under --enable-mixed-chunk; the loop charges them for every chunking engine (an approximation there)
-        left = budget - dec.n - sum(need[r] - done[r] for r in prefilling) if chunked else inf
+        left = budget - dec.n - (sum(need[r] - done[r] for r in prefilling) if prefilling else 0) if chunked else inf
         while waiting and len(running) < max_batch and free > 0 and left > 0:  # (a request takes a block at least)
             r = waiting[0]
             b = admit_blocks(r)
@@ -170,42 +174,58 @@ def run_loop(run) -> None:
                 gen[r] = osl[r]
                 retire(r)
 
-    def span(n: int) -> bool:
-        """A run of pure-decode steps of the n decodes at once (module docstring), up to the next completion, the
-        next arrival or the last step whose blocks fit; False where not one step fits (the loop steps instead)."""
-        nonlocal now, S, tokens_out, max_used
-        top = heap[0]
-        while serial[top[2]] != top[1]:
-            heappop(heap)  # preempted since
-            top = heap[0]
-        k, free = top[0] - S, kv - held_pf - dec.held_now + extra
-        if n * -(-k // blk) > free:  # (else all k fit: DecodeBlocks.steps_within's first test)
-            k = dec.steps_within(S, free, k)
-            if k < 1:
-                return False
-        k, run_s = decode_run(n, sum_a / n + S + 1, pending[0][0] - EPS_S - now if pending else inf, k)
-        now += run_s  # (the decodes at their mean context)
-        S += k
-        used = held_pf + dec.at(S)
-        tokens_out += n * k
-        if used > max_used:
-            max_used = used
-        if top[0] <= S:
-            complete()
-        return True
-
-    while finished < N:
-        # 1. arrivals (a session's turn joins the queue when its prefix's loads finish: the hooks' lookup)
+    def arrivals() -> None:
+        """1. the arrivals due by now join the FCFS queue (a session's turn when its prefix's loads finish: the
+        hooks' lookup on its first arrival returns when they do, and it arrives again then)."""
         due = now + EPS_S
         while pending and pending[0][0] <= due:
             t, r = heappop(pending)
-            if hooks is not None:
+            if hooks is not None and not looked_up[r]:
                 ready = h_arrived(r, t, kv - held_pf - dec.held_now)
                 if ready > t + EPS_S:
                     heappush(pending, (ready, r))
                     continue
             qlen[r] = len(waiting)
             waiting.append(r)
+
+    def span(n: int) -> bool:
+        """Runs of pure-decode steps of the n decodes at once (module docstring), each up to the next completion,
+        the next arrival or the last step whose blocks fit; False where not one step fits (the loop steps instead).
+        After a run, where the next turn would find no queue and again no prefill chunk that fits (an arrival only
+        looked up, a completion that leaves decodes), the next run is taken here: the turn's own checks, in its
+        order, without the turn."""
+        nonlocal now, S, tokens_out, max_used
+        ran = False
+        while True:
+            top = heap[0]
+            while serial[top[2]] != top[1]:
+                heappop(heap)  # preempted since
+                top = heap[0]
+            k, free = top[0] - S, kv - held_pf - dec.held_now + extra
+            if n * -(-k // blk) > free:  # (else all k fit: DecodeBlocks.steps_within's first test)
+                k = dec.steps_within(S, free, k)
+                if k < 1:
+                    return ran
+            k, run_s = decode_run(n, sum_a / n + S + 1, pending[0][0] - EPS_S - now if pending else inf, k)
+            now += run_s  # (the decodes at their mean context)
+            S += k
+            used = held_pf + dec.at(S)
+            tokens_out += n * k
+            if used > max_used:
+                max_used = used
+            ran = True
+            if top[0] <= S:
+                complete()
+            # the next turn (the loop's 1 and 2): its arrivals; a run again unless a queue, a step or a chunk
+            if pending and pending[0][0] <= now + EPS_S:
+                arrivals()
+            n = dec.n
+            if waiting or prefilling or not n:  # (a queue to admit from, a chunk that may fit now, no decodes)
+                return True
+
+    while finished < N:
+        if pending and pending[0][0] <= now + EPS_S:  # 1.
+            arrivals()
         if not running and not waiting:
             now = pending[0][0]
             continue

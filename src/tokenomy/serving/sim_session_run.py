@@ -64,11 +64,9 @@ class _SessionRun(_Run):
 
     # -- the loop's events (sim_loop.run_loop) ------------------------------------------------------------------
     def arrived(self, r: int, t: float, base_free: int) -> float:
-        """r is due at t: on its first arrival its prefix is looked up in the tiers (``lookup``; HBM holds what is
-        free now: ``base_free``, the loop's free blocks, plus ``extra``) and its tokens to compute set; it joins the
-        queue when its loads finish (returned)."""
-        if self.looked_up[r]:
-            return t
+        """r arrives at t (the loop calls this once a request, then ``looked_up[r]``): its prefix is looked up in the
+        tiers (``lookup``; HBM holds what is free now: ``base_free``, the loop's free blocks, plus ``extra``) and its
+        tokens to compute set; it joins the queue when its loads finish (returned)."""
         self.looked_up[r] = True
         cache = self.cache
         isl = self.isl[r]

@@ -42,6 +42,7 @@ class StepTable:
         # per P = 0 row its cells' rises row[i + 1] − row[i] and slopes per token (the same floats decode_run needs)
         self._rise = [[b - a for a, b in zip(r, r[1:])] for r in self._decode]
         self._slope = [[d / self.dc for d in r] for r in self._rise]
+        self._pieces = list(zip(self._decode, self._rise, self._slope))  # per n, read once a run
 
     @classmethod
     def for_deployment(cls, dep, n_max: int, budget: float, c_lo: float, c_hi: float, pctx: float, *,
@@ -99,29 +100,33 @@ class StepTable:
         T = inf: the whole run): one walk over the run's linear pieces for both."""
         total, j = 0.0, 0
         reach = T < inf
-        row, rise, slope = self._decode[n], self._rise[n], self._slope[n]
+        row, rise, slope = self._pieces[n]
         c_lo, dc, top = self.c_lo, self.dc, self.c_cells
         while j < k_max:
             # the next m steps sharing one linear piece of t(n, ·, 0): value f0 at ctx + j, slope s per token
-            c, left = ctx + j, k_max - j
+            c = ctx + j
             x = (c - c_lo) / dc
             if x <= 0.0:  # below the grid: the first value, flat, until the context passes c_lo
-                m, f0, s = max(min(left, floor(c_lo - c) + 1), 1), row[0], 0.0
+                m, f0, s = max(min(k_max - j, floor(c_lo - c) + 1), 1), row[0], 0.0
             elif x >= top:  # above it: the last value, flat
-                m, f0, s = left, row[top], 0.0
+                m, f0, s = k_max - j, row[top], 0.0
             else:
                 i = int(x)
                 m = ceil(c_lo + (i + 1) * dc - c)  # to where the next piece starts
-                m = 1 if m < 1 else (left if m > left else m)
+                if m > k_max - j:
+                    m = k_max - j
+                elif m < 1:
+                    m = 1
                 s = slope[i]
                 f0 = row[i] + (x - i) * rise[i]
             seg = m * f0 + s * (m * (m - 1) / 2.0)
-            if not reach or total + seg < T:
+            if total + seg < T or not reach:
                 total, j = total + seg, j + m
                 continue
             R = T - total
             b = f0 - s / 2.0  # G(q) = (s/2)q² + b·q reaches R at q = 2R / (b + sqrt(b² + 2sR))
-            q = 2.0 * R / (b + sqrt(max(b * b + 2.0 * s * R, 0.0)))
+            d = b * b + 2.0 * s * R
+            q = 2.0 * R / (b + sqrt(0.0 if d < 0.0 else d))  # (max(d, 0), NaN kept)
             # an infinite step (the batch's KV over the cache at this context: t = inf, its slope NaN) reaches T at once
             if isfinite(q):
                 q = ceil(q)
