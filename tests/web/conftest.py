@@ -44,9 +44,8 @@ def live_server(app):
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
+    while not server.started:  # no deadline: a loaded machine starts it late, a failed start ends the thread
+        if not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.05)
     yield f"http://127.0.0.1:{port}"
@@ -66,13 +65,23 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, live_server):
-    """A fresh page; JavaScript errors and failed requests fail the test."""
+@pytest.fixture(scope="session")
+def browser_context(browser):
+    """One browser context for the session's pages, as one person's browser: its HTTP cache keeps plotly.min.js
+    (4.8 MB, Cache-Control max-age 3600) and the app's scripts from one test to the next instead of fetching them
+    again for every page. The app keeps no state in the browser (no cookie, no storage: htmx's history cache is
+    off), so a test's page starts as a fresh one would; permissions a test grants are cleared after it."""
     from .browsing import new_context
 
     context = new_context(browser, viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(browser_context, live_server):
+    """A new page (tab) of its own; JavaScript errors and failed requests fail the test."""
+    pg = browser_context.new_page()
     problems: list[str] = []
     pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     # htmx aborts a superseded request (hx-sync replace): that is not a failure
@@ -80,7 +89,8 @@ def page(browser, live_server):
     pg.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 500 else None)
     pg.problems = problems
     yield pg
-    context.close()
+    pg.close()
+    browser_context.clear_permissions()
     assert not problems, problems
 
 

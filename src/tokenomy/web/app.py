@@ -24,6 +24,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from tokenomy.web import api, openapi, pages
 from tokenomy.web.params import field_of, message_of
+from tokenomy.web.view_cache import ViewCache
 
 HERE = Path(__file__).parent
 MEDIA = {".js": "application/javascript", ".css": "text/css"}
@@ -63,6 +64,7 @@ def create_app(allowed_hosts: Iterable[str] = ()) -> FastAPI:
     app = FastAPI(title="tokenomy", docs_url=None, redoc_url=None,  # the docs UIs load scripts from a CDN
                   description="What it costs to train and serve an LLM, and why. Same answers as the CLI's --json.")
     static = _static_bundle()
+    app.state.views = ViewCache()  # the pages' results by path and query (pages.render)
 
     @lru_cache(maxsize=None)
     def gzipped(name: str) -> bytes:

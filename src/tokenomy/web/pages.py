@@ -86,9 +86,11 @@ def error_of(e: ValueError, given=()) -> dict:
 
 
 def render(request: Request, page: str, fragment: str, context: dict, compute: Callable[[], dict]):
-    """Full page, or the results fragment for htmx; a ValueError becomes an inline error and a 422."""
+    """Full page, or the results fragment for htmx; a ValueError becomes an inline error and a 422. The results
+    of one path and query are computed once per app (web/view_cache.py), for the fragment, the page and Back."""
     try:
-        context |= compute()
+        context |= request.app.state.views.get((request.url.path, tuple(request.query_params.multi_items())),
+                                               compute)
         error = None
     except ValueError as e:
         error = error_of(e, request.query_params)
