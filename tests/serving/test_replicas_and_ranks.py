@@ -6,18 +6,15 @@ nothing; the default search picked a layout that cannot hold one sequence."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from cli_runner import CliRunner
 
 from tokenomy.answers.workloads import serve
 from tokenomy.arch.params import count_params
 from tokenomy.catalog import loader
-
-BIN = Path(sys.executable).parent / "tokenomy"
+from tokenomy.cli import serve as _serve_command  # noqa: F401  (registers `serve`)
+from tokenomy.cli.app import app
 
 
 def _rows(*args, **kw):
@@ -172,8 +169,10 @@ def test_disagg_under_an_open_loop_picks_decode_pools_that_fit():
      "auto"),
 ])
 def test_bad_serving_inputs_say_why_in_one_line(args, field):
-    r = subprocess.run([str(BIN), "serve", *args], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and field in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    """As the ``tokenomy`` process answers (tests/cli_runner; the process itself: tests/cli/test_serving.py's
+    test_entry_point_subprocess)."""
+    r = CliRunner().invoke(app, ["serve", *args])
+    assert r.exit_code == 2 and field in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_a_simulated_row_prices_the_simulated_rate():

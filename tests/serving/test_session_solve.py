@@ -154,7 +154,7 @@ def test_a_shared_prefix_batch_stops_where_the_pass_engine_stops_timing(kv_batch
 @pytest.mark.parametrize("w", [MultiTurn(), MultiTurn(turns=12, new_input_tokens=1500, think_s=30.0), AGENT,
                                Agentic()], ids=["chat", "long", "agent", "agentic"])
 @pytest.mark.parametrize("closed", [True, False])
-def test_the_scan_that_skips_vouched_nodes_places_the_crossings_of_every_node(one_h100, w, closed):
+def test_the_scan_that_skips_vouched_nodes_places_the_crossings_of_every_node(one_h100, w, closed, monkeypatch):
     """solve_warm's scan (session_steady._scan) skips the nodes a lower node's gap f(h) − h vouches for, taking f to
     fall at most F_FALL per unit of h; solve_plain scans every node. Grid: 40 points per workload and loop, sessions
     1-400 (closed) or 0.005-0.3 sessions/s (open), DRAM 0-4e6 tokens, think 1-60 s, Llama-3.1-8B on one H100 with
@@ -172,10 +172,17 @@ def test_the_scan_that_skips_vouched_nodes_places_the_crossings_of_every_node(on
     kw = dict(concurrency=load) if closed else dict(rate=load)
     pb = problem(dep, prof, w, stack, rng.uniform(0.0, 4e6, n)[:, None], think_s=rng.uniform(1.0, 60.0, n), **kw)
     grid = np.linspace(0.0, ss.HIT_CAP, ss.HIT_GRID)
-    scan = pb.expand(ss.HIT_GRID)
-    f = ss.hit_map(scan, np.broadcast_to(grid, scan.load.shape))
-    assert np.nanmax(-np.diff(f, axis=-1) / np.diff(grid)) <= ss.F_FALL
+    maps = []  # f(h) as solve_plain evaluates it: its first call scans every node (read here, not computed twice)
+
+    def hit_map(p, h, guess=None):
+        maps.append((np.array(h), real(p, h, guess)))
+        return maps[-1][1]
+    real = ss.hit_map
+    monkeypatch.setattr(ss, "hit_map", hit_map)
     fast, plain = ss.solve_warm(pb), ss.solve_plain(pb)
+    h, f = maps[0]
+    assert np.array_equal(h, np.broadcast_to(grid, (n, ss.HIT_GRID)))  # every point at every node
+    assert np.nanmax(-np.diff(f, axis=-1) / np.diff(grid)) <= ss.F_FALL
     assert np.allclose(fast.hits.hit_rate, plain.hits.hit_rate, atol=1e-4)
     assert np.array_equal(np.isfinite(fast.ttft_s), np.isfinite(plain.ttft_s))
     ok = np.isfinite(plain.ttft_s)

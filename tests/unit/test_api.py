@@ -1,15 +1,13 @@
 """The notebook API: import tokenomy as tk — the same answers as the CLI, lists crossed."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli_runner import CliRunner
 
 import tokenomy as tk
-
-TOKENOMY = str(Path(sys.executable).with_name("tokenomy"))
+from tokenomy.cli import foundation as _decode_command  # noqa: F401  (registers `decode`)
+from tokenomy.cli.app import app
 
 
 def test_api_crosses_batch_and_context_and_matches_the_cli():
@@ -18,9 +16,10 @@ def test_api_crosses_batch_and_context_and_matches_the_cli():
     rows = d.rows()
     assert [(r["batch"], r["context"]) for r in rows] == [(b, c) for b in (1, 8, 64) for c in (1024, 4096)]
     assert all(r["len_pass"] == 1 and r["efficiency"] == "calibrated" for r in rows)
-    cli = json.loads(subprocess.run([TOKENOMY, "decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm",
-                                     "--batch", "1,8,64", "--context", "1024,4096", "--json"],
-                                    capture_output=True, text=True, check=True).stdout)
+    r = CliRunner().invoke(app, ["decode", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "1,8,64",
+                                 "--context", "1024,4096", "--json"])  # as the process runs it (tests/cli_runner)
+    assert r.exit_code == 0, r.stderr
+    cli = json.loads(r.stdout)
     assert [r["step_s"] for r in cli] == pytest.approx([r["step_s"] for r in rows], rel=1e-12)
     assert len(d.to_pandas()) == 6 and d.explain()
 
