@@ -28,41 +28,50 @@ def warm_root(idx, guess, x, todo, model, root, tol, slope=None, bounds=None) ->
     g0 = bounded(x0 - model(idx, x0))
     s = 1.0 if slope is None else slope[idx]
     x1 = x0 - g0 / s  # the fixed-point map's step (s = 1), or Newton's with a neighbour's slope
-    g1, g2 = np.full(idx.shape, np.nan), np.full(idx.shape, np.nan)
-    open0 = np.abs(g0) >= tol
-    if np.any(open0):
-        g1[open0] = bounded(x1[open0] - model(idx[open0], x1[open0]))
-    if slope is not None:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            s_new = (g1 - g0) / (x1 - x0)
-        slope[idx] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s)
+    # each later candidate only where the earlier ones are not within tol: the arrays shrink (o: the points open
+    # after g0, p: those of o open after g1, as positions in o)
+    x[idx] = x0  # (overwritten where g0 is not within tol)
+    o = np.flatnonzero(np.abs(g0) >= tol)
+    if not o.size:
+        return
+    x0, g0, x1 = x0[o], g0[o], x1[o]
+    g1 = bounded(x1 - model(idx[o], x1))
     with np.errstate(invalid="ignore", divide="ignore"):
+        s_new = (g1 - g0) / (x1 - x0)
         x2 = x1 - g1 * (x1 - x0) / (g1 - g0)
+    if slope is not None:
+        s_o = slope[idx[o]]
+        slope[idx[o]] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s_o)
+    x[idx[o]] = x1
+    p = np.flatnonzero(np.abs(g1) >= tol)
+    if not p.size:
+        return
+    x0, g0, x1, g1, x2 = x0[p], g0[p], x1[p], g1[p], x2[p]
     x2 = np.where(np.isfinite(x2), x2, x1)
-    open_ = open0 & (np.abs(g1) >= tol)
-    if np.any(open_):
-        g2[open_] = bounded(x2[open_] - model(idx[open_], x2[open_]))
-    # the first of the three with |g| < tol; the tightest bracket among them from below (largest x with g < 0) and
-    # above (smallest x with g > 0), each with its g (per candidate over the points: no short last axis)
-    found, x_got = np.zeros(idx.shape, bool), np.full(idx.shape, np.nan)
-    below, g_below = np.full(idx.shape, -np.inf), np.full(idx.shape, np.nan)
-    above, g_above = np.full(idx.shape, np.inf), np.full(idx.shape, np.nan)
-    for xc, gc in ((x0, g0), (x1, g1), (x2, g2)):
-        first = (np.abs(gc) < tol) & ~found
-        x_got, found = np.where(first, xc, x_got), found | first
+    g2 = bounded(x2 - model(idx[o[p]], x2))
+    x[idx[o[p]]] = x2
+    q = np.flatnonzero(np.abs(g2) >= tol)  # none of the three within tol
+    if not q.size:
+        return
+    open_idx = idx[o[p[q]]]
+    # the tightest bracket among the three from below (largest x with g < 0) and above (smallest x with g > 0),
+    # each with its g (per candidate over the points: no short last axis)
+    below, g_below = np.full(q.shape, -np.inf), np.full(q.shape, np.nan)
+    above, g_above = np.full(q.shape, np.inf), np.full(q.shape, np.nan)
+    for xc, gc in ((x0[q], g0[q]), (x1[q], g1[q]), (x2[q], g2[q])):
         lower, upper = (gc < 0) & (xc > below), (gc > 0) & (xc < above)
         below, g_below = np.where(lower, xc, below), np.where(lower, gc, g_below)
         above, g_above = np.where(upper, xc, above), np.where(upper, gc, g_above)
-    x[idx[found]] = x_got[found]
-    inside = ~found & np.isfinite(below) & np.isfinite(above) & (below < above)
+    inside = np.isfinite(below) & np.isfinite(above) & (below < above)
     if np.any(inside):
         k = np.flatnonzero(inside)
-        x[idx[k]] = root(idx[k], below[k], above[k], (g_below[k], g_above[k]))
-    left = ~found & ~inside
-    todo[idx[left]] = True
+        x[open_idx[k]] = root(open_idx[k], below[k], above[k], (g_below[k], g_above[k]))
+    left = ~inside
+    todo[open_idx[left]] = True
+    x[open_idx[left]] = np.nan
     if bounds is not None:
         for out, v in zip(bounds, (below, g_below, above, g_above)):
-            out[idx[left]] = v[left]
+            out[open_idx[left]] = v[left]
 
 
 def falsi(g, a, b, tol, ends=None):
@@ -106,4 +115,6 @@ def falsi(g, a, b, tol, ends=None):
 def bounded(g):
     """A NaN or infinite g (no answer at that point: the model unbounded) as a large negative step, so that the
     bracket moves past it."""
-    return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
+    out = np.clip(np.asarray(g, float), -50.0, 50.0)  # (±inf to ±50)
+    out[np.isnan(out)] = -50.0
+    return out
