@@ -80,36 +80,36 @@ def falsi(g, a, b, tol, ends=None):
     a point stops where |g| < tol or its bracket is narrower than tol. Where g jumps over zero (the steady state's
     open loop ends at the replica's capacity with a finite e2e) the bracket closes on the jump and the end with
     the smaller |g| is returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in
-    the bracket), ``a`` where g(a) >= 0. ``g(x, mask)``: g at the points in ``mask``, x their values (only the
-    points still open are evaluated); ``ends``: (g(a), g(b)) where already known."""
+    the bracket), ``a`` where g(a) >= 0. ``g(x, at)``: g at the points ``at`` (a mask over every point, or the
+    sorted indices of those still open, the only ones evaluated), x their values; ``ends``: (g(a), g(b)) where
+    already known."""
     a, b = np.array(a, float), np.array(b, float)
     every = np.ones(a.shape, bool)
     ga, gb = (bounded(g(a, every)), bounded(g(b, every))) if ends is None else map(np.array, ends)
     x = np.where(ga >= 0, a, np.nan)
-    live = (ga < 0) & (gb > 0)
+    live = np.flatnonzero((ga < 0) & (gb > 0))  # the points still open (their indices; the arrays below theirs)
+    a, b, ga, gb = a[live], b[live], ga[live], gb[live]
     ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
-    side = np.zeros(a.shape, int)
+    side = np.zeros(live.shape, int)
     for _ in range(STEPS):
-        if not np.any(live):
+        if not live.size:
             break
         with np.errstate(invalid="ignore", divide="ignore"):
             c = b - gb * (b - a) / (gb - ga)
         c = np.where((c > a) & (c < b), c, 0.5 * (a + b))
-        gc = np.zeros(a.shape)
-        gc[live] = bounded(g(c[live], live))
-        done = live & (np.abs(gc) < tol)
-        x = np.where(done, c, x)
-        live = live & ~done
-        r, l_ = live & (gc > 0), live & ~(gc > 0)  # r: the root is left of c
+        gc = bounded(g(c, live))
+        r = gc > 0  # the root is left of c
+        l_ = ~r
         ga = np.where(r & (side == 1), 0.5 * ga, ga)
         gb = np.where(l_ & (side == -1), 0.5 * gb, gb)
         a, ga, ra = np.where(l_, c, a), np.where(l_, gc, ga), np.where(l_, np.abs(gc), ra)
         b, gb, rb = np.where(r, c, b), np.where(r, gc, gb), np.where(r, np.abs(gc), rb)
-        side = np.where(r, 1, np.where(l_, -1, side))
-        narrow = live & (b - a < tol)
-        x = np.where(narrow, np.where(ra <= rb, a, b), x)
-        live = live & ~narrow
-    return np.where(live, np.where(ra <= rb, a, b), x)
+        side = np.where(r, 1, -1)
+        done = np.abs(gc) < tol
+        x[live] = np.where(done, c, np.where(ra <= rb, a, b))  # (the others: narrow, or overwritten later)
+        keep = np.flatnonzero(~done & (b - a >= tol))
+        live, a, b, ga, gb, ra, rb, side = (v[keep] for v in (live, a, b, ga, gb, ra, rb, side))
+    return x
 
 
 def bounded(g):
