@@ -159,7 +159,8 @@ def test_the_scan_that_skips_vouched_nodes_places_the_crossings_of_every_node(on
     fall at most F_FALL per unit of h; solve_plain scans every node. Grid: 40 points per workload and loop, sessions
     1-400 (closed) or 0.005-0.3 sessions/s (open), DRAM 0-4e6 tokens, think 1-60 s, Llama-3.1-8B on one H100 with
     vLLM. The assumption holds on it (f's fall between neighbouring nodes, from the plain scan), and the answers
-    agree within the solve's tolerances: hit rate 1e-4, TTFT and e2e 1e-3 relative, the same bistable points."""
+    agree within the solve's tolerances: hit rate 3·HIT_TOL, e2e 30·E2E_TOL relative (1.1e-4 at most on this grid,
+    at one agent point; TTFT, a small part of e2e, 1e-3), the same bistable points."""
     import tokenomy.serving.session_steady as ss
     from tokenomy.serving.session_state import problem
 
@@ -183,9 +184,11 @@ def test_the_scan_that_skips_vouched_nodes_places_the_crossings_of_every_node(on
     h, f = maps[0]
     assert np.array_equal(h, np.broadcast_to(grid, (n, ss.HIT_GRID)))  # every point at every node
     assert np.nanmax(-np.diff(f, axis=-1) / np.diff(grid)) <= ss.F_FALL
-    assert np.allclose(fast.hits.hit_rate, plain.hits.hit_rate, atol=1e-4)
+    # a few times the stated tolerances (HIT_TOL on |f(h) − h|, E2E_TOL on |log e2e − log model|, both 1e-5), far
+    # under the scan's SCAN_TOL: a crossing solved only to SCAN_TOL fails them (5e-5 in hit rate, checked by hand)
+    assert np.max(np.abs(fast.hits.hit_rate - plain.hits.hit_rate)) < 3 * ss.HIT_TOL
     assert np.array_equal(np.isfinite(fast.ttft_s), np.isfinite(plain.ttft_s))
     ok = np.isfinite(plain.ttft_s)
     assert np.allclose(fast.ttft_s[ok], plain.ttft_s[ok], rtol=1e-3)
-    assert np.allclose(fast.e2e_s[ok], plain.e2e_s[ok], rtol=1e-3)
+    assert np.allclose(fast.e2e_s[ok], plain.e2e_s[ok], rtol=30 * ss.E2E_TOL, atol=0.0)
     assert np.array_equal(fast.bistable, plain.bistable)

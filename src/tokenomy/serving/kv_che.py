@@ -195,7 +195,8 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
         T.append(t if j == 0 else np.maximum(T[-1], t))  # a copy further down is found when an upper tier lost it
     # P(found in tiers <= j): every reuse follows an Exp(θ) gap after its object's last use (module docstring: a
     # parent's turn after a spawn, after its last sub-agent's turn)
-    within = [p_within(t, theta) for t in T]
+    within = [-np.expm1(t.ravel() * occ.neg_inv_th).reshape(shape) for t in T] if occ.all_pos else \
+        [p_within(t, theta) for t in T]  # (every θ > 0: P = 1 − e^{−T/θ}, 0 at T = 0; T >= 0 from _solve_t)
     worth = np.stack([_worth(stack, j, tt.reuse) for j in range(J)], -1)  # [type, tier]
     n, u = tt.n[:, None] * worth, tt.reuse[:, None]
     n_m, nu_m, nu2_m = np.sum(n, axis=0), np.sum(n * u, axis=0), np.sum(n * u ** 2, axis=0)

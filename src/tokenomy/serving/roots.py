@@ -28,41 +28,50 @@ def warm_root(idx, guess, x, todo, model, root, tol, slope=None, bounds=None) ->
     g0 = bounded(x0 - model(idx, x0))
     s = 1.0 if slope is None else slope[idx]
     x1 = x0 - g0 / s  # the fixed-point map's step (s = 1), or Newton's with a neighbour's slope
-    g1, g2 = np.full(idx.shape, np.nan), np.full(idx.shape, np.nan)
-    open0 = np.abs(g0) >= tol
-    if np.any(open0):
-        g1[open0] = bounded(x1[open0] - model(idx[open0], x1[open0]))
-    if slope is not None:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            s_new = (g1 - g0) / (x1 - x0)
-        slope[idx] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s)
+    # each later candidate only where the earlier ones are not within tol: the arrays shrink (o: the points open
+    # after g0, p: those of o open after g1, as positions in o)
+    x[idx] = x0  # (overwritten where g0 is not within tol)
+    o = np.flatnonzero(np.abs(g0) >= tol)
+    if not o.size:
+        return
+    x0, g0, x1 = x0[o], g0[o], x1[o]
+    g1 = bounded(x1 - model(idx[o], x1))
     with np.errstate(invalid="ignore", divide="ignore"):
+        s_new = (g1 - g0) / (x1 - x0)
         x2 = x1 - g1 * (x1 - x0) / (g1 - g0)
+    if slope is not None:
+        s_o = slope[idx[o]]
+        slope[idx[o]] = np.where(np.isfinite(s_new) & (s_new > SLOPE_MIN) & (s_new < 1.0 / SLOPE_MIN), s_new, s_o)
+    x[idx[o]] = x1
+    p = np.flatnonzero(np.abs(g1) >= tol)
+    if not p.size:
+        return
+    x0, g0, x1, g1, x2 = x0[p], g0[p], x1[p], g1[p], x2[p]
     x2 = np.where(np.isfinite(x2), x2, x1)
-    open_ = open0 & (np.abs(g1) >= tol)
-    if np.any(open_):
-        g2[open_] = bounded(x2[open_] - model(idx[open_], x2[open_]))
-    # the first of the three with |g| < tol; the tightest bracket among them from below (largest x with g < 0) and
-    # above (smallest x with g > 0), each with its g (per candidate over the points: no short last axis)
-    found, x_got = np.zeros(idx.shape, bool), np.full(idx.shape, np.nan)
-    below, g_below = np.full(idx.shape, -np.inf), np.full(idx.shape, np.nan)
-    above, g_above = np.full(idx.shape, np.inf), np.full(idx.shape, np.nan)
-    for xc, gc in ((x0, g0), (x1, g1), (x2, g2)):
-        first = (np.abs(gc) < tol) & ~found
-        x_got, found = np.where(first, xc, x_got), found | first
+    g2 = bounded(x2 - model(idx[o[p]], x2))
+    x[idx[o[p]]] = x2
+    q = np.flatnonzero(np.abs(g2) >= tol)  # none of the three within tol
+    if not q.size:
+        return
+    open_idx = idx[o[p[q]]]
+    # the tightest bracket among the three from below (largest x with g < 0) and above (smallest x with g > 0),
+    # each with its g (per candidate over the points: no short last axis)
+    below, g_below = np.full(q.shape, -np.inf), np.full(q.shape, np.nan)
+    above, g_above = np.full(q.shape, np.inf), np.full(q.shape, np.nan)
+    for xc, gc in ((x0[q], g0[q]), (x1[q], g1[q]), (x2[q], g2[q])):
         lower, upper = (gc < 0) & (xc > below), (gc > 0) & (xc < above)
         below, g_below = np.where(lower, xc, below), np.where(lower, gc, g_below)
         above, g_above = np.where(upper, xc, above), np.where(upper, gc, g_above)
-    x[idx[found]] = x_got[found]
-    inside = ~found & np.isfinite(below) & np.isfinite(above) & (below < above)
+    inside = np.isfinite(below) & np.isfinite(above) & (below < above)
     if np.any(inside):
         k = np.flatnonzero(inside)
-        x[idx[k]] = root(idx[k], below[k], above[k], (g_below[k], g_above[k]))
-    left = ~found & ~inside
-    todo[idx[left]] = True
+        x[open_idx[k]] = root(open_idx[k], below[k], above[k], (g_below[k], g_above[k]))
+    left = ~inside
+    todo[open_idx[left]] = True
+    x[open_idx[left]] = np.nan
     if bounds is not None:
         for out, v in zip(bounds, (below, g_below, above, g_above)):
-            out[idx[left]] = v[left]
+            out[open_idx[left]] = v[left]
 
 
 def falsi(g, a, b, tol, ends=None):
@@ -71,39 +80,41 @@ def falsi(g, a, b, tol, ends=None):
     a point stops where |g| < tol or its bracket is narrower than tol. Where g jumps over zero (the steady state's
     open loop ends at the replica's capacity with a finite e2e) the bracket closes on the jump and the end with
     the smaller |g| is returned, so the answer does not depend on the step count. NaN where g(b) <= 0 (no root in
-    the bracket), ``a`` where g(a) >= 0. ``g(x, mask)``: g at the points in ``mask``, x their values (only the
-    points still open are evaluated); ``ends``: (g(a), g(b)) where already known."""
+    the bracket), ``a`` where g(a) >= 0. ``g(x, at)``: g at the points ``at`` (a mask over every point, or the
+    sorted indices of those still open, the only ones evaluated), x their values; ``ends``: (g(a), g(b)) where
+    already known."""
     a, b = np.array(a, float), np.array(b, float)
     every = np.ones(a.shape, bool)
     ga, gb = (bounded(g(a, every)), bounded(g(b, every))) if ends is None else map(np.array, ends)
     x = np.where(ga >= 0, a, np.nan)
-    live = (ga < 0) & (gb > 0)
+    live = np.flatnonzero((ga < 0) & (gb > 0))  # the points still open (their indices; the arrays below theirs)
+    a, b, ga, gb = a[live], b[live], ga[live], gb[live]
     ra, rb = np.abs(ga), np.abs(gb)  # the ends' own |g| (the Illinois rule scales ga, gb)
-    side = np.zeros(a.shape, int)
+    side = np.zeros(live.shape, int)
     for _ in range(STEPS):
-        if not np.any(live):
+        if not live.size:
             break
         with np.errstate(invalid="ignore", divide="ignore"):
             c = b - gb * (b - a) / (gb - ga)
         c = np.where((c > a) & (c < b), c, 0.5 * (a + b))
-        gc = np.zeros(a.shape)
-        gc[live] = bounded(g(c[live], live))
-        done = live & (np.abs(gc) < tol)
-        x = np.where(done, c, x)
-        live = live & ~done
-        r, l_ = live & (gc > 0), live & ~(gc > 0)  # r: the root is left of c
+        gc = bounded(g(c, live))
+        r = gc > 0  # the root is left of c
+        l_ = ~r
         ga = np.where(r & (side == 1), 0.5 * ga, ga)
         gb = np.where(l_ & (side == -1), 0.5 * gb, gb)
         a, ga, ra = np.where(l_, c, a), np.where(l_, gc, ga), np.where(l_, np.abs(gc), ra)
         b, gb, rb = np.where(r, c, b), np.where(r, gc, gb), np.where(r, np.abs(gc), rb)
-        side = np.where(r, 1, np.where(l_, -1, side))
-        narrow = live & (b - a < tol)
-        x = np.where(narrow, np.where(ra <= rb, a, b), x)
-        live = live & ~narrow
-    return np.where(live, np.where(ra <= rb, a, b), x)
+        side = np.where(r, 1, -1)
+        done = np.abs(gc) < tol
+        x[live] = np.where(done, c, np.where(ra <= rb, a, b))  # (the others: narrow, or overwritten later)
+        keep = np.flatnonzero(~done & (b - a >= tol))
+        live, a, b, ga, gb, ra, rb, side = (v[keep] for v in (live, a, b, ga, gb, ra, rb, side))
+    return x
 
 
 def bounded(g):
     """A NaN or infinite g (no answer at that point: the model unbounded) as a large negative step, so that the
     bracket moves past it."""
-    return np.clip(np.nan_to_num(np.asarray(g, float), nan=-50.0, neginf=-50.0, posinf=50.0), -50.0, 50.0)
+    out = np.clip(np.asarray(g, float), -50.0, 50.0)  # (±inf to ±50)
+    out[np.isnan(out)] = -50.0
+    return out

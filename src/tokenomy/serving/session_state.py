@@ -108,10 +108,10 @@ def problem(dep1, prof, w, stack, lower_capacities, *, concurrency=None, rate=No
                     solve_open, solve_closed, isl * float(prof.tokenize_s_per_token), float(cap.requests_per_s[0]))
 
 
-def state_of(pb: SessionProblem, h, x, bistable=None, full=False) -> SessionSteady:
-    """The state at hit rate h when log e2e is x (its root)."""
+def state_of(pb: SessionProblem, h, x, bistable=None, full=False, t_guess=None) -> SessionSteady:
+    """The state at hit rate h when log e2e is x (its root); ``t_guess`` as in ``state_at``."""
     e2e = np.where(np.isfinite(x), np.exp(x), np.inf)  # no root: the queue grows without bound
-    new, s, hits, wait, lam, hbm = state_at(pb, h, e2e, full)
+    new, s, hits, wait, lam, hbm = state_at(pb, h, e2e, full, t_guess)
     shape = np.shape(e2e)
     none = np.where(np.isfinite(e2e), 0.0, np.inf)  # no steady state: TTFT and e2e unbounded
     return SessionSteady(hits, s, np.reshape(s.ttft_s, shape) + wait + none, np.reshape(s.e2e_s, shape) + wait + none,

@@ -59,7 +59,7 @@ def solve_warm(pb: SessionProblem) -> SessionSteady:
     flat = pb.take(np.ones(pb.load.shape, bool))
     grid = np.linspace(0.0, HIT_CAP, HIT_GRID)
     t_seen = np.full((len(pb.stack.levels),) + flat.load.shape, np.nan)  # each point's last T per tier (Newton's start)
-    xs, gap = _scan(flat, grid, t_seen)
+    xs, gap, slope = _scan(flat, grid, t_seen)
     lo, hi, bistable = _lowest_crossing(grid, gap)
     k = np.searchsorted(grid, lo)
     rows = np.arange(len(k))
@@ -69,9 +69,10 @@ def solve_warm(pb: SessionProblem) -> SessionSteady:
 
     def g(h, m):  # the e2e guess: log e2e interpolated between the crossing cell's ends
         guess = x_lo[m] + (h - lo[m]) / (hi[m] - lo[m]) * (x_hi[m] - x_lo[m])
-        t_m = t_seen[:, m]
-        x, f = _log_e2e(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan), with_hits=True, t_seen=t_m)
-        seen_h[m], seen_x[m], t_seen[:, m] = h, x, t_m
+        t_m, s_m = t_seen[:, m], slope[m]
+        x, f = _log_e2e(flat.take(m), h, np.where(np.isfinite(guess), guess, np.nan), with_hits=True, slope=s_m,
+                        t_seen=t_m)
+        seen_h[m], seen_x[m], t_seen[:, m], slope[m] = h, x, t_m, s_m
         return h - f
 
     # the cell's ends are the scan's: g = h − f(h) = −gap there
@@ -83,7 +84,8 @@ def solve_warm(pb: SessionProblem) -> SessionSteady:
         guess = x_lo[again] + (h[again] - lo[again]) / (hi[again] - lo[again]) * (x_hi[again] - x_lo[again])
         x[again] = _log_e2e(flat.take(again), h[again], np.where(np.isfinite(guess), guess, np.nan))
     shape = pb.load.shape
-    return state_of(pb, h.reshape(shape), x.reshape(shape), bistable.reshape(shape), True)
+    return state_of(pb, h.reshape(shape), x.reshape(shape), bistable.reshape(shape), True,
+                    t_seen.reshape(t_seen.shape[:1] + shape))  # (T: Newton's start)
 
 
 def _scan(flat: SessionProblem, grid, t_seen):
@@ -99,9 +101,10 @@ def _scan(flat: SessionProblem, grid, t_seen):
     over a stated grid). A node's e2e root starts from the point's previous nodes' (the polynomial through the last
     three at most; the first node's from the unloaded e2e) with a Newton step at the previous node's slope of g."""
     n, K = flat.load.shape[0], len(grid)
-    xs, gap = np.full((n, K), np.nan), np.full((n, K), np.inf)
-    done = np.zeros((n, K), bool)
-    hist_h, hist_x = np.full((n, 3), np.nan), np.full((n, 3), np.nan)  # the last three nodes solved, newest last
+    xs, gap = np.full(n * K, np.nan), np.full(n * K, np.inf)  # flat over [point, node]: one index a write
+    done = np.zeros(n * K, bool)
+    hist_h, hist_x = np.full((3, n), np.nan), np.full((3, n), np.nan)  # the last three nodes solved (a ring: slot
+    solved = np.zeros(n, int)  # solved % 3 the next to overwrite; the polynomial does not depend on their order)
     slope = np.ones(n)  # g's slope in log e2e per point, from the previous node (Newton's first step)
     nxt = np.zeros(n, int)  # each point's next node (-1: its scan is done)
     above = np.zeros(n, bool)  # the crossing is placed: the nodes above it follow
@@ -109,58 +112,66 @@ def _scan(flat: SessionProblem, grid, t_seen):
     while True:
         m = np.flatnonzero(nxt >= 0)
         if not m.size:
-            return xs, gap
+            return xs.reshape(n, K), gap.reshape(n, K), slope
         k = nxt[m]
         h = grid[k]
-        guess = np.where(k == 0, first[m], _lagrange(hist_h[m], hist_x[m], h))
-        s_m, t_m = slope[m], t_seen[:, m]
-        x, f = _log_e2e(flat.take(m), h, guess, with_hits=True, tol=SCAN_TOL, slope=s_m, t_seen=t_m)
-        slope[m], t_seen[:, m] = s_m, t_m
-        xs[m, k], gap[m, k], done[m, k] = x, f - h, True
-        hist_h[m], hist_x[m] = np.roll(hist_h[m], -1, 1), np.roll(hist_x[m], -1, 1)
-        hist_h[m, 2], hist_x[m, 2] = h, x
-        nxt[m] = _next_node(grid, gap[m], done[m], k, f - h, above, m)
+        every = m.size == n  # (every point: no gathers)
+        guess = first[m] if not np.any(k) else np.where(k == 0, first[m], _lagrange(hist_h[:, m], hist_x[:, m], h))
+        s_m, t_m = (slope, t_seen) if every else (slope[m], t_seen[:, m])
+        x, f = _log_e2e(flat if every else flat.take(m), h, guess, with_hits=True, tol=SCAN_TOL, slope=s_m,
+                        t_seen=t_m)
+        if not every:
+            slope[m], t_seen[:, m] = s_m, t_m
+        at = m * K + k
+        xs[at], gap[at], done[at] = x, f - h, True
+        ring = solved[m] % 3 * n + m
+        hist_h.reshape(-1)[ring], hist_x.reshape(-1)[ring] = h, x
+        solved[m] += 1
+        nxt[m] = _next_node(grid, gap, done, k, f - h, above, m)
 
 
 def _next_node(grid, gap, done, k, g, above, m):
     """The next node of the points ``m`` (``_scan``'s rules) after node k gave them gap g; -1 where done;
-    ``above`` (over every point) set where the crossing is now placed."""
-    K, rows = len(grid), np.arange(len(k))
-    out = np.full(len(k), -1)
+    ``above`` (over every point) set where the crossing is now placed. ``gap``, ``done``: flat over [point, node]."""
+    K = len(grid)
+    at = m * K
     up = above[m]
     # search: vouched-for nodes skipped (the first node past h + γ/(1 + F_FALL), the top one at most)
     jump = np.minimum(np.searchsorted(grid, grid[k] + g / (1.0 + F_FALL), "right"), K - 1)
     jump = np.where(np.isfinite(g), np.maximum(jump, k + 1), k + 1)
     below = g < 0
-    low_known = (k == 0) | done[rows, np.maximum(k - 1, 0)]
-    lower = ~up & below & ~low_known  # its lower neighbour skipped: evaluate it
-    out = np.where(~up & ~below & (k < K - 1), jump, out)
-    out = np.where(lower, k - 1, out)
-    top = np.minimum(k + 1, K - 1)  # a lower neighbour solved after the node above it was found below zero
-    placed = ~up & ((below & low_known & (k > 0)) | (~below & (k < K - 1) & done[rows, top] & (gap[rows, top] < 0)))
-    out = np.where(~up & below & (k == 0), 1, out)  # (f(0) >= 0 always: a NaN state searches on)
+    low_known = (k == 0) | done[at + np.maximum(k - 1, 0)]
+    # below zero: its lower neighbour if skipped (evaluated: the crossing cell's ends both solved); node 0 below zero
+    # searches on (f(0) >= 0 always: a NaN state); at or above zero: the search's jump
+    out = np.where(below, np.where(k == 0, 1, np.where(low_known, -1, k - 1)), np.where(k < K - 1, jump, -1))
+    top = at + np.minimum(k + 1, K - 1)  # a lower neighbour solved after the node above it was found below zero
+    placed = ~up & ((below & low_known & (k > 0)) | (~below & (k < K - 1) & done[top] & (gap[top] < 0)))
     above[m] = up | placed
-    # above: every node above the crossing not yet solved
-    later = ~done & (np.arange(K) > np.where(placed | up, k, K)[:, None])
-    later &= np.cumsum(gap < 0, 1) > 0  # (nodes above the first one found below zero)
-    nxt_above = np.where(np.any(later, 1), np.argmax(later, 1), -1)
-    return np.where(placed | up, nxt_above, out)
+    # above: every node above the crossing not yet solved (and above the first one found below zero)
+    pu = np.flatnonzero(placed | up)
+    if pu.size:
+        rows = m[pu]
+        neg = gap.reshape(-1, K)[rows] < 0
+        start = np.maximum(k[pu] + 1, np.where(np.any(neg, 1), np.argmax(neg, 1), K))
+        later = ~done.reshape(-1, K)[rows] & (np.arange(K) >= start[:, None])
+        out[pu] = np.where(np.any(later, 1), np.argmax(later, 1), -1)
+    return out
 
 
 def _lagrange(hh, xx, h):
-    """The polynomial through the finite (hh, xx) pairs of each row (three at most), at h: a node's log e2e guess
-    from the point's previous nodes'."""
+    """The polynomial through the finite (hh, xx) pairs of each column (three at most), at h: a node's log e2e
+    guess from the point's previous nodes'."""
     ok = np.isfinite(hh) & np.isfinite(xx)
     out = np.zeros(len(h))
-    for i in range(hh.shape[1]):
-        w = np.where(ok[:, i], 1.0, 0.0)
-        for j in range(hh.shape[1]):
+    for i in range(hh.shape[0]):
+        w = ok[i].astype(float)
+        for j in range(hh.shape[0]):
             if j != i:
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    term = (h - hh[:, j]) / (hh[:, i] - hh[:, j])
-                w = w * np.where(ok[:, j], term, 1.0)
-        out += np.where(ok[:, i], w * xx[:, i], 0.0)
-    return np.where(np.any(ok, 1), out, np.nan)
+                    term = (h - hh[j]) / (hh[i] - hh[j])
+                w *= np.where(ok[j], term, 1.0)
+        out += np.where(ok[i], w * xx[i], 0.0)
+    return np.where(np.any(ok, 0), out, np.nan)
 
 
 def _first_guess(flat: SessionProblem) -> np.ndarray:
@@ -228,10 +239,12 @@ def _log_e2e(flat: SessionProblem, h, guess=None, with_hits=False, tol=None, slo
     seen_t = np.full((len(flat.stack.levels),) + h.shape, np.nan) if t_seen is None else t_seen  # its T per tier
 
     def model(idx, x):  # log model(e^x) at the flat points idx, noting the hit rate each gives
-        new, _, hits = state_at(flat.take(idx), h[idx], np.exp(x), t_guess=seen_t[:, idx])[:3]
-        seen_x[idx], seen_f[idx] = x, hits.hit_rate
+        every = idx.size == h.size  # every point (idx sorted, distinct): no gathers
+        at = slice(None) if every else idx
+        new, _, hits = state_at(flat if every else flat.take(idx), h[at], np.exp(x), t_guess=seen_t[:, at])[:3]
+        seen_x[at], seen_f[at] = x, hits.hit_rate
         for j, t in enumerate(hits.t_char):
-            seen_t[j, idx] = t
+            seen_t[j, at] = t
         return np.log(new)
 
     def root(idx, a, b, ends=None):
@@ -251,7 +264,7 @@ def _log_e2e(flat: SessionProblem, h, guess=None, with_hits=False, tol=None, slo
         return x
     again = ~(seen_x == x)  # the root finder returned a point it did not evaluate last (or no root)
     if np.any(again):
-        seen_f[again] = state_of(flat.take(again), h[again], x[again]).hits.hit_rate
+        seen_f[again] = state_of(flat.take(again), h[again], x[again], t_guess=seen_t[:, again]).hits.hit_rate
     return x, seen_f
 
 
