@@ -61,6 +61,7 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
 # ``units.TOKEN`` / ``units.SECOND`` and has no branch for quantities.
 TOKEN = 1.0
 SECOND = 1.0
+ELEMENT = 1.0  # one element of a GEMM's contraction depth (Efficiency.gemm_half_depth)
 
 
 def floats(x):

@@ -50,6 +50,8 @@ UNITS = {  # the unit of each ModelCoeffs field
     "attn_index_kv": "elem/token", "attn_index_flops": "flop/token**2", "state_elems": "elem",
     "state_flops_per_token": "flop/token",
     "act_elems_per_token": "elem/token", "act_peak_elems_per_token": "elem/token",
+    "dense_depth_whole": "param/elem", "dense_depth_split": "param/elem", "expert_depth_whole": "param/elem",
+    "expert_depth_split": "param/elem",
 }
 TIMES = ("compute_s", "memory_s", "weights_read_s", "kv_s", "tp_comm_s", "ep_comm_s", "overhead_s", "hop_s",
          "step_s")
@@ -60,6 +62,7 @@ DIMS = {**{t: "[time]" for t in TIMES}, "flops": "[work_]", "attention_flops": "
 ROOFLINE_S = ROOFLINE.with_(overhead_s=Q(0.0, "s"), kernel_overhead_s=Q(0.0, "s"))  # its zero overheads in seconds
 CALIBRATED = Efficiency(flops_fraction=0.7, hbm_fraction=0.85, overhead_s=Q(2e-3, "s"),
                         kernel_overhead_s=Q(1e-5, "s"), hbm_usable_fraction=0.9, gemm_half_tokens=Q(96.0, "token"),
+                        gemm_fill_steps=3.5,
                         allreduce_latency_s=Q(8e-6, "s"), link_fraction=0.8, request_overhead_s=Q(0.02, "s"),
                         name="custom")
 OVERLAPPED = CALIBRATED.with_(host_overlap=1.0, ep_overlap=1.0, ep_sm_normal=0.15,
@@ -117,6 +120,7 @@ def _with_units(monkeypatch):
     row), and the balance rows in their consistent form (module docstring)."""
     monkeypatch.setattr(tokenomy_units, "TOKEN", TOK)
     monkeypatch.setattr(tokenomy_units, "SECOND", Q(1.0, "s"))
+    monkeypatch.setattr(tokenomy_units, "ELEMENT", Q(1.0, "elem"))
     monkeypatch.setattr(efficiency, "FLOPS_PER_WEIGHT", Q(2.0, "flop/(token*param)"))
     monkeypatch.setattr(Efficiency, "balance_rows", _consistent_balance_rows)
 

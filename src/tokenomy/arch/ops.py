@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tokenomy.arch.gemm_depth import attention_depth, dense_mlp_depth, expert_depth
 from tokenomy.arch.model import ModelArch
 from tokenomy.arch.params import count_params
 
@@ -49,6 +50,10 @@ class Op:
     state_elems: int = 0  # linear / SSM mixers: state per sequence, read and written each pass
     state_flops_per_token: float = 0.0
     act_elems_per_token: float = 0.0  # activation elements read + written by this op per token
+    # weights per element of contraction depth, Σ p_j/K_j over the op's GEMMs, whose K stays whole under TP
+    # (column-parallel) and whose K TP splits (row-parallel): arch/gemm_depth.py; for "expert", ONE expert's
+    depth_whole: float = 0.0
+    depth_split: float = 0.0
 
 
 def _layer_ops(m: ModelArch, i: int) -> list[Op]:
@@ -58,9 +63,11 @@ def _layer_ops(m: ModelArch, i: int) -> list[Op]:
     # writes them back, (n - 1)·D more elements each way than a plain residual (DeepSeek-V4, hc_mult)
     hc_act = 2 * 2 * (m.residual_streams - 1) * D
     qkv_width = a.num_heads * a.head_dim + a.kv_elements_per_token()
+    attn_whole, attn_split = attention_depth(a, D)
     ops = [
         Op(f"L{i}.attn.proj", "matmul", i, a.params(D) + layer.norms * D,
-           act_elems_per_token=2 * D + qkv_width + a.num_heads * a.v_head_dim + hc_act),
+           act_elems_per_token=2 * D + qkv_width + a.num_heads * a.v_head_dim + hc_act,
+           depth_whole=attn_whole, depth_split=attn_split),
         Op(f"L{i}.attn.scores", "attention", i, score_flops_decode=2 * a.num_heads * a.score_dims(True),
            score_flops_prefill=2 * a.num_heads * a.score_dims(False),
            unabsorb_flops_per_position=a.unabsorb_flops_per_position(), kv_elems_per_token=a.kv_elements_per_token(),
@@ -72,11 +79,15 @@ def _layer_ops(m: ModelArch, i: int) -> list[Op]:
     width = mlp.intermediate_size if mlp.kind == "dense" else mlp.num_shared_experts * mlp.shared_intermediate_size
     dense = mlp.dense_params(D)
     if dense:
-        ops.append(Op(f"L{i}.mlp", "matmul", i, dense, act_elems_per_token=2 * D + 2 * width))
+        whole, split = dense_mlp_depth(mlp, D)
+        ops.append(Op(f"L{i}.mlp", "matmul", i, dense, act_elems_per_token=2 * D + 2 * width, depth_whole=whole,
+                      depth_split=split))
     if mlp.kind == "moe":
+        whole, split = expert_depth(mlp, D)
         ops.append(Op(f"L{i}.experts", "expert", i, mlp.expert_params(D), "expert", mlp.num_experts,
                       mlp.experts_per_tok, n_group=mlp.n_group, topk_group=mlp.topk_group,
-                      act_elems_per_token=mlp.experts_per_tok * 3 * mlp.expert_intermediate_size))
+                      act_elems_per_token=mlp.experts_per_tok * 3 * mlp.expert_intermediate_size,
+                      depth_whole=whole, depth_split=split))
     return ops
 
 
@@ -88,6 +99,7 @@ def lower(m: ModelArch) -> list[Op]:
         ops.extend(_layer_ops(m, i))
     ops.append(Op("final_norm", "matmul", -1, m.hidden_size + p.extra, "dense"))
     # A tied head multiplies by the embedding matrix: FLOPs and bytes read each pass, no extra capacity.
-    ops.append(Op("lm_head", "matmul", -1, p.embed if m.tie_word_embeddings else p.head, "embed",
-                  act_elems_per_token=m.hidden_size + m.vocab_size))
+    head = p.embed if m.tie_word_embeddings else p.head
+    ops.append(Op("lm_head", "matmul", -1, head, "embed", act_elems_per_token=m.hidden_size + m.vocab_size,
+                  depth_whole=head / m.hidden_size))  # K = D, vocab-parallel (N split)
     return ops

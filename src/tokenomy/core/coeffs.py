@@ -40,6 +40,12 @@ class ModelCoeffs:
     n_group: object  # expert groups and the most a token's experts come from (1, 1: no limit; arch/model.py Mlp)
     topk_group: object
     expert_params: object  # one expert
+    # weights per element of GEMM depth, Σ p_j/K_j, of the dense (+ head) GEMMs and of one routed expert, for the
+    # GEMMs whose K stays whole under TP and those whose K it splits (arch/gemm_depth.py; core/work.py's depth FLOPs)
+    dense_depth_whole: object
+    dense_depth_split: object
+    expert_depth_whole: object
+    expert_depth_split: object
     act_elems_per_token: object
     act_peak_elems_per_token: object  # widest single op: the live activation working set per token
     # attention classes: layers alike in what they cache and attend (arch/positions.py), summed per class; every
@@ -89,6 +95,9 @@ def coefficients(m: ModelArch, keep: Callable[[Op], bool] | None = None) -> Mode
         moe_layers=float(len(experts)), num_experts=float(e.num_experts if e else 1),
         experts_per_tok=float(e.experts_per_tok if e else 0), expert_params=float(e.params if e else 0),
         n_group=float(e.n_group if e else 1), topk_group=float(e.topk_group if e else 1),
+        dense_depth_whole=float(sum(o.depth_whole for o in ops if o.kind == "matmul")),
+        dense_depth_split=float(sum(o.depth_split for o in ops if o.kind == "matmul")),
+        expert_depth_whole=float(e.depth_whole if e else 0.0), expert_depth_split=float(e.depth_split if e else 0.0),
         act_elems_per_token=float(sum(o.act_elems_per_token for o in ops)),
         act_peak_elems_per_token=float(max((o.act_elems_per_token for o in ops), default=0.0)),
         **attention_classes(att),

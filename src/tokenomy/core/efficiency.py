@@ -6,6 +6,11 @@
         as long computing as reading. Below it the GEMM is memory-bound and its time is the read (the memory term),
         so the tensor cores' small-M inefficiency (M_½) does not add a second, weight-proportional time to compute
         (the engine passes M' = max(M, M_bal)); M_½ = 0 gives a constant fraction
+        K-loop depth: a GEMM whose each output element sums K products reaches K/(K + K_½) of that, K_½ = c·k_tile
+        (``gemm_half_depth``): an output tile runs K/k_tile steps of its K-loop plus c steps' worth of pipeline
+        fill and epilogue, which a shallow K cannot amortise (c: catalog/efficiency/gemm_depth.toml, anchored on
+        DeepGEMM's H800 table; k_tile the kernels' K block: 128 elements of 8 bits or fewer, 64 of 16). The engine
+        charges it as K_½·Σ F_j/K_j more FLOPs at η(M) (core/times.py), so rows and depth multiply
     achievable HBM bytes/s                  = bw · η_hbm for weights and activations (streamed: η_hbm is the chip's
                                               measured streaming share, catalog/efficiency/streaming.toml, not fitted)
                                             = bw · η_kv for KV-cache reads and writes (paged attention gathers
@@ -96,6 +101,8 @@ class Efficiency:
     overlap_loss: object = 0.0  # φ: share of the smaller of compute and memory not hidden under the larger
     hbm_usable_fraction: object = 1.0  # share of HBM capacity that weights + KV + activations may use
     gemm_half_tokens: object = 0.0  # M_½: GEMM rows at which half of η_max is reached
+    gemm_fill_steps: object = 0.0  # c: K-loop steps' worth of pipeline fill + epilogue per output tile (K_½ = c·k_tile;
+    #                                a kernel's, anchored on published GEMM tables, not fitted; 0: the roofline)
     allreduce_latency_s: object = None  # α of a TP all-reduce step on scale-up (None: the link's latency)
     link_fraction: object = 1.0  # η_link: share of the scale-up link the P2P kernels reach (custom all-reduce shots,
     #                              all-to-all)
@@ -129,6 +136,15 @@ class Efficiency:
         """Achievable share of peak for GEMMs of ``rows`` rows: η_max·M/(M + M_½)."""
         m = np.maximum(rows, 1e-30 * units.TOKEN)  # rows are tokens
         return self.flops_fraction * m / (m + self.gemm_half_tokens)
+
+    def gemm_half_depth(self, narrow):
+        """K_½ = c·k_tile: the GEMM depth (elements) at which a K-loop spends as long on its fill and epilogue as on
+        its steps. k_tile = 128 elements where the compute dtype has 8 bits or fewer (DeepGEMM's BLOCK_K, one
+        128-byte TMA row; CUTLASS's SM90 FP8 tiles), 64 for 16-bit (CUTLASS's SM90 BF16 tiles: the same 128 bytes):
+        a step's MMA time is the same either way, so the fill costs the same bytes of depth."""
+        if not np.any(self.gemm_fill_steps):
+            return 0.0
+        return self.gemm_fill_steps * np.where(narrow, 128.0, 64.0) * units.ELEMENT
 
     def at_compute(self, narrow) -> "Efficiency":
         """The set as GEMMs at the pass's compute dtype see it: η_max·ρ where ``narrow`` (8 bits or fewer: an FP8
@@ -173,7 +189,7 @@ _RANGES = {**dict.fromkeys(("flops_fraction", "narrow_flops_ratio", "hbm_fractio
                             "mixed_prefill"), _PART),
            **dict.fromkeys(("overhead_s", "kernel_overhead_s", "sequence_overhead_s", "gemm_half_tokens",
                             "request_overhead_s", "allreduce_latency_s", "eager_prefill_s_per_kernel",
-                            "expert_tile_rows"), _AMOUNT)}
+                            "expert_tile_rows", "gemm_fill_steps"), _AMOUNT)}
 _MAY_BE_NONE = {"kv_hbm_fraction", "nccl_link_fraction", "allreduce_latency_s"}
 _FIELDS = {f.name for f in fields(Efficiency)}
 

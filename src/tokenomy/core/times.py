@@ -1,9 +1,11 @@
 """The critical path of a pass from its work (core/work.py) under an efficiency set (the pass engine's times,
 core/engine.py): per stage and micro-batch
 
-    compute   = [F_dense/η(T_a) + max(F_expert/η(m), F_expert·(m_p/m)/η_max)] / peak + F_attn/η_a(S·H/max(K, a))/peak_a,
+    compute   = [(F_dense + K_½·D_dense)/η(T_a) + max((F_e + K_½·D_e)/η(m), (F_e + K_½·D_e)·(m_p/m)/η_max)] / peak
+                + F_attn/η_a(S·H/max(K, a))/peak_a,
                 m = A/x rows per expert, m_p those rows padded to the engine's MoE kernel tile (``expert_rows_padded``);
-                the attention at the KV cache's dtype (``Peaks``; ``_compute_s``)
+                D = Σ F_j/K_j the depth FLOPs (core/work.py): each output tile's K-loop pays K_½ of fill and epilogue
+                (``Efficiency.gemm_half_depth``); the attention at the KV cache's dtype (``Peaks``; ``_compute_s``)
     memory    = (1 + ε)·weights/(bw·η_hbm) + KV/(bw·η_kv) + activations/(bw·η_hbm)          (``kernel_terms``)
     TP, EP    = n_AR·all-reduce + q all-to-alls; dispatch + combine all-to-alls              (``_comms_s``)
     EP left   = EP − ε·hidden under the kernels, by DeepEP mode                              (``exposed_ep_s``)
@@ -74,7 +76,11 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
     The routed experts' grouped GEMM computes every expert's rows padded to its kernel's tile, m_p
     (``expert_rows_padded``): those tiles run at the full share η_max, a floor under the small-M share η(m) (a
     128-row DeepGEMM segment for one token is 128 rows of MMA whatever M_½ says; charged at η(m_p) instead, a
-    16-row Triton tile would take a chip whose balance rows are few, an H20, ~6x its read at batch 1)."""
+    16-row Triton tile would take a chip whose balance rows are few, an H20, ~6x its read at batch 1).
+    Every weight GEMM's FLOPs F count K_½·Σ F_j/K_j more (``Efficiency.gemm_half_depth``): an output tile's K-loop
+    of K/k_tile steps also fills its pipeline and runs its epilogue, which a shallow K cannot amortise (a GEMM of
+    depth K reaches K/(K + K_½) of a deep one's rate: catalog/efficiency/gemm_depth.toml). The attention's kernels
+    loop over the context, not a weight's depth: no K_½ there."""
     peak_a = peaks.flops_per_s if peaks.attn_flops_per_s is None else peaks.attn_flops_per_s
     eff_a = eff.at_compute(peaks.narrow if peaks.attn_narrow is None else peaks.attn_narrow)
     eff = eff.at_compute(peaks.narrow)
@@ -83,12 +89,15 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
         balance = e.balance_rows(peak, peaks.hbm_bytes_per_s, operand_bytes, kv)
         return e.gemm_fraction(np.maximum(rows, balance))
     split = _tbo(eff)  # two-batch overlap: each micro-batch's weight GEMMs get half the rows
-    flops_s = w.dense_flops / share(eff, peaks.flops_per_s, w.dense_rows / split, w.dense_w)
+    half_depth = eff.gemm_half_depth(peaks.narrow)
+    dense = w.dense_flops + half_depth * w.dense_depth_flops if np.any(half_depth) else w.dense_flops
+    flops_s = dense / share(eff, peaks.flops_per_s, w.dense_rows / split, w.dense_w)
     if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
         rows = w.expert_rows / split
-        expert_s = w.expert_flops / share(eff, peaks.flops_per_s, rows, w.expert_w)
+        experts = w.expert_flops + half_depth * w.expert_depth_flops if np.any(half_depth) else w.expert_flops
+        expert_s = experts / share(eff, peaks.flops_per_s, rows, w.expert_w)
         if np.any(eff.expert_tile_rows):  # the padded tiles at the full rate: a floor under the small-M share
-            tiles_s = w.expert_flops * (expert_rows_padded(rows, eff.expert_tile_rows) / rows) / eff.flops_fraction
+            tiles_s = experts * (expert_rows_padded(rows, eff.expert_tile_rows) / rows) / eff.flops_fraction
             expert_s = np.maximum(expert_s, tiles_s)
         flops_s = flops_s + expert_s
     return flops_s / peaks.flops_per_s + w.attn_flops / share(eff_a, peak_a, w.attn_rows, w.kv_w, True) / peak_a

@@ -4,6 +4,9 @@ core/engine.py): a lowered pass (core/lowering.py) at its batch.
     sequences   b = ceil(B/(dp·M)) per micro-batch; with attention-DP b_a = ceil(b/ep_eff) per attention replica
     tokens      T = b·S + P/(dp·M) per micro-batch (T_a the attention replica's)
     FLOPs       F_dense = f·T_a·2·N_dense/a,  F_attn = f·b_a·S·attention(C)/a,  F_expert = f·L_moe·A·2·N_expert/tp
+    depth       Σ_j F_j/K_j over the weight GEMMs at the depth K_j each runs on its rank: f·T_a·2·(W_d/a + S_d) and
+                f·L_moe·A·2·(W_e/tp + S_e) (W, S: weights per depth element of the column- and row-parallel GEMMs,
+                arch/gemm_depth.py; a row-parallel GEMM's K is split by the TP group, so its F_j/K_j is not)
     bytes       weights f·W/a + f·L_moe·x·N_expert·w/tp; KV f·b_a·KV(C)/kv_split; activations T·f·acts/g
     collectives n_AR all-reduces of T_a·D·w_act over a; 2·f·L_moe EP all-to-alls of A·D·(w_d + w_act)/2/tp
     experts     A = min(max(μ + sqrt(2·μ·ln ep), μ/β), T·min(k, e)) assignments (β: the router's measured balance,
@@ -55,6 +58,8 @@ class Work:
     kv_w: object
     expert_flops: object  # per chip: routed experts of the busiest EP rank
     expert_rows: object  # GEMM rows per routed expert there
+    dense_depth_flops: object  # Σ F_j/K_j of the dense weight GEMMs on that chip: FLOPs per element of K-loop depth
+    expert_depth_flops: object  # ... of the routed experts (core/times.py charges each K-loop its fill)
     experts_read: object  # distinct routed experts read per MoE layer there
     weight_bytes: object  # read per micro-batch
     kv_bytes: object  # KV read + written
@@ -125,6 +130,7 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
     kv_split = np.where(kv_batch, np.maximum(kvs, np.minimum(a, np.maximum(b_a, 1.0))), kvs) if np.any(kv_batch) \
         else kvs
     A, x_read, expert_flops, expert_rows, expert_bytes, ep_bytes = _routed(lo, T)
+    gemm = efficiency.FLOPS_PER_WEIGHT * f  # per weight per token, of this stage
     # the first reason that holds (core/reasons.py: 6 a fraction of a sequence, 7 under one a replica and
     # micro-batch, 8 decode stages idle), over the grid
     conds = [lo.layout_code != 0, B != np.round(B), B < dp * M, lo.decode & (M < pp)]
@@ -143,6 +149,8 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         # balance rows they give broadcast against the rows; validation/work_table stacks them to its grid)
         dense_w=_f(pr.dense_w), expert_w=_f(pr.expert_w), kv_w=_f(pr.kv),
         expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
+        dense_depth_flops=(b_a * S + p_a) * (gemm * (m.dense_depth_whole / a + m.dense_depth_split)),
+        expert_depth_flops=A * (gemm * moe * (m.expert_depth_whole / tp + m.expert_depth_split)),
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a + expert_bytes,
         kv_bytes=b_a * (lo.kv_bytes_per_seq * (f / kv_split)) + p_a * (lo.chunk_kv_bytes_per_token * (f / kv_split)),
         act_bytes=T * (f * m.act_elems_per_token * ab / g),

@@ -10,6 +10,8 @@ fitted, α had stood for a per-collective wait (15-30 us) that engines replaying
 show. A ring / NVLS all-reduce of a prefill-sized message runs at NCCL's measured bus bandwidth
 (η_nccl = busbw / link bandwidth, catalog/efficiency/busbw.toml: ~480 GB/s on 8 H100, 1.0 of the link). A chip
 without a measurement takes the mean of the chips that have one (stated as derived in its efficiency file's note).
+A GEMM's K-loop fill and epilogue (c steps per output tile, catalog/efficiency/gemm_depth.toml: 3.5 on DeepGEMM's
+H800 table) is a kernel's, the same in every calibrated set: fitted, it would trade with η_max.
 The request overhead around the engine (o_req, catalog/efficiency/frontend.toml: a minimal frontend's measured
 1.8 ms) is held for every chip alike: it belongs to the serving stack, not the chip, and fitted per chip across
 sources it took up what those sources' TTFTs lacked (3 -> 46 ms with the TensorRT-LLM 0.14 online table held
@@ -23,6 +25,7 @@ from functools import lru_cache
 from tokenomy.catalog import loader
 
 STREAMING, ALLREDUCE, BUSBW, FRONTEND = "streaming", "allreduce", "busbw", "frontend"  # catalog/efficiency/<name>.toml
+GEMM_DEPTH = "gemm_depth"
 ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s", "nccl_link_fraction")
 HELD_FIELDS = (*ANCHORED_FIELDS, "request_overhead_s")  # what the catalog fit holds: the above and o_req
 
@@ -37,6 +40,17 @@ def streaming_fractions() -> dict[str, float]:
     if bad:  # a share of 1 or more is a typo, and the fit's logit of it would be infinite
         raise ValueError(f"{STREAMING}.toml: {', '.join(bad)}: measured_bytes_per_s must be below datasheet_bytes_per_s")
     return out
+
+
+@lru_cache(maxsize=1)
+def gemm_fill_steps() -> float:
+    """c: the K-loop steps' worth of fill and epilogue per GEMM output tile (core.efficiency.Efficiency
+    .gemm_half_depth), fitted to DeepGEMM's published H800 table (catalog/efficiency/gemm_depth.toml); every calibrated
+    set carries it, no fit moves it."""
+    c = float(loader.read_toml("efficiency", GEMM_DEPTH)["fill_steps"])
+    if not 0.0 <= c < 64.0:  # more steps of fill than a 8,192-deep K-loop has is a slip (K_½ written for c)
+        raise ValueError(f"{GEMM_DEPTH}.toml: fill_steps must be in [0, 64) K-loop steps, got {c}")
+    return c
 
 
 @lru_cache(maxsize=1)
