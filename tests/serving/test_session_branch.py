@@ -2,8 +2,8 @@
 NVL72 (tp8 dp9 kv-batch), 4,096 agentic sessions, think 4 s, LMCache's tiers. The engine looks a turn's prefix up when
 it admits it (vLLM's Scheduler.schedule), so a context ages through the think gap and the whole queue: HBM alone no
 longer keeps the waiting sessions' contexts and the trays' NVMe serves most of the input. The simulator, looking up
-again at admission (sim_session_run.admit_blocks), with no DRAM: hit 0.960 (HBM 0.574, NVMe 0.386), its NVMe read
-channel waiting 109 s, TTFT 117 s (tokenomy serve ... --method simulate, 2026-12-06); the analytic state: 0.960, HBM
+again at admission (sim_session_run.admit_blocks), with no DRAM: hit 0.960 (HBM 0.543, NVMe 0.417), its NVMe read
+channel waiting 109 s, TTFT 118 s (tokenomy serve ... --method simulate, 2026-12-06); the analytic state: 0.960, HBM
 0.32, 229 s. Earlier the solve had landed on two branches (HBM 0.41 with no DRAM, 0.96 with 240 GB) when it counted a
 fork as pinned while its turn waited for a read; the wait before admission leaves an object unreferenced, whichever
 queue it is spent in (session_state.state_at, kv_che's W), and a tier that serves no hits leaves HBM as it was."""
