@@ -164,3 +164,24 @@ def test_a_fork_is_held_through_its_sub_agents_run(T, theta, e2e):
     model = float(extra) + theta * -np.expm1(-T / theta)
     mc = _fork_held_by_hand(T, theta, e2e, AGENT.subagents, AGENT.subagent_turns, 4000, np.random.default_rng(2))
     assert model == pytest.approx(mc, rel=0.025)
+
+
+def test_a_turn_queued_longer_than_the_cache_keeps_it_finds_only_the_system_prompt():
+    """The engine looks a prefix up when it admits the turn (vLLM's Scheduler.schedule), so the reuse distance is the
+    think gap plus the queue: with W above T no context is found (looked up on arrival, P(τ < T) = 1 − e^{−T/θ}
+    of them were: the 0.95 past saturation that the simulator's 0.46 refuted), and sibling sub-agents share a fork
+    one of them recomputed."""
+    from tokenomy.serving.kv_che import che_hits
+
+    stack = TierStack((TierLevel("hbm", 0.0, 0.0),))
+    for w in (LONG, AGENT):
+        tt = turn_types(w)
+        lam, D = 0.05, tt.sub_run_s(5.0, w.think_s)
+        free = che_hits(tt, stack, [np.array([2e5])], lam, w.think_s, D)
+        queued = che_hits(tt, stack, [np.array([2e5])], lam, w.think_s, D, queue_s=2.0 * float(free.t_char[0][0]))
+        assert float(free.hit_rate[0]) > 0.5
+        system = float(np.sum(tt.n)) * tt.system_tokens / float(np.sum(tt.n * tt.isl))
+        forks = 0.0 if tt.fork is None else float(np.sum(tt.n * tt.fork)) / float(np.sum(tt.n * tt.isl)) / 2.0
+        # the siblings' share: forks·(s − 1)/s·P(Exp(θ) < (e2e − W)⁺ + T), the turn run out before W (e2e 5 s)
+        assert float(queued.hit_rate[0]) == pytest.approx(
+            system + forks * (1.0 - np.exp(-float(queued.t_char[0][0]) / w.think_s)), rel=1e-6, abs=1e-9)

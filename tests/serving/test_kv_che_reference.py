@@ -20,12 +20,12 @@ WORKLOADS = {"multiturn": MultiTurn(turns=12, new_input_tokens=1500, think_s=30.
 
 
 def _held(T, theta, last, fork, D, W, tt):
-    """Seconds an object is held (kv_che's docstring): a last turn's T; a reused one's E[min(τ, T)], and after the
-    lookup that found it (probability 1 − e^{−T/θ}) min(W, T) until its turn is admitted; a fork's
+    """Seconds an object is held (kv_che's docstring): a last turn's T; a reused one's E[min(τ + W, T)] (looked up
+    when its turn is admitted, W after it arrives), min(W, T) + θ·(1 − e^{−(T − W)⁺/θ}); a fork's
     D·(1 − q·e^{−sT/θ'}) on top, q = (θ'/(e2e − W + θ'))^s, θ' = θ + W, e2e = (D − m·θ)/K_sub."""
     if last:
         return T
-    held = theta * (1.0 - math.exp(-T / theta)) + (1.0 - math.exp(-T / theta)) * min(W, T)
+    held = min(W, T) + theta * (1.0 - math.exp(-max(T - W, 0.0) / theta))
     if fork:
         s = max(int(tt.subagents), 1)
         e2e = max(D - tt.sub_thinks * theta, 0.0) / max(tt.sub_turns, 1)

@@ -74,3 +74,24 @@ def test_each_engine_tokenizes_a_prompt_at_the_measured_rate_on_one_worker(engin
     assert f.frontend.tokenizer_workers == 1
     # 101,615 tokens in 220.38 ms and 679 in 1.18 ms on one core: 2.17 us per token
     assert profile_of(f).tokenize_s_per_token == pytest.approx((220.38e-3 - 1.18e-3) / (101615 - 679), rel=0.01)
+
+
+def test_a_lookup_on_arrival_touches_nothing_and_admission_sees_what_is_left():
+    """vLLM looks a waiting request's prefix up when it schedules it (Scheduler.schedule -> get_computed_blocks), so
+    a lookup on arrival must not make the object recent: object 1, found by request 9 on arrival, is still the least
+    recent and loses its tail first when object 2 comes in; at admission ``held_now`` reports the 50 tokens left
+    (the lookup that touched it had kept it whole and evicted object 2's tail instead)."""
+    c = SharedPrefixCache(_stack(hbm=200.0))
+    _run_once(c, 0, 1, 100.0)
+    _run_once(c, 1, 3, 50.0)
+    assert c.lookup_for(9, [(1, 100.0)], 120.0)[0] == 100.0  # found on arrival
+    _run_once(c, 2, 2, 100.0)  # 250 tokens in 200 while 9 waits
+    assert c.lru[0][1] == 50.0 and c.lru[0][2] == 100.0
+    assert c.held_now([(1, 100.0)]) == (50.0, [0.0])
+
+
+def test_admission_counts_what_a_lower_tier_still_holds_beyond_hbm():
+    c = SharedPrefixCache(_stack(hbm=100.0, ddr=1000.0))
+    _run_once(c, 0, 1, 100.0)  # write-through: a copy in DRAM too
+    _run_once(c, 1, 2, 100.0)  # HBM keeps only object 2
+    assert c.held_now([(1, 100.0), (4, 10.0)]) == (0.0, [0.0, 100.0])

@@ -35,14 +35,23 @@ Four mechanisms closed the gaps (this file's before/after):
     gated_residual_s): 0.100 s -> 0.150 s of the wait (simulator 0.142 s), TTFT 0.65 s -> 0.77 s (simulator 0.75 s)
     (it moves the validation's open-loop TTFT too: trtllm-0.14-online's 57 request-rate TTFT cases, median |error|
     8.6% -> 6.9%; 467/256 at 16 qps on a 70B h200 −18% -> −10%)
-Outside the grids, open:
-  agentic 24 sessions HBM only (hit 0.882 vs 0.870): TTFT −12.6%; and
-  long chat at 32 and 48 sessions HBM only: hit 0.842 vs 0.815 and 0.674 vs 0.625 (within 0.05), TTFT −16% and −29%
+A fifth, past saturation: the engine looks a prefix up when it admits the turn (vLLM's Scheduler.schedule ->
+  get_computed_blocks), so a context ages through its think gap and the whole queue. Both models looked up on arrival;
+  the simulator now looks again at admission (sim_session_run.admit_blocks) and the analytic reuse distance is τ + W
+  (kv_che), with sibling sub-agents sharing a fork one recomputed. The grids above moved by <= 0.001 in hit rate.
+  DeepSeek-V3 on a GB200 NVL72, 4,096 sessions, think 4 s, HBM only: analytic 0.954 / 157 s vs simulator 0.778 /
+  620 s before, 0.479 / 1,247 s vs 0.461 / 1,532 s after (hit +4%, TTFT −19%: the simulator turns over ~17% fewer
+  requests a second at equal hit rate, open; docs/serving.md has + DRAM and + NVMe).
+Outside the grids (2026-12-06, after; measured, not asserted), open:
+  agentic 24 sessions HBM only, think 10 s: hit 0.892 vs 0.870, TTFT −17.5%; think 4 s: 0.915 vs 0.846, −62%
+  long chat at 32 and 48 sessions HBM only: hit 0.842 vs 0.814 and 0.673 vs 0.627, TTFT −17% and −28%
   (the analytic model holds the mean free HBM and a mean prompt: the simulator's free HBM falls when many turns run
   at once, which is when the misses land, and a miss recomputes a whole context where the mean turn computes a
   fraction of one)
-  past the replica's KV capacity, where vLLM preempts (agentic 32 sessions HBM only: hit 0.604 vs 0.589, TTFT 0.44 s
-  vs 2.94 s): vLLM admits a turn as soon as its prompt's blocks fit and preempts decodes to make room (recompute).
+  past the replica's KV capacity, where vLLM preempts: agentic 32 sessions HBM only, hit 0.524 vs 0.556, TTFT 4.98 s
+  vs 3.59 s (+39%; before: 0.604 vs 0.589, 0.44 s vs 2.94 s); + 3e6 tokens of DRAM at 32 and 48 sessions, hit
+  0.920 vs 0.919 both, TTFT −71% and +39% (the queue's wait is one mean in the analytic state, spread in the
+  simulator's, where a turn's reuse distance is its own think gap plus its own wait).
 """
 
 from dataclasses import replace

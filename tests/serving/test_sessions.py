@@ -127,9 +127,11 @@ def test_the_session_simulator_on_a_hand_worked_trace(tmp_path):
     """Three requests on a 10-block (160-token) KV pool with a DRAM tier under it (write-through; read 1 us/token
     after 1 ms, recompute 1 ms/token): a's first turn (100 new + 10 out) leaves its 110-token context in HBM; c
     (120 + 10), arriving at 1 s when nothing runs, misses, and storing its 130 tokens evicts a's from HBM (240 > 160),
-    DRAM keeping its copy; a's second turn (20 new) at 5 s finds its 110 tokens in DRAM only, reads them (1 ms +
-    110 us < 110 ms of recompute) and computes 20. So hit tokens 0, 0, 110 of 100 + 120 + 130 input tokens, all from
-    DRAM, and a's second turn waits 1.11 ms for its load after the tokenizer's 130 tokens."""
+    DRAM keeping its copy; a's second turn (20 new) at 5 s finds its 110 tokens in DRAM, reads them (1 ms +
+    110 us < 110 ms of recompute) and computes 20. So hit tokens 0, 0, 110 of 100 + 120 + 130 input tokens, and a's
+    second turn waits 1.11 ms for its load after the tokenizer's 130 tokens. When it is admitted the engine looks
+    again (vLLM's Scheduler.schedule: get_computed_blocks, then the connector): HBM still holds the first 30 tokens
+    of a's context (its tail was evicted first), the other 80 come from DRAM."""
     from tokenomy.answers.engines import engine_profile
     from tokenomy.answers.resolve import deployment
     from tokenomy.core.layout import Layout
@@ -147,7 +149,7 @@ def test_the_session_simulator_on_a_hand_worked_trace(tmp_path):
     assert list(sim.sim.arrival_s[order]) == [0.0, 1.0, 5.0]
     assert list(sim.hit_tokens[order]) == [0.0, 0.0, 110.0]
     assert sim.hit_rate == pytest.approx(110.0 / 350.0, rel=1e-12)
-    assert sim.hit_by_tier == pytest.approx({"hbm": 0.0, "ddr": 110.0 / 350.0}, rel=1e-12)
+    assert sim.hit_by_tier == pytest.approx({"hbm": 30.0 / 350.0, "ddr": 80.0 / 350.0}, rel=1e-12)
     tok = prof.tokenize_s_per_token  # the API server tokenizes each prompt before its lookup (nothing else queued)
     assert sim.load_wait_s[order] == pytest.approx([100 * tok, 120 * tok, 130 * tok + 1e-3 + 110 * 1e-6], rel=1e-9)
     assert np.all(sim.sim.e2e_s[order][:2] < 1.0)  # each turn done before the next arrives (the case's premise)

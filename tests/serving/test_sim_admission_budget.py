@@ -27,11 +27,11 @@ def test_admission_stops_where_the_step_budget_is_spent(monkeypatch):
     dep, prof = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(1)), engine_profile("vllm", 1)
     ahead, queued = [], []  # per admission: prompt tokens the earlier admitted still had to compute; the queue left
 
-    def admitted(self, rs):
+    def admitted(self, rs, now):
         before = [r for r in self.prefilling if r != rs[-1]]
         ahead.append(sum(self.need[r] - self.done[r] for r in before))
         queued.append(len(self.waiting))
-        return original(self, rs)
+        return original(self, rs, now)
 
     original = _SessionRun.admitted
     monkeypatch.setattr(_SessionRun, "admitted", admitted)

@@ -6,12 +6,20 @@ keeps an object for a characteristic time T after its last use, T the root of
 and a request finds its object when the time since the object's last use is under T. Session traffic
 (serving/sessions.py) reuses an agent's own context at its next turn after the think time τ ~ Exp(θ), so per turn
 type i (n_i a session, object O_i after it):
-    held_i(T)   = E[min(τ, T)] + P(τ < T)·min(W, T) = (θ + min(W, T))·(1 − e^{−T/θ})
+    held_i(T)   = E[min(τ + W, T)] = min(W, T) + θ·(1 − e^{−(T − W)⁺/θ})
                                                                     (the last turn of an agent: T, never reused)
-    P(hit)_i    = P(τ < T) = 1 − e^{−T/θ}
-W the turn's wait from its lookup (on arrival) to its admission, when its blocks are pinned (the tiers' reads, the
-admission queue: serving/sim_session_run.py looks up on arrival and pins on admission); an object found is held
-unreferenced through it (for W = 0, the form before).
+    P(hit)_i    = P(τ + W < T) = 1 − e^{−(T − W)⁺/θ}
+W the turn's wait from its arrival to its admission (the tokenizer, the tiers' reads, the admission queue): vLLM looks
+a waiting request's prefix up when it schedules it (vllm/v1/core/sched/scheduler.py, Scheduler.schedule: its pass over the
+waiting queue calls kv_cache_manager.get_computed_blocks, then the connector's get_num_new_matched_tokens; read at
+commit 00024d31), and nothing touches the object before, so its reuse distance
+is the think gap plus the whole wait, queue included (W taken at its mean). Looked up on arrival instead (the form
+before, (θ + min(W, T))·(1 − e^{−T/θ}) and P(τ < T)), 4,096 DeepSeek-V3 sessions on a GB200 NVL72 past saturation,
+HBM only, hit 0.95 while a 157 s queue aged every context out of a T = 19 s cache; the simulator, looking up again
+at admission (serving/sim_session_run.admit_blocks), 0.46.
+Sibling sub-agents share the fork: when the tiers lost it, the first admitted recomputes it and the others find it
+(``_siblings_share``; past saturation, where their turns queue in step, the simulator's sub-agents hit 0.52 where a
+fork lost to each would give 0.30).
 A parent's turn that spawns s sub-agents leaves the object they fork from; each sub-agent turn reads that fork (its
 lookup touches it, the running turn references it, a turn that missed it recomputes and caches it again), so the
 object is busy through the sub-agents' run t_run and the parent's next turn finds it when the gap after the LAST
@@ -195,8 +203,12 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
         T.append(t if j == 0 else np.maximum(T[-1], t))  # a copy further down is found when an upper tier lost it
     # P(found in tiers <= j): every reuse follows an Exp(θ) gap after its object's last use (module docstring: a
     # parent's turn after a spawn, after its last sub-agent's turn)
-    within = [-np.expm1(t.ravel() * occ.neg_inv_th).reshape(shape) for t in T] if occ.all_pos else \
-        [p_within(t, theta) for t in T]  # (every θ > 0: P = 1 − e^{−T/θ}, 0 at T = 0; T >= 0 from _solve_t)
+    # looked up when admitted: the gap is τ + W, found while τ < T − W (P = 1 − e^{−(T − W)⁺/θ}; 0 where T <= W)
+    if occ.all_pos:  # every θ > 0: the exponential directly (p_within's masks are for θ = 0)
+        W_flat = np.broadcast_to(W, shape).ravel()
+        within = [-np.expm1(np.maximum(t.ravel() - W_flat, 0.0) * occ.neg_inv_th).reshape(shape) for t in T]
+    else:
+        within = [p_within(t - W, theta) for t in T]
     worth = np.stack([_worth(stack, j, tt.reuse) for j in range(J)], -1)  # [type, tier]
     n, u = tt.n[:, None] * worth, tt.reuse[:, None]
     n_m, nu_m, nu2_m = np.sum(n, axis=0), np.sum(n * u, axis=0), np.sum(n * u ** 2, axis=0)
@@ -208,6 +220,7 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
         read_tok.append(p_tier * nu_m[j])
         sq.append(p_tier * nu2_m[j])
     shape = np.shape(T[0])
+    read_tok[0] = read_tok[0] + _siblings_share(tt, T[0], W, th, t_run, worth, within)
     reads, read_tok, sq = ([np.broadcast_to(x, shape) for x in v] for v in (reads, read_tok, sq))
     isl_tokens = float(np.sum(tt.n * tt.isl))
     by = [(read_tok[0] + np.where(T[0] > 0, tt.system_tokens, 0.0) * n_req) / isl_tokens]  # HBM: every request
@@ -217,6 +230,22 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
         sq = [q / np.where(r > 0, r, 1.0) for q, r in zip(sq, reads)]
     return CheHits(hit, tuple(by), tuple(T), tuple(r / n_req for r in read_tok), tuple(r / n_req for r in reads),
                    tuple(sq))
+
+
+def _siblings_share(tt: TurnTypes, T0, W, theta, t_run, worth, within):
+    """Fork tokens per session a sub-agent finds in HBM because a sibling recomputed it: the s sub-agents of a
+    spawn share their parent's fork (vLLM's prefix cache keys blocks by their tokens), so when the tiers lost it
+    the first one admitted recomputes it and each of the other s − 1 finds it, pinned through that turn's run
+    (e2e − W) and held T_HBM after it, when admitted within that of it: their think gaps apart, P(Exp(θ) < e2e −
+    W + T_HBM). Per sub-agent turn i: fork_i·P(lost)·(s − 1)/s·that, P(lost) = 1 − Σ_j P(served from tier j)."""
+    s = int(tt.subagents)
+    if s < 2 or tt.fork is None:
+        return 0.0
+    nf = tt.n * tt.fork
+    lost = float(np.sum(nf)) - sum((within[j] - (within[j - 1] if j else 0.0)) * float(np.sum(nf * worth[:, j]))
+                                   for j in range(len(within)))
+    e2e = np.maximum(t_run - tt.sub_thinks * theta, 0.0) / max(tt.sub_turns, 1)  # t_run = K_sub·e2e + m·θ
+    return lost * (s - 1) / s * p_within(np.maximum(e2e - W, 0.0) + T0, theta)
 
 
 def _worth(stack, j: int, tokens) -> np.ndarray:

@@ -48,28 +48,24 @@ class Occupancy:
     def __call__(self, T, curvature=False):
         """(occupancy, slope) at T (an array of the points' shape), with ``curvature`` |d² occupancy / dT²| valid
         where T >= W: λ·O_reuse·(θ + W)·e^{−T/θ}/θ² + k·(a fork's slope term). In place on fresh arrays."""
+        # the reused objects: λ·O_reuse·E[min(τ + W, T)] = λ·O_reuse·(min(W, T) + θ·(1 − e^{−(T−W)⁺/θ})), slope
+        # λ·O_reuse·e^{−(T−W)⁺/θ} (1 below W), curvature the slope/θ above W
+        after = np.subtract(T, self.W) if self.waits else T
         with np.errstate(over="ignore", invalid="ignore"):
-            surv = np.multiply(T, self.neg_inv_th)
-            np.exp(surv, out=surv)  # P(Exp(θ) > T)
+            surv = np.multiply(np.maximum(after, 0.0) if self.waits else after, self.neg_inv_th)
+            np.exp(surv, out=surv)  # P(Exp(θ) > (T − W)⁺)
         if not self.all_pos:
             surv = np.where(self.pos, surv, 0.0)
-        if self.waits:  # after the lookup that found it, min(W, T) more until its turn is admitted and pins it
-            held = np.minimum(self.W, T)
-            held += self.th0
-            held *= self.l_reuse
-        else:
-            held = self.a_theta
         total = np.subtract(1.0, surv)
+        total *= self.a_theta
+        if self.waits:
+            total += self.l_reuse * np.minimum(self.W, T)
+            if not self.all_pos:  # θ = 0: held the wait alone, slope 1 below it
+                surv = np.where(self.pos | (after >= 0), surv, 1.0)
         slope = surv
-        slope *= held
-        slope *= self.inv_th  # the reused objects' slope, λ·O_reuse·(θ + min(W, T))·e^{−T/θ}/θ
+        slope *= self.l_reuse
         if curvature:
             curv = slope * self.inv_th
-        if self.waits:
-            below = T < self.W  # held·(1 − e^{−T/θ}) grows with min(W, T) too: + λ·O_reuse·(1 − e^{−T/θ})
-            if np.any(below):
-                slope += np.where(below, total * self.l_reuse, 0.0)
-        total *= held
         total += np.multiply(self.l_last, T)
         slope += self.l_last
         if self.forks:
@@ -95,6 +91,6 @@ class Occupancy:
         out.all_pos, out.waits, out.pos = self.all_pos, self.waits, None if self.all_pos else self.pos[keep]
         keep = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else keep  # (indices: one pass a field)
         for name in ("inv_th", "neg_inv_th", "l_reuse", "l_last", "reach2") + \
-                (("W", "th0") if self.waits else ("a_theta",)) + (("fd", "fq", "neg_k") if self.forks else ()):
+                ("a_theta",) + (("W",) if self.waits else ()) + (("fd", "fq", "neg_k") if self.forks else ()):
             setattr(out, name, getattr(self, name)[keep])
         return out

@@ -6,8 +6,9 @@ models, each from its source:
   shared     a request that hits cached blocks references them (ref_cnt + 1) instead of copying them, so requests
              running on one prefix hold it once; a referenced object is out of the free LRU and cannot be evicted
              (``pinned``, with a reference count per object). vLLM looks the prefix up when it schedules the
-             request: what a request read on arrival (``lookup_for``, which touches it) is pinned when it is
-             admitted (``pin_wanted``); a preempted request lets go of its objects until admitted again
+             request: what a request read on arrival (``lookup_for``, touching nothing) is looked up again when it
+             is admitted (``held_now``) and pinned (``pin_wanted``); a preempted request lets go of its objects
+             until admitted again
   computed   a request's prompt blocks are cached (hashed) as they are computed: its prompt is hittable once its
              prefill ends (``register``), not when the request finishes; a request arriving during that prefill
              misses it
@@ -46,8 +47,9 @@ class SharedPrefixCache(TieredCache):
     # -- lookups ---------------------------------------------------------------------------------------------------
     def lookup_for(self, r: int, chain: list[tuple[int, float]], isl: float) -> tuple[float, list[float]]:
         """TieredCache.lookup on behalf of request r, with the pool's reads: each segment from ``_held``'s tier;
-        what r reads is wanted by it (pinned from its admission, ``pin_wanted``, until ``release(r)``) and touched
-        now (``_touch``) unless a running request references it (pinned: out of the LRU, nothing to touch).
+        what r reads is wanted by it (pinned from its admission, ``pin_wanted``, until ``release(r)``). Nothing is
+        touched: vLLM looks a prefix up, and takes its blocks out of the free queue, when it schedules the request
+        (sim_session_run.admit_blocks looks again then: ``held_now``); the reads below HBM only time the loads.
         A segment pinned whole, the common case, is read without a call."""
         wants = self.wants[r] = []
         lru = self.lru
@@ -60,13 +62,8 @@ class SharedPrefixCache(TieredCache):
             t = pinned.get(key)
             if t is not None and t >= need:
                 j, got = 0, need
-            elif t is None and hbm.get(key, 0.0) >= need:  # whole in the free LRU: recent again (_touch)
+            elif t is None and hbm.get(key, 0.0) >= need:  # whole in the free LRU: untouched till admitted
                 j, got = 0, need
-                hbm.move_to_end(key)
-                if self.through:
-                    for d in lru[1:]:
-                        if key in d:
-                            d.move_to_end(key)
             else:
                 j, got = self._held(key, need)
                 # the rule (TierStack.worth_reading): HBM is always worth reading
@@ -74,8 +71,6 @@ class SharedPrefixCache(TieredCache):
                     if j > 0:
                         self.skipped += got
                     break
-                if t is None:
-                    self._touch(key, j)
             per[j] += got
             hit += got
             wants.append(key)
@@ -86,6 +81,24 @@ class SharedPrefixCache(TieredCache):
         for j, t in enumerate(per):
             hits[j] += t
         return min(hit, max(isl - 1.0, 0.0)), per
+
+    def held_now(self, chain: list[tuple[int, float]]) -> tuple[float, list[float]]:
+        """(tokens of the prefix ``chain`` HBM holds now, per tier the tokens beyond them it holds (0 for HBM)),
+        touching nothing: what vLLM's scheduler finds when it admits a waiting request (Scheduler.schedule:
+        get_computed_blocks, then the connector's get_num_new_matched_tokens; vllm/v1/core/sched/scheduler.py)."""
+        hbm, below = 0.0, [0.0] * len(self.lru)
+        for key, need in chain:
+            if need <= 0:
+                continue
+            got = min(self.pinned.get(key) or self.lru[0].get(key, 0.0), need)
+            hbm += got
+            if got < need:
+                j = next((j for j in range(1, len(self.lru)) if self.lru[j].get(key, 0.0) > got), 0)
+                more = min(self.lru[j].get(key, 0.0), need) if j else got
+                below[j] += more - got
+                if more < need:
+                    break
+        return hbm, below
 
     def _held(self, key: int, need: float) -> tuple[int, float]:
         """The fastest tier holding the most of the segment: HBM may keep only the head of an object whose whole copy
@@ -98,21 +111,6 @@ class SharedPrefixCache(TieredCache):
             if below > t:
                 return j, min(below, need)
         return (0, t) if t else (-1, 0.0)
-
-    def _touch(self, key: int, j: int) -> None:
-        """An unpinned segment read: recent again (a lower tier's copy brought into HBM's LRU, in place of the
-        head HBM kept)."""
-        lru = self.lru
-        if j > 0:
-            if key in lru[0]:
-                self.used[0] -= lru[0].pop(key)
-            TieredCache._touch(self, key, j)
-            return
-        lru[0].move_to_end(key)  # (TieredCache._touch for HBM)
-        if self.through:
-            for d in lru[1:]:
-                if key in d:
-                    d.move_to_end(key)
 
     def pin_wanted(self, r: int) -> None:
         """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed).

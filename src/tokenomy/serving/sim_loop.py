@@ -86,7 +86,7 @@ def run_loop(run) -> None:
             serials += 1
             admitted.append(r)
         if admitted and hooks is not None:
-            extra = h_admitted(admitted)
+            extra = h_admitted(admitted, now)
         return admitted
 
     def retire(r: int) -> None:

@@ -40,6 +40,8 @@ class _SessionRun(_Run):
         self.own_after = (plan.isl - base_tokens(plan) + plan.osl).tolist()  # its object after the turn
         self.hit, self.ready, self.looked_up = [0.0] * N, [math.nan] * N, [False] * N
         self.per_tier = [None] * N
+        self.found = [None] * N  # r's lookup (hit, per tier) until its admission looks again (admit_blocks)
+        self.owed = {}  # r -> [(tier, tokens)] its admission reads below beyond what its arrival read
         self.free_at = [0.0] * len(stack.levels)
         self.read_s = [lv.read_s_per_token for lv in stack.levels]
         self.lat = [lv.latency_s for lv in stack.levels]
@@ -79,6 +81,7 @@ class _SessionRun(_Run):
         self.shared[r] = float(sum(per))
         self.hit[r] = hit
         self.per_tier[r] = per
+        self.found[r] = (hit, per)
         self.need0[r] = self.need[r] = max(int(isl - hit), 1)
         done = t
         free_at = self.free_at
@@ -95,15 +98,32 @@ class _SessionRun(_Run):
 
     def admit_blocks(self, r: int, blocks: int) -> int:
         """r's ``blocks`` less the cached objects it references (vLLM allocates only the uncached part), plus the
-        objects it will reference that now sit in the free LRU (counted free until r pins them)."""
+        objects it will reference that now sit in the free LRU (counted free until r pins them). vLLM looks a
+        waiting request's prefix up when it schedules it (vllm/v1/core/sched/scheduler.py, Scheduler.schedule:
+        get_computed_blocks), so what its lookup on arrival found and the tiers lost since is computed: hit, need
+        and the HBM share it references set from what they hold now (``found``: the lookup's, kept till then)."""
+        if self.found[r] is not None:
+            hit, per = self.found[r]
+            hbm, below = self.cache.held_now(self.chain_of[r])
+            now = min(hbm + sum(below), hit)
+            self.hit[r], self.shared[r] = now, min(hbm, now)
+            self.need0[r] = self.need[r] = max(int(self.isl[r] - now), 1)
+            lower = now - min(hbm, now)  # from below: what its arrival read and, past that, read now on the channel
+            self.per_tier[r] = [now - lower] + [lower * b / max(sum(below), 1.0) for b in below[1:]]
+            self.owed[r] = [(j, below[j] - per[j]) for j in range(1, len(below)) if below[j] > per[j]]
         own = blocks - int(self.shared[r] // self.blk)
         return (own if own > 1 else 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
 
-    def admitted(self, rs: list[int]) -> int:
-        """The requests admitted now reference what their lookups read; ``extra`` recounted (class docstring)."""
+    def admitted(self, rs: list[int], now: float) -> int:
+        """The requests admitted at ``now`` reference what their lookups read, and read what they found below beyond
+        their arrival's read (``owed``, on each tier's channel from ``now``); ``extra`` recounted (class docstring)."""
         cache = self.cache
         for r in rs:
             cache.pin_wanted(r)
+            self.found[r] = None
+            for j, tokens in self.owed.pop(r, ()):  # found below on admission beyond its arrival's read: read now
+                start = now if now > self.free_at[j] else self.free_at[j]
+                self.free_at[j] = start + self.lat[j] + tokens * self.read_s[j]
         self.extra = int((self.credit - cache.pinned_tokens) // self.blk)
         return self.extra
 

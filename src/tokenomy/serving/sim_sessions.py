@@ -8,8 +8,10 @@ On top of the simulator's steps (its docstring), per request r of a SessionPlan 
   tokenize  the engine's API server first tokenizes the prompt: ISL·s_tok seconds on one worker, first come first
             served (EngineProfile.tokenize_s_per_token, catalog/engines [frontend]); the lookup and loads follow
   lookup    on arrival its prefix chain is looked up in the tiers (kv_hbm_pool.SharedPrefixCache: HBM's capacity is
-            what the running requests leave of the KV pool at that moment, the blocks they share counted once);
-            what it hits is referenced (pinned) until it finishes; r computes I = ISL − hit tokens
+            what the running requests leave of the KV pool at that moment, the blocks they share counted once),
+            touching nothing; the scheduler looks again when it admits r (vLLM's lookup is at scheduling:
+            sim_session_run.admit_blocks), what the tiers lost meanwhile is computed and what it hits is referenced
+            (pinned) until it finishes; r computes I = ISL − hit tokens
   load      tokens found below HBM are read over their tier's channel (one per tier and replica: DRAM over the chips'
             host links, NVMe over the node's drives), first come first served, so concurrent loads queue behind each
             other: finish_j = max(now, free_j) + latency_j + h_j·s_j. "before-prefill": r joins the scheduler's
