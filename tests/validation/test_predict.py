@@ -35,11 +35,14 @@ def calibrated(prepared):
 
 
 def _deployment(c) -> Deployment:
-    """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code)."""
+    """The case's deployment built here from the catalog, with the chip's calibrated set (not predict's code) and
+    the per-sequence host time of its engine's runtime at the case's version (catalog/engines [host] runtimes)."""
     layout = Layout(tp=c.tp, dp=c.chips // c.tp, kv_batch=c.kv_batch)
     weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype  # the checkpoint's own (gpt-oss: mixed)
+    eff = load.efficiency_set(c.hardware)
+    o_seq = loader.engine_file(c.engine).host.sequence_s_at(c.engine_version or loader.engine_file(c.engine).version)
     return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, weights, c.kv_dtype,
-                      load.efficiency_set(c.hardware))
+                      eff.with_(sequence_overhead_s=eff.sequence_overhead_s + o_seq))
 
 
 def _first(s, scenario, metric, pred=lambda c: True):

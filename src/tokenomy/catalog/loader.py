@@ -180,6 +180,18 @@ def engine_prompt_passes(name: str) -> tuple[float, bool]:
 
 
 @lru_cache(maxsize=None)
+def engine_sequence_s(name: str) -> float:
+    """o_seq of the serving engine's runtime at its file's version ([host] runtimes; 0 where none is stated), from
+    the cache while the file is unchanged (another version: serving.engine_profile.profile_of)."""
+    stem = _pick("engines", name).stem
+
+    def build():
+        f, raw = _file("engines", stem)
+        return f.host.sequence_s_at(f.version), {ROOT / "engines" / f"{stem}.toml": raw}
+    return cache.cached(("engine-sequence-s", stem, str(ROOT)), build)
+
+
+@lru_cache(maxsize=None)
 def engine_expert_tile(name: str) -> float:
     """B_M of the serving engine's default MoE grouped GEMM ([moe_kernel]; 0 where the profile states none), from the
     cache while the file is unchanged (a named kernel: serving.engine_profile.EngineProfile.expert_tile_rows)."""

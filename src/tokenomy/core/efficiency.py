@@ -24,7 +24,9 @@
     host time per step                      = o_step + o_seq·b: the scheduler's CPU work for a step (o_step:
                                               scheduling, batch assembly, launching the graph) and per sequence
                                               of the busiest scheduler (input preparation, sampling output,
-                                              detokenisation, stop checks: grows with the running batch)
+                                              detokenisation, stop checks: grows with the running batch; o_seq
+                                              is the engine runtime's, catalog/engines [host] runtimes, added by
+                                              its profile to the set's own, 0 in the catalog's chip files)
     host overlap                            = h: the share of that host time hidden under the GPU's step: an
                                               engine whose scheduler prepares step i+1 while the GPU runs step i
                                               (SGLang's overlap scheduler, TensorRT-LLM's overlap scheduler,

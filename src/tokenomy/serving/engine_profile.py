@@ -47,12 +47,15 @@ class EngineProfile:
     batch_wait_tokens_ratio: float = 0.0  # ρ_w: ... or until they fill ρ_w·max_num_tokens (batch_wait_steps)
     moe_kernel: str = ""  # the MoE grouped GEMM it runs by default ([moe_kernel] default)
     expert_tiles: tuple[tuple[str, float], ...] = ()  # B_M of each of its MoE kernels ([moe_kernel] kernels)
+    sequence_s: float = 0.0  # o_seq: host s per running sequence per step of its runtime ([host] runtimes)
 
     def on(self, eff, moe_kernel: str | None = None):
         """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap, the
         eager launch time of its prompt passes, whether its prompt chunks share the decode step, and the tile its
-        MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to."""
+        MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to, and its runtime's per-sequence host
+        time (``runtime_sequence_s``)."""
         return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap, ep_sm_normal=self.ep_sm[0],
+                         sequence_overhead_s=runtime_sequence_s(eff.sequence_overhead_s, self.sequence_s),
                          ep_sm_low_latency=self.ep_sm[1], eager_prefill_s_per_kernel=self.eager_prefill_s_per_kernel,
                          mixed_prefill=float(self.mixed_prefill),
                          expert_tile_rows=self.expert_tile_rows(moe_kernel))
@@ -103,7 +106,18 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          mixed_prefill=sch.mixed_prefill, batch_wait_iters=sch.batch_wait_iters,
                          batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio,
                          moe_kernel=f.moe_kernel.default if f.moe_kernel is not None else "",
-                         expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else ())
+                         expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else (),
+                         sequence_s=f.host.sequence_s_at(version or f.version))
+
+
+def runtime_sequence_s(set_s, runtime_s):
+    """o_seq as the engine runs it: its runtime's host seconds per running sequence per step (catalog/engines [host]
+    runtimes: TensorRT-LLM's C++ executor a few us, its Python PyExecutor, vLLM V0 and V1, SGLang each their own)
+    plus the efficiency set's own (0 in the catalog's chip files, held by the fit: validation/anchors.py; what a
+    user's calibration measures beyond the runtime's). A per-chip o_seq charged every runtime alike was fitted on one
+    runtime's large batches and charged to another's (TensorRT-LLM 1.0's PyTorch flow at ~3,000 running set 14-18 us
+    a sequence that vLLM's large batches then paid, and the energy fit made up for it in the HBM's pJ/B)."""
+    return set_s + runtime_s
 
 
 def poll_steps(prof: EngineProfile):

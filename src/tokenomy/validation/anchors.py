@@ -15,7 +15,10 @@ H800 table) is a kernel's, the same in every calibrated set: fitted, it would tr
 The request overhead around the engine (o_req, catalog/efficiency/frontend.toml: a minimal frontend's measured
 1.8 ms) is held for every chip alike: it belongs to the serving stack, not the chip, and fitted per chip across
 sources it took up what those sources' TTFTs lacked (3 -> 46 ms with the TensorRT-LLM 0.14 online table held
-out). A user's own calibration still refits it (``ANCHORED_FIELDS`` lists the per-chip measurements only).
+out). A user's own calibration still refits it (``ANCHORED_FIELDS`` lists the per-chip measurements only). The
+per-sequence host time o_seq is held at 0 per chip: it belongs to the engine's runtime (catalog/engines [host]
+runtimes, serving.engine_profile.runtime_sequence_s); one per-chip o_seq for every runtime was fitted on TensorRT-LLM
+1.0's Python batches of ~3,000 and charged to vLLM's and to the C++ executor's (a user's calibration may fit an extra).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from tokenomy.catalog import loader
 STREAMING, ALLREDUCE, BUSBW, FRONTEND = "streaming", "allreduce", "busbw", "frontend"  # catalog/efficiency/<name>.toml
 GEMM_DEPTH = "gemm_depth"
 ANCHORED_FIELDS = ("hbm_fraction", "allreduce_latency_s", "nccl_link_fraction")
-HELD_FIELDS = (*ANCHORED_FIELDS, "request_overhead_s")  # what the catalog fit holds: the above and o_req
+HELD_FIELDS = (*ANCHORED_FIELDS, "request_overhead_s", "sequence_overhead_s")  # what the catalog fit holds: the
+# above, o_req, and the chip's own o_seq at 0 (each engine runtime's is its profile's: catalog/engines [host] runtimes)
 
 
 @lru_cache(maxsize=1)
@@ -102,7 +106,7 @@ def anchored(chip: str) -> dict[str, float]:
     return {"hbm_fraction": streaming_fractions().get(chip, pooled_fraction()),
             "allreduce_latency_s": lat.get(chip, _mean(lat.values())),
             "nccl_link_fraction": nccl.get(chip, _mean(nccl.values())),
-            "request_overhead_s": request_overhead_s()}
+            "request_overhead_s": request_overhead_s(), "sequence_overhead_s": 0.0}
 
 
 def provenance(chip: str) -> str:
@@ -122,4 +126,6 @@ def provenance(chip: str) -> str:
               f"derived, the mean of {', '.join(sorted(nccl))} (no measurement of {chip} in busbw.toml)"))
     req = (f"request_overhead_s {request_overhead_s() * 1e3:.1f} ms held: a minimal frontend's measured figure, the "
            "same for every chip (catalog/efficiency/frontend.toml)")
-    return f"{eta}; {ar}; {bus}; {req}"
+    seq = ("sequence_overhead_s 0 held: the per-sequence host time is each engine runtime's (catalog/engines [host] "
+           "runtimes), not the chip's")
+    return f"{eta}; {ar}; {bus}; {req}; {seq}"

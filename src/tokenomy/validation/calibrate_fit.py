@@ -179,7 +179,8 @@ def fit_folds(s: Serving, t: Training, folds: list[set[str]], start: Fit | None 
     pooled_probs = [problem(np.flatnonzero(m), START, RIDGE_POOLED, anchors.anchored("pooled"), warm(["pooled"]),
                             case_anchors(s, np.flatnonzero(m))) for m in ms]
     pooled = fit_problems(s, pooled_probs)
-    pooled = [p.model_copy(update=dict({f: v["pooled"] for f, v in per.items()}, **shared))
+    held = anchors.anchored("pooled")  # exactly (o_seq 0, not the search's e^-27.6)
+    pooled = [p.model_copy(update=dict(held, **{f: v["pooled"] for f, v in per.items()}, **shared))
               for p, (per, shared) in zip(pooled, trained)]
     fits = [Fit({"pooled": p}, {"pooled": sorted(c.id for c in (*s.cases, *t.cases) if c.id in ids)})
             for p, ids in zip(pooled, folds)]

@@ -61,6 +61,7 @@ class Serving:
     whole: np.ndarray  # 1 where the case's engine schedules whole prompts (does not chunk prefill), else 0
     host_overlap: np.ndarray  # the case's engine's h and ε (serving.scheduler.EngineProfile: overlap scheduler and
     ep_overlap: np.ndarray  # two-batch overlap at the case's engine version and settings)
+    host_seq: np.ndarray  # o_seq of its engine's runtime at its version (EngineProfile.sequence_s, s per sequence)
     ep_sm_normal: np.ndarray  # the SMs its dispatch/combine kernels hold under that overlap (EngineProfile.ep_sm)
     ep_sm_low_latency: np.ndarray
     eager_prefill: np.ndarray  # e: host s per kernel of its prompt passes, where its engine runs them eagerly
@@ -156,6 +157,7 @@ def _case_values(c: ServingCase, d: Deployment, bmax: float, step: tuple[float, 
     return dict(n=c.chips, isl=c.isl, osl=c.osl, batch=given(c.batch), concurrency=given(c.concurrency),
                 rate=given(c.request_rate), cap=c.max_batch or DEFAULT_MAX_BATCH, budget=budget,
                 whole=float(not prof.chunked_prefill), host_overlap=prof.host_overlap, ep_overlap=prof.ep_overlap,
+                host_seq=prof.sequence_s,
                 ep_sm_normal=prof.ep_sm[0], ep_sm_low_latency=prof.ep_sm[1],
                 eager_prefill=prof.eager_prefill_s_per_kernel, mixed=float(prof.mixed_prefill),
                 expert_tile=prof.expert_tile_rows(c.moe_kernel),

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from tokenomy.catalog.schema.engine_host import EngineHost
 from tokenomy.catalog.schema.hardware import Sourced
 from tokenomy.catalog.versions import release
 
@@ -55,13 +56,6 @@ class EngineKvDtype(Sourced):
 
     default: str  # any weight dtype not in by_weight
     by_weight: dict[str, str] = {}
-
-
-class EngineHost(Sourced):
-    """Whether the engine's scheduler runs its CPU work for step i + 1 while the GPU runs step i (an overlap or
-    async scheduler), by version: on by default from ``overlap_since`` (None: opt-in only at every version)."""
-
-    overlap_since: str | None = None  # the first version that turns it on by default
 
 
 class EngineOverlap(Sourced):
