@@ -89,10 +89,14 @@ def test_a_cpp_run_does_not_move_with_o_seq_and_a_python_run_does():
 def test_pyexecutors_o_seq_fitted_on_its_own_runs_lands_in_its_range():
     """TensorRT-LLM 1.0's max-throughput table alone (PyTorch flow, overlap scheduler on, up to ~3,000 running): the
     loss moves with o_seq (its host time binds where o_step + o_seq·b exceeds the GPU's step) and its minimum lies
-    inside the runtime's stated range, near the catalog's figure."""
-    p = run.prepare(("trtllm-1.0-throughput",))
+    inside the runtime's stated range; over every source the runtime names as fitted_on, the fit gives the catalog's
+    figure. (The 1.0 table alone wants ~25 us after the GEMM K-depth refit, the runtime's sources together 12: a
+    residual of that table's large batches left open, not hidden in the pooled figure's tolerance.)"""
     r = _runtime("trtllm", "PyTorch flow (PyExecutor)")
+    p = run.prepare(("trtllm-1.0-throughput",))
     fit = hsf.fit_runtime(p.serving, run.stored_terms(p.serving.chip), "trtllm", r.name)
     assert fit.identified and fit.cases == len(p.serving.cases)
     assert r.low_s <= fit.sequence_s <= r.high_s
-    assert fit.sequence_s == pytest.approx(r.sequence_s, rel=0.5)
+    every = run.prepare(tuple(r.fitted_on))
+    pooled = hsf.fit_runtime(every.serving, run.stored_terms(every.serving.chip), "trtllm", r.name)
+    assert pooled.identified and pooled.sequence_s == pytest.approx(r.sequence_s, rel=0.1)
