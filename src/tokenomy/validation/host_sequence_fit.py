@@ -27,13 +27,14 @@ GRID_POINTS = 24  # log-spaced o_seq values across a runtime's range, besides 0
 FLAT = 1e-3  # a loss that moves less than this across the range leaves o_seq unidentified
 
 
-def runtime_mask(s: Serving, engine: str, runtime: str) -> np.ndarray:
-    """The cases of ``s`` whose engine is ``engine`` running ``runtime`` (its [host] runtimes name) at their version."""
-    host = loader.engine_file(engine).host
+def runtime_mask(s: Serving, serving_engine: str, runtime: str) -> np.ndarray:
+    """The cases of ``s`` whose engine is ``serving_engine`` running ``runtime`` (its [host] runtimes name) at their
+    version."""
+    host = loader.engine_file(serving_engine).host
     out = []
     for c in s.cases:
         r = host.runtime_at(c.case.engine_version or loader.engine_file(c.case.engine).version) \
-            if c.case.engine == engine else None
+            if c.case.engine == serving_engine else None
         out.append(r is not None and r.name == runtime)
     return np.array(out, dtype=bool)
 
@@ -48,7 +49,7 @@ def loss_at(s: Serving, th: Theta, o_seq: float) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeFit:
-    engine: str
+    serving_engine: str
     runtime: str
     sources: tuple[str, ...]  # the validation sources of its cases
     cases: int
@@ -60,20 +61,20 @@ class RuntimeFit:
         return self.loss_range >= FLAT
 
 
-def fit_runtime(s: Serving, terms: dict, engine: str, runtime: str) -> RuntimeFit | None:
-    """o_seq of ``engine``'s ``runtime`` fitted on its cases in ``s`` (None: it has none), the chips' ``terms``
+def fit_runtime(s: Serving, terms: dict, serving_engine: str, runtime: str) -> RuntimeFit | None:
+    """o_seq of ``serving_engine``'s ``runtime`` fitted on its cases in ``s`` (None: it has none), the chips' ``terms``
     (validation.run.stored_terms) held."""
-    mask = runtime_mask(s, engine, runtime)
+    mask = runtime_mask(s, serving_engine, runtime)
     if not mask.any():
         return None
     sub = s.take(mask)
     th = gather(sub.chip, terms)
-    r = next(x for x in loader.engine_file(engine).host.runtimes if x.name == runtime)
+    r = next(x for x in loader.engine_file(serving_engine).host.runtimes if x.name == runtime)
     lo = max(r.low_s, r.high_s * 1e-3)
     xs = np.concatenate([[0.0], np.geomspace(lo, r.high_s, GRID_POINTS)])
     ls = np.array([loss_at(sub, th, x) for x in xs])
     best = _golden(lambda u: loss_at(sub, th, float(np.exp(u))), xs, int(np.argmin(ls)))
-    return RuntimeFit(engine, runtime, tuple(sorted({c.source.id for c in sub.cases})), int(mask.sum()),
+    return RuntimeFit(serving_engine, runtime, tuple(sorted({c.source.id for c in sub.cases})), int(mask.sum()),
                       best, float(ls.max() - ls.min()))
 
 
