@@ -110,7 +110,9 @@ class Problem:
         return z
 
     def terms(self, zf: np.ndarray) -> EfficiencyTerms:
-        return _from_z(self.full(zf), self.prior)
+        # the held terms exactly: through the search coordinates a held 0 inside a range (o_seq's) comes back as
+        # the range's floor, ~1e-12, where a fit over several chips holds each case's at its own exact value
+        return _from_z(self.full(zf), self.prior).model_copy(update=self.fixed)
 
     def x0(self) -> np.ndarray:
         return _to_z(self.start.model_copy(update=self.fixed) if self.start is not None else self.prior)[self.free]
