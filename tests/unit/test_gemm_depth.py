@@ -75,11 +75,11 @@ def test_tensor_parallelism_splits_the_down_projections_depth():
     # FLOP-weighted mean 1/K of an expert: up/gate (2/3 of its FLOPs) at K = 7168, down (1/3) at K = 2048/tp
     for layout, down_k in ((Layout(tp=8), R1_EXPERT_WIDTH / 8), (Layout(ep=8, attn_dp=False), R1_EXPERT_WIDTH)):
         w = _r1(layout).work(1.0, 8192.0, 8192.0)
-        assert float(w.expert_depth_flops / w.expert_flops) == pytest.approx(2 / 3 / R1_HIDDEN + 1 / 3 / down_k)
+        assert float(w.expert_flops_per_k / w.expert_flops) == pytest.approx(2 / 3 / R1_HIDDEN + 1 / 3 / down_k)
     # Llama-3.1-70B at TP8: the dense down-projection runs K = 28672/8 = 3584, the attention's o_proj 8192/8
     llama = Deployment(loader.model("llama-3.1-70b"), loader.hardware("hgx-h200-8"), Layout(tp=8), "fp8", "fp8")
     w = llama.work(1.0, 2048.0, 2048.0)
-    assert 1.0 / float(w.dense_depth_flops / w.dense_flops) > 2000.0  # deep: the fill costs it little
+    assert 1.0 / float(w.dense_flops_per_k / w.dense_flops) > 2000.0  # deep: the fill costs it little
 
 
 def test_the_fill_is_charged_per_depth_flop_and_ignoring_k_would_fail():
@@ -87,12 +87,12 @@ def test_the_fill_is_charged_per_depth_flop_and_ignoring_k_would_fail():
     w = d.work(1.0, 8192.0, 8192.0)
     plain = kernel_terms(w, d.peaks, ROOFLINE)[0]
     filled = kernel_terms(w, d.peaks, replace(ROOFLINE, gemm_fill_steps=3.5))[0]
-    extra = 448.0 * (w.dense_depth_flops + w.expert_depth_flops) / d.peaks.flops_per_s
+    extra = 448.0 * (w.dense_flops_per_k + w.expert_flops_per_k) / d.peaks.flops_per_s
     assert float(filled - plain) == pytest.approx(float(extra), rel=1e-9)
     # the experts' K = 256 down-projection makes TP8 pay more fill than EP8 (K = 2048) on the same tokens
     ep = _r1(Layout(ep=8, attn_dp=False))
     we = ep.work(1.0, 8192.0, 8192.0)
-    assert float(w.expert_depth_flops / w.expert_flops) > 3.0 * float(we.expert_depth_flops / we.expert_flops)
+    assert float(w.expert_flops_per_k / w.expert_flops) > 3.0 * float(we.expert_flops_per_k / we.expert_flops)
 
 
 def test_a_memory_bound_decode_step_is_not_moved():

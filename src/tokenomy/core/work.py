@@ -58,8 +58,8 @@ class Work:
     kv_w: object
     expert_flops: object  # per chip: routed experts of the busiest EP rank
     expert_rows: object  # GEMM rows per routed expert there
-    dense_depth_flops: object  # Σ F_j/K_j of the dense weight GEMMs on that chip: FLOPs per element of K-loop depth
-    expert_depth_flops: object  # ... of the routed experts (core/times.py charges each K-loop its fill)
+    dense_flops_per_k: object  # Σ F_j/K_j of the dense weight GEMMs on that chip: FLOPs per element of K-loop depth
+    expert_flops_per_k: object  # ... of the routed experts (core/times.py charges each K-loop its fill)
     experts_read: object  # distinct routed experts read per MoE layer there
     weight_bytes: object  # read per micro-batch
     kv_bytes: object  # KV read + written
@@ -149,8 +149,8 @@ def batched(lo: Lowered, batch, prefill_tokens=0.0, prefill_chunk=None) -> Work:
         # balance rows they give broadcast against the rows; validation/work_table stacks them to its grid)
         dense_w=_f(pr.dense_w), expert_w=_f(pr.expert_w), kv_w=_f(pr.kv),
         expert_flops=expert_flops, expert_rows=expert_rows, experts_read=x_read,
-        dense_depth_flops=(b_a * S + p_a) * (gemm * (m.dense_depth_whole / a + m.dense_depth_split)),
-        expert_depth_flops=A * (gemm * moe * (m.expert_depth_whole / tp + m.expert_depth_split)),
+        dense_flops_per_k=(b_a * S + p_a) * (gemm * (m.dense_depth_whole / a + m.dense_depth_split)),
+        expert_flops_per_k=A * (gemm * moe * (m.expert_depth_whole / tp + m.expert_depth_split)),
         weight_bytes=f * (m.dense_params * pr.dense_w + m.head_params * pr.embed_w) / a + expert_bytes,
         kv_bytes=b_a * (lo.kv_bytes_per_seq * (f / kv_split)) + p_a * (lo.chunk_kv_bytes_per_token * (f / kv_split)),
         act_bytes=T * (f * m.act_elems_per_token * ab / g),
