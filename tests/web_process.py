@@ -26,10 +26,13 @@ def free_port() -> int:
 
 
 def answers(url: str) -> bool:
+    """Whether ``url`` answers 200; False while nothing listens; a wrong probe (an HTTP error) fails at once."""
     try:
         with urllib.request.urlopen(url, timeout=5) as resp:
             return resp.status == 200
-    except (OSError, urllib.error.URLError):
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"{url}: HTTP {e.code}") from e
+    except OSError:  # URLError included: not listening yet
         return False
 
 

@@ -181,7 +181,8 @@ def test_a_turn_queued_longer_than_the_cache_keeps_it_finds_only_the_system_prom
         queued = che_hits(tt, stack, [np.array([2e5])], lam, w.think_s, D, queue_s=2.0 * float(free.t_char[0][0]))
         assert float(free.hit_rate[0]) > 0.5
         system = float(np.sum(tt.n)) * tt.system_tokens / float(np.sum(tt.n * tt.isl))
-        forks = 0.0 if tt.fork is None else float(np.sum(tt.n * tt.fork)) / float(np.sum(tt.n * tt.isl)) / 2.0
+        s = getattr(w, "subagents", 1)  # siblings per fork (a chat has none)
+        forks = 0.0 if tt.fork is None else float(np.sum(tt.n * tt.fork)) / float(np.sum(tt.n * tt.isl)) * (s - 1) / s
         # the siblings' share: forks·(s − 1)/s·P(Exp(θ) < (e2e − W)⁺ + T), the turn run out before W (e2e 5 s)
         assert float(queued.hit_rate[0]) == pytest.approx(
             system + forks * (1.0 - np.exp(-float(queued.t_char[0][0]) / w.think_s)), rel=1e-6, abs=1e-9)

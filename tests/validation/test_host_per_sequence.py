@@ -35,7 +35,7 @@ def test_each_engine_version_runs_its_runtimes_o_seq(engine, version, runtime):
     assert profile_of(loader.engine_file(engine), 1, version=version).sequence_s == _runtime(engine, runtime).sequence_s
 
 
-def test_the_cpp_executor_pays_an_order_less_than_each_python_runtime():
+def test_the_cpp_executor_pays_no_more_than_any_python_runtime():
     cpp = _runtime("trtllm", "C++ executor")
     assert cpp.sequence_s <= cpp.high_s <= 5e-6  # a C++ loop: a few us a request at most
     python = [r for e in loader.engine_names() for r in loader.engine_file(e).host.runtimes

@@ -32,6 +32,19 @@ def client(app):
         yield c
 
 
+@pytest.fixture(autouse=True)
+def fresh_views_for_swapped_bands(request):
+    """A test that swaps the error bands (hopper_bands) neither reads pages kept under the catalog's bands nor leaves
+    its own in the app's view cache (web/view_cache.py: a page is keyed by its path and query alone)."""
+    if "hopper_bands" not in request.fixturenames:
+        yield
+        return
+    views = request.getfixturevalue("app").state.views
+    views.clear()
+    yield
+    views.clear()
+
+
 @pytest.fixture(scope="session")
 def live_server(app):
     """uvicorn in a thread on a loopback socket bound here and handed over still bound (a port chosen, released

@@ -61,3 +61,12 @@ def test_the_least_recently_asked_goes_first_and_callers_get_copies():
         with pytest.raises(ValueError):
             cache.get("bad", refuse)
     assert calls[-2:] == ["refused", "refused"]
+
+
+def test_clear_forgets_every_view():
+    cache, calls = ViewCache(size=4), []
+    for k in ("a", "b"):
+        cache.get(k, lambda k=k: calls.append(k) or {"v": k})
+    cache.clear()
+    assert len(cache) == 0
+    assert cache.get("a", lambda: calls.append("a") or {"v": "a2"}) == {"v": "a2"} and calls == ["a", "b", "a"]

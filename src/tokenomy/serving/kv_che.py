@@ -72,8 +72,8 @@ def occupancy(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
 
 
 def occupancy_and_slope(T, tt: TurnTypes, sessions_per_s, theta, sub_run_s, queue_s=0.0):
-    """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ > T) = e^{−T/θ} (0 at
-    θ = 0) + min(W, T)·e^{−T/θ}/θ + (1 − e^{−T/θ})·[T < W], 1 for a last turn's object; a fork's adds
+    """(occupancy(T), d occupancy / dT) per point (module docstring). d held_i/dT = P(τ + W > T): 1 below W,
+    e^{−(T−W)/θ} above it (0 at θ = 0), 1 for a last turn's object; a fork's adds
     t_run·q·(s/θ')·e^{−sT/θ'}. The turn types share these held
     times, so their objects are summed first (the sweep's cost then does not grow with the number of turns)."""
     arrays = np.broadcast_arrays(*(np.asarray(x, float) for x in (T, sessions_per_s, theta, sub_run_s, queue_s)))
@@ -204,11 +204,7 @@ def che_hits(tt: TurnTypes, stack, capacities, sessions_per_s, theta, sub_run_s,
     # P(found in tiers <= j): every reuse follows an Exp(θ) gap after its object's last use (module docstring: a
     # parent's turn after a spawn, after its last sub-agent's turn)
     # looked up when admitted: the gap is τ + W, found while τ < T − W (P = 1 − e^{−(T − W)⁺/θ}; 0 where T <= W)
-    if occ.all_pos:  # every θ > 0: the exponential directly (p_within's masks are for θ = 0)
-        W_flat = np.broadcast_to(W, shape).ravel()
-        within = [-np.expm1(np.maximum(t.ravel() - W_flat, 0.0) * occ.neg_inv_th).reshape(shape) for t in T]
-    else:
-        within = [p_within(t - W, theta) for t in T]
+    within = [p_within(t - W, theta) for t in T]
     worth = np.stack([_worth(stack, j, tt.reuse) for j in range(J)], -1)  # [type, tier]
     n, u = tt.n[:, None] * worth, tt.reuse[:, None]
     n_m, nu_m, nu2_m = np.sum(n, axis=0), np.sum(n * u, axis=0), np.sum(n * u ** 2, axis=0)

@@ -12,13 +12,13 @@ from tokenomy.serving.turn_types import TurnTypes
 class Occupancy:
     """occupancy_and_slope at fixed (λ, θ, t_run, W) over points, for many T (Newton's steps), λ folded in. O_reuse:
     the objects reused after Exp(θ) (forks included), O_last: the last turns', O_fork: the forks'. The reused
-    objects hold λ·O_reuse·(θ + min(W, T))·(1 − e^{−T/θ}) (θ = 0: the wait alone): one product a step."""
+    objects hold λ·O_reuse·(min(W, T) + θ·(1 − e^{−(T−W)⁺/θ})) (θ = 0: the wait alone): one product a step."""
 
     def __init__(self, tt: TurnTypes, lam, th, t_run, W=0.0):
         nO = tt.n * tt.obj
         self.O_reuse, self.O_last = float(np.sum(nO[~tt.last])), float(np.sum(nO[tt.last]))
         O_fork, s = float(np.sum(nO[tt.spawn & ~tt.last])), max(int(tt.subagents), 1)
-        self.lam, self.th, self.I_sys = lam, th, tt.system_tokens
+        self.lam, self.I_sys = lam, tt.system_tokens
         self.W = np.broadcast_to(np.asarray(W, float), np.shape(lam))
         self.waits = bool(np.any(self.W > 0))  # reused objects held unreferenced from their lookup to admission
         self.pos = th > 0
@@ -27,7 +27,7 @@ class Occupancy:
         self.inv_th = 1.0 / (th if self.all_pos else np.where(self.pos, th, 1.0))
         self.neg_inv_th = -self.inv_th
         self.l_reuse, self.l_last = lam * self.O_reuse, lam * self.O_last
-        self.th0, self.a_theta = th0, self.l_reuse * th0  # λ·O_reuse·θ: the reused objects' hold without waits
+        self.a_theta = self.l_reuse * th0  # λ·O_reuse·θ: the reused objects' hold without waits
         self.reach2 = np.square(th0 / (2.0 * s))  # (θ/2s)²: the longest step that settles unlooked (_solve_t)
         self.inv_l_last = 1.0 / np.maximum(self.l_last, 1e-300)
         self.forks = O_fork > 0
@@ -87,7 +87,7 @@ class Occupancy:
     def take(self, keep) -> "Occupancy":
         """The points ``keep`` (a mask or indices over the points), the fields ``__call__`` reads."""
         out = object.__new__(Occupancy)
-        out.O_reuse, out.O_last, out.I_sys, out.forks = self.O_reuse, self.O_last, self.I_sys, self.forks
+        out.O_last, out.I_sys, out.forks = self.O_last, self.I_sys, self.forks
         out.all_pos, out.waits, out.pos = self.all_pos, self.waits, None if self.all_pos else self.pos[keep]
         keep = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else keep  # (indices: one pass a field)
         for name in ("inv_th", "neg_inv_th", "l_reuse", "l_last", "reach2") + \

@@ -105,11 +105,12 @@ class _SessionRun(_Run):
         if self.found[r] is not None:
             hit, per = self.found[r]
             hbm, below = self.cache.held_now(self.chain_of[r])
-            now = min(hbm + sum(below), hit)
-            self.hit[r], self.shared[r] = now, min(hbm, now)
-            self.need0[r] = self.need[r] = max(int(self.isl[r] - now), 1)
-            lower = now - min(hbm, now)  # from below: what its arrival read and, past that, read now on the channel
-            self.per_tier[r] = [now - lower] + [lower * b / max(sum(below), 1.0) for b in below[1:]]
+            below_tokens = sum(below)
+            hit_now = min(hbm + below_tokens, hit)
+            self.hit[r], self.shared[r] = hit_now, min(hbm, hit_now)
+            self.need0[r] = self.need[r] = max(int(self.isl[r] - hit_now), 1)
+            lower = hit_now - min(hbm, hit_now)  # from below: what its arrival read and, past that, read now on the channel
+            self.per_tier[r] = [hit_now - lower] + [lower * b / max(below_tokens, 1.0) for b in below[1:]]
             self.owed[r] = [(j, below[j] - per[j]) for j in range(1, len(below)) if below[j] > per[j]]
         own = blocks - int(self.shared[r] // self.blk)
         return (own if own > 1 else 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))

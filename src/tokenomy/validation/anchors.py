@@ -51,7 +51,10 @@ def gemm_fill_steps() -> float:
     """c: the K-loop steps' worth of fill and epilogue per GEMM output tile (core.efficiency.Efficiency
     .gemm_half_depth), fitted to DeepGEMM's published H800 table (catalog/efficiency/gemm_depth.toml); every calibrated
     set carries it, no fit moves it."""
-    c = float(loader.read_toml("efficiency", GEMM_DEPTH)["fill_steps"])
+    c = loader.read_toml("efficiency", GEMM_DEPTH).get("fill_steps")
+    if c is None:
+        raise ValueError(f"{GEMM_DEPTH}.toml: fill_steps is missing (K-loop steps of fill and epilogue per tile)")
+    c = float(c)
     if not 0.0 <= c < 64.0:  # more steps of fill than a 8,192-deep K-loop has is a slip (K_½ written for c)
         raise ValueError(f"{GEMM_DEPTH}.toml: fill_steps must be in [0, 64) K-loop steps, got {c}")
     return c

@@ -7,7 +7,8 @@ uploaded config travels in the query as its token; the simulators are seeded), s
 answers the same query again: the KV tiers page's default (256 sessions over four DRAM sizes) takes ~10 CPU-s, a
 Back to it none. A refusal (ValueError) is not kept: it is cheap and raised again.
 
-The least recently asked state goes first past ``MAX_VIEWS`` (a serve page's view, figures included, is ~0.2 MB).
+Whatever changes what a page's compute reads besides its query (a test swapping the catalog's error bands) must
+``clear()`` the cache. The least recently asked state goes first past ``MAX_VIEWS`` (a serve page's view, figures included, is ~0.2 MB).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class ViewCache:
         self._lock = threading.Lock()  # sync routes run in the server's thread pool
 
     def get(self, key: Hashable, compute: Callable[[], dict]) -> dict:
-        """The view kept for ``key``, else ``compute()``'s, kept; a copy, so that no caller changes the one kept."""
+        """The view kept for ``key``, else ``compute()``'s, kept; a shallow copy, so that no caller replaces a field of
+        the one kept (its rows and figures are shared: nothing downstream changes them)."""
         with self._lock:
             view = self._views.get(key)
             if view is not None:
@@ -40,6 +42,11 @@ class ViewCache:
             while len(self._views) > self.size:
                 self._views.popitem(last=False)
         return dict(view)
+
+    def clear(self) -> None:
+        """Forget every view: what a compute reads changed (a test that swaps the error bands, say)."""
+        with self._lock:
+            self._views.clear()
 
     def __len__(self) -> int:
         return len(self._views)
