@@ -90,11 +90,12 @@ def _compute_s(w: Work, peaks: Peaks, eff: Efficiency):
         return e.gemm_fraction(np.maximum(rows, balance))
     split = _tbo(eff)  # two-batch overlap: each micro-batch's weight GEMMs get half the rows
     half_depth = eff.gemm_half_depth(peaks.narrow)
-    dense = w.dense_flops + half_depth * w.dense_flops_per_k
+    # (a roofline's K_½ is a bare 0, not elements: the dimensional tests' flop/elem terms must not be added then)
+    dense = w.dense_flops + half_depth * w.dense_flops_per_k if np.any(half_depth) else w.dense_flops
     flops_s = dense / share(eff, peaks.flops_per_s, w.dense_rows / split, w.dense_w)
     if np.any(w.expert_flops):  # a dense model's 0/η adds nothing
         rows = w.expert_rows / split
-        experts = w.expert_flops + half_depth * w.expert_flops_per_k
+        experts = w.expert_flops + half_depth * w.expert_flops_per_k if np.any(half_depth) else w.expert_flops
         expert_s = experts / share(eff, peaks.flops_per_s, rows, w.expert_w)
         if np.any(eff.expert_tile_rows):  # the padded tiles at the full rate: a floor under the small-M share
             tiles_s = experts * (expert_rows_padded(rows, eff.expert_tile_rows) / rows) / eff.flops_fraction
