@@ -40,7 +40,8 @@ def _deployment(c) -> Deployment:
     layout = Layout(tp=c.tp, dp=c.chips // c.tp, kv_batch=c.kv_batch)
     weights = None if c.weight_dtype == CHECKPOINT else c.weight_dtype  # the checkpoint's own (gpt-oss: mixed)
     eff = load.efficiency_set(c.hardware)
-    o_seq = loader.engine_file(c.engine).host.sequence_s_at(c.engine_version or loader.engine_file(c.engine).version)
+    runtime = loader.engine_file(c.engine).runtime_at(c.engine_version)
+    o_seq = 0.0 if runtime is None else runtime.sequence_s
     return Deployment(loader.model(c.model), loader.hardware(c.hardware), layout, weights, c.kv_dtype,
                       eff.with_(sequence_overhead_s=eff.sequence_overhead_s + o_seq))
 

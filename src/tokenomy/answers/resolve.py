@@ -17,8 +17,6 @@ from tokenomy.catalog import loader
 from tokenomy.core.deployment import Deployment
 from tokenomy.core.efficiency import EFFICIENCY_SETS, ROOFLINE, Efficiency
 from tokenomy.core.layout import Layout
-from tokenomy.serving.engine_profile import runtime_sequence_s
-from tokenomy.serving.scheduler import overlaps
 from tokenomy.specs import Hardware
 from tokenomy.units import CHECKPOINT, DTYPE_BYTES
 
@@ -69,17 +67,9 @@ def weight_dtype_of(v: str | None) -> str | None:
 
 
 def _as_engine_runs(eff: Efficiency, serving_engine: str) -> Efficiency:
-    """``eff`` with the serving engine's host and EP overlap, its prompt passes' eager launch time, whether its
-    prompt chunks share the decode step, the tile its default MoE grouped GEMM pads each expert to and its runtime's
-    per-sequence host time (serving.scheduler.EngineProfile.on)."""
-    version, since, two_batch, (sm_normal, sm_low) = loader.engine_overlap(serving_engine)
-    h, eps = overlaps(since, version, two_batch)
-    eager, mixed = loader.engine_prompt_passes(serving_engine)
-    o_seq = runtime_sequence_s(eff.sequence_overhead_s, loader.engine_sequence_s(serving_engine))
-    return eff.with_(host_overlap=h, ep_overlap=eps, ep_sm_normal=sm_normal, ep_sm_low_latency=sm_low,
-                     sequence_overhead_s=o_seq,
-                     eager_prefill_s_per_kernel=eager, mixed_prefill=float(mixed),
-                     expert_tile_rows=loader.engine_expert_tile(serving_engine))
+    """``eff`` as the serving engine at its file's version runs it (core/engine_terms.EngineTerms.on, the update
+    serving's EngineProfile.on makes)."""
+    return loader.engine_terms(serving_engine).on(eff)
 
 
 @lru_cache(maxsize=64)

@@ -33,7 +33,7 @@ CODE = tuple(PACKAGE / p for p in ("catalog/cache.py", "catalog/loader.py", "cat
                                    "catalog/hardware_specs.py", "catalog/model_configs.py", "specs.py",
                                    "overrides.py", "validation/load.py", "validation/schema.py",
                                    "validation/terms_schema.py",
-                                   "core/efficiency.py")) + tuple(
+                                   "core/efficiency.py", "core/engine_terms.py")) + tuple(
     sorted((PACKAGE / "catalog/schema").glob("*.py")))  # the catalog's schemas, one module per kind of file
 FORMAT = 1  # bump when an entry's layout changes
 

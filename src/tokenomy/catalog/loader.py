@@ -28,6 +28,7 @@ from tokenomy.catalog.model_configs import (  # noqa: F401
     model_sources)
 
 if TYPE_CHECKING:
+    from tokenomy.core.engine_terms import EngineTerms
     from tokenomy.catalog.schema import ApiPriceFile, ChipFile, EngineFile, EngineFlagsFile, KvTieringFile, ProtocolFile, StorageFile, SystemFile
 
 
@@ -152,56 +153,17 @@ def engine_names() -> list[str]:
     return catalog_stems("engines")
 
 @lru_cache(maxsize=None)
-def engine_overlap(name: str) -> tuple[str, str | None, bool, tuple[float, float]]:
-    """(version, host.overlap_since, overlap.two_batch_overlap, (overlap.sm_share_normal, sm_share_low_latency)) of a
-    serving-engine profile: what its calibrated efficiency set takes from it (answers/resolve.py), from the cache
-    while the file is unchanged (no pydantic)."""
+def engine_terms(name: str) -> "EngineTerms":
+    """What a serving engine at its file's version sets on an efficiency set (EngineFile.terms_at: host and EP
+    overlap, its kernels' SM shares, its runtime's o_seq, eager prompt launches, mixed prefill, its default MoE
+    kernel's tile): what its calibrated efficiency set takes from it (answers/resolve.py), from the cache while the
+    file is unchanged (no pydantic; another version: serving.engine_profile.profile_of)."""
     stem = _pick("engines", name).stem
 
     def build():
         f, raw = _file("engines", stem)
-        o = f.overlap
-        return ((f.version, f.host.overlap_since, o.two_batch_overlap, (o.sm_share_normal, o.sm_share_low_latency)),
-                {files.ROOT / "engines" / f"{stem}.toml": raw})
-    return cache.cached(("engine-overlap-sm", stem, str(files.ROOT)), build)
-
-
-@lru_cache(maxsize=None)
-def engine_prompt_passes(name: str) -> tuple[float, bool]:
-    """How the serving engine runs prompt tokens: (host seconds per kernel of a pass carrying them where it launches
-    them eagerly, [prefill_launch] eager_s_per_kernel, 0 where the profile states none; whether a prompt chunk rides
-    in the decode step, [scheduler] mixed_prefill), from the cache while the file is unchanged."""
-    stem = _pick("engines", name).stem
-
-    def build():
-        f, raw = _file("engines", stem)
-        return (f.eager_prefill_s_per_kernel, f.scheduler.mixed_prefill), {ROOT / "engines" / f"{stem}.toml": raw}
-    return cache.cached(("engine-prompt-passes", stem, str(ROOT)), build)
-
-
-@lru_cache(maxsize=None)
-def engine_sequence_s(name: str) -> float:
-    """o_seq of the serving engine's runtime at its file's version ([host] runtimes; 0 where none is stated), from
-    the cache while the file is unchanged (another version: serving.engine_profile.profile_of)."""
-    stem = _pick("engines", name).stem
-
-    def build():
-        f, raw = _file("engines", stem)
-        return f.host.sequence_s_at(f.version), {ROOT / "engines" / f"{stem}.toml": raw}
-    return cache.cached(("engine-sequence-s", stem, str(ROOT)), build)
-
-
-@lru_cache(maxsize=None)
-def engine_expert_tile(name: str) -> float:
-    """B_M of the serving engine's default MoE grouped GEMM ([moe_kernel]; 0 where the profile states none), from the
-    cache while the file is unchanged (a named kernel: serving.engine_profile.EngineProfile.expert_tile_rows)."""
-    stem = _pick("engines", name).stem
-
-    def build():
-        f, raw = _file("engines", stem)
-        k = f.moe_kernel  # its default is one of its kernels (schema.EngineMoeKernel)
-        return (0.0 if k is None else k.kernels[k.default]), {ROOT / "engines" / f"{stem}.toml": raw}
-    return cache.cached(("engine-expert-tile", stem, str(ROOT)), build)
+        return f.terms_at(), {ROOT / "engines" / f"{stem}.toml": raw}
+    return cache.cached(("engine-terms", stem, str(ROOT)), build)
 
 
 @lru_cache(maxsize=None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenomy.catalog.versions import release
+from tokenomy.core.engine_terms import EngineTerms
 
 
 @dataclass(frozen=True)
@@ -50,15 +50,13 @@ class EngineProfile:
     sequence_s: float = 0.0  # o_seq: host s per running sequence per step of its runtime ([host] runtimes)
 
     def on(self, eff, moe_kernel: str | None = None):
-        """The efficiency set as this engine runs it: the chip's terms with the engine's host and EP overlap, the
-        eager launch time of its prompt passes, whether its prompt chunks share the decode step, and the tile its
-        MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to, and its runtime's per-sequence host
-        time (``runtime_sequence_s``)."""
-        return eff.with_(host_overlap=self.host_overlap, ep_overlap=self.ep_overlap, ep_sm_normal=self.ep_sm[0],
-                         sequence_overhead_s=runtime_sequence_s(eff.sequence_overhead_s, self.sequence_s),
-                         ep_sm_low_latency=self.ep_sm[1], eager_prefill_s_per_kernel=self.eager_prefill_s_per_kernel,
-                         mixed_prefill=float(self.mixed_prefill),
-                         expert_tile_rows=self.expert_tile_rows(moe_kernel))
+        """The efficiency set as this engine runs it (core/engine_terms.EngineTerms.on): the chip's terms with the
+        engine's host and EP overlap, the eager launch time of its prompt passes, whether its prompt chunks share
+        the decode step, the tile its MoE grouped GEMM (``moe_kernel``, None: its default) pads each expert to, and
+        its runtime's per-sequence host time."""
+        return EngineTerms(self.host_overlap, self.ep_overlap, self.ep_sm, self.sequence_s,
+                           self.eager_prefill_s_per_kernel, float(self.mixed_prefill),
+                           self.expert_tile_rows(moe_kernel)).on(eff)
 
     def expert_tile_rows(self, moe_kernel: str | None = None) -> float:
         """B_M: the rows the engine's MoE grouped GEMM ``moe_kernel`` (None: its default) pads each routed expert's
@@ -89,7 +87,7 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
     """The EngineProfile of a catalog engine file (catalog.schema.EngineFile), with the HBM share the engine
     sets for ``tp`` (kv_cache.by_tp: the largest TP key <= tp) and optional scheduler overrides; ``version``: the
     engine version run (the file's own by default), which decides whether its overlap scheduler is on."""
-    kv, sch = f.kv_cache, f.scheduler
+    kv, sch, t = f.kv_cache, f.scheduler, f.terms_at(version)
     frac = kv.hbm_fraction
     for k in sorted(kv.by_tp, key=int):
         if tp >= int(k):
@@ -98,26 +96,15 @@ def profile_of(f, tp: int = 1, max_num_tokens: int | None = None, max_batch: int
                          int(max_batch or sch.max_batch), kv.block_size, frac, kv.fraction_of,
                          tuple(f.cuda_graphs.batch_sizes), f.kv_dtype.default,
                          tuple(sorted(f.kv_dtype.by_weight.items())), _all_reduce(f.all_reduce),
-                         *overlaps(f.host.overlap_since, version or f.version, f.overlap.two_batch_overlap),
-                         (f.overlap.sm_share_normal, f.overlap.sm_share_low_latency), sch.reserve_output,
+                         t.host_overlap, t.ep_overlap, t.ep_sm, sch.reserve_output,
                          f.frontend.tokenize_s_per_token if f.frontend is not None else 0.0,
-                         eager_prefill_s_per_kernel=f.eager_prefill_at(version or f.version),
+                         eager_prefill_s_per_kernel=t.eager_prefill_s_per_kernel,
                          recv_interval=sch.recv_interval,
                          mixed_prefill=sch.mixed_prefill, batch_wait_iters=sch.batch_wait_iters,
                          batch_wait_tokens_ratio=sch.batch_wait_tokens_ratio,
                          moe_kernel=f.moe_kernel.default if f.moe_kernel is not None else "",
                          expert_tiles=tuple(sorted(f.moe_kernel.kernels.items())) if f.moe_kernel is not None else (),
-                         sequence_s=f.host.sequence_s_at(version or f.version))
-
-
-def runtime_sequence_s(set_s, runtime_s):
-    """o_seq as the engine runs it: its runtime's host seconds per running sequence per step (catalog/engines [host]
-    runtimes: TensorRT-LLM's C++ executor a few us, its Python PyExecutor, vLLM V0 and V1, SGLang each their own)
-    plus the efficiency set's own (0 in the catalog's chip files, held by the fit: validation/anchors.py; what a
-    user's calibration measures beyond the runtime's). A per-chip o_seq charged every runtime alike was fitted on one
-    runtime's large batches and charged to another's (TensorRT-LLM 1.0's PyTorch flow at ~3,000 running set 14-18 us
-    a sequence that vLLM's large batches then paid, and the energy fit made up for it in the HBM's pJ/B)."""
-    return set_s + runtime_s
+                         sequence_s=t.sequence_s)
 
 
 def poll_steps(prof: EngineProfile):
@@ -147,20 +134,6 @@ def poll_wait_s(poll_steps, batch, step_s, closed: bool = True):
     waits, busy a share min(1, B) of the time (tests/serving/test_disagg.py samples the cycle)."""
     others = np.clip(np.asarray(batch, float) - (1.0 if closed else 0.0), 0.0, 1.0)
     return poll_steps * others * step_s
-
-
-def overlaps(overlap_since: str | None, version: str, two_batch_overlap: bool) -> tuple[float, float]:
-    """(h, ε) of an engine at ``version``: its scheduler's overlap (``overlaps_host``) and two-batch overlap, as the
-    efficiency set takes them (EngineProfile.on; the calibrated set of answers/resolve.py)."""
-    return float(overlaps_host(overlap_since, version)), float(two_batch_overlap)
-
-
-def overlaps_host(overlap_since: str | None, version: str) -> bool:
-    """Whether the engine at ``version`` overlaps its scheduler's CPU work with the GPU by default: from
-    ``overlap_since`` on (catalog/engines [host]; None: never by default)."""
-    if overlap_since is None:
-        return False
-    return release(version) >= release(overlap_since)
 
 
 def _all_reduce(a) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.core.deployment import Deployment
 from tokenomy.serving.batch_wait import batch_wait_of, batch_wait_steps, held_steps  # noqa: F401
-from tokenomy.serving.engine_profile import (EngineProfile, budget_batch, overlaps, overlaps_host,  # noqa: F401
+from tokenomy.serving.engine_profile import (EngineProfile, budget_batch,  # noqa: F401
                                              poll_steps, pooled_limits, profile_of, prompt_slot,
                                              scheduler_ranks, step_budget)
 from tokenomy.serving.kv_capacity import (KVCapacity, kv_capacity, kv_sequence_bytes, kv_sequences,  # noqa: F401

@@ -17,7 +17,7 @@ The request overhead around the engine (o_req, catalog/efficiency/frontend.toml:
 sources it took up what those sources' TTFTs lacked (3 -> 46 ms with the TensorRT-LLM 0.14 online table held
 out). A user's own calibration still refits it (``ANCHORED_FIELDS`` lists the per-chip measurements only). The
 per-sequence host time o_seq is held at 0 per chip: it belongs to the engine's runtime (catalog/engines [host]
-runtimes, serving.engine_profile.runtime_sequence_s); one per-chip o_seq for every runtime was fitted on TensorRT-LLM
+runtimes, core/engine_terms.EngineTerms.on); one per-chip o_seq for every runtime was fitted on TensorRT-LLM
 1.0's Python batches of ~3,000 and charged to vLLM's and to the C++ executor's (a user's calibration may fit an extra).
 """
 

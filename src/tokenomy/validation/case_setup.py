@@ -49,9 +49,9 @@ def case_profile(c: ServingCase) -> EngineProfile:
     its batch cap."""
     f = loader.engine_file(c.engine)
     prof = profile_of(f, c.tp, max_num_tokens=c.max_num_tokens,
-                      max_batch=c.max_batch or DEFAULT_MAX_BATCH, version=c.engine_version or None)
+                      max_batch=c.max_batch or DEFAULT_MAX_BATCH, version=c.engine_version)
     given = lambda x, default: default if x is None else x  # noqa: E731
-    eager = {True: 0.0, False: f.eager_prefill_at(f.version, gated=False), None: prof.eager_prefill_s_per_kernel}
+    eager = {True: 0.0, False: f.eager_prefill_at(gated=False), None: prof.eager_prefill_s_per_kernel}
     memory = ({"hbm_fraction": c.gpu_memory_utilization, "fraction_of": "total"} if c.gpu_memory_utilization else
               {"hbm_fraction": c.kv_free_fraction, "fraction_of": "free"} if c.kv_free_fraction else {})
     return dataclasses.replace(prof, **memory,

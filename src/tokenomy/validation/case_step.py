@@ -12,27 +12,25 @@ import numpy as np
 
 from tokenomy.core import engine
 from tokenomy.core.efficiency import ROOFLINE, Efficiency
-from tokenomy.serving.engine_profile import runtime_sequence_s
+from tokenomy.core.engine_terms import EngineTerms
 from tokenomy.serving.scheduler import split_steps
 from tokenomy.validation.prepare import Serving
 from tokenomy.validation.work_table import add_prefill, take_work
 from tokenomy.validation.theta import Theta
 
 def _eff(s: Serving, th: Theta, idx, col: bool) -> Efficiency:
-    """The cases' efficiency set as their engines run it: the chip's terms with each case's host and EP overlap and
-    its prompt passes' eager launch time, the tile its MoE grouped GEMM pads each expert to and its runtime's
-    per-sequence host time (EngineProfile.on)."""
+    """The cases' efficiency set as their engines run it (core/engine_terms.EngineTerms.on, the update
+    EngineProfile.on makes): the chip's terms with each case's host and EP overlap, its prompt passes' eager launch
+    time, whether its prompt chunks share the decode step, the tile its MoE grouped GEMM pads each expert to and its
+    runtime's per-sequence host time."""
     if th.allreduce_latency_s is None:  # the roofline: scalars, the link's own latency, no host time to hide
         return ROOFLINE
 
     def g(v):
         v = v[idx]
         return v[:, None] if col else v
-    eff = th.efficiency(idx, col)
-    return eff.with_(host_overlap=g(s.host_overlap), ep_overlap=g(s.ep_overlap),
-                     sequence_overhead_s=runtime_sequence_s(eff.sequence_overhead_s, g(s.host_seq)),
-                     ep_sm_normal=g(s.ep_sm_normal), ep_sm_low_latency=g(s.ep_sm_low_latency),
-                     eager_prefill_s_per_kernel=g(s.eager_prefill), expert_tile_rows=g(s.expert_tile))
+    return EngineTerms(g(s.host_overlap), g(s.ep_overlap), (g(s.ep_sm_normal), g(s.ep_sm_low_latency)),
+                       g(s.host_seq), g(s.eager_prefill), g(s.mixed), g(s.expert_tile)).on(th.efficiency(idx, col))
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,10 @@ FLAT = 1e-3  # a loss that moves less than this across the range leaves o_seq un
 def runtime_mask(s: Serving, serving_engine: str, runtime: str) -> np.ndarray:
     """The cases of ``s`` whose engine is ``serving_engine`` running ``runtime`` (its [host] runtimes name) at their
     version."""
-    host = loader.engine_file(serving_engine).host
+    f = loader.engine_file(serving_engine)
     out = []
     for c in s.cases:
-        r = host.runtime_at(c.case.engine_version or loader.engine_file(c.case.engine).version) \
-            if c.case.engine == serving_engine else None
+        r = f.runtime_at(c.case.engine_version) if c.case.engine == serving_engine else None
         out.append(r is not None and r.name == runtime)
     return np.array(out, dtype=bool)
 

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tokenomy.catalog.schema.engine_host import RunVersion
 from tokenomy.core.recompute_modules import MODULES
 
 RecomputeModule = Literal[MODULES]  # Megatron-Core's names (core/recompute_modules.py)
@@ -120,7 +121,7 @@ class ServingCase(_Strict):
     kv_free_fraction: float | None = Field(default=None, gt=0, le=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     engine: str = "trtllm"  # the serving engine's profile: a catalog/engines/<engine>.toml
-    engine_version: str = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
+    engine_version: RunVersion = ""  # the version run ("": the engine file's): decides its overlap scheduler (catalog/engines [host])
     two_batch_overlap: bool = False  # the run enabled two-batch overlap of the MoE dispatch + combine
     moe_kernel: str | None = None  # the MoE grouped GEMM the source says the engine ran (catalog/engines [moe_kernel]
     #                                kernels), where it is not the engine's default

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from tokenomy.catalog.schema.engine_host import RunVersion
+
 
 # ---- validation of tiered KV caching and prefix-aware routing (catalog/validation/kv_tiering/) ------------------
 
@@ -23,7 +25,7 @@ class KvTierSource(BaseModel):
     as_of: dt.date
     kind: Literal["blog", "benchmark report", "recipe", "repository", "paper"]
     engine: Literal["vllm", "sglang", "trtllm"]
-    engine_version: str
+    engine_version: RunVersion = ""  # '': not stated (the engine file's version is run)
     tool: str  # the client that issued and measured the requests (inference-perf, kv-cache-tester, aiperf, ...)
     how: str = Field(min_length=8)  # how the published figure is defined (means, percentiles, over which requests)
 

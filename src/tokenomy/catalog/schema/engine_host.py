@@ -3,10 +3,23 @@ GPU, and each runtime it has run by version with that runtime's host seconds per
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from tokenomy.catalog.schema.hardware import Sourced
 from tokenomy.catalog.versions import release
+
+
+def _version(v: str, info: ValidationInfo) -> str:
+    """A version the engines can order (catalog/versions.release), else a ValueError naming the field."""
+    release(v, info.field_name)
+    return v
+
+
+Version = Annotated[str, AfterValidator(_version)]
+# the version a source ran: '' where it does not state one (the engine file's version is run)
+RunVersion = Annotated[str, AfterValidator(lambda v, info: _version(v, info) if v else v)]
 
 
 class EngineRuntime(Sourced):
@@ -16,7 +29,7 @@ class EngineRuntime(Sourced):
     runtime alone it was fitted on (validation/host_sequence_fit.py), empty where it is the cited figure itself."""
 
     name: str
-    since: str
+    since: Version
     sequence_s: float = Field(ge=0.0)
     low_s: float = Field(ge=0.0)
     high_s: float = Field(gt=0.0)
@@ -35,7 +48,7 @@ class EngineHost(Sourced):
     async scheduler), by version: on by default from ``overlap_since`` (None: opt-in only at every version); and its
     ``runtimes`` by version (EngineRuntime: each one's per-sequence host time; none: no per-sequence time stated)."""
 
-    overlap_since: str | None = None  # the first version that turns it on by default
+    overlap_since: Version | None = None  # the first version that turns it on by default
     runtimes: list[EngineRuntime] = []  # by ``since``, oldest first
 
     @model_validator(mode="after")
@@ -51,7 +64,7 @@ class EngineHost(Sourced):
         at = [r for r in self.runtimes if release(r.since) <= release(version)]
         return at[-1] if at else None
 
-    def sequence_s_at(self, version: str) -> float:
-        """o_seq (s) of the runtime at ``version``, 0 where none is stated."""
-        r = self.runtime_at(version)
-        return 0.0 if r is None else r.sequence_s
+    def overlaps_at(self, version: str) -> bool:
+        """Whether the engine at ``version`` overlaps its scheduler's CPU work with the GPU by default: from
+        ``overlap_since`` on (None: never by default)."""
+        return self.overlap_since is not None and release(version) >= release(self.overlap_since)

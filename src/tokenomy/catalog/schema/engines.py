@@ -8,9 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
-from tokenomy.catalog.schema.engine_host import EngineHost
+from tokenomy.catalog.schema.engine_host import EngineHost, EngineRuntime, Version
 from tokenomy.catalog.schema.hardware import Sourced
 from tokenomy.catalog.versions import release
+from tokenomy.core.engine_terms import EngineTerms
 
 
 class EngineScheduler(Sourced):
@@ -88,7 +89,7 @@ class EnginePrefillLaunch(Sourced):
     per case (validation ServingCase.prefill_cuda_graph)."""
 
     eager_s_per_kernel: float = Field(ge=0.0)
-    since: str | None = None
+    since: Version | None = None
 
 
 class EngineMoeKernel(Sourced):
@@ -113,7 +114,7 @@ class EngineFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
-    version: str
+    version: Version
     scheduler: EngineScheduler
     kv_cache: EngineKv
     cuda_graphs: EngineGraphs
@@ -125,20 +126,36 @@ class EngineFile(BaseModel):
     prefill_launch: EnginePrefillLaunch | None = None  # None: prompt passes charged no eager launch time
     moe_kernel: EngineMoeKernel | None = None  # None: no expert tile stated, no padding charged
 
-    @property
-    def eager_prefill_s_per_kernel(self) -> float:
-        """e: host seconds per kernel of a pass carrying prompt tokens that the engine launches eagerly
-        ([prefill_launch] eager_s_per_kernel), 0 where the profile states none: the one reading of it (the
-        calibrated set's, catalog/loader.engine_prompt_passes, and the engine profile's, serving's profile_of)."""
-        return self.eager_prefill_at(self.version)
+    def version_run(self, version: str | None = None) -> str:
+        """The engine version run: ``version``, or the file's own where none is given (None, or '': a source that
+        does not state it). The one place of that rule; every ``*_at`` below takes its version through it."""
+        return version or self.version
 
-    def eager_prefill_at(self, version: str, gated: bool = True) -> float:
-        """e of the engine at ``version``: [prefill_launch] eager_s_per_kernel from its ``since`` on, else 0
-        (``gated=False``: the figure whatever the version, for a run its source states was launched eagerly)."""
+    def runtime_at(self, version: str | None = None) -> EngineRuntime | None:
+        """The runtime ([host] runtimes) the engine runs at ``version`` (None: the file's)."""
+        return self.host.runtime_at(self.version_run(version))
+
+    def eager_prefill_at(self, version: str | None = None, gated: bool = True) -> float:
+        """e of the engine at ``version`` (None: the file's): [prefill_launch] eager_s_per_kernel from its ``since``
+        on, else 0 (``gated=False``: the figure whatever the version, for a run its source states was launched
+        eagerly); 0 where the profile states none."""
         pl = self.prefill_launch
-        if pl is None or (gated and pl.since is not None and release(version or self.version) < release(pl.since)):
+        if pl is None or (gated and pl.since is not None and
+                          release(self.version_run(version)) < release(pl.since)):
             return 0.0
         return pl.eager_s_per_kernel
+
+    def terms_at(self, version: str | None = None) -> EngineTerms:
+        """What the engine at ``version`` (None: the file's) sets on an efficiency set (core/engine_terms.py): its
+        host overlap from [host] overlap_since on, its two-batch overlap and its kernels' SM shares, its runtime's
+        o_seq (0 where none is stated), e, whether prompt chunks share the decode step, and its default MoE
+        kernel's tile (0 where none is stated)."""
+        at, o, k = self.version_run(version), self.overlap, self.moe_kernel
+        runtime = self.host.runtime_at(at)
+        return EngineTerms(float(self.host.overlaps_at(at)), float(o.two_batch_overlap),
+                           (o.sm_share_normal, o.sm_share_low_latency), 0.0 if runtime is None else runtime.sequence_s,
+                           self.eager_prefill_at(at), float(self.scheduler.mixed_prefill),
+                           0.0 if k is None else k.kernels[k.default])  # its default is one of its kernels
 
 
 class EngineFlag(BaseModel):
@@ -192,7 +209,7 @@ class EngineFlagsFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     engine: str
-    version: str
+    version: Version
     launch: str
     model: str = ""  # the model's flag ('' = the positional argument)
     config_flag: str | None = None  # the flag that takes the YAML file of ``key`` settings
