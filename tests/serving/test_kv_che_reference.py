@@ -78,6 +78,23 @@ def test_the_characteristic_time_matches_a_scalar_bisection(name):
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_roots_below_a_long_wait_match_the_bisection(name):
+    """Turns queued for admission longer than the cache keeps them (W of 20-300 s, the 157 s queue of kv_che's
+    docstring): the root lies below W at many points, where the occupancy is linear in the reused objects; the held
+    time is concave for every W, so a step settles there as above it (kv_che._solve_t has no guard below W)."""
+    tt = turn_types(WORKLOADS[name])
+    cap, lam, theta, e2e = _points(seed=2)
+    W = np.random.default_rng(3).uniform(20.0, 300.0, len(cap))
+    D = tt.sub_run_s(e2e + W, theta)
+    want = np.array([_reference_t(*p, D[i], W[i]) for i, p in
+                     enumerate(zip(cap, [tt] * len(cap), lam, theta))])
+    assert np.count_nonzero((want > 0) & (want < W)) > len(want) // 4  # below the wait
+    assert np.count_nonzero(want > W) > 0  # and above it
+    for guess in (None, want * (1 + 1e-3), want * 0.5, np.full(want.shape, 1e9)):
+        np.testing.assert_allclose(characteristic_time(cap, tt, lam, theta, D, guess, W), want, rtol=RTOL, atol=0.0)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_each_tiers_characteristic_time_in_che_hits_matches_the_bisection(name):
     """che_hits solves every tier from one occupancy: each tier's T against the reference at its own capacity
     (write-through: each tier its own LRU; T of a lower tier at least the upper's)."""

@@ -39,7 +39,7 @@ with λ_s sessions per second per replica (closed loop: U sessions over a sessio
 tier: write-through keeps an LRU copy in every tier, each with its own T_j (from its own capacity); on-evict moves
 what HBM evicts down, so tiers 0..j behave as one LRU of their summed capacity (T_{<=j}). A turn's reuse is served
 by the fastest tier whose T exceeds its gap, when the lecture's rule says reading beats recomputing. T is solved by
-Newton's method (occupancy is concave in T where W = 0; convex below W otherwise), vectorised over workload points (capacities, loads, think times as arrays).
+Newton's method (occupancy is increasing and concave in T for every W), vectorised over workload points (capacities, loads, think times as arrays).
 Checked against the simulator (serving/sim_sessions.py) in tests/serving/test_session_agreement.py over the grid stated there.
 """
 
@@ -86,13 +86,14 @@ def characteristic_time(capacity_tokens, tt: TurnTypes, sessions_per_s, theta, s
     """T with occupancy(T) = capacity, vectorised; 0 where the capacity holds nothing (under the occupancy at T = 0:
     the system prompt, the forks while their sub-agents run). Newton's method from ``guess`` (a T near the answer)
     where under T_hi = (Cap − f(0))/(λ·O_last) (the root of the lower bound f(0) + λ·O_last·T), else from T_hi:
-    occupancy is increasing and, where T >= W, concave, so from above a step lands at or below the root and from
-    below the steps rise to it (quadratically near it); below W, (1 − e^{−T/θ})·min(W, T) makes it convex (from
-    above a step may land above the root, still above it). Stops at |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS,
+    occupancy is increasing and concave for every W (a reused object's held time min(W, T) + θ·(1 − e^{−(T−W)⁺/θ})
+    has slope 1 below W and e^{−(T−W)/θ} above it, never rising), so from above a step lands at or below the root
+    and from below the steps rise to it (quadratically near it). Stops at |occupancy − Cap| <= T_RTOL·Cap or NEWTON_STEPS,
     every point still in the arrays taking each round's step (one within tolerance only comes nearer), the stopped
     ones leaving once fewer than half still move. A step settles its point unlooked where the residual it leaves
-    is provably within tolerance: where T >= W the curvature |f''| is a sum of decaying exponentials of rates <= s/θ
-    (e^{−T/θ}, a fork's e^{−sT/θ'}; s >= 1), so over a step δ it stays under |f''(T)|·e^{s|δ|/θ} and the residual
+    is provably within tolerance: the curvature |f''| is a sum of decaying exponentials of rates <= s/θ
+    (e^{−(T−W)⁺/θ}, a fork's e^{−sT/θ'}; s >= 1; below W the reused objects' term is taken at its value at W, which
+    bounds it on both sides of W), so over a step δ it stays under |f''(T)|·e^{s|δ|/θ} and the residual
     under ½|f''(T)|·δ²·e^{s|δ|/θ} <= |f''(T)|·δ² for s|δ| <= θ/2, either direction (the slope times s/θ bounded
     it before, far above it where the last turns' linear term dominates the slope: 84 evaluations a point over
     benchmarks/sessions.py's solve, 101 before)."""
@@ -121,7 +122,6 @@ def _solve_t(cap, occ: "Occupancy", f0, tt: TurnTypes, guess=None):
     else:
         xl, capl = x, cap
     tol, settle, reach2 = T_RTOL * capl, (SETTLE * T_RTOL) * capl, occ.reach2
-    W = occ.W if occ.waits else None
     for _ in range(NEWTON_STEPS):
         if live.size == 0:
             break
@@ -136,8 +136,6 @@ def _solve_t(cap, occ: "Occupancy", f0, tt: TurnTypes, guess=None):
         np.square(step, out=step)
         settled = step <= reach2
         settled &= x_new > 0
-        if W is not None:  # only where occupancy is concave over the step (T >= W at both ends)
-            settled &= np.minimum(xl, x_new) >= W
         step *= d2f
         settled &= step <= settle
         if not df_pos:  # (no slope: no step)
@@ -152,7 +150,7 @@ def _solve_t(cap, occ: "Occupancy", f0, tt: TurnTypes, guess=None):
             keep = np.flatnonzero(~done)
             live, xl, capl, tol, settle = (v[keep] for v in (live, xl, capl, tol, settle))
             occ = occ.take(keep)
-            W, reach2 = occ.W if occ.waits else None, occ.reach2
+            reach2 = occ.reach2
     x[live] = xl
     return x
 

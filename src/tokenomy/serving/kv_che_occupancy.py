@@ -46,8 +46,10 @@ class Occupancy:
         return (self.fd - self.fq if self.forks else 0.0) + self.I_sys + 0.0 * self.lam
 
     def __call__(self, T, curvature=False):
-        """(occupancy, slope) at T (an array of the points' shape), with ``curvature`` |d² occupancy / dT²| valid
-        where T >= W: λ·O_reuse·(θ + W)·e^{−T/θ}/θ² + k·(a fork's slope term). In place on fresh arrays."""
+        """(occupancy, slope) at T (an array of the points' shape), with ``curvature`` a bound on |d² occupancy / dT²|:
+        λ·O_reuse·e^{−(T−W)⁺/θ}/θ + (s/θ')·(a fork's slope term), exact where T >= W and, below W (where the
+        reused objects' term is linear), their term's value at W (kv_che._solve_t settles a step on it). In place on
+        fresh arrays."""
         # the reused objects: λ·O_reuse·E[min(τ + W, T)] = λ·O_reuse·(min(W, T) + θ·(1 − e^{−(T−W)⁺/θ})), slope
         # λ·O_reuse·e^{−(T−W)⁺/θ} (1 below W), curvature the slope/θ above W
         after = np.subtract(T, self.W) if self.waits else T
