@@ -166,6 +166,16 @@ def test_a_fork_is_held_through_its_sub_agents_run(T, theta, e2e):
     assert model == pytest.approx(mc, rel=0.025)
 
 
+def test_a_sub_agents_e2e_is_read_back_from_its_spawns_run():
+    """D = K_sub·e2e + sub_thinks·θ (TurnTypes.sub_run_s) and e2e = (D − sub_thinks·θ)/K_sub (sub_e2e_s, what the
+    fork's occupancy and the siblings' share both read), 0 where D is shorter than the think gaps."""
+    tt = turn_types(AGENT)
+    e2e, theta = np.array([0.0, 7.7, 50.0]), np.array([10.0, 10.0, 4.0])
+    np.testing.assert_allclose(tt.sub_e2e_s(tt.sub_run_s(e2e, theta), theta), e2e, rtol=1e-12, atol=1e-12)
+    assert tt.sub_turns == AGENT.subagent_turns and tt.sub_thinks > 1.0  # the slowest of s sums > one's
+    assert tt.sub_e2e_s(0.5 * tt.sub_thinks * 10.0, 10.0) == 0.0
+
+
 def test_a_turn_queued_longer_than_the_cache_keeps_it_finds_only_the_system_prompt():
     """The engine looks a prefix up when it admits the turn (vLLM's Scheduler.schedule), so the reuse distance is the
     think gap plus the queue: with W above T no context is found (looked up on arrival, P(τ < T) = 1 − e^{−T/θ}

@@ -95,3 +95,14 @@ def test_admission_counts_what_a_lower_tier_still_holds_beyond_hbm():
     _run_once(c, 0, 1, 100.0)  # write-through: a copy in DRAM too
     _run_once(c, 1, 2, 100.0)  # HBM keeps only object 2
     assert c.held_now([(1, 100.0), (4, 10.0)]) == (0.0, [0.0, 100.0])
+
+
+def test_admission_reads_hbms_head_and_the_rest_from_the_copy_below_and_goes_on():
+    """HBM kept the head of object 1 (its tail evicted first), DRAM the whole copy: admission finds the head in HBM and
+    the rest below, and the next object of the chain whole in HBM (held_now and lookup_for share _held's search)."""
+    c = SharedPrefixCache(_stack(hbm=150.0, ddr=1000.0))
+    _run_once(c, 0, 1, 100.0)
+    _run_once(c, 1, 2, 100.0)  # 200 tokens in 150: object 1 keeps its first 50
+    assert c.lru[0][1] == 50.0 and c.lru[1][1] == 100.0
+    assert c.held_now([(1, 100.0), (2, 100.0)]) == (150.0, [0.0, 50.0])
+    assert c.held_now([(1, 100.0), (3, 10.0), (2, 100.0)]) == (50.0, [0.0, 50.0])  # a gap ends the prefix

@@ -238,7 +238,7 @@ def _siblings_share(tt: TurnTypes, T0, W, theta, t_run, worth, within):
     nf = tt.n * tt.fork
     lost = float(np.sum(nf)) - sum((within[j] - (within[j - 1] if j else 0.0)) * float(np.sum(nf * worth[:, j]))
                                    for j in range(len(within)))
-    e2e = np.maximum(t_run - tt.sub_thinks * theta, 0.0) / max(tt.sub_turns, 1)  # t_run = K_sub·e2e + m·θ
+    e2e = tt.sub_e2e_s(t_run, theta)
     return lost * (s - 1) / s * p_within(np.maximum(e2e - W, 0.0) + T0, theta)
 
 

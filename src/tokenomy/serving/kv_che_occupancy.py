@@ -33,7 +33,7 @@ class Occupancy:
         self.forks = O_fork > 0
         if self.forks:  # held_fork = t_run·(1 − q·e^{−sT/θ'}): O_fork·t_run, O_fork·t_run·q and the rate s/θ' per point
             with np.errstate(divide="ignore", invalid="ignore"):
-                e2e = np.maximum(t_run - tt.sub_thinks * th, 0.0) / max(tt.sub_turns, 1)  # t_run = K_sub·e2e + m·θ
+                e2e = tt.sub_e2e_s(t_run, th)
                 idle = th + W  # a sub-agent's fork unreferenced: its think gap and its turn's wait for admission
                 pinned = np.maximum(e2e - W, 0.0)
                 q = np.where((idle > 0) & (t_run > 0), idle / np.where(idle > 0, idle + pinned, 1.0), 0.0)

@@ -65,7 +65,7 @@ class SharedPrefixCache(TieredCache):
             elif t is None and hbm.get(key, 0.0) >= need:  # whole in the free LRU: untouched till admitted
                 j, got = 0, need
             else:
-                j, got = self._held(key, need)
+                j, got, _ = self._held(key, need)
                 # the rule (TierStack.worth_reading): HBM is always worth reading
                 if j != 0 and (j < 0 or not self._lat[j] + got * self._read[j] < got * s_pre):
                     if j > 0:
@@ -90,27 +90,26 @@ class SharedPrefixCache(TieredCache):
         for key, need in chain:
             if need <= 0:
                 continue
-            got = min(self.pinned.get(key) or self.lru[0].get(key, 0.0), need)
-            hbm += got
+            j, got, head = self._held(key, need)
+            in_hbm = min(head, got)  # all of it where HBM is its tier, else the head HBM kept
+            hbm += in_hbm
+            below[max(j, 0)] += got - in_hbm
             if got < need:
-                j = next((j for j in range(1, len(self.lru)) if self.lru[j].get(key, 0.0) > got), 0)
-                more = min(self.lru[j].get(key, 0.0), need) if j else got
-                below[j] += more - got
-                if more < need:
-                    break
+                break
         return hbm, below
 
-    def _held(self, key: int, need: float) -> tuple[int, float]:
-        """The fastest tier holding the most of the segment: HBM may keep only the head of an object whose whole copy
-        is below (tail-first eviction under write-through); then the copy below is read."""
+    def _held(self, key: int, need: float) -> tuple[int, float, float]:
+        """(j, tokens, head): the fastest tier j holding the most of the segment (-1: none), the tokens of it read
+        there, and the head of it HBM holds: HBM may keep only the head of an object whose whole copy is below
+        (tail-first eviction under write-through); then the copy below is read."""
         t = self.pinned.get(key) or self.lru[0].get(key, 0.0)
         if t >= need:
-            return 0, need
+            return 0, need, t
         for j in range(1, len(self.lru)):
             below = self.lru[j].get(key, 0.0)
             if below > t:
-                return j, min(below, need)
-        return (0, t) if t else (-1, 0.0)
+                return j, min(below, need), t
+        return (0, t, t) if t else (-1, 0.0, 0.0)
 
     def pin_wanted(self, r: int) -> None:
         """r is admitted: the objects its lookup read are referenced by it (those evicted since are recomputed).

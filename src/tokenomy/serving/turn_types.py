@@ -36,6 +36,11 @@ class TurnTypes:
         the slowest): K_sub·e2e + E[max_s Σ_{K_sub} Exp(θ)] (the turns' own spread left out)."""
         return self.sub_turns * e2e_s + self.sub_thinks * theta
 
+    def sub_e2e_s(self, run_s, theta):
+        """e2e of a sub-agent's turn from its spawn's run D (``sub_run_s`` solved for e2e): (D − sub_thinks·θ)/K_sub,
+        0 where the run is shorter than its think gaps."""
+        return np.maximum(run_s - self.sub_thinks * theta, 0.0) / max(self.sub_turns, 1)
+
     def session_s(self, e2e_s, theta):
         """A session's duration, its critical path: K parent turns, each e2e + θ, and each spawn's run D."""
         return self.main_turns * (e2e_s + theta) + float(np.sum(self.spawn)) * self.sub_run_s(e2e_s, theta)
