@@ -188,6 +188,7 @@ def test_malformed_files_are_one_line_errors_naming_the_argument(tmp_path, text,
     ({"hardware": "h100-sxm", "colour": "red"}, r"^setup: unknown colour"),
     ({"hardware": "h100-sxm", "format": "locust"}, r"^format: 'locust'; allowed"),
     ({"hardware": "h100-sxm", "efficiency": "fast"}, r"^efficiency: 'fast'; allowed"),
+    ({"hardware": "h100-sxm", "engine_version": "latest"}, r"^engine_version: 'latest' is not a version"),
 ])
 def test_missing_or_bad_setup_names_the_field(tmp_path, setup, message):
     path = _write(tmp_path, "ok.json", bf.vllm_file(POINTS))

@@ -15,6 +15,7 @@ from pathlib import Path
 from tokenomy.answers import inputs
 from tokenomy.answers.resolve import hardware_of, model_of, weight_dtype_of
 from tokenomy.answers.result import Result
+from tokenomy.catalog.versions import release
 
 SETUP_KEYS = ("model", "hardware", "chips", "tp", "weight_dtype", "kv_dtype", "engine", "engine_version",
               "concurrency", "rate", "format", "efficiency")
@@ -44,8 +45,11 @@ def _setup(d: dict, runs):
     weights = d.get("weight_dtype") or "checkpoint"
     weight_dtype_of(weights)
     rate = inputs.optional("rate", d.get("rate"))
+    version = str(d.get("engine_version") or "")  # '': the engine file's
+    if version:
+        release(version, "engine_version")
     s = Setup(hardware=hw, model=d.get("model"), chips=chips, tp=tp, weight_dtype=weights,
-              engine=d.get("engine"), engine_version=str(d.get("engine_version") or ""),
+              engine=d.get("engine"), engine_version=version,
               concurrency=inputs.optional("concurrency", d.get("concurrency")),
               rate=rate)
     model = model_name(runs, s)
