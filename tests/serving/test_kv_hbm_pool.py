@@ -106,3 +106,13 @@ def test_admission_reads_hbms_head_and_the_rest_from_the_copy_below_and_goes_on(
     assert c.lru[0][1] == 50.0 and c.lru[1][1] == 100.0
     assert c.held_now([(1, 100.0), (2, 100.0)]) == (150.0, [0.0, 50.0])
     assert c.held_now([(1, 100.0), (3, 10.0), (2, 100.0)]) == (50.0, [0.0, 50.0])  # a gap ends the prefix
+
+
+def test_admission_reads_a_segment_cut_in_hbm_from_below_up_to_its_need_and_goes_on():
+    """HBM keeps 50 of object 1's 100 tokens (tail first), DRAM the whole copy: a chain needing 80 of it finds 50 in
+    HBM and 30 more below (not DRAM's 100), goes on to object 2 (whole in HBM) and stops at object 5 (nowhere)."""
+    c = SharedPrefixCache(_stack(hbm=150.0, ddr=1000.0))
+    _run_once(c, 0, 1, 100.0)
+    _run_once(c, 1, 2, 100.0)
+    assert c.lru[0][1] == 50.0
+    assert c.held_now([(1, 80.0), (2, 100.0), (5, 10.0), (2, 5.0)]) == (150.0, [0.0, 30.0])

@@ -60,17 +60,17 @@ class SharedPrefixCache(TieredCache):
             if need <= 0:
                 continue
             t = pinned.get(key)
-            if t is not None and t >= need:
-                j, got = 0, need
-            elif t is None and hbm.get(key, 0.0) >= need:  # whole in the free LRU: untouched till admitted
-                j, got = 0, need
-            else:
-                j, got, _ = self._held(key, need)
-                # the rule (TierStack.worth_reading): HBM is always worth reading
-                if j != 0 and (j < 0 or not self._lat[j] + got * self._read[j] < got * s_pre):
-                    if j > 0:
-                        self.skipped += got
-                    break
+            if t >= need if t is not None else hbm.get(key, 0.0) >= need:  # whole pinned or in the free LRU
+                per[0] += need
+                hit += need
+                wants.append(key)
+                continue
+            j, got, _ = self._held(key, need)
+            # the rule (TierStack.worth_reading): HBM is always worth reading
+            if j != 0 and (j < 0 or not self._lat[j] + got * self._read[j] < got * s_pre):
+                if j > 0:
+                    self.skipped += got
+                break
             per[j] += got
             hit += got
             wants.append(key)
@@ -86,9 +86,13 @@ class SharedPrefixCache(TieredCache):
         """(tokens of the prefix ``chain`` HBM holds now, per tier the tokens beyond them it holds (0 for HBM)),
         touching nothing: what vLLM's scheduler finds when it admits a waiting request (Scheduler.schedule:
         get_computed_blocks, then the connector's get_num_new_matched_tokens; vllm/v1/core/sched/scheduler.py)."""
-        hbm, below = 0.0, [0.0] * len(self.lru)
+        pinned, lru = self.pinned, self.lru
+        hbm0, hbm, below = lru[0], 0.0, [0.0] * len(lru)
         for key, need in chain:
             if need <= 0:
+                continue
+            if (pinned.get(key) or hbm0.get(key, 0.0)) >= need:  # (the common case: the segment whole in HBM)
+                hbm += need
                 continue
             j, got, head = self._held(key, need)
             in_hbm = min(head, got)  # all of it where HBM is its tier, else the head HBM kept

@@ -17,14 +17,15 @@ Why one function: the loop turns over about four times a request (an arrival, it
 prefill), each turn a few list reads, so the state the turns read is in local variables (the steps' pieces are
 closures over them), the per request lists and queues are the run's (mutated in place), and the counters are
 written back to the run at the end. (As methods over attributes it took ~1.13x the CPU on benchmarks/sessions.py's
-agentic plan; what remains is spread: ~4,000 bytecodes and ~41 Python calls a request (sys.settrace's opcode
-events on 100 of its sessions; cachegrind: ~45% of the instructions in CPython's eval loop itself), three fifths the
-loop's (spans ~1,000 with the step table's closed forms ~500, steps and admission ~1,100), the rest ~1,600 the
-session hooks' prefix cache (lookup, pins, register, release).) ``run.hooks`` (None for plain requests) is the session
-simulator's (sim_session_run): a prompt looked up in the KV tiers on arrival (it joins the queue when its loads
-finish), the blocks its prefix hit saves at admission, its prompt registered when computed, its references released
-when preempted or done; each hook that changes the shared prefixes returns ``extra``, the blocks the pool ledger
-counts twice (added to the free count).
+agentic plan; what remains is spread: ~3,900 bytecodes and ~36 Python calls a request (sys.settrace's opcode
+events on 40 of its sessions; cachegrind: ~217k instructions a request, ~44% of them in CPython's eval loop itself):
+runs and the step table ~1,140 (span, decode_run, at, one step), admission, steps and events ~890, the session
+hooks and their prefix cache ~1,880 (lookup, admission's look again, pins, register, release). The hooks' loops
+over a chain are plain loops: generators and comprehensions there (a frame each call) had cost ~1/6 of the
+instructions.) ``run.hooks`` (None for plain requests) is the session simulator's (sim_session_run): a prompt looked
+up in the KV tiers on arrival (it joins the queue when its loads finish), the blocks its prefix hit saves at
+admission, its prompt registered when computed, its references released when preempted or done; each hook that
+changes the shared prefixes returns ``extra``, the blocks the pool ledger counts twice (added to the free count).
 """
 
 from __future__ import annotations

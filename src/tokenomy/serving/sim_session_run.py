@@ -77,22 +77,23 @@ class _SessionRun(_Run):
         cache.set_hbm_tokens((base_free + self.extra) * self.blk)
         a = self.agent[r]
         chain = self.chain_of[r] = self.agent_chain[a] + [(a, self.ctx_before[r])]  # [(SYSTEM, ·)] + plan.chain(r)
-        hit, per = cache.lookup_for(r, chain, float(isl))
+        found = self.found[r] = cache.lookup_for(r, chain, float(isl))
+        hit, per = found
         self.shared[r] = float(sum(per))
-        self.hit[r] = hit
-        self.per_tier[r] = per
-        self.found[r] = (hit, per)
-        self.need0[r] = self.need[r] = max(int(isl - hit), 1)
+        self.hit[r], self.per_tier[r] = hit, per
+        need = int(isl - hit)
+        self.need0[r] = self.need[r] = need if need > 1 else 1
         done = t
-        free_at = self.free_at
-        for j in range(1, len(per)):
-            if per[j] > 0:
-                start = t if t > free_at[j] else free_at[j]
-                end = free_at[j] = start + self.lat[j] + per[j] * self.read_s[j]
-                if end > done:
-                    done = end
-        if self.layerwise and done > t:
-            done = max(t, done - self.need[r] * self.stack.prefill_s_per_token)
+        if len(per) > 1:
+            free_at, lat, read_s = self.free_at, self.lat, self.read_s
+            for j in range(1, len(per)):
+                if per[j] > 0:
+                    start = t if t > free_at[j] else free_at[j]
+                    end = free_at[j] = start + lat[j] + per[j] * read_s[j]
+                    if end > done:
+                        done = end
+            if self.layerwise and done > t:
+                done = max(t, done - self.need[r] * self.stack.prefill_s_per_token)
         self.ready[r] = done
         return done
 
@@ -102,18 +103,30 @@ class _SessionRun(_Run):
         waiting request's prefix up when it schedules it (vllm/v1/core/sched/scheduler.py, Scheduler.schedule:
         get_computed_blocks), so what its lookup on arrival found and the tiers lost since is computed: hit, need
         and the HBM share it references set from what they hold now (``found``: the lookup's, kept till then)."""
-        if self.found[r] is not None:
-            hit, per = self.found[r]
-            hbm, below = self.cache.held_now(self.chain_of[r])
+        found, cache = self.found[r], self.cache
+        if found is not None:
+            hit, per = found
+            hbm, below = cache.held_now(self.chain_of[r])
             below_tokens = sum(below)
-            hit_now = min(hbm + below_tokens, hit)
-            self.hit[r], self.shared[r] = hit_now, min(hbm, hit_now)
-            self.need0[r] = self.need[r] = max(int(self.isl[r] - hit_now), 1)
-            lower = hit_now - min(hbm, hit_now)  # from below: what its arrival read and, past that, read now on the channel
-            self.per_tier[r] = [hit_now - lower] + [lower * b / max(below_tokens, 1.0) for b in below[1:]]
-            self.owed[r] = [(j, below[j] - per[j]) for j in range(1, len(below)) if below[j] > per[j]]
-        own = blocks - int(self.shared[r] // self.blk)
-        return (own if own > 1 else 1) + int(-(-self.cache.unpinned_wanted(r) // self.blk))
+            hit_now = hbm + below_tokens
+            if hit_now > hit:
+                hit_now = hit
+            shared = hbm if hbm < hit_now else hit_now
+            self.hit[r], self.shared[r] = hit_now, shared
+            need = int(self.isl[r] - hit_now)
+            self.need0[r] = self.need[r] = need if need > 1 else 1
+            lower = hit_now - shared  # from below: what its arrival read and, past that, read now on the channel
+            tier, owed, d = [hit_now - lower], [], below_tokens if below_tokens > 1.0 else 1.0
+            for j in range(1, len(below)):
+                b = below[j]
+                tier.append(lower * b / d)
+                if b > per[j]:
+                    owed.append((j, b - per[j]))
+            self.per_tier[r], self.owed[r] = tier, owed
+        else:
+            shared = self.shared[r]
+        own = blocks - int(shared // self.blk)
+        return (own if own > 1 else 1) + int(-(-cache.unpinned_wanted(r) // self.blk))
 
     def admitted(self, rs: list[int], now: float) -> int:
         """The requests admitted at ``now`` reference what their lookups read, and read what they found below beyond
