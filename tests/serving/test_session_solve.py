@@ -192,3 +192,26 @@ def test_the_scan_that_skips_vouched_nodes_places_the_crossings_of_every_node(on
     assert np.allclose(fast.ttft_s[ok], plain.ttft_s[ok], rtol=1e-3)
     assert np.allclose(fast.e2e_s[ok], plain.e2e_s[ok], rtol=30 * ss.E2E_TOL, atol=0.0)
     assert np.array_equal(fast.bistable, plain.bistable)
+
+
+def test_a_few_points_are_solved_warm_in_about_half_the_states(one_h100, monkeypatch):
+    """session_steady solves a few points (steady solved per point, no tables) by solve_warm: one Llama-3.1-8B/H100
+    chat point takes ~18 evaluations of the state where solve_plain takes ~33 (one steady solve each: the CPU of a
+    one-point call), and gives solve_plain's answer within the solve's tolerances."""
+    import tokenomy.serving.session_steady as ss
+    from tokenomy.serving.session_state import problem
+
+    dep, prof = one_h100
+    bpt = float(np.ravel(kv_tokens(dep, prof, 8192.0).bytes_per_token)[0])
+    stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", 0.0, bpt / 64e9, 1e-5)), prefill_s_per_token=3e-5)
+    args = (dep, prof, CHAT, stack, np.array([[2e6]]))
+    calls = []
+    real = ss.state_at
+    monkeypatch.setattr(ss, "state_at", lambda *a, **k: calls.append(1) or real(*a, **k))
+    one = ss.session_steady(*args, concurrency=np.array([64.0]))
+    n_one = len(calls)
+    plain = ss.solve_plain(problem(*args, concurrency=np.array([64.0])))
+    n_plain = len(calls) - n_one
+    assert n_one < 0.7 * n_plain
+    assert float(one.hits.hit_rate[0]) == pytest.approx(float(plain.hits.hit_rate[0]), abs=3 * ss.HIT_TOL)
+    assert float(one.e2e_s[0]) == pytest.approx(float(plain.e2e_s[0]), rel=30 * ss.E2E_TOL)
