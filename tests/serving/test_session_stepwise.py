@@ -14,27 +14,12 @@ the steps' one by one), and the counts (steps, preemptions, tokens, deepest queu
 import numpy as np
 import pytest
 
-from tokenomy.answers.resolve import deployment
-from tokenomy.answers.workloads import engine_profile
-from tokenomy.core.layout import Layout
 from tokenomy.serving import sim_run
 from tokenomy.serving.kv_cache_tiers import TierLevel, TierStack
-from tokenomy.serving.scheduler import kv_tokens
 from tokenomy.serving.session_state import pool_tokens
 from tokenomy.serving.sessions import Agentic, generate, session_start_times
 from tokenomy.serving.sim_session_run import _SessionRun
 from tokenomy.serving.sim_sessions import simulate_sessions
-
-SMALL = Agentic(turns=6, subagent_every=3, subagent_turns=2, system_prompt_tokens=3000, first_input_tokens=1500,
-                new_input_tokens=1200, output_tokens=120, think_s=2.0)
-
-
-@pytest.fixture(scope="module")
-def h100():
-    dep = deployment("llama-3.1-8b", "h100-sxm", layout=Layout(1))
-    prof = engine_profile("vllm", 1)
-    return dep, prof, float(np.ravel(kv_tokens(dep, prof, 8192.0).bytes_per_token)[0])
-
 
 def _both(monkeypatch, run):
     fast = run()
@@ -50,13 +35,13 @@ CASES = {  # name: (sessions, C (None: open loop), share of the pool, DRAM token
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_spans_taken_at_once_equal_stepping_one_iteration_at_a_time(monkeypatch, h100, case):
+def test_spans_taken_at_once_equal_stepping_one_iteration_at_a_time(monkeypatch, h100, small_agentic, case):
     dep, prof, bpt = h100
     sessions, C, share, ddr, load = CASES[case]
     stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", ddr, bpt / 64e9, 1e-5)), load=load,
                       prefill_s_per_token=3e-5)
     start = None if C else session_start_times(1.0, sessions, seed=2)
-    w = Agentic() if case.startswith("benchmarks") else SMALL
+    w = Agentic() if case.startswith("benchmarks") else small_agentic
     plan = generate(w, sessions, seed=4, start_s=start)
     blocks = int(share * pool_tokens(dep, prof, w) // prof.block_size)
     fast, slow = _both(monkeypatch, lambda: simulate_sessions(dep, prof, plan, stack, blocks, concurrency=C,

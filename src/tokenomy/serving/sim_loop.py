@@ -210,7 +210,7 @@ def run_loop(run) -> None:
             k, run_s = decode_run(n, sum_a / n + S + 1, pending[0][0] - EPS_S - now if pending else inf, k)
             now += run_s  # (the decodes at their mean context)
             S += k
-            used = held_pf + dec.at(S)
+            used = held_pf + dec.at(S) - extra  # (each shared block once: extra, the blocks counted twice)
             tokens_out += n * k
             if used > max_used:
                 max_used = used
@@ -270,7 +270,7 @@ def run_loop(run) -> None:
         # 5. the step: its time at the decodes' mean context (ISL + generated), then its events
         now += table(n, sum_a / n + S + 1 if n else 1.0, P)
         S += 1
-        used = held_pf + dec.at(S)
+        used = held_pf + dec.at(S) - extra  # (each shared block once: extra, the blocks counted twice)
         tokens_out += n
         prefilled_tokens += P
         if used > max_used:

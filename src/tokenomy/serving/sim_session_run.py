@@ -20,7 +20,9 @@ class _SessionRun(_Run):
     """The simulator's run (sim_run._Run) with session release, tier lookups and loads (module docstring): its own
     ``hooks``, the events sim_loop.run_loop calls. ``extra``: the blocks the pool ledger counts twice, int((credit −
     pinned tokens) // b), kept on each change: the loop's free count is the blocks free or in HBM's free
-    LRU, the running requests' blocks less what they share, less the pinned objects (each once)."""
+    LRU, the running requests' blocks less what they share, less the pinned objects (each once). ``credit``: the
+    decoders' prompts (in pinned objects) and the prefilling requests' ``taken``, the blocks their admission took
+    out of the free LRU (in their ledger blocks and, pinned, in the objects: b·blocks tokens, so they cancel)."""
 
     def __init__(self, cap: Capacity, isl, osl, plan: SessionPlan, stack: TierStack, concurrency, stagger_s=0.0):
         N = len(isl)
@@ -32,6 +34,7 @@ class _SessionRun(_Run):
         self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
         self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice
         self.credit, self.extra = 0.0, 0
+        self.taken = [0] * N  # a prefilling r's blocks pinned out of the free LRU (its ledger and pins count them)
         self.chain_of = [None] * N  # r's prefix chain, from its lookup
         self.agent_chain = _agent_chains(plan)  # per agent: the system prompt and its ancestors' objects
         self.ctx_before = [int(c) for c in plan.ctx_before]
@@ -123,10 +126,23 @@ class _SessionRun(_Run):
                 if b > per[j]:
                     owed.append((j, b - per[j]))
             self.per_tier[r], self.owed[r] = tier, owed
-        else:
-            shared = self.shared[r]
+        else:  # preempted, admitted again: what it shared is looked again, the part HBM lost since recomputed
+            shared = self._readmit(r)
         own = blocks - int(shared // self.blk)
-        return (own if own > 1 else 1) + int(-(-cache.unpinned_wanted(r) // self.blk))
+        taken = int(-(-cache.unpinned_wanted(r) // self.blk))
+        self.taken[r] = taken * self.blk
+        return (own if own > 1 else 1) + taken
+
+    def _readmit(self, r: int) -> float:
+        """A preempted r's shared tokens now: those of its chain (as registered, if its prompt was computed) HBM
+        still holds; the rest, evicted since it let go of them, is recomputed (``need`` grows by it; vLLM's
+        scheduler looks a preempted request's prefix up again: Scheduler.schedule, get_computed_blocks)."""
+        had = self.shared[r]
+        hbm = self.cache.held_now(self.chain_of[r])[0]
+        now = hbm if hbm < had else had
+        g = self.gen[r]
+        self.need[r] = self.need0[r] + (g - 1 if g > 1 else 0) + int(had - now)
+        return now
 
     def admitted(self, rs: list[int], now: float) -> int:
         """The requests admitted at ``now`` reference what their lookups read, and read what they found below beyond
@@ -134,6 +150,7 @@ class _SessionRun(_Run):
         cache = self.cache
         for r in rs:
             cache.pin_wanted(r)
+            self.credit += self.taken[r]
             self.found[r] = None
             for j, tokens in self.owed.pop(r, ()):  # found below on admission beyond its arrival's read: read now
                 start = now if now > self.free_at[j] else self.free_at[j]
@@ -146,7 +163,10 @@ class _SessionRun(_Run):
         ledger blocks include the shared prompt (``decodes``: r goes on to decode, not done at its first token)."""
         chain = list(self.chain_of[r])  # its lookup's chain, its own context grown by this turn's input
         chain[-1] = (chain[-1][0], float(self.own_after[r] - self.osl[r]))
+        self.chain_of[r] = chain  # (what a preemption's re-admission looks up again)
         self.cache.register(r, chain)
+        self.credit -= self.taken[r]  # its prefill's blocks are freed
+        self.taken[r] = 0
         self.shared[r] = float(self.isl[r])
         if decodes:
             self.credited[r] = self.shared[r]
@@ -156,8 +176,8 @@ class _SessionRun(_Run):
 
     def preempted(self, v: int) -> int:
         """v lets go of its objects and its credit until admitted again."""
-        self.credit -= self.credited[v]
-        self.credited[v] = 0.0
+        self.credit -= self.credited[v] + self.taken[v]
+        self.credited[v], self.taken[v] = 0.0, 0
         self.cache.unref(v)
         self.extra = int((self.credit - self.cache.pinned_tokens) // self.blk)
         return self.extra

@@ -11,7 +11,8 @@ On top of the simulator's steps (its docstring), per request r of a SessionPlan 
             what the running requests leave of the KV pool at that moment, the blocks they share counted once),
             touching nothing; the scheduler looks again when it admits r (vLLM's lookup is at scheduling:
             sim_session_run.admit_blocks), what the tiers lost meanwhile is computed and what it hits is referenced
-            (pinned) until it finishes; r computes I = ISL − hit tokens
+            (pinned) until it finishes; r computes I = ISL − hit tokens (a preempted r, admitted again, looks again:
+            what HBM evicted since it let go is recomputed, sim_session_run._readmit)
   load      tokens found below HBM are read over their tier's channel (one per tier and replica: DRAM over the chips'
             host links, NVMe over the node's drives), first come first served, so concurrent loads queue behind each
             other: finish_j = max(now, free_j) + latency_j + h_j·s_j. "before-prefill": r joins the scheduler's

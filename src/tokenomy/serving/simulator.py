@@ -63,7 +63,7 @@ class Simulation:
     counted: np.ndarray  # bool: in the statistics window
     steps: int
     preemptions: int
-    max_blocks_used: int
+    max_blocks_used: int  # peak KV blocks in use over the steps, each shared prefix block once (<= kv_blocks)
     kv_blocks: int
     max_queue: int
     queue_len: np.ndarray  # waiting requests seen by each request at arrival
