@@ -13,6 +13,10 @@ import pytest
 import tokenomy as tk
 
 
+# the module's tests in one xdist worker (make test: --dist loadgroup), which serves the rows once (~10 CPU-s)
+pytestmark = pytest.mark.xdist_group("session_branch_rows")
+
+
 @pytest.fixture(scope="module")
 def rows():
     return tk.serve("deepseek-v3", "gb200-nvl72", workload="agentic", concurrency=4096, think_s=4.0,

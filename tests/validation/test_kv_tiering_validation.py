@@ -155,3 +155,11 @@ def test_a_replica_without_a_measured_request_counts_for_nothing(metric):
     sim, rp = runs[0]
     idle = (sim, dataclasses.replace(rp, measured=np.zeros_like(rp.measured)))
     assert len(runs) > 1 and kt._metric(case, [*runs, idle]) == kt._metric(case, runs)
+
+
+def test_each_agents_last_request_ends_its_session():
+    from tokenomy.validation.kv_tier_plans import _rows_plan
+
+    agent = [0, 1, 0, 2, 1, 0]
+    plan = _rows_plan(agent, [8] * 6, [1] * 6, [0] * 6, [0.0] * 6, [-1] * 6, [-1, -1, -1], [0, 0, 0])
+    assert plan.last_of_session.tolist() == [False, False, False, True, True, True]

@@ -77,6 +77,7 @@ def loso_rows(whole_catalog) -> list[dict]:
     return run.leave_one_source_out_training(whole_catalog)
 
 
+@pytest.mark.xdist_group("train_loso_rows")  # one worker computes loso_rows (~10 CPU-s) for both
 def test_training_leave_one_source_out_within_the_targets(training, loso_rows):
     """Issue 31's bar: each source predicted by terms fitted on every other source: median |error| at most 10%, dense
     and MoE reported apart, no source above 15%. Measured with 14 sources (241 cases): all 6.5%, dense 4.9%, MoE
@@ -153,6 +154,7 @@ def test_dropless_regression_cases_run_a_dispatcher_that_waits(training):
     assert disp["mbridge260201-qwen3-30b-a3b-b200-8gpu-mxfp8"] == "hybridep"
 
 
+@pytest.mark.xdist_group("train_loso_rows")  # one worker computes loso_rows (~10 CPU-s) for both
 def test_the_host_wait_explains_the_dropless_regression(training, split_fit, loso_rows):
     """The four #1998 cases (Qwen3-30B-A3B, B200 and H100, 25.11 and 26.02): with the wait taken out of the fit's
     terms every one is predicted 35-50% fast; held out by source with it, the B200 pair comes within 20% and the

@@ -39,17 +39,27 @@ class Timed:
     bound: np.ndarray  # index into engine.BOUNDS
 
 
-def time_work(s: Serving, w: engine.Work, th: Theta) -> Timed:
-    """engine.times of work ``w`` (rows aligned with the cases of ``s``), one hardware group at a time."""
-    step = np.full(np.shape(w.n), np.nan)
-    bound = np.zeros(np.shape(w.n), dtype=int)
-    col = np.ndim(w.n) > 1
+def _group_sets(s: Serving, th: Theta, col: bool) -> list[tuple[np.ndarray, object, engine.Peaks, Efficiency]]:
+    """Per hardware group of ``s``: (its cases, topology, peaks, efficiency set), as columns against a grid when
+    ``col``."""
+    out = []
     for idx, topo in s.groups():
         pk = s.peaks(idx)
         if col:
             pk = engine.Peaks(*(x[:, None] for x in (pk.flops_per_s, pk.hbm_bytes_per_s, pk.hbm_bytes, pk.narrow,
                                                      pk.attn_flops_per_s, pk.attn_narrow)))
-        r = engine.times(take_work(w, idx), topo, pk, _eff(s, th, idx, col))
+        out.append((idx, topo, pk, _eff(s, th, idx, col)))
+    return out
+
+
+def time_work(s: Serving, w: engine.Work, th: Theta, sets=None) -> Timed:
+    """engine.times of work ``w`` (rows aligned with the cases of ``s``), one hardware group at a time; ``sets``:
+    the groups' _group_sets formed already (a step function's, for rows of work)."""
+    step = np.full(np.shape(w.n), np.nan)
+    bound = np.zeros(np.shape(w.n), dtype=int)
+    col = np.ndim(w.n) > 1
+    for idx, topo, pk, eff in _group_sets(s, th, col) if sets is None or col else sets:
+        r = engine.times(take_work(w, idx), topo, pk, eff)
         step[idx], bound[idx] = r.step_s, r.bound
     return Timed(step, bound)
 
@@ -99,9 +109,13 @@ class _CaseStep:
 
     def groups(self) -> list[tuple[np.ndarray, object, engine.Peaks, Efficiency]]:
         if self._per_group is None:
-            self._per_group = [(idx, topo, self.s.peaks(idx), _eff(self.s, self.th, idx, False))
-                               for idx, topo in self.s.groups()]
+            self._per_group = _group_sets(self.s, self.th, False)
         return self._per_group
+
+    def time(self, w: engine.Work) -> Timed:
+        """time_work of ``w`` on these cases and terms, the groups' sets formed once (a prediction times its
+        prompt passes and its decode steps beside the serving model's steps)."""
+        return time_work(self.s, w, self.th, self.groups())
 
     def many(self, n, loads):
         """[(seconds, bound, reason)] of the steps at each load P beside n decodes; where the case's engine does not

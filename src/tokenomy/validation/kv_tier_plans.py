@@ -61,8 +61,7 @@ def _rows_plan(agent, isl, osl, ctx, start, waits_on, parent, fork) -> SessionPl
         if p >= 0:
             succ[p].append(r)
     last = np.zeros(n, bool)
-    for a in set(agent):
-        last[max(r for r in range(n) if agent[r] == a)] = True
+    last[list({a: r for r, a in enumerate(agent)}.values())] = True  # each agent's last request, in one pass
     return SessionPlan(np.array(agent, np.int64), np.zeros(n, np.int64), np.array(isl, np.int64),
                        np.array(osl, np.int64), np.array(ctx, np.int64),
                        np.array([GAP_S if p >= 0 else 0.0 for p in waits_on]), np.array(start, float),

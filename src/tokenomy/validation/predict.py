@@ -23,7 +23,7 @@ import numpy as np
 from tokenomy.core import engine
 from tokenomy.serving import steady
 from tokenomy.serving.protocol_waves import Waves, wave_figures
-from tokenomy.validation.case_step import step_function, time_work
+from tokenomy.validation.case_step import step_function
 from tokenomy.validation.prepare import METRIC_CODE, SCENARIO_CODE, Serving
 from tokenomy.validation.theta import Theta
 
@@ -50,15 +50,15 @@ def _load(s: Serving, closed: bool) -> np.ndarray:
     return np.where(s.scenario == SCENARIO_CODE["concurrency"], s.concurrency, wave)
 
 
-def _served(s: Serving, th: Theta, closed: bool, arrivals: str = "staggered") -> steady.Solved:
-    """steady.solve on these cases at their load (_load)."""
+def _served(s: Serving, th: Theta, closed: bool, arrivals: str = "staggered", step=None) -> steady.Solved:
+    """steady.solve on these cases at their load (_load); ``step``: their step function formed already."""
     o_req = np.asarray(th.request_overhead_s, float)
     with np.errstate(invalid="ignore", divide="ignore"):
         pts = steady.Points(isl=s.isl, osl=s.osl, prefill=s.isl, load=_load(s, closed), cap=np.minimum(s.bmax, s.cap),
                             budget=s.budget, whole_prompts=s.whole > 0, request_overhead_s=o_req, poll_steps=s.poll,
                             batch_wait_iters=s.wait_iters, batch_wait_tokens=s.wait_tokens,
                             prompts=np.inf if closed else s.prompts)  # an open loop's finite run (finite_run.py)
-        return steady.solve(step_function(s, th), pts, closed=closed, arrivals=arrivals)
+        return steady.solve(step or step_function(s, th), pts, closed=closed, arrivals=arrivals)
 
 
 def _protocol_runs(s: Serving, th: Theta, r: steady.Solved) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,11 +71,12 @@ def _protocol_runs(s: Serving, th: Theta, r: steady.Solved) -> tuple[np.ndarray,
         return tpot, ttft, X
     sk, tk = s.take(idx), th.take(idx)
     stag = steady.Solved(**{f.name: np.asarray(getattr(r, f.name))[idx] for f in fields(steady.Solved)})
-    tog = _served(sk, tk, True, "together")
+    step = step_function(sk, tk)  # one for both runs: each hardware group's peaks and terms formed once
+    tog = _served(sk, tk, True, "together", step)
     w = Waves(_load(sk, True), sk.prompts, sk.isl, sk.osl, sk.budget, sk.whole > 0, sk.locked > 0,
               np.asarray(tk.request_overhead_s, float), sk.median > 0, stag.wait_steps)
     with np.errstate(invalid="ignore", divide="ignore"):
-        f = wave_figures(step_function(sk, tk), w, stag, tog)
+        f = wave_figures(step, w, stag, tog)
     tpot[idx], ttft[idx], X[idx] = f.tpot_s, f.ttft_s, f.requests_per_s
     return tpot, ttft, X
 
@@ -85,9 +86,10 @@ def predict_serving(s: Serving, th: Theta) -> Prediction:
     max-throughput runs by the serving model itself (serving.steady.solve, the equations ``tokenomy serve``
     uses), each step timed by the engine on the case's prepared work."""
     sc, me = s.scenario, s.metric
-    pf = time_work(s, s.prefill, th)
+    cases = step_function(s, th)  # the groups' sets formed once for the prompt passes and the decode steps
+    pf = cases.time(s.prefill)
     t_pf = pf.step_s
-    st = time_work(s, s.step, th)
+    st = cases.time(s.step)
     ts, bound_st, b, p = st.step_s.copy(), st.bound.copy(), s.step_batch.copy(), s.step_prefill.copy()
     static_lat = t_pf + (s.osl - 1) * ts
     lat = np.select([sc == SCENARIO_CODE["prefill"], sc == SCENARIO_CODE["decode"]], [t_pf, s.osl * ts],
