@@ -23,9 +23,10 @@ tp2 ep4 attention-DP, 11th), so the decode front over all batches is scored too.
 
 from __future__ import annotations
 
-import numpy as np
-
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from tokenomy.answers import objectives
 from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_of
@@ -58,9 +59,36 @@ def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
     keep = {labels[int(i) // np.size(res.batches)] for i in res.front}
     quickest = np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]
     keep |= {labels[int(j)] for j in quickest}
-    usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)]
-    first = [lay for k, lay in enumerate(usable) if k < RANKED_FIRST or lay.label() in keep]
-    return first, [lay for lay in usable if not any(lay is x for x in first)], ranked[0]
+    holds = lambda lay: holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)  # noqa: E731
+    first, seen, usable = [], 0, 0  # ranked[:seen] checked; usable of them
+    for lay in ranked:  # the first RANKED_FIRST usable, checked in order; after them, those in keep alone
+        if usable >= RANKED_FIRST and lay.label() not in keep:
+            continue
+        seen += usable < RANKED_FIRST
+        if holds(lay):
+            first.append(lay)
+            usable += 1
+    return first, Rest(ranked[seen:], first, holds), ranked[0]
+
+
+class Rest(Sequence):
+    """``candidates``' rest: the ranked layouts after those checked for ``first`` that hold a sequence and are not in
+    it, in order. Each is checked (holds_a_sequence: a KV capacity, three lowerings) when a stage first reads the
+    rest, which is when the best of ``first`` misses a point (objectives.Staged), not for every question."""
+
+    def __init__(self, ranked: list, first: list, holds):
+        self._ranked, self._first, self._holds, self._usable = ranked, first, holds, None
+
+    def _all(self) -> list:
+        if self._usable is None:
+            self._usable = [x for x in self._ranked if not any(x is y for y in self._first) and self._holds(x)]
+        return self._usable
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __getitem__(self, i):
+        return self._all()[i]
 
 
 RANKED_FIRST = 8  # the decode search's first layouts, always scored
