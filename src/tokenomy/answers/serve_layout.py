@@ -55,7 +55,8 @@ def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
     cap = float(eng.max_batch or eng.profile().max_batch)
     res = search(dep, chips=n, constraints=Constraints(context=isl + osl / 2.0), batches=default_batches(cap),
                  layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
-    labels = [res.layout(j * np.size(res.batches)).label() for j in range(np.size(res.layouts.tp))]
+    n_layouts = np.shape(res.feasible)[0]
+    labels = [lay.label() for lay in res.layouts.each((n_layouts,), range(n_layouts))]
     keep = {labels[int(i) // np.size(res.batches)] for i in res.front}
     quickest = np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]
     keep |= {labels[int(j)] for j in quickest}

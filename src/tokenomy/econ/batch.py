@@ -113,8 +113,7 @@ def max_batch_fit(sv: Serving, context: float) -> int:
     """Largest whole batch whose weights + KV + activations fit in usable HBM at ``context`` (0 if none); memory
     per chip grows with the batch, so a doubling search and a bisection find the edge."""
     def ok(b):
-        t = sv.terms(b, context)
-        return t.memory_per_chip_bytes <= t.hbm_bytes
+        return sv.memory_fits(b, context)[0]
     return largest_whole(ok, int(BATCH_SEARCH_MAX))
 
 

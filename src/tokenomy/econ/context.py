@@ -100,8 +100,8 @@ def max_context_fit(sv: Serving, batch: float) -> int:
     """Largest context (tokens) at which ``batch`` sequences fit in usable HBM on ``sv``'s layout and the layout
     can run that batch at all (e.g. not fewer sequences than dp x micro-batches); 0 if none."""
     def ok(C):
-        t = sv.terms(batch, C)
-        return (t.memory_per_chip_bytes <= t.hbm_bytes) & (np.asarray(t.reason) == 0)
+        fits, runs = sv.memory_fits(batch, C)
+        return fits & runs
     return largest_whole(ok, int(CONTEXT_SEARCH_MAX))
 
 
