@@ -62,7 +62,7 @@ class Serving(Deployment):
         w = self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw)
         real = engine.times(w, self.topo, self.peaks, self.eff)
         free_peaks = replace(self.peaks, hbm_bytes=np.inf)
-        r = engine.times(_lift(w), self.topo, free_peaks, self.eff)
+        r = self.lifted(w)
         bound = r if self.eff is ROOFLINE else engine.times(_lift(w), self.topo, free_peaks, ROOFLINE)
         wm = engine.work(self.matmul_shape, self.topo, self.layout, self.precision,
                          engine.Pass(batch, context, len_pass, **kw))
@@ -81,6 +81,11 @@ class Serving(Deployment):
         busy = tuple(np.broadcast_to(u, shape) for u in r.busy_shares())
         return Terms(**{k: np.broadcast_to(v, shape) for k, v in out.items()}, busy=busy, layout=self.layout,
                      passes=real)
+
+    def lifted(self, w: engine.Work) -> engine.PassTerms:
+        """The engine's unmasked times of the work ``w`` (``self.work``): the batch-shape checks and the HBM
+        capacity lifted (module docstring); ``terms``' times, whose step_s alone a latency search reads."""
+        return engine.times(_lift(w), self.topo, replace(self.peaks, hbm_bytes=np.inf), self.eff)
 
     def memory_fits(self, batch, context):
         """(weights + KV + activations per chip <= usable HBM, the pass runs at all) over the grid: ``terms``'
