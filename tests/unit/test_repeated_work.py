@@ -65,3 +65,15 @@ def test_fast_modes_latency_is_speculates_round_per_expected_token():
     sp = es.speculate(s, b, 4096.0, 3, 0.7, 0.05)
     assert np.allclose(es._latency_s(s, b, 4096.0, 3, 0.7, 0.05, None), sp.round_s / sp.tokens_per_step, rtol=0)
     assert np.allclose(es._latency_s(s, b, 4096.0, 0, 0.0, 0.0, None), sp.base_step_s, rtol=0)
+
+
+def test_a_layout_whose_weights_fill_the_engines_share_holds_no_sequence_without_its_kv_capacity():
+    from tokenomy.answers.requests import EngineRequest
+    from tokenomy.serving.kv_capacity import kv_capacity, weights_leave_room
+    eng = EngineRequest("vllm", None, None)
+    for tp, room in ((1, False), (4, True)):  # 70B at bf16: 141 GB of weights; 85.5 GB per H100
+        dep = _deployment().with_(layout=Layout(tp=tp))
+        prof = eng.profile(tp)
+        assert weights_leave_room(dep, prof) is room
+        assert serve_layout.holds_a_sequence(dep, eng, 2048, 512) is room
+        assert (float(kv_capacity(dep, prof, 2048, 512)[0]) >= 1) is room

@@ -37,6 +37,7 @@ from tokenomy.answers.requests import EngineRequest, WorkloadRequest
 from tokenomy.core.deployment import Deployment
 from tokenomy.parallel.search import (Constraints, candidate_layouts, default_batches, exact_layouts, run_layouts,
                                       search)
+from tokenomy.serving.kv_capacity import weights_leave_room
 from tokenomy.serving.scheduler import kv_capacity
 from tokenomy.serving.steady import Prefix, Sending, steady
 
@@ -206,5 +207,7 @@ def _num(x):
 
 
 def holds_a_sequence(dep, eng: EngineRequest, isl, osl) -> bool:
-    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity)."""
-    return bool(np.all(kv_capacity(dep, eng.profile(int(dep.layout.tp)), isl, osl)[0] >= 1))
+    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity; none where
+    the weights alone fill the share: kv_capacity.weights_leave_room)."""
+    prof = eng.profile(int(dep.layout.tp))
+    return weights_leave_room(dep, prof) and bool(np.all(kv_capacity(dep, prof, isl, osl)[0] >= 1))
