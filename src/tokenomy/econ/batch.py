@@ -127,9 +127,12 @@ def engine_balance_batch(sv: Serving, context: float, with_kv: bool) -> float | 
     traffic (weights + KV + activations). None: never within 1e8 sequences."""
     bound = sv.roofline()
 
-    def f(b):
+    def f(b):  # with KV: terms' compute_s and memory_s are its unmasked pass's alone (Serving.unmasked)
+        if with_kv:
+            t = bound.unmasked(b, context)
+            return np.broadcast_to(t.compute_s - t.memory_s, np.shape(b))
         t = bound.terms(b, context)
-        return (t.compute_s - t.memory_s) if with_kv else (t.matmul_s - t.weights_s)
+        return t.matmul_s - t.weights_s
     return first_crossing(f, 1.0, BATCH_SEARCH_MAX)
 
 

@@ -87,6 +87,11 @@ class Serving(Deployment):
         capacity lifted (module docstring); ``terms``' times, whose step_s alone a latency search reads."""
         return engine.times(_lift(w), self.topo, replace(self.peaks, hbm_bytes=np.inf), self.eff)
 
+    def unmasked(self, batch, context, len_pass=1, kv_read_fraction=1.0, **kw) -> engine.PassTerms:
+        """``terms``' unmasked pass (``lifted``) alone: its step, compute and memory times, for the searches that read
+        nothing else (latency, the balance points)."""
+        return self.lifted(self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw))
+
     def memory_fits(self, batch, context):
         """(weights + KV + activations per chip <= usable HBM, the pass runs at all) over the grid: ``terms``'
         memory_per_chip_bytes <= hbm_bytes and reason == 0 from the engine's own pass alone (one work, one

@@ -194,14 +194,13 @@ def _round_s(verify_step_s, draft_step_s, k: int):
 
 
 def _latency_s(sv: Serving, batch, context, k: int, alpha: float, draft_cost: float, draft):
-    """Seconds per token a user sees at each batch, from the engine's unmasked step times alone (Serving.lifted):
+    """Seconds per token a user sees at each batch, from the engine's unmasked step times alone (Serving.unmasked):
     the plain step (k = 0), else speculate's round / E[tokens per step]; what fast_mode_point's search reads."""
-    base = sv.lifted(sv.work(batch, float(context), 1, kv_read_fraction=1.0)).step_s
+    base = sv.unmasked(batch, float(context)).step_s
     if k == 0:
         return base
-    ver = sv.lifted(sv.work(batch, float(context), float(k + 1), kv_read_fraction=1.0, ep_low_latency=True)).step_s
-    step = draft_cost * base if draft is None else draft.lifted(draft.work(batch, float(context), 1,
-                                                                          kv_read_fraction=1.0)).step_s
+    ver = sv.unmasked(batch, float(context), float(k + 1), ep_low_latency=True).step_s
+    step = draft_cost * base if draft is None else draft.unmasked(batch, float(context)).step_s
     return _round_s(ver, step, k) / float(expected_tokens_per_step(alpha, k))
 
 
