@@ -46,7 +46,7 @@ def ranked_of(P: Layout, r: PassTerms) -> list[Layout]:
     """The layouts of the flat ``P`` best first by FASTEST_STEP from their engine terms ``r`` [layout, point]
     (parallel.search.run_layouts; none valid: the first)."""
     order = objectives.rank(FASTEST_STEP, step_columns(r)) or [0]
-    return [P.at((np.size(P.tp),), i) for i in order]
+    return P.each((np.size(P.tp),), order)
 
 
 def best_layout(dep: Deployment, chips: int, batch, context, len_pass=1, usable=None) -> tuple[Layout, str]:

@@ -20,7 +20,7 @@ geometric mean over them" is two terms, not a weighted blend.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -236,20 +236,20 @@ class Staged:
 
     obj: Objective
     first: list
-    rest: list
+    rest: Sequence  # a list, or serve_layout.Rest (checked when read)
     columns_of: Callable[[list], dict]
     results: list = field(default_factory=list)
 
     def stages(self):
         yield self.first
-        if self.rest:
-            cols = self.columns_of(self.results)
-            if misses_a_point(self.obj, cols, _first(rank(self.obj, cols))):
-                yield self.rest
+        cols = self.columns_of(self.results)
+        if misses_a_point(self.obj, cols, _first(rank(self.obj, cols))) and self.rest:  # a lazy rest (a Sequence)
+            yield self.rest  # is read here alone
 
     @property
     def scored(self) -> list:
-        return (self.first + self.rest)[:len(self.results)]
+        n = len(self.results)
+        return self.first[:n] if n <= len(self.first) else (self.first + list(self.rest))[:n]
 
     def best(self) -> int:
         """The index in ``scored`` of the best (one scored: it, without columns; ties and none allowed: 0)."""
@@ -263,7 +263,8 @@ def best_each_staged(obj: Objective, first: list, rest: list, evaluate) -> tuple
     pick = best_each(obj, cols)
     _, keys = scores(obj, cols, each_point=True)
     missed = keys[pick, np.arange(pick.size), 0] <= 0
-    if rest and missed.any():
+    if missed.any() and rest:  # a lazy rest (a Sequence) is read only where a point is missed
+        rest = list(rest)
         more = evaluate(rest)
         cols = {k: np.concatenate([np.asarray(cols[k]), np.asarray(more[k])]) for k in obj.columns}
         pick = np.where(missed, best_each(obj, cols), pick)

@@ -23,9 +23,10 @@ tp2 ep4 attention-DP, 11th), so the decode front over all batches is scored too.
 
 from __future__ import annotations
 
-import numpy as np
-
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from tokenomy.answers import objectives
 from tokenomy.answers.layout_search import USABLE_CHECKS, ranked_of
@@ -36,6 +37,7 @@ from tokenomy.answers.requests import EngineRequest, WorkloadRequest
 from tokenomy.core.deployment import Deployment
 from tokenomy.parallel.search import (Constraints, candidate_layouts, default_batches, exact_layouts, run_layouts,
                                       search)
+from tokenomy.serving.kv_capacity import weights_leave_room
 from tokenomy.serving.scheduler import kv_capacity
 from tokenomy.serving.steady import Prefix, Sending, steady
 
@@ -54,13 +56,41 @@ def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
     cap = float(eng.max_batch or eng.profile().max_batch)
     res = search(dep, chips=n, constraints=Constraints(context=isl + osl / 2.0), batches=default_batches(cap),
                  layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
-    labels = [res.layout(j * np.size(res.batches)).label() for j in range(np.size(res.layouts.tp))]
+    n_layouts = np.shape(res.feasible)[0]
+    labels = [lay.label() for lay in res.layouts.each((n_layouts,), range(n_layouts))]
     keep = {labels[int(i) // np.size(res.batches)] for i in res.front}
     quickest = np.argsort(np.where(np.isfinite(res.ttft_s), res.ttft_s, np.inf))[:QUICKEST_PROMPT]
     keep |= {labels[int(j)] for j in quickest}
-    usable = [lay for lay in ranked if holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)]
-    first = [lay for k, lay in enumerate(usable) if k < RANKED_FIRST or lay.label() in keep]
-    return first, [lay for lay in usable if not any(lay is x for x in first)], ranked[0]
+    holds = lambda lay: holds_a_sequence(dep.with_(layout=lay), eng, isl, osl)  # noqa: E731
+    first, seen, usable = [], 0, 0  # ranked[:seen] checked; usable of them
+    for lay in ranked:  # the first RANKED_FIRST usable, checked in order; after them, those in keep alone
+        if usable >= RANKED_FIRST and lay.label() not in keep:
+            continue
+        seen += usable < RANKED_FIRST
+        if holds(lay):
+            first.append(lay)
+            usable += 1
+    return first, Rest(ranked[seen:], first, holds), ranked[0]
+
+
+class Rest(Sequence):
+    """``candidates``' rest: the ranked layouts after those checked for ``first`` that hold a sequence and are not in
+    it, in order. Each is checked (holds_a_sequence: a KV capacity, three lowerings) when a stage first reads the
+    rest, which is when the best of ``first`` misses a point (objectives.Staged), not for every question."""
+
+    def __init__(self, ranked: list, first: list, holds):
+        self._ranked, self._first, self._holds, self._usable = ranked, first, holds, None
+
+    def _all(self) -> list:
+        if self._usable is None:
+            self._usable = [x for x in self._ranked if not any(x is y for y in self._first) and self._holds(x)]
+        return self._usable
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __getitem__(self, i):
+        return self._all()[i]
 
 
 RANKED_FIRST = 8  # the decode search's first layouts, always scored
@@ -177,5 +207,7 @@ def _num(x):
 
 
 def holds_a_sequence(dep, eng: EngineRequest, isl, osl) -> bool:
-    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity)."""
-    return bool(np.all(kv_capacity(dep, eng.profile(int(dep.layout.tp)), isl, osl)[0] >= 1))
+    """The engine's KV share on this layout holds one ISL + OSL sequence (serving.scheduler.kv_capacity; none where
+    the weights alone fill the share: kv_capacity.weights_leave_room)."""
+    prof = eng.profile(int(dep.layout.tp))
+    return weights_leave_room(dep, prof) and bool(np.all(kv_capacity(dep, prof, isl, osl)[0] >= 1))

@@ -50,7 +50,7 @@ def speculate(*, model=None, hardware=None, chips=None, batch=BATCHES, context=8
     sv = serving(deployment_request(m, hardware, chips, kw), B, [C])
     dr = es.mtp_draft(sv) if mtp else None
     base = inputs.optional("base_batch", base_batch) if base_batch is not None else \
-        eb.summarize_batch(sv, C).operating_batch
+        eb.operating_batch(sv, C)
     if not base:
         raise ValueError(f"base_batch: nothing fits on {sv.label()} at context {C}")
     sp = es.speculate(sv, np.array(B, float), C, k, a, d, dr)

@@ -44,6 +44,22 @@ def _lowered(model: ModelArch) -> ModelShape:
     return shape_of(model)
 
 
+def _scalar_key(values: tuple):
+    """A hashable key of ``values`` where each is a number, None, a string or a (name, such) pair, with each number's
+    type (a 0-d array lowers to arrays, a float to floats); None where any is an array."""
+    out = []
+    for v in values:
+        name, v = v if isinstance(v, tuple) else (None, v)
+        if isinstance(v, np.ndarray):
+            if v.ndim:
+                return None
+            v = ("0d", v.dtype.str, v.item())
+        elif not (v is None or isinstance(v, (int, float, str, np.generic))):
+            return None
+        out.append((name, type(v).__name__, v))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Deployment:
     model: ModelArch
@@ -113,9 +129,27 @@ class Deployment:
                            engine.Pass(batch, context, len_pass, **kw))
 
     def lower(self, context, len_pass=1, **kw) -> engine.Lowered:
-        """The batch-free half of ``work`` (engine.lower): batch it with engine.batched."""
-        return engine.lower(self.shape, self.topo, self.layout, self.precision,
-                            engine.Pass(None, context, len_pass, **kw))
+        """The batch-free half of ``work`` (engine.lower): batch it with engine.batched. A pass at one context (every
+        argument a number) is lowered once per deployment (``_lowerings``): serve's layout check, each candidate's
+        KV capacity and its steady state lower the same pass on the same layout."""
+        key = _scalar_key((context, len_pass, *sorted(kw.items())))
+        done = self._lowerings.get(key) if key is not None else None
+        if done is None:
+            done = engine.lower(self.shape, self.topo, self.layout, self.precision,
+                                engine.Pass(None, context, len_pass, **kw))
+            if key is not None:
+                self._lowerings[key] = done
+        return done
+
+    @cached_property
+    def _lowerings(self) -> dict:
+        """This deployment's passes lowered at one context each (``lower``), keyed by ``_scalar_key``."""
+        return {}
+
+    @cached_property
+    def _copies(self) -> dict:
+        """``with_``'s copies by their replaced fields (``with_``)."""
+        return {}
 
     def run(self, batch, context, len_pass=1, *, eff: Efficiency | None = None, **kw) -> engine.PassTerms:
         """The pass (engine.evaluate) under this deployment's efficiency set, or ``eff``."""
@@ -123,8 +157,16 @@ class Deployment:
 
     def with_(self, **kw) -> "Deployment":
         """A copy with ``kw`` replaced. It shares the lowered model shape of every deployment of an equal model
-        (``_lowered``), so serve's layout check and each candidate's copy lower the model once."""
-        return replace(self, **kw)
+        (``_lowered``), so serve's layout check and each candidate's copy lower the model once; a copy with the same
+        hashable replacements is the same copy (``_copies``), so its passes are lowered once (``lower``)."""
+        try:
+            key = tuple(sorted(kw.items()))
+            hash(key)
+        except TypeError:  # an array among them (a search's layouts): a fresh copy
+            return replace(self, **kw)
+        if key not in self._copies:
+            self._copies[key] = replace(self, **kw)
+        return self._copies[key]
 
     def usd_per_mtok(self, r: engine.PassTerms):
         """$ per million tokens of a pass on this deployment: its chips at its price for the step, per token."""

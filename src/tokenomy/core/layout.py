@@ -45,10 +45,13 @@ class Layout:
 
     def at(self, shape: tuple[int, ...], i: int) -> "Layout":
         """The scalar layout at flat index ``i`` of a result of ``shape``."""
-        def one(name):
-            v = getattr(self, name)
-            return None if v is None else np.ravel(np.broadcast_to(np.asarray(v), shape))[i].item()
-        return Layout(*(one(f.name) for f in fields(self)))
+        return self.each(shape, [i])[0]
+
+    def each(self, shape: tuple[int, ...], indices) -> list["Layout"]:
+        """The scalar layouts at the flat ``indices`` of a result of ``shape`` (each field broadcast once)."""
+        flat = [None if v is None else np.ravel(np.broadcast_to(np.asarray(v), shape))
+                for v in (getattr(self, f.name) for f in fields(self))]
+        return [Layout(*(None if v is None else v[i].item() for v in flat)) for i in indices]
 
     def label(self) -> str:
         """'tp8 ep1 pp1 dp1' (+ attn-dp/attn-tp when ep > 1, + redundant experts, + kv-batch) for a scalar layout."""

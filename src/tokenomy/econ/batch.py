@@ -113,8 +113,7 @@ def max_batch_fit(sv: Serving, context: float) -> int:
     """Largest whole batch whose weights + KV + activations fit in usable HBM at ``context`` (0 if none); memory
     per chip grows with the batch, so a doubling search and a bisection find the edge."""
     def ok(b):
-        t = sv.terms(b, context)
-        return t.memory_per_chip_bytes <= t.hbm_bytes
+        return sv.memory_fits(b, context)[0]
     return largest_whole(ok, int(BATCH_SEARCH_MAX))
 
 
@@ -128,9 +127,12 @@ def engine_balance_batch(sv: Serving, context: float, with_kv: bool) -> float | 
     traffic (weights + KV + activations). None: never within 1e8 sequences."""
     bound = sv.roofline()
 
-    def f(b):
+    def f(b):  # with KV: terms' compute_s and memory_s are its unmasked pass's alone (Serving.unmasked)
+        if with_kv:
+            t = bound.unmasked(b, context)
+            return np.broadcast_to(t.compute_s - t.memory_s, np.shape(b))
         t = bound.terms(b, context)
-        return (t.compute_s - t.memory_s) if with_kv else (t.matmul_s - t.weights_s)
+        return t.matmul_s - t.weights_s
     return first_crossing(f, 1.0, BATCH_SEARCH_MAX)
 
 
@@ -165,6 +167,20 @@ class BatchSummary:
         return asdict(self)
 
 
+def _operating(sv: Serving, context: float) -> tuple:
+    """(balance batch without KV, max_batch_fit, the lecture's practical target PRACTICAL_FACTORS[0] x the balance
+    batch, the operating batch: the target where it fits, else the largest batch that fits; None if none fits)."""
+    b_w = engine_balance_batch(sv, context, with_kv=False)
+    fit = max_batch_fit(sv, context)
+    target = None if b_w is None else int(np.ceil(PRACTICAL_FACTORS[0] * b_w))
+    return b_w, fit, target, None if fit == 0 else (fit if target is None else min(target, fit))
+
+
+def operating_batch(sv: Serving, context: float) -> int | None:
+    """summarize_batch's operating batch alone (``_operating``), without the KV balance and the cost points."""
+    return _operating(sv, context)[3]
+
+
 def summarize_batch(sv: Serving, context: float) -> BatchSummary:
     """Balance batches, fit cap, operating point, cost floor and unbatched penalty (engine + lecture form)."""
     from tokenomy.arch.params import count_params, weight_bytes
@@ -173,11 +189,8 @@ def summarize_batch(sv: Serving, context: float) -> BatchSummary:
     bpw = weight_bytes(sv.model, sv.weight_dtype) / p.total  # mean stored bytes per weight
     R = float(lecture_ratio(sv.peaks.flops_per_s, bpw, sv.peaks.hbm_bytes_per_s))
     sparsity = p.total / p.active
-    b_w = engine_balance_batch(sv, context, with_kv=False)
+    b_w, fit, target, op = _operating(sv, context)
     b_kv = engine_balance_batch(sv, context, with_kv=True)
-    fit = max_batch_fit(sv, context)
-    target = None if b_w is None else int(np.ceil(PRACTICAL_FACTORS[0] * b_w))
-    op = None if fit == 0 else (fit if target is None else min(target, fit))
     big = sv.terms(1e12, context)  # per-token floor: weights amortised away
     floor = float(np.ravel(big.usd_per_mtok)[0])
     t1 = sv.terms(1.0, context)

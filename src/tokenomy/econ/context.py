@@ -72,13 +72,13 @@ def engine_crossover(sv: Serving, batch: float | None = None, sparse_const=None,
     compute at a 1-token context (a batch below the balance batch: memory-bound at every length)."""
     bound = sv.roofline()
 
-    def f(C):
+    def f(C):  # terms' kv_s, other_s, memory_s and compute_s are its unmasked pass's (Serving.unmasked)
         fr = _frac(C, sparse_const, sparse_exponent)
         if batch is None:
-            t = bound.terms(1.0, C, kv_read_fraction=fr)
-            return t.kv_s + t.other_s - t.compute_s
-        t = bound.terms(batch, C, kv_read_fraction=fr)
-        return t.memory_s - t.compute_s
+            t = bound.unmasked(1.0, C, kv_read_fraction=fr)
+            return np.broadcast_to(t.kv_s + t.act_s - t.compute_s, np.shape(C))
+        t = bound.unmasked(batch, C, kv_read_fraction=fr)
+        return np.broadcast_to(t.memory_s - t.compute_s, np.shape(C))
     if float(np.ravel(f(np.array([1.0])))[0]) >= 0:
         return None
     return first_crossing(f, 1.0, CONTEXT_SEARCH_MAX)
@@ -100,8 +100,8 @@ def max_context_fit(sv: Serving, batch: float) -> int:
     """Largest context (tokens) at which ``batch`` sequences fit in usable HBM on ``sv``'s layout and the layout
     can run that batch at all (e.g. not fewer sequences than dp x micro-batches); 0 if none."""
     def ok(C):
-        t = sv.terms(batch, C)
-        return (t.memory_per_chip_bytes <= t.hbm_bytes) & (np.asarray(t.reason) == 0)
+        fits, runs = sv.memory_fits(batch, C)
+        return fits & runs
     return largest_whole(ok, int(CONTEXT_SEARCH_MAX))
 
 

@@ -62,8 +62,8 @@ class Serving(Deployment):
         w = self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw)
         real = engine.times(w, self.topo, self.peaks, self.eff)
         free_peaks = replace(self.peaks, hbm_bytes=np.inf)
-        r = engine.times(_lift(w), self.topo, free_peaks, self.eff)
-        bound = engine.times(_lift(w), self.topo, free_peaks, ROOFLINE)
+        r = self.lifted(w)
+        bound = r if self.eff is ROOFLINE else engine.times(_lift(w), self.topo, free_peaks, ROOFLINE)
         wm = engine.work(self.matmul_shape, self.topo, self.layout, self.precision,
                          engine.Pass(batch, context, len_pass, **kw))
         matmul_s = engine.times(_lift(wm), self.topo, free_peaks, self.eff).compute_s
@@ -81,6 +81,25 @@ class Serving(Deployment):
         busy = tuple(np.broadcast_to(u, shape) for u in r.busy_shares())
         return Terms(**{k: np.broadcast_to(v, shape) for k, v in out.items()}, busy=busy, layout=self.layout,
                      passes=real)
+
+    def lifted(self, w: engine.Work) -> engine.PassTerms:
+        """The engine's unmasked times of the work ``w`` (``self.work``): the batch-shape checks and the HBM
+        capacity lifted (module docstring); ``terms``' times, whose step_s alone a latency search reads."""
+        return engine.times(_lift(w), self.topo, replace(self.peaks, hbm_bytes=np.inf), self.eff)
+
+    def unmasked(self, batch, context, len_pass=1, kv_read_fraction=1.0, **kw) -> engine.PassTerms:
+        """``terms``' unmasked pass (``lifted``) alone: its step, compute and memory times, for the searches that read
+        nothing else (latency, the balance points)."""
+        return self.lifted(self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw))
+
+    def memory_fits(self, batch, context):
+        """(weights + KV + activations per chip <= usable HBM, the pass runs at all) over the grid: ``terms``'
+        memory_per_chip_bytes <= hbm_bytes and reason == 0 from the engine's own pass alone (one work, one
+        times: the searches for the largest batch or context read nothing else)."""
+        real = engine.times(self.work(batch, context, 1, kv_read_fraction=1.0), self.topo, self.peaks, self.eff)
+        shape = np.broadcast(np.asarray(batch), np.asarray(context), np.asarray(real.reason)).shape
+        return (np.broadcast_to(real.memory_per_chip_bytes <= real.hbm_bytes, shape),
+                np.broadcast_to(np.asarray(real.reason) == 0, shape))
 
     def header(self) -> str:
         """The label with the efficiency set and the layout rule: what every economics title states."""

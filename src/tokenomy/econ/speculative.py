@@ -178,7 +178,7 @@ def speculate(sv: Serving, batch, context, k: int, alpha: float, draft_cost: flo
         extra = np.broadcast_to(extra, np.shape(mem))
         mem = mem + extra
         fits = fits & (np.asarray(dt.reason) == 0) & (mem <= base.hbm_bytes)
-    round_s = ver.step_s + k * step
+    round_s = _round_s(ver.step_s, step, k)
     speed = e * base.step_s / round_s
     return Speculation(batch=B, base_step_s=base.step_s, verify_step_s=ver.step_s, round_s=round_s,
                        tokens_per_step=e, speedup=speed, cost_ratio=1.0 / speed,
@@ -186,6 +186,22 @@ def speculate(sv: Serving, batch, context, k: int, alpha: float, draft_cost: flo
                        base_bound=base.bound, fits=fits, draft_step_s=step, draft_s=k * step, verify_bound=ver.bound,
                        draft_bound=d_bound, memory_per_chip_bytes=mem, draft_bytes_per_chip=extra,
                        hbm_bytes=base.hbm_bytes)
+
+
+def _round_s(verify_step_s, draft_step_s, k: int):
+    """A speculation round: the verify pass of k+1 tokens, then k draft steps (module docstring)."""
+    return verify_step_s + k * draft_step_s
+
+
+def _latency_s(sv: Serving, batch, context, k: int, alpha: float, draft_cost: float, draft):
+    """Seconds per token a user sees at each batch, from the engine's unmasked step times alone (Serving.unmasked):
+    the plain step (k = 0), else speculate's round / E[tokens per step]; what fast_mode_point's search reads."""
+    base = sv.unmasked(batch, float(context)).step_s
+    if k == 0:
+        return base
+    ver = sv.unmasked(batch, float(context), float(k + 1), ep_low_latency=True).step_s
+    step = draft_cost * base if draft is None else draft.unmasked(batch, float(context)).step_s
+    return _round_s(ver, step, k) / float(expected_tokens_per_step(alpha, k))
 
 
 def fast_mode_rows(sv: Serving, base_batch: float, batches, context, k: int, alpha: float,
@@ -225,7 +241,8 @@ def fast_mode_point(sv: Serving, base_batch: float, context, target_speed: float
         t = sv.terms(float(base_batch), float(context))
         ref_lat, ref_cost = float(np.ravel(t.step_s)[0]), float(np.ravel(t.usd_per_mtok)[0])
     # speed(b) = ref_lat / latency(b) falls with b: find where it drops below the target.
-    b = first_crossing(lambda x: target_speed - ref_lat / per_token(x)[0], 1.0, float(base_batch))
+    latency = lambda x: _latency_s(sv, x, context, k, alpha, draft_cost, draft)  # noqa: E731  per_token's [0]
+    b = first_crossing(lambda x: target_speed - ref_lat / latency(x), 1.0, float(base_batch))
     if b is not None and b <= 1.0 and ref_lat / float(np.ravel(per_token(np.array([1.0]))[0])[0]) < target_speed:
         return None, None  # even one sequence per step is not fast enough
     b = float(base_batch) if b is None else b

@@ -62,6 +62,16 @@ def kv_tokens(dep: Deployment, prof: EngineProfile, seq_tokens, isl=None) -> KVC
     return KVCapacity(np.maximum(free, 0.0) / per_tok, per_tok, free, slots)
 
 
+def weights_leave_room(dep: Deployment, prof: EngineProfile) -> bool:
+    """Whether the weights alone leave HBM for a cache under the engine's share: f·HBM − W > 0 (a share of the total)
+    or HBM − W > 0 (of the free memory), W the weight bytes per chip (the same at every context). Where they do not,
+    kv_tokens' free bytes are <= 0 whatever the activations (>= 0) and no sequence fits: a check that needs no
+    activation pass and no KV batching."""
+    w = np.asarray(dep.lower(1.0).weight_bytes_per_chip, float)
+    hbm, f = float(dep.peaks.hbm_bytes), prof.hbm_fraction
+    return bool(np.all((f * hbm if prof.fraction_of == "total" else hbm) - w > 0))
+
+
 def largest_step_tokens(dep: Deployment, prof: EngineProfile, isl, microbatches):
     """The prefill tokens of every scheduler's largest step, over the deployment: its token budget, which an engine
     admitting whole prompts sizes to hold one (step_budget; ``isl``: the prompts served, None: the budget as

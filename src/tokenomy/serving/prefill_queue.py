@@ -60,18 +60,24 @@ class _Tails:
         self.parts = [(sl, _tail_table(self.lam[sl])) for sl in
                       (slice(a, a + step) for a in range(0, self.lam.size, step))]
 
+    def _points(self, k) -> np.ndarray:
+        """k broadcast over the points: a number or one per point (flat), or rows of one per point [row, point]."""
+        k = np.asarray(k, float)
+        return np.broadcast_to(k, k.shape[:-1] + self.lam.shape) if k.ndim > 1 else \
+            np.broadcast_to(k.ravel(), self.lam.shape)
+
     def at(self, k) -> np.ndarray:
-        """U[k] per point (k clipped to the table: 0 past every term), k broadcast over the points."""
-        k = np.broadcast_to(np.asarray(k, float).ravel(), self.lam.shape)
-        out = np.empty(self.lam.shape)
+        """U[k] per point (k clipped to the table: 0 past every term), k broadcast over the points (``_points``)."""
+        k = self._points(k)
+        out = np.empty(k.shape)
         for sl, table in self.parts:
-            idx = np.clip(k[sl], 0, table.shape[0] - 1).astype(np.intp)
-            out[sl] = table[idx, np.arange(idx.size)]
+            idx = np.clip(k[..., sl], 0, table.shape[0] - 1).astype(np.intp)
+            out[..., sl] = table[idx, np.arange(idx.shape[-1])]
         return out
 
     def tail(self, k) -> np.ndarray:
         """poisson_tail: 1 where k <= 0, 0 where the tail is below NEGLIGIBLE (``_live``), else U[k]."""
-        k = np.broadcast_to(np.asarray(k, float).ravel(), self.lam.shape)
+        k = self._points(k)
         return np.where(k <= 0, 1.0, np.where(_live(self.lam, k), np.clip(self.at(k), 0.0, 1.0), 0.0))
 
 
@@ -171,12 +177,14 @@ def closed_loop_prompt(others_per_step, prefill, room, chunks, clients):
     live = np.flatnonzero(_live(mu_f, np.floor(slack_f / I_f) + 1.0))
     if live.size:
         tails, room_l, slack_l, I_l = _Tails(mu_f[live]), room_f[live], slack_f[live], I_f[live]
-        acc = np.zeros(live.size)
-        for m in range(1, EXTRA_STEPS + 1):  # P(K_a >= k_m) falls with m: stop at the first that is 0 everywhere
-            tail = tails.tail(np.floor(((m - 1) * room_l + slack_l) / I_l) + 1.0)
-            if not np.any(tail):
+        acc, m, rows = np.zeros(live.size), 1, 4
+        while m <= EXTRA_STEPS:  # P(K_a >= k_m) falls with m: stop at the first that is 0 everywhere, the m taken
+            ms = np.arange(m, min(m + rows, EXTRA_STEPS + 1))[:, None]  # a block of rows at a time (4, 16, 64, ...)
+            tail = tails.tail(np.floor(((ms - 1) * room_l + slack_l) / I_l) + 1.0)
+            acc = np.add.accumulate(np.vstack([acc[None], tail]), axis=0)[-1]  # in m's order; a 0 row after the
+            if not np.any(tail[-1]):  # first adds nothing (the tails only fall with m)
                 break
-            acc = acc + tail
+            m, rows = m + rows, rows * 4
         extra[live] = acc
     extra = extra.reshape(shape)
     ahead = mu * I
