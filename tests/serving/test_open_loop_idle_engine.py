@@ -72,3 +72,15 @@ def test_an_idle_engine_matches_the_simulator(model, chip, tp, engine, R, isl, o
     got = sim.summary(dep.chips)
     assert got["tpot_s"] == pytest.approx(float(s.tpot_s[0]), rel=0.03)
     assert got["ttft_s"] == pytest.approx(float(s.ttft_s[0]), rel=0.05)
+
+
+def test_the_mean_steps_prompt_tokens_are_the_arrivals(small):
+    """The mean step's prefill tokens P (what busy shares, energy and --explain read) follow the arrival rate:
+    P = ISL·f_d, f_d = arrival_share at the engine's own steps (2 requests/s: ~1.2 x R·ISL a second, the prompts
+    landing in a request's own prefill step counted), where B·I/life at B = 1 gave ISL/OSL = 29 tokens a step."""
+    dep, prof = small
+    s = steady(dep, prof, isl=467, osl=16, rate=[2.0])
+    t0 = float(dep.run(1, 467 + 8, prefill_tokens=0).step_s)
+    th = float(dep.run(1, 467 + 8, prefill_tokens=467, prefill_context=467 / 2).step_s)
+    assert float(s.prefill_per_step[0]) == pytest.approx(467 * float(arrival_share(2.0, 1.0, 16.0, t0, th)), rel=0.03)
+    assert float(s.prefill_per_step[0]) < 0.5 * 467 / 16

@@ -11,7 +11,8 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
     chunks  = ceil(I / (N_tok − B_d')), life = chunks + OSL − 1   steps a request holds its slot; B_d' the
                                                            decodes beside its prompt (at most B; B − 1 in a closed
                                                            loop)
-    B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
+    B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step (open
+                                                           loop: P·f_R/f, the prompts as they come: TPOT below)
     TPOT    = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0)       f = min(1, B·chunks/life): the share of steps carrying a
                                                            prefill chunk; f_d = f·(B − 1)/B in a closed loop (a
                                                            request's own chunks precede its first token); open:
@@ -172,6 +173,7 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
     st = step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
+    P = P * st.prompt_scale  # an open loop's prompts as they come (steady_steps.arrival_share)
     if together:  # the first wave's staircase (serving.first_wave: whole prompts k a step, or chunks of N_tok)
         whole = pts.whole_prompts
         t_chunk = many(np.zeros_like(B), [first_wave.step_tokens(B, I, budget, whole)])[0][0]

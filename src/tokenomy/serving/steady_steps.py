@@ -87,6 +87,7 @@ class StepTimes:
     prefill_s: np.ndarray  # from a request's first prefill chunk to its first token
     last_chunk_s: np.ndarray  # the step of its last chunk
     served_prefill_s: object = None  # prefill_s less the open loop's wait behind full-room chunks (inf past capacity)
+    prompt_scale: object = 1.0  # the mean step's prefill tokens P as the arrival rate brings them, over B·I/life's
 
 
 def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=None) -> StepTimes:
@@ -133,6 +134,7 @@ def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=
         loads += [np.minimum(r + closed_others, slot)]
     out = many(B_d, loads)
     (heavy, bound, reason), plain = out[0], out[1][0]
+    batch_share = f
     if rate is not None:  # Poisson prompts come at R whether the engine is busy or idle (arrival_share)
         f = f_d = np.minimum(f, arrival_share(rate, chunks, pts.osl, plain, heavy))
     tpot = f_d * heavy + (1.0 - f_d) * plain
@@ -162,5 +164,5 @@ def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=
         served = (chunks - 1.0) * t_full + (1.0 + spill) * t_last
         pf = served + full_chunk_queue_s(rate, (chunks - 1.0) * t_full)
         residual = residual * busy_share(rate, served + (pts.osl - 1.0) * tpot)  # an idle engine starts it at once
-        return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last, served)
+        return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last, served, f / batch_share)
     return StepTimes(tpot, mean, plain, bound, reason, residual, pf, t_last)
