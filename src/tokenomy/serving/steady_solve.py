@@ -11,10 +11,14 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
     chunks  = ceil(I / (N_tok − B_d')), life = chunks + OSL − 1   steps a request holds its slot; B_d' the
                                                            decodes beside its prompt (at most B; B − 1 in a closed
                                                            loop)
-    B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step
+    B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step (open
+                                                           loop: P·f_R/f, the prompts as they come: TPOT below)
     TPOT    = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0)       f = min(1, B·chunks/life): the share of steps carrying a
                                                            prefill chunk; f_d = f·(B − 1)/B in a closed loop (a
-                                                           request's own chunks precede its first token), f open
+                                                           request's own chunks precede its first token); open:
+                                                           f = f_d = min(f, f_R), f_R the share the arrival rate
+                                                           brings (steady_steps.arrival_share: B is held at 1 where
+                                                           the engine idles between requests, f_R is not)
     TTFT    = queue + wait + (c − 1)·t(B_d, room) + t(B_d, min(r + P·(B − 1)/B, slot)) + push + o_req
               c = chunks, the first c − 1 full (room = N_tok − B_d, a closed loop's N_tok − B_d·(B − 1)/B: the
               budget the decodes beside it leave), the last r = I − (c − 1)·room tokens sharing its step with the
@@ -28,7 +32,8 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               --scheduler-recv-interval r_recv) adds (r_recv − 1)/2 plain decode steps (scheduler.poll_steps) where
               others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA), and the steps
               TensorRT-LLM's delayed batching holds its prompt (batch_wait.held_steps, batch_wait_*); plus
-              for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), and
+              for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), times the
+              chance 1 − exp(−R·L) that the engine is mid-step (steady_steps.busy_share), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (steady_steps.step_times); 0 for a closed loop (a client's next
               request lands at a step boundary); "together": all U prompts in the first steps, request j
@@ -168,6 +173,7 @@ def solve(step, pts: Points, *, closed: bool, arrivals="staggered") -> Solved:
     st = step_times(many, pts, B, mean, prefill=not together, rate=None if closed else load)
     tpot, t_plain, bound, reason, pf, t_chunk = (st.tpot_s, st.plain_s, st.bound, st.reason, st.prefill_s,
                                                  st.last_chunk_s)
+    P = P * st.prompt_scale  # an open loop's prompts as they come (steady_steps.arrival_share)
     if together:  # the first wave's staircase (serving.first_wave: whole prompts k a step, or chunks of N_tok)
         whole = pts.whole_prompts
         t_chunk = many(np.zeros_like(B), [first_wave.step_tokens(B, I, budget, whole)])[0][0]
