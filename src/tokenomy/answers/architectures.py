@@ -102,7 +102,7 @@ def _curve(sv, contexts, max_batch: int) -> list[dict]:
 
 def _runs(sv, batch: int) -> bool:
     """The layout can run ``batch`` sequences at all (no batch-shape reason: dp or pipeline stages > sequences)."""
-    r = int(np.ravel(sv.terms(float(batch), 1.0).reason)[0])
+    r = int(np.ravel(sv.engine_pass(float(batch), 1.0).reason)[0])
     return not engine.FIRST_POINT_REASON <= r < engine.FITS_REASON
 
 

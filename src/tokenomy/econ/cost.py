@@ -92,11 +92,16 @@ class Serving(Deployment):
         nothing else (latency, the balance points)."""
         return self.lifted(self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw))
 
+    def engine_pass(self, batch, context) -> engine.PassTerms:
+        """The engine's own (masked) pass of one new token at ``batch`` x ``context``: ``terms``' ``passes`` alone,
+        without the roofline bound or the matmul share (no second model shape built for a check)."""
+        return engine.times(self.work(batch, context, 1, kv_read_fraction=1.0), self.topo, self.peaks, self.eff)
+
     def memory_fits(self, batch, context):
         """(weights + KV + activations per chip <= usable HBM, the pass runs at all) over the grid: ``terms``'
         memory_per_chip_bytes <= hbm_bytes and reason == 0 from the engine's own pass alone (one work, one
         times: the searches for the largest batch or context read nothing else)."""
-        real = engine.times(self.work(batch, context, 1, kv_read_fraction=1.0), self.topo, self.peaks, self.eff)
+        real = self.engine_pass(batch, context)
         shape = np.broadcast(np.asarray(batch), np.asarray(context), np.asarray(real.reason)).shape
         return (np.broadcast_to(real.memory_per_chip_bytes <= real.hbm_bytes, shape),
                 np.broadcast_to(np.asarray(real.reason) == 0, shape))

@@ -1,0 +1,35 @@
+"""Work /context-compare no longer repeats (issue 27 item 9): the largest-context search's check that a layout runs
+a batch at all reads the engine's own pass (Serving.engine_pass), not the full terms, which built a second model
+shape without attention (Serving.matmul_shape) for every chip count it probed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenomy.answers import architectures
+from tokenomy.answers.econ_serving import deployment_request, serving
+from tokenomy.econ import cost
+
+
+def test_the_largest_context_search_builds_no_matmul_shape(monkeypatch):
+    sv = serving(deployment_request("llama-3.1-70b", "gb200-nvl72", None, {}), [1.0], [8192.0])
+    built = []
+    shape = cost.coefficients
+
+    def counted(model, *a, **kw):
+        built.append(model.name)
+        return shape(model, *a, **kw)
+
+    monkeypatch.setattr(cost, "coefficients", counted)
+    context, chips = architectures._max_context(sv, 1)  # a dense model at batch 1 on 72 chips: fewer chips
+    assert context > 0 and chips < 72
+    assert built == []
+    assert sv.terms(1.0, 8192.0).mfu is not None and built == ["llama-3.1-70b"]  # the full terms do build it
+
+
+def test_the_engine_pass_is_the_terms_own_pass():
+    sv = serving(deployment_request("llama-3.1-70b", "hgx-h100-8", None, {}), [1.0], [8192.0])
+    for batch, context in [(1.0, 1.0), (64.0, 8192.0), (4096.0, 131072.0)]:
+        own, full = sv.engine_pass(batch, context), sv.terms(batch, context).passes
+        assert np.array_equal(np.ravel(own.reason), np.ravel(full.reason))
+        assert np.array_equal(np.ravel(own.memory_per_chip_bytes), np.ravel(full.memory_per_chip_bytes))
