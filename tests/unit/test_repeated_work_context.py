@@ -1,6 +1,7 @@
 """Work /context-compare no longer repeats (issue 27 item 9): the largest-context search's check that a layout runs
 a batch at all reads the engine's own pass (Serving.engine_pass), not the full terms, which built a second model
-shape without attention (Serving.matmul_shape) for every chip count it probed."""
+shape without attention (Serving.matmul_shape) for every chip count it probed; that shape is built once per model
+(cost.matmul_shape_of), not once per Serving (each layout search's result and its roofline copy)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,14 @@ def test_the_largest_context_search_builds_no_matmul_shape(monkeypatch):
         return shape(model, *a, **kw)
 
     monkeypatch.setattr(cost, "coefficients", counted)
+    cost.matmul_shape_of.cache_clear()
     context, chips = architectures._max_context(sv, 1)  # a dense model at batch 1 on 72 chips: fewer chips
     assert context > 0 and chips < 72
     assert built == []
     assert sv.terms(1.0, 8192.0).mfu is not None and built == ["llama-3.1-70b"]  # the full terms do build it
+    sv.roofline().terms(1.0, 8192.0)  # a roofline copy (the balance search's) and another chip count reuse it
+    serving(deployment_request("llama-3.1-70b", "gb200-nvl72", 8, {}), [1.0], [8192.0]).terms(4.0, 8192.0)
+    assert built == ["llama-3.1-70b"]
 
 
 def test_the_engine_pass_is_the_terms_own_pass():

@@ -16,7 +16,7 @@ points are real, and every row built from Terms shows no time where a point does
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,6 +37,13 @@ def check_positive(name: str, v) -> float:
     return x
 
 
+@lru_cache(maxsize=32)
+def matmul_shape_of(model) -> ModelShape:
+    """The model without its attention-score ops (core/coeffs.coefficients filtered): it depends on the model alone,
+    so the layout search's probes and a roofline copy (``Serving.roofline``) build it once, not once per Serving."""
+    return shape_of(model, coefficients(model, keep=lambda op: op.kind != "attention"))
+
+
 @dataclass(frozen=True)
 class Serving(Deployment):
     """A deployment as the serving economics see it: the engine's input plus the rule that chose the layout."""
@@ -48,10 +55,11 @@ class Serving(Deployment):
         if self.usd_per_chip_hour is not None:
             check_positive("usd_per_chip_hour", self.usd_per_chip_hour)
 
-    @cached_property
+    @property
     def matmul_shape(self) -> ModelShape:
-        """The model without its attention-score ops: the engine's weight-matmul share of compute."""
-        return shape_of(self.model, coefficients(self.model, keep=lambda op: op.kind != "attention"))
+        """The model without its attention-score ops: the engine's weight-matmul share of compute (``matmul_shape_of``:
+        one per model, shared by its layouts, chip counts and roofline copies)."""
+        return matmul_shape_of(self.model)
 
     def roofline(self) -> "Serving":
         """The same layout and dtypes under ideal efficiencies: the bound beside the estimate."""
