@@ -38,3 +38,29 @@ def test_the_engine_pass_is_the_terms_own_pass():
         own, full = sv.engine_pass(batch, context), sv.terms(batch, context).passes
         assert np.array_equal(np.ravel(own.reason), np.ravel(full.reason))
         assert np.array_equal(np.ravel(own.memory_per_chip_bytes), np.ravel(full.memory_per_chip_bytes))
+
+
+def test_the_curve_searches_its_largest_batches_together(monkeypatch):
+    from tokenomy.econ import batch as eb
+    sv = serving(deployment_request("deepseek-v3", "gb200-nvl72", None, {}), [1.0], [8192.0])
+    contexts = architectures.CURVE
+    calls = []
+    fits = cost.Serving.memory_fits
+
+    def counted(self, b, c):
+        calls.append(np.shape(b))
+        return fits(self, b, c)
+
+    monkeypatch.setattr(cost.Serving, "memory_fits", counted)
+    each = [eb.max_batch_fit(sv, C) for C in contexts]
+    alone = len(calls)
+    calls.clear()
+    assert eb.max_batch_fits(sv, contexts) == each and each[0] > each[-1] > 0
+    assert len(calls) * len(contexts) <= alone + len(contexts)  # one round for all contexts, not one per context
+
+
+def test_largest_whole_each_is_the_largest_true_per_column():
+    edges = np.array([0, 1, 7, 1000, 4096])  # ok(x) = x <= edge: 0 none, 4096 all of [1, 4096]
+    got = cost.largest_whole_each(lambda x: x <= edges, 4096, edges.size)
+    assert list(got) == [0, 1, 7, 1000, 4096]
+    assert [cost.largest_whole(lambda x, e=e: x <= e, 4096) for e in edges] == [0, 1, 7, 1000, 4096]

@@ -88,8 +88,7 @@ def _balance(sv) -> tuple[int | None, str]:
 def _curve(sv, contexts, max_batch: int) -> list[dict]:
     """MFU and $/Mtok vs context at the operating batch of each context (calibrated)."""
     out = []
-    for C in contexts:
-        fit = eb.max_batch_fit(sv, C)
+    for C, fit in zip(contexts, eb.max_batch_fits(sv, contexts)):
         B = min(fit, max_batch)
         t = sv.terms(float(max(B, 1)), float(C))
         ok = B > 0 and bool(np.ravel(t.fits)[0])

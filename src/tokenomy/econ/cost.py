@@ -204,17 +204,28 @@ def largest_whole(ok, hi: int) -> int:
 
     ``ok`` takes an array of whole numbers and returns booleans: powers of two first, then the bracket narrowed
     REFINE_POINTS whole numbers at a time (the same answer as a bisection, in fewer calls)."""
+    return int(largest_whole_each(lambda x: np.reshape(ok(x[:, 0]), (-1, 1)), hi, 1)[0])
+
+
+def largest_whole_each(ok, hi: int, n: int) -> np.ndarray:
+    """``largest_whole`` of n monotone predicates at once, one engine call per round for all of them (the largest
+    batch at each of n contexts): ``ok`` takes whole numbers [points, n], column j for predicate j, and returns
+    booleans of that shape. A column whose bracket is closed is probed at its last good number (padding)."""
     p = np.array([float(1 << i) for i in range(int(hi).bit_length())] + [float(hi)])
-    good = np.asarray(ok(p), dtype=bool)
-    if not good[0]:
-        return 0
-    if good[-1]:
-        return int(hi)
-    j = int(np.flatnonzero(~good)[0])
-    lo, up = int(p[j - 1]), int(p[j])  # ok(lo), not ok(up)
-    while up - lo > 1:
-        x = np.unique(np.linspace(lo, up, min(REFINE_POINTS, up - lo + 1)).round())[1:-1]
-        bad = np.flatnonzero(~np.asarray(ok(x.astype(float)), dtype=bool))
-        k = int(bad[0]) if bad.size else x.size  # x[k] the first that does not fit
-        lo, up = (int(x[k - 1]) if k > 0 else lo), (int(x[k]) if k < x.size else up)
+    good = np.asarray(ok(np.repeat(p[:, None], n, axis=1)), dtype=bool)
+    bad_at = [int(np.flatnonzero(~good[:, j])[0]) if not good[:, j].all() else None for j in range(n)]
+    lo = np.array([0 if k == 0 else hi if k is None else int(p[k - 1]) for k in bad_at], dtype=np.int64)
+    up = np.array([1 if k == 0 else hi if k is None else int(p[k]) for k in bad_at], dtype=np.int64)
+    while np.any(up - lo > 1):
+        xs = [np.unique(np.linspace(a, b, min(REFINE_POINTS, b - a + 1)).round())[1:-1] if b - a > 1
+              else np.array([float(max(a, 1))]) for a, b in zip(lo, up)]
+        m = max(x.size for x in xs)
+        grid = np.stack([np.concatenate([x, np.full(m - x.size, x[-1])]) for x in xs], axis=1)
+        fits = np.asarray(ok(grid), dtype=bool)
+        for j, x in enumerate(xs):
+            if up[j] - lo[j] <= 1:
+                continue
+            bad = np.flatnonzero(~fits[:x.size, j])
+            k = int(bad[0]) if bad.size else x.size  # x[k] the first that does not fit
+            lo[j], up[j] = (int(x[k - 1]) if k > 0 else lo[j]), (int(x[k]) if k < x.size else up[j])
     return lo
