@@ -64,3 +64,22 @@ def test_largest_whole_each_is_the_largest_true_per_column():
     got = cost.largest_whole_each(lambda x: x <= edges, 4096, edges.size)
     assert list(got) == [0, 1, 7, 1000, 4096]
     assert [cost.largest_whole(lambda x, e=e: x <= e, 4096) for e in edges] == [0, 1, 7, 1000, 4096]
+
+
+def test_the_curve_times_its_operating_points_in_one_pass(monkeypatch):
+    sv = serving(deployment_request("deepseek-v3.2", "hgx-h100-8", None, {"kv_dtype": "fp8"}), [1.0], [8192.0])
+    passes = []
+    terms = cost.Serving.terms
+
+    def counted(self, b, c, *a, **kw):
+        passes.append(np.shape(c))
+        return terms(self, b, c, *a, **kw)
+
+    monkeypatch.setattr(cost.Serving, "terms", counted)
+    curve = architectures._curve(sv, architectures.CURVE, 64)
+    assert passes == [(len(architectures.CURVE),)]
+    assert curve[0]["step_s"] is not None
+    for p in curve[::3]:  # each point as its own pass gives the same numbers (MLA and a sparse index: per point)
+        t = terms(sv, float(max(p["batch"], 1)), float(p["context"]))
+        assert p["step_s"] == (float(np.ravel(t.step_s)[0]) if p["step_s"] is not None else None)
+        assert p["mfu"] == (float(np.ravel(t.mfu)[0]) if p["mfu"] is not None else None)
