@@ -87,22 +87,22 @@ def _balance(sv) -> tuple[int | None, str]:
 
 def _curve(sv, contexts, max_batch: int) -> list[dict]:
     """MFU and $/Mtok vs context at the operating batch of each context (calibrated)."""
+    fits = eb.max_batch_fits(sv, contexts)
+    Bs = [min(fit, max_batch) for fit in fits]
+    t = sv.terms(np.array([float(max(B, 1)) for B in Bs]), np.array(contexts, float))  # one pass over the points
     out = []
-    for C in contexts:
-        fit = eb.max_batch_fit(sv, C)
-        B = min(fit, max_batch)
-        t = sv.terms(float(max(B, 1)), float(C))
-        ok = B > 0 and bool(np.ravel(t.fits)[0])
-        g = (lambda x: float(np.ravel(x)[0]) if ok else None)  # noqa: E731
+    for i, (C, fit, B) in enumerate(zip(contexts, fits, Bs)):
+        ok = B > 0 and bool(np.ravel(t.fits)[i])
+        g = (lambda x: float(np.ravel(x)[i]) if ok else None)  # noqa: E731
         out.append({"context": int(C), "batch": B, "max_batch_fit": fit, "mfu": g(t.mfu),
                     "usd_per_mtok": g(t.usd_per_mtok), "step_s": g(t.step_s),
-                    "bound": t.bound_name(0) if ok else None})
+                    "bound": t.bound_name(i) if ok else None})
     return out
 
 
 def _runs(sv, batch: int) -> bool:
     """The layout can run ``batch`` sequences at all (no batch-shape reason: dp or pipeline stages > sequences)."""
-    r = int(np.ravel(sv.terms(float(batch), 1.0).reason)[0])
+    r = int(np.ravel(sv.engine_pass(float(batch), 1.0).reason)[0])
     return not engine.FIRST_POINT_REASON <= r < engine.FITS_REASON
 
 

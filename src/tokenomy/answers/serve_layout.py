@@ -35,8 +35,7 @@ from tokenomy.answers.passes import choose_layout
 from tokenomy.answers.plan_serving import meets
 from tokenomy.answers.requests import EngineRequest, WorkloadRequest
 from tokenomy.core.deployment import Deployment
-from tokenomy.parallel.search import (Constraints, candidate_layouts, default_batches, exact_layouts, run_layouts,
-                                      search)
+from tokenomy.parallel.search import Constraints, default_batches, exact_layouts, run_layouts, search
 from tokenomy.serving.kv_capacity import weights_leave_room
 from tokenomy.serving.scheduler import kv_capacity
 from tokenomy.serving.steady import Prefix, Sending, steady
@@ -55,7 +54,7 @@ def candidates(dep, chips, load_batch, isl, osl, eng: EngineRequest):
     ranked = ranked_of(P, run_layouts(dep, P, *_points(load_batch, isl, osl)))[:USABLE_CHECKS]
     cap = float(eng.max_batch or eng.profile().max_batch)
     res = search(dep, chips=n, constraints=Constraints(context=isl + osl / 2.0), batches=default_batches(cap),
-                 layouts=candidate_layouts(dep.shape, n, dep.topo.domain_size, exact=True))
+                 layouts=P)  # the same exact layouts, enumerated once
     n_layouts = np.shape(res.feasible)[0]
     labels = [lay.label() for lay in res.layouts.each((n_layouts,), range(n_layouts))]
     keep = {labels[int(i) // np.size(res.batches)] for i in res.front}

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from tokenomy.core.engine import BOUNDS
-from tokenomy.econ.cost import Serving, Terms, first_crossing, largest_whole
+from tokenomy.econ.cost import Serving, Terms, first_crossing, largest_whole, largest_whole_each
 
 PRACTICAL_FACTORS = (2.0, 3.0)  # lecture §2.2: "take this and maybe double or triple it"
 BATCH_SEARCH_MAX = 1e8
@@ -115,6 +115,13 @@ def max_batch_fit(sv: Serving, context: float) -> int:
     def ok(b):
         return sv.memory_fits(b, context)[0]
     return largest_whole(ok, int(BATCH_SEARCH_MAX))
+
+
+def max_batch_fits(sv: Serving, contexts) -> list[int]:
+    """``max_batch_fit`` at each of ``contexts``, all searched together (cost.largest_whole_each: one memory pass
+    per round over the batches x contexts grid, not one search per context)."""
+    C = np.asarray(contexts, float)
+    return [int(b) for b in largest_whole_each(lambda b: sv.memory_fits(b, C)[0], int(BATCH_SEARCH_MAX), C.size)]
 
 
 def engine_balance_batch(sv: Serving, context: float, with_kv: bool) -> float | None:

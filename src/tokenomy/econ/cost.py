@@ -16,7 +16,7 @@ points are real, and every row built from Terms shows no time where a point does
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,6 +37,13 @@ def check_positive(name: str, v) -> float:
     return x
 
 
+@lru_cache(maxsize=32)
+def matmul_shape_of(model) -> ModelShape:
+    """The model without its attention-score ops (core/coeffs.coefficients filtered): it depends on the model alone,
+    so the layout search's probes and a roofline copy (``Serving.roofline``) build it once, not once per Serving."""
+    return shape_of(model, coefficients(model, keep=lambda op: op.kind != "attention"))
+
+
 @dataclass(frozen=True)
 class Serving(Deployment):
     """A deployment as the serving economics see it: the engine's input plus the rule that chose the layout."""
@@ -48,10 +55,11 @@ class Serving(Deployment):
         if self.usd_per_chip_hour is not None:
             check_positive("usd_per_chip_hour", self.usd_per_chip_hour)
 
-    @cached_property
+    @property
     def matmul_shape(self) -> ModelShape:
-        """The model without its attention-score ops: the engine's weight-matmul share of compute."""
-        return shape_of(self.model, coefficients(self.model, keep=lambda op: op.kind != "attention"))
+        """The model without its attention-score ops: the engine's weight-matmul share of compute (``matmul_shape_of``:
+        one per model, shared by its layouts, chip counts and roofline copies)."""
+        return matmul_shape_of(self.model)
 
     def roofline(self) -> "Serving":
         """The same layout and dtypes under ideal efficiencies: the bound beside the estimate."""
@@ -92,11 +100,16 @@ class Serving(Deployment):
         nothing else (latency, the balance points)."""
         return self.lifted(self.work(batch, context, len_pass, kv_read_fraction=kv_read_fraction, **kw))
 
+    def engine_pass(self, batch, context) -> engine.PassTerms:
+        """The engine's own (masked) pass of one new token at ``batch`` x ``context``: ``terms``' ``passes`` alone,
+        without the roofline bound or the matmul share (no second model shape built for a check)."""
+        return engine.times(self.work(batch, context, 1, kv_read_fraction=1.0), self.topo, self.peaks, self.eff)
+
     def memory_fits(self, batch, context):
         """(weights + KV + activations per chip <= usable HBM, the pass runs at all) over the grid: ``terms``'
         memory_per_chip_bytes <= hbm_bytes and reason == 0 from the engine's own pass alone (one work, one
         times: the searches for the largest batch or context read nothing else)."""
-        real = engine.times(self.work(batch, context, 1, kv_read_fraction=1.0), self.topo, self.peaks, self.eff)
+        real = self.engine_pass(batch, context)
         shape = np.broadcast(np.asarray(batch), np.asarray(context), np.asarray(real.reason)).shape
         return (np.broadcast_to(real.memory_per_chip_bytes <= real.hbm_bytes, shape),
                 np.broadcast_to(np.asarray(real.reason) == 0, shape))
@@ -191,17 +204,28 @@ def largest_whole(ok, hi: int) -> int:
 
     ``ok`` takes an array of whole numbers and returns booleans: powers of two first, then the bracket narrowed
     REFINE_POINTS whole numbers at a time (the same answer as a bisection, in fewer calls)."""
+    return int(largest_whole_each(lambda x: np.reshape(ok(x[:, 0]), (-1, 1)), hi, 1)[0])
+
+
+def largest_whole_each(ok, hi: int, n: int) -> np.ndarray:
+    """``largest_whole`` of n monotone predicates at once, one engine call per round for all of them (the largest
+    batch at each of n contexts): ``ok`` takes whole numbers [points, n], column j for predicate j, and returns
+    booleans of that shape. A column whose bracket is closed is probed at its last good number (padding)."""
     p = np.array([float(1 << i) for i in range(int(hi).bit_length())] + [float(hi)])
-    good = np.asarray(ok(p), dtype=bool)
-    if not good[0]:
-        return 0
-    if good[-1]:
-        return int(hi)
-    j = int(np.flatnonzero(~good)[0])
-    lo, up = int(p[j - 1]), int(p[j])  # ok(lo), not ok(up)
-    while up - lo > 1:
-        x = np.unique(np.linspace(lo, up, min(REFINE_POINTS, up - lo + 1)).round())[1:-1]
-        bad = np.flatnonzero(~np.asarray(ok(x.astype(float)), dtype=bool))
-        k = int(bad[0]) if bad.size else x.size  # x[k] the first that does not fit
-        lo, up = (int(x[k - 1]) if k > 0 else lo), (int(x[k]) if k < x.size else up)
+    good = np.asarray(ok(np.repeat(p[:, None], n, axis=1)), dtype=bool)
+    bad_at = [int(np.flatnonzero(~good[:, j])[0]) if not good[:, j].all() else None for j in range(n)]
+    lo = np.array([0 if k == 0 else hi if k is None else int(p[k - 1]) for k in bad_at], dtype=np.int64)
+    up = np.array([1 if k == 0 else hi if k is None else int(p[k]) for k in bad_at], dtype=np.int64)
+    while np.any(up - lo > 1):
+        xs = [np.unique(np.linspace(a, b, min(REFINE_POINTS, b - a + 1)).round())[1:-1] if b - a > 1
+              else np.array([float(max(a, 1))]) for a, b in zip(lo, up)]
+        m = max(x.size for x in xs)
+        grid = np.stack([np.concatenate([x, np.full(m - x.size, x[-1])]) for x in xs], axis=1)
+        fits = np.asarray(ok(grid), dtype=bool)
+        for j, x in enumerate(xs):
+            if up[j] - lo[j] <= 1:
+                continue
+            bad = np.flatnonzero(~fits[:x.size, j])
+            k = int(bad[0]) if bad.size else x.size  # x[k] the first that does not fit
+            lo[j], up[j] = (int(x[k - 1]) if k > 0 else lo[j]), (int(x[k]) if k < x.size else up[j])
     return lo
