@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "tokenomy"
 OLD = {
     "C for the clients": r"\bC (clients|users|sessions)\b|concurrency\W{1,3}C\b|\bC = (np\.\w+\()*.*\bconcurrency\b",
     "R for the rate": r"\bR requests/s|\brate R\b|\bR/dp\b|\bR < mu|min\(R, mu|\bR = (np\.\w+\()*.*\brate\b"
-                      r"|\bR·(lifetime|L\(|a·|t\()|N/R\b",
+                      r"|\bR·(lifetime|L\b|L\(|a·|t\(|c\b|I\b)|N/R\b|\bcome at R\b|exp\(−R·",
     "R for the receive interval": r"\bR-th\b|\(R − 1\)/2|--scheduler-recv-interval R\b",
 }
 
@@ -34,7 +34,9 @@ def test_the_patterns_catch_what_they_name():
                "R for the receive interval": "receives every R-th decode step"}
     for what, text in samples.items():
         assert re.search(OLD[what], text), what
-    for text in ("open loop: B = R·lifetime", "a = min(N/R, lifetime)"):  # the finite run's formula, as once written
+    for text in ("open loop: B = R·lifetime", "a = min(N/R, lifetime)",  # the finite run's formula, as once written
+                 "busy with chance 1 − exp(−R·L)", "a = R·c", "arrivals come at R whether"):  # the idle engine's, as once
+
         assert re.search(OLD["R for the rate"], text), text
     assert not any(re.search(p, "U clients at λ requests/s, every r_recv-th step") for p in OLD.values())
 

@@ -43,4 +43,6 @@ def test_a_wave_packed_into_fewer_passes_waits_longer_for_its_first_token(prepar
     s_big, s_small = prepare_serving(cases), prepare_serving(small)
     terms = vrun.stored_terms(list(s_big.chip))
     big, little = (predict_serving(s, gather(s.chip, terms)).value for s in (s_big, s_small))
-    assert np.all(big > little * 1.02)
+    # the rise is the fitted terms' (over 2% on the terms before this stop's refit, +1.97% after it): 1% tells a rise
+    # from equal passes, whose times the solver gives to 1e-9
+    assert np.all(big > little * 1.01)

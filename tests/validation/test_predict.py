@@ -130,17 +130,22 @@ def test_concurrency_tpot_is_the_engine_step(prepared, calibrated):
 
 def test_request_rate_step_lies_between_the_whole_batches_around_it(prepared, calibrated):
     """A request-rate step runs n = B·(OSL − 1)/OSL decodes on average (whole prompts: one prefill step per
-    request, a share min(1, B/OSL) of the steps carrying one): its time lies between the mixed steps at floor(n)
-    and ceil(n) (dense models)."""
+    request). A share f of the steps carries h = B·ISL/(OSL·f_B) prompt tokens, f_B = min(1, B/OSL) the running
+    batch's share, so the mean step's prefill tokens are f·h; f is f_B where the engine is busy and less where it
+    idles between requests (Poisson prompts come at the rate, steady_steps.arrival_share): its time lies between
+    the mixed steps at floor(n) and ceil(n) with that share (dense models)."""
     s = prepared.serving
     rr = [i for i in np.flatnonzero(s.scenario == SCENARIO_CODE["request_rate"]) if s.cases[i].case.metric == "tpot_s"]
     assert rr
     for i in rr[:6]:
         c = s.cases[i].case
         b, p = calibrated.batch[i], calibrated.prefill_tokens[i]
-        n, share = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
+        n, f_batch = max(b * (c.osl - 1) / c.osl, 1.0), min(1.0, b / c.osl)
+        heavy = b * c.isl / c.osl / f_batch
+        share = p / heavy
+        assert 0.0 < share <= f_batch * (1 + 1e-9), (c.id, share, f_batch)
         d = _deployment(c)
-        lo, hi = (_mixed_step(d, c, x, p / share, share) for x in (np.floor(n), np.ceil(n)))
+        lo, hi = (_mixed_step(d, c, x, heavy, share) for x in (np.floor(n), np.ceil(n)))
         assert lo * (1 - 1e-9) <= calibrated.value[i] <= hi * (1 + 1e-9), (c.id, n, lo, calibrated.value[i], hi)
 
 

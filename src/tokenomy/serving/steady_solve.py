@@ -33,7 +33,7 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
               others decode as it lands (closed loop: min(1, B − 1); open: min(1, B) by PASTA), and the steps
               TensorRT-LLM's delayed batching holds its prompt (batch_wait.held_steps, batch_wait_*); plus
               for open-loop arrivals the rest of the step under way, E[T²]/(2·E[T]) (size-biased), times the
-              chance 1 − exp(−R·L) that the engine is mid-step (steady_steps.busy_share), and
+              chance 1 − exp(−λ·L) that the engine is mid-step (steady_steps.busy_share), and
               the last chunk shares its step with the prompts that landed in the same step, spills past the
               room and queues behind full-room chunks (steady_steps.step_times); 0 for a closed loop (a client's next
               request lands at a step boundary); "together": all U prompts in the first steps, request j

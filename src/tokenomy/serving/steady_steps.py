@@ -42,11 +42,11 @@ def mean_step(B, osl, I, budget, closed=False) -> MeanStep:
 
 def arrival_share(rate, chunks, osl, plain_s, heavy_s):
     """Open loop: the share f_d of the steps a request decodes in that carry another's prompt chunk, from the
-    arrival rate R alone. Prompts that land during a step ride in the next (in-flight batching), one chunk a step,
+    arrival rate λ alone. Prompts that land during a step ride in the next (in-flight batching), one chunk a step,
     so the n = OSL − 1 decode steps of a request carry the chunks of the prompts that came during its own c prefill
-    steps and its first n − 1 decode steps: R·c·(c·t_h + (n − 1)·TPOT) chunks, TPOT = t_0 + f_d·(t_h − t_0)
+    steps and its first n − 1 decode steps: λ·c·(c·t_h + (n − 1)·TPOT) chunks, TPOT = t_0 + f_d·(t_h − t_0)
     (t_0 = ``plain_s``, t_h = ``heavy_s`` a step with a chunk). Solved for f_d:
-        f_d = a·(c·t_h + (n − 1)·t_0) / (n − a·(t_h − t_0)·(n − 1)),   a = R·c   (1 where the denominator is <= 0)
+        f_d = a·(c·t_h + (n − 1)·t_0) / (n − a·(t_h − t_0)·(n − 1)),   a = λ·c   (1 where the denominator is <= 0)
     (n -> inf: f_d = ρ·t_0/((1 − ρ)(t_h − t_0)), ρ = a·(t_h − t_0): the gated service of
     prefill_queue.gated_residual_s). The running batch's share B·c/life (step_times) is the same count with
     Little's law's B = λ·lifetime, but where the engine idles between requests (λ·lifetime < 1) B is held at the
@@ -64,13 +64,13 @@ def arrival_share(rate, chunks, osl, plain_s, heavy_s):
 
 
 def busy_share(rate, in_engine_s):
-    """Open loop: the chance that a Poisson arrival finds the engine mid-step, 1 − exp(−R·L), L = ``in_engine_s``
+    """Open loop: the chance that a Poisson arrival finds the engine mid-step, 1 − exp(−λ·L), L = ``in_engine_s``
     the time a request holds the engine (its prefill and OSL − 1 decode steps). Each request stays L whatever the
-    others do while the engine is far from full, so the requests in it are Poisson with mean R·L (M/G/∞; by PASTA
-    an arrival sees the time average) and the engine is empty with chance exp(−R·L); an arrival then starts its
+    others do while the engine is far from full, so the requests in it are Poisson with mean λ·L (M/G/∞; by PASTA
+    an arrival sees the time average) and the engine is empty with chance exp(−λ·L); an arrival then starts its
     prompt at once, with no rest of a step to wait for. Llama-3.1-8B on one H200, 467/16 at 2 requests/s:
-    R·L = 0.24, so 79% of the arrivals find it idle; the simulator's TTFT agrees (tests/serving/
-    test_open_loop_prefill.py). R·L >> 1: every arrival waits, the size-biased rest of the step (step_times)."""
+    λ·L = 0.24, so 79% of the arrivals find it idle; the simulator's TTFT agrees (tests/serving/
+    test_open_loop_prefill.py). λ·L >> 1: every arrival waits, the size-biased rest of the step (step_times)."""
     return -np.expm1(-np.asarray(rate, float) * np.asarray(in_engine_s, float))
 
 
@@ -94,7 +94,7 @@ def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=
     """TPOT: a request holds its slot ``life`` steps, ``chunks`` of them carrying its prefill, so a share
     f = min(1, B·chunks/life) of all steps carry prefill — P/f tokens each — and the rest none. Its own chunks
     precede its first token, so in a closed loop the steps it decodes in carry the other B − 1 clients' chunks:
-    (B − 1)·c chunks in every ``life`` steps, a share f_d = f·(B − 1)/B (an open loop's arrivals come at R whether
+    (B − 1)·c chunks in every ``life`` steps, a share f_d = f·(B − 1)/B (an open loop's arrivals come at λ whether
     it runs or not: f_d = f); TPOT = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0) (8 users of 16k/256: 7 of the 8 prompts'
     chunks land in a request's decode). (A mean step t(B_d, P) would overstate it where t is concave in P, as a
     one-shot all-reduce that gives way to a two-shot makes it; the simulator sees the mix.)
@@ -112,14 +112,14 @@ def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=
     (t(B_d, room) − t(B_d, 0))/room, or for a prompt of one chunk the chord to the step it decodes beside,
     (t(B_d, L) − t(B_d, 0))/L at its load L = min(P/f, N_tok − B_d) (the step is near linear in its prefill tokens
     past a few hundred: 70B tp8, 64 decodes, 4.0e-5 s a token from 256 to 8128). Open loop at rate λ: those that landed
-    in the same (size-biased) step, R·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
+    in the same (size-biased) step, λ·I·E[T²]/E[T] tokens, that step taken 1 + P(spill) times (``spill_share``)
     after the wait behind full-room chunks (``full_chunk_queue_s``); the open loop times the last chunk at the
     room, whole-prompt engine or not (the simulator measured the trtllm profile 7% under it at 5000/128, 3 req/s).
     ``many``: the step function's (solve), ``mean``: the point's mean step at B running (mean_step)."""
     chunks, life, B_d, P = mean
     I, budget, whole_prompts = pts.prefill, pts.budget, pts.whole_prompts
     f = np.clip(B * chunks / np.maximum(life, 1.0), 1e-12, 1.0)
-    # a closed loop's others are the B − 1 other clients; Poisson arrivals come at R whether it runs or not
+    # a closed loop's others are the B − 1 other clients; Poisson arrivals come at λ whether it runs or not
     others_share = np.maximum(B - 1.0, 0.0) / np.maximum(B, 1.0) if rate is None else 1.0
     f_d = f * others_share
     # the room a prompt's chunks take: beside the decodes running with it (a closed loop's: the other clients')
@@ -135,7 +135,7 @@ def step_times(many, pts: Points, B, mean: MeanStep, prefill: bool = True, rate=
     out = many(B_d, loads)
     (heavy, bound, reason), plain = out[0], out[1][0]
     batch_share = f
-    if rate is not None:  # Poisson prompts come at R whether the engine is busy or idle (arrival_share)
+    if rate is not None:  # Poisson prompts come at λ whether the engine is busy or idle (arrival_share)
         f = f_d = np.minimum(f, arrival_share(rate, chunks, pts.osl, plain, heavy))
     tpot = f_d * heavy + (1.0 - f_d) * plain
     mean = f * heavy + (1.0 - f) * plain
