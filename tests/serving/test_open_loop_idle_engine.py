@@ -1,5 +1,5 @@
 """Open loop below one request in the engine (λ·lifetime < 1): Little's law's running batch is held at the request
-itself, but the prompts still come at R and the engine idles between requests (serving/steady_steps.py:
+itself, but the prompts still come at λ and the engine idles between requests (serving/steady_steps.py:
 arrival_share, busy_share). The hand-checked arithmetic, the limits, and the iteration-level simulator, whose
 Poisson arrivals idle the engine, against the analytic answer."""
 

@@ -101,3 +101,27 @@ def test_two_decoders_sharing_a_system_prompt_report_it_once(h100):
     assert s.sim.finish_s[0] > s.sim.first_token_s[1]  # both decode at once
     assert s.sim.preemptions == 0
     assert 256 + 2 * 10 < s.sim.max_blocks_used <= 256 + 2 * 10 + 2 * 125
+
+
+def test_a_readmitted_request_recomputes_only_what_hbm_does_not_hold(h100, small_agentic, monkeypatch):
+    """A preempted request admitted again computes its prompt tokens HBM no longer holds and its generated ones, no
+    more: ISL − (held now) + (g − 1), at least one token. A decoder's prompt was all registered at its first
+    admission, so that admission's own part is not recomputed again (it had been added on top: need 2,157 where
+    ISL − now + g − 1 is 23)."""
+    dep, prof, bpt = h100
+    stack = TierStack((TierLevel("hbm", 0.0, 0.0), TierLevel("ddr", 2e6, bpt / 64e9, 1e-5)))
+    plan = generate(small_agentic, 16, seed=0)
+    blocks = int(0.05 * pool_tokens(dep, prof, small_agentic) // prof.block_size)
+    checked = []
+
+    class Run(_SessionRun):
+        def _readmit(self, r):
+            now = super()._readmit(r)
+            g = self.gen[r]
+            assert self.need[r] <= max(int(self.isl[r] - now), 1) + max(g - 1, 0), (r, self.need[r], now, g)
+            checked.append(g > 1)
+            return now
+
+    monkeypatch.setattr(sim_sessions, "_SessionRun", Run)
+    sim_sessions.simulate_sessions(dep, prof, plan, stack, blocks, concurrency=8, stagger_s=6 * small_agentic.think_s)
+    assert any(checked)  # decoders were preempted and admitted again

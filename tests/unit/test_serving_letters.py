@@ -36,7 +36,6 @@ def test_the_patterns_catch_what_they_name():
         assert re.search(OLD[what], text), what
     for text in ("open loop: B = R·lifetime", "a = min(N/R, lifetime)",  # the finite run's formula, as once written
                  "busy with chance 1 − exp(−R·L)", "a = R·c", "arrivals come at R whether"):  # the idle engine's, as once
-
         assert re.search(OLD["R for the rate"], text), text
     assert not any(re.search(p, "U clients at λ requests/s, every r_recv-th step") for p in OLD.values())
 

@@ -16,7 +16,7 @@ points are real, and every row built from Terms shows no time where a point does
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class Serving(Deployment):
         if self.usd_per_chip_hour is not None:
             check_positive("usd_per_chip_hour", self.usd_per_chip_hour)
 
-    @property
+    @cached_property
     def matmul_shape(self) -> ModelShape:
         """The model without its attention-score ops: the engine's weight-matmul share of compute (``matmul_shape_of``:
         one per model, shared by its layouts, chip counts and roofline copies)."""

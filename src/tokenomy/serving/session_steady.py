@@ -12,8 +12,8 @@ with the smaller residual: at the jump, the closed loop's saturated state (withi
 The answer is then a fixed point of the hit rate's map
 f(h) = hits.hit_rate at that state, h = f(h). f need not be monotone nor a contraction: more hits mean less prefill,
 fewer running requests and more HBM for the prefix cache (more hits), but also faster turns and more sessions per
-second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.99) <= 0.99 always; the many-point
-solve skips the nodes a lower node vouches for, ``_scan``) and its LOWEST downward crossing solved (regula falsi,
+second to hold (fewer). So f(h) − h is scanned on HIT_GRID (f(0) >= 0 and f(0.99) <= 0.99 always; the solve
+(solve_warm) skips the nodes a lower node vouches for, ``_scan``) and its LOWEST downward crossing solved (regula falsi,
 Illinois, within the crossing's cell, to |f(h) − h| < HIT_TOL). The lowest is the state a cold engine reaches: it
 starts with an empty cache (h = 0), and the hit rate it climbs to stops at the first self-consistent state. ``bistable`` marks the points where the scan found a higher one too (reachable
 only from a warm cache). The DeepSeek case above has a single crossing (f(h) >= 0.92 for every h: at saturation the

@@ -34,7 +34,7 @@ class _SessionRun(_Run):
         self.shared = [0.0] * N  # tokens of r's prompt in shared (pinned) objects: its blocks hold the rest
         self.credited = [0.0] * N  # shared tokens a decoding r's ledger blocks count twice
         self.credit, self.extra = 0.0, 0
-        self.taken = [0] * N  # a prefilling r's blocks pinned out of the free LRU (its ledger and pins count them)
+        self.taken = [0] * N  # tokens (whole blocks) a prefilling r pinned out of the free LRU (ledger and pins count them)
         self.chain_of = [None] * N  # r's prefix chain, from its lookup
         self.agent_chain = _agent_chains(plan)  # per agent: the system prompt and its ancestors' objects
         self.ctx_before = [int(c) for c in plan.ctx_before]
@@ -136,12 +136,15 @@ class _SessionRun(_Run):
     def _readmit(self, r: int) -> float:
         """A preempted r's shared tokens now: those of its chain (as registered, if its prompt was computed) HBM
         still holds; the rest, evicted since it let go of them, is recomputed (``need`` grows by it; vLLM's
-        scheduler looks a preempted request's prefix up again: Scheduler.schedule, get_computed_blocks)."""
+        scheduler looks a preempted request's prefix up again: Scheduler.schedule, get_computed_blocks). A decoder's
+        prompt is all registered (shared = ISL), so its first admission's own part ``need0`` is in ``had`` already:
+        it recomputes ISL − now and its generated tokens, at least one token."""
         had = self.shared[r]
         hbm = self.cache.held_now(self.chain_of[r])[0]
         now = hbm if hbm < had else had
         g = self.gen[r]
-        self.need[r] = self.need0[r] + (g - 1 if g > 1 else 0) + int(had - now)
+        n = (0 if had >= self.isl[r] else self.need0[r]) + int(had - now)
+        self.need[r] = (n if n > 1 else 1) + (g - 1 if g > 1 else 0)
         return now
 
     def admitted(self, rs: list[int], now: float) -> int:

@@ -12,7 +12,7 @@ scheduler.step_time; the letters are docs/notation.md's serving ones: U users, C
                                                            decodes beside its prompt (at most B; B − 1 in a closed
                                                            loop)
     B_d     = B·(OSL − 1)/life,   P = B·I/life               decodes and prefill tokens of a mean step (open
-                                                           loop: P·f_R/f, the prompts as they come: TPOT below)
+                                                           loop: P·min(f, f_R)/f, the prompts as they come: TPOT below)
     TPOT    = f_d·t(B_d, P/f) + (1 − f_d)·t(B_d, 0)       f = min(1, B·chunks/life): the share of steps carrying a
                                                            prefill chunk; f_d = f·(B − 1)/B in a closed loop (a
                                                            request's own chunks precede its first token); open:

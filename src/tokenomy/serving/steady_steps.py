@@ -51,9 +51,9 @@ def arrival_share(rate, chunks, osl, plain_s, heavy_s):
     prefill_queue.gated_residual_s). The running batch's share B·c/life (step_times) is the same count with
     Little's law's B = λ·lifetime, but where the engine idles between requests (λ·lifetime < 1) B is held at the
     request itself, and that share charges a prompt every ``life`` steps however seldom they come: Llama-3.1-8B
-    on one H200, 467/16 at 2 requests/s, a prefill in one step of 16 where 1.5% carry one (TensorRT-LLM 0.14's
+    on one H200, 467/16 at 2 requests/s, a prefill in one step of 16 where about 1.3% carry one (TensorRT-LLM 0.14's
     online table: 5 ms ITL there). The iteration-level simulator, whose Poisson arrivals idle the engine, agrees
-    (tests/serving/test_open_loop_prefill.py)."""
+    (tests/serving/test_open_loop_idle_engine.py)."""
     a = np.asarray(rate, float) * np.asarray(chunks, float)
     n = np.maximum(np.asarray(osl, float) - 1.0, 1.0)
     t0, th = np.asarray(plain_s, float), np.asarray(heavy_s, float)
@@ -69,8 +69,8 @@ def busy_share(rate, in_engine_s):
     others do while the engine is far from full, so the requests in it are Poisson with mean λ·L (M/G/∞; by PASTA
     an arrival sees the time average) and the engine is empty with chance exp(−λ·L); an arrival then starts its
     prompt at once, with no rest of a step to wait for. Llama-3.1-8B on one H200, 467/16 at 2 requests/s:
-    λ·L = 0.24, so 79% of the arrivals find it idle; the simulator's TTFT agrees (tests/serving/
-    test_open_loop_prefill.py). λ·L >> 1: every arrival waits, the size-biased rest of the step (step_times)."""
+    λ·L ≈ 0.2, so about four arrivals in five find it idle; the simulator's TTFT agrees (tests/serving/
+    test_open_loop_idle_engine.py). λ·L >> 1: every arrival waits, the size-biased rest of the step (step_times)."""
     return -np.expm1(-np.asarray(rate, float) * np.asarray(in_engine_s, float))
 
 
